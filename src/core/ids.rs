@@ -1,0 +1,143 @@
+//! Identifier and hash types that carry their own validation, so that text which is
+//! not one never reaches the store.
+
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
+use std::fmt;
+
+/// Why a piece of text is not a valid identifier or hash.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum IdError {
+    #[error("must not be empty")]
+    Empty,
+    #[error("is {0} characters long; at most 128 are allowed")]
+    TooLong(usize),
+    #[error("contains {0:?}; only letters, digits and . _ : - are allowed")]
+    BadChar(char),
+    #[error("must be `sha256:` followed by 64 lowercase hex digits")]
+    BadHash,
+}
+
+/// The id of one logical operation (`F09`).
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct OperationId(String);
+
+impl OperationId {
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        if text.is_empty() {
+            return Err(IdError::Empty);
+        }
+        let count = text.chars().count();
+        if count > 128 {
+            return Err(IdError::TooLong(count));
+        }
+        if let Some(c) = text
+            .chars()
+            .find(|c| !(c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | ':' | '-')))
+        {
+            return Err(IdError::BadChar(c));
+        }
+        Ok(OperationId(text.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Display for OperationId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for OperationId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for OperationId {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        OperationId::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+/// A SHA-256 digest written `sha256:<64 lowercase hex>`.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Sha256(String);
+
+impl Sha256 {
+    pub const PREFIX: &'static str = "sha256:";
+
+    pub fn parse(text: &str) -> Result<Self, IdError> {
+        let hex = text.strip_prefix(Self::PREFIX).ok_or(IdError::BadHash)?;
+        if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
+            Ok(Sha256(text.to_owned()))
+        } else {
+            Err(IdError::BadHash)
+        }
+    }
+
+    /// The digest of `bytes`.
+    pub fn of(bytes: &[u8]) -> Self {
+        use sha2::Digest;
+        let digest = sha2::Sha256::digest(bytes);
+        Sha256(format!("{}{}", Self::PREFIX, hex::encode(digest)))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The first `n` hex digits, for narrow columns.
+    pub fn short(&self, n: usize) -> &str {
+        let hex = &self.0[Self::PREFIX.len()..];
+        &hex[..n.min(hex.len())]
+    }
+}
+
+impl fmt::Display for Sha256 {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl Serialize for Sha256 {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&self.0)
+    }
+}
+
+impl<'de> Deserialize<'de> for Sha256 {
+    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let text = String::deserialize(d)?;
+        Sha256::parse(&text).map_err(serde::de::Error::custom)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn operation_ids_refuse_empty_long_and_odd_characters() {
+        assert!(OperationId::parse("F09").is_ok());
+        assert_eq!(OperationId::parse(""), Err(IdError::Empty));
+        assert_eq!(
+            OperationId::parse(&"x".repeat(129)),
+            Err(IdError::TooLong(129))
+        );
+        assert_eq!(OperationId::parse("F\u{1b}9"), Err(IdError::BadChar('\u{1b}')));
+    }
+
+    #[test]
+    fn hashes_need_prefix_and_64_lowercase_hex() {
+        let good = format!("sha256:{}", "a".repeat(64));
+        assert!(Sha256::parse(&good).is_ok());
+        assert!(Sha256::parse(&"a".repeat(64)).is_err());
+        assert!(Sha256::parse(&format!("sha256:{}", "A".repeat(64))).is_err());
+        assert!(Sha256::parse(&format!("sha256:{}", "a".repeat(63))).is_err());
+        assert_eq!(Sha256::of(b"abc").short(8), "ba7816bf");
+    }
+}

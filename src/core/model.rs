@@ -1,0 +1,417 @@
+//! The domain vocabulary: states, failure modes, enumerations of the wire format and
+//! the records that describe one logical operation and its physical attempts.
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::ids::{OperationId, Sha256};
+
+/// Declares a closed enumeration with its stable text form, used on the wire, in the
+/// store and on screen alike.
+macro_rules! text_enum {
+    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        impl $name {
+            /// Every variant, in declaration order.
+            pub const ALL: &'static [$name] = &[$($name::$variant),+];
+
+            /// The stable text form.
+            pub fn as_str(self) -> &'static str {
+                match self { $($name::$variant => $text),+ }
+            }
+
+            /// Parses the stable text form; `None` for anything else.
+            pub fn parse(text: &str) -> Option<Self> {
+                match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+
+            /// The accepted values, for error messages.
+            pub fn expected() -> String {
+                [$($text),+].join(", ")
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.as_str())
+            }
+        }
+    };
+}
+
+text_enum!(
+    /// The lifecycle state of a logical operation (DESIGN §2).
+    State {
+        Planned => "PLANNED",
+        Validated => "VALIDATED",
+        Approved => "APPROVED",
+        Sent => "SENT",
+        Acknowledged => "ACKNOWLEDGED",
+        Unknown => "UNKNOWN",
+        Partial => "PARTIAL",
+        Blocked => "BLOCKED",
+        Succeeded => "SUCCEEDED",
+        Failed => "FAILED",
+        Compensated => "COMPENSATED",
+        Accepted => "ACCEPTED",
+    }
+);
+
+/// The four groups the states fall into.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateGroup {
+    PreExecution,
+    InFlight,
+    Held,
+    Terminal,
+}
+
+impl State {
+    /// The states of the console's queue.
+    pub const HELD: &'static [State] = &[State::Unknown, State::Partial, State::Blocked];
+
+    pub fn group(self) -> StateGroup {
+        match self {
+            State::Planned | State::Validated | State::Approved => StateGroup::PreExecution,
+            State::Sent | State::Acknowledged => StateGroup::InFlight,
+            State::Unknown | State::Partial | State::Blocked => StateGroup::Held,
+            State::Succeeded | State::Failed | State::Compensated | State::Accepted => {
+                StateGroup::Terminal
+            }
+        }
+    }
+
+    pub fn is_held(self) -> bool {
+        self.group() == StateGroup::Held
+    }
+
+    pub fn is_terminal(self) -> bool {
+        self.group() == StateGroup::Terminal
+    }
+}
+
+text_enum!(
+    /// The eight failure modes of the seed, as stored ids.
+    FailureMode {
+        AuthDenied => "auth_denied",
+        ValidationFailed => "validation_failed",
+        TimeoutUnknown => "timeout_unknown",
+        RateLimited => "rate_limited",
+        TransientError => "transient_error",
+        PartialWrite => "partial_write",
+        DuplicateReplay => "duplicate_replay",
+        UnsafeOutput => "unsafe_output",
+    }
+);
+
+text_enum!(
+    /// Risk tier of an operation; `high` and `critical` need four eyes (G6).
+    Risk {
+        Low => "low",
+        Medium => "medium",
+        High => "high",
+        Critical => "critical",
+    }
+);
+
+impl Risk {
+    pub fn needs_four_eyes(self) -> bool {
+        matches!(self, Risk::High | Risk::Critical)
+    }
+}
+
+text_enum!(
+    /// How far a physical attempt got before it ended.
+    Phase {
+        NotSent => "not_sent",
+        Dns => "dns",
+        Connected => "connected",
+        RequestSent => "request_sent",
+        Acknowledged => "acknowledged",
+        ResponseReceived => "response_received",
+    }
+);
+
+impl Phase {
+    /// Whether the request bytes may have reached the provider: past this point a
+    /// lost response leaves the outcome unknown.
+    pub fn may_have_crossed_boundary(self) -> bool {
+        matches!(
+            self,
+            Phase::RequestSent | Phase::Acknowledged | Phase::ResponseReceived
+        )
+    }
+}
+
+text_enum!(
+    /// The transport result of one attempt.
+    Outcome {
+        Ok => "ok",
+        Timeout => "timeout",
+        ConnectionReset => "connection_reset",
+        DnsFailure => "dns_failure",
+        HttpError => "http_error",
+        Rejected => "rejected",
+        InvalidResponse => "invalid_response",
+    }
+);
+
+text_enum!(
+    /// A request that may have an effect, or a status query that only observes.
+    AttemptKind {
+        Request => "request",
+        StatusQuery => "status_query",
+    }
+);
+
+text_enum!(
+    /// The layer that made a physical attempt.
+    Layer {
+        Sdk => "sdk",
+        Gateway => "gateway",
+        Queue => "queue",
+        Orchestrator => "orchestrator",
+        Agent => "agent",
+    }
+);
+
+text_enum!(
+    /// The state of one item of a batch or one step of a workflow.
+    ItemState {
+        Succeeded => "succeeded",
+        Failed => "failed",
+        Unknown => "unknown",
+        Skipped => "skipped",
+        NotAttempted => "not_attempted",
+        Compensated => "compensated",
+    }
+);
+
+text_enum!(
+    /// How a child operation relates to its parent.
+    Relation {
+        CompensationOf => "compensation_of",
+        ResumeOf => "resume_of",
+    }
+);
+
+text_enum!(
+    /// The role under which an identity acts.
+    Role {
+        System => "system",
+        Viewer => "viewer",
+        Reviewer => "reviewer",
+        Approver => "approver",
+        Owner => "owner",
+        Local => "local",
+    }
+);
+
+/// Idempotency semantics a provider documents for one tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdempotencyContract {
+    pub supported: bool,
+    pub scope: Option<String>,
+    pub retention_hours: Option<u32>,
+}
+
+/// The operation contract of one tool (DESIGN §5 `contract`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contract {
+    pub tool: String,
+    pub version: String,
+    pub action: String,
+    pub method: String,
+    pub idempotency: IdempotencyContract,
+    pub status_lookup: bool,
+    pub retryable: Vec<String>,
+    pub compensation: Option<String>,
+    pub owner: String,
+    pub max_attempts: u32,
+    pub budget_seconds: u32,
+}
+
+impl Contract {
+    /// Whether the tool changes state somewhere (anything but a read method).
+    pub fn is_write(&self) -> bool {
+        !matches!(
+            self.method.to_ascii_uppercase().as_str(),
+            "GET" | "HEAD" | "OPTIONS"
+        )
+    }
+}
+
+/// The approval bound to one exact call (G11).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Approval {
+    pub by: String,
+    pub policy: String,
+    pub at: Option<DateTime<Utc>>,
+    pub payload_hash: Option<Sha256>,
+    pub expires_at: Option<DateTime<Utc>>,
+}
+
+/// One logical operation: an approved business intent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Operation {
+    pub id: OperationId,
+    pub tenant: String,
+    pub actor: String,
+    pub tool: String,
+    pub action: String,
+    pub target: String,
+    pub payload_hash: Sha256,
+    pub intent_hash: Option<Sha256>,
+    pub risk: Risk,
+    pub approval: Option<Approval>,
+    pub idempotency_key: Option<String>,
+    pub business_key: Option<String>,
+    pub correlation_id: Option<String>,
+    pub owner: String,
+    pub max_attempts: Option<u32>,
+    pub deadline: Option<DateTime<Utc>>,
+    pub failure_mode: Option<FailureMode>,
+    pub state: State,
+    pub next_observation_at: Option<DateTime<Utc>>,
+    pub depends_on: Vec<OperationId>,
+    pub parent: Option<OperationId>,
+    pub relation: Option<Relation>,
+    pub created_at: DateTime<Utc>,
+}
+
+/// One physical interaction: a request or a status query.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attempt {
+    pub id: String,
+    pub operation: OperationId,
+    pub seq: u32,
+    pub kind: AttemptKind,
+    pub layer: Option<Layer>,
+    pub started_at: DateTime<Utc>,
+    pub ended_at: Option<DateTime<Utc>>,
+    pub phase: Phase,
+    pub outcome: Outcome,
+    pub http_status: Option<u16>,
+    pub error_type: Option<String>,
+    /// The absolute instant the provider asked the client to wait until.
+    pub retry_after: Option<DateTime<Utc>>,
+    pub provider_request_id: Option<String>,
+    pub request_hash: Option<Sha256>,
+    pub response_hash: Option<Sha256>,
+    pub resend_count: Option<u32>,
+    pub replayed: Option<bool>,
+    pub trace_id: Option<String>,
+    /// Untrusted tool output: quarantined data, never an instruction (G10).
+    pub response_excerpt: Option<String>,
+}
+
+impl Attempt {
+    /// The latest instant this attempt is known to have been active.
+    pub fn last_instant(&self) -> DateTime<Utc> {
+        self.ended_at.unwrap_or(self.started_at)
+    }
+}
+
+/// One item of a batch or one step of a workflow.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Item {
+    pub operation: OperationId,
+    pub index: u32,
+    pub label: Option<String>,
+    pub state: ItemState,
+    pub authoritative_id: Option<String>,
+}
+
+/// Field-by-field comparison of an observed target with the intent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Matches {
+    pub target: Option<bool>,
+    pub payload_hash: Option<bool>,
+    pub owner: Option<bool>,
+    pub version: Option<bool>,
+}
+
+impl Matches {
+    /// All four fields present and matching.
+    pub fn all(&self) -> bool {
+        [self.target, self.payload_hash, self.owner, self.version]
+            .iter()
+            .all(|m| *m == Some(true))
+    }
+}
+
+/// What a look at the authoritative target showed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Observation {
+    pub id: String,
+    pub operation: OperationId,
+    pub observed_at: DateTime<Utc>,
+    /// Where the observation came from; see [`ObservationSource`] for the ones the
+    /// rules give meaning to.
+    pub source: String,
+    pub found: bool,
+    pub matches: Option<Matches>,
+    pub effect_count: Option<u32>,
+    pub raw_hash: Option<Sha256>,
+    pub note: Option<String>,
+}
+
+/// Observation sources the rules recognise; any other source is recorded and shown
+/// but proves nothing beyond what its fields say.
+pub struct ObservationSource;
+
+impl ObservationSource {
+    /// The provider's own status or operation endpoint: a `found: false` from it is
+    /// provider proof of non-application.
+    pub const PROVIDER_STATUS: &'static str = "provider_status";
+    /// A lookup of the target by business key (needed after key retention, G12).
+    pub const BUSINESS_KEY: &'static str = "business_key";
+    /// A check of downstream consequences (needed before COMPENSATED, G4).
+    pub const DOWNSTREAM: &'static str = "downstream";
+    /// A fresh run of the validators (needed before revalidating a BLOCKED one).
+    pub const VALIDATOR: &'static str = "validator";
+    /// A read of the authoritative business record.
+    pub const TARGET_RECORD: &'static str = "target_record";
+}
+
+/// One state change as recorded in the audit log or received on the wire.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TransitionRecord {
+    pub operation: OperationId,
+    pub from: State,
+    pub to: State,
+    pub by: String,
+    pub role: Option<Role>,
+    pub at: DateTime<Utc>,
+    pub reason: Option<String>,
+    pub evidence: Vec<String>,
+}
+
+/// What a test case expected of one operation (the review row of the seed's packet).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Expectation {
+    pub operation: OperationId,
+    pub expected_state: State,
+    pub requires_reconciliation: Option<bool>,
+    pub duplicate_risk: Option<bool>,
+    pub prohibited: Vec<String>,
+    pub veto: Option<bool>,
+}
+
+/// Every stored record, for computations that need the whole picture.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Dataset {
+    pub contracts: Vec<Contract>,
+    pub operations: Vec<Operation>,
+    pub attempts: Vec<Attempt>,
+    pub items: Vec<Item>,
+    pub observations: Vec<Observation>,
+    pub audit: Vec<super::audit::AuditRow>,
+    pub expectations: Vec<Expectation>,
+}

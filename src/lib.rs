@@ -1,0 +1,6 @@
+//! holdfast: a terminal console for held operations of AI-agent tool calls.
+#![forbid(unsafe_code)]
+
+pub mod core;
+pub mod store;
+pub mod wire;

@@ -1,0 +1,245 @@
+//! The operations store: one async trait, one implementation per backend. Every
+//! write commits its audit row in the same transaction as the change it records.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
+use crate::core::ids::OperationId;
+use crate::core::model::{
+    Attempt, Contract, Dataset, Expectation, FailureMode, Item, Observation, Operation, Relation,
+    Risk, State,
+};
+use crate::wire::{LineError, Numbered};
+
+/// What can go wrong in the store, in words a reviewer can act on. Driver errors
+/// never reach the screen raw: they are mapped into these.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("operation {0} does not exist")]
+    NotFound(OperationId),
+    #[error(
+        "operation {id} was changed by {by} at {at} (version {current}, you had {expected}); reload and decide again"
+    )]
+    Conflict {
+        id: OperationId,
+        expected: i64,
+        current: i64,
+        by: String,
+        at: DateTime<Utc>,
+    },
+    #[error("the store at {location} was written by a newer holdfast (schema {found}, this build knows up to {known}); upgrade holdfast")]
+    TooNew {
+        location: String,
+        found: i64,
+        known: i64,
+    },
+    #[error("the store is busy (another process holds it); try again")]
+    Busy,
+    #[error("cannot open the store at {location}: {reason}")]
+    Open { location: String, reason: String },
+    #[error("store error: {0}")]
+    Other(String),
+}
+
+/// Which operations a listing shows. Empty vectors mean "any".
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OperationFilter {
+    pub states: Vec<State>,
+    pub tenants: Vec<String>,
+    pub owners: Vec<String>,
+    pub modes: Vec<FailureMode>,
+    pub risks: Vec<Risk>,
+    /// Case-insensitive substring over id, target, idempotency/business/correlation
+    /// keys and provider request ids.
+    pub search: Option<String>,
+    /// Tenants the acting identity may see (G7); `None` means every tenant.
+    pub visible_tenants: Option<Vec<String>>,
+}
+
+/// Order of a listing.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum SortOrder {
+    /// Risk (critical first), then overdue next observation, then oldest first.
+    #[default]
+    Urgency,
+    /// Oldest first.
+    Age,
+    /// By id.
+    Id,
+    /// Soonest deadline first.
+    Deadline,
+}
+
+/// One page of a listing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Page {
+    pub offset: u64,
+    pub limit: u64,
+}
+
+/// One row of the queue: the operation plus the figures the queue shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperationRow {
+    pub operation: Operation,
+    /// Optimistic-lock version, bumped by every change (G8).
+    pub version: i64,
+    /// Request attempts made so far.
+    pub attempts_used: u32,
+    /// `max_attempts` of the operation, else of its contract.
+    pub max_attempts: Option<u32>,
+    /// When the operation entered its current state.
+    pub state_since: DateTime<Utc>,
+    /// Ids of held operations it depends on (G9); non-empty means held by dependency.
+    pub held_dependencies: Vec<OperationId>,
+    /// A proposal waiting for a second pair of eyes.
+    pub pending_proposal: bool,
+}
+
+/// A proposal waiting for a different approver (G6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Proposal {
+    pub id: i64,
+    pub operation: OperationId,
+    /// The stable action name proposed (`authorize-retry`, …).
+    pub action: String,
+    pub proposed_by: String,
+    pub proposed_at: DateTime<Utc>,
+    pub rationale: String,
+    /// `pending`, `confirmed` or `rejected`.
+    pub status: String,
+}
+
+/// A linked child operation seen from its parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChildLink {
+    pub id: OperationId,
+    pub relation: Relation,
+    pub state: State,
+}
+
+/// Everything stored about one operation, for the evidence bundle and the rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperationDetail {
+    pub row: OperationRow,
+    pub contract: Option<Contract>,
+    /// In `seq` order.
+    pub attempts: Vec<Attempt>,
+    /// In `index` order.
+    pub items: Vec<Item>,
+    /// In `observed_at` order.
+    pub observations: Vec<Observation>,
+    /// This operation's audit rows, in `seq` order.
+    pub audit: Vec<AuditRow>,
+    pub expectation: Option<Expectation>,
+    pub children: Vec<ChildLink>,
+    /// Every operation it depends on, with its state.
+    pub dependencies: Vec<(OperationId, State)>,
+    pub proposals: Vec<Proposal>,
+    /// Other operations with the same idempotency key (same tenant) but a different
+    /// payload hash (G3).
+    pub key_conflicts: Vec<OperationId>,
+}
+
+/// Counts for the queue header.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct QueueCounts {
+    pub by_state: Vec<(State, u64)>,
+    /// Held operations whose next observation time has passed.
+    pub overdue: u64,
+    /// Operations held only because something they depend on is held.
+    pub held_by_dependency: u64,
+    pub pending_proposals: u64,
+}
+
+/// How ingest treats bad lines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IngestMode {
+    /// Any bad line: report all, commit nothing.
+    Strict,
+    /// Commit the good lines; the bad ones are returned for the rejects file.
+    Quarantine,
+}
+
+/// What an ingest did.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct IngestReport {
+    /// Per record type: (type, new records committed).
+    pub committed: Vec<(String, u64)>,
+    /// Records already stored with the same content.
+    pub unchanged: u64,
+    /// Lines refused, every reason for each.
+    pub rejected: Vec<LineError>,
+}
+
+/// A state change or audited action the core allowed, ready to commit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Commit {
+    pub operation: OperationId,
+    /// The version the decision was made against (G8).
+    pub expected_version: i64,
+    /// The new state, when the action changes it.
+    pub new_state: Option<State>,
+    /// New owner / next observation time, for `assign` and `schedule`.
+    pub new_owner: Option<String>,
+    pub new_next_observation_at: Option<Option<DateTime<Utc>>>,
+    /// Records the action adds (a reconcile's status query and observation).
+    pub attempts: Vec<Attempt>,
+    pub observations: Vec<Observation>,
+    /// Child operations to create, in APPROVED, linked to this one.
+    pub children: Vec<Operation>,
+    /// A proposal to open, or the id of one to close with its new status.
+    pub open_proposal: Option<Proposal>,
+    pub close_proposal: Option<(i64, String)>,
+    pub audit: AuditDraft,
+}
+
+/// The operations store.
+#[async_trait]
+pub trait Store: Send + Sync {
+    /// Human-readable location (path or URL without password).
+    fn location(&self) -> String;
+
+    /// Validates and commits wire records in one transaction.
+    async fn ingest(
+        &self,
+        records: Vec<Numbered>,
+        mode: IngestMode,
+        by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<IngestReport, StoreError>;
+
+    /// One page of operations matching `filter`, plus the total that match.
+    async fn list(
+        &self,
+        filter: &OperationFilter,
+        sort: SortOrder,
+        page: Page,
+        now: DateTime<Utc>,
+    ) -> Result<(Vec<OperationRow>, u64), StoreError>;
+
+    async fn counts(
+        &self,
+        filter: &OperationFilter,
+        now: DateTime<Utc>,
+    ) -> Result<QueueCounts, StoreError>;
+
+    async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError>;
+
+    /// Commits one allowed action; refuses with [`StoreError::Conflict`] when the
+    /// operation's version moved.
+    async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError>;
+
+    /// Audit rows with `seq` in `from..`, at most `limit`.
+    async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
+
+    /// The newest audit `seq` (0 for an empty log): a cheap change marker.
+    async fn head_seq(&self) -> Result<i64, StoreError>;
+
+    /// Walks the whole chain.
+    async fn verify(&self) -> Result<ChainStatus, StoreError>;
+
+    /// Everything, for metrics and export.
+    async fn dataset(&self) -> Result<Dataset, StoreError>;
+}

@@ -1,0 +1,55 @@
+//! Wire format v1 (DESIGN §5): JSON Lines records, `"type"` first, parsed strictly
+//! into the core's typed records and written back in the same shape.
+
+use crate::core::model::{
+    Attempt, Contract, Expectation, Item, Observation, Operation, TransitionRecord,
+};
+
+/// One record of wire format v1.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Record {
+    Contract(Contract),
+    Operation(Operation),
+    Attempt(Attempt),
+    Item(Item),
+    Observation(Observation),
+    Transition(TransitionRecord),
+    Expectation(Expectation),
+}
+
+impl Record {
+    /// The `"type"` value of this record.
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            Record::Contract(_) => "contract",
+            Record::Operation(_) => "operation",
+            Record::Attempt(_) => "attempt",
+            Record::Item(_) => "item",
+            Record::Observation(_) => "observation",
+            Record::Transition(_) => "transition",
+            Record::Expectation(_) => "expectation",
+        }
+    }
+}
+
+/// A record with the 1-based line it came from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Numbered {
+    pub line: usize,
+    pub record: Record,
+}
+
+/// One reason a line is refused: `line N: field: reason`.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct LineError {
+    pub line: usize,
+    /// The field path (`approval.expires_at`), or `-` when the whole line is at fault.
+    pub field: String,
+    pub reason: String,
+}
+
+impl std::fmt::Display for LineError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "line {}: {}: {}", self.line, self.field, self.reason)
+    }
+}
