@@ -4,4 +4,6 @@
 pub mod audit;
 pub mod clock;
 pub mod ids;
+pub mod matrix;
 pub mod model;
+pub mod rules;
