@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod clock;
+pub mod evidence;
 pub mod ids;
 pub mod matrix;
 pub mod model;

@@ -375,6 +375,28 @@ pub fn decide(
     expected_version: i64,
     now: DateTime<Utc>,
 ) -> Result<Effect, Refusal> {
+    decide_with(
+        detail,
+        action,
+        actor,
+        rationale,
+        expected_version,
+        now,
+        false,
+    )
+}
+
+/// [`decide`], or, with `confirming`, the proposed action applied for the second
+/// approver who confirms it.
+fn decide_with(
+    detail: &OperationDetail,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    expected_version: i64,
+    now: DateTime<Utc>,
+    confirming: bool,
+) -> Result<Effect, Refusal> {
     let op = &detail.row.operation;
     let kind = action.kind();
     if let Some(tenants) = &actor.tenants
@@ -416,6 +438,7 @@ pub fn decide(
         );
     }
     let mut plan = Plan::new(detail, actor, rationale, kind, now);
+    plan.confirming = confirming;
     match action {
         Action::Reconcile(input) => plan.reconcile(input)?,
         Action::Resolve { to } => plan.resolve(*to)?,
@@ -445,6 +468,8 @@ struct Plan<'a> {
     rationale: &'a Rationale,
     now: DateTime<Utc>,
     kind: ActionKind,
+    /// Applying a confirmed proposal: no second proposal is opened.
+    confirming: bool,
     to: Option<State>,
     proposal_only: bool,
     consequences: Vec<String>,
@@ -478,6 +503,7 @@ impl<'a> Plan<'a> {
             rationale,
             now,
             kind,
+            confirming: false,
             to: None,
             proposal_only: false,
             consequences: Vec::new(),
@@ -695,7 +721,7 @@ impl<'a> Plan<'a> {
         }
         check(self)?;
         let four_eyes = self.op().risk.needs_four_eyes();
-        if four_eyes || !self.actor.approves() {
+        if !self.confirming && (four_eyes || !self.actor.approves()) {
             let why = if four_eyes {
                 format!(
                     "risk {} needs a second, different approver to confirm",
@@ -1143,15 +1169,14 @@ impl<'a> Plan<'a> {
         };
         let mut detail = self.detail.clone();
         detail.proposals.retain(|p| p.id != proposal.id);
-        let mut confirmer = self.actor.clone();
-        confirmer.role = Role::Local;
-        let mut inner = decide(
+        let mut inner = decide_with(
             &detail,
             &action,
-            &confirmer,
+            self.actor,
             self.rationale,
             version,
             self.now,
+            true,
         )?;
         if inner.proposal_only {
             return refuse(Rule::G6, "the proposal could not be applied directly");
