@@ -109,7 +109,7 @@ fn observation(oid: &str, at: i64, source: &str, found: bool) -> Observation {
         observed_at: t(at),
         source: source.into(),
         found,
-        matches: found.then(|| Matches {
+        matches: found.then_some(Matches {
             target: Some(true),
             payload_hash: Some(true),
             owner: Some(true),
@@ -160,6 +160,16 @@ fn why() -> Rationale {
 }
 
 const NOW: i64 = 300;
+
+/// Records the provider's own status showing no effect, after the last request.
+fn reconciled(d: &mut OperationDetail) {
+    d.observations.push(observation(
+        "O1",
+        200,
+        ObservationSource::PROVIDER_STATUS,
+        false,
+    ));
+}
 
 fn run(d: &OperationDetail, action: Action, who: &Actor) -> Result<Effect, Refusal> {
     decide(d, &action, who, &why(), d.row.version, t(NOW))
@@ -373,12 +383,7 @@ fn g2_no_retry_of_an_ambiguous_write_before_reconciliation() {
         refused_by(run(&d, Action::AuthorizeRetry, &local())),
         Rule::G2
     );
-    d.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut d);
     let effect = run(&d, Action::AuthorizeRetry, &local()).unwrap();
     assert_eq!(effect.to, Some(State::Approved));
     assert_eq!(effect.commit.audit.evidence, vec!["O1".to_owned()]);
@@ -400,12 +405,7 @@ fn g3_a_key_conflict_allows_only_accept_or_failed() {
     assert_eq!(refused_by(run(&d, Action::Revalidate, &local())), Rule::G3);
     let mut u = detail(State::Unknown);
     u.key_conflicts = vec![id("F10")];
-    u.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut u);
     assert_eq!(
         refused_by(run(&u, Action::AuthorizeRetry, &local())),
         Rule::G3
@@ -451,12 +451,7 @@ fn g4_no_compensated_without_a_succeeded_child_and_downstream_evidence() {
 #[test]
 fn g5_an_exhausted_budget_allows_only_accept_fail_or_block() {
     let mut d = detail(State::Unknown);
-    d.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut d);
     d.attempts = vec![
         request(1, 10, Phase::NotSent, Outcome::DnsFailure),
         request(2, 50, Phase::NotSent, Outcome::DnsFailure),
@@ -470,12 +465,7 @@ fn g5_an_exhausted_budget_allows_only_accept_fail_or_block() {
     assert!(run(&d, Action::Block, &local()).is_ok());
 
     let mut late = detail(State::Unknown);
-    late.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut late);
     let after_deadline = decide(&late, &Action::AuthorizeRetry, &local(), &why(), 4, t(1900));
     assert_eq!(refused_by(after_deadline), Rule::G5);
 }
@@ -484,12 +474,7 @@ fn g5_an_exhausted_budget_allows_only_accept_fail_or_block() {
 fn g6_high_risk_needs_a_second_different_approver() {
     let mut d = detail(State::Unknown);
     d.row.operation.risk = Risk::High;
-    d.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut d);
     let ana = actor("rev:ana", Role::Approver);
     let proposal = run(&d, Action::AuthorizeRetry, &ana).unwrap();
     assert!(proposal.proposal_only);
@@ -597,12 +582,7 @@ fn g10_tool_output_never_selects_an_action() {
 #[test]
 fn g11_an_approval_binds_one_exact_unexpired_call() {
     let mut d = detail(State::Unknown);
-    d.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut d);
     let mut changed = d.clone();
     changed.row.operation.payload_hash = hash("another payload");
     assert_eq!(
@@ -631,12 +611,7 @@ fn g12_after_key_retention_reconcile_by_business_key_first() {
     if let Some(c) = d.contract.as_mut() {
         c.idempotency.retention_hours = Some(0);
     }
-    d.observations.push(observation(
-        "O1",
-        200,
-        ObservationSource::PROVIDER_STATUS,
-        false,
-    ));
+    reconciled(&mut d);
     assert_eq!(
         refused_by(run(&d, Action::AuthorizeRetry, &local())),
         Rule::G12
