@@ -1,6 +1,16 @@
 //! Wire format v1 (DESIGN §5): JSON Lines records, `"type"` first, parsed strictly
 //! into the core's typed records and written back in the same shape.
 
+mod read;
+mod stream;
+mod tree;
+mod write;
+
+pub use read::{MAX_KEY_CHARS, MAX_LINE_BYTES, MAX_TEXT_BYTES, TYPES, parse_line};
+pub use stream::{KEEP_LIMIT, ParsedStream, parse_stream};
+pub use tree::MAX_DEPTH;
+pub use write::{to_value, write_line};
+
 use crate::core::model::{
     Attempt, Contract, Expectation, Item, Observation, Operation, TransitionRecord,
 };
