@@ -3,6 +3,8 @@
 
 mod read;
 mod stream;
+#[cfg(test)]
+mod tests;
 mod tree;
 mod write;
 
@@ -16,6 +18,10 @@ use crate::core::model::{
 };
 
 /// One record of wire format v1.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "records are built once and moved into a Vec; boxing the operation would add an allocation per ingested line"
+)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Contract(Contract),
