@@ -1,13 +1,27 @@
 //! Wire format v1 (DESIGN §5): JSON Lines records, `"type"` first, parsed strictly
 //! into the core's typed records and written back in the same shape.
 
+mod read;
+mod stream;
+#[cfg(test)]
+mod tests;
+mod tree;
+mod write;
+
+pub use read::{MAX_KEY_CHARS, MAX_LINE_BYTES, MAX_TEXT_BYTES, TYPES, parse_line};
+pub use stream::{KEEP_LIMIT, ParsedStream, parse_stream};
+pub use tree::MAX_DEPTH;
+pub use write::{to_value, write_line};
+
 use crate::core::model::{
     Attempt, Contract, Expectation, Item, Observation, Operation, TransitionRecord,
 };
 
-/// One record of wire format v1. Records are parsed, checked and stored one batch
-/// at a time, so the size of the largest variant does not matter enough to box it.
-#[allow(clippy::large_enum_variant)]
+/// One record of wire format v1.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "records are built once and moved into a Vec; boxing the operation would add an allocation per ingested line"
+)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Contract(Contract),

@@ -1,0 +1,818 @@
+//! The strict reader of one wire line: JSON tree first, then every field of the
+//! record extracted by hand, so that each refusal names its field path and rule.
+
+use chrono::{DateTime, Utc};
+use std::borrow::Cow;
+
+use super::tree::{self, MAX_DEPTH, Node, TreeError};
+use super::{LineError, Record};
+use crate::core::clock::parse_instant;
+use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::{
+    Approval, Attempt, AttemptKind, Contract, Expectation, FailureMode, IdempotencyContract, Item,
+    ItemState, Layer, Matches, Observation, Operation, Outcome, Phase, Relation, Risk, Role, State,
+    TransitionRecord,
+};
+
+/// The longest line accepted, in bytes (1 MiB).
+pub const MAX_LINE_BYTES: usize = 1_048_576;
+/// The longest free-text field, in bytes (64 KiB).
+pub const MAX_TEXT_BYTES: usize = 65_536;
+/// The longest id or key, in characters.
+pub const MAX_KEY_CHARS: usize = 128;
+/// At most this many errors are listed for one line; a last one says how many more.
+pub const MAX_ERRORS_PER_LINE: usize = 32;
+
+/// The largest value of the integer fields (they are stored as `u32`).
+const U32_MAX: u64 = u32::MAX as u64;
+
+/// The record types, in the order DESIGN §5 lists them.
+pub const TYPES: &[&str] = &[
+    "contract",
+    "operation",
+    "attempt",
+    "item",
+    "observation",
+    "transition",
+    "expectation",
+];
+
+const CONTRACT_FIELDS: &[&str] = &[
+    "type",
+    "tool",
+    "version",
+    "action",
+    "method",
+    "idempotency",
+    "status_lookup",
+    "retryable",
+    "compensation",
+    "owner",
+    "max_attempts",
+    "budget_seconds",
+];
+const IDEMPOTENCY_FIELDS: &[&str] = &["supported", "scope", "retention_hours"];
+const OPERATION_FIELDS: &[&str] = &[
+    "type",
+    "id",
+    "tenant",
+    "actor",
+    "tool",
+    "action",
+    "target",
+    "payload_hash",
+    "intent_hash",
+    "risk",
+    "approval",
+    "idempotency_key",
+    "business_key",
+    "correlation_id",
+    "owner",
+    "max_attempts",
+    "deadline",
+    "failure_mode",
+    "state",
+    "next_observation_at",
+    "depends_on",
+    "parent",
+    "relation",
+    "created_at",
+];
+const APPROVAL_FIELDS: &[&str] = &["by", "policy", "at", "payload_hash", "expires_at"];
+const ATTEMPT_FIELDS: &[&str] = &[
+    "type",
+    "id",
+    "operation",
+    "seq",
+    "kind",
+    "layer",
+    "started_at",
+    "ended_at",
+    "phase",
+    "outcome",
+    "http_status",
+    "error_type",
+    "retry_after",
+    "provider_request_id",
+    "request_hash",
+    "response_hash",
+    "resend_count",
+    "replayed",
+    "trace_id",
+    "response_excerpt",
+];
+const ITEM_FIELDS: &[&str] = &[
+    "type",
+    "operation",
+    "index",
+    "label",
+    "state",
+    "authoritative_id",
+];
+const OBSERVATION_FIELDS: &[&str] = &[
+    "type",
+    "id",
+    "operation",
+    "observed_at",
+    "source",
+    "found",
+    "matches",
+    "effect_count",
+    "raw_hash",
+    "note",
+];
+const MATCHES_FIELDS: &[&str] = &["target", "payload_hash", "owner", "version"];
+const TRANSITION_FIELDS: &[&str] = &[
+    "type",
+    "operation",
+    "from",
+    "to",
+    "by",
+    "role",
+    "at",
+    "reason",
+    "evidence",
+];
+const EXPECTATION_FIELDS: &[&str] = &[
+    "type",
+    "operation",
+    "expected_state",
+    "requires_reconciliation",
+    "duplicate_risk",
+    "prohibited",
+    "veto",
+];
+
+/// Parses one line (without its newline) into a record, or reports every error
+/// found on it, each with its field path and the rule it breaks.
+pub fn parse_line(bytes: &[u8], line: usize) -> Result<Record, Vec<LineError>> {
+    let whole = |reason: String| {
+        vec![LineError {
+            line,
+            field: "-".into(),
+            reason,
+        }]
+    };
+    if bytes.len() > MAX_LINE_BYTES {
+        return Err(whole(too_long_reason(bytes.len() as u64)));
+    }
+    let text = std::str::from_utf8(bytes).map_err(|e| {
+        whole(format!(
+            "invalid UTF-8 at byte offset {}; lines must be UTF-8 text",
+            e.valid_up_to()
+        ))
+    })?;
+    let root = tree::parse(text).map_err(|e| match e {
+        TreeError::Syntax { column, message } => {
+            whole(format!("not valid JSON at column {column}: {message}"))
+        }
+        TreeError::TooDeep => whole(format!(
+            "arrays and objects are nested deeper than {MAX_DEPTH} levels"
+        )),
+        TreeError::DuplicateKey { path } => vec![LineError {
+            line,
+            field: path,
+            reason: "duplicate key; each key may appear once per object".into(),
+        }],
+    })?;
+    let Node::Object(entries) = &root else {
+        return Err(whole(format!(
+            "each line must be one JSON object, not {}",
+            root.kind()
+        )));
+    };
+    let mut sink = Sink {
+        line,
+        errors: Vec::new(),
+    };
+    let record = read_record(entries, &mut sink);
+    match record {
+        Some(record) if sink.errors.is_empty() => Ok(record),
+        _ => Err(sink.finish()),
+    }
+}
+
+/// The reason given for a line longer than [`MAX_LINE_BYTES`].
+pub fn too_long_reason(len: u64) -> String {
+    format!("line is {len} bytes long; at most {MAX_LINE_BYTES} bytes (1 MiB) are allowed")
+}
+
+type Entries<'a> = [(Cow<'a, str>, Node<'a>)];
+
+fn read_record(entries: &Entries<'_>, sink: &mut Sink) -> Option<Record> {
+    let top = Obj {
+        entries,
+        prefix: "",
+        what: "",
+        allowed: &[],
+    };
+    let kind = top.req(sink, "type", |n| {
+        let s = string(n)?;
+        TYPES
+            .iter()
+            .position(|t| *t == s)
+            .ok_or_else(|| format!("must be one of: {}", TYPES.join(", ")))
+    })?;
+    match kind {
+        0 => read_contract(top.named("a contract", CONTRACT_FIELDS), sink).map(Record::Contract),
+        1 => {
+            read_operation(top.named("an operation", OPERATION_FIELDS), sink).map(Record::Operation)
+        }
+        2 => read_attempt(top.named("an attempt", ATTEMPT_FIELDS), sink).map(Record::Attempt),
+        3 => read_item(top.named("an item", ITEM_FIELDS), sink).map(Record::Item),
+        4 => read_observation(top.named("an observation", OBSERVATION_FIELDS), sink)
+            .map(Record::Observation),
+        5 => read_transition(top.named("a transition", TRANSITION_FIELDS), sink)
+            .map(Record::Transition),
+        _ => read_expectation(top.named("an expectation", EXPECTATION_FIELDS), sink)
+            .map(Record::Expectation),
+    }
+}
+
+fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
+    let tool = o.req(sink, "tool", key);
+    let version = o.req(sink, "version", key);
+    let action = o.req(sink, "action", key);
+    let method = o.req(sink, "method", key);
+    let idempotency = o.req(sink, "idempotency", object).and_then(|entries| {
+        let n = o.nested(entries, "idempotency.", "idempotency", IDEMPOTENCY_FIELDS);
+        let supported = n.req(sink, "supported", boolean);
+        let scope = n.opt(sink, "scope", key);
+        let retention_hours = n.opt(sink, "retention_hours", int(0, U32_MAX));
+        n.refuse_unknown(sink);
+        Some(IdempotencyContract {
+            supported: supported?,
+            scope,
+            retention_hours,
+        })
+    });
+    let status_lookup = o.req(sink, "status_lookup", boolean);
+    let retryable = o.list(sink, "retryable", key);
+    let compensation = o.opt(sink, "compensation", key);
+    let owner = o.req(sink, "owner", key);
+    let max_attempts = o.req(sink, "max_attempts", int(1, U32_MAX));
+    let budget_seconds = o.req(sink, "budget_seconds", int(1, U32_MAX));
+    o.refuse_unknown(sink);
+    Some(Contract {
+        tool: tool?,
+        version: version?,
+        action: action?,
+        method: method?,
+        idempotency: idempotency?,
+        status_lookup: status_lookup?,
+        retryable,
+        compensation,
+        owner: owner?,
+        max_attempts: max_attempts?,
+        budget_seconds: budget_seconds?,
+    })
+}
+
+fn read_operation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Operation> {
+    let id = o.req(sink, "id", operation_id);
+    let tenant = o.req(sink, "tenant", key);
+    let actor = o.req(sink, "actor", key);
+    let tool = o.req(sink, "tool", key);
+    let action = o.req(sink, "action", key);
+    let target = o.req(sink, "target", text);
+    let payload_hash = o.req(sink, "payload_hash", hash);
+    let intent_hash = o.opt(sink, "intent_hash", hash);
+    let risk = o.req(sink, "risk", choice::<Risk>);
+    let approval = o.opt(sink, "approval", object).and_then(|entries| {
+        let n = o.nested(entries, "approval.", "approval", APPROVAL_FIELDS);
+        let by = n.req(sink, "by", key);
+        let policy = n.req(sink, "policy", key);
+        let at = n.opt(sink, "at", time);
+        let payload_hash = n.opt(sink, "payload_hash", hash);
+        let expires_at = n.opt(sink, "expires_at", time);
+        if let (Some(at), Some(expires_at)) = (at, expires_at)
+            && expires_at <= at
+        {
+            sink.push(
+                "approval.expires_at",
+                "must be after approval.at (an approval that expires when it is given is none)",
+            );
+        }
+        n.refuse_unknown(sink);
+        Some(Approval {
+            by: by?,
+            policy: policy?,
+            at,
+            payload_hash,
+            expires_at,
+        })
+    });
+    let idempotency_key = o.opt(sink, "idempotency_key", key);
+    let business_key = o.opt(sink, "business_key", key);
+    let correlation_id = o.opt(sink, "correlation_id", key);
+    let owner = o.req(sink, "owner", key);
+    let max_attempts = o.opt(sink, "max_attempts", int(1, U32_MAX));
+    let deadline = o.opt(sink, "deadline", time);
+    let failure_mode = o.opt(sink, "failure_mode", choice::<FailureMode>);
+    let state = o.req(sink, "state", choice::<State>);
+    let next_observation_at = o.opt(sink, "next_observation_at", time);
+    let depends_on = o.list(sink, "depends_on", operation_id);
+    let parent = o.opt(sink, "parent", operation_id);
+    let relation = o.opt(sink, "relation", choice::<Relation>);
+    let created_at = o.req(sink, "created_at", time);
+    if o.present("parent") != o.present("relation") {
+        sink.push(
+            if o.present("parent") {
+                "relation"
+            } else {
+                "parent"
+            },
+            "parent and relation must both be set or both be null",
+        );
+    }
+    if let Some(id) = &id
+        && let Some(i) = depends_on.iter().position(|d| d == id)
+    {
+        sink.push_owned(
+            format!("depends_on[{i}]"),
+            "an operation may not depend on itself".into(),
+        );
+    }
+    o.refuse_unknown(sink);
+    Some(Operation {
+        id: id?,
+        tenant: tenant?,
+        actor: actor?,
+        tool: tool?,
+        action: action?,
+        target: target?,
+        payload_hash: payload_hash?,
+        intent_hash,
+        risk: risk?,
+        approval,
+        idempotency_key,
+        business_key,
+        correlation_id,
+        owner: owner?,
+        max_attempts,
+        deadline,
+        failure_mode,
+        state: state?,
+        next_observation_at,
+        depends_on,
+        parent,
+        relation,
+        created_at: created_at?,
+    })
+}
+
+fn read_attempt(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Attempt> {
+    let id = o.req(sink, "id", key);
+    let operation = o.req(sink, "operation", operation_id);
+    let seq = o.req(sink, "seq", int(1, U32_MAX));
+    let kind = o.req(sink, "kind", choice::<AttemptKind>);
+    let layer = o.opt(sink, "layer", choice::<Layer>);
+    let started_at = o.req(sink, "started_at", time);
+    let ended_at = o.opt(sink, "ended_at", time);
+    if let (Some(started), Some(ended)) = (started_at, ended_at)
+        && ended < started
+    {
+        sink.push("ended_at", "must not be before started_at");
+    }
+    let phase = o.req(sink, "phase", choice::<Phase>);
+    let outcome = o.req(sink, "outcome", choice::<Outcome>);
+    let http_status = o.opt(sink, "http_status", int(100, 599));
+    let error_type = o.opt(sink, "error_type", key);
+    let retry_after = o.opt(sink, "retry_after", time);
+    let provider_request_id = o.opt(sink, "provider_request_id", key);
+    let request_hash = o.opt(sink, "request_hash", hash);
+    let response_hash = o.opt(sink, "response_hash", hash);
+    let resend_count = o.opt(sink, "resend_count", int(0, U32_MAX));
+    let replayed = o.opt(sink, "replayed", boolean);
+    let trace_id = o.opt(sink, "trace_id", key);
+    let response_excerpt = o.opt(sink, "response_excerpt", untrusted);
+    o.refuse_unknown(sink);
+    Some(Attempt {
+        id: id?,
+        operation: operation?,
+        seq: seq?,
+        kind: kind?,
+        layer,
+        started_at: started_at?,
+        ended_at,
+        phase: phase?,
+        outcome: outcome?,
+        http_status,
+        error_type,
+        retry_after,
+        provider_request_id,
+        request_hash,
+        response_hash,
+        resend_count,
+        replayed,
+        trace_id,
+        response_excerpt,
+    })
+}
+
+fn read_item(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Item> {
+    let operation = o.req(sink, "operation", operation_id);
+    let index = o.req(sink, "index", int(0, U32_MAX));
+    let label = o.opt(sink, "label", text);
+    let state = o.req(sink, "state", choice::<ItemState>);
+    let authoritative_id = o.opt(sink, "authoritative_id", key);
+    o.refuse_unknown(sink);
+    Some(Item {
+        operation: operation?,
+        index: index?,
+        label,
+        state: state?,
+        authoritative_id,
+    })
+}
+
+fn read_observation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Observation> {
+    let id = o.req(sink, "id", key);
+    let operation = o.req(sink, "operation", operation_id);
+    let observed_at = o.req(sink, "observed_at", time);
+    let source = o.req(sink, "source", key);
+    let found = o.req(sink, "found", boolean);
+    let matches = o.opt(sink, "matches", object).map(|entries| {
+        let n = o.nested(entries, "matches.", "matches", MATCHES_FIELDS);
+        let m = Matches {
+            target: n.opt(sink, "target", boolean),
+            payload_hash: n.opt(sink, "payload_hash", boolean),
+            owner: n.opt(sink, "owner", boolean),
+            version: n.opt(sink, "version", boolean),
+        };
+        n.refuse_unknown(sink);
+        m
+    });
+    let effect_count = o.opt(sink, "effect_count", int(0, U32_MAX));
+    let raw_hash = o.opt(sink, "raw_hash", hash);
+    let note = o.opt(sink, "note", untrusted);
+    o.refuse_unknown(sink);
+    Some(Observation {
+        id: id?,
+        operation: operation?,
+        observed_at: observed_at?,
+        source: source?,
+        found: found?,
+        matches,
+        effect_count,
+        raw_hash,
+        note,
+    })
+}
+
+fn read_transition(o: Obj<'_, '_>, sink: &mut Sink) -> Option<TransitionRecord> {
+    let operation = o.req(sink, "operation", operation_id);
+    let from = o.req(sink, "from", choice::<State>);
+    let to = o.req(sink, "to", choice::<State>);
+    if from.is_some() && from == to {
+        sink.push(
+            "to",
+            "must differ from `from`; a transition changes the state",
+        );
+    }
+    let by = o.req(sink, "by", key);
+    let role = o.opt(sink, "role", choice::<Role>);
+    let at = o.req(sink, "at", time);
+    let reason = o.opt(sink, "reason", text);
+    let evidence = o.list(sink, "evidence", key);
+    o.refuse_unknown(sink);
+    Some(TransitionRecord {
+        operation: operation?,
+        from: from?,
+        to: to?,
+        by: by?,
+        role,
+        at: at?,
+        reason,
+        evidence,
+    })
+}
+
+fn read_expectation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Expectation> {
+    let operation = o.req(sink, "operation", operation_id);
+    let expected_state = o.req(sink, "expected_state", choice::<State>);
+    let requires_reconciliation = o.opt(sink, "requires_reconciliation", boolean);
+    let duplicate_risk = o.opt(sink, "duplicate_risk", boolean);
+    let prohibited = o.list(sink, "prohibited", key);
+    let veto = o.opt(sink, "veto", boolean);
+    o.refuse_unknown(sink);
+    Some(Expectation {
+        operation: operation?,
+        expected_state: expected_state?,
+        requires_reconciliation,
+        duplicate_risk,
+        prohibited,
+        veto,
+    })
+}
+
+/// Collects the errors of one line.
+struct Sink {
+    line: usize,
+    errors: Vec<LineError>,
+}
+
+impl Sink {
+    fn push(&mut self, field: &str, reason: &str) {
+        self.push_owned(field.to_owned(), reason.to_owned());
+    }
+
+    fn push_owned(&mut self, field: String, reason: String) {
+        self.errors.push(LineError {
+            line: self.line,
+            field,
+            reason,
+        });
+    }
+
+    /// The errors, capped at [`MAX_ERRORS_PER_LINE`] plus one that counts the rest.
+    fn finish(mut self) -> Vec<LineError> {
+        if self.errors.len() > MAX_ERRORS_PER_LINE {
+            let more = self.errors.len() - MAX_ERRORS_PER_LINE;
+            self.errors.truncate(MAX_ERRORS_PER_LINE);
+            self.push_owned(
+                "-".into(),
+                format!("{more} more errors on this line are not listed"),
+            );
+        }
+        self.errors
+    }
+}
+
+/// One object of the line with the fields it may have.
+#[derive(Clone, Copy)]
+struct Obj<'t, 'a> {
+    entries: &'t Entries<'a>,
+    /// Prepended to field names in error paths (`approval.`).
+    prefix: &'static str,
+    /// What the object is, for the unknown-field message (`an attempt`).
+    what: &'static str,
+    allowed: &'static [&'static str],
+}
+
+impl<'t, 'a> Obj<'t, 'a> {
+    fn named(self, what: &'static str, allowed: &'static [&'static str]) -> Self {
+        Obj {
+            what,
+            allowed,
+            ..self
+        }
+    }
+
+    fn nested(
+        self,
+        entries: &'t Entries<'a>,
+        prefix: &'static str,
+        what: &'static str,
+        allowed: &'static [&'static str],
+    ) -> Self {
+        Obj {
+            entries,
+            prefix,
+            what,
+            allowed,
+        }
+    }
+
+    fn get(&self, name: &str) -> Option<&'t Node<'a>> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, node)| node)
+    }
+
+    /// Whether the field is given with a value other than `null`.
+    fn present(&self, name: &str) -> bool {
+        !matches!(self.get(name), None | Some(Node::Null))
+    }
+
+    fn path(&self, name: &str) -> String {
+        format!("{}{name}", self.prefix)
+    }
+
+    fn field<T>(
+        &self,
+        sink: &mut Sink,
+        name: &str,
+        required: bool,
+        convert: impl FnOnce(&'t Node<'a>) -> Result<T, String>,
+    ) -> Option<T> {
+        match self.get(name) {
+            None | Some(Node::Null) if required => {
+                let reason = if self.get(name).is_none() {
+                    "required field is missing"
+                } else {
+                    "required field must not be null"
+                };
+                sink.push_owned(self.path(name), reason.into());
+                None
+            }
+            None | Some(Node::Null) => None,
+            Some(node) => match convert(node) {
+                Ok(value) => Some(value),
+                Err(reason) => {
+                    sink.push_owned(self.path(name), reason);
+                    None
+                }
+            },
+        }
+    }
+
+    fn req<T>(
+        &self,
+        sink: &mut Sink,
+        name: &str,
+        convert: impl FnOnce(&'t Node<'a>) -> Result<T, String>,
+    ) -> Option<T> {
+        self.field(sink, name, true, convert)
+    }
+
+    fn opt<T>(
+        &self,
+        sink: &mut Sink,
+        name: &str,
+        convert: impl FnOnce(&'t Node<'a>) -> Result<T, String>,
+    ) -> Option<T> {
+        self.field(sink, name, false, convert)
+    }
+
+    /// An array of strings; absent or `null` is empty.
+    fn list<T>(
+        &self,
+        sink: &mut Sink,
+        name: &str,
+        convert: impl Fn(&'t Node<'a>) -> Result<T, String>,
+    ) -> Vec<T> {
+        match self.get(name) {
+            None | Some(Node::Null) => Vec::new(),
+            Some(Node::Array(items)) => {
+                let mut out = Vec::with_capacity(items.len());
+                for (i, item) in items.iter().enumerate() {
+                    match convert(item) {
+                        Ok(value) => out.push(value),
+                        Err(reason) => sink.push_owned(format!("{}[{i}]", self.path(name)), reason),
+                    }
+                }
+                out
+            }
+            Some(other) => {
+                sink.push_owned(
+                    self.path(name),
+                    format!("must be an array of strings, not {}", other.kind()),
+                );
+                Vec::new()
+            }
+        }
+    }
+
+    fn refuse_unknown(&self, sink: &mut Sink) {
+        for (k, _) in self.entries {
+            if !self.allowed.contains(&k.as_ref()) {
+                sink.push_owned(
+                    self.path(k),
+                    format!(
+                        "unknown field; allowed fields of {} are: {}",
+                        self.what,
+                        self.allowed.join(", ")
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn wrong(expected: &str, node: &Node<'_>) -> String {
+    format!("must be {expected}, not {}", node.kind())
+}
+
+fn string<'t>(node: &'t Node<'_>) -> Result<&'t str, String> {
+    match node {
+        Node::Str(s) => Ok(s),
+        other => Err(wrong("a string", other)),
+    }
+}
+
+fn object<'t, 'a>(node: &'t Node<'a>) -> Result<&'t Entries<'a>, String> {
+    match node {
+        Node::Object(entries) => Ok(entries),
+        other => Err(wrong("an object", other)),
+    }
+}
+
+fn boolean(node: &Node<'_>) -> Result<bool, String> {
+    match node {
+        Node::Bool(b) => Ok(*b),
+        other => Err(wrong("a boolean", other)),
+    }
+}
+
+/// An integer in `min..=max`, converted to the field's type.
+fn int<T: TryFrom<u64>>(min: u64, max: u64) -> impl Fn(&Node<'_>) -> Result<T, String> {
+    move |node| {
+        let out_of_range = || format!("must be an integer from {min} to {max}");
+        match node {
+            Node::UInt(v) if (min..=max).contains(v) => T::try_from(*v).map_err(|_| out_of_range()),
+            Node::UInt(_) | Node::Int(_) => Err(out_of_range()),
+            other => Err(wrong("an integer", other)),
+        }
+    }
+}
+
+/// An id or key: 1 to 128 characters, no control characters.
+fn key(node: &Node<'_>) -> Result<String, String> {
+    let s = string(node)?;
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let count = s.chars().count();
+    if count > MAX_KEY_CHARS {
+        return Err(format!(
+            "is {count} characters long; at most {MAX_KEY_CHARS} are allowed"
+        ));
+    }
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!("must not contain control characters (found {c:?})"));
+    }
+    Ok(s.to_owned())
+}
+
+/// Free text shown to people: at most 64 KiB, no control characters but tab and
+/// newline.
+fn text(node: &Node<'_>) -> Result<String, String> {
+    let s = capped(node)?;
+    if let Some(c) = s
+        .chars()
+        .find(|c| c.is_control() && !matches!(c, '\t' | '\n'))
+    {
+        return Err(format!(
+            "must not contain control characters other than tab and newline (found {c:?})"
+        ));
+    }
+    Ok(s.to_owned())
+}
+
+/// Untrusted output stored as is (sanitized on display): at most 64 KiB.
+fn untrusted(node: &Node<'_>) -> Result<String, String> {
+    capped(node).map(str::to_owned)
+}
+
+fn capped<'t>(node: &'t Node<'_>) -> Result<&'t str, String> {
+    let s = string(node)?;
+    if s.len() > MAX_TEXT_BYTES {
+        return Err(format!(
+            "is {} bytes long; at most {MAX_TEXT_BYTES} bytes (64 KiB) are allowed",
+            s.len()
+        ));
+    }
+    Ok(s)
+}
+
+fn operation_id(node: &Node<'_>) -> Result<OperationId, String> {
+    OperationId::parse(string(node)?).map_err(|e| format!("operation id {e}"))
+}
+
+fn hash(node: &Node<'_>) -> Result<Sha256, String> {
+    Sha256::parse(string(node)?).map_err(|e| e.to_string())
+}
+
+fn time(node: &Node<'_>) -> Result<DateTime<Utc>, String> {
+    parse_instant(string(node)?).map_err(|_| {
+        "must be an RFC 3339 time with an offset, like 2026-09-05T10:00:00Z".to_owned()
+    })
+}
+
+/// The closed enumerations of the model, read by their stable text.
+trait Choice: Sized {
+    fn parse_text(text: &str) -> Option<Self>;
+    fn expected_values() -> String;
+}
+
+macro_rules! choice {
+    ($($t:ty),+) => {$(
+        impl Choice for $t {
+            fn parse_text(text: &str) -> Option<Self> {
+                <$t>::parse(text)
+            }
+            fn expected_values() -> String {
+                <$t>::expected()
+            }
+        }
+    )+};
+}
+
+choice!(
+    State,
+    FailureMode,
+    Risk,
+    Phase,
+    Outcome,
+    AttemptKind,
+    Layer,
+    ItemState,
+    Relation,
+    Role
+);
+
+fn choice<T: Choice>(node: &Node<'_>) -> Result<T, String> {
+    T::parse_text(string(node)?).ok_or_else(|| format!("must be one of: {}", T::expected_values()))
+}

@@ -1,0 +1,151 @@
+//! Reading a whole wire file: byte lines of any length and encoding, every bad
+//! line reported and kept verbatim for a rejects file, good lines parsed.
+//!
+//! Memory stays bounded per line: a line that fits in the reader's buffer is parsed
+//! where it lies; a longer one is gathered up to [`KEEP_LIMIT`] bytes so that it can
+//! still go to a rejects file verbatim. A line longer than that is counted but not
+//! kept: it is refused, and its number is listed in [`ParsedStream::unkept`].
+
+use std::io::{self, BufRead};
+
+use super::read::{MAX_LINE_BYTES, parse_line, too_long_reason};
+use super::{LineError, Numbered};
+
+/// The longest refused line whose bytes are kept for a rejects file (16 MiB).
+pub const KEEP_LIMIT: usize = 16 * 1_048_576;
+
+/// Progress is reported after at least this many new bytes.
+const PROGRESS_STEP: u64 = 256 * 1024;
+
+/// The outcome of reading a whole wire file.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct ParsedStream {
+    /// The good records, in file order.
+    pub records: Vec<Numbered>,
+    /// Every error of every bad line, in file order.
+    pub errors: Vec<LineError>,
+    /// The verbatim bytes of each bad line (without its `\n`, with any `\r`), for a
+    /// rejects file.
+    pub bad_lines: Vec<(usize, Vec<u8>)>,
+    /// Bad lines too long to keep (over [`KEEP_LIMIT`] bytes): refused, reported in
+    /// `errors`, but missing from `bad_lines`.
+    pub unkept: Vec<usize>,
+    /// How many lines the file has, blank ones included.
+    pub lines: usize,
+}
+
+impl ParsedStream {
+    /// Whether every non-blank line parsed.
+    pub fn is_clean(&self) -> bool {
+        self.errors.is_empty()
+    }
+}
+
+/// Reads every line of `reader`; blank lines (whitespace only) are skipped and a
+/// trailing `\r` is ignored. `progress` hears the number of bytes read so far.
+pub fn parse_stream<R: BufRead>(
+    mut reader: R,
+    progress: &mut dyn FnMut(u64),
+) -> io::Result<ParsedStream> {
+    let mut state = Lines::default();
+    let mut read: u64 = 0;
+    let mut reported: u64 = 0;
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            if state.pending_len > 0 {
+                state.finish_gathered();
+            }
+            break;
+        }
+        let used = match memchr::memchr(b'\n', chunk) {
+            Some(end) if state.pending_len == 0 => {
+                state.finish(&chunk[..end], end as u64, true);
+                end + 1
+            }
+            Some(end) => {
+                state.gather(&chunk[..end]);
+                state.finish_gathered();
+                end + 1
+            }
+            None => {
+                state.gather(chunk);
+                chunk.len()
+            }
+        };
+        reader.consume(used);
+        read += used as u64;
+        if read - reported >= PROGRESS_STEP {
+            reported = read;
+            progress(read);
+        }
+    }
+    progress(read);
+    Ok(state.out)
+}
+
+#[derive(Default)]
+struct Lines {
+    out: ParsedStream,
+    /// The bytes gathered of a line that spans reader buffers.
+    pending: Vec<u8>,
+    /// The length of that line so far, kept or not.
+    pending_len: u64,
+}
+
+impl Lines {
+    fn gather(&mut self, bytes: &[u8]) {
+        self.pending_len += bytes.len() as u64;
+        if self.pending_len <= KEEP_LIMIT as u64 {
+            self.pending.extend_from_slice(bytes);
+        } else if !self.pending.is_empty() {
+            self.pending = Vec::new();
+        }
+    }
+
+    fn finish_gathered(&mut self) {
+        let pending = std::mem::take(&mut self.pending);
+        let len = std::mem::take(&mut self.pending_len);
+        let kept = len <= KEEP_LIMIT as u64;
+        self.finish(&pending, len, kept);
+        if pending.capacity() <= MAX_LINE_BYTES {
+            self.pending = pending;
+            self.pending.clear();
+        }
+    }
+
+    /// Handles one complete line; `bytes` is the whole line when `kept`.
+    fn finish(&mut self, bytes: &[u8], len: u64, kept: bool) {
+        self.out.lines += 1;
+        let line = self.out.lines;
+        let body = bytes.strip_suffix(b"\r").unwrap_or(bytes);
+        let body_len = if kept { body.len() as u64 } else { len };
+        let errors = if body_len > MAX_LINE_BYTES as u64 {
+            vec![LineError {
+                line,
+                field: "-".into(),
+                reason: too_long_reason(body_len),
+            }]
+        } else if body.iter().all(u8::is_ascii_whitespace) {
+            return;
+        } else {
+            match parse_line(body, line) {
+                Ok(record) => {
+                    self.out.records.push(Numbered { line, record });
+                    return;
+                }
+                Err(errors) => errors,
+            }
+        };
+        self.out.errors.extend(errors);
+        if kept {
+            self.out.bad_lines.push((line, bytes.to_vec()));
+        } else {
+            self.out.unkept.push(line);
+        }
+    }
+}

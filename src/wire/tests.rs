@@ -1,0 +1,791 @@
+//! Tests of the wire reader and writer: the DESIGN §5 examples, round trips, and one
+//! bad line per rule, each checked for its line, field and reason.
+
+use super::*;
+use crate::core::ids::OperationId;
+use crate::core::model::{Attempt, AttemptKind, Outcome, Phase, State};
+use proptest::prelude::*;
+use std::io::{BufReader, Cursor};
+
+const HASH: &str = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+
+/// The DESIGN §5 example lines, placeholders filled in.
+fn examples() -> Vec<String> {
+    [
+        r#"{"type":"contract","tool":"T03","version":"IC07","action":"ticket.create","method":"POST","idempotency":{"supported":true,"scope":"account","retention_hours":24},"status_lookup":true,"retryable":["connection_reset","http_503","http_429"],"compensation":"ticket.delete","owner":"integrations","max_attempts":3,"budget_seconds":120}"#,
+        r#"{"type":"operation","id":"F09","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:7","payload_hash":"HASH","intent_hash":"HASH","risk":"high","approval":{"by":"rev:maya","policy":"RP03","at":"2026-09-05T10:00:00Z","payload_hash":"HASH","expires_at":"2026-09-05T11:00:00Z"},"idempotency_key":"k-F09","business_key":"case-4411","correlation_id":"c-77","owner":"integrations","max_attempts":3,"deadline":"2026-09-05T10:05:00Z","failure_mode":"timeout_unknown","state":"UNKNOWN","next_observation_at":"2026-09-05T10:02:00Z","depends_on":[],"parent":null,"relation":null,"created_at":"2026-09-05T10:00:00Z"}"#,
+        r#"{"type":"attempt","id":"A017","operation":"F09","seq":1,"kind":"request","layer":"orchestrator","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout","http_status":null,"error_type":"read_timeout","retry_after":null,"provider_request_id":null,"request_hash":"HASH","response_hash":null,"resend_count":0,"replayed":null,"trace_id":"tr-0917","response_excerpt":null}"#,
+        r#"{"type":"item","operation":"F21","index":1,"label":"line 1","state":"succeeded","authoritative_id":"inv-88"}"#,
+        r#"{"type":"observation","id":"O05","operation":"F09","observed_at":"2026-09-05T10:02:00Z","source":"provider_status","found":true,"matches":{"target":true,"payload_hash":true,"owner":true,"version":true},"effect_count":1,"raw_hash":"HASH","note":"ticket 7-118 exists"}"#,
+        r#"{"type":"transition","operation":"F09","from":"SENT","to":"UNKNOWN","by":"svc:orchestrator","role":"system","at":"2026-09-05T10:00:31Z","reason":"read timeout after request_sent","evidence":["A017"]}"#,
+        r#"{"type":"expectation","operation":"F09","expected_state":"SUCCEEDED","requires_reconciliation":true,"duplicate_risk":false,"prohibited":["retry_before_reconcile"],"veto":true}"#,
+    ]
+    .iter()
+    .map(|line| line.replace("HASH", HASH))
+    .collect()
+}
+
+fn example(type_name: &str) -> String {
+    examples()
+        .into_iter()
+        .find(|l| l.starts_with(&format!("{{\"type\":\"{type_name}\"")))
+        .unwrap()
+}
+
+/// The example of `type_name` with `field` set to the JSON text `value`
+/// (`None` removes it); a field not in the example is appended.
+fn with(type_name: &str, field: &str, value: Option<&str>) -> String {
+    let line = example(type_name);
+    let object: serde_json::Map<String, serde_json::Value> = serde_json::from_str(&line).unwrap();
+    let mut text = String::from("{");
+    let mut done = false;
+    for (k, v) in &object {
+        let v = if k == field {
+            done = true;
+            match value {
+                Some(value) => value.to_owned(),
+                None => continue,
+            }
+        } else {
+            v.to_string()
+        };
+        if text.len() > 1 {
+            text.push(',');
+        }
+        text.push_str(&format!("{}:{v}", serde_json::Value::from(k.as_str())));
+    }
+    if !done && let Some(value) = value {
+        text.push_str(&format!(",\"{field}\":{value}"));
+    }
+    text.push('}');
+    text
+}
+
+fn errors(line: &str) -> Vec<LineError> {
+    match parse_line(line.as_bytes(), 7) {
+        Ok(record) => panic!("accepted {line}: {record:?}"),
+        Err(errors) => errors,
+    }
+}
+
+/// Asserts that the line is refused with exactly one error on `field` whose reason
+/// contains `reason`.
+fn refused(line: &str, field: &str, reason: &str) {
+    let errors = errors(line);
+    assert_eq!(errors.len(), 1, "{errors:#?}");
+    let e = &errors[0];
+    assert_eq!(e.line, 7);
+    assert_eq!(e.field, field, "{e}");
+    assert!(e.reason.contains(reason), "{e}");
+}
+
+#[test]
+fn every_design_example_parses_to_its_record_type() {
+    for line in examples() {
+        let record = parse_line(line.as_bytes(), 1).unwrap();
+        assert!(line.starts_with(&format!("{{\"type\":\"{}\"", record.type_name())));
+    }
+    let Ok(Record::Operation(op)) = parse_line(example("operation").as_bytes(), 1) else {
+        panic!("not an operation")
+    };
+    assert_eq!(op.id.as_str(), "F09");
+    assert_eq!(op.state, State::Unknown);
+    let approval = op.approval.unwrap();
+    assert_eq!(approval.by, "rev:maya");
+    assert_eq!(approval.payload_hash.unwrap().as_str(), HASH);
+    let Ok(Record::Attempt(a)) = parse_line(example("attempt").as_bytes(), 1) else {
+        panic!("not an attempt")
+    };
+    assert_eq!(a.phase, Phase::RequestSent);
+    assert_eq!(a.outcome, Outcome::Timeout);
+    assert_eq!(a.provider_request_id, None);
+}
+
+#[test]
+fn write_then_parse_gives_back_every_record_type() {
+    for line in examples() {
+        let record = parse_line(line.as_bytes(), 1).unwrap();
+        let written = write_line(&record);
+        assert!(
+            written.starts_with(&format!("{{\"type\":\"{}\",", record.type_name())),
+            "{written}"
+        );
+        assert_eq!(parse_line(written.as_bytes(), 1).unwrap(), record);
+    }
+}
+
+#[test]
+fn writer_keeps_the_model_field_order_and_writes_absent_fields_as_null() {
+    let written = write_line(&parse_line(example("attempt").as_bytes(), 1).unwrap());
+    assert_eq!(written, example("attempt"));
+    let minimal = r#"{"type":"item","operation":"F21","index":0,"state":"unknown"}"#;
+    let written = write_line(&parse_line(minimal.as_bytes(), 1).unwrap());
+    assert_eq!(
+        written,
+        r#"{"type":"item","operation":"F21","index":0,"label":null,"state":"unknown","authoritative_id":null}"#
+    );
+}
+
+#[test]
+fn times_with_offsets_are_written_back_in_utc() {
+    let line = with("transition", "at", Some(r#""2026-09-05T12:00:31+02:00""#));
+    let written = write_line(&parse_line(line.as_bytes(), 1).unwrap());
+    assert!(
+        written.contains(r#""at":"2026-09-05T10:00:31Z""#),
+        "{written}"
+    );
+}
+
+#[test]
+fn to_value_puts_type_first() {
+    let record = parse_line(example("observation").as_bytes(), 1).unwrap();
+    let value = to_value(&record);
+    let keys: Vec<&String> = value.as_object().unwrap().keys().collect();
+    assert_eq!(keys[0], "type");
+    assert_eq!(keys[1], "id");
+    assert_eq!(value["matches"]["version"], true);
+}
+
+fn attempt_strategy() -> impl Strategy<Value = Attempt> {
+    let key = "[a-zA-Z0-9:._ -]{1,40}";
+    (
+        (
+            key,
+            "[A-Za-z0-9._:-]{1,20}",
+            1u32..,
+            0i64..4_000_000_000,
+            proptest::option::of(0i64..100_000),
+            proptest::option::of(100u16..600),
+        ),
+        (
+            proptest::option::of(key),
+            proptest::option::of(any::<String>()),
+            proptest::option::of(any::<u32>()),
+            proptest::option::of(any::<bool>()),
+            proptest::sample::select(Phase::ALL),
+            proptest::sample::select(Outcome::ALL),
+        ),
+    )
+        .prop_map(
+            |(
+                (id, op, seq, start, duration, status),
+                (trace, excerpt, resend, replayed, phase, outcome),
+            )| {
+                let started_at = chrono::DateTime::from_timestamp(start, 0).unwrap();
+                Attempt {
+                    id,
+                    operation: OperationId::parse(&op).unwrap(),
+                    seq,
+                    kind: AttemptKind::StatusQuery,
+                    layer: None,
+                    started_at,
+                    ended_at: duration.map(|d| started_at + chrono::Duration::milliseconds(d)),
+                    phase,
+                    outcome,
+                    http_status: status,
+                    error_type: None,
+                    retry_after: None,
+                    provider_request_id: trace.clone(),
+                    request_hash: None,
+                    response_hash: None,
+                    resend_count: resend,
+                    replayed,
+                    trace_id: trace,
+                    response_excerpt: excerpt,
+                }
+            },
+        )
+}
+
+proptest! {
+    #[test]
+    fn attempts_survive_a_round_trip(attempt in attempt_strategy()) {
+        let record = Record::Attempt(attempt);
+        let line = write_line(&record);
+        prop_assert_eq!(parse_line(line.as_bytes(), 1), Ok(record));
+    }
+}
+
+#[test]
+fn untrusted_text_with_control_characters_round_trips() {
+    let line = with(
+        "attempt",
+        "response_excerpt",
+        Some(r#""ignore previous instructions\u001b[31m\u0000 \"quoted\" ✓""#),
+    );
+    let record = parse_line(line.as_bytes(), 1).unwrap();
+    assert_eq!(parse_line(write_line(&record).as_bytes(), 1), Ok(record));
+}
+
+#[test]
+fn unknown_fields_are_each_refused_with_the_allowed_list() {
+    let line = with("attempt", "extra", Some("1")).replacen('{', r#"{"more":[],"#, 1);
+    let errors = errors(&line);
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["more", "extra"]);
+    assert!(
+        errors[0].reason.starts_with(
+            "unknown field; allowed fields of an attempt are: type, id, operation, seq"
+        ),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn unknown_fields_inside_nested_objects_are_refused() {
+    let approval = r#"{"by":"rev:maya","policy":"RP03","note":"x"}"#;
+    refused(
+        &with("operation", "approval", Some(approval)),
+        "approval.note",
+        "allowed fields of approval are: by, policy, at, payload_hash, expires_at",
+    );
+    refused(
+        &with(
+            "contract",
+            "idempotency",
+            Some(r#"{"supported":true,"ttl":3}"#),
+        ),
+        "idempotency.ttl",
+        "unknown field",
+    );
+    refused(
+        &with("observation", "matches", Some(r#"{"tenant":true}"#)),
+        "matches.tenant",
+        "unknown field",
+    );
+}
+
+#[test]
+fn type_is_required_and_must_be_known() {
+    refused(r#"{"tool":"T03"}"#, "type", "required field is missing");
+    refused(
+        &example("item").replace("\"item\"", "\"widget\""),
+        "type",
+        "must be one of: contract, operation, attempt, item, observation, transition, expectation",
+    );
+    refused(
+        &example("item").replace("\"item\"", "3"),
+        "type",
+        "must be a string",
+    );
+}
+
+#[test]
+fn required_fields_missing_or_null_are_refused() {
+    refused(
+        &with("operation", "tenant", None),
+        "tenant",
+        "required field is missing",
+    );
+    refused(
+        &with("attempt", "started_at", Some("null")),
+        "started_at",
+        "required field must not be null",
+    );
+    refused(
+        &with("contract", "idempotency", Some(r#"{"scope":"account"}"#)),
+        "idempotency.supported",
+        "required field is missing",
+    );
+    refused(
+        &with("contract", "idempotency", None),
+        "idempotency",
+        "required field is missing",
+    );
+    refused(
+        &with(
+            "operation",
+            "approval",
+            Some(r#"{"by":"rev:maya","policy":null}"#),
+        ),
+        "approval.policy",
+        "required field must not be null",
+    );
+    let errors = errors(r#"{"type":"expectation"}"#);
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["operation", "expected_state"]);
+}
+
+#[test]
+fn optional_fields_may_be_null_or_absent() {
+    let line = r#"{"type":"transition","operation":"F09","from":"SENT","to":"UNKNOWN","by":"svc:o","at":"2026-09-05T10:00:31Z","role":null,"evidence":null}"#;
+    let Ok(Record::Transition(t)) = parse_line(line.as_bytes(), 1) else {
+        panic!("refused")
+    };
+    assert!(t.evidence.is_empty());
+    assert_eq!(t.role, None);
+    assert!(
+        parse_line(
+            with("operation", "failure_mode", Some("null")).as_bytes(),
+            1
+        )
+        .is_ok()
+    );
+}
+
+/// Sets `field` of the `type_name` example to each JSON `value` and expects one
+/// error on that field whose reason contains `reason`.
+fn refused_each(cases: &[(&str, &str, &str, &str)]) {
+    for (type_name, field, value, reason) in cases {
+        refused(&with(type_name, field, Some(value)), field, reason);
+    }
+}
+
+#[test]
+fn wrong_json_types_are_refused() {
+    refused_each(&[
+        (
+            "attempt",
+            "seq",
+            r#""1""#,
+            "must be an integer, not a string",
+        ),
+        ("attempt", "seq", "1.5", "must be an integer"),
+        ("observation", "found", r#""yes""#, "must be a boolean"),
+        ("contract", "tool", "5", "must be a string, not an integer"),
+        (
+            "transition",
+            "evidence",
+            r#""A017""#,
+            "must be an array of strings",
+        ),
+        (
+            "operation",
+            "approval",
+            r#""rev:maya""#,
+            "must be an object",
+        ),
+    ]);
+    refused(
+        &with("transition", "evidence", Some(r#"["A017",3]"#)),
+        "evidence[1]",
+        "must be a string",
+    );
+}
+
+#[test]
+fn enumerations_list_their_values() {
+    let cases = [
+        (
+            "operation",
+            "state",
+            "must be one of: PLANNED, VALIDATED, APPROVED, SENT",
+        ),
+        (
+            "operation",
+            "failure_mode",
+            "must be one of: auth_denied, validation_failed",
+        ),
+        (
+            "operation",
+            "risk",
+            "must be one of: low, medium, high, critical",
+        ),
+        (
+            "operation",
+            "relation",
+            "must be one of: compensation_of, resume_of",
+        ),
+        (
+            "attempt",
+            "phase",
+            "must be one of: not_sent, dns, connected, request_sent",
+        ),
+        (
+            "attempt",
+            "outcome",
+            "must be one of: ok, timeout, connection_reset",
+        ),
+        ("attempt", "kind", "must be one of: request, status_query"),
+        (
+            "attempt",
+            "layer",
+            "must be one of: sdk, gateway, queue, orchestrator, agent",
+        ),
+        (
+            "item",
+            "state",
+            "must be one of: succeeded, failed, unknown, skipped",
+        ),
+        (
+            "transition",
+            "role",
+            "must be one of: system, viewer, reviewer",
+        ),
+        ("transition", "from", "must be one of: PLANNED"),
+        ("expectation", "expected_state", "must be one of: PLANNED"),
+    ];
+    for (type_name, field, reason) in cases {
+        let line = with(type_name, field, Some(r#""Unknown""#));
+        let errors = errors(&line);
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.field == field && e.reason.contains(reason)),
+            "{type_name}.{field}: {errors:#?}"
+        );
+    }
+}
+
+#[test]
+fn state_names_are_the_exact_uppercase_ones() {
+    refused(
+        &with("operation", "state", Some(r#""unknown""#)),
+        "state",
+        "UNKNOWN",
+    );
+}
+
+#[test]
+fn times_need_rfc_3339_with_an_offset() {
+    let reason = "must be an RFC 3339 time with an offset, like 2026-09-05T10:00:00Z";
+    refused(
+        &with("attempt", "started_at", Some(r#""2026-09-05T10:00:01""#)),
+        "started_at",
+        reason,
+    );
+    refused(
+        &with(
+            "operation",
+            "approval",
+            Some(r#"{"by":"rev:maya","policy":"RP03","expires_at":"tomorrow"}"#),
+        ),
+        "approval.expires_at",
+        reason,
+    );
+    refused(
+        &with("observation", "observed_at", Some("1757066520")),
+        "observed_at",
+        "must be a string",
+    );
+}
+
+#[test]
+fn hashes_need_the_sha256_form() {
+    let reason = "must be `sha256:` followed by 64 lowercase hex digits";
+    refused(
+        &with(
+            "operation",
+            "payload_hash",
+            Some(&format!("\"{}\"", HASH.to_uppercase())),
+        ),
+        "payload_hash",
+        reason,
+    );
+    refused(
+        &with("observation", "raw_hash", Some(r#""sha256:abc""#)),
+        "raw_hash",
+        reason,
+    );
+}
+
+#[test]
+fn operation_references_must_be_operation_ids() {
+    refused(
+        &with("attempt", "operation", Some(r#""F 09""#)),
+        "operation",
+        "operation id contains ' '",
+    );
+    refused(
+        &with("operation", "id", Some(r#""""#)),
+        "id",
+        "operation id must not be empty",
+    );
+    refused(
+        &with("operation", "depends_on", Some(r#"["F01","F/2"]"#)),
+        "depends_on[1]",
+        "operation id contains '/'",
+    );
+    let line = with("operation", "parent", Some(r#""F\u001b08""#))
+        .replace(r#""relation":null"#, r#""relation":"resume_of""#);
+    refused(&line, "parent", "operation id contains '\\u{1b}'");
+}
+
+#[test]
+fn integers_must_be_in_range() {
+    let cases = [
+        (
+            "attempt",
+            "seq",
+            "0",
+            "must be an integer from 1 to 4294967295",
+        ),
+        ("attempt", "seq", "4294967296", "from 1 to 4294967295"),
+        (
+            "attempt",
+            "http_status",
+            "99",
+            "must be an integer from 100 to 599",
+        ),
+        ("attempt", "http_status", "600", "from 100 to 599"),
+        ("attempt", "resend_count", "-1", "from 0 to 4294967295"),
+        ("item", "index", "-1", "from 0 to 4294967295"),
+        ("contract", "max_attempts", "0", "from 1 to 4294967295"),
+        ("contract", "budget_seconds", "0", "from 1 to 4294967295"),
+        ("operation", "max_attempts", "0", "from 1 to 4294967295"),
+        ("observation", "effect_count", "-3", "from 0 to 4294967295"),
+        (
+            "observation",
+            "effect_count",
+            "18446744073709551616",
+            "must be an integer",
+        ),
+    ];
+    refused_each(&cases);
+    refused(
+        &with(
+            "contract",
+            "idempotency",
+            Some(r#"{"supported":true,"retention_hours":-1}"#),
+        ),
+        "idempotency.retention_hours",
+        "from 0 to 4294967295",
+    );
+}
+
+#[test]
+fn records_must_agree_with_themselves() {
+    refused(
+        &with("attempt", "ended_at", Some(r#""2026-09-05T10:00:00Z""#)),
+        "ended_at",
+        "must not be before started_at",
+    );
+    refused(
+        &with(
+            "operation",
+            "approval",
+            Some(
+                r#"{"by":"r","policy":"p","at":"2026-09-05T10:00:00Z","expires_at":"2026-09-05T10:00:00Z"}"#,
+            ),
+        ),
+        "approval.expires_at",
+        "must be after approval.at",
+    );
+    refused(
+        &with("operation", "parent", Some(r#""F01""#)),
+        "relation",
+        "parent and relation must both be set or both be null",
+    );
+    refused(
+        &with("operation", "relation", Some(r#""resume_of""#)),
+        "parent",
+        "parent and relation must both be set or both be null",
+    );
+    refused(
+        &with("operation", "depends_on", Some(r#"["F01","F09"]"#)),
+        "depends_on[1]",
+        "an operation may not depend on itself",
+    );
+    refused(
+        &with("transition", "to", Some(r#""SENT""#)),
+        "to",
+        "must differ from `from`",
+    );
+    let child = with("operation", "parent", Some(r#""F01""#))
+        .replace(r#""relation":null"#, r#""relation":"compensation_of""#);
+    assert!(parse_line(child.as_bytes(), 1).is_ok());
+}
+
+#[test]
+fn text_ids_and_keys_are_capped_and_clean() {
+    let long_text = format!("\"{}\"", "x".repeat(MAX_TEXT_BYTES + 1));
+    let long_key = format!("\"{}\"", "k".repeat(MAX_KEY_CHARS + 1));
+    refused_each(&[
+        ("item", "label", &long_text, "at most 65536 bytes"),
+        ("observation", "note", &long_text, "at most 65536 bytes"),
+        (
+            "attempt",
+            "response_excerpt",
+            &long_text,
+            "at most 65536 bytes",
+        ),
+        (
+            "attempt",
+            "id",
+            &long_key,
+            "is 129 characters long; at most 128",
+        ),
+        (
+            "operation",
+            "idempotency_key",
+            r#""k\u0007""#,
+            "control characters",
+        ),
+        ("operation", "target", r#""queue\r7""#, "control characters"),
+        ("transition", "by", r#""""#, "must not be empty"),
+    ]);
+    let note = with("observation", "note", Some(r#""bell\u0007\nline""#));
+    assert!(parse_line(note.as_bytes(), 1).is_ok());
+}
+
+#[test]
+fn every_error_of_a_line_is_reported() {
+    let line = r#"{"type":"attempt","id":"A1","operation":"F09","seq":0,"kind":"push","started_at":"now","phase":"request_sent","outcome":"ok","extra":true}"#;
+    let errors = errors(line);
+    let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
+    assert_eq!(fields, ["seq", "kind", "started_at", "extra"]);
+    assert!(errors.iter().all(|e| e.line == 7));
+}
+
+#[test]
+fn a_line_of_many_errors_lists_the_first_ones_and_counts_the_rest() {
+    let mut line = example("item").trim_end_matches('}').to_owned();
+    for i in 0..100 {
+        line.push_str(&format!(",\"x{i}\":0"));
+    }
+    line.push('}');
+    let errors = errors(&line);
+    assert_eq!(errors.len(), read::MAX_ERRORS_PER_LINE + 1);
+    assert_eq!(
+        errors.last().unwrap().reason,
+        "68 more errors on this line are not listed"
+    );
+}
+
+#[test]
+fn duplicate_keys_are_refused_at_any_depth() {
+    refused(
+        &example("item").replacen('{', r#"{"index":2,"#, 1),
+        "index",
+        "duplicate key",
+    );
+    refused(
+        &with(
+            "operation",
+            "approval",
+            Some(r#"{"by":"rev:maya","policy":"RP03","by":"rev:eve"}"#),
+        ),
+        "approval.by",
+        "duplicate key",
+    );
+}
+
+#[test]
+fn whole_line_faults_are_reported_on_dash() {
+    refused(r#"{"type":"item","#, "-", "not valid JSON at column 15");
+    refused(
+        r#"["item"]"#,
+        "-",
+        "each line must be one JSON object, not an array",
+    );
+    refused(r#"{"type":"item"} {}"#, "-", "not valid JSON at column 17");
+    let deep = format!(
+        "{{\"type\":\"item\",\"label\":{}1{}}}",
+        "[".repeat(MAX_DEPTH),
+        "]".repeat(MAX_DEPTH)
+    );
+    refused(&deep, "-", "nested deeper than 64 levels");
+    let errors = parse_line(b"{\"type\":\"it\xffem\"}", 3).unwrap_err();
+    assert_eq!(errors.len(), 1);
+    assert_eq!((errors[0].line, errors[0].field.as_str()), (3, "-"));
+    assert!(
+        errors[0].reason.contains("invalid UTF-8 at byte offset 11"),
+        "{}",
+        errors[0]
+    );
+}
+
+#[test]
+fn a_line_over_one_mib_is_refused_before_parsing() {
+    let mut line = with("item", "label", Some("\"\"")).into_bytes();
+    line.extend(std::iter::repeat_n(b' ', MAX_LINE_BYTES + 1 - line.len()));
+    assert_eq!(line.len(), MAX_LINE_BYTES + 1);
+    let errors = parse_line(&line, 9).unwrap_err();
+    assert_eq!(errors[0].field, "-");
+    assert!(
+        errors[0]
+            .reason
+            .contains("line is 1048577 bytes long; at most 1048576")
+    );
+    line.pop();
+    assert!(parse_line(&line, 9).is_ok());
+}
+
+fn stream(bytes: &[u8], capacity: usize) -> ParsedStream {
+    let mut seen = Vec::new();
+    let parsed = parse_stream(
+        BufReader::with_capacity(capacity, Cursor::new(bytes)),
+        &mut |n| seen.push(n),
+    )
+    .unwrap();
+    assert_eq!(seen.last(), Some(&(bytes.len() as u64)));
+    assert!(seen.windows(2).all(|w| w[0] <= w[1]));
+    parsed
+}
+
+#[test]
+fn a_stream_reports_every_bad_line_and_keeps_the_good_ones() {
+    let mut file = Vec::new();
+    file.extend_from_slice(example("contract").as_bytes());
+    file.extend_from_slice(b"\r\n   \t\r\n");
+    file.extend_from_slice(with("item", "index", Some("-1")).as_bytes());
+    file.extend_from_slice(b"\r\n");
+    file.extend_from_slice(example("operation").as_bytes());
+    file.extend_from_slice(b"\n\n{\"type\":\"x\xfe\"}\n");
+    file.extend_from_slice(example("expectation").as_bytes());
+    for capacity in [8, 64, 8192] {
+        let parsed = stream(&file, capacity);
+        assert_eq!(parsed.lines, 7);
+        let good: Vec<(usize, &str)> = parsed
+            .records
+            .iter()
+            .map(|n| (n.line, n.record.type_name()))
+            .collect();
+        assert_eq!(
+            good,
+            [(1, "contract"), (4, "operation"), (7, "expectation")]
+        );
+        let bad: Vec<(usize, &str)> = parsed
+            .errors
+            .iter()
+            .map(|e| (e.line, e.field.as_str()))
+            .collect();
+        assert_eq!(bad, [(3, "index"), (6, "-")]);
+        assert_eq!(parsed.bad_lines.len(), 2);
+        assert_eq!(parsed.bad_lines[0].0, 3);
+        assert_eq!(
+            parsed.bad_lines[0].1,
+            format!("{}\r", with("item", "index", Some("-1"))).into_bytes()
+        );
+        assert_eq!(parsed.bad_lines[1], (6, b"{\"type\":\"x\xfe\"}".to_vec()));
+        assert!(parsed.unkept.is_empty());
+    }
+}
+
+#[test]
+fn a_stream_refuses_long_lines_keeping_them_verbatim_up_to_the_limit() {
+    let long = vec![b'x'; MAX_LINE_BYTES + 10];
+    let huge = vec![b'y'; KEEP_LIMIT + 1];
+    let mut file = example("item").into_bytes();
+    file.push(b'\n');
+    file.extend_from_slice(&long);
+    file.push(b'\n');
+    file.extend_from_slice(&huge);
+    file.push(b'\n');
+    file.extend_from_slice(example("item").as_bytes());
+    let parsed = stream(&file, 8192);
+    assert_eq!(parsed.lines, 4);
+    assert_eq!(parsed.records.len(), 2);
+    assert_eq!(parsed.records[1].line, 4);
+    let reasons: Vec<(usize, &str)> = parsed
+        .errors
+        .iter()
+        .map(|e| (e.line, e.reason.as_str()))
+        .collect();
+    assert_eq!(
+        reasons,
+        [
+            (
+                2,
+                "line is 1048586 bytes long; at most 1048576 bytes (1 MiB) are allowed"
+            ),
+            (
+                3,
+                "line is 16777217 bytes long; at most 1048576 bytes (1 MiB) are allowed"
+            ),
+        ]
+    );
+    assert_eq!(parsed.bad_lines, [(2, long)]);
+    assert_eq!(parsed.unkept, [3]);
+}
