@@ -50,7 +50,9 @@ pub struct AuditRow {
 /// this changes every hash, so it is versioned by [`GENESIS_TEXT`].
 pub fn canonical(seq: i64, draft: &AuditDraft) -> String {
     fn esc(text: &str) -> String {
-        text.replace('\\', "\\\\").replace('\n', "\\n").replace('\r', "\\r")
+        text.replace('\\', "\\\\")
+            .replace('\n', "\\n")
+            .replace('\r', "\\r")
     }
     fn opt(text: Option<&str>) -> String {
         text.map_or_else(|| "-".to_owned(), |t| format!("+{}", esc(t)))
@@ -96,7 +98,10 @@ pub fn seal(prev: &Sha256, seq: i64, draft: AuditDraft) -> AuditRow {
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ChainStatus {
     /// Every row checks; the head is (`seq`, `hash`), or none for an empty log.
-    Intact { rows: i64, head: Option<(i64, Sha256)> },
+    Intact {
+        rows: i64,
+        head: Option<(i64, Sha256)>,
+    },
     /// The first row that does not check, and why.
     Broken { seq: i64, reason: String },
 }
@@ -129,7 +134,10 @@ impl ChainVerifier {
         if row.seq != self.expected_seq {
             return Err(ChainStatus::Broken {
                 seq: self.expected_seq,
-                reason: format!("gap: expected seq {} but found {}", self.expected_seq, row.seq),
+                reason: format!(
+                    "gap: expected seq {} but found {}",
+                    self.expected_seq, row.seq
+                ),
             });
         }
         if row.prev_hash != self.prev {

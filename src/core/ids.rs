@@ -128,7 +128,10 @@ mod tests {
             OperationId::parse(&"x".repeat(129)),
             Err(IdError::TooLong(129))
         );
-        assert_eq!(OperationId::parse("F\u{1b}9"), Err(IdError::BadChar('\u{1b}')));
+        assert_eq!(
+            OperationId::parse("F\u{1b}9"),
+            Err(IdError::BadChar('\u{1b}'))
+        );
     }
 
     #[test]

@@ -5,3 +5,4 @@ pub mod audit;
 pub mod clock;
 pub mod ids;
 pub mod model;
+pub mod sanitize;

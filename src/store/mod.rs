@@ -29,7 +29,9 @@ pub enum StoreError {
         by: String,
         at: DateTime<Utc>,
     },
-    #[error("the store at {location} was written by a newer holdfast (schema {found}, this build knows up to {known}); upgrade holdfast")]
+    #[error(
+        "the store at {location} was written by a newer holdfast (schema {found}, this build knows up to {known}); upgrade holdfast"
+    )]
     TooNew {
         location: String,
         found: i64,
