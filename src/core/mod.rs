@@ -3,6 +3,9 @@
 
 pub mod audit;
 pub mod clock;
+pub mod evidence;
 pub mod ids;
+pub mod matrix;
 pub mod model;
+pub mod rules;
 pub mod sanitize;

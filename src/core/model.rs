@@ -5,6 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
+use super::audit::AuditRow;
 use super::ids::{OperationId, Sha256};
 
 /// Declares a closed enumeration with its stable text form, used on the wire, in the
@@ -412,6 +413,71 @@ pub struct Dataset {
     pub attempts: Vec<Attempt>,
     pub items: Vec<Item>,
     pub observations: Vec<Observation>,
-    pub audit: Vec<super::audit::AuditRow>,
+    pub audit: Vec<AuditRow>,
     pub expectations: Vec<Expectation>,
+}
+
+/// One row of the queue: the operation plus the figures the queue shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperationRow {
+    pub operation: Operation,
+    /// Optimistic-lock version, bumped by every change (G8).
+    pub version: i64,
+    /// Request attempts made so far.
+    pub attempts_used: u32,
+    /// `max_attempts` of the operation, else of its contract.
+    pub max_attempts: Option<u32>,
+    /// When the operation entered its current state.
+    pub state_since: DateTime<Utc>,
+    /// Ids of held operations it depends on (G9); non-empty means held by dependency.
+    pub held_dependencies: Vec<OperationId>,
+    /// A proposal waiting for a second pair of eyes.
+    pub pending_proposal: bool,
+}
+
+/// A proposal waiting for a different approver (G6).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Proposal {
+    pub id: i64,
+    pub operation: OperationId,
+    /// The stable action name proposed (`authorize-retry`, …).
+    pub action: String,
+    pub proposed_by: String,
+    pub proposed_at: DateTime<Utc>,
+    pub rationale: String,
+    /// `pending`, `confirmed` or `rejected`.
+    pub status: String,
+}
+
+/// A linked child operation seen from its parent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ChildLink {
+    pub id: OperationId,
+    pub relation: Relation,
+    pub state: State,
+    /// The child's own items (a resume covers a subset of the parent's indexes).
+    pub items: Vec<Item>,
+}
+
+/// Everything stored about one operation, for the evidence bundle and the rules.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OperationDetail {
+    pub row: OperationRow,
+    pub contract: Option<Contract>,
+    /// In `seq` order.
+    pub attempts: Vec<Attempt>,
+    /// In `index` order.
+    pub items: Vec<Item>,
+    /// In `observed_at` order.
+    pub observations: Vec<Observation>,
+    /// This operation's audit rows, in `seq` order.
+    pub audit: Vec<AuditRow>,
+    pub expectation: Option<Expectation>,
+    pub children: Vec<ChildLink>,
+    /// Every operation it depends on, with its state.
+    pub dependencies: Vec<(OperationId, State)>,
+    pub proposals: Vec<Proposal>,
+    /// Other operations with the same idempotency key (same tenant) but a different
+    /// payload hash (G3).
+    pub key_conflicts: Vec<OperationId>,
 }

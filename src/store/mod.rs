@@ -5,12 +5,11 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
+use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::OperationId;
-use crate::core::model::{
-    Attempt, Contract, Dataset, Expectation, FailureMode, Item, Observation, Operation, Relation,
-    Risk, State,
-};
+pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
+use crate::core::model::{Dataset, FailureMode, Risk, State};
+pub use crate::core::rules::Commit;
 use crate::wire::{LineError, Numbered};
 
 /// What can go wrong in the store, in words a reviewer can act on. Driver errors
@@ -81,69 +80,6 @@ pub struct Page {
     pub limit: u64,
 }
 
-/// One row of the queue: the operation plus the figures the queue shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OperationRow {
-    pub operation: Operation,
-    /// Optimistic-lock version, bumped by every change (G8).
-    pub version: i64,
-    /// Request attempts made so far.
-    pub attempts_used: u32,
-    /// `max_attempts` of the operation, else of its contract.
-    pub max_attempts: Option<u32>,
-    /// When the operation entered its current state.
-    pub state_since: DateTime<Utc>,
-    /// Ids of held operations it depends on (G9); non-empty means held by dependency.
-    pub held_dependencies: Vec<OperationId>,
-    /// A proposal waiting for a second pair of eyes.
-    pub pending_proposal: bool,
-}
-
-/// A proposal waiting for a different approver (G6).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Proposal {
-    pub id: i64,
-    pub operation: OperationId,
-    /// The stable action name proposed (`authorize-retry`, …).
-    pub action: String,
-    pub proposed_by: String,
-    pub proposed_at: DateTime<Utc>,
-    pub rationale: String,
-    /// `pending`, `confirmed` or `rejected`.
-    pub status: String,
-}
-
-/// A linked child operation seen from its parent.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct ChildLink {
-    pub id: OperationId,
-    pub relation: Relation,
-    pub state: State,
-}
-
-/// Everything stored about one operation, for the evidence bundle and the rules.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OperationDetail {
-    pub row: OperationRow,
-    pub contract: Option<Contract>,
-    /// In `seq` order.
-    pub attempts: Vec<Attempt>,
-    /// In `index` order.
-    pub items: Vec<Item>,
-    /// In `observed_at` order.
-    pub observations: Vec<Observation>,
-    /// This operation's audit rows, in `seq` order.
-    pub audit: Vec<AuditRow>,
-    pub expectation: Option<Expectation>,
-    pub children: Vec<ChildLink>,
-    /// Every operation it depends on, with its state.
-    pub dependencies: Vec<(OperationId, State)>,
-    pub proposals: Vec<Proposal>,
-    /// Other operations with the same idempotency key (same tenant) but a different
-    /// payload hash (G3).
-    pub key_conflicts: Vec<OperationId>,
-}
-
 /// Counts for the queue header.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct QueueCounts {
@@ -173,28 +109,6 @@ pub struct IngestReport {
     pub unchanged: u64,
     /// Lines refused, every reason for each.
     pub rejected: Vec<LineError>,
-}
-
-/// A state change or audited action the core allowed, ready to commit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Commit {
-    pub operation: OperationId,
-    /// The version the decision was made against (G8).
-    pub expected_version: i64,
-    /// The new state, when the action changes it.
-    pub new_state: Option<State>,
-    /// New owner / next observation time, for `assign` and `schedule`.
-    pub new_owner: Option<String>,
-    pub new_next_observation_at: Option<Option<DateTime<Utc>>>,
-    /// Records the action adds (a reconcile's status query and observation).
-    pub attempts: Vec<Attempt>,
-    pub observations: Vec<Observation>,
-    /// Child operations to create, in APPROVED, linked to this one.
-    pub children: Vec<Operation>,
-    /// A proposal to open, or the id of one to close with its new status.
-    pub open_proposal: Option<Proposal>,
-    pub close_proposal: Option<(i64, String)>,
-    pub audit: AuditDraft,
 }
 
 /// The operations store.

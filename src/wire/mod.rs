@@ -5,7 +5,9 @@ use crate::core::model::{
     Attempt, Contract, Expectation, Item, Observation, Operation, TransitionRecord,
 };
 
-/// One record of wire format v1.
+/// One record of wire format v1. Records are parsed, checked and stored one batch
+/// at a time, so the size of the largest variant does not matter enough to box it.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Record {
     Contract(Contract),

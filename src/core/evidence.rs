@@ -1,0 +1,302 @@
+//! The compact evidence bundle a reviewer sees for one hold (DESIGN §4), assembled
+//! from stored records only. Secrets and protected payloads are never part of it:
+//! the store keeps hashes, and untrusted output only as a quarantined excerpt.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use super::clock::format_instant;
+use super::ids::{OperationId, Sha256};
+use super::matrix::{self, Recommendation};
+use super::model::{
+    AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, Relation, Risk, State,
+};
+use super::rules::{self, Actor, Rule};
+
+/// The approval and whether it still binds this exact call (G11).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ApprovalView {
+    pub by: String,
+    pub policy: String,
+    pub at: Option<DateTime<Utc>>,
+    pub payload_hash: Option<Sha256>,
+    pub expires_at: Option<DateTime<Utc>>,
+    /// `valid`, or why it no longer binds.
+    pub status: String,
+}
+
+/// The idempotency key with its scope and retention.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct KeyView {
+    pub key: String,
+    pub scope: Option<String>,
+    pub retention_hours: Option<u32>,
+    /// When the key stops protecting a repeat (first request + retention).
+    pub expires_at: Option<DateTime<Utc>>,
+    pub expired: bool,
+    /// Operations using the same key with a different payload (G3).
+    pub conflicts: Vec<OperationId>,
+}
+
+/// One target observation with its field-by-field comparison.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ObservationView {
+    pub id: String,
+    pub observed_at: DateTime<Utc>,
+    pub source: String,
+    pub found: bool,
+    pub matches: Option<Matches>,
+    pub effect_count: Option<u32>,
+    pub note: Option<String>,
+}
+
+/// Attempts used against the budget, and time left.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BudgetView {
+    pub attempts_used: u32,
+    pub max_attempts: Option<u32>,
+    /// Status queries made (they observe; they spend no attempt).
+    pub status_queries: u32,
+    pub deadline: Option<DateTime<Utc>>,
+    /// Seconds to the deadline; negative once passed.
+    pub seconds_left: Option<i64>,
+    pub exhausted: Option<String>,
+}
+
+/// One action as offered now: allowed, or refused with its rule.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ActionView {
+    pub label: String,
+    pub allowed: bool,
+    /// For an allowed action, `from → to` or the note that only a proposal opens.
+    pub effect: Option<String>,
+    pub rule: Option<Rule>,
+    pub reason: Option<String>,
+}
+
+/// Everything a reviewer needs to decide about one hold.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EvidenceBundle {
+    pub id: OperationId,
+    pub state: State,
+    pub version: i64,
+    pub state_since: DateTime<Utc>,
+    pub tenant: String,
+    pub actor: String,
+    pub tool: String,
+    pub action: String,
+    pub target: String,
+    pub risk: Risk,
+    pub intent_hash: Option<Sha256>,
+    pub payload_hash: Sha256,
+    pub approval: Option<ApprovalView>,
+    pub idempotency: Option<KeyView>,
+    pub business_key: Option<String>,
+    pub correlation_id: Option<String>,
+    /// The newest observation, in words, and when it was made.
+    pub last_verified: Option<(String, DateTime<Utc>)>,
+    pub provider_request_ids: Vec<String>,
+    pub observations: Vec<ObservationView>,
+    pub budget: BudgetView,
+    pub owner: String,
+    pub next_observation_at: Option<DateTime<Utc>>,
+    pub next_observation_overdue: bool,
+    pub failure_mode: Option<FailureMode>,
+    pub recommendation: Recommendation,
+    pub prohibited: Vec<String>,
+    pub actions: Vec<ActionView>,
+    pub parent: Option<(OperationId, Relation)>,
+    pub children: Vec<ChildLink>,
+    /// Dependencies that are not settled: this one is held by them (G9).
+    pub held_by: Vec<(OperationId, State)>,
+    pub pending_proposal: Option<String>,
+}
+
+/// Assembles the bundle for `actor` at `now`.
+pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> EvidenceBundle {
+    let op = &detail.row.operation;
+    let assessment = matrix::assess_detail(detail, now);
+    let approval = op.approval.as_ref().map(|a| ApprovalView {
+        by: a.by.clone(),
+        policy: a.policy.clone(),
+        at: a.at,
+        payload_hash: a.payload_hash.clone(),
+        expires_at: a.expires_at,
+        status: match rules::approval_binds(Some(a), &op.payload_hash, now) {
+            Ok(()) => "valid".into(),
+            Err(r) => r.reason,
+        },
+    });
+    let first_request = detail
+        .attempts
+        .iter()
+        .filter(|a| a.kind == AttemptKind::Request)
+        .map(|a| a.started_at)
+        .min();
+    let idempotency = op.idempotency_key.as_ref().map(|key| {
+        let scope = detail
+            .contract
+            .as_ref()
+            .and_then(|c| c.idempotency.scope.clone());
+        let retention = detail
+            .contract
+            .as_ref()
+            .and_then(|c| c.idempotency.retention_hours);
+        let expires_at = first_request
+            .zip(retention)
+            .map(|(t, h)| t + chrono::Duration::hours(i64::from(h)));
+        KeyView {
+            key: key.clone(),
+            scope,
+            retention_hours: retention,
+            expires_at,
+            expired: expires_at.is_some_and(|e| e <= now),
+            conflicts: detail.key_conflicts.clone(),
+        }
+    });
+    let observations: Vec<ObservationView> = detail
+        .observations
+        .iter()
+        .map(|o| ObservationView {
+            id: o.id.clone(),
+            observed_at: o.observed_at,
+            source: o.source.clone(),
+            found: o.found,
+            matches: o.matches.clone(),
+            effect_count: o.effect_count,
+            note: o.note.clone(),
+        })
+        .collect();
+    let last_verified = detail
+        .observations
+        .iter()
+        .max_by_key(|o| o.observed_at)
+        .map(|o| (describe_observation(o), o.observed_at));
+    let mut provider_request_ids: Vec<String> = detail
+        .attempts
+        .iter()
+        .filter_map(|a| a.provider_request_id.clone())
+        .collect();
+    provider_request_ids.dedup();
+    let status_queries = detail
+        .attempts
+        .iter()
+        .filter(|a| a.kind == AttemptKind::StatusQuery)
+        .count();
+    let budget = BudgetView {
+        attempts_used: assessment.attempts_used,
+        max_attempts: assessment.max_attempts,
+        status_queries: u32::try_from(status_queries).unwrap_or(u32::MAX),
+        deadline: assessment.deadline,
+        seconds_left: assessment.deadline.map(|d| (d - now).num_seconds()),
+        exhausted: assessment.budget_exhausted(),
+    };
+    let actions = rules::options(detail, actor, now)
+        .into_iter()
+        .map(|o| match o.outcome {
+            Ok(effect) => ActionView {
+                label: o.label,
+                allowed: true,
+                effect: Some(if effect.proposal_only {
+                    "opens a proposal for a second approver".into()
+                } else {
+                    match effect.to {
+                        Some(to) => format!("{} → {to}", effect.from),
+                        None => "no state change".into(),
+                    }
+                }),
+                rule: None,
+                reason: None,
+            },
+            Err(refusal) => ActionView {
+                label: o.label,
+                allowed: false,
+                effect: None,
+                rule: Some(refusal.rule),
+                reason: Some(refusal.reason),
+            },
+        })
+        .collect();
+    EvidenceBundle {
+        id: op.id.clone(),
+        state: op.state,
+        version: detail.row.version,
+        state_since: detail.row.state_since,
+        tenant: op.tenant.clone(),
+        actor: op.actor.clone(),
+        tool: op.tool.clone(),
+        action: op.action.clone(),
+        target: op.target.clone(),
+        risk: op.risk,
+        intent_hash: op.intent_hash.clone(),
+        payload_hash: op.payload_hash.clone(),
+        approval,
+        idempotency,
+        business_key: op.business_key.clone(),
+        correlation_id: op.correlation_id.clone(),
+        last_verified,
+        provider_request_ids,
+        observations,
+        budget,
+        owner: op.owner.clone(),
+        next_observation_at: op.next_observation_at,
+        next_observation_overdue: op.state.is_held()
+            && op.next_observation_at.is_some_and(|t| t < now),
+        failure_mode: op.failure_mode,
+        recommendation: assessment.recommendation,
+        prohibited: rules::prohibited(detail, now),
+        actions,
+        parent: op.parent.clone().zip(op.relation),
+        children: detail.children.clone(),
+        held_by: detail
+            .dependencies
+            .iter()
+            .filter(|(_, s)| !matches!(s, State::Succeeded | State::Accepted))
+            .cloned()
+            .collect(),
+        pending_proposal: detail
+            .proposals
+            .iter()
+            .find(|p| p.status == "pending")
+            .map(|p| {
+                format!(
+                    "#{} {} by {} at {}",
+                    p.id,
+                    p.action,
+                    p.proposed_by,
+                    format_instant(p.proposed_at)
+                )
+            }),
+    }
+}
+
+/// One observation in words: `found, all fields match, 1 effect (provider_status)`.
+pub fn describe_observation(o: &super::model::Observation) -> String {
+    let mut text = if o.found {
+        "found".to_owned()
+    } else {
+        "not found".to_owned()
+    };
+    if let Some(m) = &o.matches {
+        if m.all() {
+            text.push_str(", all fields match");
+        } else {
+            let differ: Vec<&str> = [
+                ("target", m.target),
+                ("payload_hash", m.payload_hash),
+                ("owner", m.owner),
+                ("version", m.version),
+            ]
+            .iter()
+            .filter(|(_, v)| *v != Some(true))
+            .map(|(n, _)| *n)
+            .collect();
+            text.push_str(&format!(", differs or unknown: {}", differ.join(" ")));
+        }
+    }
+    if let Some(n) = o.effect_count {
+        text.push_str(&format!(", {n} effect{}", if n == 1 { "" } else { "s" }));
+    }
+    text.push_str(&format!(" ({})", o.source));
+    text
+}
