@@ -8,3 +8,4 @@ pub mod ids;
 pub mod matrix;
 pub mod model;
 pub mod rules;
+pub mod sanitize;

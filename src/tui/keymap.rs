@@ -1,0 +1,161 @@
+//! Keybindings as data: one table of (context, key, command, description). The same
+//! table answers "what does this key do here" and fills the `?` overlay, so the
+//! help can never disagree with the keys.
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+/// Where the keyboard focus is, which decides what a key means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Context {
+    /// Keys that work everywhere outside a prompt.
+    Global,
+    Queue,
+    Detail,
+    Help,
+}
+
+/// What a key asks the console to do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Command {
+    Quit,
+    Help,
+    Up,
+    Down,
+    Top,
+    Bottom,
+    PageUp,
+    PageDown,
+    NextPane,
+    PrevPane,
+    Open,
+    Back,
+    Search,
+    Filter,
+    ClearQuery,
+    Sort,
+    SwitchTab,
+    Reload,
+    NextLink,
+    PrevLink,
+}
+
+/// One binding: in `context`, `key` (shown as `label`) runs `command`.
+pub struct Binding {
+    pub context: Context,
+    pub key: KeyCode,
+    pub label: &'static str,
+    pub command: Command,
+    pub help: &'static str,
+}
+
+const fn bind(
+    context: Context,
+    key: KeyCode,
+    label: &'static str,
+    command: Command,
+    help: &'static str,
+) -> Binding {
+    Binding {
+        context,
+        key,
+        label,
+        command,
+        help,
+    }
+}
+
+use Command as C;
+use Context::{Detail, Global, Help, Queue};
+use KeyCode as K;
+
+/// Every binding of the console.
+pub const BINDINGS: &[Binding] = &[
+    bind(Global, K::Char('q'), "q", C::Quit, "quit"),
+    bind(Global, K::Char('?'), "?", C::Help, "this help"),
+    bind(Global, K::Tab, "Tab", C::NextPane, "next pane (queue, evidence, timeline, items)"),
+    bind(Global, K::BackTab, "S-Tab", C::PrevPane, "previous pane"),
+    bind(Global, K::Char('r'), "r", C::Reload, "reload now (and accept a flagged change)"),
+    bind(Global, K::Char('t'), "t", C::SwitchTab, "switch tab: held queue / all operations"),
+    bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
+    bind(Global, K::Down, "", C::Down, ""),
+    bind(Global, K::Char('k'), "k ↑", C::Up, "up"),
+    bind(Global, K::Up, "", C::Up, ""),
+    bind(Global, K::Char('g'), "g Home", C::Top, "first"),
+    bind(Global, K::Home, "", C::Top, ""),
+    bind(Global, K::Char('G'), "G End", C::Bottom, "last"),
+    bind(Global, K::End, "", C::Bottom, ""),
+    bind(Global, K::PageUp, "PgUp", C::PageUp, "page up"),
+    bind(Global, K::PageDown, "PgDn", C::PageDown, "page down"),
+    bind(Queue, K::Enter, "Enter", C::Open, "open the selected hold"),
+    bind(Queue, K::Char('/'), "/", C::Search, "search id, target, keys, provider ids"),
+    bind(Queue, K::Char('f'), "f", C::Filter, "filter: state: tenant: owner: mode: risk:"),
+    bind(Queue, K::Char('s'), "s", C::Sort, "sort: urgency, age, id, deadline"),
+    bind(Queue, K::Esc, "Esc", C::ClearQuery, "clear search and filter"),
+    bind(Detail, K::Enter, "Enter", C::Open, "follow the selected link"),
+    bind(Detail, K::Char('n'), "n", C::NextLink, "select next parent/child link"),
+    bind(Detail, K::Char('p'), "p", C::PrevLink, "select previous link"),
+    bind(Detail, K::Esc, "Esc", C::Back, "back (to the operation you came from)"),
+    bind(Help, K::Esc, "Esc", C::Help, "close help"),
+    bind(Help, K::Char('?'), "?", C::Help, "close help"),
+];
+
+/// The command `key` runs in `context`, looking at the context's own bindings first
+/// and then the global ones. The help overlay takes only its own keys and `q`.
+pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
+    if key.modifiers.contains(KeyModifiers::CONTROL) {
+        return matches!(key.code, K::Char('c')).then_some(C::Quit);
+    }
+    let found = |ctx: Context| {
+        BINDINGS
+            .iter()
+            .find(|b| b.context == ctx && b.key == key.code)
+            .map(|b| b.command)
+    };
+    match context {
+        Help => found(Help).or_else(|| (key.code == K::Char('q')).then_some(C::Quit)),
+        ctx => found(ctx).or_else(|| found(Global)),
+    }
+}
+
+/// The lines of the help overlay for `context`: its own keys, then the global ones.
+pub fn help(context: Context) -> Vec<(&'static str, &'static str)> {
+    let own = BINDINGS.iter().filter(|b| b.context == context);
+    let global = BINDINGS
+        .iter()
+        .filter(|b| b.context == Global && context != Help);
+    own.chain(global)
+        .filter(|b| !b.label.is_empty())
+        .map(|b| (b.label, b.help))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(code: KeyCode) -> KeyEvent {
+        KeyEvent::new(code, KeyModifiers::NONE)
+    }
+
+    #[test]
+    fn context_keys_win_over_global_ones() {
+        assert_eq!(lookup(Queue, key(K::Enter)), Some(C::Open));
+        assert_eq!(lookup(Detail, key(K::Esc)), Some(C::Back));
+        assert_eq!(lookup(Queue, key(K::Esc)), Some(C::ClearQuery));
+        assert_eq!(lookup(Detail, key(K::Char('j'))), Some(C::Down));
+        assert_eq!(lookup(Detail, key(K::Char('/'))), None);
+        assert_eq!(lookup(Help, key(K::Char('j'))), None);
+        assert_eq!(
+            lookup(Queue, KeyEvent::new(K::Char('c'), KeyModifiers::CONTROL)),
+            Some(C::Quit)
+        );
+    }
+
+    #[test]
+    fn help_lists_every_labelled_key_of_the_context() {
+        let queue = help(Queue);
+        assert!(queue.iter().any(|(k, _)| *k == "/"));
+        assert!(queue.iter().any(|(k, _)| *k == "q"));
+        assert!(!help(Detail).iter().any(|(k, _)| *k == "/"));
+    }
+}

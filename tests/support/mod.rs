@@ -1,0 +1,4 @@
+//! Shared fixtures for the console tests.
+#![allow(dead_code)]
+
+pub mod hostile;
