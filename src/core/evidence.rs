@@ -272,12 +272,23 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
 
 /// One observation in words: `found, all fields match, 1 effect (provider_status)`.
 pub fn describe_observation(o: &super::model::Observation) -> String {
-    let mut text = if o.found {
+    describe(o.found, o.matches.as_ref(), o.effect_count, &o.source)
+}
+
+impl ObservationView {
+    /// This observation in words, as [`describe_observation`].
+    pub fn describe(&self) -> String {
+        describe(self.found, self.matches.as_ref(), self.effect_count, &self.source)
+    }
+}
+
+fn describe(found: bool, matches: Option<&Matches>, effect_count: Option<u32>, source: &str) -> String {
+    let mut text = if found {
         "found".to_owned()
     } else {
         "not found".to_owned()
     };
-    if let Some(m) = &o.matches {
+    if let Some(m) = matches {
         if m.all() {
             text.push_str(", all fields match");
         } else {
@@ -294,9 +305,9 @@ pub fn describe_observation(o: &super::model::Observation) -> String {
             text.push_str(&format!(", differs or unknown: {}", differ.join(" ")));
         }
     }
-    if let Some(n) = o.effect_count {
+    if let Some(n) = effect_count {
         text.push_str(&format!(", {n} effect{}", if n == 1 { "" } else { "s" }));
     }
-    text.push_str(&format!(" ({})", o.source));
+    text.push_str(&format!(" ({source})"));
     text
 }

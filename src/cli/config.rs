@@ -1,0 +1,118 @@
+//! Where holdfast keeps things, and the optional TOML config file: the default
+//! store, the acting identity, the policy version and the theme.
+
+use serde::Deserialize;
+use std::path::{Path, PathBuf};
+
+/// Environment variables that move holdfast's folders (tests use them).
+pub const ENV_CONFIG: &str = "HOLDFAST_CONFIG";
+pub const ENV_DATA_DIR: &str = "HOLDFAST_DATA_DIR";
+
+/// The folders holdfast uses, from `directories` unless overridden.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Paths {
+    pub config_file: PathBuf,
+    pub data_dir: PathBuf,
+    pub log_file: PathBuf,
+}
+
+impl Paths {
+    pub fn discover() -> Paths {
+        let dirs = directories::ProjectDirs::from("", "", "holdfast");
+        let data_dir = std::env::var_os(ENV_DATA_DIR)
+            .map(PathBuf::from)
+            .or_else(|| dirs.as_ref().map(|d| d.data_dir().to_path_buf()))
+            .unwrap_or_else(|| PathBuf::from(".holdfast"));
+        let config_file = std::env::var_os(ENV_CONFIG)
+            .map(PathBuf::from)
+            .or_else(|| dirs.as_ref().map(|d| d.config_dir().join("config.toml")))
+            .unwrap_or_else(|| data_dir.join("config.toml"));
+        let state_dir = if std::env::var_os(ENV_DATA_DIR).is_some() {
+            data_dir.clone()
+        } else {
+            dirs.as_ref()
+                .and_then(|d| d.state_dir().map(Path::to_path_buf))
+                .unwrap_or_else(|| data_dir.clone())
+        };
+        Paths {
+            config_file,
+            log_file: state_dir.join("holdfast.log"),
+            data_dir,
+        }
+    }
+
+    /// The default embedded store.
+    pub fn default_store(&self) -> PathBuf {
+        self.data_dir.join("holdfast.db")
+    }
+
+    /// The store `holdfast demo` recreates on every run.
+    pub fn demo_store(&self) -> PathBuf {
+        self.data_dir.join("demo.db")
+    }
+}
+
+/// Colours on screen.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Theme {
+    #[default]
+    Default,
+    /// No colours (also chosen by `NO_COLOR`).
+    Mono,
+}
+
+/// The config file's contents; every key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Path of the default SQLite store.
+    pub store: Option<PathBuf>,
+    /// A `postgres://` URL for a team store.
+    pub database_url: Option<String>,
+    /// The identity to act as (default: the OS user).
+    pub identity: Option<String>,
+    /// The review policy version recorded on every audit row.
+    pub policy: Option<String>,
+    pub theme: Option<Theme>,
+}
+
+impl Config {
+    /// Reads the config file; a missing file is an empty config, a broken one an
+    /// error that names the file and the problem.
+    pub fn load(path: &Path) -> anyhow::Result<Config> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => toml::from_str(&text)
+                .map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display())),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
+            Err(e) => Err(anyhow::anyhow!("cannot read config file {}: {e}", path.display())),
+        }
+    }
+}
+
+/// The OS user, for the default identity.
+pub fn os_user() -> String {
+    ["USER", "USERNAME", "LOGNAME"]
+        .iter()
+        .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))
+        .unwrap_or_else(|| "local".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_an_empty_config_and_unknown_keys_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        assert_eq!(Config::load(&path).unwrap(), Config::default());
+        std::fs::write(&path, "identity = \"maya\"\ntheme = \"mono\"\n").unwrap();
+        let config = Config::load(&path).unwrap();
+        assert_eq!(config.identity.as_deref(), Some("maya"));
+        assert_eq!(config.theme, Some(Theme::Mono));
+        std::fs::write(&path, "identiy = \"maya\"\n").unwrap();
+        let err = Config::load(&path).unwrap_err().to_string();
+        assert!(err.contains("identiy"), "{err}");
+    }
+}
