@@ -9,3 +9,4 @@ pub mod matrix;
 pub mod model;
 pub mod rules;
 pub mod sanitize;
+pub mod triage;
