@@ -2,5 +2,6 @@
 #![forbid(unsafe_code)]
 
 pub mod core;
+pub mod ingest;
 pub mod store;
 pub mod wire;
