@@ -2,13 +2,17 @@
 //! write commits its audit row in the same transaction as the change it records.
 
 pub mod codec;
+pub mod copy;
+pub mod engine;
 pub mod ingest_plan;
+pub mod postgres;
 pub mod sql;
 pub mod sqlite;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use tokio::sync::watch;
 
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::OperationId;
@@ -16,6 +20,7 @@ pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal}
 use crate::core::model::{Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
 use crate::wire::{LineError, Numbered};
+use copy::{Cell, CopyReport, Table};
 
 /// What can go wrong in the store, in words a reviewer can act on. Driver errors
 /// never reach the screen raw: they are mapped into these.
@@ -43,6 +48,8 @@ pub enum StoreError {
     },
     #[error("the store is busy (another process holds it); try again")]
     Busy,
+    #[error("the database cannot be reached ({0}); check the connection and try again")]
+    Unavailable(String),
     #[error("cannot open the store at {location}: {reason}")]
     Open { location: String, reason: String },
     #[error("store error: {0}")]
@@ -121,6 +128,25 @@ pub struct IngestReport {
     pub rejected: Vec<LineError>,
 }
 
+/// Whether the store can be reached right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Link {
+    Connected,
+    /// The connection was lost; `attempt` counts the reconnects tried so far.
+    Reconnecting {
+        attempt: u32,
+    },
+}
+
+/// What a console hears about a store while it is open: the newest committed
+/// audit `seq` (changes by anyone move it) and whether the store is reachable.
+/// A console re-reads what it shows whenever `head` moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Live {
+    pub head: i64,
+    pub link: Link,
+}
+
 /// The operations store.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -168,4 +194,22 @@ pub trait Store: Send + Sync {
 
     /// Everything, for metrics and export.
     async fn dataset(&self) -> Result<Dataset, StoreError>;
+
+    /// Live updates: a receiver whose value moves whenever anyone commits a change
+    /// (and whenever the connection is lost or back). Every call shares one
+    /// watcher per store handle.
+    async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError>;
+
+    /// One page of a table's rows, every value as stored, for [`Store::load_from`].
+    async fn table_rows(
+        &self,
+        table: &'static Table,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Vec<Cell>>, StoreError>;
+
+    /// Fills this store, which must be empty, with everything `source` holds, in
+    /// one transaction: the audit chain and its hashes stay as they are. `source`
+    /// should not change while it is copied.
+    async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError>;
 }

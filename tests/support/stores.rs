@@ -1,26 +1,181 @@
 //! Fresh stores for the conformance suite, one constructor per backend. Each store
-//! lives in its own place (a temp file), so runs never collide.
+//! lives in its own place — a temp file, or a PostgreSQL database created for the
+//! test and dropped after it — so runs never collide.
+//!
+//! PostgreSQL is reached through `HOLDFAST_TEST_DATABASE_URL` (an admin login that
+//! may create databases; default `postgres://postgres@127.0.0.1:5432/test`). `.ci/run`
+//! starts a server when none answers.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
-use holdfast::store::Store;
+use holdfast::store::postgres::PgStore;
 use holdfast::store::sqlite::SqliteStore;
+use holdfast::store::{Store, StoreError};
+use sqlx::{AssertSqlSafe, Connection, PgConnection};
+
+/// The admin connection used when `HOLDFAST_TEST_DATABASE_URL` is not set.
+pub const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
+
+/// The two backends every conformance test runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Sqlite,
+    Postgres,
+}
 
 /// A store and whatever keeps it alive.
 pub struct Fresh {
+    pub kind: Kind,
     pub store: Arc<dyn Store>,
     pub sqlite: Option<SqliteStore>,
-    _dir: tempfile::TempDir,
+    pub postgres: Option<PgStore>,
+    /// `sqlite:PATH` or the database's URL, as the command line takes it.
+    pub url: String,
+    _place: Place,
+}
+
+enum Place {
+    Dir(tempfile::TempDir),
+    Database(Database),
+}
+
+pub async fn fresh(kind: Kind) -> Fresh {
+    match kind {
+        Kind::Sqlite => sqlite().await,
+        Kind::Postgres => postgres().await,
+    }
 }
 
 pub async fn sqlite() -> Fresh {
     let dir = tempfile::tempdir().expect("temp dir");
-    let store = SqliteStore::open(&dir.path().join("store.db"))
-        .await
-        .expect("open store");
+    let path = dir.path().join("store.db");
+    let store = SqliteStore::open(&path).await.expect("open store");
     Fresh {
+        kind: Kind::Sqlite,
         store: Arc::new(store.clone()),
         sqlite: Some(store),
-        _dir: dir,
+        postgres: None,
+        url: format!("sqlite:{}", path.display()),
+        _place: Place::Dir(dir),
+    }
+}
+
+pub async fn postgres() -> Fresh {
+    let database = Database::create().await;
+    let store = PgStore::connect(&database.url)
+        .await
+        .expect("connect to the test database");
+    Fresh {
+        kind: Kind::Postgres,
+        store: Arc::new(store.clone()),
+        sqlite: None,
+        postgres: Some(store),
+        url: database.url.clone(),
+        _place: Place::Database(database),
+    }
+}
+
+impl Fresh {
+    /// Runs raw SQL behind the store's back, as the database owner would.
+    pub async fn execute(&self, sql: &str) -> Result<(), sqlx::Error> {
+        let sql = AssertSqlSafe(sql.to_owned());
+        match (&self.sqlite, &self.postgres) {
+            (Some(s), _) => sqlx::raw_sql(sql).execute(s.pool()).await.map(drop),
+            (_, Some(p)) => sqlx::raw_sql(sql).execute(p.pool()).await.map(drop),
+            (None, None) => unreachable!("a fresh store has one backend"),
+        }
+    }
+
+    /// Another handle on the same store, as a second console would open it.
+    pub async fn reopen(&self) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(match (&self.sqlite, &self.postgres) {
+            (Some(s), _) => Arc::new(SqliteStore::open(s.path()).await?),
+            (_, Some(_)) => Arc::new(PgStore::connect(&self.url).await?),
+            (None, None) => unreachable!("a fresh store has one backend"),
+        })
+    }
+
+    /// Closes this handle's connections (the store itself stays).
+    pub async fn close(&self) {
+        if let Some(s) = &self.sqlite {
+            s.pool().close().await;
+        }
+        if let Some(p) = &self.postgres {
+            p.pool().close().await;
+        }
+    }
+}
+
+/// The admin URL the tests connect with.
+pub fn admin_url() -> String {
+    std::env::var("HOLDFAST_TEST_DATABASE_URL").unwrap_or_else(|_| DEFAULT_ADMIN_URL.to_owned())
+}
+
+/// A database of its own for one test, dropped when the test ends.
+pub struct Database {
+    pub name: String,
+    pub url: String,
+}
+
+impl Database {
+    pub async fn create() -> Database {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let nanos = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.subsec_nanos())
+            .unwrap_or_default();
+        let name = format!(
+            "holdfast_test_{}_{}_{nanos}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        let admin = admin_url();
+        let mut conn = PgConnection::connect(&admin).await.unwrap_or_else(|e| {
+            panic!(
+                "PostgreSQL must answer at {admin} for the conformance suite ({e}); \
+                 run .ci/run or set HOLDFAST_TEST_DATABASE_URL"
+            )
+        });
+        sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+            .execute(&mut conn)
+            .await
+            .expect("create the test database");
+        conn.close().await.ok();
+        let (base, query) = admin.split_once('?').unwrap_or((&admin, ""));
+        let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+        let url = if query.is_empty() {
+            format!("{server}/{name}")
+        } else {
+            format!("{server}/{name}?{query}")
+        };
+        Database { name, url }
+    }
+}
+
+impl Drop for Database {
+    fn drop(&mut self) {
+        let name = self.name.clone();
+        // Drop runs inside the test's runtime, which cannot be blocked on: a
+        // thread of its own with a runtime of its own does the work.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .expect("a runtime");
+            runtime.block_on(async move {
+                let mut conn = PgConnection::connect(&admin_url()).await?;
+                sqlx::raw_sql(AssertSqlSafe(format!(
+                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
+                )))
+                .execute(&mut conn)
+                .await?;
+                conn.close().await
+            })
+        })
+        .join();
+        if !matches!(dropped, Ok(Ok(()))) {
+            eprintln!("could not drop test database {}", self.name);
+        }
     }
 }
