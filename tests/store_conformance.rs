@@ -9,61 +9,19 @@ mod support;
 use std::sync::Arc;
 use std::time::Duration;
 
-use chrono::{DateTime, Utc};
 use holdfast::core::audit::ChainStatus;
-use holdfast::core::clock::parse_instant;
-use holdfast::core::ids::OperationId;
-use holdfast::core::model::{Role, State};
-use holdfast::core::rules::{Action, Actor, Rationale, decide};
-use holdfast::store::{
-    Commit, IngestMode, Link, OperationFilter, Page, SortOrder, Store, StoreError,
-};
-use holdfast::wire::{Numbered, parse_stream};
+use holdfast::core::model::State;
+use holdfast::core::rules::{Action, Rationale, decide};
+use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, StoreError};
 use sqlx::Connection;
+use support::review::{SMALL, comment, id, loaded, local, now, records, resolve_f09};
 use support::stores::{self, Fresh, Kind};
 use tokio::sync::Barrier;
-
-const SMALL: &str = include_str!("fixtures/small.jsonl");
-
-fn now() -> DateTime<Utc> {
-    parse_instant("2026-09-05T10:03:00Z").unwrap()
-}
-
-fn records(text: &str) -> Vec<Numbered> {
-    let parsed = parse_stream(text.as_bytes(), &mut |_| {}).unwrap();
-    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
-    parsed.records
-}
-
-fn id(text: &str) -> OperationId {
-    OperationId::parse(text).unwrap()
-}
 
 fn queue() -> OperationFilter {
     OperationFilter {
         queue: true,
         ..OperationFilter::default()
-    }
-}
-
-async fn loaded(kind: Kind) -> Fresh {
-    let fresh = stores::fresh(kind).await;
-    let report = fresh
-        .store
-        .ingest(records(SMALL), IngestMode::Strict, "test", now())
-        .await
-        .unwrap();
-    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
-    fresh
-}
-
-fn local() -> Actor {
-    Actor {
-        identity: "maya".into(),
-        role: Role::Local,
-        policy: Some("RP03".into()),
-        tenants: None,
-        on_behalf_of: None,
     }
 }
 
@@ -375,43 +333,6 @@ async fn a_store_from_a_newer_version_is_refused(kind: Kind) {
         "{error}"
     );
     assert!(error.to_string().contains("newer holdfast"));
-}
-
-/// The decision one reviewer makes on F09 from what `store` shows now.
-async fn resolve_f09(store: &dyn Store, reviewer: &str) -> Commit {
-    let detail = store.detail(&id("F09")).await.unwrap();
-    let rationale = Rationale::parse("provider status shows the ticket exactly once").unwrap();
-    let actor = Actor {
-        identity: reviewer.into(),
-        ..local()
-    };
-    decide(
-        &detail,
-        &Action::Resolve {
-            to: State::Succeeded,
-        },
-        &actor,
-        &rationale,
-        detail.row.version,
-        now(),
-    )
-    .unwrap()
-    .commit
-}
-
-/// A comment on `op`, decided against what `store` shows now.
-async fn comment(store: &dyn Store, op: &str, text: &str) -> Commit {
-    let detail = store.detail(&id(op)).await.unwrap();
-    decide(
-        &detail,
-        &Action::Comment,
-        &local(),
-        &Rationale::parse(text).unwrap(),
-        detail.row.version,
-        now(),
-    )
-    .unwrap()
-    .commit
 }
 
 async fn sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition(kind: Kind) {

@@ -68,6 +68,13 @@ impl Backend for Postgres {
             c if c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03") => {
                 Some(StoreError::Unavailable(message.to_owned()))
             }
+            // too many connections
+            "53300" => Some(StoreError::Busy),
+            // no such database, a refused login, a database closed to connections
+            "3D000" | "28000" | "28P01" => Some(StoreError::Unavailable(message.to_owned())),
+            "55000" if message.contains("not currently accepting connections") => {
+                Some(StoreError::Unavailable(message.to_owned()))
+            }
             "42501" if !message.contains("append-only") => Some(StoreError::Other(format!(
                 "the database login may not do this ({message}); see \"Team mode\" in the README \
                  for the grants an application role needs"

@@ -2,4 +2,5 @@
 #![allow(dead_code)]
 
 pub mod hostile;
+pub mod review;
 pub mod stores;

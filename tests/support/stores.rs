@@ -96,6 +96,14 @@ impl Fresh {
         })
     }
 
+    /// The PostgreSQL database this store lives in.
+    pub fn database_name(&self) -> Option<&str> {
+        match &self._place {
+            Place::Database(d) => Some(&d.name),
+            Place::Dir(_) => None,
+        }
+    }
+
     /// Closes this handle's connections (the store itself stays).
     pub async fn close(&self) {
         if let Some(s) = &self.sqlite {
@@ -130,19 +138,16 @@ impl Database {
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        let admin = admin_url();
-        let mut conn = PgConnection::connect(&admin).await.unwrap_or_else(|e| {
-            panic!(
-                "PostgreSQL must answer at {admin} for the conformance suite ({e}); \
-                 run .ci/run or set HOLDFAST_TEST_DATABASE_URL"
-            )
-        });
-        sqlx::raw_sql(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-            .execute(&mut conn)
+        let admin_url = admin_url();
+        admin(&format!("CREATE DATABASE {name}"))
             .await
-            .expect("create the test database");
-        conn.close().await.ok();
-        let (base, query) = admin.split_once('?').unwrap_or((&admin, ""));
+            .unwrap_or_else(|e| {
+                panic!(
+                    "PostgreSQL must answer at {admin_url} for the conformance suite ({e}); \
+                     run .ci/run or set HOLDFAST_TEST_DATABASE_URL"
+                )
+            });
+        let (base, query) = admin_url.split_once('?').unwrap_or((&admin_url, ""));
         let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
         let url = if query.is_empty() {
             format!("{server}/{name}")
@@ -155,27 +160,72 @@ impl Database {
 
 impl Drop for Database {
     fn drop(&mut self) {
-        let name = self.name.clone();
-        // Drop runs inside the test's runtime, which cannot be blocked on: a
-        // thread of its own with a runtime of its own does the work.
-        let dropped = std::thread::spawn(move || {
-            let runtime = tokio::runtime::Builder::new_current_thread()
-                .enable_all()
-                .build()
-                .expect("a runtime");
-            runtime.block_on(async move {
-                let mut conn = PgConnection::connect(&admin_url()).await?;
-                sqlx::raw_sql(AssertSqlSafe(format!(
-                    "DROP DATABASE IF EXISTS {name} WITH (FORCE)"
-                )))
-                .execute(&mut conn)
-                .await?;
-                conn.close().await
-            })
-        })
-        .join();
-        if !matches!(dropped, Ok(Ok(()))) {
-            eprintln!("could not drop test database {}", self.name);
-        }
+        admin_blocking(format!(
+            "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+            self.name
+        ));
     }
+}
+
+/// Runs SQL on the admin connection.
+pub async fn admin(sql: &str) -> Result<(), sqlx::Error> {
+    let mut conn = PgConnection::connect(&admin_url()).await?;
+    sqlx::raw_sql(AssertSqlSafe(sql.to_owned()))
+        .execute(&mut conn)
+        .await?;
+    conn.close().await
+}
+
+/// [`admin`] from a `Drop`, which runs inside the test's runtime and cannot be
+/// blocked on: a thread of its own with a runtime of its own does the work.
+fn admin_blocking(sql: String) {
+    let done = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        runtime
+            .block_on(admin(&sql))
+            .map_err(|e| format!("{sql}: {e}"))
+    })
+    .join();
+    match done {
+        Ok(Ok(())) => {}
+        Ok(Err(e)) => eprintln!("cleaning up after a test failed: {e}"),
+        Err(_) => eprintln!("cleaning up after a test panicked"),
+    }
+}
+
+/// A login role for one test, dropped when the test ends (after the databases
+/// it holds privileges in: declare it before them).
+pub struct LoginRole {
+    pub name: String,
+}
+
+impl LoginRole {
+    pub async fn create(prefix: &str) -> LoginRole {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let name = format!(
+            "{prefix}_{}_{}",
+            std::process::id(),
+            NEXT.fetch_add(1, Ordering::Relaxed)
+        );
+        admin(&format!("CREATE ROLE {name} LOGIN"))
+            .await
+            .expect("create a login role");
+        LoginRole { name }
+    }
+}
+
+impl Drop for LoginRole {
+    fn drop(&mut self) {
+        admin_blocking(format!("DROP ROLE IF EXISTS {}", self.name));
+    }
+}
+
+/// `url` with its login replaced by `login` (no password: the test server trusts).
+pub fn url_for_login(url: &str, login: &str) -> String {
+    let (scheme, rest) = url.split_once("://").expect("a URL with a scheme");
+    let host = rest.split_once('@').map_or(rest, |(_, host)| host);
+    format!("{scheme}://{login}@{host}")
 }
