@@ -378,3 +378,64 @@ async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifi
         "{refused:?}"
     );
 }
+
+/// Runs the real binary with its own data and config dirs; returns the exit code
+/// and standard output.
+fn holdfast(home: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(args)
+        .env("HOLDFAST_DATA_DIR", home.join("data"))
+        .env("HOLDFAST_CONFIG", home.join("config.toml"))
+        .env("HOLDFAST_NOW", "2026-09-05T10:03:00Z")
+        .env_remove("HOLDFAST_DATABASE_URL")
+        .env_remove("HOLDFAST_DB")
+        .output()
+        .expect("run holdfast");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || !stderr.is_empty(),
+        "a failure says why on stderr"
+    );
+    (code, format!("{stdout}{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn db_copy_on_the_command_line_round_trips_and_audit_verify_passes_at_each_step() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = home.path().join("small.jsonl");
+    std::fs::write(&fixture, SMALL).unwrap();
+    let laptop = format!("sqlite:{}", home.path().join("laptop.db").display());
+    let back = format!("sqlite:{}", home.path().join("back.db").display());
+    let team = stores::fresh(Kind::Postgres).await;
+    team.close().await;
+    let run = |args: &[&str]| holdfast(home.path(), args);
+
+    let (code, out) = run(&[
+        "--database-url",
+        &laptop,
+        "ingest",
+        fixture.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let listing = |url: &str| run(&["--database-url", url, "list", "--state", "all", "--json"]);
+    let (_, original) = listing(&laptop);
+
+    let mut previous = laptop.clone();
+    for next in [team.url.clone(), back] {
+        let (code, out) = run(&["db", "copy", "--from", &previous, "--to", &next]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("audit chain intact on both: 4 rows"), "{out}");
+        let (code, out) = run(&["--database-url", &next, "audit", "verify"]);
+        assert_eq!(code, 0, "audit verify on {next}: {out}");
+        assert_eq!(listing(&next).1, original, "the copy lists the same");
+        previous = next;
+    }
+
+    let (code, out) = run(&["db", "copy", "--from", &laptop, "--to", &team.url]);
+    assert_ne!(code, 0, "a store that holds data is not overwritten");
+    assert!(out.contains("already holds data"), "{out}");
+    let (code, _) = run(&["db", "copy", "--from", &laptop, "--to", "mysql://nope"]);
+    assert_eq!(code, 2, "an unknown kind of store is bad input");
+}

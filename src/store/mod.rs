@@ -9,6 +9,10 @@ pub mod postgres;
 pub mod sql;
 pub mod sqlite;
 
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -54,6 +58,48 @@ pub enum StoreError {
     Open { location: String, reason: String },
     #[error("store error: {0}")]
     Other(String),
+}
+
+/// Where a store lives: a SQLite file or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://…` / `postgresql://…`, or `sqlite:PATH`.
+    pub fn parse(text: &str) -> Result<Location, StoreError> {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Ok(Location::Postgres(text.to_owned()))
+        } else if let Some(path) = text.strip_prefix("sqlite:").filter(|p| !p.is_empty()) {
+            Ok(Location::Sqlite(PathBuf::from(path)))
+        } else {
+            Err(StoreError::Open {
+                location: text.to_owned(),
+                reason: "a store is named sqlite:PATH or postgres://USER@HOST/DATABASE".into(),
+            })
+        }
+    }
+
+    /// Opens the store, creating and migrating it as needed.
+    pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(match self {
+            Location::Sqlite(path) => Arc::new(sqlite::SqliteStore::open(path).await?),
+            Location::Postgres(url) => Arc::new(postgres::PgStore::connect(url).await?),
+        })
+    }
+}
+
+impl fmt::Display for Location {
+    /// The place in words; a URL is shown without its password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            Location::Postgres(url) => f.write_str(&postgres::without_password(url)),
+        }
+    }
 }
 
 /// Which operations a listing shows. Empty vectors mean "any".

@@ -202,15 +202,18 @@ async fn listen(pool: PgPool, tx: watch::Sender<Live>) {
     }
 }
 
-/// The URL without its password, for messages.
-fn display_location(options: &PgConnectOptions) -> String {
-    format!(
-        "postgres://{}@{}:{}/{}",
-        options.get_username(),
-        options.get_host(),
-        options.get_port(),
-        options.get_database().unwrap_or_default()
-    )
+/// `url` without its password, for messages and `location()`.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((login, host)) => {
+            let user = login.split_once(':').map_or(login, |(user, _)| user);
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_owned(),
+    }
 }
 
 impl SqlStore<Postgres> {
@@ -218,10 +221,10 @@ impl SqlStore<Postgres> {
     /// to date. A database written by a newer holdfast is refused.
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
         let options = PgConnectOptions::from_str(url).map_err(|e| StoreError::Open {
-            location: "the PostgreSQL URL".into(),
+            location: without_password(url),
             reason: e.to_string(),
         })?;
-        let location = display_location(&options);
+        let location = without_password(url);
         let options = if options.get_application_name().is_some() {
             options
         } else {
@@ -244,5 +247,38 @@ impl SqlStore<Postgres> {
                 reason: e.to_string(),
             })?;
         SqlStore::new(pool, location).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_never_shows_the_password() {
+        assert_eq!(
+            without_password("postgres://maya:s3cret@db.internal:5432/holdfast?sslmode=require"),
+            "postgres://maya@db.internal:5432/holdfast?sslmode=require"
+        );
+        assert_eq!(
+            without_password("postgresql://maya@db/holdfast"),
+            "postgresql://maya@db/holdfast"
+        );
+        assert_eq!(
+            without_password("postgres://db/holdfast"),
+            "postgres://db/holdfast"
+        );
+    }
+
+    #[test]
+    fn reconnects_back_off_from_a_tenth_of_a_second_to_five_seconds() {
+        let waits: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+    }
+
+    #[test]
+    fn the_migration_starts_the_chain_at_the_genesis_value() {
+        let genesis = crate::core::audit::genesis();
+        assert!(MIGRATIONS[0].2.contains(genesis.as_str()));
     }
 }
