@@ -12,6 +12,7 @@ use std::time::Duration;
 use holdfast::core::audit::ChainStatus;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Rationale, decide};
+use holdfast::store::copy::TABLES;
 use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, StoreError};
 use sqlx::Connection;
 use support::review::{SMALL, comment, id, loaded, local, now, records, resolve_f09};
@@ -489,6 +490,33 @@ async fn a_cancelled_action_leaves_no_transaction_open(kind: Kind) {
     ));
 }
 
+async fn a_copy_covers_every_table_and_column_of_the_schema(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let mut raw = raw_connection(&fresh).await;
+    let mut stored = raw
+        .strings(match kind {
+            Kind::Sqlite => {
+                "SELECT m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p \
+                 WHERE m.type = 'table' AND m.name NOT LIKE '\\_%' ESCAPE '\\' \
+                 AND m.name NOT LIKE 'sqlite%'"
+            }
+            // The chain head is derived: copying the audit rows moves it.
+            Kind::Postgres => {
+                "SELECT table_name || '.' || column_name FROM information_schema.columns \
+                 WHERE table_schema = current_schema() \
+                 AND table_name NOT IN ('_sqlx_migrations', 'chain_head')"
+            }
+        })
+        .await;
+    stored.sort();
+    let mut copied: Vec<String> = TABLES
+        .iter()
+        .flat_map(|t| t.columns.iter().map(|(c, _)| format!("{}.{c}", t.name)))
+        .collect();
+    copied.sort();
+    assert_eq!(copied, stored);
+}
+
 /// A connection of its own to the store's database, behind the store's back.
 enum Raw {
     Sqlite(sqlx::SqliteConnection),
@@ -518,6 +546,14 @@ impl Raw {
             Raw::Postgres(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
         }
         .unwrap();
+    }
+
+    async fn strings(&mut self, sql: &'static str) -> Vec<String> {
+        match self {
+            Raw::Sqlite(c) => sqlx::query_scalar(sql).fetch_all(c).await,
+            Raw::Postgres(c) => sqlx::query_scalar(sql).fetch_all(c).await,
+        }
+        .unwrap()
     }
 
     async fn count(&mut self, sql: &'static str) -> i64 {
@@ -564,4 +600,5 @@ on_both_backends!(
     sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition,
     a_change_by_one_console_reaches_another_within_a_second,
     a_cancelled_action_leaves_no_transaction_open,
+    a_copy_covers_every_table_and_column_of_the_schema,
 );

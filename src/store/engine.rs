@@ -64,23 +64,30 @@ pub(crate) fn db<DB: Backend>(error: sqlx::Error) -> StoreError {
     if let Some(mapped) = DB::classify(&error) {
         return mapped;
     }
-    if let sqlx::Error::Database(e) = &error
-        && e.message().contains("append-only")
-    {
-        return StoreError::Other(
-            "the audit log is append-only; the database refused the change".into(),
-        );
-    }
+    tracing::error!(%error, backend = DB::NAME, "database error");
     match &error {
+        sqlx::Error::Database(e) if e.message().contains("append-only") => StoreError::Other(
+            "the audit log is append-only; the database refused the change".into(),
+        ),
+        sqlx::Error::Database(e) => {
+            StoreError::Other(format!("the database refused the request: {}", e.message()))
+        }
         sqlx::Error::Io(_)
         | sqlx::Error::Tls(_)
         | sqlx::Error::PoolTimedOut
         | sqlx::Error::PoolClosed
         | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
-        _ => {
-            tracing::error!(%error, backend = DB::NAME, "database error");
-            StoreError::Other(format!("the database reported: {error}"))
+        sqlx::Error::ColumnNotFound(_)
+        | sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::TypeNotFound { .. } => {
+            codec::corrupt("a stored value does not have the shape this holdfast expects".into())
         }
+        _ => StoreError::Other(
+            "the database connection failed unexpectedly; the details are in the log file \
+             (`holdfast --help` shows where)"
+                .into(),
+        ),
     }
 }
 
