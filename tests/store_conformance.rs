@@ -1,7 +1,7 @@
 //! Store behaviour every backend must share: ingest idempotency and refusals, the
 //! queue, details, optimistic commits, concurrent reviewers, live updates and the
 //! audit chain. Every test here runs once on SQLite and once on PostgreSQL (see
-//! `on_both_backends!` at the end); a few that only one backend can express (killing
+//! `holdfast_on_both_backends!` at the end); a few that only one backend can express (killing
 //! a PostgreSQL session, moving a store between the two) follow it.
 
 mod support;
@@ -565,29 +565,7 @@ impl Raw {
     }
 }
 
-/// Generates one `#[tokio::test]` per backend for each conformance test above.
-macro_rules! on_both_backends {
-    ($($name:ident),* $(,)?) => {
-        mod sqlite {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Kind::Sqlite).await;
-                }
-            )*
-        }
-        mod postgres {
-            $(
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn $name() {
-                    super::$name(super::Kind::Postgres).await;
-                }
-            )*
-        }
-    };
-}
-
-on_both_backends!(
+holdfast_on_both_backends!(
     ingest_commits_every_record_and_the_queue_shows_holds_and_their_dependents,
     the_same_records_twice_are_a_no_op,
     the_same_id_with_other_content_is_refused_and_nothing_is_committed,

@@ -229,3 +229,28 @@ pub fn url_for_login(url: &str, login: &str) -> String {
     let host = rest.split_once('@').map_or(rest, |(_, host)| host);
     format!("{scheme}://{login}@{host}")
 }
+
+/// Generates, for each named `async fn(Kind)` of the calling test file, one
+/// `#[tokio::test]` on SQLite (`sqlite::NAME`) and one on PostgreSQL
+/// (`postgres::NAME`), so that no behaviour is tested on one backend only.
+#[macro_export]
+macro_rules! holdfast_on_both_backends {
+    ($($name:ident),* $(,)?) => {
+        mod sqlite {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::support::stores::Kind::Sqlite).await;
+                }
+            )*
+        }
+        mod postgres {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    super::$name($crate::support::stores::Kind::Postgres).await;
+                }
+            )*
+        }
+    };
+}
