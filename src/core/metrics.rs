@@ -624,6 +624,15 @@ struct Index<'a> {
     dataset: &'a Dataset,
 }
 
+/// `Ok` when nothing is wrong, else the problems after `lead`.
+fn clear(lead: &str, problems: Vec<String>) -> Result<(), String> {
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("{lead}{}", problems.join("; ")))
+    }
+}
+
 fn not_blank(text: Option<&str>) -> bool {
     text.is_some_and(|t| !t.trim().is_empty())
 }
@@ -1030,112 +1039,97 @@ impl<'a> Index<'a> {
                 )),
             }
         }
-        if failures.is_empty() {
-            Ok(())
-        } else {
-            Err(failures.join("; "))
-        }
+        clear("", failures)
     }
 
     // ------------------------------------------------------------ the seven
 
+    /// One figure: the operations `include` admits, each judged by `judge`.
+    fn measure(
+        &self,
+        id: MetricId,
+        include: impl Fn(&View<'_>) -> bool,
+        judge: impl Fn(&View<'_>) -> Result<(), String>,
+    ) -> Metric {
+        let rows = self
+            .views
+            .values()
+            .filter(|v| include(v))
+            .map(|v| (v.id().clone(), judge(v)))
+            .collect();
+        Metric::build(id, rows)
+    }
+
     fn contract_pass_rate(&self) -> Metric {
         let taints = self.taints();
         let crossings = self.cross_tenant();
-        let rows = self
-            .views
-            .values()
-            .filter_map(|v| {
-                v.expectation.map(|e| {
-                    (
-                        v.id().clone(),
-                        self.contract_check(v, e, &taints, &crossings),
-                    )
-                })
-            })
-            .collect();
-        Metric::build(MetricId::ContractPassRate, rows)
+        self.measure(
+            MetricId::ContractPassRate,
+            |v| v.expectation.is_some(),
+            |v| match v.expectation {
+                Some(e) => self.contract_check(v, e, &taints, &crossings),
+                None => Ok(()),
+            },
+        )
     }
 
     fn classification_completeness(&self) -> Metric {
-        let rows = self
-            .views
-            .values()
-            .map(|v| (v.id().clone(), self.classification(v)))
-            .collect();
-        Metric::build(MetricId::OutcomeClassificationCompleteness, rows)
+        self.measure(
+            MetricId::OutcomeClassificationCompleteness,
+            |_| true,
+            |v| self.classification(v),
+        )
     }
 
     fn safe_retry_precision(&self) -> Metric {
-        let rows = self
-            .views
-            .values()
-            .filter_map(|v| {
-                let verdicts = v.retry_verdicts();
-                if verdicts.is_empty() {
-                    return None;
-                }
-                let bad: Vec<String> = verdicts
+        self.measure(
+            MetricId::SafeRetryPrecision,
+            |v| v.repeats().next().is_some(),
+            |v| {
+                let unsafe_retries = v
+                    .retry_verdicts()
                     .into_iter()
                     .filter(|r| !r.safe)
                     .map(|r| format!("{}: {}", r.attempt, r.reason))
                     .collect();
-                let verdict = if bad.is_empty() {
-                    Ok(())
-                } else {
-                    Err(bad.join("; "))
-                };
-                Some((v.id().clone(), verdict))
-            })
-            .collect();
-        Metric::build(MetricId::SafeRetryPrecision, rows)
+                clear("", unsafe_retries)
+            },
+        )
     }
 
     fn reconcile_before_repeat(&self) -> Metric {
-        let rows = self
-            .views
-            .values()
-            .filter(|v| v.write() && v.ambiguous_crossings().next().is_some())
-            .map(|v| (v.id().clone(), Self::reconciled_before_repeat(v)))
-            .collect();
-        Metric::build(MetricId::ReconcileBeforeRepeatRate, rows)
+        self.measure(
+            MetricId::ReconcileBeforeRepeatRate,
+            |v| v.write() && v.ambiguous_crossings().next().is_some(),
+            Self::reconciled_before_repeat,
+        )
     }
 
     fn duplicate_containment(&self) -> Metric {
-        let rows = self
-            .views
-            .values()
-            .filter(|v| {
+        self.measure(
+            MetricId::DuplicateEffectContainment,
+            |v| {
                 v.op.failure_mode == Some(FailureMode::DuplicateReplay)
                     || v.expectation
                         .is_some_and(|e| e.duplicate_risk == Some(true))
                     || v.attempts.iter().any(|a| a.replayed == Some(true))
                     || (v.write() && v.effective_deliveries() > 1)
-            })
-            .map(|v| {
-                let dups = v.duplicates();
-                let verdict = if dups.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!(
-                        "the target shows the effect more than once ({})",
-                        dups.join(", ")
-                    ))
-                };
-                (v.id().clone(), verdict)
-            })
-            .collect();
-        Metric::build(MetricId::DuplicateEffectContainment, rows)
+            },
+            |v| {
+                clear(
+                    "the target shows the effect more than once: ",
+                    v.duplicates(),
+                )
+            },
+        )
     }
 
     fn partial_recovery(&self) -> Metric {
-        let rows = self
-            .views
-            .values()
-            .filter(|v| v.entered(State::Partial))
-            .map(|v| (v.id().clone(), self.recovery(v)))
-            .collect();
-        Metric::build(MetricId::PartialRecoveryCompleteness, rows)
+        self.measure(
+            MetricId::PartialRecoveryCompleteness,
+            |v| v.entered(State::Partial),
+            |v| self.recovery(v),
+        )
     }
 
     /// Whether a partial operation reached a verified resumed, compensated or
@@ -1176,20 +1170,11 @@ impl<'a> Index<'a> {
     }
 
     fn attempt_evidence(&self) -> Metric {
-        let rows = self
-            .views
-            .values()
-            .map(|v| {
-                let missing = missing_evidence(v);
-                let verdict = if missing.is_empty() {
-                    Ok(())
-                } else {
-                    Err(format!("missing {}", missing.join(", ")))
-                };
-                (v.id().clone(), verdict)
-            })
-            .collect();
-        Metric::build(MetricId::AttemptEvidenceCompleteness, rows)
+        self.measure(
+            MetricId::AttemptEvidenceCompleteness,
+            |_| true,
+            |v| clear("missing ", missing_evidence(v)),
+        )
     }
 
     // ------------------------------------------------------------ release
@@ -1609,4 +1594,38 @@ fn missing_evidence(v: &View<'_>) -> Vec<String> {
         );
     }
     missing
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentages_round_half_up_to_two_decimals() {
+        assert_eq!(percent(29, 32), Some(90.63));
+        assert_eq!(percent(2, 3), Some(66.67));
+        assert_eq!(percent(1, 8), Some(12.5));
+        assert_eq!(percent(0, 5), Some(0.0));
+        assert_eq!(percent(3, 0), None);
+        assert_eq!(scaled(47, 32, 1), Some(1.47));
+    }
+
+    #[test]
+    fn every_metric_has_a_stable_id() {
+        let ids: BTreeSet<&str> = MetricId::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(ids.len(), 7);
+        assert!(ids.contains("safe_retry_precision"));
+    }
+
+    #[test]
+    fn an_empty_store_measures_nothing_and_vetoes_nothing() {
+        let r = report(&Dataset::default(), Utc::now());
+        assert!(
+            r.metrics
+                .iter()
+                .all(|m| m.denominator == 0 && m.percent.is_none())
+        );
+        assert_eq!(r.release.disposition, Disposition::Deployable);
+        assert_eq!(r.operational.unknown_age.median_seconds, None);
+    }
 }
