@@ -719,3 +719,93 @@ async fn a_cross_tenant_action_closes_the_gate() {
     .await;
     assert_eq!(vetoes, vec![(id("F11"), vec![VetoKind::CrossTenantAction])]);
 }
+
+// ------------------------------------------------------------------ the command
+
+/// Runs the real binary with its own home, data and config directories.
+fn holdfast(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(args)
+        .env("HOME", dir)
+        .env("XDG_DATA_HOME", dir.join("data"))
+        .env("XDG_CONFIG_HOME", dir.join("config"))
+        .env_remove("HOLDFAST_DB")
+        .env_remove("HOLDFAST_NOW")
+        .output()
+        .expect("run holdfast")
+}
+
+#[test]
+fn report_json_has_the_documented_shape() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("demo.db");
+    let db = db.to_str().expect("a UTF-8 temp path");
+    let loaded = holdfast(dir.path(), &["--db", db, "demo", "--print"]);
+    assert!(loaded.status.success(), "{loaded:?}");
+    let out = holdfast(
+        dir.path(),
+        &[
+            "--db",
+            db,
+            "--now",
+            "2026-09-05T11:40:00Z",
+            "report",
+            "--json",
+        ],
+    );
+    assert!(out.status.success(), "{out:?}");
+    let json: serde_json::Value =
+        serde_json::from_slice(&out.stdout).expect("report --json is JSON");
+    let metrics = json["metrics"].as_array().expect("metrics is an array");
+    let ids: Vec<&str> = metrics.iter().filter_map(|m| m["id"].as_str()).collect();
+    assert_eq!(
+        ids,
+        [
+            "contract_pass_rate",
+            "outcome_classification_completeness",
+            "safe_retry_precision",
+            "reconcile_before_repeat_rate",
+            "duplicate_effect_containment",
+            "partial_recovery_completeness",
+            "attempt_evidence_completeness"
+        ]
+    );
+    for m in metrics {
+        let keys: Vec<&str> = m
+            .as_object()
+            .expect("a metric is an object")
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(
+            keys,
+            [
+                "id",
+                "numerator",
+                "denominator",
+                "percent",
+                "numerator_ids",
+                "denominator_ids"
+            ]
+        );
+    }
+    assert_eq!(metrics[2]["numerator"], 11);
+    assert_eq!(metrics[2]["denominator"], 12);
+    assert_eq!(metrics[2]["percent"], 91.67);
+    assert_eq!(json["release"]["disposition"], "NOT_DEPLOYED");
+    let vetoed: Vec<&str> = json["release"]["vetoes"]
+        .as_array()
+        .expect("vetoes is an array")
+        .iter()
+        .filter_map(|v| v["operation"].as_str())
+        .collect();
+    assert_eq!(vetoed, ["F28", "F31"]);
+
+    let text = holdfast(
+        dir.path(),
+        &["--db", db, "--now", "2026-09-05T11:40:00Z", "report"],
+    );
+    let text = String::from_utf8_lossy(&text.stdout);
+    assert!(text.contains("RELEASE: NOT_DEPLOYED (2 vetoes)"), "{text}");
+    assert!(text.contains("Safe-retry precision"), "{text}");
+}
