@@ -129,16 +129,21 @@ pub fn render(report: &Report) -> String {
             .map_or_else(|| "-".into(), |p| format!("{p:.2}")),
         a.compound_worst_case
     );
-    let _ = writeln!(
-        out,
-        "                {:<13} {:>8} {:>8} {:>7} {:>5} {:>7}",
-        "LAYER", "ATTEMPTS", "REQUESTS", "REPEATS", "OPS", "MAX/OP"
-    );
-    for l in &a.by_layer {
+    let header = ["LAYER", "ATTEMPTS", "REQUESTS", "REPEATS", "OPS", "MAX/OP"].map(String::from);
+    let rows = a.by_layer.iter().map(|l| {
+        [
+            l.layer.clone(),
+            l.attempts.to_string(),
+            l.requests.to_string(),
+            l.repeats.to_string(),
+            l.operations.to_string(),
+            l.max_per_operation.to_string(),
+        ]
+    });
+    for [layer, attempts, requests, repeats, ops, max] in std::iter::once(header).chain(rows) {
         let _ = writeln!(
             out,
-            "                {:<13} {:>8} {:>8} {:>7} {:>5} {:>7}",
-            l.layer, l.attempts, l.requests, l.repeats, l.operations, l.max_per_operation
+            "                {layer:<13} {attempts:>8} {requests:>8} {repeats:>7} {ops:>5} {max:>7}"
         );
     }
     let t = &o.throttled;
