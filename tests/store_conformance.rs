@@ -580,3 +580,44 @@ holdfast_on_both_backends!(
     a_cancelled_action_leaves_no_transaction_open,
     a_copy_covers_every_table_and_column_of_the_schema,
 );
+
+/// The metrics are computed from `dataset()`: the same packet must read back the
+/// same on both backends, and so give the same report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_backends_give_the_metrics_the_same_inputs() {
+    let packet = records(include_str!("../assets/demo/tc094.jsonl"));
+    let at = packet
+        .iter()
+        .filter_map(|n| match &n.record {
+            holdfast::wire::Record::Transition(t) => Some(t.at),
+            _ => None,
+        })
+        .max()
+        .unwrap_or_else(now);
+    let mut inputs = Vec::new();
+    for kind in [Kind::Sqlite, Kind::Postgres] {
+        let fresh = stores::fresh(kind).await;
+        let report = fresh
+            .store
+            .ingest(packet.clone(), IngestMode::Strict, "test", at)
+            .await
+            .unwrap();
+        assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+        let data = fresh.store.dataset().await.unwrap();
+        assert_eq!(data.operations.len(), packet_count(&packet, "operation"));
+        assert_eq!(data.attempts.len(), packet_count(&packet, "attempt"));
+        inputs.push(data);
+    }
+    assert_eq!(inputs[0], inputs[1]);
+    assert_eq!(
+        holdfast::core::metrics::report(&inputs[0], at),
+        holdfast::core::metrics::report(&inputs[1], at)
+    );
+}
+
+fn packet_count(packet: &[holdfast::wire::Numbered], kind: &str) -> usize {
+    packet
+        .iter()
+        .filter(|n| n.record.type_name() == kind)
+        .count()
+}

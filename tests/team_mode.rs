@@ -177,6 +177,30 @@ async fn a_lost_connection_shows_until_the_server_takes_connections_again() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_database_is_migrated_on_first_open_and_only_then() {
+    let database = stores::Database::create().await;
+    let store = PgStore::connect(&database.url).await.unwrap();
+    assert_eq!(store.head_seq().await.unwrap(), 0);
+    assert!(matches!(
+        store.verify().await.unwrap(),
+        ChainStatus::Intact { rows: 0, .. }
+    ));
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(applied, 1);
+    store.pool().close().await;
+    let again = PgStore::connect(&database.url).await.unwrap();
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(again.pool())
+        .await
+        .unwrap();
+    assert_eq!(applied, 1, "an up-to-date store is left as it is");
+    again.pool().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_database_guards_the_chain_head() {
     let fresh = loaded(Kind::Postgres).await;
     for (tamper, why) in [

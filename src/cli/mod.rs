@@ -5,6 +5,7 @@
 pub mod config;
 pub mod copy;
 pub mod render;
+pub mod report;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
@@ -129,6 +130,11 @@ pub enum Command {
     Db {
         #[command(subcommand)]
         command: DbCommand,
+    },
+    /// The seven metrics, the release gate and the operational figures.
+    Report {
+        #[arg(long)]
+        json: bool,
     },
     /// Print shell completions.
     Completions {
@@ -355,6 +361,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Db {
             command: DbCommand::Copy(args),
         }) => copy::run(args).await,
+        Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());

@@ -5,22 +5,24 @@
 //! error words, live updates — each backend says through [`Backend`].
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::fmt;
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
+use sqlx::query_builder::Separated;
 use sqlx::{
     AssertSqlSafe, ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
     QueryBuilder, Row, SqlSafeStr, Transaction, Type,
 };
 use tokio::sync::{OnceCell, watch};
 
-use super::codec::{self, AuditColumns, Current, from_ms, ms, observe_order, risk_rank};
+use super::codec::{self, AuditColumns, Current, from_ms, ms, observe_order};
 use super::copy::{Cell, ColumnKind, CopyReport, TABLES, Table};
 use super::ingest_plan::{self, Known, Plan, RecordKey, StoredOperation};
+use super::rows::{OperationColumns, RecordColumns, plan_rows};
 use super::sql::{held_states_sql, order_by, push_filter};
 use super::{
     IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, SortOrder, Store,
@@ -28,10 +30,7 @@ use super::{
 };
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus, ChainVerifier, seal};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{
-    Attempt, ChildLink, Dataset, Item, Observation, Operation, OperationDetail, OperationRow,
-    Proposal, Role, State,
-};
+use crate::core::model::{ChildLink, Dataset, Operation, OperationDetail, OperationRow, Proposal};
 use crate::core::rules::Commit;
 use crate::wire::{Numbered, Record};
 
@@ -157,6 +156,10 @@ fn migrator<DB: Backend>() -> Migrator {
     Migrator::with_migrations(migrations)
 }
 
+/// Bound parameters per multi-row statement: under SQLite's limit (32,766) and
+/// PostgreSQL's (65,535).
+const PARAMS_PER_STATEMENT: usize = 30_000;
+
 /// The chain head inside a write transaction.
 struct Head {
     seq: i64,
@@ -181,6 +184,11 @@ fn row_select() -> String {
     )
 }
 
+/// The columns of a record a reviewer action adds.
+fn record_columns(record: Record) -> RecordColumns {
+    RecordColumns::of(&record, &ingest_plan::record_hash(&record))
+}
+
 /// The audit rows a store creates for the children a commit opens.
 fn child_drafts(commit: &Commit) -> Vec<AuditDraft> {
     let id = commit.operation.as_str();
@@ -201,34 +209,6 @@ fn child_drafts(commit: &Commit) -> Vec<AuditDraft> {
             at: commit.audit.at,
         })
         .collect()
-}
-
-/// The audit row of a wire batch that created an operation or added records to it.
-fn ingest_draft(
-    history: &ingest_plan::History,
-    by: &str,
-    now: DateTime<Utc>,
-) -> Option<AuditDraft> {
-    let (action, to, rationale, at) = match history.created {
-        Some((state, at)) => ("ingest", Some(state), "created from wire format v1", at),
-        None if !history.evidence.is_empty() => {
-            ("record", None, "records added from wire format v1", now)
-        }
-        None => return None,
-    };
-    Some(AuditDraft {
-        operation: history.operation.clone(),
-        action: action.into(),
-        from: None,
-        to,
-        by: by.to_owned(),
-        role: Role::System,
-        policy: None,
-        on_behalf_of: None,
-        rationale: Some(rationale.into()),
-        evidence: history.evidence.clone(),
-        at,
-    })
 }
 
 impl<DB> SqlStore<DB>
@@ -317,39 +297,53 @@ where
         Ok((tx, head))
     }
 
-    /// Seals `draft` after the head and inserts it; the head moves on.
-    async fn append(
+    /// Inserts rows in multi-row statements; `push` binds one row's values.
+    async fn insert_many<T>(
         conn: &mut DB::Connection,
-        head: &mut Head,
-        draft: AuditDraft,
-    ) -> Result<AuditRow, StoreError> {
-        let row = seal(&head.hash, head.seq + 1, draft);
-        let c = AuditColumns::from_row(&row);
-        sqlx::query(
-            "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
-             policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-        )
-        .bind(c.seq)
-        .bind(c.operation)
-        .bind(c.action)
-        .bind(c.from_state)
-        .bind(c.to_state)
-        .bind(c.by_identity)
-        .bind(c.role)
-        .bind(c.policy)
-        .bind(c.on_behalf_of)
-        .bind(c.rationale)
-        .bind(c.evidence)
-        .bind(c.at)
-        .bind(c.prev_hash)
-        .bind(c.hash)
-        .execute(&mut *conn)
-        .await
-        .map_err(db::<DB>)?;
-        head.seq = row.seq;
-        head.hash = row.hash.clone();
-        Ok(row)
+        prefix: &'static str,
+        columns: usize,
+        rows: &[T],
+        push: fn(&mut Separated<'_, DB, &'static str>, &T),
+    ) -> Result<(), StoreError> {
+        Self::insert_many_then(conn, prefix, "", columns, rows, push).await
+    }
+
+    /// [`Self::insert_many`] with `suffix` after each statement's values.
+    async fn insert_many_then<T>(
+        conn: &mut DB::Connection,
+        prefix: &'static str,
+        suffix: &'static str,
+        columns: usize,
+        rows: &[T],
+        push: fn(&mut Separated<'_, DB, &'static str>, &T),
+    ) -> Result<(), StoreError> {
+        for part in rows.chunks((PARAMS_PER_STATEMENT / columns).max(1)) {
+            let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
+            qb.push_values(part, |mut b, row| push(&mut b, row));
+            qb.push(suffix);
+            qb.build().execute(&mut *conn).await.map_err(db::<DB>)?;
+        }
+        Ok(())
+    }
+
+    /// Runs `SELECT … WHERE column IN (…)` over `keys` in chunks, returning every row.
+    async fn select_in(
+        conn: &mut DB::Connection,
+        prefix: &'static str,
+        keys: &[String],
+    ) -> Result<Vec<DB::Row>, StoreError> {
+        let mut out = Vec::new();
+        for part in keys.chunks(PARAMS_PER_STATEMENT) {
+            let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
+            qb.push(" (");
+            let mut list = qb.separated(", ");
+            for key in part {
+                list.push_bind(key.clone());
+            }
+            list.push_unseparated(")");
+            out.extend(qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?);
+        }
+        Ok(out)
     }
 
     fn audit_row(row: &DB::Row) -> Result<AuditRow, StoreError> {
@@ -372,118 +366,139 @@ where
         .into_row()
     }
 
-    /// Inserts a new operation in `state`.
-    async fn insert_operation(
+    async fn insert_operations(
         conn: &mut DB::Connection,
-        op: &Operation,
-        state: State,
-        state_since: DateTime<Utc>,
-        record_hash: Option<&str>,
+        rows: &[OperationColumns],
     ) -> Result<(), StoreError> {
-        sqlx::query(
+        Self::insert_many(
+            conn,
             "INSERT INTO operations (id, tenant, tool, owner, state, risk_rank, failure_mode, target, \
              payload_hash, idempotency_key, business_key, correlation_id, parent, max_attempts, \
              deadline_ms, created_ms, state_since_ms, next_observation_ms, observe_order, queued, \
-             version, wire, record_hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, \
-             $18, $19, 0, 1, $20, $21)",
+             version, wire, record_hash) ",
+            23,
+            rows,
+            |b, r| {
+                b.push_bind(r.id.clone())
+                    .push_bind(r.tenant.clone())
+                    .push_bind(r.tool.clone())
+                    .push_bind(r.owner.clone())
+                    .push_bind(r.state.clone())
+                    .push_bind(r.risk_rank)
+                    .push_bind(r.failure_mode.clone())
+                    .push_bind(r.target.clone())
+                    .push_bind(r.payload_hash.clone())
+                    .push_bind(r.idempotency_key.clone())
+                    .push_bind(r.business_key.clone())
+                    .push_bind(r.correlation_id.clone())
+                    .push_bind(r.parent.clone())
+                    .push_bind(r.max_attempts)
+                    .push_bind(r.deadline_ms)
+                    .push_bind(r.created_ms)
+                    .push_bind(r.state_since_ms)
+                    .push_bind(r.next_observation_ms)
+                    .push_bind(r.observe_order)
+                    .push_bind(r.queued)
+                    .push_bind(r.version)
+                    .push_bind(r.wire.clone())
+                    .push_bind(r.record_hash.clone());
+            },
         )
-        .bind(op.id.as_str())
-        .bind(&op.tenant)
-        .bind(&op.tool)
-        .bind(&op.owner)
-        .bind(state.as_str())
-        .bind(risk_rank(op.risk))
-        .bind(op.failure_mode.map(|m| m.as_str()))
-        .bind(&op.target)
-        .bind(op.payload_hash.as_str())
-        .bind(&op.idempotency_key)
-        .bind(&op.business_key)
-        .bind(&op.correlation_id)
-        .bind(op.parent.as_ref().map(OperationId::as_str))
-        .bind(op.max_attempts.map(i64::from))
-        .bind(op.deadline.map(ms))
-        .bind(ms(op.created_at))
-        .bind(ms(state_since))
-        .bind(op.next_observation_at.map(ms))
-        .bind(observe_order(op.next_observation_at))
-        .bind(codec::wire_of_operation(op))
-        .bind(record_hash)
-        .execute(&mut *conn)
+        .await?;
+        let deps: Vec<(String, String)> = rows
+            .iter()
+            .flat_map(|r| r.depends_on.iter().map(|d| (r.id.clone(), d.clone())))
+            .collect();
+        Self::insert_many_then(
+            conn,
+            "INSERT INTO dependencies (operation, depends_on) ",
+            " ON CONFLICT DO NOTHING",
+            2,
+            &deps,
+            |b, (op, dep)| {
+                b.push_bind(op.clone()).push_bind(dep.clone());
+            },
+        )
         .await
-        .map_err(db::<DB>)?;
-        for dep in &op.depends_on {
-            sqlx::query(
-                "INSERT INTO dependencies (operation, depends_on) VALUES ($1, $2) \
-                 ON CONFLICT DO NOTHING",
-            )
-            .bind(op.id.as_str())
-            .bind(dep.as_str())
-            .execute(&mut *conn)
-            .await
-            .map_err(db::<DB>)?;
-        }
-        Ok(())
     }
 
-    async fn insert_attempt(
+    async fn insert_records(
         conn: &mut DB::Connection,
-        attempt: &Attempt,
-        hash: &str,
+        attempts: &[RecordColumns],
+        observations: &[RecordColumns],
+        items: &[RecordColumns],
     ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, wire, record_hash) \
-             VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        Self::insert_many(
+            conn,
+            "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, wire, record_hash) ",
+            7,
+            attempts,
+            |b, r| {
+                b.push_bind(r.key.clone())
+                    .push_bind(r.operation.clone())
+                    .push_bind(r.order)
+                    .push_bind(r.kind.clone())
+                    .push_bind(r.provider_request_id.clone())
+                    .push_bind(r.wire.clone())
+                    .push_bind(r.hash.clone());
+            },
         )
-        .bind(&attempt.id)
-        .bind(attempt.operation.as_str())
-        .bind(i64::from(attempt.seq))
-        .bind(attempt.kind.as_str())
-        .bind(&attempt.provider_request_id)
-        .bind(codec::wire_of_attempt(attempt))
-        .bind(hash)
-        .execute(&mut *conn)
+        .await?;
+        Self::insert_many(
+            conn,
+            "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) ",
+            5,
+            observations,
+            |b, r| {
+                b.push_bind(r.key.clone())
+                    .push_bind(r.operation.clone())
+                    .push_bind(r.order)
+                    .push_bind(r.wire.clone())
+                    .push_bind(r.hash.clone());
+            },
+        )
+        .await?;
+        Self::insert_many(
+            conn,
+            "INSERT INTO items (operation, idx, wire, record_hash) ",
+            4,
+            items,
+            |b, r| {
+                b.push_bind(r.operation.clone())
+                    .push_bind(r.order)
+                    .push_bind(r.wire.clone())
+                    .push_bind(r.hash.clone());
+            },
+        )
         .await
-        .map_err(db::<DB>)?;
-        Ok(())
     }
 
-    async fn insert_observation(
-        conn: &mut DB::Connection,
-        observation: &Observation,
-        hash: &str,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) \
-             VALUES ($1, $2, $3, $4, $5)",
+    async fn insert_audit(conn: &mut DB::Connection, rows: &[AuditRow]) -> Result<(), StoreError> {
+        let columns: Vec<AuditColumns> = rows.iter().map(AuditColumns::from_row).collect();
+        Self::insert_many(
+            conn,
+            "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
+             policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) ",
+            14,
+            &columns,
+            |b, c| {
+                b.push_bind(c.seq)
+                    .push_bind(c.operation.clone())
+                    .push_bind(c.action.clone())
+                    .push_bind(c.from_state.clone())
+                    .push_bind(c.to_state.clone())
+                    .push_bind(c.by_identity.clone())
+                    .push_bind(c.role.clone())
+                    .push_bind(c.policy.clone())
+                    .push_bind(c.on_behalf_of.clone())
+                    .push_bind(c.rationale.clone())
+                    .push_bind(c.evidence.clone())
+                    .push_bind(c.at.clone())
+                    .push_bind(c.prev_hash.clone())
+                    .push_bind(c.hash.clone());
+            },
         )
-        .bind(&observation.id)
-        .bind(observation.operation.as_str())
-        .bind(ms(observation.observed_at))
-        .bind(codec::wire_of_observation(observation))
-        .bind(hash)
-        .execute(&mut *conn)
         .await
-        .map_err(db::<DB>)?;
-        Ok(())
-    }
-
-    async fn insert_item(
-        conn: &mut DB::Connection,
-        item: &Item,
-        hash: &str,
-    ) -> Result<(), StoreError> {
-        sqlx::query(
-            "INSERT INTO items (operation, idx, wire, record_hash) VALUES ($1, $2, $3, $4)",
-        )
-        .bind(item.operation.as_str())
-        .bind(i64::from(item.index))
-        .bind(codec::wire_of_item(item))
-        .bind(hash)
-        .execute(&mut *conn)
-        .await
-        .map_err(db::<DB>)?;
-        Ok(())
     }
 
     /// Recomputes whether each operation (and everything that depends on it) is in
@@ -507,198 +522,202 @@ where
         Ok(())
     }
 
-    /// The `record_hash` a key is stored under, if any.
-    async fn stored_hash(
-        conn: &mut DB::Connection,
-        key: &RecordKey,
-    ) -> Result<Option<String>, StoreError> {
-        let query = match key {
-            RecordKey::Contract(tool) => {
-                sqlx::query("SELECT record_hash FROM contracts WHERE tool = $1").bind(tool.clone())
-            }
-            RecordKey::Attempt(id) => {
-                sqlx::query("SELECT record_hash FROM attempts WHERE id = $1").bind(id.clone())
-            }
-            RecordKey::Observation(id) => {
-                sqlx::query("SELECT record_hash FROM observations WHERE id = $1").bind(id.clone())
-            }
-            RecordKey::Expectation(op) => {
-                sqlx::query("SELECT record_hash FROM expectations WHERE operation = $1")
-                    .bind(op.clone())
-            }
-            RecordKey::Item(op, index) => {
-                sqlx::query("SELECT record_hash FROM items WHERE operation = $1 AND idx = $2")
-                    .bind(op.clone())
-                    .bind(i64::from(*index))
-            }
-            RecordKey::Transition(op, from, to, at) => sqlx::query(
-                "SELECT record_hash FROM wire_transitions \
-                 WHERE operation = $1 AND from_state = $2 AND to_state = $3 AND at_ms = $4",
-            )
-            .bind(op.clone())
-            .bind(from.as_str())
-            .bind(to.as_str())
-            .bind(*at),
-            RecordKey::Operation(_) => return Ok(None),
-        };
-        match query.fetch_optional(&mut *conn).await.map_err(db::<DB>)? {
-            Some(row) => Ok(Some(row.try_get("record_hash").map_err(db::<DB>)?)),
-            None => Ok(None),
-        }
+    fn text(row: &DB::Row, column: &str) -> Result<String, StoreError> {
+        row.try_get(column).map_err(db::<DB>)
     }
 
-    /// Looks up what the store holds under the batch's keys.
+    /// Looks up what the store holds under the batch's keys, a few hundred keys per
+    /// query.
     async fn known(conn: &mut DB::Connection, records: &[Numbered]) -> Result<Known, StoreError> {
         let wanted = ingest_plan::lookups(records);
         let mut known = Known::default();
-        for id in &wanted.operations {
-            let row = sqlx::query("SELECT state, record_hash FROM operations WHERE id = $1")
-                .bind(id)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db::<DB>)?;
-            if let Some(row) = row {
-                let state: String = row.try_get("state").map_err(db::<DB>)?;
-                known.operations.insert(
-                    id.clone(),
-                    StoredOperation {
-                        state: codec::parse_state(&state)?,
-                        record_hash: row.try_get("record_hash").map_err(db::<DB>)?,
-                    },
-                );
-            }
+        let ops: Vec<String> = wanted.operations.iter().cloned().collect();
+        for row in Self::select_in(
+            conn,
+            "SELECT id, state, record_hash FROM operations WHERE id IN",
+            &ops,
+        )
+        .await?
+        {
+            known.operations.insert(
+                Self::text(&row, "id")?,
+                StoredOperation {
+                    state: codec::parse_state(&Self::text(&row, "state")?)?,
+                    record_hash: row.try_get("record_hash").map_err(db::<DB>)?,
+                },
+            );
         }
-        for tool in &wanted.contracts {
-            let found = sqlx::query("SELECT tool FROM contracts WHERE tool = $1")
-                .bind(tool)
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db::<DB>)?;
-            if found.is_some() {
-                known.contracts.insert(tool.clone());
-            }
-        }
+        let mut tools: BTreeSet<String> = wanted.contracts.clone();
+        let (mut attempts, mut observations, mut keyed_ops) =
+            (Vec::new(), Vec::new(), BTreeSet::new());
         for key in &wanted.keys {
-            if let Some(hash) = Self::stored_hash(conn, key).await? {
-                if let RecordKey::Contract(tool) = key {
-                    known.contracts.insert(tool.clone());
+            match key {
+                RecordKey::Contract(tool) => {
+                    tools.insert(tool.clone());
                 }
-                known.hashes.insert(key.clone(), hash);
+                RecordKey::Attempt(id) => attempts.push(id.clone()),
+                RecordKey::Observation(id) => observations.push(id.clone()),
+                RecordKey::Expectation(op)
+                | RecordKey::Item(op, _)
+                | RecordKey::Transition(op, ..) => {
+                    keyed_ops.insert(op.clone());
+                }
+                RecordKey::Operation(_) => {}
             }
+        }
+        let tools: Vec<String> = tools.into_iter().collect();
+        for row in Self::select_in(
+            conn,
+            "SELECT tool, record_hash FROM contracts WHERE tool IN",
+            &tools,
+        )
+        .await?
+        {
+            let tool = Self::text(&row, "tool")?;
+            known.contracts.insert(tool.clone());
+            known
+                .hashes
+                .insert(RecordKey::Contract(tool), Self::text(&row, "record_hash")?);
+        }
+        for row in Self::select_in(
+            conn,
+            "SELECT id, record_hash FROM attempts WHERE id IN",
+            &attempts,
+        )
+        .await?
+        {
+            known.hashes.insert(
+                RecordKey::Attempt(Self::text(&row, "id")?),
+                Self::text(&row, "record_hash")?,
+            );
+        }
+        for row in Self::select_in(
+            conn,
+            "SELECT id, record_hash FROM observations WHERE id IN",
+            &observations,
+        )
+        .await?
+        {
+            known.hashes.insert(
+                RecordKey::Observation(Self::text(&row, "id")?),
+                Self::text(&row, "record_hash")?,
+            );
+        }
+        let keyed_ops: Vec<String> = keyed_ops.into_iter().collect();
+        for row in Self::select_in(
+            conn,
+            "SELECT operation, record_hash FROM expectations WHERE operation IN",
+            &keyed_ops,
+        )
+        .await?
+        {
+            known.hashes.insert(
+                RecordKey::Expectation(Self::text(&row, "operation")?),
+                Self::text(&row, "record_hash")?,
+            );
+        }
+        for row in Self::select_in(
+            conn,
+            "SELECT operation, idx, record_hash FROM items WHERE operation IN",
+            &keyed_ops,
+        )
+        .await?
+        {
+            let index: i64 = row.try_get("idx").map_err(db::<DB>)?;
+            let key = RecordKey::Item(
+                Self::text(&row, "operation")?,
+                u32::try_from(index).unwrap_or(u32::MAX),
+            );
+            known.hashes.insert(key, Self::text(&row, "record_hash")?);
+        }
+        for row in Self::select_in(
+            conn,
+            "SELECT operation, from_state, to_state, at_ms, record_hash FROM wire_transitions \
+             WHERE operation IN",
+            &keyed_ops,
+        )
+        .await?
+        {
+            let key = RecordKey::Transition(
+                Self::text(&row, "operation")?,
+                codec::parse_state(&Self::text(&row, "from_state")?)?,
+                codec::parse_state(&Self::text(&row, "to_state")?)?,
+                row.try_get("at_ms").map_err(db::<DB>)?,
+            );
+            known.hashes.insert(key, Self::text(&row, "record_hash")?);
         }
         Ok(known)
     }
 
-    /// Writes the new records of a plan.
-    async fn write_records(conn: &mut DB::Connection, plan: &Plan) -> Result<(), StoreError> {
-        let initial: HashMap<&str, State> = plan
-            .histories
-            .iter()
-            .filter_map(|h| h.created.map(|(state, _)| (h.operation.as_str(), state)))
-            .collect();
-        for staged in &plan.staged {
-            let hash = staged.hash.as_str();
-            match &staged.record {
-                Record::Contract(c) => {
-                    sqlx::query(
-                        "INSERT INTO contracts (tool, max_attempts, wire, record_hash) \
-                         VALUES ($1, $2, $3, $4)",
-                    )
-                    .bind(&c.tool)
-                    .bind(i64::from(c.max_attempts))
-                    .bind(codec::encode(&staged.record))
-                    .bind(hash)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db::<DB>)?;
-                }
-                Record::Operation(op) => {
-                    let state = initial.get(op.id.as_str()).copied().unwrap_or(op.state);
-                    Self::insert_operation(conn, op, state, op.created_at, Some(hash)).await?;
-                }
-                Record::Attempt(a) => Self::insert_attempt(conn, a, hash).await?,
-                Record::Observation(o) => Self::insert_observation(conn, o, hash).await?,
-                Record::Item(i) => Self::insert_item(conn, i, hash).await?,
-                Record::Expectation(e) => {
-                    sqlx::query(
-                        "INSERT INTO expectations (operation, wire, record_hash) VALUES ($1, $2, $3)",
-                    )
-                    .bind(e.operation.as_str())
-                    .bind(codec::encode(&staged.record))
-                    .bind(hash)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db::<DB>)?;
-                }
-                Record::Transition(t) => {
-                    sqlx::query(
-                        "INSERT INTO wire_transitions (operation, from_state, to_state, at_ms, record_hash) \
-                         VALUES ($1, $2, $3, $4, $5)",
-                    )
-                    .bind(t.operation.as_str())
-                    .bind(t.from.as_str())
-                    .bind(t.to.as_str())
-                    .bind(ms(t.at))
-                    .bind(hash)
-                    .execute(&mut *conn)
-                    .await
-                    .map_err(db::<DB>)?;
-                }
-            }
-        }
-        Ok(())
-    }
-
     /// Writes a plan: the new records, each operation's state history and one audit
     /// row per creation, per transition and per batch of records added to an
-    /// existing operation.
+    /// existing operation, in multi-row statements.
     async fn write_plan(
         conn: &mut DB::Connection,
-        head: &mut Head,
+        head: &Head,
+        known: &Known,
         plan: &Plan,
         by: &str,
         now: DateTime<Utc>,
     ) -> Result<(), StoreError> {
-        Self::write_records(conn, plan).await?;
-        let mut touched = BTreeSet::new();
-        for history in &plan.histories {
-            let id = history.operation.clone();
-            if let Some(draft) = ingest_draft(history, by, now) {
-                Self::append(conn, head, draft).await?;
-            }
-            for t in &history.transitions {
-                Self::append(
-                    conn,
-                    head,
-                    AuditDraft {
-                        operation: id.clone(),
-                        action: "transition".into(),
-                        from: Some(t.from),
-                        to: Some(t.to),
-                        by: t.by.clone(),
-                        role: t.role.unwrap_or(Role::System),
-                        policy: None,
-                        on_behalf_of: None,
-                        rationale: t.reason.clone(),
-                        evidence: t.evidence.clone(),
-                        at: t.at,
-                    },
-                )
-                .await?;
-                sqlx::query(
-                    "UPDATE operations SET state = $1, state_since_ms = $2, version = version + 1 \
-                     WHERE id = $3",
-                )
-                .bind(t.to.as_str())
-                .bind(ms(t.at))
-                .bind(id.as_str())
-                .execute(&mut *conn)
-                .await
-                .map_err(db::<DB>)?;
-            }
-            touched.insert(id.as_str().to_owned());
+        let rows = plan_rows(known, plan, by, now, (head.seq, &head.hash));
+        Self::insert_many(
+            conn,
+            "INSERT INTO contracts (tool, max_attempts, wire, record_hash) ",
+            4,
+            &rows.contracts,
+            |b, r| {
+                b.push_bind(r.key.clone())
+                    .push_bind(r.order)
+                    .push_bind(r.wire.clone())
+                    .push_bind(r.hash.clone());
+            },
+        )
+        .await?;
+        Self::insert_operations(conn, &rows.operations).await?;
+        Self::insert_records(conn, &rows.attempts, &rows.observations, &rows.items).await?;
+        Self::insert_many(
+            conn,
+            "INSERT INTO expectations (operation, wire, record_hash) ",
+            3,
+            &rows.expectations,
+            |b, r| {
+                b.push_bind(r.operation.clone())
+                    .push_bind(r.wire.clone())
+                    .push_bind(r.hash.clone());
+            },
+        )
+        .await?;
+        Self::insert_many(
+            conn,
+            "INSERT INTO wire_transitions (operation, from_state, to_state, at_ms, record_hash) ",
+            5,
+            &rows.transitions,
+            |b, r| {
+                b.push_bind(r.operation.clone())
+                    .push_bind(r.from_state.clone())
+                    .push_bind(r.to_state.clone())
+                    .push_bind(r.at_ms)
+                    .push_bind(r.hash.clone());
+            },
+        )
+        .await?;
+        for moved in &rows.moved {
+            sqlx::query(
+                "UPDATE operations SET state = $1, state_since_ms = $2, version = version + $3 \
+                 WHERE id = $4",
+            )
+            .bind(moved.state.as_str())
+            .bind(ms(moved.since))
+            .bind(moved.steps)
+            .bind(&moved.id)
+            .execute(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
         }
-        Self::requeue(conn, &touched).await
+        Self::insert_audit(conn, &rows.audit).await?;
+        let moved: BTreeSet<String> = rows.moved.iter().map(|m| m.id.clone()).collect();
+        Self::requeue(conn, &moved).await
     }
 
     fn operation_row(row: &DB::Row) -> Result<OperationRow, StoreError> {
@@ -1061,7 +1080,7 @@ where
         by: &str,
         now: DateTime<Utc>,
     ) -> Result<IngestReport, StoreError> {
-        let (mut tx, mut head) = self.begin_write().await?;
+        let (mut tx, head) = self.begin_write().await?;
         let known = Self::known(&mut tx, &records).await?;
         let plan = ingest_plan::plan(&records, &known);
         if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
@@ -1072,7 +1091,7 @@ where
                 rejected: plan.rejected,
             });
         }
-        Self::write_plan(&mut tx, &mut head, &plan, by, now).await?;
+        Self::write_plan(&mut tx, &head, &known, &plan, by, now).await?;
         tx.commit().await.map_err(db::<DB>)?;
         Ok(IngestReport {
             committed: plan.committed_by_type(),
@@ -1266,7 +1285,7 @@ where
     }
 
     async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
-        let (mut tx, mut head) = self.begin_write().await?;
+        let (mut tx, head) = self.begin_write().await?;
         let id = commit.operation.as_str().to_owned();
         let current = sqlx::query(AssertSqlSafe(format!(
             "SELECT version FROM operations WHERE id = $1{}",
@@ -1284,34 +1303,47 @@ where
             return Err(conflict);
         }
         Self::apply_changes(&mut tx, &commit).await?;
-        for attempt in &commit.attempts {
-            let hash = ingest_plan::record_hash(&Record::Attempt(attempt.clone()));
-            Self::insert_attempt(&mut tx, attempt, hash.as_str()).await?;
-        }
-        for observation in &commit.observations {
-            let hash = ingest_plan::record_hash(&Record::Observation(observation.clone()));
-            Self::insert_observation(&mut tx, observation, hash.as_str()).await?;
-        }
-        let mut touched = BTreeSet::from([id.clone()]);
-        for child in &commit.children {
-            Self::insert_operation(&mut tx, child, child.state, commit.audit.at, None).await?;
-            touched.insert(child.id.as_str().to_owned());
-        }
-        for item in &commit.child_items {
-            let hash = ingest_plan::record_hash(&Record::Item(item.clone()));
-            Self::insert_item(&mut tx, item, hash.as_str()).await?;
-        }
+        let attempts: Vec<RecordColumns> = commit
+            .attempts
+            .iter()
+            .map(|a| record_columns(Record::Attempt(a.clone())))
+            .collect();
+        let observations: Vec<RecordColumns> = commit
+            .observations
+            .iter()
+            .map(|o| record_columns(Record::Observation(o.clone())))
+            .collect();
+        let items: Vec<RecordColumns> = commit
+            .child_items
+            .iter()
+            .map(|i| record_columns(Record::Item(i.clone())))
+            .collect();
+        let children: Vec<OperationColumns> = commit
+            .children
+            .iter()
+            .map(|child| {
+                let held = child.state.is_held();
+                OperationColumns::new(child, child.state, commit.audit.at, 1, held, None)
+            })
+            .collect();
+        Self::insert_operations(&mut tx, &children).await?;
+        Self::insert_records(&mut tx, &attempts, &observations, &items).await?;
         if let Err(refused) = Self::apply_proposals(&mut tx, &commit).await {
             tx.rollback().await.map_err(db::<DB>)?;
             return Err(refused);
         }
-        let row = Self::append(&mut tx, &mut head, commit.audit.clone()).await?;
+        let mut sealed = vec![seal(&head.hash, head.seq + 1, commit.audit.clone())];
         for draft in child_drafts(&commit) {
-            Self::append(&mut tx, &mut head, draft).await?;
+            let last = &sealed[sealed.len() - 1];
+            let next = seal(&last.hash, last.seq + 1, draft);
+            sealed.push(next);
         }
+        Self::insert_audit(&mut tx, &sealed).await?;
+        let mut touched = BTreeSet::from([id]);
+        touched.extend(children.into_iter().map(|c| c.id));
         Self::requeue(&mut tx, &touched).await?;
         tx.commit().await.map_err(db::<DB>)?;
-        Ok(row)
+        Ok(sealed.swap_remove(0))
     }
 
     async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
@@ -1399,7 +1431,18 @@ where
         .iter()
         .map(Self::audit_row)
         .collect::<Result<Vec<_>, _>>()?;
+        let proposals = sqlx::query(
+            "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
+             FROM proposals ORDER BY id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(db::<DB>)?
+        .iter()
+        .map(Self::proposal)
+        .collect::<Result<Vec<_>, _>>()?;
         Ok(Dataset {
+            proposals,
             contracts: self
                 .all_wires("SELECT wire FROM contracts ORDER BY tool", codec::contract)
                 .await?,

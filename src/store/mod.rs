@@ -6,6 +6,7 @@ pub mod copy;
 pub mod engine;
 pub mod ingest_plan;
 pub mod postgres;
+pub mod rows;
 pub mod sql;
 pub mod sqlite;
 

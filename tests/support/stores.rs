@@ -62,7 +62,7 @@ pub async fn sqlite() -> Fresh {
 }
 
 pub async fn postgres() -> Fresh {
-    let database = Database::create().await;
+    let database = Database::migrated().await;
     let store = PgStore::connect(&database.url)
         .await
         .expect("connect to the test database");
@@ -127,7 +127,19 @@ pub struct Database {
 }
 
 impl Database {
+    /// A new, empty database.
     pub async fn create() -> Database {
+        Database::create_from("template1").await
+    }
+
+    /// A new database with the schema already migrated, cloned from a template
+    /// migrated once per schema (migrating every test's database anew costs more
+    /// than creating it).
+    pub async fn migrated() -> Database {
+        Database::create_from(migrated_template().await).await
+    }
+
+    async fn create_from(template: &str) -> Database {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let nanos = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
@@ -139,7 +151,7 @@ impl Database {
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
         let admin_url = admin_url();
-        admin(&format!("CREATE DATABASE {name}"))
+        admin(&format!("CREATE DATABASE {name} TEMPLATE {template}"))
             .await
             .unwrap_or_else(|e| {
                 panic!(
@@ -147,15 +159,67 @@ impl Database {
                      run .ci/run or set HOLDFAST_TEST_DATABASE_URL"
                 )
             });
-        let (base, query) = admin_url.split_once('?').unwrap_or((&admin_url, ""));
-        let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
-        let url = if query.is_empty() {
-            format!("{server}/{name}")
-        } else {
-            format!("{server}/{name}?{query}")
-        };
+        let url = database_url(&name);
         Database { name, url }
     }
+}
+
+/// The admin URL pointed at another database.
+fn database_url(name: &str) -> String {
+    let admin_url = admin_url();
+    let (base, query) = admin_url.split_once('?').unwrap_or((&admin_url, ""));
+    let server = base.rsplit_once('/').map_or(base, |(server, _)| server);
+    if query.is_empty() {
+        format!("{server}/{name}")
+    } else {
+        format!("{server}/{name}?{query}")
+    }
+}
+
+/// The name of a database holding exactly the migrated schema, created on first
+/// use and named after the migrations' content, so that it is made once per schema
+/// and shared by every test run (it stays on the server; `.ci/run`'s server is
+/// thrown away with it).
+async fn migrated_template() -> &'static str {
+    static TEMPLATE: tokio::sync::OnceCell<String> = tokio::sync::OnceCell::const_new();
+    TEMPLATE
+        .get_or_init(|| async {
+            let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/postgres");
+            let mut files: Vec<_> = std::fs::read_dir(dir)
+                .expect("the PostgreSQL migrations")
+                .map(|entry| entry.expect("a migration").path())
+                .collect();
+            files.sort();
+            let mut text = Vec::new();
+            for file in files {
+                text.extend(std::fs::read(file).expect("a migration's text"));
+            }
+            let digest = holdfast::core::ids::Sha256::of(&text);
+            let name = format!("holdfast_template_{}", &digest.as_str()[7..23]);
+            let exists: Option<i32> =
+                sqlx::query_scalar("SELECT 1 FROM pg_database WHERE datname = $1")
+                    .bind(&name)
+                    .fetch_optional(&mut PgConnection::connect(&admin_url()).await.unwrap())
+                    .await
+                    .unwrap();
+            if exists.is_none() {
+                // Migrated under a name of its own, then renamed: a run racing this
+                // one either wins the rename or finds the template made.
+                let building = Database::create().await;
+                let store = PgStore::connect(&building.url).await.expect("migrate");
+                store.pool().close().await;
+                let renamed = admin(&format!(
+                    "ALTER DATABASE {} RENAME TO {name}",
+                    building.name
+                ))
+                .await;
+                if renamed.is_ok() {
+                    std::mem::forget(building);
+                }
+            }
+            name
+        })
+        .await
 }
 
 impl Drop for Database {
