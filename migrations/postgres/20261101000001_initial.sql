@@ -180,26 +180,46 @@ CREATE TABLE chain_head (
 INSERT INTO chain_head (one, seq, hash)
 VALUES (TRUE, 0, 'sha256:effa45a5c39bfb732d2673c343ee0bdd2dc2835212d834b282cd5072d19386fa');
 
--- Every appended row must extend the head exactly; the head moves with it. Only
--- this trigger moves the head.
+-- Every statement that appends rows must extend the head exactly: seqs following
+-- on from it with no gap, the first row chained from the head's hash and each
+-- next row from the one before. The head then moves to the last row, once per
+-- statement (a row trigger would update the head once per row).
 CREATE FUNCTION audit_extend_head() RETURNS trigger
 LANGUAGE plpgsql AS $$
 DECLARE
     head chain_head%ROWTYPE;
+    appended BIGINT;
+    first_seq BIGINT;
+    last_seq BIGINT;
 BEGIN
     SELECT * INTO head FROM chain_head FOR UPDATE;
-    IF NEW.seq <> head.seq + 1 OR NEW.prev_hash <> head.hash THEN
-        RAISE EXCEPTION 'the audit chain is gapless: row % does not extend the head %',
-            NEW.seq, head.seq
+    SELECT count(*), min(seq), max(seq) INTO appended, first_seq, last_seq FROM appended_rows;
+    IF appended = 0 THEN
+        RETURN NULL;
+    END IF;
+    IF first_seq <> head.seq + 1
+        OR last_seq <> head.seq + appended
+        OR NOT EXISTS (
+            SELECT 1 FROM appended_rows WHERE seq = first_seq AND prev_hash = head.hash)
+        OR EXISTS (
+            SELECT 1 FROM (
+                SELECT prev_hash, lag(hash) OVER (ORDER BY seq) AS before FROM appended_rows
+            ) chained
+            WHERE before IS NOT NULL AND prev_hash <> before)
+    THEN
+        RAISE EXCEPTION 'the audit chain is gapless: rows % to % do not extend the head %',
+            first_seq, last_seq, head.seq
             USING ERRCODE = 'integrity_constraint_violation';
     END IF;
-    UPDATE chain_head SET seq = NEW.seq, hash = NEW.hash;
-    RETURN NEW;
+    UPDATE chain_head SET seq = last_seq,
+        hash = (SELECT hash FROM appended_rows WHERE seq = last_seq);
+    RETURN NULL;
 END
 $$;
 
-CREATE TRIGGER audit_extends_head BEFORE INSERT ON audit
-    FOR EACH ROW EXECUTE FUNCTION audit_extend_head();
+CREATE TRIGGER audit_extends_head AFTER INSERT ON audit
+    REFERENCING NEW TABLE AS appended_rows
+    FOR EACH STATEMENT EXECUTE FUNCTION audit_extend_head();
 
 CREATE FUNCTION chain_head_guard() RETURNS trigger
 LANGUAGE plpgsql AS $$
