@@ -362,6 +362,7 @@ impl Planner<'_> {
     /// histories, refusing lines that break it.
     fn check_histories(&mut self) -> (Vec<History>, bool) {
         let mut order: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut new_ops: HashMap<String, usize> = HashMap::new();
         let mut transitions: HashMap<String, Vec<usize>> = HashMap::new();
         let mut evidence: HashMap<String, Vec<String>> = HashMap::new();
@@ -389,7 +390,7 @@ impl Planner<'_> {
                 Record::Expectation(e) => (e.operation.as_str(), Some("expectation".to_owned())),
                 Record::Contract(_) => continue,
             };
-            if !order.iter().any(|o| o == op) {
+            if seen.insert(op.to_owned()) {
                 order.push(op.to_owned());
             }
             if let Some(note) = note {
