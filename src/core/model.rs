@@ -481,3 +481,14 @@ pub struct OperationDetail {
     /// payload hash (G3).
     pub key_conflicts: Vec<OperationId>,
 }
+
+/// One grant: `identity` holds `role` on `tenant` (G6, G7). A store without any
+/// grant is in single-user mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    pub identity: String,
+    pub role: Role,
+    pub tenant: String,
+    pub granted_by: String,
+    pub granted_at: DateTime<Utc>,
+}
