@@ -19,7 +19,7 @@ use crate::store::{OperationFilter, Page, SortOrder, Store, StoreError};
 #[derive(Debug, thiserror::Error)]
 pub enum ReviewError {
     /// No such operation, or none the actor may see (G7 hides other tenants'
-    /// operations entirely).
+    /// operations entirely; `visible` is then the actor's tenants).
     #[error("{}", hidden_message(.id, .visible.as_deref()))]
     NotFound {
         id: OperationId,
@@ -48,21 +48,26 @@ pub enum ReviewError {
 fn hidden_message(id: &OperationId, visible: Option<&[String]>) -> String {
     match visible {
         None => format!("no operation {id}"),
-        Some([]) => format!("no operation {id} is visible: no tenant is granted to you (G7)"),
+        Some([]) => format!("refused: G7: no operation {id} is visible to you: you hold no grant"),
         Some(tenants) => format!(
-            "no operation {id} in the tenants granted to you ({}) (G7)",
+            "refused: G7: no operation {id} in the tenants granted to you ({})",
             tenants.join(", ")
         ),
     }
 }
 
 impl ReviewError {
-    /// The rule behind a refusal or a conflict.
+    /// The rule behind a refusal or a conflict. An operation hidden by grants is a
+    /// G7 refusal, worded the same whether it exists in another tenant or not at
+    /// all, so that nothing leaks across tenants.
     pub fn rule(&self) -> Option<Rule> {
         match self {
             ReviewError::Refused(r) => Some(r.rule),
             ReviewError::Conflict { .. } => Some(Rule::G8),
-            ReviewError::NotFound { .. } | ReviewError::Store(_) => None,
+            ReviewError::NotFound {
+                visible: Some(_), ..
+            } => Some(Rule::G7),
+            ReviewError::NotFound { visible: None, .. } | ReviewError::Store(_) => None,
         }
     }
 }

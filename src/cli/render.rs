@@ -469,21 +469,7 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         },
     );
     let budget = &b.budget;
-    field(
-        "attempts",
-        format!(
-            "{} of {} used, {} status queries{}",
-            budget.attempts_used,
-            budget
-                .max_attempts
-                .map_or_else(|| "-".into(), |m| m.to_string()),
-            budget.status_queries,
-            budget
-                .exhausted
-                .as_ref()
-                .map_or_else(String::new, |e| format!(" — {e}"))
-        ),
-    );
+    field("attempts", budget.summary());
     field(
         "deadline",
         match (budget.deadline, budget.seconds_left) {

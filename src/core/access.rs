@@ -236,3 +236,118 @@ pub fn decide_grant(
         audit,
     }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at() -> DateTime<Utc> {
+        super::super::clock::parse_instant("2026-09-05T10:00:00Z").expect("instant")
+    }
+
+    fn g(identity: &str, role: Role, tenant: &str) -> Grant {
+        Grant {
+            identity: identity.into(),
+            role,
+            tenant: tenant.into(),
+            granted_by: "maya".into(),
+            granted_at: at(),
+        }
+    }
+
+    fn ask(
+        all: &[Grant],
+        by: &str,
+        op: GrantOp,
+        who: &str,
+        role: Role,
+        tenant: &str,
+    ) -> Result<bool, Rule> {
+        let request = GrantRequest {
+            op,
+            identity: who.into(),
+            role,
+            tenant: tenant.into(),
+        };
+        decide_grant(all, by, None, &request, None, at())
+            .map(|c| c.is_some())
+            .map_err(|r| r.rule)
+    }
+
+    #[test]
+    fn the_first_grant_makes_the_local_user_an_owner() {
+        assert_eq!(
+            ask(&[], "maya", GrantOp::Grant, "bo", Role::Reviewer, "p"),
+            Err(Rule::G6)
+        );
+        assert_eq!(
+            ask(&[], "maya", GrantOp::Grant, "maya", Role::Viewer, "p"),
+            Err(Rule::G6)
+        );
+        assert_eq!(
+            ask(&[], "maya", GrantOp::Grant, "maya", Role::Owner, "p"),
+            Ok(true)
+        );
+        assert_eq!(
+            ask(&[], "maya", GrantOp::Grant, "maya", Role::Local, "p"),
+            Err(Rule::G6)
+        );
+    }
+
+    #[test]
+    fn only_owners_grant_and_nobody_locks_the_store() {
+        let all = [g("maya", Role::Owner, "p"), g("bo", Role::Approver, "p")];
+        assert_eq!(
+            ask(&all, "bo", GrantOp::Grant, "bo", Role::Owner, "p"),
+            Err(Rule::G6)
+        );
+        assert_eq!(
+            ask(&all, "maya", GrantOp::Grant, "bo", Role::Approver, "p"),
+            Ok(false)
+        );
+        assert_eq!(
+            ask(&all, "maya", GrantOp::Grant, "kai", Role::Owner, "h"),
+            Ok(true),
+            "an unowned tenant"
+        );
+        assert_eq!(
+            ask(&all, "bo", GrantOp::Grant, "bo", Role::Owner, "h"),
+            Err(Rule::G6)
+        );
+        assert_eq!(
+            ask(&all, "maya", GrantOp::Revoke, "maya", Role::Owner, "p"),
+            Err(Rule::G6)
+        );
+        assert_eq!(
+            ask(&all, "maya", GrantOp::Revoke, "bo", Role::Approver, "p"),
+            Ok(true)
+        );
+        assert_eq!(
+            ask(&all, "maya", GrantOp::Revoke, "bo", Role::Viewer, "p"),
+            Ok(false)
+        );
+        let last = [g("maya", Role::Owner, "p")];
+        assert_eq!(
+            ask(&last, "maya", GrantOp::Revoke, "maya", Role::Owner, "p"),
+            Err(Rule::G6)
+        );
+        let owned = [g("maya", Role::Owner, "p"), g("kai", Role::Owner, "h")];
+        assert_eq!(
+            ask(&owned, "maya", GrantOp::Grant, "maya", Role::Viewer, "h"),
+            Err(Rule::G6)
+        );
+    }
+
+    #[test]
+    fn the_basis_ignores_order_and_names_are_plain() {
+        let a = [g("maya", Role::Owner, "p"), g("bo", Role::Approver, "p")];
+        let b = [a[1].clone(), a[0].clone()];
+        assert_eq!(basis(&a), basis(&b));
+        assert_ne!(basis(&a), basis(&a[..1]));
+        assert!(parse_name("rev:maya").is_ok());
+        assert!(parse_name("").is_err());
+        assert!(parse_name("two words").is_err());
+        assert!(parse_name("bidi\u{202e}").is_err());
+        assert_eq!(ledger_id().as_str(), LEDGER);
+    }
+}

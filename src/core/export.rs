@@ -305,21 +305,7 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
                     .join(", ")
             },
         ),
-        (
-            "attempts",
-            format!(
-                "{} of {} used, {} status queries{}",
-                budget.attempts_used,
-                budget
-                    .max_attempts
-                    .map_or_else(|| "-".into(), |m| m.to_string()),
-                budget.status_queries,
-                budget
-                    .exhausted
-                    .as_deref()
-                    .map_or_else(String::new, |e| format!(" — {}", md(e)))
-            ),
-        ),
+        ("attempts", md(&budget.summary())),
         ("deadline", when(budget.deadline)),
         ("owner", md(&b.owner)),
         (
@@ -483,4 +469,37 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
         ],
         &rows,
     );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth_and_drops_whitespace() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": [1, {"z": 1, "a": "x\n"}], "a": null}"#).expect("json");
+        let b: Value =
+            serde_json::from_str(r#"{"a":null,"b":[1,{"a":"x\n","z":1}]}"#).expect("json");
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":null,"b":[1,{"a":"x\n","z":1}]}"#
+        );
+        assert_eq!(content_hash(&a), content_hash(&b));
+        let mut hashed = a.clone();
+        hashed[HASH_FIELD] = "sha256:whatever".into();
+        assert_eq!(
+            content_hash(&hashed),
+            content_hash(&a),
+            "its own hash is left out"
+        );
+    }
+
+    #[test]
+    fn markdown_cells_cannot_break_the_table_or_inject_html() {
+        assert_eq!(md("a|b"), "a\\|b");
+        assert_eq!(md("<script>"), "&lt;script&gt;");
+        assert_eq!(md("x\u{1b}[2Jy"), "x⟦␛\\[2J⟧y");
+        assert_eq!(md("line\nnext"), "line␊next");
+    }
 }
