@@ -221,14 +221,14 @@ pub fn triage(filter: &str, action: ActionKind, lines: &[TriageLine]) -> String 
         for line in members {
             let _ = writeln!(
                 out,
-                "  {:<10} {:<9} {}",
+                "  {:<10} {:<11} {}",
                 clean(line.id.as_str()),
-                line.state,
+                line.state.as_str(),
                 clean(&line.why)
             );
             let _ = writeln!(
                 out,
-                "  {:<10} {:<9} {action}: {}",
+                "  {:<10} {:<11} {action}: {}",
                 "",
                 "",
                 outcome_words(&line.outcome)
