@@ -594,6 +594,13 @@ fn tenant_scope_hides_and_refuses_other_tenants() {
         "{exported:?}"
     );
 
+    let report = cli.run("ana", &["report", "--json"]).expect_code(0);
+    assert!(
+        report.stdout.contains("\"U1\"") && !report.stdout.contains("\"H1\""),
+        "{}",
+        report.stdout
+    );
+
     let stranger = cli.run("zed", &["list", "--state", "all"]).expect_code(0);
     assert!(
         stranger.stdout.starts_with("acting as zed — no grants"),

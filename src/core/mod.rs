@@ -8,6 +8,7 @@ pub mod evidence;
 pub mod export;
 pub mod ids;
 pub mod matrix;
+pub mod metrics;
 pub mod model;
 pub mod rules;
 pub mod sanitize;

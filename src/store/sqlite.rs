@@ -1275,6 +1275,15 @@ impl Store for SqliteStore {
         .await
         .map_err(db)?;
         data.audit = audit.iter().map(audit_row).collect::<Result<Vec<_>, _>>()?;
+        data.proposals = all(
+            "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
+             FROM proposals ORDER BY id",
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(proposal)
+        .collect::<Result<Vec<_>, _>>()?;
         Ok(data)
     }
 }
