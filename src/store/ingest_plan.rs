@@ -226,6 +226,19 @@ impl Planner<'_> {
             let key = RecordKey::of(&numbered.record);
             let hash = self.hashes[index].as_str().to_owned();
             let line = numbered.line;
+            if let RecordKey::Operation(id) = &key
+                && id.starts_with(crate::core::access::RESERVED_PREFIX)
+            {
+                self.reject(
+                    line,
+                    "id",
+                    format!(
+                        "operation ids starting with `{}` are reserved for holdfast's own records",
+                        crate::core::access::RESERVED_PREFIX
+                    ),
+                );
+                continue;
+            }
             let stored = match &key {
                 RecordKey::Operation(id) => self
                     .known
