@@ -4,5 +4,6 @@
 pub mod cli;
 pub mod core;
 pub mod ingest;
+pub mod review;
 pub mod store;
 pub mod wire;

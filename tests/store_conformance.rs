@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use holdfast::core::audit::ChainStatus;
-use holdfast::core::model::State;
+use holdfast::core::model::{Role, State};
 use holdfast::core::rules::{Action, Rationale, decide};
 use holdfast::store::copy::TABLES;
 use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, StoreError};
@@ -435,8 +435,11 @@ async fn a_cancelled_action_leaves_no_transaction_open(kind: Kind) {
         // SQLite waits inside its busy handler, which nothing outside can see.
         Kind::Sqlite => tokio::time::sleep(Duration::from_millis(300)).await,
         Kind::Postgres => {
+            // Watched from a connection of its own: inside the blocker's transaction
+            // pg_stat_activity would stay the snapshot of its first read.
+            let mut observer = raw_connection(&fresh).await;
             let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
-            while blocker
+            while observer
                 .count(
                     "SELECT count(*) FROM pg_stat_activity \
                      WHERE datname = current_database() AND wait_event_type = 'Lock'",
@@ -444,6 +447,7 @@ async fn a_cancelled_action_leaves_no_transaction_open(kind: Kind) {
                 .await
                 == 0
             {
+                assert!(!waiting.is_finished(), "the commit did not wait");
                 assert!(
                     tokio::time::Instant::now() < deadline,
                     "the commit never waited"
@@ -565,6 +569,105 @@ impl Raw {
     }
 }
 
+async fn grants_commit_with_their_audit_row_and_refuse_a_stale_basis(kind: Kind) {
+    use holdfast::core::access::{GrantOp, GrantRequest, LEDGER, decide_grant};
+    let fresh = loaded(kind).await;
+    let store = fresh.store.as_ref();
+    assert!(store.grants().await.unwrap().is_empty(), "single-user mode");
+    let head = store.head_seq().await.unwrap();
+    let request = |op, identity: &str, role| GrantRequest {
+        op,
+        identity: identity.into(),
+        role,
+        tenant: "pinehaven".into(),
+    };
+    let first = decide_grant(
+        &[],
+        "maya",
+        Some("RP03".into()),
+        &request(GrantOp::Grant, "maya", Role::Owner),
+        None,
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    let row = store.change_grant(first.clone()).await.unwrap();
+    assert_eq!(row.seq, head + 1);
+    assert_eq!(row.draft.operation.as_str(), LEDGER);
+    assert_eq!(row.draft.action, "grant");
+    assert_eq!(row.draft.role, Role::Local);
+    assert_eq!(
+        row.draft.evidence,
+        ["identity:maya", "role:owner", "tenant:pinehaven"]
+    );
+    let grants = store.grants().await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(
+        (
+            grants[0].identity.as_str(),
+            grants[0].role,
+            grants[0].granted_at
+        ),
+        ("maya", Role::Owner, now())
+    );
+
+    let stale = store.change_grant(first).await.unwrap_err();
+    assert!(matches!(stale, StoreError::GrantsChanged), "{stale}");
+
+    let second = decide_grant(
+        &grants,
+        "maya",
+        None,
+        &request(GrantOp::Grant, "bo", Role::Approver),
+        None,
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    store.change_grant(second).await.unwrap();
+    let grants = store.grants().await.unwrap();
+    let revoke = decide_grant(
+        &grants,
+        "maya",
+        None,
+        &request(GrantOp::Revoke, "bo", Role::Approver),
+        None,
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    let row = store.change_grant(revoke).await.unwrap();
+    assert_eq!(row.draft.action, "revoke");
+    assert_eq!(store.grants().await.unwrap().len(), 1);
+    assert!(matches!(
+        store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    assert!(
+        store.detail(&id("F09")).await.unwrap().audit.len() == 3,
+        "grant rows belong to no operation"
+    );
+}
+
+async fn ingest_refuses_the_reserved_id_prefix(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let text = SMALL.replace("\"id\":\"F10\"", "\"id\":\"holdfast:grants\"");
+    let report = fresh
+        .store
+        .ingest(records(&text), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(
+        report
+            .rejected
+            .iter()
+            .any(|e| e.line == 3 && e.field == "id" && e.reason.contains("reserved")),
+        "{:?}",
+        report.rejected
+    );
+    assert_eq!(fresh.store.head_seq().await.unwrap(), 0);
+}
+
 holdfast_on_both_backends!(
     ingest_commits_every_record_and_the_queue_shows_holds_and_their_dependents,
     the_same_records_twice_are_a_no_op,
@@ -579,6 +682,8 @@ holdfast_on_both_backends!(
     a_change_by_one_console_reaches_another_within_a_second,
     a_cancelled_action_leaves_no_transaction_open,
     a_copy_covers_every_table_and_column_of_the_schema,
+    grants_commit_with_their_audit_row_and_refuse_a_stale_basis,
+    ingest_refuses_the_reserved_id_prefix,
 );
 
 /// The metrics are computed from `dataset()`: the same packet must read back the

@@ -28,9 +28,12 @@ use super::{
     IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, SortOrder, Store,
     StoreError,
 };
+use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus, ChainVerifier, seal};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{ChildLink, Dataset, Operation, OperationDetail, OperationRow, Proposal};
+use crate::core::model::{
+    ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
+};
 use crate::core::rules::Commit;
 use crate::wire::{Numbered, Record};
 
@@ -991,6 +994,32 @@ where
         Ok(())
     }
 
+    /// Every grant, in a stable order.
+    async fn all_grants(conn: &mut DB::Connection) -> Result<Vec<Grant>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT identity, role, tenant, granted_by, granted_at FROM grants \
+             ORDER BY tenant, identity, role",
+        )
+        .fetch_all(&mut *conn)
+        .await
+        .map_err(db::<DB>)?;
+        rows.iter()
+            .map(|row| {
+                let role = Self::text(row, "role")?;
+                let at = Self::text(row, "granted_at")?;
+                Ok(Grant {
+                    identity: Self::text(row, "identity")?,
+                    role: Role::parse(&role)
+                        .ok_or_else(|| codec::corrupt(format!("grant role {role:?}")))?,
+                    tenant: Self::text(row, "tenant")?,
+                    granted_by: Self::text(row, "granted_by")?,
+                    granted_at: crate::core::clock::parse_instant(&at)
+                        .map_err(|_| codec::corrupt(format!("grant time {at:?}")))?,
+                })
+            })
+            .collect()
+    }
+
     /// Reads one page of a table's rows, every column as a cell.
     async fn table_page(
         &self,
@@ -1473,6 +1502,42 @@ where
                 )
                 .await?,
         })
+    }
+
+    async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+        Self::all_grants(&mut conn).await
+    }
+
+    async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
+        let (mut tx, head) = self.begin_write().await?;
+        if access::basis(&Self::all_grants(&mut tx).await?) != change.basis {
+            tx.rollback().await.map_err(db::<DB>)?;
+            return Err(StoreError::GrantsChanged);
+        }
+        let g = &change.grant;
+        let query = match change.op {
+            GrantOp::Grant => sqlx::query(
+                "INSERT INTO grants (identity, role, tenant, granted_by, granted_at) \
+                 VALUES ($1, $2, $3, $4, $5)",
+            )
+            .bind(&g.identity)
+            .bind(g.role.as_str())
+            .bind(&g.tenant)
+            .bind(&g.granted_by)
+            .bind(crate::core::clock::format_instant(g.granted_at)),
+            GrantOp::Revoke => {
+                sqlx::query("DELETE FROM grants WHERE identity = $1 AND role = $2 AND tenant = $3")
+                    .bind(&g.identity)
+                    .bind(g.role.as_str())
+                    .bind(&g.tenant)
+            }
+        };
+        query.execute(&mut *tx).await.map_err(db::<DB>)?;
+        let row = seal(&head.hash, head.seq + 1, change.audit);
+        Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
+        tx.commit().await.map_err(db::<DB>)?;
+        Ok(row)
     }
 
     async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {

@@ -4,6 +4,7 @@
 pub mod codec;
 pub mod copy;
 pub mod engine;
+pub mod filter;
 pub mod ingest_plan;
 pub mod postgres;
 pub mod rows;
@@ -19,8 +20,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 use tokio::sync::watch;
 
+use crate::core::access::GrantChange;
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::OperationId;
+pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
 use crate::core::model::{Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
@@ -51,6 +54,8 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error("the grants changed while this change was decided; run it again")]
+    GrantsChanged,
     #[error("the store is busy (another process holds it); try again")]
     Busy,
     #[error("the database cannot be reached ({0}); check the connection and try again")]
@@ -241,6 +246,15 @@ pub trait Store: Send + Sync {
 
     /// Everything, for metrics and export.
     async fn dataset(&self) -> Result<Dataset, StoreError>;
+
+    /// Every grant, ordered by tenant, identity and role. None at all means the
+    /// store is in single-user mode.
+    async fn grants(&self) -> Result<Vec<Grant>, StoreError>;
+
+    /// Inserts or deletes one grant with its audit row, in one transaction;
+    /// refuses with [`StoreError::GrantsChanged`] when the grants no longer match
+    /// the change's `basis` ([`crate::core::access::basis`]).
+    async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError>;
 
     /// Live updates: a receiver whose value moves whenever anyone commits a change
     /// (and whenever the connection is lost or back). Every call shares one

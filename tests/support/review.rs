@@ -4,7 +4,7 @@
 use chrono::{DateTime, Utc};
 use holdfast::core::clock::parse_instant;
 use holdfast::core::ids::OperationId;
-use holdfast::core::model::{Role, State};
+use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Actor, Rationale, decide};
 use holdfast::store::{Commit, IngestMode, Store};
 use holdfast::wire::{Numbered, parse_stream};
@@ -46,13 +46,7 @@ pub fn local() -> Actor {
 }
 
 pub fn reviewer(identity: &str) -> Actor {
-    Actor {
-        identity: identity.into(),
-        role: Role::Local,
-        policy: Some("RP03".into()),
-        tenants: None,
-        on_behalf_of: None,
-    }
+    Actor::local(identity, Some("RP03".into()))
 }
 
 /// What `actor` may commit for `action` on `op`, decided on what `store` shows now.
