@@ -181,7 +181,7 @@ pub struct ListArgs {
     /// A risk tier (`low` … `critical`); repeatable.
     #[arg(long)]
     pub risk: Vec<String>,
-    /// Substring of id, target, keys or provider request ids.
+    /// The start of a word of an id, target, key or provider request id (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
     #[arg(long, value_enum, default_value_t = SortArg::Urgency)]
