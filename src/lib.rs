@@ -3,4 +3,5 @@
 
 pub mod core;
 pub mod store;
+pub mod tui;
 pub mod wire;

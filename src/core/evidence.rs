@@ -278,11 +278,21 @@ pub fn describe_observation(o: &super::model::Observation) -> String {
 impl ObservationView {
     /// This observation in words, as [`describe_observation`].
     pub fn describe(&self) -> String {
-        describe(self.found, self.matches.as_ref(), self.effect_count, &self.source)
+        describe(
+            self.found,
+            self.matches.as_ref(),
+            self.effect_count,
+            &self.source,
+        )
     }
 }
 
-fn describe(found: bool, matches: Option<&Matches>, effect_count: Option<u32>, source: &str) -> String {
+fn describe(
+    found: bool,
+    matches: Option<&Matches>,
+    effect_count: Option<u32>,
+    source: &str,
+) -> String {
     let mut text = if found {
         "found".to_owned()
     } else {

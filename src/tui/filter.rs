@@ -64,7 +64,10 @@ mod tests {
         let f = parse("state:unknown,PARTIAL risk:high tenant:pinehaven").unwrap();
         assert_eq!(f.states, [State::Unknown, State::Partial]);
         assert_eq!(f.risks, [Risk::High]);
-        assert_eq!(describe(&f), "state:UNKNOWN,PARTIAL tenant:pinehaven risk:high");
+        assert_eq!(
+            describe(&f),
+            "state:UNKNOWN,PARTIAL tenant:pinehaven risk:high"
+        );
         assert_eq!(parse("").unwrap(), OperationFilter::default());
     }
 
