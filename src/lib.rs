@@ -1,7 +1,9 @@
 //! holdfast: a terminal console for held operations of AI-agent tool calls.
 #![forbid(unsafe_code)]
 
+pub mod cli;
 pub mod core;
+pub mod ingest;
 pub mod store;
 pub mod tui;
 pub mod wire;

@@ -85,7 +85,10 @@ impl Config {
             Ok(text) => toml::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display())),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(e) => Err(anyhow::anyhow!("cannot read config file {}: {e}", path.display())),
+            Err(e) => Err(anyhow::anyhow!(
+                "cannot read config file {}: {e}",
+                path.display()
+            )),
         }
     }
 }

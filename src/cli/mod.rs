@@ -60,7 +60,7 @@ impl Failure {
     long_about = None,
 )]
 pub struct Cli {
-    /// The SQLite store to use [env: HOLDFAST_DB] (default: holdfast.db in the data dir).
+    /// The SQLite store to use (default: holdfast.db in the data dir).
     #[arg(long, global = true, env = "HOLDFAST_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
 
@@ -296,7 +296,8 @@ fn init_logging(paths: &Paths) -> Option<tracing_appender::non_blocking::WorkerG
 }
 
 async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
-    let config = Config::load(&paths.config_file).map_err(|e| Failure::new(exit::BAD_INPUT, e.to_string()))?;
+    let config = Config::load(&paths.config_file)
+        .map_err(|e| Failure::new(exit::BAD_INPUT, e.to_string()))?;
     let identity = cli
         .as_identity
         .clone()
@@ -346,11 +347,19 @@ async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
 
 async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
     let filter = OperationFilter {
-        states: State::HELD.to_vec(),
+        queue: true,
         ..OperationFilter::default()
     };
     let (rows, total) = store
-        .list(&filter, SortOrder::Urgency, Page { offset: 0, limit: 50 }, ctx.now())
+        .list(
+            &filter,
+            SortOrder::Urgency,
+            Page {
+                offset: 0,
+                limit: 50,
+            },
+            ctx.now(),
+        )
         .await?;
     if total == 0 {
         return Ok(
@@ -387,7 +396,12 @@ async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
     };
     ctx.clock = Clock::Frozen(at);
     let report = store
-        .ingest(parsed.records, crate::store::IngestMode::Strict, "holdfast-demo", at)
+        .ingest(
+            parsed.records,
+            crate::store::IngestMode::Strict,
+            "holdfast-demo",
+            at,
+        )
         .await?;
     if let Some(first) = report.rejected.first() {
         anyhow::bail!("the demo packet was refused: {first}");
@@ -405,17 +419,24 @@ async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
 }
 
 /// The latest instant any record names: the demo packet's own frozen "now".
-fn latest_instant<'a>(records: impl Iterator<Item = &'a crate::wire::Record>) -> Option<DateTime<Utc>> {
+fn latest_instant<'a>(
+    records: impl Iterator<Item = &'a crate::wire::Record>,
+) -> Option<DateTime<Utc>> {
     use crate::wire::Record;
     records
         .flat_map(|record| -> Vec<DateTime<Utc>> {
             match record {
                 Record::Contract(_) => vec![],
-                Record::Operation(o) => [Some(o.created_at), o.approval.as_ref().and_then(|a| a.at)]
+                Record::Operation(o) => {
+                    [Some(o.created_at), o.approval.as_ref().and_then(|a| a.at)]
+                        .into_iter()
+                        .flatten()
+                        .collect()
+                }
+                Record::Attempt(a) => [Some(a.started_at), a.ended_at]
                     .into_iter()
                     .flatten()
                     .collect(),
-                Record::Attempt(a) => [Some(a.started_at), a.ended_at].into_iter().flatten().collect(),
                 Record::Item(_) | Record::Expectation(_) => vec![],
                 Record::Observation(o) => vec![o.observed_at],
                 Record::Transition(t) => vec![t.at],
@@ -452,14 +473,19 @@ async fn ingest(
         }
         eprintln!("{}", outcome.summary());
     }
-    Ok(if outcome.refused() {
+    Ok(if outcome.refused() && outcome.rejects_file.is_none() {
         exit::BAD_INPUT
     } else {
         exit::OK
     })
 }
 
-fn parse_list<T>(values: &[String], what: &str, parse: fn(&str) -> Option<T>, expected: String) -> anyhow::Result<Vec<T>> {
+fn parse_list<T>(
+    values: &[String],
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+    expected: String,
+) -> anyhow::Result<Vec<T>> {
     values
         .iter()
         .map(|v| {
@@ -474,16 +500,36 @@ fn parse_list<T>(values: &[String], what: &str, parse: fn(&str) -> Option<T>, ex
 }
 
 async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
-    let states = match args.state.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
-        [] | ["held"] => State::HELD.to_vec(),
-        ["all"] => Vec::new(),
-        _ => parse_list(&args.state, "state", State::parse, format!("held, all, {}", State::expected()))?,
+    let (queue, states) = match args
+        .state
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] | ["held"] => (true, Vec::new()),
+        ["all"] => (false, Vec::new()),
+        _ => (
+            false,
+            parse_list(
+                &args.state,
+                "state",
+                State::parse,
+                format!("held, all, {}", State::expected()),
+            )?,
+        ),
     };
     let filter = OperationFilter {
+        queue,
         states,
         tenants: args.tenant.clone(),
         owners: args.owner.clone(),
-        modes: parse_list(&args.mode, "mode", FailureMode::parse, FailureMode::expected())?,
+        modes: parse_list(
+            &args.mode,
+            "mode",
+            FailureMode::parse,
+            FailureMode::expected(),
+        )?,
         risks: parse_list(&args.risk, "risk", Risk::parse, Risk::expected())?,
         search: args.search.clone(),
         visible_tenants: ctx.actor().tenants,
@@ -519,7 +565,11 @@ async fn load(ctx: &Context, id: &str) -> anyhow::Result<crate::core::model::Ope
     let detail = match store.detail(&id).await {
         Ok(detail) => detail,
         Err(StoreError::NotFound(id)) => {
-            return Err(Failure::new(exit::ERROR, format!("no operation {id} in {}", store.location())).into());
+            return Err(Failure::new(
+                exit::ERROR,
+                format!("no operation {id} in {}", store.location()),
+            )
+            .into());
         }
         Err(e) => return Err(e.into()),
     };
@@ -527,7 +577,11 @@ async fn load(ctx: &Context, id: &str) -> anyhow::Result<crate::core::model::Ope
     if let Some(tenants) = &actor.tenants
         && !tenants.contains(&detail.row.operation.tenant)
     {
-        return Err(Failure::new(exit::ERROR, format!("no operation {id} in {}", store.location())).into());
+        return Err(Failure::new(
+            exit::ERROR,
+            format!("no operation {id} in {}", store.location()),
+        )
+        .into());
     }
     Ok(detail)
 }
@@ -573,7 +627,10 @@ fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
         )
     };
     let seq = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-    let hash = parts.next().and_then(|h| Sha256::parse(h).ok()).ok_or_else(bad)?;
+    let hash = parts
+        .next()
+        .and_then(|h| Sha256::parse(h).ok())
+        .ok_or_else(bad)?;
     Ok((seq, hash))
 }
 
@@ -586,7 +643,10 @@ async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
                 ChainStatus::Intact { rows, head } => {
                     let (seq, hash) = head.map_or((0, crate::core::audit::genesis()), |h| h);
                     if json {
-                        println!("{}", serde_json::json!({"seq": seq, "hash": hash, "rows": rows}));
+                        println!(
+                            "{}",
+                            serde_json::json!({"seq": seq, "hash": hash, "rows": rows})
+                        );
                     } else {
                         println!("{seq} {hash}");
                     }
@@ -605,16 +665,27 @@ async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
             let mut verdict = match &status {
                 ChainStatus::Intact { rows, head } => Ok(format!(
                     "audit chain intact: {rows} rows, head {}",
-                    head.as_ref().map_or_else(|| "empty".into(), |(s, h)| format!("{s} {h}"))
+                    head.as_ref()
+                        .map_or_else(|| "empty".into(), |(s, h)| format!("{s} {h}"))
                 )),
-                ChainStatus::Broken { seq, reason } => Err(format!("audit chain broken at seq {seq}: {reason}")),
+                ChainStatus::Broken { seq, reason } => {
+                    Err(format!("audit chain broken at seq {seq}: {reason}"))
+                }
             };
             if let (Some((seq, hash)), Ok(_)) = (&saved, &verdict) {
                 let rows = store.audit(*seq, 1).await?;
                 match rows.first() {
                     Some(row) if row.seq == *seq && &row.hash == hash => {}
-                    Some(_) => verdict = Err(format!("the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)")),
-                    None => verdict = Err(format!("the saved digest names seq {seq}, which the chain no longer has (rows were removed)")),
+                    Some(_) => {
+                        verdict = Err(format!(
+                            "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"
+                        ))
+                    }
+                    None => {
+                        verdict = Err(format!(
+                            "the saved digest names seq {seq}, which the chain no longer has (rows were removed)"
+                        ))
+                    }
                 }
             }
             if json {

@@ -69,7 +69,8 @@ pub fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> String {
         let attempts = format!(
             "{}/{}",
             row.attempts_used,
-            row.max_attempts.map_or_else(|| "-".into(), |m| m.to_string())
+            row.max_attempts
+                .map_or_else(|| "-".into(), |m| m.to_string())
         );
         let left = op
             .deadline
@@ -109,7 +110,15 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "  {name:<22} {value}");
     };
-    field("operation", format!("{} ({}, version {})", clean(b.id.as_str()), b.state, b.version));
+    field(
+        "operation",
+        format!(
+            "{} ({}, version {})",
+            clean(b.id.as_str()),
+            b.state,
+            b.version
+        ),
+    );
     field(
         "in state since",
         format!(
@@ -118,26 +127,44 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             human_duration((now - b.state_since).num_seconds())
         ),
     );
-    field("tenant / actor", format!("{} / {}", clean(&b.tenant), clean(&b.actor)));
-    field("tool / action", format!("{} / {}", clean(&b.tool), clean(&b.action)));
+    field(
+        "tenant / actor",
+        format!("{} / {}", clean(&b.tenant), clean(&b.actor)),
+    );
+    field(
+        "tool / action",
+        format!("{} / {}", clean(&b.tool), clean(&b.action)),
+    );
     field("target", clean(&b.target));
     field("risk", b.risk.to_string());
     field(
         "intent hash",
-        b.intent_hash.as_ref().map_or_else(|| "-".into(), ToString::to_string),
+        b.intent_hash
+            .as_ref()
+            .map_or_else(|| "-".into(), ToString::to_string),
     );
     field("payload hash", b.payload_hash.to_string());
     match &b.approval {
         Some(a) => {
             field(
                 "approval",
-                format!("{} under {} at {}", clean(&a.by), clean(&a.policy), when(a.at)),
+                format!(
+                    "{} under {} at {}",
+                    clean(&a.by),
+                    clean(&a.policy),
+                    when(a.at)
+                ),
             );
             field(
                 "  binds payload",
-                a.payload_hash.as_ref().map_or_else(|| "-".into(), ToString::to_string),
+                a.payload_hash
+                    .as_ref()
+                    .map_or_else(|| "-".into(), ToString::to_string),
             );
-            field("  expires", format!("{} ({})", when(a.expires_at), clean(&a.status)));
+            field(
+                "  expires",
+                format!("{} ({})", when(a.expires_at), clean(&a.status)),
+            );
         }
         None => field("approval", "none recorded".into()),
     }
@@ -149,7 +176,8 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
                     "{} (scope {}, retention {})",
                     clean(&k.key),
                     opt(k.scope.as_deref()),
-                    k.retention_hours.map_or_else(|| "-".into(), |h| format!("{h}h"))
+                    k.retention_hours
+                        .map_or_else(|| "-".into(), |h| format!("{h}h"))
                 ),
             );
             field(
@@ -162,7 +190,10 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             );
             if !k.conflicts.is_empty() {
                 let ids: Vec<String> = k.conflicts.iter().map(|i| clean(i.as_str())).collect();
-                field("  key conflict", format!("same key, other payload: {}", ids.join(", ")));
+                field(
+                    "  key conflict",
+                    format!("same key, other payload: {}", ids.join(", ")),
+                );
             }
         }
         None => field("idempotency key", "-".into()),
@@ -179,7 +210,11 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     let ids: Vec<String> = b.provider_request_ids.iter().map(|i| clean(i)).collect();
     field(
         "provider request ids",
-        if ids.is_empty() { "-".into() } else { ids.join(", ") },
+        if ids.is_empty() {
+            "-".into()
+        } else {
+            ids.join(", ")
+        },
     );
     let budget = &b.budget;
     field(
@@ -187,7 +222,9 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         format!(
             "{} of {} used, {} status queries{}",
             budget.attempts_used,
-            budget.max_attempts.map_or_else(|| "-".into(), |m| m.to_string()),
+            budget
+                .max_attempts
+                .map_or_else(|| "-".into(), |m| m.to_string()),
             budget.status_queries,
             budget
                 .exhausted
@@ -198,8 +235,12 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     field(
         "deadline",
         match (budget.deadline, budget.seconds_left) {
-            (Some(d), Some(s)) if s >= 0 => format!("{} ({} left)", format_instant(d), human_duration(s)),
-            (Some(d), Some(s)) => format!("{} (passed {} ago)", format_instant(d), human_duration(-s)),
+            (Some(d), Some(s)) if s >= 0 => {
+                format!("{} ({} left)", format_instant(d), human_duration(s))
+            }
+            (Some(d), Some(s)) => {
+                format!("{} (passed {} ago)", format_instant(d), human_duration(-s))
+            }
             _ => "-".into(),
         },
     );
@@ -209,22 +250,43 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         format!(
             "{}{}",
             when(b.next_observation_at),
-            if b.next_observation_overdue { " (OVERDUE)" } else { "" }
+            if b.next_observation_overdue {
+                " (OVERDUE)"
+            } else {
+                ""
+            }
         ),
     );
-    field("failure mode", b.failure_mode.map_or("-", |m| m.as_str()).to_owned());
+    field(
+        "failure mode",
+        b.failure_mode.map_or("-", |m| m.as_str()).to_owned(),
+    );
     field(
         "recommendation",
-        format!("{} — {}", b.recommendation.decision, b.recommendation.reason),
+        format!(
+            "{} — {}",
+            b.recommendation.decision, b.recommendation.reason
+        ),
     );
     if let Some((parent, relation)) = &b.parent {
         field("parent", format!("{} ({relation})", clean(parent.as_str())));
     }
     for child in &b.children {
-        field("child", format!("{} ({}, {})", clean(child.id.as_str()), child.relation, child.state));
+        field(
+            "child",
+            format!(
+                "{} ({}, {})",
+                clean(child.id.as_str()),
+                child.relation,
+                child.state
+            ),
+        );
     }
     for (dep, state) in &b.held_by {
-        field("held by dependency", format!("{} ({state})", clean(dep.as_str())));
+        field(
+            "held by dependency",
+            format!("{} ({state})", clean(dep.as_str())),
+        );
     }
     if let Some(p) = &b.pending_proposal {
         field("pending proposal", clean(p));
@@ -240,7 +302,9 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             clean(&o.id),
             format_instant(o.observed_at),
             clean(&o.describe()),
-            o.note.as_deref().map_or_else(String::new, |n| format!(" — {}", clean(n)))
+            o.note
+                .as_deref()
+                .map_or_else(String::new, |n| format!(" — {}", clean(n)))
         );
     }
     let _ = writeln!(out, "\n  prohibited now");
@@ -250,7 +314,12 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     let _ = writeln!(out, "\n  actions");
     for a in &b.actions {
         if a.allowed {
-            let _ = writeln!(out, "    ✓ {:<24} {}", a.label, a.effect.as_deref().unwrap_or(""));
+            let _ = writeln!(
+                out,
+                "    ✓ {:<24} {}",
+                a.label,
+                a.effect.as_deref().unwrap_or("")
+            );
         } else {
             let _ = writeln!(
                 out,
@@ -283,15 +352,30 @@ pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
     );
     let origin = op.created_at;
     let offset = |t: DateTime<Utc>| format!("+{}", human_duration((t - origin).num_seconds()));
-    let _ = writeln!(out, "  {:<9} created {}", offset(origin), format_instant(origin));
+    let _ = writeln!(
+        out,
+        "  {:<9} created {}",
+        offset(origin),
+        format_instant(origin)
+    );
     enum Event<'a> {
         Attempt(&'a crate::core::model::Attempt),
         Observation(&'a crate::core::model::Observation),
         Mark(&'static str, DateTime<Utc>),
     }
     let mut events: Vec<(DateTime<Utc>, Event)> = Vec::new();
-    events.extend(detail.attempts.iter().map(|a| (a.started_at, Event::Attempt(a))));
-    events.extend(detail.observations.iter().map(|o| (o.observed_at, Event::Observation(o))));
+    events.extend(
+        detail
+            .attempts
+            .iter()
+            .map(|a| (a.started_at, Event::Attempt(a))),
+    );
+    events.extend(
+        detail
+            .observations
+            .iter()
+            .map(|o| (o.observed_at, Event::Observation(o))),
+    );
     if let Some(t) = op.next_observation_at {
         events.push((t, Event::Mark("next observation", t)));
     }
@@ -307,9 +391,10 @@ pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
                 let gap = previous_end
                     .map(|p| format!(" gap {}", human_duration((a.started_at - p).num_seconds())))
                     .unwrap_or_default();
-                let duration = a
-                    .ended_at
-                    .map_or_else(|| "open".into(), |e| human_duration((e - a.started_at).num_seconds()));
+                let duration = a.ended_at.map_or_else(
+                    || "open".into(),
+                    |e| human_duration((e - a.started_at).num_seconds()),
+                );
                 let _ = writeln!(
                     out,
                     "  {:<9} #{} {} {} via {}: phase {}, {}{} ({duration}{gap})",
@@ -320,7 +405,8 @@ pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
                     a.layer.map_or("-", |l| l.as_str()),
                     a.phase,
                     a.outcome,
-                    a.http_status.map_or_else(String::new, |s| format!(" HTTP {s}"))
+                    a.http_status
+                        .map_or_else(String::new, |s| format!(" HTTP {s}"))
                 );
                 let _ = writeln!(
                     out,
@@ -339,7 +425,12 @@ pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
                     ))
                 );
                 if let Some(excerpt) = &a.response_excerpt {
-                    let _ = writeln!(out, "  {:<9}   quarantined output: «{}»", "", clean(excerpt));
+                    let _ = writeln!(
+                        out,
+                        "  {:<9}   quarantined output: «{}»",
+                        "",
+                        clean(excerpt)
+                    );
                 }
                 previous_end = Some(a.last_instant());
             }

@@ -1,6 +1,11 @@
 //! The operations store: one async trait, one implementation per backend. Every
 //! write commits its audit row in the same transaction as the change it records.
 
+pub mod codec;
+pub mod ingest_plan;
+pub mod sql;
+pub mod sqlite;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -47,6 +52,8 @@ pub enum StoreError {
 /// Which operations a listing shows. Empty vectors mean "any".
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OperationFilter {
+    /// Only the console's queue: held states and operations held by a dependency.
+    pub queue: bool,
     pub states: Vec<State>,
     pub tenants: Vec<String>,
     pub owners: Vec<String>,
@@ -98,6 +105,9 @@ pub enum IngestMode {
     Strict,
     /// Commit the good lines; the bad ones are returned for the rejects file.
     Quarantine,
+    /// Judge every line and report, commit nothing (the input had unparseable
+    /// lines already, so a strict ingest cannot commit).
+    DryRun,
 }
 
 /// What an ingest did.

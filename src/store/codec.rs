@@ -1,0 +1,204 @@
+//! How records live in a store, the same for every backend: each record keeps its
+//! canonical wire line, decoded with the same strict parser ingest uses, so that a
+//! row can never hold something the wire format could not say.
+
+use chrono::{DateTime, TimeZone, Utc};
+
+use super::StoreError;
+use crate::core::audit::{AuditDraft, AuditRow};
+use crate::core::clock::parse_instant;
+use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::{
+    Attempt, Contract, Expectation, Item, Observation, Operation, Risk, Role, State,
+};
+use crate::wire::{Record, parse_line, write_line};
+
+/// Milliseconds since the epoch, the unit of every ordering column.
+pub fn ms(at: DateTime<Utc>) -> i64 {
+    at.timestamp_millis()
+}
+
+/// The instant of an ordering column.
+pub fn from_ms(value: i64) -> Result<DateTime<Utc>, StoreError> {
+    Utc.timestamp_millis_opt(value)
+        .single()
+        .ok_or_else(|| corrupt(format!("instant {value} out of range")))
+}
+
+/// The ordering column for a next observation: unscheduled sorts last.
+pub fn observe_order(at: Option<DateTime<Utc>>) -> i64 {
+    at.map_or(i64::MAX, ms)
+}
+
+/// Higher is more urgent.
+pub fn risk_rank(risk: Risk) -> i64 {
+    match risk {
+        Risk::Low => 0,
+        Risk::Medium => 1,
+        Risk::High => 2,
+        Risk::Critical => 3,
+    }
+}
+
+/// The text stored in a `wire` column.
+pub fn encode(record: &Record) -> String {
+    write_line(record)
+}
+
+pub fn corrupt(what: String) -> StoreError {
+    StoreError::Other(format!(
+        "stored data is damaged ({what}); run `holdfast audit verify`"
+    ))
+}
+
+fn decode(wire: &str) -> Result<Record, StoreError> {
+    parse_line(wire.as_bytes(), 0).map_err(|errors| {
+        let reasons: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.reason))
+            .collect();
+        corrupt(format!(
+            "a stored record no longer parses: {}",
+            reasons.join("; ")
+        ))
+    })
+}
+
+macro_rules! decoder {
+    ($name:ident, $variant:ident, $ty:ty) => {
+        /// Decodes a stored wire line of this record type.
+        pub fn $name(wire: &str) -> Result<$ty, StoreError> {
+            match decode(wire)? {
+                Record::$variant(value) => Ok(value),
+                other => Err(corrupt(format!(
+                    "expected a {} record, found {}",
+                    stringify!($variant),
+                    other.type_name()
+                ))),
+            }
+        }
+    };
+}
+
+decoder!(contract, Contract, Contract);
+decoder!(operation, Operation, Operation);
+decoder!(attempt, Attempt, Attempt);
+decoder!(item, Item, Item);
+decoder!(observation, Observation, Observation);
+decoder!(expectation, Expectation, Expectation);
+
+/// The mutable columns of an operation, laid over its stored record.
+pub struct Current<'a> {
+    pub state: &'a str,
+    pub owner: &'a str,
+    pub next_observation_ms: Option<i64>,
+}
+
+/// An operation as it is now: its record with the columns reviewer actions change.
+pub fn current_operation(wire: &str, now: Current<'_>) -> Result<Operation, StoreError> {
+    let mut op = operation(wire)?;
+    op.state = parse_state(now.state)?;
+    now.owner.clone_into(&mut op.owner);
+    op.next_observation_at = now.next_observation_ms.map(from_ms).transpose()?;
+    Ok(op)
+}
+
+pub fn parse_state(text: &str) -> Result<State, StoreError> {
+    State::parse(text).ok_or_else(|| corrupt(format!("unknown state {text:?}")))
+}
+
+pub fn parse_id(text: &str) -> Result<OperationId, StoreError> {
+    OperationId::parse(text).map_err(|e| corrupt(format!("bad operation id {text:?}: {e}")))
+}
+
+/// The columns of one audit row, as every backend stores them.
+pub struct AuditColumns {
+    pub seq: i64,
+    pub operation: String,
+    pub action: String,
+    pub from_state: Option<String>,
+    pub to_state: Option<String>,
+    pub by_identity: String,
+    pub role: String,
+    pub policy: Option<String>,
+    pub on_behalf_of: Option<String>,
+    pub rationale: Option<String>,
+    pub evidence: String,
+    pub at: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+impl AuditColumns {
+    pub fn from_row(row: &AuditRow) -> AuditColumns {
+        let d = &row.draft;
+        AuditColumns {
+            seq: row.seq,
+            operation: d.operation.as_str().to_owned(),
+            action: d.action.clone(),
+            from_state: d.from.map(|s| s.as_str().to_owned()),
+            to_state: d.to.map(|s| s.as_str().to_owned()),
+            by_identity: d.by.clone(),
+            role: d.role.as_str().to_owned(),
+            policy: d.policy.clone(),
+            on_behalf_of: d.on_behalf_of.clone(),
+            rationale: d.rationale.clone(),
+            evidence: serde_json::Value::from(d.evidence.clone()).to_string(),
+            at: crate::core::clock::format_instant(d.at),
+            prev_hash: row.prev_hash.as_str().to_owned(),
+            hash: row.hash.as_str().to_owned(),
+        }
+    }
+
+    /// Decodes the row; the verifier reports a row that cannot be decoded as the
+    /// place the chain breaks.
+    pub fn into_row(self) -> Result<AuditRow, StoreError> {
+        let seq = self.seq;
+        let bad = |what: &str| corrupt(format!("audit row {seq}: {what}"));
+        let state = |text: Option<String>| -> Result<Option<State>, StoreError> {
+            text.map(|t| State::parse(&t).ok_or_else(|| bad("unknown state")))
+                .transpose()
+        };
+        let evidence: Vec<String> =
+            serde_json::from_str(&self.evidence).map_err(|_| bad("evidence is not a list"))?;
+        Ok(AuditRow {
+            seq,
+            draft: AuditDraft {
+                operation: OperationId::parse(&self.operation).map_err(|_| bad("operation id"))?,
+                action: self.action,
+                from: state(self.from_state)?,
+                to: state(self.to_state)?,
+                by: self.by_identity,
+                role: Role::parse(&self.role).ok_or_else(|| bad("unknown role"))?,
+                policy: self.policy,
+                on_behalf_of: self.on_behalf_of,
+                rationale: self.rationale,
+                evidence,
+                at: parse_instant(&self.at).map_err(|_| bad("time"))?,
+            },
+            prev_hash: Sha256::parse(&self.prev_hash).map_err(|_| bad("prev_hash"))?,
+            hash: Sha256::parse(&self.hash).map_err(|_| bad("hash"))?,
+        })
+    }
+}
+
+/// The wire lines stored for records a reviewer action creates.
+pub fn wire_of_item(item: &Item) -> String {
+    encode(&Record::Item(item.clone()))
+}
+
+pub fn wire_of_attempt(attempt: &Attempt) -> String {
+    encode(&Record::Attempt(attempt.clone()))
+}
+
+pub fn wire_of_observation(observation: &Observation) -> String {
+    encode(&Record::Observation(observation.clone()))
+}
+
+pub fn wire_of_operation(operation: &Operation) -> String {
+    encode(&Record::Operation(operation.clone()))
+}
+
+pub fn wire_of_expectation(expectation: &Expectation) -> String {
+    encode(&Record::Expectation(expectation.clone()))
+}

@@ -1,0 +1,112 @@
+//! SQL text both backends share: the `WHERE` clause of a listing and its `ORDER BY`,
+//! built over the same column names so that a filter means the same on either.
+
+use sqlx::{Database, Encode, QueryBuilder, Type};
+
+use super::codec::risk_rank;
+use super::{OperationFilter, SortOrder};
+use crate::core::model::State;
+
+/// The held states as an SQL list literal (they are fixed identifiers, not input).
+pub fn held_states_sql() -> String {
+    let states: Vec<String> = State::HELD
+        .iter()
+        .map(|s| format!("'{}'", s.as_str()))
+        .collect();
+    states.join(", ")
+}
+
+/// Appends ` AND column IN (…)` for a non-empty list.
+fn push_in<'a, DB, T>(qb: &mut QueryBuilder<DB>, column: &str, values: impl IntoIterator<Item = T>)
+where
+    DB: Database,
+    T: Encode<'a, DB> + Type<DB> + 'a,
+{
+    let values: Vec<T> = values.into_iter().collect();
+    if values.is_empty() {
+        return;
+    }
+    qb.push(format_args!(" AND {column} IN ("));
+    let mut list = qb.separated(", ");
+    for value in values {
+        list.push_bind(value);
+    }
+    list.push_unseparated(")");
+}
+
+/// Appends the filter as ` AND …` terms over the operations table aliased `o`
+/// (after a `WHERE 1=1`).
+pub fn push_filter<'a, DB>(qb: &mut QueryBuilder<DB>, filter: &OperationFilter)
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    if filter.queue {
+        qb.push(" AND o.queued = 1");
+    }
+    push_in(
+        qb,
+        "o.state",
+        filter.states.iter().map(|s| s.as_str().to_owned()),
+    );
+    push_in(qb, "o.tenant", filter.tenants.iter().cloned());
+    push_in(qb, "o.owner", filter.owners.iter().cloned());
+    push_in(
+        qb,
+        "o.failure_mode",
+        filter.modes.iter().map(|m| m.as_str().to_owned()),
+    );
+    push_in(
+        qb,
+        "o.risk_rank",
+        filter.risks.iter().map(|r| risk_rank(*r)),
+    );
+    if let Some(visible) = &filter.visible_tenants {
+        if visible.is_empty() {
+            qb.push(" AND 1 = 0");
+        } else {
+            push_in(qb, "o.tenant", visible.iter().cloned());
+        }
+    }
+    if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
+        let escaped = search
+            .trim()
+            .to_lowercase()
+            .replace('\\', "\\\\")
+            .replace('%', "\\%")
+            .replace('_', "\\_");
+        let pattern = format!("%{escaped}%");
+        qb.push(" AND (");
+        for (n, column) in [
+            "o.id",
+            "o.target",
+            "o.idempotency_key",
+            "o.business_key",
+            "o.correlation_id",
+        ]
+        .iter()
+        .enumerate()
+        {
+            if n > 0 {
+                qb.push(" OR ");
+            }
+            qb.push(format_args!("lower({column}) LIKE "));
+            qb.push_bind(pattern.clone());
+            qb.push(" ESCAPE '\\'");
+        }
+        qb.push(" OR EXISTS (SELECT 1 FROM attempts a WHERE a.operation = o.id AND lower(a.provider_request_id) LIKE ");
+        qb.push_bind(pattern);
+        qb.push(" ESCAPE '\\'))");
+    }
+}
+
+/// The `ORDER BY` of a listing; every order ends on the id so pages are stable.
+pub fn order_by(sort: SortOrder) -> &'static str {
+    match sort {
+        SortOrder::Urgency => " ORDER BY o.risk_rank DESC, o.observe_order, o.state_since_ms, o.id",
+        SortOrder::Age => " ORDER BY o.state_since_ms, o.id",
+        SortOrder::Id => " ORDER BY o.id",
+        SortOrder::Deadline => " ORDER BY o.deadline_ms IS NULL, o.deadline_ms, o.id",
+    }
+}
