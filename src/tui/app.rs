@@ -227,19 +227,11 @@ impl App {
     fn list(&mut self, keep: Option<OperationId>) -> Vec<Effect> {
         let generation = self.next_generation();
         let page_rows = self.page_rows();
-        match self.queue.request(generation, page_rows, keep, self.now) {
-            Some(query) => vec![Effect::List {
-                generation,
-                query: Box::new(query),
-            }],
-            None => {
-                self.say(
-                    "the filter names no held state: press t for all operations",
-                    true,
-                );
-                self.sync_root()
-            }
-        }
+        let query = self.queue.request(generation, page_rows, keep, self.now);
+        vec![Effect::List {
+            generation,
+            query: Box::new(query),
+        }]
     }
 
     /// A request for the operation on top of the detail stack.

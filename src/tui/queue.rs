@@ -6,13 +6,13 @@
 use chrono::{DateTime, Utc};
 
 use crate::core::ids::OperationId;
-use crate::core::model::{OperationRow, State};
+use crate::core::model::OperationRow;
 use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
 
 /// The two listings of the console.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Tab {
-    /// UNKNOWN, PARTIAL and BLOCKED operations.
+    /// UNKNOWN, PARTIAL and BLOCKED operations, and those held by a dependency.
     Held,
     /// Every operation the reviewer may see.
     All,
@@ -23,6 +23,14 @@ impl Tab {
         match self {
             Tab::Held => "Held queue",
             Tab::All => "All operations",
+        }
+    }
+
+    /// The title on narrow screens.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Tab::Held => "Held",
+            Tab::All => "All",
         }
     }
 }
@@ -130,26 +138,6 @@ impl QueueState {
         self.filter != OperationFilter::default() || !self.search.is_empty()
     }
 
-    /// The states asked for on this tab: on the held tab, the filter's states that
-    /// are held, or every held state. `None` when the filter names only states that
-    /// are never held, so the held tab cannot show anything.
-    pub fn states(&self) -> Option<Vec<State>> {
-        match self.tab {
-            Tab::All => Some(self.filter.states.clone()),
-            Tab::Held if self.filter.states.is_empty() => Some(State::HELD.to_vec()),
-            Tab::Held => {
-                let held: Vec<State> = self
-                    .filter
-                    .states
-                    .iter()
-                    .copied()
-                    .filter(|s| s.is_held())
-                    .collect();
-                (!held.is_empty()).then_some(held)
-            }
-        }
-    }
-
     /// The row under the selection, when it is on the page.
     pub fn selected_row(&self) -> Option<&OperationRow> {
         let index = self.selected.checked_sub(self.rows_offset)?;
@@ -157,30 +145,21 @@ impl QueueState {
     }
 
     /// A request for the page starting at the current offset, `page_rows` long;
-    /// `keep` asks for the selection to stay on that operation. `None` when the
-    /// tab's states leave nothing to ask for.
+    /// `keep` asks for the selection to stay on that operation.
     pub fn request(
         &mut self,
         generation: u64,
         page_rows: u16,
         keep: Option<OperationId>,
         now: DateTime<Utc>,
-    ) -> Option<ListQuery> {
+    ) -> ListQuery {
         let counts = OperationFilter {
             visible_tenants: self.visible_tenants.clone(),
             ..OperationFilter::default()
         };
-        let Some(states) = self.states() else {
-            self.pending = None;
-            self.rows.clear();
-            self.total = 0;
-            self.selected = 0;
-            self.selected_id = None;
-            return None;
-        };
         let search = self.search.trim();
         let filter = OperationFilter {
-            states,
+            queue: self.tab == Tab::Held,
             search: (!search.is_empty()).then(|| search.to_owned()),
             visible_tenants: self.visible_tenants.clone(),
             ..self.filter.clone()
@@ -190,7 +169,7 @@ impl QueueState {
             offset: self.offset,
             keep,
         });
-        Some(ListQuery {
+        ListQuery {
             filter,
             counts,
             sort: self.sort,
@@ -199,7 +178,7 @@ impl QueueState {
                 limit: u64::from(page_rows.max(1)),
             },
             now,
-        })
+        }
     }
 
     /// Starts the listing over at its first row (new tab, sort, filter or search).

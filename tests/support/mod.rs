@@ -1,5 +1,6 @@
 //! Shared fixtures for the console tests.
 #![allow(dead_code)]
 
+pub mod console;
 pub mod hostile;
 pub mod stores;

@@ -1,5 +1,7 @@
 //! The evidence pane: every field of the bundle the core assembled (DESIGN §4),
-//! laid out in the order a reviewer reads them. Nothing here decides anything: the
+//! laid out in the order a reviewer at 3 a.m. needs them: what went wrong and what
+//! the matrix recommends, what is prohibited and allowed now, the budget and
+//! owner, what was verified, then identity, approval and identifiers. Nothing here decides anything: the
 //! recommendation, what is prohibited and which actions are allowed all come from
 //! the bundle.
 
@@ -34,6 +36,142 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
         ),
     ]));
     links(&mut doc, theme, frame);
+
+    section(&mut doc, theme, "Decision");
+    doc.field(
+        theme,
+        "failure mode",
+        Clean::new(b.failure_mode.map_or("-", |m| m.as_str())),
+        theme.plain(),
+    );
+    doc.field(
+        theme,
+        "recommendation",
+        Clean::new(&b.recommendation.decision.to_string()),
+        theme.title(),
+    );
+    doc.field(
+        theme,
+        "  because",
+        Clean::new(&b.recommendation.reason),
+        theme.plain(),
+    );
+
+    section(&mut doc, theme, "Prohibited now");
+    if b.prohibited.is_empty() {
+        doc.push(line(vec![span(
+            Clean::new("  nothing beyond the refused actions below"),
+            theme.dim(),
+        )]));
+    }
+    for p in &b.prohibited {
+        doc.push_indented(
+            line(vec![span(Clean::new(&format!("  ✗ {p}")), theme.alert())]),
+            4,
+        );
+    }
+
+    section(&mut doc, theme, "Actions the core allows now");
+    let width = b
+        .actions
+        .iter()
+        .map(|a| a.label.chars().count())
+        .max()
+        .unwrap_or(0);
+    let indent = u16::try_from(width + 5).unwrap_or(LABEL_WIDTH);
+    let allowed: Vec<_> = b.actions.iter().filter(|a| a.allowed).collect();
+    if allowed.is_empty() {
+        doc.push(line(vec![span(
+            Clean::new("  none for you right now"),
+            theme.warn(),
+        )]));
+    }
+    for a in allowed {
+        doc.push_indented(
+            line(vec![
+                span(
+                    Clean::new(&format!("  ✓ {:<width$} ", a.label)),
+                    theme.good(),
+                ),
+                span(Clean::new(a.effect.as_deref().unwrap_or("")), theme.plain()),
+            ]),
+            indent,
+        );
+    }
+    section(&mut doc, theme, "Budget and ownership");
+    budget(&mut doc, theme, b);
+    doc.field(theme, "owner", Clean::new(&b.owner), theme.plain());
+    let next = when_relative(b.next_observation_at, now);
+    if b.next_observation_overdue {
+        doc.field(
+            theme,
+            "next observation",
+            Clean::new(&format!("{next} · OVERDUE")),
+            theme.alert(),
+        );
+    } else {
+        doc.field(theme, "next observation", Clean::new(&next), theme.plain());
+    }
+    for (id, state) in &b.held_by {
+        doc.field(
+            theme,
+            "held by",
+            Clean::new(&format!(
+                "{id} ({state}): cannot be confirmed to a customer"
+            )),
+            theme.warn(),
+        );
+    }
+    if let Some(p) = &b.pending_proposal {
+        doc.field(theme, "pending proposal", Clean::new(p), theme.warn());
+    }
+
+    section(&mut doc, theme, "Verified state");
+    match &b.last_verified {
+        Some((what, at)) => doc.field(
+            theme,
+            "last verified",
+            Clean::new(&format!(
+                "{what} · {} ({})",
+                format_instant(*at),
+                relative(*at, now)
+            )),
+            theme.plain(),
+        ),
+        None => doc.field(
+            theme,
+            "last verified",
+            Clean::new("never observed"),
+            theme.warn(),
+        ),
+    }
+    if b.observations.is_empty() {
+        doc.field(theme, "observations", Clean::new("none"), theme.dim());
+    }
+    for o in &b.observations {
+        let found = if o.found { "found" } else { "not found" };
+        let effects = o.effect_count.map_or_else(String::new, |n| {
+            format!(" · {n} effect{}", if n == 1 { "" } else { "s" })
+        });
+        doc.field(
+            theme,
+            &format!("observation {}", o.id),
+            Clean::new(&format!(
+                "{} · {} · {found}{effects}",
+                format_instant(o.observed_at),
+                o.source
+            )),
+            if o.found { theme.plain() } else { theme.warn() },
+        );
+        if let Some(m) = &o.matches {
+            doc.push_indented(matches_line(theme, m), LABEL_WIDTH);
+        }
+        if let Some(note) = &o.note {
+            for piece in Clean::lines(note) {
+                doc.field(theme, "  note", piece, theme.dim());
+            }
+        }
+    }
 
     section(&mut doc, theme, "Identity and approval");
     doc.field(
@@ -136,7 +274,16 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
                     format!("until {} ({})", format_instant(t), relative(t, now)),
                     theme.plain(),
                 ),
-                None => ("no retention known".to_owned(), theme.dim()),
+                None => match k.retention_hours {
+                    Some(h) => (
+                        format!("{h}h from the first request (none sent yet)"),
+                        theme.plain(),
+                    ),
+                    None => (
+                        "no retention documented by the contract".to_owned(),
+                        theme.warn(),
+                    ),
+                },
             };
             doc.field(theme, "  protects", Clean::new(&text), style);
             if !k.conflicts.is_empty() {
@@ -182,142 +329,6 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
         },
     );
 
-    section(&mut doc, theme, "Verified state");
-    match &b.last_verified {
-        Some((what, at)) => doc.field(
-            theme,
-            "last verified",
-            Clean::new(&format!(
-                "{what} · {} ({})",
-                format_instant(*at),
-                relative(*at, now)
-            )),
-            theme.plain(),
-        ),
-        None => doc.field(
-            theme,
-            "last verified",
-            Clean::new("never observed"),
-            theme.warn(),
-        ),
-    }
-    if b.observations.is_empty() {
-        doc.field(theme, "observations", Clean::new("none"), theme.dim());
-    }
-    for o in &b.observations {
-        let found = if o.found { "found" } else { "not found" };
-        let effects = o.effect_count.map_or_else(String::new, |n| {
-            format!(" · {n} effect{}", if n == 1 { "" } else { "s" })
-        });
-        doc.field(
-            theme,
-            &format!("observation {}", o.id),
-            Clean::new(&format!(
-                "{} · {} · {found}{effects}",
-                format_instant(o.observed_at),
-                o.source
-            )),
-            if o.found { theme.plain() } else { theme.warn() },
-        );
-        if let Some(m) = &o.matches {
-            doc.push_indented(matches_line(theme, m), LABEL_WIDTH);
-        }
-        if let Some(note) = &o.note {
-            for piece in Clean::lines(note) {
-                doc.field(theme, "  note", piece, theme.dim());
-            }
-        }
-    }
-
-    section(&mut doc, theme, "Budget and ownership");
-    budget(&mut doc, theme, b);
-    doc.field(theme, "owner", Clean::new(&b.owner), theme.plain());
-    let next = when_relative(b.next_observation_at, now);
-    if b.next_observation_overdue {
-        doc.field(
-            theme,
-            "next observation",
-            Clean::new(&format!("{next} · OVERDUE")),
-            theme.alert(),
-        );
-    } else {
-        doc.field(theme, "next observation", Clean::new(&next), theme.plain());
-    }
-    for (id, state) in &b.held_by {
-        doc.field(
-            theme,
-            "held by",
-            Clean::new(&format!(
-                "{id} ({state}): cannot be confirmed to a customer"
-            )),
-            theme.warn(),
-        );
-    }
-    if let Some(p) = &b.pending_proposal {
-        doc.field(theme, "pending proposal", Clean::new(p), theme.warn());
-    }
-
-    section(&mut doc, theme, "Decision");
-    doc.field(
-        theme,
-        "failure mode",
-        Clean::new(b.failure_mode.map_or("-", |m| m.as_str())),
-        theme.plain(),
-    );
-    doc.field(
-        theme,
-        "recommendation",
-        Clean::new(&b.recommendation.decision.to_string()),
-        theme.title(),
-    );
-    doc.field(
-        theme,
-        "  because",
-        Clean::new(&b.recommendation.reason),
-        theme.plain(),
-    );
-
-    section(&mut doc, theme, "Prohibited now");
-    if b.prohibited.is_empty() {
-        doc.push(line(vec![span(
-            Clean::new("  nothing beyond the refused actions below"),
-            theme.dim(),
-        )]));
-    }
-    for p in &b.prohibited {
-        doc.push_indented(
-            line(vec![span(Clean::new(&format!("  ✗ {p}")), theme.alert())]),
-            4,
-        );
-    }
-
-    section(&mut doc, theme, "Actions the core allows now");
-    let width = b
-        .actions
-        .iter()
-        .map(|a| a.label.chars().count())
-        .max()
-        .unwrap_or(0);
-    let indent = u16::try_from(width + 5).unwrap_or(LABEL_WIDTH);
-    let allowed: Vec<_> = b.actions.iter().filter(|a| a.allowed).collect();
-    if allowed.is_empty() {
-        doc.push(line(vec![span(
-            Clean::new("  none for you right now"),
-            theme.warn(),
-        )]));
-    }
-    for a in allowed {
-        doc.push_indented(
-            line(vec![
-                span(
-                    Clean::new(&format!("  ✓ {:<width$} ", a.label)),
-                    theme.good(),
-                ),
-                span(Clean::new(a.effect.as_deref().unwrap_or("")), theme.plain()),
-            ]),
-            indent,
-        );
-    }
     section(&mut doc, theme, "Refused now");
     for a in b.actions.iter().filter(|a| !a.allowed) {
         let rule = a.rule.map_or_else(String::new, |r| format!("{r} "));

@@ -2,7 +2,7 @@
 //! search and sort, always visible) and the status bar at the bottom.
 
 use ratatui::Frame;
-use ratatui::layout::Rect;
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Span;
 use ratatui::widgets::Paragraph;
 
@@ -13,19 +13,25 @@ use crate::core::sanitize::Clean;
 use crate::tui::app::App;
 use crate::tui::filter;
 use crate::tui::keymap::{Command, Context};
+use crate::tui::layout;
 use crate::tui::queue::{Tab, sort_name};
 use crate::tui::widgets::{line, span};
 
 pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     let theme = app.theme;
-    let mut parts: Vec<Span<'static>> = vec![span(Clean::new(" holdfast "), theme.title())];
+    let wide = layout::is_wide(app.size);
+    let mut parts: Vec<Span<'static>> = Vec::new();
+    if wide {
+        parts.push(span(Clean::new(" holdfast "), theme.title()));
+    }
     for tab in [Tab::Held, Tab::All] {
         let style = if tab == app.queue.tab {
             theme.selected().patch(theme.title())
         } else {
             theme.dim()
         };
-        parts.push(span(Clean::new(&format!(" {} ", tab.title())), style));
+        let name = if wide { tab.title() } else { tab.short_title() };
+        parts.push(span(Clean::new(&format!(" {name} ")), style));
     }
     parts.push(span(Clean::new(" │"), theme.dim()));
     match &app.queue.counts {
@@ -77,11 +83,6 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
             }
         }
     }
-    let clock = if app.frozen { "frozen" } else { "now" };
-    parts.push(span(
-        Clean::new(&format!(" │ {clock} {}", format_instant(app.now))),
-        theme.dim(),
-    ));
     frame.render_widget(Paragraph::new(line(parts)), header);
 
     if let Some(prompt) = &app.prompt {
@@ -106,13 +107,26 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         span(Clean::new(&search_text), search_style),
         span(Clean::new("  sort "), theme.label()),
         span(Clean::new(sort_name(app.queue.sort)), theme.plain()),
-        span(Clean::new("  as "), theme.label()),
-        span(
-            Clean::new(&format!("{} ({})", app.actor.identity, app.actor.role)),
-            theme.plain(),
-        ),
     ]);
-    frame.render_widget(Paragraph::new(query_line), query);
+    let clock = if app.frozen { "frozen" } else { "now" };
+    let clock = format!("{clock} {} ", format_instant(app.now));
+    let who = format!("as {} ({}) · ", app.actor.identity, app.actor.role);
+    let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
+    let right = if who.chars().count() + clock.chars().count() <= room {
+        format!("{who}{clock}")
+    } else if clock.chars().count() <= room {
+        clock
+    } else {
+        String::new()
+    };
+    let right_width = u16::try_from(right.chars().count()).unwrap_or(u16::MAX);
+    let [left_area, right_area] =
+        Layout::horizontal([Constraint::Min(0), Constraint::Length(right_width)]).areas(query);
+    frame.render_widget(Paragraph::new(query_line), left_area);
+    frame.render_widget(
+        Paragraph::new(line(vec![span(Clean::new(&right), theme.dim())])),
+        right_area,
+    );
 }
 
 /// The status message, or the keys that matter here.

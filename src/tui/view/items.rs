@@ -23,7 +23,7 @@ struct Ctx {
 const COLUMNS: &[Column<Item, Ctx>] = &[
     Column {
         header: "#",
-        width: 4,
+        width: 3,
         priority: 0,
         cell: |i, c| (Clean::new(&i.index.to_string()), c.theme.plain()),
     },
@@ -35,7 +35,7 @@ const COLUMNS: &[Column<Item, Ctx>] = &[
     },
     Column {
         header: "AUTHORITATIVE ID",
-        width: 18,
+        width: 16,
         priority: 1,
         cell: |i, c| match &i.authoritative_id {
             Some(id) => (Clean::new(id), c.theme.plain()),
@@ -45,8 +45,8 @@ const COLUMNS: &[Column<Item, Ctx>] = &[
     },
     Column {
         header: "COVERED BY",
-        width: 24,
-        priority: 2,
+        width: 20,
+        priority: 1,
         cell: |i, c| {
             let covers: Vec<String> = c
                 .children
@@ -65,8 +65,8 @@ const COLUMNS: &[Column<Item, Ctx>] = &[
     },
     Column {
         header: "LABEL",
-        width: 24,
-        priority: 1,
+        width: 20,
+        priority: 2,
         cell: |i, c| {
             (
                 Clean::new(i.label.as_deref().unwrap_or("-")),

@@ -26,7 +26,7 @@ struct Ctx {
 const COLUMNS: &[Column<OperationRow, Ctx>] = &[
     Column {
         header: "STATE",
-        width: 8,
+        width: 9,
         priority: 0,
         cell: |r, c| {
             let state = r.operation.state;

@@ -25,6 +25,8 @@ const STEPS: [i64; 20] = [
     1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400,
     172_800, 604_800,
 ];
+/// How far past the last event a mark may be and still stretch the axis.
+const REACH_MS: i64 = 15 * 60 * 1000;
 /// Columns wanted between two ticks.
 const TICK_COLUMNS: i64 = 10;
 
@@ -137,19 +139,29 @@ pub fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16) -> Doc
         style: theme.title(),
         note: String::new(),
     });
-    let span_ms = (core_end - origin).num_milliseconds().max(60_000);
-    let reach = core_end + Duration::milliseconds(span_ms * 3);
+    // The axis covers the attempts and observations, and now when it is not far
+    // off; the other marks join it when that at most doubles it (or adds a
+    // quarter of an hour), else they are drawn at the edge as off the scale.
+    let settle = |base: DateTime<Utc>, t: DateTime<Utc>| {
+        let stretch = (base - origin).num_milliseconds().max(REACH_MS);
+        t >= origin && t <= base + Duration::milliseconds(stretch)
+    };
+    let base = if settle(core_end, now) {
+        core_end.max(now)
+    } else {
+        core_end
+    };
     let end = marks
         .iter()
         .map(|m| m.at)
-        .filter(|t| *t >= origin && *t <= reach)
-        .chain([core_end, origin + Duration::seconds(1)])
+        .filter(|t| settle(base, *t))
+        .chain([base, origin + Duration::seconds(1)])
         .max()
-        .unwrap_or(core_end);
+        .unwrap_or(base);
     let axis = width.saturating_sub(LABEL);
     doc.push(line(vec![span(
         Clean::new(&format!(
-            "axis from {} to {} ({}); +offsets from the start",
+            "axis {} to {} ({})",
             format_instant(origin),
             format_instant(end),
             human_duration((end - origin).num_seconds())
