@@ -83,14 +83,7 @@ async fn snapshots_of_every_screen_at_every_size() {
 #[tokio::test]
 async fn the_queue_is_held_operations_by_urgency_with_counts_and_overdue() {
     let h = Harness::new(PACKET, 200, 50).await;
-    let ids: Vec<&str> = h
-        .app
-        .queue
-        .rows
-        .iter()
-        .map(|r| r.operation.id.as_str())
-        .collect();
-    assert_eq!(ids, ["F21", "F09", "F30", "F41", "F12", "F10", "F44"]);
+    assert_eq!(h.ids(), ["F21", "F09", "F30", "F41", "F12", "F10", "F44"]);
     let screen = h.screen();
     assert!(screen.contains("UNKNOWN 2 PARTIAL 1 BLOCKED 3"), "{screen}");
     assert!(screen.contains("overdue 2"), "{screen}");
@@ -217,14 +210,7 @@ async fn filter_applies_on_enter_is_always_visible_and_reports_bad_terms() {
     h.keys("tenant:northwind").await;
     h.key(KeyCode::Enter).await;
     assert!(h.app.prompt.is_none());
-    let ids: Vec<&str> = h
-        .app
-        .queue
-        .rows
-        .iter()
-        .map(|r| r.operation.id.as_str())
-        .collect();
-    assert_eq!(ids, ["F41", "F12"]);
+    assert_eq!(h.ids(), ["F41", "F12"]);
     assert!(h.screen().contains("filter tenant:northwind"));
     h.key(KeyCode::Char('t')).await;
     assert_eq!(
@@ -239,17 +225,9 @@ async fn sort_cycles_through_the_orders() {
     let mut h = Harness::new(PACKET, 80, 24).await;
     h.key(KeyCode::Char('s')).await;
     assert!(h.screen().contains("sort age"));
-    let first = h.app.queue.rows[0].operation.id.to_string();
-    assert_eq!(first, "F10", "the oldest in its state first");
+    assert_eq!(h.ids()[0], "F10", "the oldest in its state first");
     h.key(KeyCode::Char('s')).await;
-    let ids: Vec<&str> = h
-        .app
-        .queue
-        .rows
-        .iter()
-        .map(|r| r.operation.id.as_str())
-        .collect();
-    assert_eq!(ids, ["F09", "F10", "F12", "F21", "F30", "F41", "F44"]);
+    assert_eq!(h.ids(), ["F09", "F10", "F12", "F21", "F30", "F41", "F44"]);
     h.key(KeyCode::Char('s')).await;
     h.key(KeyCode::Char('s')).await;
     assert!(h.screen().contains("sort urgency"));

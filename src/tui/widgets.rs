@@ -294,3 +294,51 @@ impl Prompt {
         frame.render_widget(&self.area, input);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line<'static>]) -> Vec<String> {
+        lines.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn wrapping_breaks_after_spaces_and_indents_continuations() {
+        let line = Line::from("label  one two three four five");
+        assert_eq!(
+            texts(&wrap(&line, 16, 7)),
+            ["label  one two ", "       three ", "       four five"]
+        );
+        assert_eq!(texts(&wrap(&Line::default(), 10, 2)), [""]);
+    }
+
+    #[test]
+    fn long_words_are_cut_and_wide_characters_never_split() {
+        let hash = Line::from("sha256:0123456789abcdef");
+        assert_eq!(
+            texts(&wrap(&hash, 10, 2)),
+            ["sha256:012", "  3456789a", "  bcdef"]
+        );
+        let wide = Line::from("世界世界世");
+        assert_eq!(texts(&wrap(&wide, 5, 0)), ["世界", "世界", "世"]);
+        assert_eq!(
+            texts(&wrap(&wide, 1, 0)).len(),
+            5,
+            "a too-narrow width still progresses"
+        );
+    }
+
+    #[test]
+    fn styles_survive_wrapping_and_scroll_limits_are_exact() {
+        let line = Line::from(vec![
+            Span::styled("ab", Style::new().bold()),
+            Span::raw("cd"),
+        ]);
+        let wrapped = wrap(&line, 3, 0);
+        assert_eq!(wrapped[0].spans[0].style, Style::new().bold());
+        assert_eq!(wrapped[0].spans[1].content, "c");
+        assert_eq!(max_scroll(10, 4), 6);
+        assert_eq!(max_scroll(3, 4), 0);
+    }
+}

@@ -158,6 +158,16 @@ impl Harness {
         self.app.queue.selected_id.as_ref().map(ToString::to_string)
     }
 
+    /// The ids of the queue page on screen, in order.
+    pub fn ids(&self) -> Vec<String> {
+        self.app
+            .queue
+            .rows
+            .iter()
+            .map(|r| r.operation.id.to_string())
+            .collect()
+    }
+
     /// The id of the operation open on top of the detail stack.
     pub fn open(&self) -> Option<String> {
         self.app.detail.top().map(|f| f.id.to_string())

@@ -64,12 +64,8 @@ pub fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16) -> Doc
     let op = &detail.row.operation;
     let budget = &loaded.bundle.budget;
     let mut doc = Doc::default();
-    let requests = detail
-        .attempts
-        .iter()
-        .filter(|a| a.kind == AttemptKind::Request)
-        .count();
-    let queries = detail.attempts.len() - requests;
+    let queries = usize::try_from(budget.status_queries).unwrap_or(usize::MAX);
+    let requests = detail.attempts.len().saturating_sub(queries);
     let max = budget
         .max_attempts
         .map_or_else(|| "-".to_owned(), |m| m.to_string());
