@@ -260,6 +260,18 @@ async fn the_wheel_scrolls_the_pane_under_the_pointer() {
     assert_eq!(h.selected().as_deref(), Some("F09"));
     h.wheel(false, queue.x + 2, queue.y + 2).await;
     assert_eq!(h.selected().as_deref(), Some("F21"));
+    assert_eq!(h.open().as_deref(), Some("F21"), "the detail follows");
+
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.open().as_deref(), Some("F22"), "a child followed");
+    h.wheel(true, queue.x + 2, queue.y + 2).await;
+    assert_eq!(
+        h.app.focus,
+        Pane::Queue,
+        "the wheel over the queue browses it"
+    );
+    assert_eq!(h.open().as_deref(), Some("F09"));
 }
 
 #[tokio::test]

@@ -689,7 +689,12 @@ impl App {
         if self.help || self.prompt.is_some() {
             return Vec::new();
         }
-        match self.areas().pane_at(mouse.column, mouse.row) {
+        let pane = self.areas().pane_at(mouse.column, mouse.row);
+        if pane == Some(Pane::Queue) && self.focus != Pane::Queue {
+            // Browsing the queue again: the detail follows its selection.
+            self.focus = Pane::Queue;
+        }
+        match pane {
             Some(pane @ (Pane::Evidence | Pane::Timeline)) => {
                 self.scroll(pane, delta * WHEEL_LINES)
             }
