@@ -374,7 +374,7 @@ async fn an_operation_leaving_the_list_moves_the_selection_with_a_note() {
     h.poll().await;
     assert_eq!(h.app.queue.total, 6);
     assert_eq!(h.selected().as_deref(), Some("F10"));
-    assert!(h.screen().contains("F44 is no longer in this list"));
+    assert!(h.screen().contains("F44 is no longer on this page"));
 }
 
 #[tokio::test]
@@ -414,4 +414,23 @@ async fn times_are_relative_to_the_frozen_now() {
     let h = Harness::new(PACKET, 200, 50).await;
     assert_eq!(h.app.now, now());
     assert!(h.screen().contains("frozen 2026-09-05T10:04:00Z"));
+}
+
+#[tokio::test]
+async fn a_timeline_spanning_decades_draws_without_hanging() {
+    let packet = format!(
+        "{}\n{}\n{}\n",
+        PACKET.lines().next().unwrap(),
+        r#"{"type":"operation","id":"F70","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:1","payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000070","risk":"low","owner":"integrations","state":"UNKNOWN","deadline":"2090-01-01T00:00:00Z","next_observation_at":"1999-01-01T00:00:00Z","created_at":"2000-01-01T00:00:00Z"}"#,
+        r#"{"type":"attempt","id":"A099","operation":"F70","seq":1,"kind":"request","started_at":"2026-09-05T10:00:00Z","phase":"request_sent","outcome":"timeout","retry_after":"2060-01-01T00:00:00Z"}"#,
+    );
+    let mut h = Harness::new(&packet, 80, 24).await;
+    open(&mut h, "F70", Pane::Timeline).await;
+    for width in [80, 160, 13, 12, 200] {
+        h.resize(width, 40).await;
+        let screen = h.screen();
+        if width >= 80 {
+            assert!(screen.contains("#1 req"), "{screen}");
+        }
+    }
 }

@@ -316,7 +316,9 @@ impl App {
                 .as_ref()
                 .map_or_else(|| "nothing".to_owned(), ToString::to_string);
             self.say(
-                &format!("{lost} is no longer in this list; the selection moved to {now_on}"),
+                &format!(
+                    "{lost} is no longer on this page (it changed or left the list); the selection moved to {now_on}"
+                ),
                 true,
             );
         }

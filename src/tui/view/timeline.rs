@@ -244,11 +244,12 @@ fn offset_signed(at: DateTime<Utc>, origin: DateTime<Utc>) -> String {
 /// The axis with its ticks, one bar row per attempt, and the mark rows.
 fn chart(doc: &mut Doc, theme: Theme, detail: &OperationDetail, marks: &[Mark], scale: &Scale) {
     let total_s = (scale.millis / 1000).max(1);
+    let columns = i64::from(scale.columns.max(1));
     let step = STEPS
         .iter()
         .copied()
-        .find(|s| s * i64::from(scale.columns) / total_s >= TICK_COLUMNS)
-        .unwrap_or(STEPS[STEPS.len() - 1]);
+        .find(|s| s * columns / total_s >= TICK_COLUMNS)
+        .unwrap_or_else(|| total_s * TICK_COLUMNS / columns + 1);
     let mut labels = vec![(' ', theme.dim()); usize::from(scale.columns)];
     let mut ticks = vec![('─', theme.dim()); usize::from(scale.columns)];
     let mut free_from = 0;
