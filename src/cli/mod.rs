@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod render;
+pub mod report;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
@@ -123,6 +124,11 @@ pub enum Command {
     Db {
         #[command(subcommand)]
         command: DbCommand,
+    },
+    /// The seven metrics, the release gate and the operational figures.
+    Report {
+        #[arg(long)]
+        json: bool,
     },
     /// Print shell completions.
     Completions {
@@ -331,6 +337,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             println!("store {} is migrated and ready", store.location());
             Ok(exit::OK)
         }
+        Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());

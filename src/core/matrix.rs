@@ -256,7 +256,7 @@ fn transport(mode: FailureMode, input: &RetryInput) -> Recommendation {
 }
 
 /// Outcomes after which the provider's verdict is unknown to the client.
-fn ambiguous(outcome: Outcome) -> bool {
+pub fn ambiguous(outcome: Outcome) -> bool {
     matches!(
         outcome,
         Outcome::Timeout | Outcome::ConnectionReset | Outcome::InvalidResponse

@@ -6,6 +6,7 @@ pub mod clock;
 pub mod evidence;
 pub mod ids;
 pub mod matrix;
+pub mod metrics;
 pub mod model;
 pub mod rules;
 pub mod sanitize;

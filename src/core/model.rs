@@ -415,6 +415,8 @@ pub struct Dataset {
     pub observations: Vec<Observation>,
     pub audit: Vec<AuditRow>,
     pub expectations: Vec<Expectation>,
+    /// Every proposal, open or closed (the pending ones are an operational figure).
+    pub proposals: Vec<Proposal>,
 }
 
 /// One row of the queue: the operation plus the figures the queue shows.

@@ -3,6 +3,7 @@
 
 pub mod codec;
 pub mod ingest_plan;
+pub mod rows;
 pub mod sql;
 pub mod sqlite;
 

@@ -3,7 +3,7 @@
 //! scripts on one host take turns instead of failing with `database is locked`.
 
 use std::borrow::Cow;
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -11,23 +11,23 @@ use std::time::Duration;
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
+use sqlx::query_builder::Separated;
 use sqlx::sqlite::{
     SqliteConnectOptions, SqliteJournalMode, SqlitePool, SqlitePoolOptions, SqliteRow,
     SqliteSynchronous,
 };
 use sqlx::{AssertSqlSafe, QueryBuilder, Row, SqlSafeStr, Sqlite, SqliteConnection};
 
-use super::codec::{self, AuditColumns, Current, from_ms, ms, observe_order, risk_rank};
+use super::codec::{self, AuditColumns, Current, from_ms, ms, observe_order};
 use super::ingest_plan::{self, Known, Plan, RecordKey, StoredOperation};
+use super::rows::{OperationColumns, RecordColumns, plan_rows};
 use super::sql::{held_states_sql, order_by, push_filter};
 use super::{
     IngestMode, IngestReport, OperationFilter, Page, QueueCounts, SortOrder, Store, StoreError,
 };
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus, ChainVerifier, genesis, seal};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{
-    ChildLink, Dataset, Operation, OperationDetail, OperationRow, Proposal, Role, State,
-};
+use crate::core::model::{ChildLink, Dataset, OperationDetail, OperationRow, Proposal};
 use crate::core::rules::Commit;
 use crate::wire::{Numbered, Record};
 
@@ -190,41 +190,6 @@ async fn head(conn: &mut SqliteConnection) -> Result<Head, StoreError> {
     }
 }
 
-/// Seals `draft` after the head and inserts it; the head moves on.
-async fn append(
-    conn: &mut SqliteConnection,
-    head: &mut Head,
-    draft: AuditDraft,
-) -> Result<AuditRow, StoreError> {
-    let row = seal(&head.hash, head.seq + 1, draft);
-    let c = AuditColumns::from_row(&row);
-    sqlx::query(
-        "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
-         policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(c.seq)
-    .bind(c.operation)
-    .bind(c.action)
-    .bind(c.from_state)
-    .bind(c.to_state)
-    .bind(c.by_identity)
-    .bind(c.role)
-    .bind(c.policy)
-    .bind(c.on_behalf_of)
-    .bind(c.rationale)
-    .bind(c.evidence)
-    .bind(c.at)
-    .bind(c.prev_hash)
-    .bind(c.hash)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    head.seq = row.seq;
-    head.hash = row.hash.clone();
-    Ok(row)
-}
-
 fn audit_row(row: &SqliteRow) -> Result<AuditRow, StoreError> {
     AuditColumns {
         seq: row.try_get("seq").map_err(db)?,
@@ -248,114 +213,177 @@ fn audit_row(row: &SqliteRow) -> Result<AuditRow, StoreError> {
 const AUDIT_COLUMNS: &str = "seq, operation, action, from_state, to_state, by_identity, role, \
      policy, on_behalf_of, rationale, evidence, at, prev_hash, hash";
 
-/// Inserts a new operation in `state`.
-async fn insert_operation(
+/// Rows per multi-row statement: well under SQLite's bound-parameter limit.
+const PARAMS_PER_STATEMENT: usize = 30_000;
+
+/// Inserts rows in multi-row statements; `push` binds one row's values.
+async fn insert_many<T>(
     conn: &mut SqliteConnection,
-    op: &Operation,
-    state: State,
-    state_since: DateTime<Utc>,
-    version: i64,
-    record_hash: Option<&str>,
+    prefix: &'static str,
+    columns: usize,
+    rows: &[T],
+    push: fn(&mut Separated<'_, Sqlite, &'static str>, &T),
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO operations (id, tenant, tool, owner, state, risk_rank, failure_mode, target, \
-         payload_hash, idempotency_key, business_key, correlation_id, parent, max_attempts, \
-         deadline_ms, created_ms, state_since_ms, next_observation_ms, observe_order, queued, \
-         version, wire, record_hash) \
-         VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 0, ?, ?, ?)",
-    )
-    .bind(op.id.as_str())
-    .bind(&op.tenant)
-    .bind(&op.tool)
-    .bind(&op.owner)
-    .bind(state.as_str())
-    .bind(risk_rank(op.risk))
-    .bind(op.failure_mode.map(|m| m.as_str()))
-    .bind(&op.target)
-    .bind(op.payload_hash.as_str())
-    .bind(&op.idempotency_key)
-    .bind(&op.business_key)
-    .bind(&op.correlation_id)
-    .bind(op.parent.as_ref().map(OperationId::as_str))
-    .bind(op.max_attempts.map(i64::from))
-    .bind(op.deadline.map(ms))
-    .bind(ms(op.created_at))
-    .bind(ms(state_since))
-    .bind(op.next_observation_at.map(ms))
-    .bind(observe_order(op.next_observation_at))
-    .bind(version)
-    .bind(codec::wire_of_operation(op))
-    .bind(record_hash)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    for dep in &op.depends_on {
-        sqlx::query("INSERT OR IGNORE INTO dependencies (operation, depends_on) VALUES (?, ?)")
-            .bind(op.id.as_str())
-            .bind(dep.as_str())
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
+    for part in rows.chunks((PARAMS_PER_STATEMENT / columns).max(1)) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(prefix);
+        qb.push_values(part, |mut b, row| push(&mut b, row));
+        qb.build().execute(&mut *conn).await.map_err(db)?;
     }
     Ok(())
 }
 
-async fn insert_attempt(
+/// Runs `SELECT … WHERE column IN (…)` over `keys` in chunks, returning every row.
+async fn select_in(
     conn: &mut SqliteConnection,
-    attempt: &crate::core::model::Attempt,
-    hash: &str,
-) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, wire, record_hash) \
-         VALUES (?, ?, ?, ?, ?, ?, ?)",
-    )
-    .bind(&attempt.id)
-    .bind(attempt.operation.as_str())
-    .bind(i64::from(attempt.seq))
-    .bind(attempt.kind.as_str())
-    .bind(&attempt.provider_request_id)
-    .bind(codec::wire_of_attempt(attempt))
-    .bind(hash)
-    .execute(&mut *conn)
-    .await
-    .map_err(db)?;
-    Ok(())
+    prefix: &'static str,
+    keys: &[String],
+) -> Result<Vec<SqliteRow>, StoreError> {
+    let mut out = Vec::new();
+    for part in keys.chunks(PARAMS_PER_STATEMENT) {
+        let mut qb: QueryBuilder<Sqlite> = QueryBuilder::new(prefix);
+        qb.push(" (");
+        let mut list = qb.separated(", ");
+        for key in part {
+            list.push_bind(key.clone());
+        }
+        list.push_unseparated(")");
+        out.extend(qb.build().fetch_all(&mut *conn).await.map_err(db)?);
+    }
+    Ok(out)
 }
 
-async fn insert_observation(
+async fn insert_operations(
     conn: &mut SqliteConnection,
-    observation: &crate::core::model::Observation,
-    hash: &str,
+    rows: &[OperationColumns],
 ) -> Result<(), StoreError> {
-    sqlx::query(
-        "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) \
-         VALUES (?, ?, ?, ?, ?)",
+    insert_many(
+        conn,
+        "INSERT INTO operations (id, tenant, tool, owner, state, risk_rank, failure_mode, target, \
+         payload_hash, idempotency_key, business_key, correlation_id, parent, max_attempts, \
+         deadline_ms, created_ms, state_since_ms, next_observation_ms, observe_order, queued, \
+         version, wire, record_hash) ",
+        23,
+        rows,
+        |b, r| {
+            b.push_bind(r.id.clone())
+                .push_bind(r.tenant.clone())
+                .push_bind(r.tool.clone())
+                .push_bind(r.owner.clone())
+                .push_bind(r.state.clone())
+                .push_bind(r.risk_rank)
+                .push_bind(r.failure_mode.clone())
+                .push_bind(r.target.clone())
+                .push_bind(r.payload_hash.clone())
+                .push_bind(r.idempotency_key.clone())
+                .push_bind(r.business_key.clone())
+                .push_bind(r.correlation_id.clone())
+                .push_bind(r.parent.clone())
+                .push_bind(r.max_attempts)
+                .push_bind(r.deadline_ms)
+                .push_bind(r.created_ms)
+                .push_bind(r.state_since_ms)
+                .push_bind(r.next_observation_ms)
+                .push_bind(r.observe_order)
+                .push_bind(r.queued)
+                .push_bind(r.version)
+                .push_bind(r.wire.clone())
+                .push_bind(r.record_hash.clone());
+        },
     )
-    .bind(&observation.id)
-    .bind(observation.operation.as_str())
-    .bind(ms(observation.observed_at))
-    .bind(codec::wire_of_observation(observation))
-    .bind(hash)
-    .execute(&mut *conn)
+    .await?;
+    let deps: Vec<(String, String)> = rows
+        .iter()
+        .flat_map(|r| r.depends_on.iter().map(|d| (r.id.clone(), d.clone())))
+        .collect();
+    insert_many(
+        conn,
+        "INSERT OR IGNORE INTO dependencies (operation, depends_on) ",
+        2,
+        &deps,
+        |b, (op, dep)| {
+            b.push_bind(op.clone()).push_bind(dep.clone());
+        },
+    )
     .await
-    .map_err(db)?;
-    Ok(())
 }
 
-async fn insert_item(
+async fn insert_records(
     conn: &mut SqliteConnection,
-    item: &crate::core::model::Item,
-    hash: &str,
+    attempts: &[RecordColumns],
+    observations: &[RecordColumns],
+    items: &[RecordColumns],
 ) -> Result<(), StoreError> {
-    sqlx::query("INSERT INTO items (operation, idx, wire, record_hash) VALUES (?, ?, ?, ?)")
-        .bind(item.operation.as_str())
-        .bind(i64::from(item.index))
-        .bind(codec::wire_of_item(item))
-        .bind(hash)
-        .execute(&mut *conn)
-        .await
-        .map_err(db)?;
-    Ok(())
+    insert_many(
+        conn,
+        "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, wire, record_hash) ",
+        7,
+        attempts,
+        |b, r| {
+            b.push_bind(r.key.clone())
+                .push_bind(r.operation.clone())
+                .push_bind(r.order)
+                .push_bind(r.kind.clone())
+                .push_bind(r.provider_request_id.clone())
+                .push_bind(r.wire.clone())
+                .push_bind(r.hash.clone());
+        },
+    )
+    .await?;
+    insert_many(
+        conn,
+        "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) ",
+        5,
+        observations,
+        |b, r| {
+            b.push_bind(r.key.clone())
+                .push_bind(r.operation.clone())
+                .push_bind(r.order)
+                .push_bind(r.wire.clone())
+                .push_bind(r.hash.clone());
+        },
+    )
+    .await?;
+    insert_many(
+        conn,
+        "INSERT INTO items (operation, idx, wire, record_hash) ",
+        4,
+        items,
+        |b, r| {
+            b.push_bind(r.operation.clone())
+                .push_bind(r.order)
+                .push_bind(r.wire.clone())
+                .push_bind(r.hash.clone());
+        },
+    )
+    .await
+}
+
+async fn insert_audit(conn: &mut SqliteConnection, rows: &[AuditRow]) -> Result<(), StoreError> {
+    let columns: Vec<AuditColumns> = rows.iter().map(AuditColumns::from_row).collect();
+    insert_many(
+        conn,
+        "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
+         policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) ",
+        14,
+        &columns,
+        |b, c| {
+            b.push_bind(c.seq)
+                .push_bind(c.operation.clone())
+                .push_bind(c.action.clone())
+                .push_bind(c.from_state.clone())
+                .push_bind(c.to_state.clone())
+                .push_bind(c.by_identity.clone())
+                .push_bind(c.role.clone())
+                .push_bind(c.policy.clone())
+                .push_bind(c.on_behalf_of.clone())
+                .push_bind(c.rationale.clone())
+                .push_bind(c.evidence.clone())
+                .push_bind(c.at.clone())
+                .push_bind(c.prev_hash.clone())
+                .push_bind(c.hash.clone());
+        },
+    )
+    .await
 }
 
 /// Recomputes whether each operation (and everything that depends on it) is in
@@ -379,220 +407,196 @@ async fn requeue(conn: &mut SqliteConnection, ids: &BTreeSet<String>) -> Result<
     Ok(())
 }
 
-/// Looks up what the store holds under the batch's keys.
+fn text(row: &SqliteRow, column: &str) -> Result<String, StoreError> {
+    row.try_get(column).map_err(db)
+}
+
+/// Looks up what the store holds under the batch's keys, a few hundred keys per
+/// query.
 async fn known(conn: &mut SqliteConnection, records: &[Numbered]) -> Result<Known, StoreError> {
     let wanted = ingest_plan::lookups(records);
     let mut known = Known::default();
-    for id in &wanted.operations {
-        let row = sqlx::query("SELECT state, record_hash FROM operations WHERE id = ?")
-            .bind(id)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db)?;
-        if let Some(row) = row {
-            let state: String = row.try_get("state").map_err(db)?;
-            known.operations.insert(
-                id.clone(),
-                StoredOperation {
-                    state: codec::parse_state(&state)?,
-                    record_hash: row.try_get("record_hash").map_err(db)?,
-                },
-            );
-        }
+    let ops: Vec<String> = wanted.operations.iter().cloned().collect();
+    for row in select_in(
+        conn,
+        "SELECT id, state, record_hash FROM operations WHERE id IN",
+        &ops,
+    )
+    .await?
+    {
+        known.operations.insert(
+            text(&row, "id")?,
+            StoredOperation {
+                state: codec::parse_state(&text(&row, "state")?)?,
+                record_hash: row.try_get("record_hash").map_err(db)?,
+            },
+        );
     }
-    for tool in &wanted.contracts {
-        let found = sqlx::query("SELECT 1 FROM contracts WHERE tool = ?")
-            .bind(tool)
-            .fetch_optional(&mut *conn)
-            .await
-            .map_err(db)?;
-        if found.is_some() {
-            known.contracts.insert(tool.clone());
-        }
-    }
+    let mut tools: BTreeSet<String> = wanted.contracts.clone();
+    let (mut attempts, mut observations, mut keyed_ops) = (Vec::new(), Vec::new(), BTreeSet::new());
     for key in &wanted.keys {
-        let query = match key {
+        match key {
             RecordKey::Contract(tool) => {
-                sqlx::query("SELECT record_hash FROM contracts WHERE tool = ?").bind(tool.clone())
+                tools.insert(tool.clone());
             }
-            RecordKey::Attempt(id) => {
-                sqlx::query("SELECT record_hash FROM attempts WHERE id = ?").bind(id.clone())
+            RecordKey::Attempt(id) => attempts.push(id.clone()),
+            RecordKey::Observation(id) => observations.push(id.clone()),
+            RecordKey::Expectation(op) | RecordKey::Item(op, _) | RecordKey::Transition(op, ..) => {
+                keyed_ops.insert(op.clone());
             }
-            RecordKey::Observation(id) => {
-                sqlx::query("SELECT record_hash FROM observations WHERE id = ?").bind(id.clone())
-            }
-            RecordKey::Expectation(op) => {
-                sqlx::query("SELECT record_hash FROM expectations WHERE operation = ?")
-                    .bind(op.clone())
-            }
-            RecordKey::Item(op, index) => {
-                sqlx::query("SELECT record_hash FROM items WHERE operation = ? AND idx = ?")
-                    .bind(op.clone())
-                    .bind(i64::from(*index))
-            }
-            RecordKey::Transition(op, from, to, at) => sqlx::query(
-                "SELECT record_hash FROM wire_transitions \
-                 WHERE operation = ? AND from_state = ? AND to_state = ? AND at_ms = ?",
-            )
-            .bind(op.clone())
-            .bind(from.as_str())
-            .bind(to.as_str())
-            .bind(*at),
-            RecordKey::Operation(_) => continue,
-        };
-        if let Some(row) = query.fetch_optional(&mut *conn).await.map_err(db)? {
-            let hash: String = row.try_get("record_hash").map_err(db)?;
-            if let RecordKey::Contract(tool) = key {
-                known.contracts.insert(tool.clone());
-            }
-            known.hashes.insert(key.clone(), hash);
+            RecordKey::Operation(_) => {}
         }
+    }
+    let tools: Vec<String> = tools.into_iter().collect();
+    for row in select_in(
+        conn,
+        "SELECT tool, record_hash FROM contracts WHERE tool IN",
+        &tools,
+    )
+    .await?
+    {
+        let tool = text(&row, "tool")?;
+        known.contracts.insert(tool.clone());
+        known
+            .hashes
+            .insert(RecordKey::Contract(tool), text(&row, "record_hash")?);
+    }
+    for row in select_in(
+        conn,
+        "SELECT id, record_hash FROM attempts WHERE id IN",
+        &attempts,
+    )
+    .await?
+    {
+        known.hashes.insert(
+            RecordKey::Attempt(text(&row, "id")?),
+            text(&row, "record_hash")?,
+        );
+    }
+    for row in select_in(
+        conn,
+        "SELECT id, record_hash FROM observations WHERE id IN",
+        &observations,
+    )
+    .await?
+    {
+        known.hashes.insert(
+            RecordKey::Observation(text(&row, "id")?),
+            text(&row, "record_hash")?,
+        );
+    }
+    let keyed_ops: Vec<String> = keyed_ops.into_iter().collect();
+    for row in select_in(
+        conn,
+        "SELECT operation, record_hash FROM expectations WHERE operation IN",
+        &keyed_ops,
+    )
+    .await?
+    {
+        known.hashes.insert(
+            RecordKey::Expectation(text(&row, "operation")?),
+            text(&row, "record_hash")?,
+        );
+    }
+    for row in select_in(
+        conn,
+        "SELECT operation, idx, record_hash FROM items WHERE operation IN",
+        &keyed_ops,
+    )
+    .await?
+    {
+        let index: i64 = row.try_get("idx").map_err(db)?;
+        let key = RecordKey::Item(
+            text(&row, "operation")?,
+            u32::try_from(index).unwrap_or(u32::MAX),
+        );
+        known.hashes.insert(key, text(&row, "record_hash")?);
+    }
+    for row in select_in(
+        conn,
+        "SELECT operation, from_state, to_state, at_ms, record_hash FROM wire_transitions WHERE operation IN",
+        &keyed_ops,
+    )
+    .await?
+    {
+        let key = RecordKey::Transition(
+            text(&row, "operation")?,
+            codec::parse_state(&text(&row, "from_state")?)?,
+            codec::parse_state(&text(&row, "to_state")?)?,
+            row.try_get("at_ms").map_err(db)?,
+        );
+        known.hashes.insert(key, text(&row, "record_hash")?);
     }
     Ok(known)
 }
 
 /// Writes a plan: the new records, each operation's state history and one audit row
 /// per creation, per transition and per batch of records added to an existing
-/// operation.
+/// operation, in multi-row statements.
 async fn write_plan(
     conn: &mut SqliteConnection,
+    known: &Known,
     plan: &Plan,
     by: &str,
     now: DateTime<Utc>,
 ) -> Result<(), StoreError> {
-    let mut head = head(conn).await?;
-    let histories: HashMap<&str, &ingest_plan::History> = plan
-        .histories
-        .iter()
-        .map(|h| (h.operation.as_str(), h))
-        .collect();
-    for staged in &plan.staged {
-        let hash = staged.hash.as_str();
-        match &staged.record {
-            Record::Contract(c) => {
-                sqlx::query(
-                    "INSERT INTO contracts (tool, max_attempts, wire, record_hash) VALUES (?, ?, ?, ?)",
-                )
-                .bind(&c.tool)
-                .bind(i64::from(c.max_attempts))
-                .bind(codec::encode(&staged.record))
-                .bind(hash)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-            }
-            Record::Operation(op) => {
-                let history = histories.get(op.id.as_str());
-                let initial = history
-                    .and_then(|h| h.created.map(|c| c.0))
-                    .unwrap_or(op.state);
-                insert_operation(conn, op, initial, op.created_at, 1, Some(hash)).await?;
-            }
-            Record::Attempt(a) => insert_attempt(conn, a, hash).await?,
-            Record::Observation(o) => insert_observation(conn, o, hash).await?,
-            Record::Item(i) => insert_item(conn, i, hash).await?,
-            Record::Expectation(e) => {
-                sqlx::query(
-                    "INSERT INTO expectations (operation, wire, record_hash) VALUES (?, ?, ?)",
-                )
-                .bind(e.operation.as_str())
-                .bind(codec::encode(&staged.record))
-                .bind(hash)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-            }
-            Record::Transition(t) => {
-                sqlx::query(
-                    "INSERT INTO wire_transitions (operation, from_state, to_state, at_ms, record_hash) \
-                     VALUES (?, ?, ?, ?, ?)",
-                )
-                .bind(t.operation.as_str())
-                .bind(t.from.as_str())
-                .bind(t.to.as_str())
-                .bind(ms(t.at))
-                .bind(hash)
-                .execute(&mut *conn)
-                .await
-                .map_err(db)?;
-            }
-        }
+    let head = head(conn).await?;
+    let rows = plan_rows(known, plan, by, now, (head.seq, &head.hash));
+    for contract in &rows.contracts {
+        sqlx::query(
+            "INSERT INTO contracts (tool, max_attempts, wire, record_hash) VALUES (?, ?, ?, ?)",
+        )
+        .bind(&contract.key)
+        .bind(contract.order)
+        .bind(&contract.wire)
+        .bind(&contract.hash)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
     }
-
-    let mut touched = BTreeSet::new();
-    for history in &plan.histories {
-        let id = history.operation.clone();
-        if let Some((state, at)) = history.created {
-            append(
-                conn,
-                &mut head,
-                AuditDraft {
-                    operation: id.clone(),
-                    action: "ingest".into(),
-                    from: None,
-                    to: Some(state),
-                    by: by.to_owned(),
-                    role: Role::System,
-                    policy: None,
-                    on_behalf_of: None,
-                    rationale: Some("created from wire format v1".into()),
-                    evidence: history.evidence.clone(),
-                    at,
-                },
-            )
-            .await?;
-        } else if !history.evidence.is_empty() {
-            append(
-                conn,
-                &mut head,
-                AuditDraft {
-                    operation: id.clone(),
-                    action: "record".into(),
-                    from: None,
-                    to: None,
-                    by: by.to_owned(),
-                    role: Role::System,
-                    policy: None,
-                    on_behalf_of: None,
-                    rationale: Some("records added from wire format v1".into()),
-                    evidence: history.evidence.clone(),
-                    at: now,
-                },
-            )
-            .await?;
-        }
-        for t in &history.transitions {
-            append(
-                conn,
-                &mut head,
-                AuditDraft {
-                    operation: id.clone(),
-                    action: "transition".into(),
-                    from: Some(t.from),
-                    to: Some(t.to),
-                    by: t.by.clone(),
-                    role: t.role.unwrap_or(Role::System),
-                    policy: None,
-                    on_behalf_of: None,
-                    rationale: t.reason.clone(),
-                    evidence: t.evidence.clone(),
-                    at: t.at,
-                },
-            )
-            .await?;
-            sqlx::query(
-                "UPDATE operations SET state = ?, state_since_ms = ?, version = version + 1 WHERE id = ?",
-            )
-            .bind(t.to.as_str())
-            .bind(ms(t.at))
-            .bind(id.as_str())
-            .execute(&mut *conn)
-            .await
-            .map_err(db)?;
-        }
-        touched.insert(id.as_str().to_owned());
+    insert_operations(conn, &rows.operations).await?;
+    insert_records(conn, &rows.attempts, &rows.observations, &rows.items).await?;
+    insert_many(
+        conn,
+        "INSERT INTO expectations (operation, wire, record_hash) ",
+        3,
+        &rows.expectations,
+        |b, r| {
+            b.push_bind(r.operation.clone())
+                .push_bind(r.wire.clone())
+                .push_bind(r.hash.clone());
+        },
+    )
+    .await?;
+    insert_many(
+        conn,
+        "INSERT INTO wire_transitions (operation, from_state, to_state, at_ms, record_hash) ",
+        5,
+        &rows.transitions,
+        |b, r| {
+            b.push_bind(r.operation.clone())
+                .push_bind(r.from_state.clone())
+                .push_bind(r.to_state.clone())
+                .push_bind(r.at_ms)
+                .push_bind(r.hash.clone());
+        },
+    )
+    .await?;
+    for moved in &rows.moved {
+        sqlx::query(
+            "UPDATE operations SET state = ?, state_since_ms = ?, version = version + ? WHERE id = ?",
+        )
+        .bind(moved.state.as_str())
+        .bind(ms(moved.since))
+        .bind(moved.steps)
+        .bind(&moved.id)
+        .execute(&mut *conn)
+        .await
+        .map_err(db)?;
     }
-    requeue(conn, &touched).await
+    insert_audit(conn, &rows.audit).await?;
+    let moved: BTreeSet<String> = rows.moved.iter().map(|m| m.id.clone()).collect();
+    requeue(conn, &moved).await
 }
 
 /// The columns of a listing row, before the per-backend subqueries.
@@ -713,7 +717,7 @@ impl Store for SqliteStore {
                 rejected: plan.rejected,
             });
         }
-        write_plan(&mut tx, &plan, by, now).await?;
+        write_plan(&mut tx, &known, &plan, by, now).await?;
         tx.commit().await.map_err(db)?;
         Ok(IngestReport {
             committed: plan.committed_by_type(),
@@ -1019,19 +1023,43 @@ impl Store for SqliteStore {
             .execute(&mut *tx)
             .await
             .map_err(db)?;
-        for attempt in &commit.attempts {
-            let hash = ingest_plan::record_hash(&Record::Attempt(attempt.clone()));
-            insert_attempt(&mut tx, attempt, hash.as_str()).await?;
-        }
-        for observation in &commit.observations {
-            let hash = ingest_plan::record_hash(&Record::Observation(observation.clone()));
-            insert_observation(&mut tx, observation, hash.as_str()).await?;
-        }
+        let attempts: Vec<RecordColumns> = commit
+            .attempts
+            .iter()
+            .map(|a| {
+                let record = Record::Attempt(a.clone());
+                RecordColumns::of(&record, &ingest_plan::record_hash(&record))
+            })
+            .collect();
+        let observations: Vec<RecordColumns> = commit
+            .observations
+            .iter()
+            .map(|o| {
+                let record = Record::Observation(o.clone());
+                RecordColumns::of(&record, &ingest_plan::record_hash(&record))
+            })
+            .collect();
+        let items: Vec<RecordColumns> = commit
+            .child_items
+            .iter()
+            .map(|i| {
+                let record = Record::Item(i.clone());
+                RecordColumns::of(&record, &ingest_plan::record_hash(&record))
+            })
+            .collect();
         let mut touched = BTreeSet::from([id.clone()]);
-        let mut head = head(&mut tx).await?;
+        let head = head(&mut tx).await?;
         let mut children_rows = Vec::new();
+        let mut children = Vec::new();
         for child in &commit.children {
-            insert_operation(&mut tx, child, child.state, at, 1, None).await?;
+            children.push(OperationColumns::new(
+                child,
+                child.state,
+                at,
+                1,
+                child.state.is_held(),
+                None,
+            ));
             touched.insert(child.id.as_str().to_owned());
             children_rows.push(AuditDraft {
                 operation: child.id.clone(),
@@ -1047,10 +1075,8 @@ impl Store for SqliteStore {
                 at,
             });
         }
-        for item in &commit.child_items {
-            let hash = ingest_plan::record_hash(&Record::Item(item.clone()));
-            insert_item(&mut tx, item, hash.as_str()).await?;
-        }
+        insert_operations(&mut tx, &children).await?;
+        insert_records(&mut tx, &attempts, &observations, &items).await?;
         if let Some(p) = &commit.open_proposal {
             sqlx::query(
                 "INSERT INTO proposals (operation, action, proposed_by, proposed_at, rationale, status) \
@@ -1082,10 +1108,14 @@ impl Store for SqliteStore {
                 )));
             }
         }
-        let row = append(&mut tx, &mut head, commit.audit.clone()).await?;
+        let mut sealed = vec![seal(&head.hash, head.seq + 1, commit.audit.clone())];
         for draft in children_rows {
-            append(&mut tx, &mut head, draft).await?;
+            let last = &sealed[sealed.len() - 1];
+            let next = seal(&last.hash, last.seq + 1, draft);
+            sealed.push(next);
         }
+        insert_audit(&mut tx, &sealed).await?;
+        let row = sealed.swap_remove(0);
         requeue(&mut tx, &touched).await?;
         tx.commit().await.map_err(db)?;
         Ok(row)
@@ -1212,6 +1242,15 @@ impl Store for SqliteStore {
         .await
         .map_err(db)?;
         data.audit = audit.iter().map(audit_row).collect::<Result<Vec<_>, _>>()?;
+        data.proposals = all(
+            "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
+             FROM proposals ORDER BY id",
+        )
+        .await
+        .map_err(db)?
+        .iter()
+        .map(proposal)
+        .collect::<Result<Vec<_>, _>>()?;
         Ok(data)
     }
 }

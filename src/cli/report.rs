@@ -1,0 +1,214 @@
+//! `holdfast report`: the seven figures with the operations behind them, the
+//! release disposition with its vetoes, and the operational figures — as a table
+//! to read or, with `--json`, as one object for scripts.
+
+use std::fmt::Write as _;
+
+use super::{Context, exit};
+use crate::core::clock::{format_instant, human_duration};
+use crate::core::ids::OperationId;
+use crate::core::metrics::{self, Report};
+use crate::core::sanitize::sanitize;
+
+/// Computes the report over the whole store at the context's clock and prints it.
+pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
+    let store = ctx.open_store().await?;
+    let data = store.dataset().await?;
+    let report = metrics::report(&data, ctx.now());
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", render(&report));
+    }
+    Ok(exit::OK)
+}
+
+fn join(ids: &[OperationId]) -> String {
+    if ids.is_empty() {
+        return "none".into();
+    }
+    ids.iter()
+        .map(OperationId::as_str)
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+fn age(seconds: Option<i64>) -> String {
+    seconds.map_or_else(|| "-".into(), human_duration)
+}
+
+/// The report as plain text. Reasons name stored ids and states; they pass the
+/// sanitizer all the same, like every text printed (G10).
+pub fn render(report: &Report) -> String {
+    let mut out = String::new();
+    let ops = report.operational.logical_operations;
+    let _ = writeln!(
+        out,
+        "holdfast report: {ops} logical operations, clock {}",
+        format_instant(report.now)
+    );
+    let _ = writeln!(out);
+    let _ = writeln!(out, "{:<38} {:>9} {:>9}", "METRIC", "FRACTION", "PERCENT");
+    for m in &report.metrics {
+        let percent = m
+            .percent
+            .map_or_else(|| "-".into(), |p| format!("{p:.2} %"));
+        let _ = writeln!(
+            out,
+            "{:<38} {:>9} {:>9}",
+            m.id.title(),
+            format!("{}/{}", m.numerator, m.denominator),
+            percent
+        );
+        for (id, why) in &m.shortfalls {
+            let _ = writeln!(out, "    {:<5} {}", id.as_str(), sanitize(why));
+        }
+    }
+
+    let release = &report.release;
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "RELEASE: {} ({} veto{})",
+        release.disposition,
+        release.vetoes.len(),
+        if release.vetoes.len() == 1 { "" } else { "es" }
+    );
+    for veto in &release.vetoes {
+        let kinds: Vec<&str> = veto.kinds.iter().map(|k| k.as_str()).collect();
+        let _ = writeln!(out, "  {:<5} {}", veto.operation.as_str(), kinds.join(", "));
+        let _ = writeln!(
+            out,
+            "        evidence: {}",
+            sanitize(&veto.evidence.join(", "))
+        );
+        for reason in &veto.reasons {
+            let _ = writeln!(out, "        - {}", sanitize(reason));
+        }
+    }
+
+    let o = &report.operational;
+    let _ = writeln!(out);
+    let _ = writeln!(out, "OPERATIONAL");
+    let states: Vec<String> = o
+        .by_state
+        .iter()
+        .map(|(state, n)| format!("{state} {n}"))
+        .collect();
+    let _ = writeln!(
+        out,
+        "  by state      {} ({} held)",
+        states.join("  "),
+        o.held
+    );
+    let u = &o.unknown_age;
+    let _ = writeln!(
+        out,
+        "  unknown age   {} unknown; oldest {} {}; median {}",
+        u.count,
+        u.oldest.as_ref().map_or("-", OperationId::as_str),
+        age(u.oldest_seconds),
+        age(u.median_seconds)
+    );
+    let bars: Vec<String> = u
+        .histogram
+        .iter()
+        .map(|b| format!("{} {}", b.label, b.count))
+        .collect();
+    let _ = writeln!(out, "                {}", bars.join("  "));
+    let _ = writeln!(out, "  overdue       {}", join(&u.overdue));
+    let a = &o.amplification;
+    let _ = writeln!(
+        out,
+        "  amplification {} attempts ({} requests, {} status queries) / {} logical = {} per operation; compound worst case {}",
+        a.physical_attempts,
+        a.requests,
+        a.status_queries,
+        a.logical_operations,
+        a.per_logical
+            .map_or_else(|| "-".into(), |p| format!("{p:.2}")),
+        a.compound_worst_case
+    );
+    let header = ["LAYER", "ATTEMPTS", "REQUESTS", "REPEATS", "OPS", "MAX/OP"].map(String::from);
+    let rows = a.by_layer.iter().map(|l| {
+        [
+            l.layer.clone(),
+            l.attempts.to_string(),
+            l.requests.to_string(),
+            l.repeats.to_string(),
+            l.operations.to_string(),
+            l.max_per_operation.to_string(),
+        ]
+    });
+    for [layer, attempts, requests, repeats, ops, max] in std::iter::once(header).chain(rows) {
+        let _ = writeln!(
+            out,
+            "                {layer:<13} {attempts:>8} {requests:>8} {repeats:>7} {ops:>5} {max:>7}"
+        );
+    }
+    let t = &o.throttled;
+    let _ = writeln!(
+        out,
+        "  throttled     {}/{} requests{}",
+        t.throttled,
+        t.requests,
+        t.percent
+            .map_or_else(String::new, |p| format!(" = {p:.2} %"))
+    );
+    if o.partial_in_progress.is_empty() {
+        let _ = writeln!(out, "  partial       none in progress");
+    }
+    for p in &o.partial_in_progress {
+        let children: Vec<String> = p
+            .children
+            .iter()
+            .map(|(id, relation, state)| format!("{id} {relation} {state}"))
+            .collect();
+        let _ = writeln!(
+            out,
+            "  partial       {} [{}]: {}",
+            p.operation.as_str(),
+            children.join("; "),
+            sanitize(&p.waiting_for)
+        );
+    }
+    let pending: Vec<String> = o
+        .pending_proposals
+        .iter()
+        .map(|p| {
+            format!(
+                "{} {} by {}",
+                p.operation,
+                sanitize(&p.action),
+                sanitize(&p.proposed_by)
+            )
+        })
+        .collect();
+    let _ = writeln!(
+        out,
+        "  proposals     {} pending{}{}",
+        pending.len(),
+        if pending.is_empty() { "" } else { ": " },
+        pending.join("; ")
+    );
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::model::Dataset;
+
+    #[test]
+    fn an_empty_store_reads_as_nothing_measured_and_deployable() {
+        let now = crate::core::clock::parse_instant("2026-09-05T12:00:00Z");
+        let Ok(now) = now else {
+            panic!("a fixed instant parses");
+        };
+        let text = render(&metrics::report(&Dataset::default(), now));
+        assert!(text.contains("Contract pass rate"));
+        assert!(text.contains("0/0"));
+        assert!(text.contains("RELEASE: DEPLOYABLE (0 vetoes)"));
+        assert!(text.contains("proposals     0 pending"));
+    }
+}
