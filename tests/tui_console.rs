@@ -8,7 +8,7 @@ mod support;
 use crossterm::event::KeyCode;
 use holdfast::tui::layout::Pane;
 use ratatui::style::Color;
-use support::console::{Harness, PACKET, ingest, now};
+use support::console::{DEMO, Harness, PACKET, demo_now, ingest, now};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (160, 48), (200, 50)];
 
@@ -38,22 +38,22 @@ async fn open(h: &mut Harness, id: &str, pane: Pane) {
 }
 
 #[tokio::test]
-async fn snapshots_of_every_screen_at_every_size() {
+async fn snapshots_of_every_screen_of_the_demo_at_every_size() {
     for (w, hgt) in SIZES {
         let size = format!("{w}x{hgt}");
-        let mut h = Harness::new(PACKET, w, hgt).await;
+        let mut h = Harness::at(DEMO, demo_now(), w, hgt).await;
         insta::assert_snapshot!(format!("queue_{size}"), h.render());
 
         open(&mut h, "F09", Pane::Evidence).await;
         insta::assert_snapshot!(format!("evidence_{size}"), h.render());
 
         h.key(KeyCode::Esc).await;
-        open(&mut h, "F12", Pane::Timeline).await;
+        open(&mut h, "F15", Pane::Timeline).await;
         insta::assert_snapshot!(format!("timeline_{size}"), h.render());
 
         h.key(KeyCode::Esc).await;
         h.key(KeyCode::Esc).await;
-        open(&mut h, "F21", Pane::Items).await;
+        open(&mut h, "F23", Pane::Items).await;
         insta::assert_snapshot!(format!("items_{size}"), h.render());
 
         h.key(KeyCode::Char('?')).await;
@@ -67,7 +67,7 @@ async fn snapshots_of_every_screen_at_every_size() {
         h.key(KeyCode::Char('?')).await;
 
         h.key(KeyCode::Char('f')).await;
-        h.keys("state:blocked risk:low,high").await;
+        h.keys("state:blocked risk:low,medium").await;
         h.key(KeyCode::Enter).await;
         insta::assert_snapshot!(format!("filter_{size}"), h.render());
 
@@ -75,7 +75,7 @@ async fn snapshots_of_every_screen_at_every_size() {
         h.key(KeyCode::Char('t')).await;
         insta::assert_snapshot!(format!("all_{size}"), h.render());
 
-        let empty = Harness::new("", w, hgt).await;
+        let empty = Harness::at("", demo_now(), w, hgt).await;
         insta::assert_snapshot!(format!("empty_{size}"), empty.render());
     }
 }
@@ -108,7 +108,7 @@ async fn enter_opens_the_detail_and_esc_closes_it() {
     let screen = h.screen();
     assert!(screen.contains("F09 UNKNOWN"), "{screen}");
     assert!(
-        !screen.contains("STATE     ID"),
+        !screen.contains("STATE        ID"),
         "the queue is stacked away at 80 columns"
     );
     h.key(KeyCode::Tab).await;
@@ -116,7 +116,7 @@ async fn enter_opens_the_detail_and_esc_closes_it() {
     assert!(h.screen().contains("1 logical operation F09"));
     h.key(KeyCode::Esc).await;
     assert_eq!(h.app.focus, Pane::Queue);
-    assert!(h.screen().contains("STATE     ID"));
+    assert!(h.screen().contains("STATE        ID"));
     assert_eq!(h.selected().as_deref(), Some("F09"), "the selection stays");
     h.key(KeyCode::Char('q')).await;
     assert!(h.quit);

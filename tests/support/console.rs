@@ -25,12 +25,24 @@ use super::stores::{self, Fresh};
 /// The console fixture: holds of every kind, in the vocabulary of the seed.
 pub const PACKET: &str = include_str!("../fixtures/console.jsonl");
 
-/// The frozen instant every console test runs at.
+/// The demo packet `holdfast demo` loads.
+pub const DEMO: &str = holdfast::cli::DEMO_PACKET;
+
+/// The frozen instant the fixture tests run at.
 pub fn now() -> DateTime<Utc> {
     parse_instant("2026-09-05T10:04:00Z").unwrap()
 }
 
+/// The demo's own instant (its latest record), which `holdfast demo` freezes.
+pub fn demo_now() -> DateTime<Utc> {
+    parse_instant("2026-09-05T11:40:00Z").unwrap()
+}
+
 pub fn options(color: bool) -> Options {
+    options_at(color, now())
+}
+
+pub fn options_at(color: bool, now: DateTime<Utc>) -> Options {
     Options {
         actor: Actor {
             identity: "rev:ana".into(),
@@ -39,7 +51,7 @@ pub fn options(color: bool) -> Options {
             tenants: None,
             on_behalf_of: None,
         },
-        now: now(),
+        now,
         frozen: true,
         color,
         log_path: Some("/var/log/holdfast/holdfast.log".into()),
@@ -48,10 +60,14 @@ pub fn options(color: bool) -> Options {
 
 /// Loads wire-format text into `store` as another process would.
 pub async fn ingest(store: &dyn Store, text: &str) {
+    ingest_at(store, text, now()).await;
+}
+
+async fn ingest_at(store: &dyn Store, text: &str, now: DateTime<Utc>) {
     let parsed = parse_stream(text.as_bytes(), &mut |_| {}).unwrap();
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
     let report = store
-        .ingest(parsed.records, IngestMode::Strict, "test-feed", now())
+        .ingest(parsed.records, IngestMode::Strict, "test-feed", now)
         .await
         .unwrap();
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
@@ -60,6 +76,8 @@ pub async fn ingest(store: &dyn Store, text: &str) {
 pub struct Harness {
     pub app: App,
     pub fresh: Fresh,
+    /// The frozen now of this console.
+    pub now: DateTime<Utc>,
     /// Whether the console asked to quit.
     pub quit: bool,
 }
@@ -67,13 +85,19 @@ pub struct Harness {
 impl Harness {
     /// A console on a fresh store loaded with `packet`, first page shown.
     pub async fn new(packet: &str, width: u16, height: u16) -> Self {
+        Self::at(packet, now(), width, height).await
+    }
+
+    /// The same, with the clock frozen at `now`.
+    pub async fn at(packet: &str, now: DateTime<Utc>, width: u16, height: u16) -> Self {
         let fresh = stores::sqlite().await;
         if !packet.is_empty() {
-            ingest(fresh.store.as_ref(), packet).await;
+            ingest_at(fresh.store.as_ref(), packet, now).await;
         }
         let mut harness = Harness {
-            app: App::new(options(true), Rect::new(0, 0, width, height)),
+            app: App::new(options_at(true, now), Rect::new(0, 0, width, height)),
             fresh,
+            now,
             quit: false,
         };
         let effects = harness.app.init();
@@ -109,7 +133,8 @@ impl Harness {
     /// The poller's look at the store.
     pub async fn poll(&mut self) {
         let head = self.store().head_seq().await.map_err(|e| e.to_string());
-        self.send(Message::Poll { head, now: now() }).await;
+        let now = self.now;
+        self.send(Message::Poll { head, now }).await;
     }
 
     pub async fn key(&mut self, code: KeyCode) {

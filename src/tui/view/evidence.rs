@@ -362,7 +362,7 @@ fn links(doc: &mut Doc, theme: Theme, frame: &Frame) {
     let mut parts = vec![span(
         Clean::new(&format!(
             "{:<w$}",
-            "links (n/p, Enter)",
+            "links n/p Enter",
             w = usize::from(LABEL_WIDTH)
         )),
         theme.label(),

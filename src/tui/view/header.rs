@@ -52,20 +52,20 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
                     .filter(|s| count(*s) > 0)
                     .collect(),
             };
-            for state in states {
-                parts.push(span(Clean::new(&format!(" {state} ")), theme.state(state)));
-                parts.push(span(Clean::new(&count(state).to_string()), theme.plain()));
-            }
             let overdue = if counts.overdue > 0 {
                 theme.alert()
             } else {
                 theme.plain()
             };
-            parts.push(span(Clean::new(" │ "), theme.dim()));
             parts.push(span(
-                Clean::new(&format!("overdue {}", counts.overdue)),
+                Clean::new(&format!(" overdue {}", counts.overdue)),
                 overdue,
             ));
+            parts.push(span(Clean::new(" │"), theme.dim()));
+            for state in states {
+                parts.push(span(Clean::new(&format!(" {state} ")), theme.state(state)));
+                parts.push(span(Clean::new(&count(state).to_string()), theme.plain()));
+            }
             if counts.held_by_dependency > 0 {
                 parts.push(span(
                     Clean::new(&format!(" │ by dependency {}", counts.held_by_dependency)),

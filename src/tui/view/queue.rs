@@ -26,7 +26,7 @@ struct Ctx {
 const COLUMNS: &[Column<OperationRow, Ctx>] = &[
     Column {
         header: "STATE",
-        width: 9,
+        width: 12,
         priority: 0,
         cell: |r, c| {
             let state = r.operation.state;
@@ -130,6 +130,7 @@ const COLUMNS: &[Column<OperationRow, Ctx>] = &[
         width: 7,
         priority: 3,
         cell: |r, c| match r.operation.deadline {
+            _ if r.operation.state.is_terminal() => (Clean::new("-"), c.theme.dim()),
             Some(d) if d <= c.now => (Clean::new("passed"), c.theme.alert()),
             Some(d) => (
                 Clean::new(&human_duration((d - c.now).num_seconds())),

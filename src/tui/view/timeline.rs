@@ -25,8 +25,10 @@ const STEPS: [i64; 20] = [
     1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600, 7200, 10_800, 21_600, 43_200, 86_400,
     172_800, 604_800,
 ];
-/// How far past the last event a mark may be and still stretch the axis.
+/// How far past the axis a mark may always be and still stretch it.
 const REACH_MS: i64 = 15 * 60 * 1000;
+/// How far past the last event now may be and still be on the axis.
+const FAR_MS: i64 = 24 * 3600 * 1000;
 /// Columns wanted between two ticks.
 const TICK_COLUMNS: i64 = 10;
 
@@ -135,22 +137,22 @@ pub fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16) -> Doc
         style: theme.title(),
         note: String::new(),
     });
-    // The axis covers the attempts and observations, and now when it is not far
-    // off; the other marks join it when that at most doubles it (or adds a
-    // quarter of an hour), else they are drawn at the edge as off the scale.
-    let settle = |base: DateTime<Utc>, t: DateTime<Utc>| {
-        let stretch = (base - origin).num_milliseconds().max(REACH_MS);
-        t >= origin && t <= base + Duration::milliseconds(stretch)
-    };
-    let base = if settle(core_end, now) {
+    // The axis runs from the first event to now, so the time held shows to
+    // scale (unless now is more than a day past the last event, when it is drawn
+    // at the edge); the other marks join it when they are no further than half
+    // its length (or a quarter of an hour) beyond, else they sit at the edge.
+    let base = if (now - core_end).num_milliseconds() <= FAR_MS {
         core_end.max(now)
     } else {
         core_end
     };
+    let reach =
+        base + Duration::milliseconds(((base - origin).num_milliseconds() / 2).max(REACH_MS));
+    let settle = |t: DateTime<Utc>| t >= origin && t <= reach;
     let end = marks
         .iter()
         .map(|m| m.at)
-        .filter(|t| settle(base, *t))
+        .filter(|t| settle(*t))
         .chain([base, origin + Duration::seconds(1)])
         .max()
         .unwrap_or(base);
