@@ -434,3 +434,20 @@ async fn a_timeline_spanning_decades_draws_without_hanging() {
         }
     }
 }
+
+#[tokio::test]
+async fn an_unreachable_store_is_said_and_its_return_too() {
+    let mut h = Harness::new(PACKET, 80, 24).await;
+    h.send(holdfast::tui::app::Message::Poll {
+        head: Err("the store is busy (another process holds it); try again".into()),
+        now: now(),
+    })
+    .await;
+    assert!(
+        h.screen()
+            .contains("cannot reach the store: the store is busy")
+    );
+    assert_eq!(h.app.queue.total, 7, "what was shown stays");
+    h.poll().await;
+    assert!(h.screen().contains("the store answers again"));
+}

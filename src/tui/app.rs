@@ -113,6 +113,8 @@ pub struct App {
     pub status: Option<Status>,
     pub log_path: Option<Clean>,
     head: Option<i64>,
+    /// The last poll could not reach the store (its message is on screen).
+    unreachable: bool,
     generation: u64,
 }
 
@@ -137,6 +139,7 @@ impl App {
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
             head: None,
+            unreachable: false,
             generation: 0,
         }
     }
@@ -276,6 +279,10 @@ impl App {
                 effects.extend(self.list(self.queue.selected_id.clone()));
             }
         }
+        if head.is_ok() && self.unreachable {
+            self.unreachable = false;
+            self.say("the store answers again", false);
+        }
         match head {
             Ok(head) if self.head != Some(head) => {
                 let first = self.head.is_none();
@@ -287,7 +294,10 @@ impl App {
                 }
             }
             Ok(_) => {}
-            Err(e) => self.say(&format!("cannot reach the store: {e}"), true),
+            Err(e) => {
+                self.unreachable = true;
+                self.say(&format!("cannot reach the store: {e}"), true);
+            }
         }
         effects
     }
