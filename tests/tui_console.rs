@@ -451,3 +451,46 @@ async fn an_unreachable_store_is_said_and_its_return_too() {
     h.poll().await;
     assert!(h.screen().contains("the store answers again"));
 }
+
+#[tokio::test]
+async fn a_search_runs_once_typing_pauses_not_once_per_key() {
+    use crossterm::event::{KeyEvent, KeyModifiers};
+    use holdfast::tui::app::{Effect, Message};
+    let mut h = Harness::new(PACKET, 80, 24).await;
+    h.key(KeyCode::Char('/')).await;
+    let mut pauses = Vec::new();
+    for c in "F1".chars() {
+        let effects = h.app.update(Message::Key(KeyEvent::new(
+            KeyCode::Char(c),
+            KeyModifiers::NONE,
+        )));
+        match effects.as_slice() {
+            [Effect::Debounce { generation, .. }] => pauses.push(*generation),
+            other => panic!("a key asked for {other:?}"),
+        }
+    }
+    let stale = h.app.update(Message::Debounced {
+        generation: pauses[0],
+    });
+    assert!(stale.is_empty(), "a pause overtaken by typing runs nothing");
+    let fresh = h.app.update(Message::Debounced {
+        generation: pauses[1],
+    });
+    assert!(matches!(fresh.as_slice(), [Effect::List { .. }]));
+    h.settle(fresh).await;
+    assert_eq!(h.ids(), ["F12", "F10"], "search F1 matches F12 and F10");
+
+    let typed = h.app.update(Message::Key(KeyEvent::new(
+        KeyCode::Char('0'),
+        KeyModifiers::NONE,
+    )));
+    assert!(matches!(typed.as_slice(), [Effect::Debounce { .. }]));
+    let effects = h.app.update(Message::Key(KeyEvent::new(
+        KeyCode::Enter,
+        KeyModifiers::NONE,
+    )));
+    assert!(
+        matches!(effects.as_slice(), [Effect::List { .. }]),
+        "Enter runs a search still waiting for its pause"
+    );
+}

@@ -289,18 +289,19 @@ mod screens {
                     result: Ok(Listing {
                         rows: vec![detail.row.clone()],
                         total: 1,
-                        counts: QueueCounts {
+                        counts: Some(QueueCounts {
                             by_state: vec![(State::Partial, 1)],
                             overdue: 1,
                             held_by_dependency: 1,
                             pending_proposals: 1,
-                        },
+                        }),
                     }),
                 },
                 Effect::Load { generation, .. } => Message::Loaded {
                     generation,
                     result: Ok(Box::new(detail.clone())),
                 },
+                Effect::Debounce { generation, .. } => Message::Debounced { generation },
                 Effect::Quit => continue,
             };
             queue.extend(app.update(message));

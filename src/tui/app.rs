@@ -3,6 +3,8 @@
 //! state and returns the [`Effect`]s to run (store queries, quitting). Nothing here
 //! awaits, draws or touches the store, so every flow can be driven by a test.
 
+use std::time::Duration;
+
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
@@ -45,6 +47,9 @@ pub enum Message {
         generation: u64,
         result: Result<Box<OperationDetail>, String>,
     },
+    /// The pause asked for by the [`Effect::Debounce`] tagged `generation` is
+    /// over: if nothing was typed since, the search runs.
+    Debounced { generation: u64 },
 }
 
 /// Work for the effects runner; its answers come back as messages carrying the
@@ -58,6 +63,9 @@ pub enum Effect {
     },
     /// Fetch everything stored about one operation.
     Load { generation: u64, id: OperationId },
+    /// Answer with [`Message::Debounced`] after `delay`, so that a search runs
+    /// once typing pauses rather than once per key.
+    Debounce { generation: u64, delay: Duration },
     /// Leave the console.
     Quit,
 }
@@ -75,6 +83,8 @@ pub struct PromptState {
     pub kind: PromptKind,
     pub input: Prompt,
     before: String,
+    /// The search was changed while the prompt was open.
+    touched: bool,
 }
 
 /// A one-line message in the status bar.
@@ -113,6 +123,8 @@ pub struct App {
     pub status: Option<Status>,
     pub log_path: Option<Clean>,
     head: Option<i64>,
+    /// The debounce a typed search waits on.
+    search_pending: Option<u64>,
     /// The last poll could not reach the store (its message is on screen).
     unreachable: bool,
     generation: u64,
@@ -120,6 +132,9 @@ pub struct App {
 
 /// Lines the mouse wheel scrolls a text pane by.
 const WHEEL_LINES: i64 = 3;
+
+/// How long typing must pause before the search runs.
+pub const SEARCH_PAUSE: Duration = Duration::from_millis(150);
 
 impl App {
     pub fn new(options: Options, size: Rect) -> Self {
@@ -139,6 +154,7 @@ impl App {
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
             head: None,
+            search_pending: None,
             unreachable: false,
             generation: 0,
         }
@@ -146,7 +162,7 @@ impl App {
 
     /// The first effects: the first page of the queue.
     pub fn init(&mut self) -> Vec<Effect> {
-        self.list(None)
+        self.list(None, true)
     }
 
     /// Applies one message; returns the effects to run.
@@ -159,7 +175,7 @@ impl App {
                 self.size = Rect::new(0, 0, width, height);
                 let mut effects = Vec::new();
                 if self.queue.scroll_to_selection(self.page_rows()) {
-                    effects.extend(self.list(self.queue.selected_id.clone()));
+                    effects.extend(self.list(self.queue.selected_id.clone(), false));
                 }
                 self.clamp_scrolls();
                 effects
@@ -167,6 +183,14 @@ impl App {
             Message::Poll { head, now } => self.poll(head, now),
             Message::Listed { generation, result } => self.listed(generation, result),
             Message::Loaded { generation, result } => self.loaded(generation, result),
+            Message::Debounced { generation } => {
+                if self.search_pending != Some(generation) {
+                    return Vec::new();
+                }
+                self.search_pending = None;
+                self.queue.restart();
+                self.list(None, false)
+            }
         }
     }
 
@@ -226,11 +250,14 @@ impl App {
         });
     }
 
-    /// A request for the queue page, keeping the selection on `keep`.
-    fn list(&mut self, keep: Option<OperationId>) -> Vec<Effect> {
+    /// A request for the queue page, keeping the selection on `keep`; `recount`
+    /// asks for the header counts too (the store or the time changed).
+    fn list(&mut self, keep: Option<OperationId>, recount: bool) -> Vec<Effect> {
         let generation = self.next_generation();
         let page_rows = self.page_rows();
-        let query = self.queue.request(generation, page_rows, keep, self.now);
+        let query = self
+            .queue
+            .request(generation, page_rows, keep, recount, self.now);
         vec![Effect::List {
             generation,
             query: Box::new(query),
@@ -264,7 +291,7 @@ impl App {
 
     /// Everything on screen, asked for again (the store changed).
     fn refresh(&mut self) -> Vec<Effect> {
-        let mut effects = self.list(self.queue.selected_id.clone());
+        let mut effects = self.list(self.queue.selected_id.clone(), true);
         effects.extend(self.load_top());
         effects
     }
@@ -276,7 +303,7 @@ impl App {
             self.now = now;
             self.detail.retime(&self.actor, now);
             if requery {
-                effects.extend(self.list(self.queue.selected_id.clone()));
+                effects.extend(self.list(self.queue.selected_id.clone(), true));
             }
         }
         if head.is_ok() && self.unreachable {
@@ -288,7 +315,7 @@ impl App {
                 let first = self.head.is_none();
                 self.head = Some(head);
                 if first {
-                    effects.extend(self.list(self.queue.selected_id.clone()));
+                    effects.extend(self.list(self.queue.selected_id.clone(), true));
                 } else {
                     effects = self.refresh();
                 }
@@ -333,7 +360,7 @@ impl App {
             );
         }
         if applied.refetch {
-            effects.extend(self.list(None));
+            effects.extend(self.list(None, false));
         }
         effects.extend(self.sync_root());
         effects
@@ -428,6 +455,7 @@ impl App {
                     kind,
                     input: Prompt::new(label, &before),
                     before,
+                    touched: false,
                 });
                 if kind == PromptKind::Filter {
                     self.say(
@@ -447,7 +475,7 @@ impl App {
                 self.queue.filter = Default::default();
                 self.queue.search.clear();
                 self.queue.restart();
-                self.list(None)
+                self.list(None, false)
             }
             Command::Sort => {
                 let at = SORTS
@@ -456,7 +484,7 @@ impl App {
                     .unwrap_or(0);
                 self.queue.sort = SORTS[(at + 1) % SORTS.len()];
                 self.queue.restart();
-                self.list(None)
+                self.list(None, false)
             }
             Command::SwitchTab => {
                 self.queue.tab = match self.queue.tab {
@@ -464,7 +492,7 @@ impl App {
                     Tab::All => Tab::Held,
                 };
                 self.queue.restart();
-                self.list(None)
+                self.list(None, false)
             }
             Command::Reload => {
                 if self.detail.accept_change() {
@@ -508,7 +536,7 @@ impl App {
                     .saturating_add(delta);
                 let mut effects = Vec::new();
                 if self.queue.select(to, self.page_rows()) {
-                    effects.extend(self.list(None));
+                    effects.extend(self.list(None, false));
                 }
                 effects.extend(self.sync_root());
                 effects
@@ -651,6 +679,10 @@ impl App {
                 let text = prompt.input.text();
                 if kind == PromptKind::Search {
                     self.prompt = None;
+                    if self.search_pending.take().is_some() {
+                        self.queue.restart();
+                        return self.list(None, false);
+                    }
                     return Vec::new();
                 }
                 match filter::parse(&text) {
@@ -662,7 +694,7 @@ impl App {
                         }
                         self.queue.filter = parsed;
                         self.queue.restart();
-                        self.list(None)
+                        self.list(None, false)
                     }
                     Err(e) => {
                         self.say(&e, true);
@@ -672,12 +704,14 @@ impl App {
             }
             Some(Command::Cancel) => {
                 let before = prompt.before.clone();
+                let touched = prompt.touched;
                 self.prompt = None;
                 self.status = None;
-                if kind == PromptKind::Search && before != self.queue.search {
+                self.search_pending = None;
+                if kind == PromptKind::Search && touched {
                     self.queue.search = before;
                     self.queue.restart();
-                    return self.list(None);
+                    return self.list(None, false);
                 }
                 Vec::new()
             }
@@ -685,9 +719,14 @@ impl App {
                 if !prompt.input.input(key) || kind != PromptKind::Search {
                     return Vec::new();
                 }
+                prompt.touched = true;
                 self.queue.search = prompt.input.text();
-                self.queue.restart();
-                self.list(None)
+                let generation = self.next_generation();
+                self.search_pending = Some(generation);
+                vec![Effect::Debounce {
+                    generation,
+                    delay: SEARCH_PAUSE,
+                }]
             }
         }
     }

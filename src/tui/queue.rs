@@ -58,8 +58,9 @@ pub fn sort_name(sort: SortOrder) -> &'static str {
 pub struct ListQuery {
     pub filter: OperationFilter,
     /// The filter for the header counts: tenant scope only, so the header always
-    /// tells the whole picture whatever is filtered.
-    pub counts: OperationFilter,
+    /// tells the whole picture whatever is filtered. `None` when only the view of
+    /// the listing changed (page, sort, filter, search): the counts stay.
+    pub counts: Option<OperationFilter>,
     pub sort: SortOrder,
     pub page: Page,
     pub now: DateTime<Utc>,
@@ -79,7 +80,8 @@ struct Pending {
 pub struct Listing {
     pub rows: Vec<OperationRow>,
     pub total: u64,
-    pub counts: QueueCounts,
+    /// Fresh header counts, when they were asked for.
+    pub counts: Option<QueueCounts>,
 }
 
 #[derive(Debug, Clone)]
@@ -145,18 +147,20 @@ impl QueueState {
     }
 
     /// A request for the page starting at the current offset, `page_rows` long;
-    /// `keep` asks for the selection to stay on that operation.
+    /// `keep` asks for the selection to stay on that operation, `recount` for the
+    /// header counts too (the first time they are always asked for).
     pub fn request(
         &mut self,
         generation: u64,
         page_rows: u16,
         keep: Option<OperationId>,
+        recount: bool,
         now: DateTime<Utc>,
     ) -> ListQuery {
-        let counts = OperationFilter {
+        let counts = (recount || self.counts.is_none()).then(|| OperationFilter {
             visible_tenants: self.visible_tenants.clone(),
             ..OperationFilter::default()
-        };
+        });
         let search = self.search.trim();
         let filter = OperationFilter {
             queue: self.tab == Tab::Held,
@@ -219,7 +223,9 @@ impl QueueState {
         self.rows = listing.rows;
         self.rows_offset = pending.offset;
         self.total = listing.total;
-        self.counts = Some(listing.counts);
+        if let Some(counts) = listing.counts {
+            self.counts = Some(counts);
+        }
         let mut lost = None;
         if let Some(keep) = pending.keep {
             match self.rows.iter().position(|r| r.operation.id == keep) {

@@ -24,9 +24,15 @@ pub const POLL_EVERY: Duration = Duration::from_millis(500);
 pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
     match effect {
         Effect::List { generation, query } => {
+            let counts = async {
+                match &query.counts {
+                    Some(filter) => store.counts(filter, query.now).await.map(Some),
+                    None => Ok(None),
+                }
+            };
             let (listing, counts) = tokio::join!(
                 store.list(&query.filter, query.sort, query.page, query.now),
-                store.counts(&query.counts, query.now)
+                counts
             );
             let result = match (listing, counts) {
                 (Ok((rows, total)), Ok(counts)) => Ok(Listing {
@@ -52,6 +58,12 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
             Some(Message::Loaded {
                 generation: *generation,
                 result,
+            })
+        }
+        Effect::Debounce { generation, delay } => {
+            tokio::time::sleep(*delay).await;
+            Some(Message::Debounced {
+                generation: *generation,
             })
         }
         Effect::Quit => None,

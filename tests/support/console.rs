@@ -114,9 +114,17 @@ impl Harness {
     pub async fn settle(&mut self, effects: Vec<Effect>) {
         let mut queue: VecDeque<Effect> = effects.into();
         while let Some(effect) = queue.pop_front() {
-            if effect == Effect::Quit {
-                self.quit = true;
-                continue;
+            match effect {
+                Effect::Quit => {
+                    self.quit = true;
+                    continue;
+                }
+                // The harness owns time: a pause in typing is over at once.
+                Effect::Debounce { generation, .. } => {
+                    queue.extend(self.app.update(Message::Debounced { generation }));
+                    continue;
+                }
+                _ => {}
             }
             let store = self.store();
             if let Some(message) = perform(store.as_ref(), &effect).await {
