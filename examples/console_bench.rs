@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use holdfast::core::model::Role;
 use holdfast::core::rules::Actor;
 use holdfast::store::Store;
 use holdfast::store::sqlite::SqliteStore;
@@ -63,13 +62,7 @@ async fn main() -> anyhow::Result<()> {
     let store = SqliteStore::open(&path).await?;
     let store: &dyn Store = &store;
     let options = Options {
-        actor: Actor {
-            identity: "bench".into(),
-            role: Role::Local,
-            policy: None,
-            tenants: None,
-            on_behalf_of: None,
-        },
+        actor: Actor::local("bench", None),
         now: Utc::now(),
         frozen: true,
         color: true,

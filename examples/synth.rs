@@ -2,7 +2,8 @@
 //! every state group, tenant, risk and failure mode, each with a request attempt and
 //! a transition history, so that the queue, its counts and search have real work.
 //!
-//! `cargo run --release --example synth -- 1000000 > big.jsonl`
+//! `cargo run --release --example synth -- COUNT [FIRST] > part.jsonl` writes
+//! operations FIRST..FIRST+COUNT, so a large store can be built from several files.
 
 use std::io::{self, BufWriter, Write};
 
@@ -25,6 +26,10 @@ fn main() -> io::Result<()> {
         .nth(1)
         .and_then(|n| n.parse().ok())
         .unwrap_or(100_000);
+    let first: u64 = std::env::args()
+        .nth(2)
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0);
     let out = io::stdout();
     let mut out = BufWriter::new(out.lock());
     writeln!(
@@ -32,7 +37,7 @@ fn main() -> io::Result<()> {
         r#"{{"type":"contract","tool":"S01","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":true,"retryable":["http_503"],"compensation":"record.delete","owner":"integrations","max_attempts":3,"budget_seconds":600}}"#
     )?;
     let base = 1_788_000_000_i64;
-    for n in 0..count {
+    for n in first..first + count {
         let id = format!("S{n:07}");
         let payload = Sha256::of(id.as_bytes());
         let created = base + (n as i64) * 3;

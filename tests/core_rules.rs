@@ -145,14 +145,19 @@ fn detail(state: State) -> OperationDetail {
     }
 }
 
-fn actor(name: &str, role: Role) -> Actor {
-    Actor {
+fn grant(name: &str, role: Role, tenant: &str) -> Grant {
+    Grant {
         identity: name.into(),
         role,
-        policy: Some("RP03".into()),
-        tenants: None,
-        on_behalf_of: None,
+        tenant: tenant.into(),
+        granted_by: "own:lee".into(),
+        granted_at: t(0),
     }
+}
+
+/// `name` holding `role` on the operation's tenant.
+fn actor(name: &str, role: Role) -> Actor {
+    Actor::from_grants(name, Some("RP03".into()), &[grant(name, role, "pinehaven")])
 }
 
 fn why() -> Rationale {
@@ -183,7 +188,7 @@ fn refused_by(result: Result<Effect, Refusal>) -> Rule {
 }
 
 fn local() -> Actor {
-    actor("maya", Role::Local)
+    Actor::local("maya", Some("RP03".into()))
 }
 
 #[test]
@@ -508,9 +513,22 @@ fn g6_high_risk_needs_a_second_different_approver() {
 #[test]
 fn g7_no_action_outside_the_granted_tenants() {
     let d = detail(State::Unknown);
-    let mut outsider = local();
-    outsider.tenants = Some(vec!["harborline".into()]);
+    let outsider = Actor::from_grants(
+        "rev:kai",
+        None,
+        &[
+            grant("rev:kai", Role::Approver, "harborline"),
+            grant("rev:ana", Role::Approver, "pinehaven"),
+        ],
+    );
+    assert!(!outsider.sees("pinehaven"));
+    assert_eq!(outsider.visible_tenants(), Some(vec!["harborline".into()]));
     assert_eq!(refused_by(run(&d, Action::Comment, &outsider)), Rule::G7);
+    assert!(
+        options(&d, &outsider, t(NOW))
+            .iter()
+            .all(|o| matches!(&o.outcome, Err(r) if r.rule == Rule::G7))
+    );
 }
 
 #[test]
@@ -642,6 +660,8 @@ fn reconcile_records_a_status_query_and_an_observation_without_moving_state() {
         provider_request_id: Some("req_81".into()),
         reference: Some("console lookup".into()),
         raw_hash: None,
+        id: None,
+        observed_at: None,
     };
     let effect = run(&d, Action::Reconcile(input), &local()).unwrap();
     assert_eq!(effect.to, None);
@@ -708,7 +728,7 @@ fn mark_resumed_needs_every_item_verified() {
 }
 
 #[test]
-fn owners_accept_assign_and_schedule() {
+fn owners_accept_and_assign_and_nothing_else() {
     let d = detail(State::Unknown);
     let owner = actor("own:lee", Role::Owner);
     assert_eq!(
@@ -739,10 +759,90 @@ fn owners_accept_assign_and_schedule() {
     )
     .unwrap();
     assert_eq!(assigned.commit.new_owner.as_deref(), Some("billing"));
+    assert_eq!(assigned.commit.audit.role, Role::Owner);
+    for action in [
+        Action::Schedule { at: t(900) },
+        Action::Comment,
+        Action::Block,
+    ] {
+        assert_eq!(refused_by(run(&d, action, &owner)), Rule::G6);
+    }
     assert_eq!(
-        refused_by(run(&d, Action::Schedule { at: t(10) }, &owner)),
-        Rule::G1
+        refused_by(run(&d, Action::Schedule { at: t(10) }, &local())),
+        Rule::G1,
+        "the next observation must lie ahead"
     );
+}
+
+#[test]
+fn roles_follow_the_issue_table_and_combine_per_tenant() {
+    use ActionKind::*;
+    let may = |role: Role| -> Vec<&str> {
+        ActionKind::ALL
+            .iter()
+            .filter(|k| permits(role, **k))
+            .map(|k| k.as_str())
+            .collect()
+    };
+    assert!(may(Role::Viewer).is_empty());
+    assert!(may(Role::System).is_empty());
+    assert_eq!(may(Role::Owner), ["accept", "assign"]);
+    assert_eq!(
+        may(Role::Reviewer),
+        [
+            "reconcile",
+            "resolve",
+            "authorize-retry",
+            "approve-compensation",
+            "approve-resume",
+            "mark-compensated",
+            "mark-resumed",
+            "revalidate",
+            "block",
+            "schedule",
+            "comment"
+        ]
+    );
+    assert!(permits(Role::Approver, Confirm) && permits(Role::Approver, Reject));
+    assert!(!permits(Role::Reviewer, Confirm) && !permits(Role::Approver, Accept));
+    assert_eq!(may(Role::Local).len(), ActionKind::ALL.len());
+
+    let both = Actor::from_grants(
+        "lee",
+        None,
+        &[
+            grant("lee", Role::Owner, "pinehaven"),
+            grant("lee", Role::Reviewer, "pinehaven"),
+            grant("lee", Role::Viewer, "harborline"),
+        ],
+    );
+    assert_eq!(both.role_for("pinehaven", Accept), Ok(Role::Owner));
+    assert_eq!(both.role_for("pinehaven", Comment), Ok(Role::Reviewer));
+    assert_eq!(
+        both.role_for("harborline", Comment).map_err(|r| r.rule),
+        Err(Rule::G6)
+    );
+    assert_eq!(
+        both.role_for("acme", Comment).map_err(|r| r.rule),
+        Err(Rule::G7)
+    );
+
+    let mut d = detail(State::Unknown);
+    reconciled(&mut d);
+    let proposed = run(
+        &d,
+        Action::AuthorizeRetry,
+        &actor("rev:ana", Role::Reviewer),
+    )
+    .unwrap();
+    assert!(
+        proposed.proposal_only,
+        "a reviewer only proposes, even at low risk"
+    );
+    assert_eq!(proposed.commit.audit.role, Role::Reviewer);
+    let applied = run(&d, Action::AuthorizeRetry, &actor("rev:bo", Role::Approver)).unwrap();
+    assert_eq!(applied.to, Some(State::Approved));
+    assert_eq!(applied.commit.audit.role, Role::Approver);
 }
 
 #[test]

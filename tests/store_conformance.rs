@@ -47,13 +47,7 @@ async fn loaded() -> support::stores::Fresh {
 }
 
 fn local() -> Actor {
-    Actor {
-        identity: "maya".into(),
-        role: Role::Local,
-        policy: Some("RP03".into()),
-        tenants: None,
-        on_behalf_of: None,
-    }
+    Actor::local("maya", Some("RP03".into()))
 }
 
 #[tokio::test]
@@ -373,4 +367,105 @@ async fn a_store_from_a_newer_version_is_refused() {
         "{error}"
     );
     assert!(error.to_string().contains("newer holdfast"));
+}
+
+#[tokio::test]
+async fn grants_commit_with_their_audit_row_and_refuse_a_stale_basis() {
+    use holdfast::core::access::{GrantOp, GrantRequest, LEDGER, decide_grant};
+    let fresh = loaded().await;
+    let store = fresh.store.as_ref();
+    assert!(store.grants().await.unwrap().is_empty(), "single-user mode");
+    let head = store.head_seq().await.unwrap();
+    let request = |op, identity: &str, role| GrantRequest {
+        op,
+        identity: identity.into(),
+        role,
+        tenant: "pinehaven".into(),
+    };
+    let first = decide_grant(
+        &[],
+        "maya",
+        Some("RP03".into()),
+        &request(GrantOp::Grant, "maya", Role::Owner),
+        None,
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    let row = store.change_grant(first.clone()).await.unwrap();
+    assert_eq!(row.seq, head + 1);
+    assert_eq!(row.draft.operation.as_str(), LEDGER);
+    assert_eq!(row.draft.action, "grant");
+    assert_eq!(row.draft.role, Role::Local);
+    assert_eq!(
+        row.draft.evidence,
+        ["identity:maya", "role:owner", "tenant:pinehaven"]
+    );
+    let grants = store.grants().await.unwrap();
+    assert_eq!(grants.len(), 1);
+    assert_eq!(
+        (
+            grants[0].identity.as_str(),
+            grants[0].role,
+            grants[0].granted_at
+        ),
+        ("maya", Role::Owner, now())
+    );
+
+    let stale = store.change_grant(first).await.unwrap_err();
+    assert!(matches!(stale, StoreError::GrantsChanged), "{stale}");
+
+    let second = decide_grant(
+        &grants,
+        "maya",
+        None,
+        &request(GrantOp::Grant, "bo", Role::Approver),
+        None,
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    store.change_grant(second).await.unwrap();
+    let grants = store.grants().await.unwrap();
+    let revoke = decide_grant(
+        &grants,
+        "maya",
+        None,
+        &request(GrantOp::Revoke, "bo", Role::Approver),
+        None,
+        now(),
+    )
+    .unwrap()
+    .unwrap();
+    let row = store.change_grant(revoke).await.unwrap();
+    assert_eq!(row.draft.action, "revoke");
+    assert_eq!(store.grants().await.unwrap().len(), 1);
+    assert!(matches!(
+        store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    assert!(
+        store.detail(&id("F09")).await.unwrap().audit.len() == 3,
+        "grant rows belong to no operation"
+    );
+}
+
+#[tokio::test]
+async fn ingest_refuses_the_reserved_id_prefix() {
+    let fresh = support::stores::sqlite().await;
+    let text = SMALL.replace("\"id\":\"F10\"", "\"id\":\"holdfast:grants\"");
+    let report = fresh
+        .store
+        .ingest(records(&text), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(
+        report
+            .rejected
+            .iter()
+            .any(|e| e.line == 3 && e.field == "id" && e.reason.contains("reserved")),
+        "{:?}",
+        report.rejected
+    );
+    assert_eq!(fresh.store.head_seq().await.unwrap(), 0);
 }

@@ -5,6 +5,7 @@
 pub mod config;
 pub mod render;
 pub mod report;
+pub mod review;
 
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
@@ -17,9 +18,9 @@ use std::sync::Arc;
 use crate::core::audit::ChainStatus;
 use crate::core::clock::{Clock, format_instant, parse_instant};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{FailureMode, Risk, Role, State};
+use crate::core::model::{FailureMode, Risk, State};
 use crate::core::rules::Actor;
-use crate::store::{OperationFilter, Page, SortOrder, Store, StoreError};
+use crate::store::{OperationFilter, Page, SortOrder, Store};
 use config::{Config, Paths, Theme};
 
 /// Exit codes, as documented in the README.
@@ -34,6 +35,13 @@ pub mod exit {
     pub const REFUSED: u8 = 3;
     /// The audit chain does not verify, or does not match a saved digest.
     pub const INTEGRITY: u8 = 4;
+}
+
+impl Failure {
+    /// Bad input (exit 2) with a message.
+    pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
+        Failure::new(exit::BAD_INPUT, message).into()
+    }
 }
 
 /// An error that carries its exit code.
@@ -115,6 +123,21 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Take a reviewer action on one operation (`review ID ACTION`), or on every
+    /// held operation matching a filter (`review --filter TEXT ACTION`).
+    Review(review::ReviewArgs),
+    /// Give an identity a role on a tenant (audited).
+    Grant(review::GrantArgs),
+    /// Take a role on a tenant away from an identity (audited).
+    Revoke(review::GrantArgs),
+    /// List the grants (none: single-user mode).
+    Grants {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the evidence bundle(s) of operations, with a content hash, as JSON or
+    /// Markdown.
+    Export(review::ExportArgs),
     /// Check or print the audit chain.
     Audit {
         #[command(subcommand)]
@@ -225,16 +248,11 @@ impl Context {
         Ok(Arc::new(store))
     }
 
-    /// The acting identity with its role. Until grants exist the store is in
-    /// single-user mode: the local user may do everything.
-    pub fn actor(&self) -> Actor {
-        Actor {
-            identity: self.identity.clone(),
-            role: Role::Local,
-            policy: self.config.policy.clone(),
-            tenants: None,
-            on_behalf_of: None,
-        }
+    /// The acting identity with what the store's grants allow it; with no grants
+    /// at all the store is in single-user mode and the local user may do
+    /// everything.
+    pub async fn actor(&self, store: &dyn Store) -> anyhow::Result<Actor> {
+        Ok(crate::review::actor(store, &self.identity, self.config.policy.clone()).await?)
     }
 
     pub fn no_color(&self) -> bool {
@@ -246,7 +264,7 @@ impl Context {
 /// Text for `--help` that names the files holdfast uses.
 fn files_help(paths: &Paths) -> String {
     format!(
-        "Files:\n  config file  {}\n  data dir     {}\n  log file     {}\n\nExit codes: 0 ok, 1 error, 2 bad input, 3 refused by a guard, 4 audit chain broken.",
+        "Files:\n  config file  {}\n  data dir     {}\n  log file     {}\n\nExit codes: 0 ok, 1 error, 2 bad input, 3 refused by a guard (G8: changed by someone else first), 4 audit chain broken.",
         paths.config_file.display(),
         paths.data_dir.display(),
         paths.log_file.display()
@@ -278,7 +296,11 @@ pub fn main() -> ExitCode {
         Err(e) => {
             let code = e.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
             tracing::error!(error = %format!("{e:#}"), "command failed");
-            eprintln!("holdfast: {e:#}");
+            if code == exit::REFUSED {
+                eprintln!("{e:#}");
+            } else {
+                eprintln!("holdfast: {e:#}");
+            }
             ExitCode::from(code)
         }
     }
@@ -329,6 +351,15 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::List(args)) => list(&ctx, args).await,
         Some(Command::Show { id, json }) => show(&ctx, &id, json).await,
         Some(Command::Timeline { id, json }) => timeline(&ctx, &id, json).await,
+        Some(Command::Review(args)) => review::review(&ctx, args).await,
+        Some(Command::Grant(args)) => {
+            review::grant(&ctx, crate::core::access::GrantOp::Grant, args).await
+        }
+        Some(Command::Revoke(args)) => {
+            review::grant(&ctx, crate::core::access::GrantOp::Revoke, args).await
+        }
+        Some(Command::Grants { json }) => review::grants(&ctx, json).await,
+        Some(Command::Export(args)) => review::export(&ctx, args).await,
         Some(Command::Audit { command }) => audit(&ctx, command).await,
         Some(Command::Db {
             command: DbCommand::Migrate,
@@ -348,7 +379,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
 
 async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
     let console = crate::tui::Console {
-        actor: ctx.actor(),
+        actor: ctx.actor(store.as_ref()).await?,
         clock: ctx.clock,
         no_color: ctx.no_color(),
         log_path: Some(ctx.paths.log_file.clone()),
@@ -358,8 +389,10 @@ async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
 }
 
 async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
+    let actor = ctx.actor(store).await?;
     let filter = OperationFilter {
         queue: true,
+        visible_tenants: actor.visible_tenants(),
         ..OperationFilter::default()
     };
     let (rows, total) = store
@@ -373,12 +406,13 @@ async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
             ctx.now(),
         )
         .await?;
+    let header = render::actor_header(&actor);
     if total == 0 {
-        return Ok(
-            "no held operations — `holdfast ingest FILE` to load some, or `holdfast demo`\n".into(),
-        );
+        return Ok(format!(
+            "{header}no held operations — `holdfast ingest FILE` to load some, or `holdfast demo`\n"
+        ));
     }
-    Ok(render::list(&rows, total, ctx.now()))
+    Ok(format!("{header}{}", render::list(&rows, total, ctx.now())))
 }
 
 /// The demo packet, shipped inside the binary so `holdfast demo` works anywhere.
@@ -502,10 +536,7 @@ fn parse_list<T>(
         .iter()
         .map(|v| {
             parse(v).ok_or_else(|| {
-                anyhow::Error::new(Failure::new(
-                    exit::BAD_INPUT,
-                    format!("--{what} {v}: must be one of: {expected}"),
-                ))
+                Failure::bad_input(format!("--{what} {v}: must be one of: {expected}"))
             })
         })
         .collect()
@@ -544,7 +575,7 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         )?,
         risks: parse_list(&args.risk, "risk", Risk::parse, Risk::expected())?,
         search: args.search.clone(),
-        visible_tenants: ctx.actor().tenants,
+        visible_tenants: None,
     };
     let sort = match args.sort {
         SortArg::Urgency => SortOrder::Urgency,
@@ -553,6 +584,11 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         SortArg::Deadline => SortOrder::Deadline,
     };
     let store = ctx.open_store().await?;
+    let actor = ctx.actor(store.as_ref()).await?;
+    let filter = OperationFilter {
+        visible_tenants: actor.visible_tenants(),
+        ..filter
+    };
     let page = Page {
         offset: args.offset,
         limit: args.limit.clamp(1, 10_000),
@@ -565,52 +601,51 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
             .collect();
         println!("{}", serde_json::to_string_pretty(&ops)?);
     } else {
-        print!("{}", render::list(&rows, total, ctx.now()));
+        print!(
+            "{}{}",
+            render::actor_header(&actor),
+            render::list(&rows, total, ctx.now())
+        );
     }
     Ok(exit::OK)
 }
 
-async fn load(ctx: &Context, id: &str) -> anyhow::Result<crate::core::model::OperationDetail> {
-    let id = OperationId::parse(id)
-        .map_err(|e| Failure::new(exit::BAD_INPUT, format!("operation id {id:?} {e}")))?;
+/// Parses an operation id typed on the command line.
+pub fn parse_id(id: &str) -> anyhow::Result<OperationId> {
+    OperationId::parse(id).map_err(|e| Failure::bad_input(format!("operation id {id:?} {e}")))
+}
+
+/// One operation as the acting identity may see it (G7), with that actor.
+async fn load(
+    ctx: &Context,
+    id: &str,
+) -> anyhow::Result<(crate::core::model::OperationDetail, Actor)> {
+    let id = parse_id(id)?;
     let store = ctx.open_store().await?;
-    let detail = match store.detail(&id).await {
-        Ok(detail) => detail,
-        Err(StoreError::NotFound(id)) => {
-            return Err(Failure::new(
-                exit::ERROR,
-                format!("no operation {id} in {}", store.location()),
-            )
-            .into());
-        }
-        Err(e) => return Err(e.into()),
-    };
-    let actor = ctx.actor();
-    if let Some(tenants) = &actor.tenants
-        && !tenants.contains(&detail.row.operation.tenant)
-    {
-        return Err(Failure::new(
-            exit::ERROR,
-            format!("no operation {id} in {}", store.location()),
-        )
-        .into());
-    }
-    Ok(detail)
+    let actor = ctx.actor(store.as_ref()).await?;
+    let detail = crate::review::load(store.as_ref(), &id, &actor)
+        .await
+        .map_err(review::failure)?;
+    Ok((detail, actor))
 }
 
 async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
-    let detail = load(ctx, id).await?;
-    let bundle = crate::core::evidence::bundle(&detail, &ctx.actor(), ctx.now());
+    let (detail, actor) = load(ctx, id).await?;
+    let bundle = crate::core::evidence::bundle(&detail, &actor, ctx.now());
     if json {
         println!("{}", serde_json::to_string_pretty(&bundle)?);
     } else {
-        print!("{}", render::bundle(&bundle, ctx.now()));
+        print!(
+            "{}{}",
+            render::actor_header(&actor),
+            render::bundle(&bundle, ctx.now())
+        );
     }
     Ok(exit::OK)
 }
 
 async fn timeline(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
-    let detail = load(ctx, id).await?;
+    let (detail, _) = load(ctx, id).await?;
     if json {
         let rows: Vec<serde_json::Value> = detail
             .attempts

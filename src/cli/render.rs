@@ -5,12 +5,18 @@
 use chrono::{DateTime, Utc};
 use std::fmt::Write as _;
 
+use crate::core::access::{GrantChange, GrantOp, GrantRequest};
+use crate::core::audit::AuditRow;
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::evidence::{EvidenceBundle, describe_observation};
-use crate::core::model::{AttemptKind, OperationDetail, OperationRow};
+use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
+use crate::core::rules::{ActionKind, Actor, Effect, Refusal};
 use crate::core::sanitize::sanitize;
+use crate::core::triage::{Bucket, TriageLine};
+use crate::review::{Applied, ReviewError};
 
-fn clean(text: &str) -> String {
+/// `text` sanitized for the terminal (G10).
+pub fn clean(text: &str) -> String {
     sanitize(text).into_owned()
 }
 
@@ -54,11 +60,16 @@ pub fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> String {
     let _ = writeln!(out, "{}", line.join(" ").trim_end());
     for row in rows {
         let op = &row.operation;
-        let state = if row.held_dependencies.is_empty() {
-            op.state.to_string()
-        } else {
-            format!("{}*", op.state)
-        };
+        let state = format!(
+            "{}{}{}",
+            op.state,
+            if row.held_dependencies.is_empty() {
+                ""
+            } else {
+                "*"
+            },
+            if row.pending_proposal { "+" } else { "" }
+        );
         let next = match op.next_observation_at {
             Some(t) if t < now && op.state.is_held() => {
                 format!("!{}", human_duration((now - t).num_seconds()))
@@ -93,14 +104,255 @@ pub fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> String {
     }
     let _ = writeln!(
         out,
-        "{} of {total} shown{}",
+        "{} of {total} shown{}{}; ! overdue observation",
         rows.len(),
         if rows.iter().any(|r| !r.held_dependencies.is_empty()) {
-            "; * held by a dependency; ! overdue observation"
+            "; * held by a dependency"
         } else {
-            "; ! overdue observation"
+            ""
+        },
+        if rows.iter().any(|r| r.pending_proposal) {
+            "; + proposal pending a second approver"
+        } else {
+            ""
         }
     );
+    out
+}
+
+/// The first line of `list` and `show`: who is acting, with which rights (or
+/// single-user mode).
+pub fn actor_header(actor: &Actor) -> String {
+    format!("acting as {}\n", clean(&actor.describe()))
+}
+
+/// The exact effect of an action: applied with its audit row, or a preview.
+pub fn effect(effect: &Effect, row: Option<&AuditRow>) -> String {
+    let mut out = String::new();
+    let id = clean(effect.commit.operation.as_str());
+    let headline = match (row, effect.proposal_only) {
+        (Some(_), true) => "proposal opened",
+        (Some(_), false) => "applied",
+        (None, true) => "dry run, nothing written — would open a proposal",
+        (None, false) => "dry run, nothing written — would apply",
+    };
+    let _ = writeln!(out, "{headline}: {} on {id}", effect.action);
+    let _ = writeln!(
+        out,
+        "  state      {}",
+        match effect.to {
+            Some(to) => format!("{} → {to}", effect.from),
+            None => format!("{} (unchanged)", effect.from),
+        }
+    );
+    for c in &effect.consequences {
+        let _ = writeln!(out, "  effect     {}", clean(c));
+    }
+    for child in &effect.commit.children {
+        let _ = writeln!(
+            out,
+            "  creates    {} ({}, {}) in {}",
+            clean(child.id.as_str()),
+            clean(&child.action),
+            child.relation.map_or("-", |r| r.as_str()),
+            child.state
+        );
+    }
+    for p in &effect.still_prohibited {
+        let _ = writeln!(out, "  prohibited {}", clean(p));
+    }
+    let draft = row.map_or(&effect.commit.audit, |r| &r.draft);
+    let _ = writeln!(
+        out,
+        "  audit      {}{} by {} as {}, policy {}, at {}",
+        row.map_or_else(|| "would write ".to_owned(), |r| format!("seq {} ", r.seq)),
+        clean(&draft.action),
+        clean(&draft.by),
+        draft.role,
+        opt(draft.policy.as_deref()),
+        format_instant(draft.at)
+    );
+    if !draft.evidence.is_empty() {
+        let evidence: Vec<String> = draft.evidence.iter().map(|e| clean(e)).collect();
+        let _ = writeln!(out, "  evidence   {}", evidence.join(", "));
+    }
+    let _ = writeln!(out, "  rationale  {}", opt(draft.rationale.as_deref()));
+    if let Some(r) = row {
+        let _ = writeln!(out, "  hash       {}", r.hash);
+    }
+    out
+}
+
+/// What an action would do to one triaged operation, in a few words.
+fn outcome_words(outcome: &Result<Effect, Refusal>) -> String {
+    match outcome {
+        Ok(e) if e.proposal_only => "would open a proposal".into(),
+        Ok(e) => match e.to {
+            Some(to) => format!("would apply: {} → {to}", e.from),
+            None => "would apply (no state change)".into(),
+        },
+        Err(r) => format!("refused: {}: {}", r.rule, clean(&r.reason)),
+    }
+}
+
+/// The dry run of bulk triage: the selection split into the four buckets, each
+/// operation with why it is there and what the action would do.
+pub fn triage(filter: &str, action: ActionKind, lines: &[TriageLine]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "dry run, nothing written: {action} on {} operation{} matching `{}`",
+        lines.len(),
+        if lines.len() == 1 { "" } else { "s" },
+        clean(if filter.is_empty() {
+            "the held queue"
+        } else {
+            filter
+        })
+    );
+    for bucket in [
+        Bucket::RetryEligible,
+        Bucket::NeedsReconciliation,
+        Bucket::NeedsCompensation,
+        Bucket::Blocked,
+    ] {
+        let members: Vec<&TriageLine> = lines.iter().filter(|l| l.bucket == bucket).collect();
+        let _ = writeln!(out, "\n{} ({})", bucket.title(), members.len());
+        for line in members {
+            let _ = writeln!(
+                out,
+                "  {:<10} {:<11} {}",
+                clean(line.id.as_str()),
+                line.state.as_str(),
+                clean(&line.why)
+            );
+            let _ = writeln!(
+                out,
+                "  {:<10} {:<11} {action}: {}",
+                "",
+                "",
+                outcome_words(&line.outcome)
+            );
+        }
+    }
+    out
+}
+
+/// Bulk triage applied: each operation's result, then the totals.
+pub fn triage_applied(
+    filter: &str,
+    action: ActionKind,
+    results: &[(TriageLine, Result<Applied, ReviewError>)],
+) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{action} on {} operation{} matching `{}`",
+        results.len(),
+        if results.len() == 1 { "" } else { "s" },
+        clean(if filter.is_empty() {
+            "the held queue"
+        } else {
+            filter
+        })
+    );
+    let mut applied = 0;
+    for (line, result) in results {
+        let text = match result {
+            Ok(a) => {
+                applied += 1;
+                let what = match (a.effect.proposal_only, a.effect.to) {
+                    (true, _) => "proposal opened".to_owned(),
+                    (false, Some(to)) => format!("{} → {to}", a.effect.from),
+                    (false, None) => "recorded".to_owned(),
+                };
+                format!("applied  {what}, audit seq {}", a.audit.seq)
+            }
+            Err(e) => clean(&e.to_string()),
+        };
+        let _ = writeln!(
+            out,
+            "  {:<10} {:<20} {text}",
+            clean(line.id.as_str()),
+            line.bucket.title()
+        );
+    }
+    let _ = writeln!(
+        out,
+        "{applied} applied, {} not applied",
+        results.len() - applied
+    );
+    out
+}
+
+/// The result of `grant` or `revoke`.
+pub fn grant_change(request: &GrantRequest, changed: Option<&(GrantChange, AuditRow)>) -> String {
+    let mut out = String::new();
+    let (identity, tenant) = (clean(&request.identity), clean(&request.tenant));
+    match changed {
+        None => {
+            let _ = writeln!(
+                out,
+                "nothing to change: {identity} {} {} on {tenant}",
+                if request.op == GrantOp::Grant {
+                    "already holds"
+                } else {
+                    "does not hold"
+                },
+                request.role
+            );
+        }
+        Some((change, row)) => {
+            let _ = writeln!(
+                out,
+                "{}ed: {} {identity} on {tenant}",
+                change.op.as_str(),
+                request.role
+            );
+            for c in &change.consequences {
+                let _ = writeln!(out, "  {}", clean(c));
+            }
+            let _ = writeln!(
+                out,
+                "  audit seq {} by {} as {}, hash {}",
+                row.seq,
+                clean(&row.draft.by),
+                row.draft.role,
+                row.hash
+            );
+        }
+    }
+    out
+}
+
+/// The grants as a table.
+pub fn grants(grants: &[Grant], single_user: bool) -> String {
+    let mut out = String::new();
+    if single_user {
+        let _ = writeln!(
+            out,
+            "no grants: single-user mode — whoever opens this store may do everything; `holdfast grant YOU --role owner --tenant T` ends it"
+        );
+        return out;
+    }
+    let header = [
+        ("TENANT", 16),
+        ("IDENTITY", 20),
+        ("ROLE", 9),
+        ("GRANTED BY", 20),
+    ];
+    let line: Vec<String> = header.iter().map(|(h, w)| cell(h, *w)).collect();
+    let _ = writeln!(out, "{} GRANTED AT", line.join(" "));
+    for g in grants {
+        let cells = [
+            (clean(&g.tenant), 16),
+            (clean(&g.identity), 20),
+            (g.role.to_string(), 9),
+            (clean(&g.granted_by), 20),
+        ];
+        let line: Vec<String> = cells.iter().map(|(c, w)| cell(c, *w)).collect();
+        let _ = writeln!(out, "{} {}", line.join(" "), format_instant(g.granted_at));
+    }
     out
 }
 
@@ -217,21 +469,7 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         },
     );
     let budget = &b.budget;
-    field(
-        "attempts",
-        format!(
-            "{} of {} used, {} status queries{}",
-            budget.attempts_used,
-            budget
-                .max_attempts
-                .map_or_else(|| "-".into(), |m| m.to_string()),
-            budget.status_queries,
-            budget
-                .exhausted
-                .as_ref()
-                .map_or_else(String::new, |e| format!(" — {e}"))
-        ),
-    );
+    field("attempts", budget.summary());
     field(
         "deadline",
         match (budget.deadline, budget.seconds_left) {

@@ -10,15 +10,20 @@ use crate::core::ids::OperationId;
 use crate::core::metrics::{self, Report};
 use crate::core::sanitize::sanitize;
 
-/// Computes the report over the whole store at the context's clock and prints it.
+/// Computes the report over the tenants the acting identity sees (the whole store
+/// in single-user mode, G7) at the context's clock and prints it.
 pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let store = ctx.open_store().await?;
-    let data = store.dataset().await?;
+    let actor = ctx.actor(store.as_ref()).await?;
+    let mut data = store.dataset().await?;
+    if let Some(tenants) = actor.visible_tenants() {
+        data = data.within(&tenants);
+    }
     let report = metrics::report(&data, ctx.now());
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}", render(&report));
+        print!("{}{}", super::render::actor_header(&actor), render(&report));
     }
     Ok(exit::OK)
 }

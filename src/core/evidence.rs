@@ -63,6 +63,22 @@ pub struct BudgetView {
     pub exhausted: Option<String>,
 }
 
+impl BudgetView {
+    /// `1 of 3 used, 0 status queries`, with why the budget is spent when it is.
+    pub fn summary(&self) -> String {
+        format!(
+            "{} of {} used, {} status queries{}",
+            self.attempts_used,
+            self.max_attempts
+                .map_or_else(|| "-".into(), |m| m.to_string()),
+            self.status_queries,
+            self.exhausted
+                .as_ref()
+                .map_or_else(String::new, |e| format!(" — {e}"))
+        )
+    }
+}
+
 /// One action as offered now: allowed, or refused with its rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ActionView {

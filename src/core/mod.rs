@@ -1,9 +1,11 @@
 //! The pure core: states, transitions, guards, the retry decision matrix, the
 //! evidence bundle, metrics and audit hashing. No I/O, no database, no terminal.
 
+pub mod access;
 pub mod audit;
 pub mod clock;
 pub mod evidence;
+pub mod export;
 pub mod ids;
 pub mod matrix;
 pub mod metrics;

@@ -419,6 +419,62 @@ pub struct Dataset {
     pub proposals: Vec<Proposal>,
 }
 
+impl Dataset {
+    /// Only what belongs to operations of `tenants` (G7): their operations with
+    /// their attempts, items, observations, audit rows, expectations and proposals. Contracts
+    /// are kept; they belong to no tenant.
+    pub fn within(&self, tenants: &[String]) -> Dataset {
+        use std::collections::HashSet;
+        let operations: Vec<Operation> = self
+            .operations
+            .iter()
+            .filter(|o| tenants.contains(&o.tenant))
+            .cloned()
+            .collect();
+        let ids: HashSet<&OperationId> = operations.iter().map(|o| &o.id).collect();
+        Dataset {
+            contracts: self.contracts.clone(),
+            attempts: self
+                .attempts
+                .iter()
+                .filter(|a| ids.contains(&a.operation))
+                .cloned()
+                .collect(),
+            items: self
+                .items
+                .iter()
+                .filter(|i| ids.contains(&i.operation))
+                .cloned()
+                .collect(),
+            observations: self
+                .observations
+                .iter()
+                .filter(|o| ids.contains(&o.operation))
+                .cloned()
+                .collect(),
+            audit: self
+                .audit
+                .iter()
+                .filter(|r| ids.contains(&r.draft.operation))
+                .cloned()
+                .collect(),
+            expectations: self
+                .expectations
+                .iter()
+                .filter(|e| ids.contains(&e.operation))
+                .cloned()
+                .collect(),
+            proposals: self
+                .proposals
+                .iter()
+                .filter(|p| ids.contains(&p.operation))
+                .cloned()
+                .collect(),
+            operations,
+        }
+    }
+}
+
 /// One row of the queue: the operation plus the figures the queue shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OperationRow {
@@ -482,4 +538,15 @@ pub struct OperationDetail {
     /// Other operations with the same idempotency key (same tenant) but a different
     /// payload hash (G3).
     pub key_conflicts: Vec<OperationId>,
+}
+
+/// One grant: `identity` holds `role` on `tenant` (G6, G7). A store without any
+/// grant is in single-user mode.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grant {
+    pub identity: String,
+    pub role: Role,
+    pub tenant: String,
+    pub granted_by: String,
+    pub granted_at: DateTime<Utc>,
 }

@@ -10,8 +10,8 @@ use super::audit::AuditDraft;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Assessment};
 use super::model::{
-    Approval, Attempt, AttemptKind, Item, ItemState, Matches, Observation, ObservationSource,
-    Operation, OperationDetail, Outcome, Phase, Proposal, Relation, Role, State,
+    Approval, Attempt, AttemptKind, Grant, Item, ItemState, Matches, Observation,
+    ObservationSource, Operation, OperationDetail, Outcome, Phase, Proposal, Relation, Role, State,
 };
 
 /// Who may make a transition of the table.
@@ -185,6 +185,29 @@ pub struct ReconcileInput {
     /// Where the reviewer looked (a ticket, a console URL, a query id).
     pub reference: Option<String>,
     pub raw_hash: Option<Sha256>,
+    /// The observation's own id, when it came as a wire-format line; else one is
+    /// made up from the operation id.
+    pub id: Option<String>,
+    /// When the lookup was made, when known; else the decision's `now`.
+    pub observed_at: Option<DateTime<Utc>>,
+}
+
+impl ReconcileInput {
+    /// What a stored or received observation showed, as a reconcile input: the
+    /// same record counts whether it arrives by ingest or by a reviewer.
+    pub fn from_observation(o: &Observation) -> ReconcileInput {
+        ReconcileInput {
+            source: o.source.clone(),
+            found: o.found,
+            matches: o.matches.clone(),
+            effect_count: o.effect_count,
+            provider_request_id: None,
+            reference: o.note.clone(),
+            raw_hash: o.raw_hash.clone(),
+            id: Some(o.id.clone()),
+            observed_at: Some(o.observed_at),
+        }
+    }
 }
 
 /// A reviewer action with its parameters.
@@ -239,48 +262,171 @@ impl Action {
     }
 }
 
-/// The acting identity.
+/// Whether `role` may take an action of `kind` at all (G6). Viewers read;
+/// reviewers reconcile, resolve, revalidate, block, comment, schedule, mark
+/// compensations and resumes done, and *propose* retries, compensations and
+/// resumes; approvers may do all that, apply those directly (below high risk) and
+/// confirm or reject proposals; owners accept and assign. The local user of a
+/// store without grants may do everything.
+pub fn permits(role: Role, kind: ActionKind) -> bool {
+    use ActionKind::*;
+    let reviewer = matches!(
+        kind,
+        Reconcile
+            | Resolve
+            | Revalidate
+            | Block
+            | Comment
+            | Schedule
+            | MarkCompensated
+            | MarkResumed
+            | AuthorizeRetry
+            | ApproveCompensation
+            | ApproveResume
+    );
+    match role {
+        Role::Local => true,
+        Role::System | Role::Viewer => false,
+        Role::Reviewer => reviewer,
+        Role::Approver => reviewer || matches!(kind, Confirm | Reject),
+        Role::Owner => matches!(kind, Accept | Assign),
+    }
+}
+
+/// The order in which an identity's roles on one tenant are tried for an action:
+/// the role that may apply a proposable action directly comes before the one that
+/// only proposes it.
+const ROLE_PREFERENCE: &[Role] = &[Role::Approver, Role::Reviewer, Role::Owner, Role::Viewer];
+
+/// The acting identity and what it may do where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Actor {
     pub identity: String,
-    pub role: Role,
     /// The review policy version in force, recorded on every row (G6).
     pub policy: Option<String>,
-    /// Tenants granted (G7); `None` means every tenant (single-user mode).
-    pub tenants: Option<Vec<String>>,
     /// The identity this actor acts for, when delegated.
     pub on_behalf_of: Option<String>,
+    /// This identity's grants (G6, G7); `None` is single-user mode: the store has
+    /// no grants at all, and the local user may do everything on every tenant.
+    pub grants: Option<Vec<Grant>>,
 }
 
 impl Actor {
-    fn may(&self, kind: ActionKind) -> bool {
-        use ActionKind::*;
-        let reviewer = matches!(
-            kind,
-            Reconcile
-                | Resolve
-                | Revalidate
-                | Block
-                | Comment
-                | Schedule
-                | MarkCompensated
-                | MarkResumed
-                | AuthorizeRetry
-                | ApproveCompensation
-                | ApproveResume
-        );
-        match self.role {
-            Role::Local => true,
-            Role::System | Role::Viewer => false,
-            Role::Reviewer => reviewer,
-            Role::Approver => reviewer || matches!(kind, Confirm | Reject),
-            Role::Owner => matches!(kind, Accept | Assign | Comment | Schedule | Block),
+    /// The local user of a store without grants.
+    pub fn local(identity: &str, policy: Option<String>) -> Actor {
+        Actor {
+            identity: identity.to_owned(),
+            policy,
+            on_behalf_of: None,
+            grants: None,
         }
     }
 
-    /// Whether this actor applies proposable actions directly (else proposes them).
-    fn approves(&self) -> bool {
-        matches!(self.role, Role::Approver | Role::Local)
+    /// `identity` as the store's grants define it: single-user mode when there are
+    /// none at all, else only what this identity was granted.
+    pub fn from_grants(identity: &str, policy: Option<String>, all: &[Grant]) -> Actor {
+        let grants = (!all.is_empty()).then(|| {
+            all.iter()
+                .filter(|g| g.identity == identity)
+                .cloned()
+                .collect()
+        });
+        Actor {
+            identity: identity.to_owned(),
+            policy,
+            on_behalf_of: None,
+            grants,
+        }
+    }
+
+    /// Whether the store is in single-user mode for this actor.
+    pub fn single_user(&self) -> bool {
+        self.grants.is_none()
+    }
+
+    /// The tenants this actor may see (G7), sorted; `None` means every tenant.
+    pub fn visible_tenants(&self) -> Option<Vec<String>> {
+        self.grants.as_ref().map(|grants| {
+            let mut tenants: Vec<String> = grants.iter().map(|g| g.tenant.clone()).collect();
+            tenants.sort();
+            tenants.dedup();
+            tenants
+        })
+    }
+
+    /// Who is acting with which rights, for a header: `maya — single-user mode (no
+    /// grants in this store): may do everything`, or `bob — approver on pinehaven;
+    /// viewer on harborline`.
+    pub fn describe(&self) -> String {
+        match &self.grants {
+            None => format!(
+                "{} — single-user mode (no grants in this store): may do everything",
+                self.identity
+            ),
+            Some(grants) if grants.is_empty() => format!(
+                "{} — no grants: sees no tenant (ask an owner for a grant)",
+                self.identity
+            ),
+            Some(_) => {
+                let per_tenant: Vec<String> = self
+                    .visible_tenants()
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|t| {
+                        let roles: Vec<&str> =
+                            self.roles_on(t).iter().map(|r| r.as_str()).collect();
+                        format!("{} on {t}", roles.join("+"))
+                    })
+                    .collect();
+                format!("{} — {}", self.identity, per_tenant.join("; "))
+            }
+        }
+    }
+
+    /// Whether this actor may see operations of `tenant` (G7).
+    pub fn sees(&self, tenant: &str) -> bool {
+        self.grants
+            .as_ref()
+            .is_none_or(|grants| grants.iter().any(|g| g.tenant == tenant))
+    }
+
+    /// The roles held on `tenant`, most able first; `[local]` in single-user mode.
+    pub fn roles_on(&self, tenant: &str) -> Vec<Role> {
+        match &self.grants {
+            None => vec![Role::Local],
+            Some(grants) => ROLE_PREFERENCE
+                .iter()
+                .copied()
+                .filter(|r| grants.iter().any(|g| g.tenant == tenant && g.role == *r))
+                .collect(),
+        }
+    }
+
+    /// The role under which this actor takes `kind` on `tenant`, or the refusal:
+    /// G7 without any grant on the tenant, G6 when no granted role permits it.
+    pub fn role_for(&self, tenant: &str, kind: ActionKind) -> Result<Role, Refusal> {
+        let roles = self.roles_on(tenant);
+        if roles.is_empty() {
+            return refuse(
+                Rule::G7,
+                format!(
+                    "{} holds no grant for tenant {tenant}; ask an owner of {tenant} for one",
+                    self.identity
+                ),
+            );
+        }
+        if let Some(role) = roles.iter().copied().find(|r| permits(*r, kind)) {
+            return Ok(role);
+        }
+        let names: Vec<&str> = roles.iter().map(|r| r.as_str()).collect();
+        refuse(
+            Rule::G6,
+            format!(
+                "{} holds {} on {tenant}, which may not {kind}; ask someone who holds the right role",
+                self.identity,
+                names.join(" and ")
+            ),
+        )
     }
 }
 
@@ -399,14 +545,12 @@ fn decide_with(
 ) -> Result<Effect, Refusal> {
     let op = &detail.row.operation;
     let kind = action.kind();
-    if let Some(tenants) = &actor.tenants
-        && !tenants.iter().any(|t| t == &op.tenant)
-    {
+    if !actor.sees(&op.tenant) {
         return refuse(
             Rule::G7,
             format!(
-                "{} holds no grant for tenant {}; ask an owner for one",
-                actor.identity, op.tenant
+                "{} holds no grant for tenant {}; ask an owner of {} for one",
+                actor.identity, op.tenant, op.tenant
             ),
         );
     }
@@ -419,15 +563,7 @@ fn decide_with(
             ),
         );
     }
-    if !actor.may(kind) {
-        return refuse(
-            Rule::G6,
-            format!(
-                "role {} may not {}; ask someone who holds the right role",
-                actor.role, kind
-            ),
-        );
-    }
+    let role = actor.role_for(&op.tenant, kind)?;
     if op.state.is_terminal() && kind != ActionKind::Comment {
         return refuse(
             Rule::G1,
@@ -437,7 +573,7 @@ fn decide_with(
             ),
         );
     }
-    let mut plan = Plan::new(detail, actor, rationale, kind, now);
+    let mut plan = Plan::new(detail, actor, role, rationale, kind, now);
     plan.confirming = confirming;
     match action {
         Action::Reconcile(input) => plan.reconcile(input)?,
@@ -465,6 +601,8 @@ fn decide_with(
 struct Plan<'a> {
     detail: &'a OperationDetail,
     actor: &'a Actor,
+    /// The role the actor takes this action under.
+    role: Role,
     rationale: &'a Rationale,
     now: DateTime<Utc>,
     kind: ActionKind,
@@ -493,6 +631,7 @@ impl<'a> Plan<'a> {
     fn new(
         detail: &'a OperationDetail,
         actor: &'a Actor,
+        role: Role,
         rationale: &'a Rationale,
         kind: ActionKind,
         now: DateTime<Utc>,
@@ -500,6 +639,7 @@ impl<'a> Plan<'a> {
         Plan {
             detail,
             actor,
+            role,
             rationale,
             now,
             kind,
@@ -585,15 +725,42 @@ impl<'a> Plan<'a> {
             .unwrap_or(0)
             + 1;
         let attempt_id = format!("{}-Q{seq}", op.id);
-        let observation_id = format!("{}-O{}", op.id, self.detail.observations.len() + 1);
+        let observation_id = input
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("{}-O{}", op.id, self.detail.observations.len() + 1));
+        if self
+            .detail
+            .observations
+            .iter()
+            .any(|o| o.id == observation_id)
+        {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "observation {observation_id} is already recorded for {}",
+                    op.id
+                ),
+            );
+        }
+        let observed_at = input.observed_at.unwrap_or(self.now);
+        if observed_at > self.now {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "observation {observation_id} is dated {}, after now: a lookup cannot come from the future",
+                    super::clock::format_instant(observed_at)
+                ),
+            );
+        }
         let attempt = Attempt {
             id: attempt_id.clone(),
             operation: op.id.clone(),
             seq,
             kind: AttemptKind::StatusQuery,
             layer: None,
-            started_at: self.now,
-            ended_at: Some(self.now),
+            started_at: observed_at,
+            ended_at: Some(observed_at),
             phase: Phase::ResponseReceived,
             outcome: Outcome::Ok,
             http_status: None,
@@ -610,7 +777,7 @@ impl<'a> Plan<'a> {
         let observation = Observation {
             id: observation_id.clone(),
             operation: op.id.clone(),
-            observed_at: self.now,
+            observed_at,
             source: input.source.trim().to_owned(),
             found: input.found,
             matches: input.matches.clone(),
@@ -721,14 +888,14 @@ impl<'a> Plan<'a> {
         }
         check(self)?;
         let four_eyes = self.op().risk.needs_four_eyes();
-        if !self.confirming && (four_eyes || !self.actor.approves()) {
+        if !self.confirming && (four_eyes || !matches!(self.role, Role::Approver | Role::Local)) {
             let why = if four_eyes {
                 format!(
                     "risk {} needs a second, different approver to confirm",
                     self.op().risk
                 )
             } else {
-                format!("role {} proposes; an approver confirms", self.actor.role)
+                format!("role {} proposes; an approver confirms", self.role)
             };
             self.proposal_only = true;
             self.to = None;
@@ -1219,15 +1386,25 @@ impl<'a> Plan<'a> {
 
     fn finish(self, expected_version: i64) -> Effect {
         let op = self.op();
-        let still_prohibited = prohibited(self.detail, self.now);
         let extra = self.commit_extra;
+        let still_prohibited = {
+            let mut after = self.detail.clone();
+            if let Some(to) = self.to {
+                after.row.operation.state = to;
+            }
+            after.attempts.extend(extra.attempts.iter().cloned());
+            after
+                .observations
+                .extend(extra.observations.iter().cloned());
+            prohibited(&after, self.now)
+        };
         let audit = AuditDraft {
             operation: op.id.clone(),
             action: self.kind.as_str().to_owned(),
             from: Some(op.state),
             to: self.to,
             by: self.actor.identity.clone(),
-            role: self.actor.role,
+            role: self.role,
             policy: self.actor.policy.clone(),
             on_behalf_of: self.actor.on_behalf_of.clone(),
             rationale: Some(self.rationale.as_str().to_owned()),
@@ -1383,6 +1560,8 @@ pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> V
         provider_request_id: None,
         reference: None,
         raw_hash: None,
+        id: None,
+        observed_at: None,
     });
     let mut actions: Vec<(String, Action)> = vec![("reconcile".into(), reconcile)];
     for to in [State::Succeeded, State::Failed, State::Partial] {

@@ -226,6 +226,19 @@ impl Planner<'_> {
             let key = RecordKey::of(&numbered.record);
             let hash = self.hashes[index].as_str().to_owned();
             let line = numbered.line;
+            if let RecordKey::Operation(id) = &key
+                && id.starts_with(crate::core::access::RESERVED_PREFIX)
+            {
+                self.reject(
+                    line,
+                    "id",
+                    format!(
+                        "operation ids starting with `{}` are reserved for holdfast's own records",
+                        crate::core::access::RESERVED_PREFIX
+                    ),
+                );
+                continue;
+            }
             let stored = match &key {
                 RecordKey::Operation(id) => self
                     .known
@@ -362,6 +375,7 @@ impl Planner<'_> {
     /// histories, refusing lines that break it.
     fn check_histories(&mut self) -> (Vec<History>, bool) {
         let mut order: Vec<String> = Vec::new();
+        let mut seen: HashSet<String> = HashSet::new();
         let mut new_ops: HashMap<String, usize> = HashMap::new();
         let mut transitions: HashMap<String, Vec<usize>> = HashMap::new();
         let mut evidence: HashMap<String, Vec<String>> = HashMap::new();
@@ -389,7 +403,7 @@ impl Planner<'_> {
                 Record::Expectation(e) => (e.operation.as_str(), Some("expectation".to_owned())),
                 Record::Contract(_) => continue,
             };
-            if !order.iter().any(|o| o == op) {
+            if seen.insert(op.to_owned()) {
                 order.push(op.to_owned());
             }
             if let Some(note) = note {

@@ -2,6 +2,7 @@
 //! write commits its audit row in the same transaction as the change it records.
 
 pub mod codec;
+pub mod filter;
 pub mod ingest_plan;
 pub mod rows;
 pub mod sql;
@@ -11,8 +12,10 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::core::access::GrantChange;
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::OperationId;
+pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
 use crate::core::model::{Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
@@ -42,6 +45,8 @@ pub enum StoreError {
         found: i64,
         known: i64,
     },
+    #[error("the grants changed while this change was decided; run it again")]
+    GrantsChanged,
     #[error("the store is busy (another process holds it); try again")]
     Busy,
     #[error("cannot open the store at {location}: {reason}")]
@@ -169,4 +174,13 @@ pub trait Store: Send + Sync {
 
     /// Everything, for metrics and export.
     async fn dataset(&self) -> Result<Dataset, StoreError>;
+
+    /// Every grant, ordered by tenant, identity and role. None at all means the
+    /// store is in single-user mode.
+    async fn grants(&self) -> Result<Vec<Grant>, StoreError>;
+
+    /// Inserts or deletes one grant with its audit row, in one transaction;
+    /// refuses with [`StoreError::GrantsChanged`] when the grants no longer match
+    /// the change's `basis` ([`crate::core::access::basis`]).
+    async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError>;
 }

@@ -25,9 +25,12 @@ use super::sql::{held_states_sql, order_by, push_filter};
 use super::{
     IngestMode, IngestReport, OperationFilter, Page, QueueCounts, SortOrder, Store, StoreError,
 };
+use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus, ChainVerifier, genesis, seal};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{ChildLink, Dataset, OperationDetail, OperationRow, Proposal};
+use crate::core::model::{
+    ChildLink, Dataset, Grant, OperationDetail, OperationRow, Proposal, Role,
+};
 use crate::core::rules::Commit;
 use crate::wire::{Numbered, Record};
 
@@ -693,6 +696,32 @@ async fn load_row(
     row.as_ref().map(operation_row).transpose()
 }
 
+/// Every grant, in a stable order.
+async fn all_grants(conn: &mut SqliteConnection) -> Result<Vec<Grant>, StoreError> {
+    let rows = sqlx::query(
+        "SELECT identity, role, tenant, granted_by, granted_at FROM grants \
+         ORDER BY tenant, identity, role",
+    )
+    .fetch_all(&mut *conn)
+    .await
+    .map_err(db)?;
+    rows.iter()
+        .map(|row| {
+            let role: String = row.try_get("role").map_err(db)?;
+            let at: String = row.try_get("granted_at").map_err(db)?;
+            Ok(Grant {
+                identity: row.try_get("identity").map_err(db)?,
+                role: Role::parse(&role)
+                    .ok_or_else(|| codec::corrupt(format!("grant role {role:?}")))?,
+                tenant: row.try_get("tenant").map_err(db)?,
+                granted_by: row.try_get("granted_by").map_err(db)?,
+                granted_at: crate::core::clock::parse_instant(&at)
+                    .map_err(|_| codec::corrupt(format!("grant time {at:?}")))?,
+            })
+        })
+        .collect()
+}
+
 #[async_trait]
 impl Store for SqliteStore {
     fn location(&self) -> String {
@@ -1174,6 +1203,43 @@ impl Store for SqliteStore {
                 next = seq + 1;
             }
         }
+    }
+
+    async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+        let mut conn = self.pool.acquire().await.map_err(db)?;
+        all_grants(&mut conn).await
+    }
+
+    async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
+        let mut tx = self.begin_write().await?;
+        if access::basis(&all_grants(&mut tx).await?) != change.basis {
+            tx.rollback().await.map_err(db)?;
+            return Err(StoreError::GrantsChanged);
+        }
+        let g = &change.grant;
+        let query = match change.op {
+            GrantOp::Grant => sqlx::query(
+                "INSERT INTO grants (identity, role, tenant, granted_by, granted_at) \
+                 VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&g.identity)
+            .bind(g.role.as_str())
+            .bind(&g.tenant)
+            .bind(&g.granted_by)
+            .bind(crate::core::clock::format_instant(g.granted_at)),
+            GrantOp::Revoke => {
+                sqlx::query("DELETE FROM grants WHERE identity = ? AND role = ? AND tenant = ?")
+                    .bind(&g.identity)
+                    .bind(g.role.as_str())
+                    .bind(&g.tenant)
+            }
+        };
+        query.execute(&mut *tx).await.map_err(db)?;
+        let head = head(&mut tx).await?;
+        let row = seal(&head.hash, head.seq + 1, change.audit);
+        insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
+        tx.commit().await.map_err(db)?;
+        Ok(row)
     }
 
     async fn dataset(&self) -> Result<Dataset, StoreError> {

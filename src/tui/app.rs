@@ -142,7 +142,7 @@ impl App {
             theme: Theme {
                 color: options.color,
             },
-            queue: QueueState::new(options.actor.tenants.clone()),
+            queue: QueueState::new(options.actor.visible_tenants()),
             actor: options.actor,
             now: options.now,
             frozen: options.frozen,

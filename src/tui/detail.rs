@@ -226,7 +226,7 @@ impl DetailState {
         let (_, id) = self.pending.take_if(|(g, _)| *g == generation)?;
         let frame = self.stack.last_mut().filter(|f| f.id == id)?;
         let detail = match result {
-            Ok(detail) if visible(actor, &detail.row.operation.tenant) => detail,
+            Ok(detail) if actor.sees(&detail.row.operation.tenant) => detail,
             Ok(_) => {
                 frame.error = Some(format!(
                     "operation {id} belongs to a tenant you have not been granted"
@@ -277,12 +277,4 @@ impl DetailState {
             }
         }
     }
-}
-
-/// Whether `actor` may see operations of `tenant` (G7).
-pub fn visible(actor: &Actor, tenant: &str) -> bool {
-    actor
-        .tenants
-        .as_ref()
-        .is_none_or(|granted| granted.iter().any(|t| t == tenant))
 }

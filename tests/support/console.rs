@@ -8,7 +8,6 @@ use std::sync::Arc;
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use holdfast::core::clock::parse_instant;
-use holdfast::core::model::Role;
 use holdfast::core::rules::Actor;
 use holdfast::store::{IngestMode, Store};
 use holdfast::tui::app::{App, Effect, Message, Options};
@@ -44,13 +43,7 @@ pub fn options(color: bool) -> Options {
 
 pub fn options_at(color: bool, now: DateTime<Utc>) -> Options {
     Options {
-        actor: Actor {
-            identity: "rev:ana".into(),
-            role: Role::Local,
-            policy: Some("RP03".into()),
-            tenants: None,
-            on_behalf_of: None,
-        },
+        actor: Actor::local("rev:ana", Some("RP03".into())),
         now,
         frozen: true,
         color,

@@ -1,6 +1,7 @@
 //! Shared fixtures for the console tests.
 #![allow(dead_code)]
 
+pub mod cli;
 pub mod console;
 pub mod hostile;
 pub mod stores;

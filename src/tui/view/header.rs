@@ -110,15 +110,15 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     ]);
     let clock = if app.frozen { "frozen" } else { "now" };
     let clock = format!("{clock} {} ", format_instant(app.now));
-    let who = format!("as {} ({}) · ", app.actor.identity, app.actor.role);
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
-    let right = if who.chars().count() + clock.chars().count() <= room {
-        format!("{who}{clock}")
-    } else if clock.chars().count() <= room {
-        clock
-    } else {
-        String::new()
-    };
+    let right = [
+        format!("{} · {clock}", app.actor.describe()),
+        format!("as {} · {clock}", app.actor.identity),
+        clock,
+    ]
+    .into_iter()
+    .find(|text| text.chars().count() <= room)
+    .unwrap_or_default();
     let right_width = u16::try_from(right.chars().count()).unwrap_or(u16::MAX);
     let [left_area, right_area] =
         Layout::horizontal([Constraint::Min(0), Constraint::Length(right_width)]).areas(query);

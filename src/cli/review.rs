@@ -1,0 +1,652 @@
+//! The reviewer commands: `review` on one operation or, with `--filter`, bulk
+//! triage with its dry run; `grant`, `revoke` and `grants`; and `export`. Each one
+//! parses its arguments into core types and calls [`crate::review`], which asks
+//! [`crate::core::rules::decide`]; nothing here re-implements a rule.
+
+use anyhow::Context as _;
+use chrono::{DateTime, Utc};
+use clap::{Args, ValueEnum};
+use std::io::BufReader;
+use std::path::PathBuf;
+
+use super::{Context, Failure, exit, parse_id, parse_now, render};
+use crate::core::access::{self, GrantOp, GrantRequest};
+use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::{Matches, ObservationSource, Role, State};
+use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
+use crate::core::triage;
+use crate::review::{self as service, ReviewError};
+use crate::store::{OperationFilter, Store};
+use crate::wire::Record;
+
+/// `holdfast review`.
+#[derive(Debug, Args)]
+pub struct ReviewArgs {
+    /// `ID ACTION`, or only `ACTION` with `--filter`. ACTION is one of: reconcile,
+    /// resolve, authorize-retry, approve-compensation, approve-resume,
+    /// mark-compensated, mark-resumed, revalidate, accept, block, assign, schedule,
+    /// comment, confirm, reject.
+    #[arg(value_name = "ID ACTION", num_args = 1..=2, required = true)]
+    pub words: Vec<String>,
+    /// Why (at least 10 characters); recorded on the audit row. Required unless
+    /// `--dry-run`.
+    #[arg(long, value_name = "TEXT")]
+    pub rationale: Option<String>,
+    /// Act on every operation matching this filter (`state:UNKNOWN mode:timeout_unknown
+    /// risk:high tenant:T owner:O`); without a `state:` term, on the held queue.
+    #[arg(long, value_name = "FILTER")]
+    pub filter: Option<String>,
+    /// Show the exact effect (or, with `--filter`, the triage split) and write nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// `resolve`: the state to resolve to (SUCCEEDED, FAILED, PARTIAL).
+    #[arg(long, value_name = "STATE")]
+    pub to: Option<String>,
+    /// `assign`: the new owner.
+    #[arg(long, value_name = "OWNER")]
+    pub owner: Option<String>,
+    /// `schedule`: when to observe next (RFC 3339).
+    #[arg(long, value_name = "TIME", value_parser = parse_now)]
+    pub at: Option<DateTime<Utc>>,
+    /// `accept`: the manual-repair reference (ticket, runbook).
+    #[arg(long, value_name = "REF")]
+    pub repair_ref: Option<String>,
+    /// `reconcile`: wire-format observation line(s) for this operation, one reconcile each.
+    #[arg(long, value_name = "FILE")]
+    pub observation: Option<PathBuf>,
+    /// `reconcile`: the lookup found the effect.
+    #[arg(long, conflicts_with = "not_found")]
+    pub found: bool,
+    /// `reconcile`: the lookup did not find it.
+    #[arg(long)]
+    pub not_found: bool,
+    /// `reconcile`: where the lookup was made (default provider_status; also
+    /// business_key, downstream, validator, target_record).
+    #[arg(long, value_name = "SOURCE")]
+    pub source: Option<String>,
+    /// `reconcile`: fields that matched the intent (target, payload_hash, owner,
+    /// version, or `all`); comma-separated or repeated.
+    #[arg(long = "match", value_name = "FIELDS", value_delimiter = ',')]
+    pub matched: Vec<String>,
+    /// `reconcile`: fields that did not match.
+    #[arg(long = "mismatch", value_name = "FIELDS", value_delimiter = ',')]
+    pub mismatched: Vec<String>,
+    /// `reconcile`: how many effects the lookup found.
+    #[arg(long, value_name = "N")]
+    pub effect_count: Option<u32>,
+    /// `reconcile`: the provider's request id the lookup showed.
+    #[arg(long, value_name = "ID")]
+    pub provider_request_id: Option<String>,
+    /// `reconcile`: where you looked (a ticket, console URL or query id).
+    #[arg(long, value_name = "REF")]
+    pub reference: Option<String>,
+    /// `reconcile`: hash of the raw lookup response (`sha256:…`).
+    #[arg(long, value_name = "HASH")]
+    pub raw_hash: Option<String>,
+    /// Refuse (G8) unless the operation is still at this version, as shown by `show`.
+    #[arg(long, value_name = "N")]
+    pub expected_version: Option<i64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holdfast grant` and `holdfast revoke`.
+#[derive(Debug, Args)]
+pub struct GrantArgs {
+    /// The identity (as given by `--as`, the config file or the OS user).
+    #[arg(value_parser = access::parse_name)]
+    pub identity: String,
+    /// viewer, reviewer, approver or owner.
+    #[arg(long, value_parser = parse_role)]
+    pub role: Role,
+    #[arg(long, value_parser = access::parse_name)]
+    pub tenant: String,
+    /// Why; recorded on the audit row.
+    #[arg(long, value_name = "TEXT")]
+    pub rationale: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `holdfast export`.
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// The operations to export.
+    #[arg(value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Export every operation matching this filter instead (without a `state:`
+    /// term, the held queue).
+    #[arg(long, value_name = "FILTER", conflicts_with = "ids")]
+    pub filter: Option<String>,
+    #[arg(long, value_enum, default_value_t = ExportFormat::Json)]
+    pub format: ExportFormat,
+    /// Write to this file instead of standard output.
+    #[arg(long, value_name = "FILE")]
+    pub out: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    Json,
+    Markdown,
+}
+
+fn parse_role(text: &str) -> Result<Role, String> {
+    Role::parse(text)
+        .filter(|r| access::GRANTABLE.contains(r))
+        .ok_or_else(|| "one of viewer, reviewer, approver, owner".to_owned())
+}
+
+/// Turns a reviewer-facing error into the exit code it documents: 3 for a
+/// refusal or a G8 conflict, 1 for anything else.
+pub fn failure(error: ReviewError) -> anyhow::Error {
+    let code = if error.rule().is_some() {
+        exit::REFUSED
+    } else {
+        exit::ERROR
+    };
+    Failure::new(code, render::clean(&error.to_string())).into()
+}
+
+/// The rationale, required for anything that writes.
+fn rationale(args: &ReviewArgs) -> anyhow::Result<Rationale> {
+    match (&args.rationale, args.dry_run) {
+        (Some(text), _) => {
+            Rationale::parse(text).map_err(|e| Failure::bad_input(format!("--rationale: {e}")))
+        }
+        (None, true) => {
+            Ok(Rationale::parse("dry run: nothing is written").map_err(anyhow::Error::msg)?)
+        }
+        (None, false) => Err(Failure::bad_input(
+            "--rationale TEXT is required: say why (at least 10 characters)",
+        )),
+    }
+}
+
+/// The flags given that belong to one action only, with that action.
+fn action_flags(args: &ReviewArgs) -> Vec<(&'static str, ActionKind)> {
+    use ActionKind::*;
+    let given = [
+        ("--to", Resolve, args.to.is_some()),
+        ("--owner", Assign, args.owner.is_some()),
+        ("--at", Schedule, args.at.is_some()),
+        ("--repair-ref", Accept, args.repair_ref.is_some()),
+        ("--observation", Reconcile, args.observation.is_some()),
+        ("--found", Reconcile, args.found),
+        ("--not-found", Reconcile, args.not_found),
+        ("--source", Reconcile, args.source.is_some()),
+        ("--match", Reconcile, !args.matched.is_empty()),
+        ("--mismatch", Reconcile, !args.mismatched.is_empty()),
+        ("--effect-count", Reconcile, args.effect_count.is_some()),
+        (
+            "--provider-request-id",
+            Reconcile,
+            args.provider_request_id.is_some(),
+        ),
+        ("--reference", Reconcile, args.reference.is_some()),
+        ("--raw-hash", Reconcile, args.raw_hash.is_some()),
+    ];
+    given
+        .into_iter()
+        .filter(|(_, _, on)| *on)
+        .map(|(flag, kind, _)| (flag, kind))
+        .collect()
+}
+
+/// Per-field matches from `--match` and `--mismatch`.
+fn matches(args: &ReviewArgs) -> anyhow::Result<Option<Matches>> {
+    if args.matched.is_empty() && args.mismatched.is_empty() {
+        return Ok(None);
+    }
+    let mut m = Matches::default();
+    for (names, value) in [(&args.matched, true), (&args.mismatched, false)] {
+        for name in names.iter().map(|n| n.trim()) {
+            let slots: Vec<&mut Option<bool>> = match name {
+                "target" => vec![&mut m.target],
+                "payload_hash" => vec![&mut m.payload_hash],
+                "owner" => vec![&mut m.owner],
+                "version" => vec![&mut m.version],
+                "all" => vec![
+                    &mut m.target,
+                    &mut m.payload_hash,
+                    &mut m.owner,
+                    &mut m.version,
+                ],
+                other => {
+                    return Err(Failure::bad_input(format!(
+                        "--match/--mismatch {other}: fields are target, payload_hash, owner, version or all"
+                    )));
+                }
+            };
+            for slot in slots {
+                if slot.is_some_and(|v| v != value) {
+                    return Err(Failure::bad_input(format!(
+                        "field {name} is given both as a match and as a mismatch"
+                    )));
+                }
+                *slot = Some(value);
+            }
+        }
+    }
+    Ok(Some(m))
+}
+
+/// The reconcile inputs: one per observation line of `--observation`, or one from
+/// the flags.
+fn reconcile_inputs(
+    args: &ReviewArgs,
+    id: Option<&OperationId>,
+) -> anyhow::Result<Vec<ReconcileInput>> {
+    let Some(path) = &args.observation else {
+        if args.found == args.not_found {
+            return Err(Failure::bad_input(
+                "reconcile needs what the lookup showed: --found or --not-found (or --observation FILE)",
+            ));
+        }
+        let raw_hash = args
+            .raw_hash
+            .as_deref()
+            .map(|h| {
+                Sha256::parse(h).map_err(|e| Failure::bad_input(format!("--raw-hash {h}: {e}")))
+            })
+            .transpose()?;
+        return Ok(vec![ReconcileInput {
+            source: args
+                .source
+                .clone()
+                .unwrap_or_else(|| ObservationSource::PROVIDER_STATUS.to_owned()),
+            found: args.found,
+            matches: matches(args)?,
+            effect_count: args.effect_count,
+            provider_request_id: args.provider_request_id.clone(),
+            reference: args.reference.clone(),
+            raw_hash,
+            id: None,
+            observed_at: None,
+        }]);
+    };
+    if let Some((flag, _)) = action_flags(args)
+        .into_iter()
+        .find(|(flag, _)| *flag != "--observation")
+    {
+        return Err(Failure::bad_input(format!(
+            "{flag} and --observation exclude each other: the file says what the lookup showed"
+        )));
+    }
+    let file = std::fs::File::open(path)
+        .with_context(|| format!("cannot read observation file {}", path.display()))?;
+    let parsed = crate::wire::parse_stream(BufReader::new(file), &mut |_| {})
+        .with_context(|| format!("cannot read observation file {}", path.display()))?;
+    if !parsed.errors.is_empty() {
+        let lines: Vec<String> = parsed
+            .errors
+            .iter()
+            .map(|e| render::clean(&e.to_string()))
+            .collect();
+        return Err(Failure::bad_input(format!(
+            "observation file {}:\n{}",
+            path.display(),
+            lines.join("\n")
+        )));
+    }
+    let mut inputs = Vec::new();
+    for numbered in &parsed.records {
+        let line = numbered.line;
+        match &numbered.record {
+            Record::Observation(o) if id.is_none_or(|id| &o.operation == id) => {
+                inputs.push(ReconcileInput::from_observation(o));
+            }
+            Record::Observation(o) => {
+                return Err(Failure::bad_input(format!(
+                    "observation file line {line}: operation: names {}, not the operation under review",
+                    render::clean(o.operation.as_str())
+                )));
+            }
+            other => {
+                return Err(Failure::bad_input(format!(
+                    "observation file line {line}: type: a `{}` record; only observation lines belong here",
+                    other.type_name()
+                )));
+            }
+        }
+    }
+    if inputs.is_empty() {
+        return Err(Failure::bad_input(format!(
+            "observation file {} has no observation line",
+            path.display()
+        )));
+    }
+    Ok(inputs)
+}
+
+/// The action(s) the arguments describe; several only for an observation file with
+/// several lines.
+fn actions(
+    kind: ActionKind,
+    args: &ReviewArgs,
+    id: Option<&OperationId>,
+) -> anyhow::Result<Vec<Action>> {
+    if let Some((flag, owner)) = action_flags(args).into_iter().find(|(_, k)| *k != kind) {
+        return Err(Failure::bad_input(format!(
+            "{flag} belongs to `{owner}`, not to `{kind}`"
+        )));
+    }
+    let missing = |flag: &str| Failure::bad_input(format!("`{kind}` needs {flag}"));
+    let one = |action: Action| Ok(vec![action]);
+    match kind {
+        ActionKind::Reconcile => Ok(reconcile_inputs(args, id)?
+            .into_iter()
+            .map(Action::Reconcile)
+            .collect()),
+        ActionKind::Resolve => {
+            let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
+            let to = State::parse(&text.to_ascii_uppercase()).ok_or_else(|| {
+                Failure::bad_input(format!(
+                    "--to {text}: must be one of: {}",
+                    State::expected()
+                ))
+            })?;
+            one(Action::Resolve { to })
+        }
+        ActionKind::AuthorizeRetry => one(Action::AuthorizeRetry),
+        ActionKind::ApproveCompensation => one(Action::ApproveCompensation),
+        ActionKind::ApproveResume => one(Action::ApproveResume),
+        ActionKind::MarkCompensated => one(Action::MarkCompensated),
+        ActionKind::MarkResumed => one(Action::MarkResumed),
+        ActionKind::Revalidate => one(Action::Revalidate),
+        ActionKind::Accept => one(Action::Accept {
+            repair_ref: args
+                .repair_ref
+                .clone()
+                .ok_or_else(|| missing("--repair-ref REF"))?,
+        }),
+        ActionKind::Block => one(Action::Block),
+        ActionKind::Assign => one(Action::Assign {
+            owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
+        }),
+        ActionKind::Schedule => one(Action::Schedule {
+            at: args.at.ok_or_else(|| missing("--at TIME"))?,
+        }),
+        ActionKind::Comment => one(Action::Comment),
+        ActionKind::Confirm => one(Action::Confirm),
+        ActionKind::Reject => one(Action::Reject),
+    }
+}
+
+fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
+    ActionKind::parse(text).ok_or_else(|| {
+        let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+        Failure::bad_input(format!(
+            "unknown action {text:?}: one of {}",
+            names.join(", ")
+        ))
+    })
+}
+
+/// Prints a refusal or conflict on stderr (and as JSON on stdout with `--json`)
+/// and gives its exit code; any other error is returned.
+fn report_refusal(error: ReviewError, json: bool) -> anyhow::Result<u8> {
+    let Some(rule) = error.rule() else {
+        return Err(failure(error));
+    };
+    let text = render::clean(&error.to_string());
+    if json {
+        println!(
+            "{}",
+            serde_json::json!({"applied": false, "refused": {"rule": rule, "message": text}})
+        );
+    }
+    eprintln!("{text}");
+    Ok(exit::REFUSED)
+}
+
+/// `holdfast review`.
+pub async fn review(ctx: &Context, args: ReviewArgs) -> anyhow::Result<u8> {
+    match (args.filter.clone(), args.words.as_slice()) {
+        (Some(filter), [action]) => bulk(ctx, &filter, parse_kind(action)?, &args).await,
+        (Some(_), _) => Err(Failure::bad_input(
+            "with --filter give only the ACTION: `holdfast review --filter TEXT ACTION`",
+        )),
+        (None, [id, action]) => one(ctx, parse_id(id)?, parse_kind(action)?, &args).await,
+        (None, _) => Err(Failure::bad_input(
+            "give the operation and the action: `holdfast review ID ACTION --rationale TEXT`",
+        )),
+    }
+}
+
+async fn one(
+    ctx: &Context,
+    id: OperationId,
+    kind: ActionKind,
+    args: &ReviewArgs,
+) -> anyhow::Result<u8> {
+    let actions = actions(kind, args, Some(&id))?;
+    let rationale = rationale(args)?;
+    let store = ctx.open_store().await?;
+    let store = store.as_ref();
+    let actor = ctx.actor(store).await?;
+    let now = ctx.now();
+    for (n, action) in actions.iter().enumerate() {
+        if args.dry_run {
+            match service::preview(store, &id, action, &actor, &rationale, now).await {
+                Ok((_, effect)) => {
+                    if args.json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"applied": false, "dry_run": true, "effect": effect})
+                        );
+                    } else {
+                        print!("{}", render::effect(&effect, None));
+                    }
+                }
+                Err(e) => return report_refusal(e, args.json),
+            }
+            continue;
+        }
+        let expected = if n == 0 { args.expected_version } else { None };
+        match service::apply(store, &id, action, &actor, &rationale, expected, now).await {
+            Ok(applied) => {
+                if args.json {
+                    println!(
+                        "{}",
+                        serde_json::json!({"applied": true, "effect": applied.effect, "audit": applied.audit})
+                    );
+                } else {
+                    print!("{}", render::effect(&applied.effect, Some(&applied.audit)));
+                }
+            }
+            Err(e) => return report_refusal(e, args.json),
+        }
+    }
+    Ok(exit::OK)
+}
+
+/// A filter typed on the command line; without a state term it means the queue.
+fn selection_filter(text: &str) -> anyhow::Result<OperationFilter> {
+    let mut filter = crate::store::filter::parse(text)
+        .map_err(|e| Failure::bad_input(format!("--filter: {e}")))?;
+    filter.queue = filter.states.is_empty();
+    Ok(filter)
+}
+
+async fn bulk(
+    ctx: &Context,
+    filter_text: &str,
+    kind: ActionKind,
+    args: &ReviewArgs,
+) -> anyhow::Result<u8> {
+    if kind == ActionKind::Reconcile {
+        return Err(Failure::bad_input(
+            "reconcile records one lookup of one operation: run `holdfast review ID reconcile` for each",
+        ));
+    }
+    if args.expected_version.is_some() {
+        return Err(Failure::bad_input(
+            "--expected-version names one operation's version; bulk triage checks each against the selection it read",
+        ));
+    }
+    let filter = selection_filter(filter_text)?;
+    let action = actions(kind, args, None)?
+        .pop()
+        .ok_or_else(|| Failure::bad_input("no action"))?;
+    let rationale = rationale(args)?;
+    let store = ctx.open_store().await?;
+    let store = store.as_ref();
+    let actor = ctx.actor(store).await?;
+    let now = ctx.now();
+    let selection = service::select(store, &filter, &actor, now)
+        .await
+        .map_err(failure)?;
+    let described = crate::store::filter::describe(&filter);
+    if args.dry_run {
+        let lines = triage::dry_run(&selection, &action, &actor, &rationale, now);
+        if args.json {
+            println!(
+                "{}",
+                serde_json::json!({"dry_run": true, "filter": described, "action": kind, "lines": lines})
+            );
+        } else {
+            print!("{}", render::triage(&described, kind, &lines));
+        }
+        return Ok(exit::OK);
+    }
+    let results = service::triage_apply(store, &selection, &action, &actor, &rationale, now).await;
+    let all_applied = results.iter().all(|(_, r)| r.is_ok());
+    if args.json {
+        let rows: Vec<serde_json::Value> = results
+            .iter()
+            .map(|(line, result)| match result {
+                Ok(applied) => serde_json::json!({
+                    "id": line.id, "bucket": line.bucket, "applied": true,
+                    "effect": applied.effect, "audit": applied.audit
+                }),
+                Err(e) => serde_json::json!({
+                    "id": line.id, "bucket": line.bucket, "applied": false,
+                    "rule": e.rule(), "message": render::clean(&e.to_string())
+                }),
+            })
+            .collect();
+        println!(
+            "{}",
+            serde_json::json!({"filter": described, "action": kind, "results": rows})
+        );
+    } else {
+        print!("{}", render::triage_applied(&described, kind, &results));
+    }
+    Ok(if all_applied { exit::OK } else { exit::REFUSED })
+}
+
+/// `holdfast grant` and `holdfast revoke`.
+pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Result<u8> {
+    let rationale = args
+        .rationale
+        .as_deref()
+        .map(|t| Rationale::parse(t).map_err(|e| Failure::bad_input(format!("--rationale: {e}"))))
+        .transpose()?;
+    let request = GrantRequest {
+        op,
+        identity: args.identity,
+        role: args.role,
+        tenant: args.tenant,
+    };
+    let store = ctx.open_store().await?;
+    let result = service::change_grant(
+        store.as_ref(),
+        &ctx.identity,
+        ctx.config.policy.clone(),
+        &request,
+        rationale.as_ref(),
+        ctx.now(),
+    )
+    .await;
+    match result {
+        Ok(changed) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({
+                        "changed": changed.is_some(),
+                        "request": request,
+                        "consequences": changed.as_ref().map(|(c, _)| c.consequences.clone()),
+                        "audit": changed.as_ref().map(|(_, row)| row),
+                    })
+                );
+            } else {
+                print!("{}", render::grant_change(&request, changed.as_ref()));
+            }
+            Ok(exit::OK)
+        }
+        Err(e) => report_refusal(e, args.json),
+    }
+}
+
+/// `holdfast grants`: the grants on the tenants the acting identity sees.
+pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
+    let store = ctx.open_store().await?;
+    let all = store.grants().await?;
+    let actor = ctx.actor(store.as_ref()).await?;
+    let shown: Vec<_> = all
+        .iter()
+        .filter(|g| actor.sees(&g.tenant))
+        .cloned()
+        .collect();
+    if json {
+        println!("{}", serde_json::to_string_pretty(&shown)?);
+    } else {
+        print!(
+            "{}{}",
+            render::actor_header(&actor),
+            render::grants(&shown, all.is_empty())
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// `holdfast export`.
+pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
+    let store = ctx.open_store().await?;
+    let store: &dyn Store = store.as_ref();
+    let actor = ctx.actor(store).await?;
+    let now = ctx.now();
+    let details = match (&args.filter, args.ids.is_empty()) {
+        (Some(text), _) => service::select(store, &selection_filter(text)?, &actor, now)
+            .await
+            .map_err(failure)?,
+        (None, false) => {
+            let mut details = Vec::with_capacity(args.ids.len());
+            for id in &args.ids {
+                details.push(
+                    service::load(store, &parse_id(id)?, &actor)
+                        .await
+                        .map_err(failure)?,
+                );
+            }
+            details
+        }
+        (None, true) => {
+            return Err(Failure::bad_input(
+                "name the operations to export (`holdfast export ID…`) or select them with --filter",
+            ));
+        }
+    };
+    let export = crate::core::export::build(&details, &actor, now);
+    let text = match args.format {
+        ExportFormat::Json => format!("{}\n", serde_json::to_string_pretty(&export)?),
+        ExportFormat::Markdown => crate::core::export::markdown(&export),
+    };
+    match &args.out {
+        Some(path) => {
+            std::fs::write(path, &text)
+                .with_context(|| format!("cannot write {}", path.display()))?;
+            eprintln!(
+                "wrote {} bundle{} to {}; content hash {}",
+                export.bundles.len(),
+                if export.bundles.len() == 1 { "" } else { "s" },
+                path.display(),
+                export.content_hash
+            );
+        }
+        None => print!("{text}"),
+    }
+    Ok(exit::OK)
+}

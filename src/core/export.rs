@@ -1,0 +1,505 @@
+//! Evidence export for incident tickets and disputes: the evidence bundle of each
+//! hold with its attempts, items, observations and audit rows, addressed by a
+//! content hash — SHA-256 over the canonical JSON of the document without its own
+//! `content_hash` field (object keys sorted, no insignificant whitespace).
+//!
+//! Nothing secret goes in: the store holds payloads only as hashes, and untrusted
+//! tool output only as its quarantined excerpt, which is exported sanitized (G10),
+//! like every note.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+use serde_json::Value;
+use std::fmt::Write as _;
+
+use super::audit::AuditRow;
+use super::clock::format_instant;
+use super::evidence::{self, EvidenceBundle};
+use super::ids::Sha256;
+use super::model::{Attempt, Item, Observation, OperationDetail};
+use super::rules::Actor;
+use super::sanitize::sanitize;
+
+/// The format name written into every export.
+pub const FORMAT: &str = "holdfast-evidence-v1";
+
+/// The name of the field that holds a document's own hash.
+pub const HASH_FIELD: &str = "content_hash";
+
+/// One hold's evidence, with everything behind the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BundleExport {
+    pub bundle: EvidenceBundle,
+    /// Requests and status queries in `seq` order; excerpts sanitized.
+    pub attempts: Vec<Attempt>,
+    pub items: Vec<Item>,
+    /// In `observed_at` order; notes sanitized.
+    pub observations: Vec<Observation>,
+    /// The operation's audit rows (ingest, transitions, reviewer actions) in `seq`
+    /// order, each with its chain hash.
+    pub transitions: Vec<AuditRow>,
+    /// The hash of this bundle's canonical JSON without this field.
+    pub content_hash: Sha256,
+}
+
+/// An export of one or more holds.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Export {
+    pub format: String,
+    /// The instant the bundles describe (budgets, expiries and allowed actions are
+    /// as of then).
+    pub as_of: DateTime<Utc>,
+    pub exported_by: String,
+    pub bundles: Vec<BundleExport>,
+    /// The hash of the whole document's canonical JSON without this field.
+    pub content_hash: Sha256,
+}
+
+/// `value` as canonical JSON: object keys sorted, no whitespace.
+pub fn canonical_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_canonical(value, &mut out);
+    out
+}
+
+fn write_canonical(value: &Value, out: &mut String) {
+    match value {
+        Value::Object(map) => {
+            let mut keys: Vec<&String> = map.keys().collect();
+            keys.sort();
+            out.push('{');
+            for (n, key) in keys.into_iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                out.push_str(&Value::String(key.clone()).to_string());
+                out.push(':');
+                if let Some(v) = map.get(key) {
+                    write_canonical(v, out);
+                }
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (n, item) in items.iter().enumerate() {
+                if n > 0 {
+                    out.push(',');
+                }
+                write_canonical(item, out);
+            }
+            out.push(']');
+        }
+        scalar => out.push_str(&scalar.to_string()),
+    }
+}
+
+/// The content hash of a document: its canonical JSON without [`HASH_FIELD`].
+/// Recomputing it over an exported file checks that nothing was changed.
+pub fn content_hash(document: &Value) -> Sha256 {
+    let mut value = document.clone();
+    if let Value::Object(map) = &mut value {
+        map.remove(HASH_FIELD);
+    }
+    Sha256::of(canonical_json(&value).as_bytes())
+}
+
+/// Hashes a serializable document whose hash field is still a placeholder.
+fn hash_of<T: Serialize>(document: &T) -> Sha256 {
+    match serde_json::to_value(document) {
+        Ok(value) => content_hash(&value),
+        Err(e) => unreachable!("export documents always serialize: {e}"),
+    }
+}
+
+fn clean(text: &str) -> String {
+    sanitize(text).into_owned()
+}
+
+/// One hold's export, as `actor` sees it at `now`.
+pub fn bundle_export(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> BundleExport {
+    let mut bundle = evidence::bundle(detail, actor, now);
+    for o in &mut bundle.observations {
+        o.note = o.note.as_deref().map(clean);
+    }
+    let attempts = detail
+        .attempts
+        .iter()
+        .map(|a| Attempt {
+            response_excerpt: a.response_excerpt.as_deref().map(clean),
+            ..a.clone()
+        })
+        .collect();
+    let observations = detail
+        .observations
+        .iter()
+        .map(|o| Observation {
+            note: o.note.as_deref().map(clean),
+            ..o.clone()
+        })
+        .collect();
+    let mut export = BundleExport {
+        bundle,
+        attempts,
+        items: detail.items.clone(),
+        observations,
+        transitions: detail.audit.clone(),
+        content_hash: super::audit::genesis(),
+    };
+    export.content_hash = hash_of(&export);
+    export
+}
+
+/// The export of `details` by `actor` at `now`, each bundle and the whole hashed.
+pub fn build(details: &[OperationDetail], actor: &Actor, now: DateTime<Utc>) -> Export {
+    let mut export = Export {
+        format: FORMAT.to_owned(),
+        as_of: now,
+        exported_by: actor.identity.clone(),
+        bundles: details
+            .iter()
+            .map(|d| bundle_export(d, actor, now))
+            .collect(),
+        content_hash: super::audit::genesis(),
+    };
+    export.content_hash = hash_of(&export);
+    export
+}
+
+/// Text for a Markdown cell or line: sanitized, on one line, with the characters
+/// Markdown or HTML would interpret escaped.
+fn md(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in sanitize(text).chars() {
+        match c {
+            '\\' | '|' | '*' | '_' | '`' | '[' | ']' | '#' | '~' => {
+                out.push('\\');
+                out.push(c);
+            }
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '&' => out.push_str("&amp;"),
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+fn opt_md(text: Option<&str>) -> String {
+    text.map_or_else(|| "-".to_owned(), md)
+}
+
+fn when(at: Option<DateTime<Utc>>) -> String {
+    at.map_or_else(|| "-".to_owned(), format_instant)
+}
+
+fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
+    let _ = writeln!(out, "| {} |", header.join(" | "));
+    let _ = writeln!(out, "|{}", "---|".repeat(header.len()));
+    for row in rows {
+        let _ = writeln!(out, "| {} |", row.join(" | "));
+    }
+    let _ = writeln!(out);
+}
+
+/// The export as Markdown, for pasting into a ticket. Every value from outside is
+/// sanitized and escaped.
+pub fn markdown(export: &Export) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Evidence export ({})\n", export.format);
+    let _ = writeln!(
+        out,
+        "As of {}, exported by {}, {} bundle{}.\n",
+        format_instant(export.as_of),
+        md(&export.exported_by),
+        export.bundles.len(),
+        if export.bundles.len() == 1 { "" } else { "s" }
+    );
+    let _ = writeln!(out, "Content hash: `{}`\n", export.content_hash);
+    for b in &export.bundles {
+        bundle_markdown(&mut out, b);
+    }
+    out
+}
+
+fn bundle_markdown(out: &mut String, export: &BundleExport) {
+    let b = &export.bundle;
+    let _ = writeln!(out, "## {} — {}\n", md(b.id.as_str()), b.state);
+    let _ = writeln!(out, "Bundle hash: `{}`\n", export.content_hash);
+    let approval = b.approval.as_ref().map_or_else(
+        || "none recorded".to_owned(),
+        |a| {
+            format!(
+                "{} under {} at {}, binds {}, expires {} ({})",
+                md(&a.by),
+                md(&a.policy),
+                when(a.at),
+                a.payload_hash
+                    .as_ref()
+                    .map_or_else(|| "-".into(), ToString::to_string),
+                when(a.expires_at),
+                md(&a.status)
+            )
+        },
+    );
+    let key = b.idempotency.as_ref().map_or_else(
+        || "-".to_owned(),
+        |k| {
+            format!(
+                "{} (scope {}, protects until {}{})",
+                md(&k.key),
+                opt_md(k.scope.as_deref()),
+                when(k.expires_at),
+                if k.expired { ", expired" } else { "" }
+            )
+        },
+    );
+    let budget = &b.budget;
+    let fields = [
+        (
+            "state",
+            format!(
+                "{} (version {}) since {}",
+                b.state,
+                b.version,
+                format_instant(b.state_since)
+            ),
+        ),
+        (
+            "tenant / actor",
+            format!("{} / {}", md(&b.tenant), md(&b.actor)),
+        ),
+        (
+            "tool / action",
+            format!("{} / {}", md(&b.tool), md(&b.action)),
+        ),
+        ("target", md(&b.target)),
+        ("risk", b.risk.to_string()),
+        (
+            "intent hash",
+            b.intent_hash
+                .as_ref()
+                .map_or_else(|| "-".into(), ToString::to_string),
+        ),
+        ("payload hash", b.payload_hash.to_string()),
+        ("approval", approval),
+        ("idempotency key", key),
+        ("business key", opt_md(b.business_key.as_deref())),
+        ("correlation id", opt_md(b.correlation_id.as_deref())),
+        (
+            "last verified",
+            b.last_verified.as_ref().map_or_else(
+                || "never observed".into(),
+                |(what, at)| format!("{} at {}", md(what), format_instant(*at)),
+            ),
+        ),
+        (
+            "provider request ids",
+            if b.provider_request_ids.is_empty() {
+                "-".into()
+            } else {
+                b.provider_request_ids
+                    .iter()
+                    .map(|i| md(i))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            },
+        ),
+        ("attempts", md(&budget.summary())),
+        ("deadline", when(budget.deadline)),
+        ("owner", md(&b.owner)),
+        (
+            "next observation",
+            format!(
+                "{}{}",
+                when(b.next_observation_at),
+                if b.next_observation_overdue {
+                    " (overdue)"
+                } else {
+                    ""
+                }
+            ),
+        ),
+        (
+            "failure mode",
+            b.failure_mode.map_or("-", |m| m.as_str()).to_owned(),
+        ),
+        (
+            "recommendation",
+            format!(
+                "{} — {}",
+                b.recommendation.decision,
+                md(&b.recommendation.reason)
+            ),
+        ),
+        ("pending proposal", opt_md(b.pending_proposal.as_deref())),
+    ];
+    let rows: Vec<Vec<String>> = fields
+        .into_iter()
+        .map(|(name, value)| vec![name.to_owned(), value])
+        .collect();
+    table(out, &["field", "value"], &rows);
+
+    let _ = writeln!(out, "### Prohibited now\n");
+    for p in &b.prohibited {
+        let _ = writeln!(out, "- {}", md(p));
+    }
+    let _ = writeln!(out);
+
+    let _ = writeln!(out, "### Attempts\n");
+    let rows: Vec<Vec<String>> = export
+        .attempts
+        .iter()
+        .map(|a| {
+            vec![
+                a.seq.to_string(),
+                md(&a.id),
+                a.kind.to_string(),
+                a.layer.map_or("-", |l| l.as_str()).to_owned(),
+                format_instant(a.started_at),
+                when(a.ended_at),
+                a.phase.to_string(),
+                a.outcome.to_string(),
+                opt_md(a.provider_request_id.as_deref()),
+                a.request_hash
+                    .as_ref()
+                    .map_or_else(|| "-".into(), ToString::to_string),
+                a.response_hash
+                    .as_ref()
+                    .map_or_else(|| "-".into(), ToString::to_string),
+                opt_md(a.response_excerpt.as_deref()),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "#",
+            "id",
+            "kind",
+            "layer",
+            "started",
+            "ended",
+            "phase",
+            "outcome",
+            "provider id",
+            "request hash",
+            "response hash",
+            "quarantined excerpt",
+        ],
+        &rows,
+    );
+
+    if !export.items.is_empty() {
+        let _ = writeln!(out, "### Items\n");
+        let rows: Vec<Vec<String>> = export
+            .items
+            .iter()
+            .map(|i| {
+                vec![
+                    i.index.to_string(),
+                    opt_md(i.label.as_deref()),
+                    i.state.to_string(),
+                    opt_md(i.authoritative_id.as_deref()),
+                ]
+            })
+            .collect();
+        table(out, &["index", "label", "state", "authoritative id"], &rows);
+    }
+
+    let _ = writeln!(out, "### Observations\n");
+    let rows: Vec<Vec<String>> = export
+        .observations
+        .iter()
+        .map(|o| {
+            vec![
+                md(&o.id),
+                format_instant(o.observed_at),
+                md(&evidence::describe_observation(o)),
+                o.raw_hash
+                    .as_ref()
+                    .map_or_else(|| "-".into(), ToString::to_string),
+                opt_md(o.note.as_deref()),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &["id", "observed", "what it showed", "raw hash", "note"],
+        &rows,
+    );
+
+    let _ = writeln!(out, "### Transitions and reviewer actions\n");
+    let rows: Vec<Vec<String>> = export
+        .transitions
+        .iter()
+        .map(|r| {
+            let d = &r.draft;
+            vec![
+                r.seq.to_string(),
+                format_instant(d.at),
+                md(&d.action),
+                format!(
+                    "{} → {}",
+                    d.from.map_or("-", |s| s.as_str()),
+                    d.to.map_or("-", |s| s.as_str())
+                ),
+                md(&d.by),
+                d.role.to_string(),
+                opt_md(d.policy.as_deref()),
+                opt_md(d.rationale.as_deref()),
+                md(&d.evidence.join(", ")),
+                r.hash.to_string(),
+            ]
+        })
+        .collect();
+    table(
+        out,
+        &[
+            "seq",
+            "at",
+            "action",
+            "from → to",
+            "by",
+            "role",
+            "policy",
+            "rationale",
+            "evidence",
+            "hash",
+        ],
+        &rows,
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth_and_drops_whitespace() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": [1, {"z": 1, "a": "x\n"}], "a": null}"#).expect("json");
+        let b: Value =
+            serde_json::from_str(r#"{"a":null,"b":[1,{"a":"x\n","z":1}]}"#).expect("json");
+        assert_eq!(
+            canonical_json(&a),
+            r#"{"a":null,"b":[1,{"a":"x\n","z":1}]}"#
+        );
+        assert_eq!(content_hash(&a), content_hash(&b));
+        let mut hashed = a.clone();
+        hashed[HASH_FIELD] = "sha256:whatever".into();
+        assert_eq!(
+            content_hash(&hashed),
+            content_hash(&a),
+            "its own hash is left out"
+        );
+    }
+
+    #[test]
+    fn markdown_cells_cannot_break_the_table_or_inject_html() {
+        assert_eq!(md("a|b"), "a\\|b");
+        assert_eq!(md("<script>"), "&lt;script&gt;");
+        assert_eq!(md("x\u{1b}[2Jy"), "x⟦␛\\[2J⟧y");
+        assert_eq!(md("line\nnext"), "line␊next");
+    }
+}

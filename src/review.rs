@@ -1,0 +1,287 @@
+//! Reviewer actions against a store, as plain async functions that the console's
+//! review dialog, the command line and bulk triage all call: load what the actor
+//! may see (G7), decide with [`rules::decide`], commit the decided effect, and
+//! report an effect, a refusal naming its rule, or a G8 conflict saying who changed
+//! the operation and when. None of them re-implements a rule.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::core::access::{self, GrantChange, GrantRequest};
+use crate::core::audit::AuditRow;
+use crate::core::ids::OperationId;
+use crate::core::model::OperationDetail;
+use crate::core::rules::{self, Action, Actor, Effect, Rationale, Refusal, Rule};
+use crate::core::triage::{self, TriageLine};
+use crate::store::{OperationFilter, Page, SortOrder, Store, StoreError};
+
+/// Why an action was not applied.
+#[derive(Debug, thiserror::Error)]
+pub enum ReviewError {
+    /// No such operation, or none the actor may see (G7 hides other tenants'
+    /// operations entirely; `visible` is then the actor's tenants).
+    #[error("{}", hidden_message(.id, .visible.as_deref()))]
+    NotFound {
+        id: OperationId,
+        /// The actor's tenants, when grants restrict what it sees.
+        visible: Option<Vec<String>>,
+    },
+    /// A guard refused the action.
+    #[error("refused: {}: {}", .0.rule, .0.reason)]
+    Refused(Refusal),
+    /// Someone else changed the operation first (G8); nothing was applied.
+    #[error(
+        "refused: G8: {id} was changed by {by} at {} (version {expected} → {current}); reload and decide again",
+        crate::core::clock::format_instant(*.at)
+    )]
+    Conflict {
+        id: OperationId,
+        by: String,
+        at: DateTime<Utc>,
+        expected: i64,
+        current: i64,
+    },
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+fn hidden_message(id: &OperationId, visible: Option<&[String]>) -> String {
+    match visible {
+        None => format!("no operation {id}"),
+        Some([]) => format!("refused: G7: no operation {id} is visible to you: you hold no grant"),
+        Some(tenants) => format!(
+            "refused: G7: no operation {id} in the tenants granted to you ({})",
+            tenants.join(", ")
+        ),
+    }
+}
+
+impl ReviewError {
+    /// The rule behind a refusal or a conflict. An operation hidden by grants is a
+    /// G7 refusal, worded the same whether it exists in another tenant or not at
+    /// all, so that nothing leaks across tenants.
+    pub fn rule(&self) -> Option<Rule> {
+        match self {
+            ReviewError::Refused(r) => Some(r.rule),
+            ReviewError::Conflict { .. } => Some(Rule::G8),
+            ReviewError::NotFound {
+                visible: Some(_), ..
+            } => Some(Rule::G7),
+            ReviewError::NotFound { visible: None, .. } | ReviewError::Store(_) => None,
+        }
+    }
+}
+
+impl From<StoreError> for ReviewError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Conflict {
+                id,
+                expected,
+                current,
+                by,
+                at,
+            } => ReviewError::Conflict {
+                id,
+                by,
+                at,
+                expected,
+                current,
+            },
+            StoreError::NotFound(id) => ReviewError::NotFound { id, visible: None },
+            other => ReviewError::Store(other),
+        }
+    }
+}
+
+/// An applied action: its effect, exactly as decided, and the audit row written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Applied {
+    pub effect: Effect,
+    pub audit: AuditRow,
+}
+
+/// The acting identity as the store's grants define it (single-user mode when the
+/// store has none).
+pub async fn actor(
+    store: &dyn Store,
+    identity: &str,
+    policy: Option<String>,
+) -> Result<Actor, StoreError> {
+    Ok(Actor::from_grants(identity, policy, &store.grants().await?))
+}
+
+/// One operation, if `actor` may see it (G7).
+pub async fn load(
+    store: &dyn Store,
+    id: &OperationId,
+    actor: &Actor,
+) -> Result<OperationDetail, ReviewError> {
+    let hidden = || ReviewError::NotFound {
+        id: id.clone(),
+        visible: actor.visible_tenants(),
+    };
+    match store.detail(id).await {
+        Ok(detail) if actor.sees(&detail.row.operation.tenant) => Ok(detail),
+        Ok(_) | Err(StoreError::NotFound(_)) => Err(hidden()),
+        Err(e) => Err(e.into()),
+    }
+}
+
+/// The G8 conflict for a decision made against `expected` when the operation is at
+/// another version now, naming the last change from its audit rows.
+fn stale(detail: &OperationDetail, expected: i64) -> ReviewError {
+    let last = detail.audit.last();
+    ReviewError::Conflict {
+        id: detail.row.operation.id.clone(),
+        by: last.map_or_else(|| "another process".into(), |r| r.draft.by.clone()),
+        at: last.map_or(detail.row.state_since, |r| r.draft.at),
+        expected,
+        current: detail.row.version,
+    }
+}
+
+/// Decides `action` on an already loaded operation, against the version the
+/// reviewer saw (`expected`, default the loaded one), and commits the effect. The
+/// store re-checks the version in the same transaction (G8).
+pub async fn apply_decided(
+    store: &dyn Store,
+    detail: &OperationDetail,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    expected: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<Applied, ReviewError> {
+    let expected = expected.unwrap_or(detail.row.version);
+    if expected != detail.row.version {
+        return Err(stale(detail, expected));
+    }
+    let effect = rules::decide(detail, action, actor, rationale, expected, now)
+        .map_err(ReviewError::Refused)?;
+    let audit = store.commit(effect.commit.clone()).await?;
+    Ok(Applied { effect, audit })
+}
+
+/// The one call for a reviewer action on operation `id`: load it fresh, decide
+/// against the version the reviewer saw (`expected`; `None` takes the version just
+/// loaded), commit, and return the effect with its audit row — or the refusal
+/// (naming its rule) or the conflict (naming who changed it and when).
+pub async fn apply(
+    store: &dyn Store,
+    id: &OperationId,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    expected: Option<i64>,
+    now: DateTime<Utc>,
+) -> Result<Applied, ReviewError> {
+    let detail = load(store, id, actor).await?;
+    apply_decided(store, &detail, action, actor, rationale, expected, now).await
+}
+
+/// The effect `action` would have now, without writing anything: the preview the
+/// dialog shows before its second step, and `review --dry-run`.
+pub async fn preview(
+    store: &dyn Store,
+    id: &OperationId,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> Result<(OperationDetail, Effect), ReviewError> {
+    let detail = load(store, id, actor).await?;
+    let effect = rules::decide(&detail, action, actor, rationale, detail.row.version, now)
+        .map_err(ReviewError::Refused)?;
+    Ok((detail, effect))
+}
+
+/// How many operations a bulk selection reads per page.
+const SELECT_PAGE: u64 = 500;
+
+/// Every operation matching `filter` that `actor` may see, in urgency order, with
+/// its full detail: the selection of bulk triage and of a filtered export.
+pub async fn select(
+    store: &dyn Store,
+    filter: &OperationFilter,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Result<Vec<OperationDetail>, ReviewError> {
+    let mut filter = filter.clone();
+    filter.visible_tenants = actor.visible_tenants();
+    let mut details = Vec::new();
+    let mut offset = 0;
+    loop {
+        let page = Page {
+            offset,
+            limit: SELECT_PAGE,
+        };
+        let (rows, total) = store.list(&filter, SortOrder::Urgency, page, now).await?;
+        for row in &rows {
+            details.push(load(store, &row.operation.id, actor).await?);
+        }
+        offset += rows.len() as u64;
+        if rows.is_empty() || offset >= total {
+            return Ok(details);
+        }
+    }
+}
+
+/// Bulk triage applied: one decision and one audited commit per operation, each
+/// against the version the selection was read at, in the order of the dry run
+/// ([`triage::dry_run`], which is what to show before this). Every
+/// operation gets its own result; one refusal does not stop the others.
+pub async fn triage_apply(
+    store: &dyn Store,
+    selection: &[OperationDetail],
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> Vec<(TriageLine, Result<Applied, ReviewError>)> {
+    let lines = triage::dry_run(selection, action, actor, rationale, now);
+    let mut out = Vec::with_capacity(lines.len());
+    for line in lines {
+        let result = match selection.iter().find(|d| d.row.operation.id == line.id) {
+            Some(detail) => apply_decided(store, detail, action, actor, rationale, None, now).await,
+            None => Err(ReviewError::NotFound {
+                id: line.id.clone(),
+                visible: actor.visible_tenants(),
+            }),
+        };
+        out.push((line, result));
+    }
+    out
+}
+
+/// How often a grant change is decided again when another one landed first.
+const GRANT_ATTEMPTS: usize = 3;
+
+/// Grants or revokes one role on one tenant as `by`; `Ok(None)` when there was
+/// nothing to change. A change decided on grants that moved meanwhile is decided
+/// again on the new ones.
+pub async fn change_grant(
+    store: &dyn Store,
+    by: &str,
+    policy: Option<String>,
+    request: &GrantRequest,
+    rationale: Option<&Rationale>,
+    now: DateTime<Utc>,
+) -> Result<Option<(GrantChange, AuditRow)>, ReviewError> {
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        let grants = store.grants().await?;
+        let Some(change) =
+            access::decide_grant(&grants, by, policy.clone(), request, rationale, now)
+                .map_err(ReviewError::Refused)?
+        else {
+            return Ok(None);
+        };
+        match store.change_grant(change.clone()).await {
+            Ok(row) => return Ok(Some((change, row))),
+            Err(StoreError::GrantsChanged) if attempt < GRANT_ATTEMPTS => continue,
+            Err(e) => return Err(e.into()),
+        }
+    }
+}
