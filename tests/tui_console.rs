@@ -494,3 +494,31 @@ async fn a_search_runs_once_typing_pauses_not_once_per_key() {
         "Enter runs a search still waiting for its pause"
     );
 }
+
+#[tokio::test]
+async fn a_reviewer_sees_only_the_tenants_granted() {
+    use holdfast::core::model::{Grant, Role};
+    use holdfast::core::rules::Actor;
+    let grant = Grant {
+        identity: "rev:ana".into(),
+        role: Role::Reviewer,
+        tenant: "northwind".into(),
+        granted_by: "owner:lee".into(),
+        granted_at: now(),
+    };
+    let mut options = support::console::options(true);
+    options.actor = Actor::from_grants("rev:ana", None, &[grant]);
+    let mut h = Harness::with(PACKET, options, 200, 50).await;
+    assert_eq!(h.ids(), ["F41", "F12"]);
+    let screen = h.screen();
+    assert!(
+        screen.contains("rev:ana — reviewer on northwind"),
+        "{screen}"
+    );
+    assert!(
+        !screen.contains("pinehaven"),
+        "no other tenant reaches the screen"
+    );
+    h.key(KeyCode::Char('t')).await;
+    assert_eq!(h.app.queue.total, 3, "the all-operations tab is scoped too");
+}

@@ -83,12 +83,18 @@ impl Harness {
 
     /// The same, with the clock frozen at `now`.
     pub async fn at(packet: &str, now: DateTime<Utc>, width: u16, height: u16) -> Self {
+        Self::with(packet, options_at(true, now), width, height).await
+    }
+
+    /// The same, started with `options`.
+    pub async fn with(packet: &str, options: Options, width: u16, height: u16) -> Self {
+        let now = options.now;
         let fresh = stores::sqlite().await;
         if !packet.is_empty() {
             ingest_at(fresh.store.as_ref(), packet, now).await;
         }
         let mut harness = Harness {
-            app: App::new(options_at(true, now), Rect::new(0, 0, width, height)),
+            app: App::new(options, Rect::new(0, 0, width, height)),
             fresh,
             now,
             quit: false,
