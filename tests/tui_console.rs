@@ -522,3 +522,32 @@ async fn a_reviewer_sees_only_the_tenants_granted() {
     h.key(KeyCode::Char('t')).await;
     assert_eq!(h.app.queue.total, 3, "the all-operations tab is scoped too");
 }
+
+#[tokio::test]
+async fn keys_typed_ahead_of_a_load_land_where_they_were_meant() {
+    use crossterm::event::{KeyEvent, KeyModifiers};
+    use holdfast::tui::app::Message;
+    let mut h = Harness::new(PACKET, 80, 24).await;
+    let press = |code| Message::Key(KeyEvent::new(code, KeyModifiers::NONE));
+    let mut pending = Vec::new();
+    for code in [
+        KeyCode::Char('j'),
+        KeyCode::Enter,
+        KeyCode::Tab,
+        KeyCode::Tab,
+    ] {
+        pending.extend(h.app.update(press(code)));
+    }
+    assert_eq!(
+        h.app.focus,
+        Pane::Items,
+        "Tab does not wrap to the queue while F09 loads"
+    );
+    h.settle(pending).await;
+    assert_eq!(h.open().as_deref(), Some("F09"));
+    assert_eq!(
+        h.app.focus,
+        Pane::Evidence,
+        "F09 has no items: back to its evidence"
+    );
+}

@@ -597,12 +597,14 @@ impl App {
         }
     }
 
-    /// The panes `Tab` visits now.
-    fn panes(&self) -> Vec<Pane> {
+    /// The panes `Tab` visits now. While the operation is still loading its items
+    /// pane is visited too: keys typed ahead must not wrap back to the queue (if
+    /// it turns out to have no items, the focus moves to the evidence).
+    pub fn panes(&self) -> Vec<Pane> {
         let mut panes = vec![Pane::Queue];
-        if self.detail.top().is_some() {
+        if let Some(top) = self.detail.top() {
             panes.extend([Pane::Evidence, Pane::Timeline]);
-            if self.has_items() {
+            if top.loaded.as_ref().is_none_or(Loaded::has_items) {
                 panes.push(Pane::Items);
             }
         }

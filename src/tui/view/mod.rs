@@ -144,11 +144,7 @@ fn pane_title(app: &App, open: &DetailFrame, pane: Pane) -> Clean {
 fn draw_strip(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
     let mut parts = Vec::new();
-    let mut panes = vec![Pane::Evidence, Pane::Timeline];
-    if app.has_items() {
-        panes.push(Pane::Items);
-    }
-    for pane in panes {
+    for pane in app.panes().into_iter().filter(|p| *p != Pane::Queue) {
         let style = if pane == app.focus {
             theme.selected().patch(theme.title())
         } else {
