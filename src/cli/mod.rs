@@ -402,8 +402,13 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
 }
 
 async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
-    let rows = held_page(ctx, store.as_ref()).await?;
-    print!("{rows}");
+    let console = crate::tui::Console {
+        actor: ctx.actor(store.as_ref()).await?,
+        clock: ctx.clock,
+        no_color: ctx.no_color(),
+        log_path: Some(ctx.paths.log_file.clone()),
+    };
+    crate::tui::run(store, console).await?;
     Ok(exit::OK)
 }
 
