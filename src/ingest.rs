@@ -200,9 +200,18 @@ pub async fn ingest_source(
         }
     })
     .map_err(read_error)?;
-    if let Some(bar) = bar {
+    // Checking and committing a large batch takes a while too: say so.
+    let working = bar.map(|bar| {
         bar.finish_and_clear();
-    }
+        let spinner = indicatif::ProgressBar::new_spinner();
+        spinner.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        spinner.set_message(format!(
+            "checking and committing {} records in one transaction",
+            parsed.records.len()
+        ));
+        spinner.enable_steady_tick(std::time::Duration::from_millis(120));
+        spinner
+    });
 
     let mut parsed_counts: Vec<(String, u64)> = Vec::new();
     for record in &parsed.records {
@@ -220,7 +229,11 @@ pub async fn ingest_source(
         // the file is reported at once, but commit nothing.
         (false, false) => IngestMode::DryRun,
     };
-    let report = store.ingest(parsed.records, mode, by, now).await?;
+    let report = store.ingest(parsed.records, mode, by, now).await;
+    if let Some(spinner) = working {
+        spinner.finish_and_clear();
+    }
+    let report = report?;
     let mut rejected = parsed.errors;
     rejected.extend(report.rejected);
     rejected.sort_by_key(|e| e.line);
