@@ -1,13 +1,14 @@
 //! Ingest end to end: a file with one kind of bad line at a time goes through the
 //! reader, the parser, the planner and the store. Strict ingest reports the line and
 //! field and commits nothing; with a rejects file exactly the good lines commit and
-//! exactly the bad lines are written, verbatim.
+//! exactly the bad lines are written, verbatim. Each test runs on both backends.
 
 mod support;
 
 use chrono::{DateTime, Utc};
 use holdfast::core::clock::parse_instant;
 use holdfast::ingest::{IngestOutcome, Source, ingest_source};
+use support::stores::{self, Kind};
 
 const SMALL: &str = include_str!("fixtures/small.jsonl");
 
@@ -23,8 +24,8 @@ struct Run {
 
 /// Ingests `bytes` (with or without a rejects file) into a store that already
 /// holds `before`.
-async fn run(before: Option<&str>, bytes: &[u8], quarantine: bool) -> Run {
-    let fresh = support::stores::sqlite().await;
+async fn run(kind: Kind, before: Option<&str>, bytes: &[u8], quarantine: bool) -> Run {
+    let fresh = stores::fresh(kind).await;
     let dir = tempfile::tempdir().unwrap();
     if let Some(before) = before {
         let path = dir.path().join("before.jsonl");
@@ -78,8 +79,8 @@ fn line(n: usize) -> &'static str {
     SMALL.lines().nth(n - 1).unwrap()
 }
 
-async fn refused_strictly(bytes: &[u8], line_no: usize, field: &str) {
-    let strict = run(None, bytes, false).await;
+async fn refused_strictly(kind: Kind, bytes: &[u8], line_no: usize, field: &str) {
+    let strict = run(kind, None, bytes, false).await;
     assert!(
         strict
             .outcome
@@ -93,8 +94,7 @@ async fn refused_strictly(bytes: &[u8], line_no: usize, field: &str) {
     assert_eq!(strict.head, 0, "nothing committed");
 }
 
-#[tokio::test]
-async fn each_kind_of_bad_line_is_reported_by_line_and_field_and_nothing_commits() {
+async fn each_kind_of_bad_line_is_reported_by_line_and_field_and_nothing_commits(kind: Kind) {
     let observation = line(5);
     let cases: Vec<(Vec<u8>, &str)> = vec![
         (
@@ -139,31 +139,29 @@ async fn each_kind_of_bad_line_is_reported_by_line_and_field_and_nothing_commits
         ),
     ];
     for (bad, field) in cases {
-        refused_strictly(&with_line(5, &bad), 5, field).await;
+        refused_strictly(kind, &with_line(5, &bad), 5, field).await;
     }
     let enum_bad = line(4).replace("request_sent", "halfway");
-    refused_strictly(&with_line(4, enum_bad.as_bytes()), 4, "phase").await;
+    refused_strictly(kind, &with_line(4, enum_bad.as_bytes()), 4, "phase").await;
 }
 
-#[tokio::test]
-async fn oversized_deep_and_non_utf8_lines_are_refused_whole() {
+async fn oversized_deep_and_non_utf8_lines_are_refused_whole(kind: Kind) {
     let long = format!(
         "{{\"type\":\"comment\",\"x\":\"{}\"}}",
         "a".repeat(1_100_000)
     );
-    refused_strictly(&with_line(5, long.as_bytes()), 5, "-").await;
+    refused_strictly(kind, &with_line(5, long.as_bytes()), 5, "-").await;
     let deep = format!("{}{}", "[".repeat(70), "]".repeat(70));
-    refused_strictly(&with_line(5, deep.as_bytes()), 5, "-").await;
+    refused_strictly(kind, &with_line(5, deep.as_bytes()), 5, "-").await;
     let mut invalid = line(5).as_bytes().to_vec();
     invalid[40] = 0xff;
-    refused_strictly(&with_line(5, &invalid), 5, "-").await;
+    refused_strictly(kind, &with_line(5, &invalid), 5, "-").await;
 }
 
-#[tokio::test]
-async fn a_conflicting_reingest_is_refused_and_the_stored_record_stays() {
+async fn a_conflicting_reingest_is_refused_and_the_stored_record_stays(kind: Kind) {
     let changed = line(4).replace("\"resend_count\":0", "\"resend_count\":2");
     let again = with_line(4, changed.as_bytes());
-    let strict = run(Some(SMALL), &again, false).await;
+    let strict = run(kind, Some(SMALL), &again, false).await;
     let errors: Vec<_> = strict
         .outcome
         .rejected
@@ -176,14 +174,13 @@ async fn a_conflicting_reingest_is_refused_and_the_stored_record_stays() {
     assert_eq!(strict.outcome.unchanged, 7);
 }
 
-#[tokio::test]
-async fn quarantine_commits_exactly_the_good_lines_and_writes_exactly_the_bad_ones() {
+async fn quarantine_commits_exactly_the_good_lines_and_writes_exactly_the_bad_ones(kind: Kind) {
     let bad_parse = line(6).replace("\"SENT\"", "\"LOST\"");
     let bad_reference = line(5).replace("\"operation\":\"F09\"", "\"operation\":\"F404\"");
     let mut bytes = with_line(6, bad_parse.as_bytes());
     let text = String::from_utf8(bytes.clone()).unwrap();
     bytes = text.replace(line(5), &bad_reference).into_bytes();
-    let kept = run(None, &bytes, true).await;
+    let kept = run(kind, None, &bytes, true).await;
     let rejects = String::from_utf8(kept.rejects.unwrap()).unwrap();
     assert_eq!(rejects, format!("{bad_reference}\n{bad_parse}\n"));
     // Without its refused first transition F09 starts in SENT, which its other
@@ -195,3 +192,10 @@ async fn quarantine_commits_exactly_the_good_lines_and_writes_exactly_the_bad_on
     assert_eq!(committed, 6);
     assert!(kept.outcome.committed_any);
 }
+
+holdfast_on_both_backends!(
+    each_kind_of_bad_line_is_reported_by_line_and_field_and_nothing_commits,
+    oversized_deep_and_non_utf8_lines_are_refused_whole,
+    a_conflicting_reingest_is_refused_and_the_stored_record_stays,
+    quarantine_commits_exactly_the_good_lines_and_writes_exactly_the_bad_ones,
+);

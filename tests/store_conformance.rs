@@ -1,32 +1,23 @@
 //! Store behaviour every backend must share: ingest idempotency and refusals, the
-//! queue, details, optimistic commits and the audit chain.
+//! queue, details, optimistic commits, concurrent reviewers, live updates and the
+//! audit chain. Every test here runs once on SQLite and once on PostgreSQL (see
+//! `holdfast_on_both_backends!` at the end); a few that only one backend can express (killing
+//! a PostgreSQL session, moving a store between the two) follow it.
 
 mod support;
 
-use chrono::{DateTime, Utc};
+use std::sync::Arc;
+use std::time::Duration;
+
 use holdfast::core::audit::ChainStatus;
-use holdfast::core::clock::parse_instant;
-use holdfast::core::ids::OperationId;
 use holdfast::core::model::{Role, State};
-use holdfast::core::rules::{Action, Actor, Rationale, decide};
-use holdfast::store::{IngestMode, OperationFilter, Page, SortOrder, StoreError};
-use holdfast::wire::{Numbered, parse_stream};
-
-const SMALL: &str = include_str!("fixtures/small.jsonl");
-
-fn now() -> DateTime<Utc> {
-    parse_instant("2026-09-05T10:03:00Z").unwrap()
-}
-
-fn records(text: &str) -> Vec<Numbered> {
-    let parsed = parse_stream(text.as_bytes(), &mut |_| {}).unwrap();
-    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
-    parsed.records
-}
-
-fn id(text: &str) -> OperationId {
-    OperationId::parse(text).unwrap()
-}
+use holdfast::core::rules::{Action, Rationale, decide};
+use holdfast::store::copy::TABLES;
+use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, StoreError};
+use sqlx::Connection;
+use support::review::{SMALL, comment, id, loaded, local, now, records, resolve_f09};
+use support::stores::{self, Fresh, Kind};
+use tokio::sync::Barrier;
 
 fn queue() -> OperationFilter {
     OperationFilter {
@@ -35,24 +26,8 @@ fn queue() -> OperationFilter {
     }
 }
 
-async fn loaded() -> support::stores::Fresh {
-    let fresh = support::stores::sqlite().await;
-    let report = fresh
-        .store
-        .ingest(records(SMALL), IngestMode::Strict, "test", now())
-        .await
-        .unwrap();
-    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
-    fresh
-}
-
-fn local() -> Actor {
-    Actor::local("maya", Some("RP03".into()))
-}
-
-#[tokio::test]
-async fn ingest_commits_every_record_and_the_queue_shows_holds_and_their_dependents() {
-    let fresh = support::stores::sqlite().await;
+async fn ingest_commits_every_record_and_the_queue_shows_holds_and_their_dependents(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
     let store = fresh.store.as_ref();
     let report = store
         .ingest(records(SMALL), IngestMode::Strict, "test", now())
@@ -105,9 +80,8 @@ async fn ingest_commits_every_record_and_the_queue_shows_holds_and_their_depende
     ));
 }
 
-#[tokio::test]
-async fn the_same_records_twice_are_a_no_op() {
-    let fresh = loaded().await;
+async fn the_same_records_twice_are_a_no_op(kind: Kind) {
+    let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
     let head = store.head_seq().await.unwrap();
     let report = store
@@ -120,9 +94,8 @@ async fn the_same_records_twice_are_a_no_op() {
     assert_eq!(store.head_seq().await.unwrap(), head);
 }
 
-#[tokio::test]
-async fn the_same_id_with_other_content_is_refused_and_nothing_is_committed() {
-    let fresh = loaded().await;
+async fn the_same_id_with_other_content_is_refused_and_nothing_is_committed(kind: Kind) {
+    let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
     let changed = SMALL.replace("ticket-queue:7", "ticket-queue:9");
     let extra = changed.replace("\"id\":\"A017\"", "\"id\":\"A099\"");
@@ -138,9 +111,8 @@ async fn the_same_id_with_other_content_is_refused_and_nothing_is_committed() {
     assert!(store.detail(&id("F09")).await.unwrap().attempts.len() == 1);
 }
 
-#[tokio::test]
-async fn unknown_references_are_refused_by_line_and_quarantine_keeps_the_good_lines() {
-    let fresh = support::stores::sqlite().await;
+async fn unknown_references_are_refused_by_line_and_quarantine_keeps_the_good_lines(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
     let store = fresh.store.as_ref();
     let text = SMALL.replace(
         "\"id\":\"O05\",\"operation\":\"F09\"",
@@ -173,9 +145,8 @@ async fn unknown_references_are_refused_by_line_and_quarantine_keeps_the_good_li
     );
 }
 
-#[tokio::test]
-async fn transitions_pass_the_state_machine_and_must_end_in_the_declared_state() {
-    let fresh = support::stores::sqlite().await;
+async fn transitions_pass_the_state_machine_and_must_end_in_the_declared_state(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
     let store = fresh.store.as_ref();
     let skipped = SMALL.replace(
         "\"from\":\"SENT\",\"to\":\"UNKNOWN\"",
@@ -205,9 +176,8 @@ async fn transitions_pass_the_state_machine_and_must_end_in_the_declared_state()
     assert_eq!(store.head_seq().await.unwrap(), 0);
 }
 
-#[tokio::test]
-async fn a_stale_version_is_refused_with_who_changed_it() {
-    let fresh = loaded().await;
+async fn a_stale_version_is_refused_with_who_changed_it(kind: Kind) {
+    let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
     let detail = store.detail(&id("F09")).await.unwrap();
     let rationale = Rationale::parse("provider status shows the ticket exactly once").unwrap();
@@ -258,9 +228,8 @@ async fn a_stale_version_is_refused_with_who_changed_it() {
     ));
 }
 
-#[tokio::test]
-async fn search_finds_targets_keys_and_provider_ids() {
-    let fresh = loaded().await;
+async fn search_finds_targets_keys_and_provider_ids(kind: Kind) {
+    let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
     for (needle, expected) in [
         ("queue:8", "F10"),
@@ -311,25 +280,22 @@ async fn search_finds_targets_keys_and_provider_ids() {
     assert!(rows.is_empty() && total == 0);
 }
 
-#[tokio::test]
-async fn the_audit_log_refuses_edits_and_verify_names_a_row_changed_behind_its_back() {
-    let fresh = loaded().await;
-    let pool = fresh.sqlite.as_ref().unwrap().pool().clone();
-    let refused = sqlx::query("UPDATE audit SET by_identity = 'mallory' WHERE seq = 2")
-        .execute(&pool)
+async fn the_audit_log_refuses_edits_and_verify_names_a_row_changed_behind_its_back(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let refused = fresh
+        .execute("UPDATE audit SET by_identity = 'mallory' WHERE seq = 2")
         .await;
     assert!(refused.is_err(), "the trigger refuses UPDATE");
-    let refused = sqlx::query("DELETE FROM audit WHERE seq = 2")
-        .execute(&pool)
-        .await;
+    let refused = fresh.execute("DELETE FROM audit WHERE seq = 2").await;
     assert!(refused.is_err(), "the trigger refuses DELETE");
 
-    sqlx::query("DROP TRIGGER audit_no_update")
-        .execute(&pool)
-        .await
-        .unwrap();
-    sqlx::query("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
-        .execute(&pool)
+    let drop_trigger = match kind {
+        Kind::Sqlite => "DROP TRIGGER audit_no_update",
+        Kind::Postgres => "DROP TRIGGER audit_no_update ON audit",
+    };
+    fresh.execute(drop_trigger).await.unwrap();
+    fresh
+        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
         .await
         .unwrap();
     match fresh.store.verify().await.unwrap() {
@@ -338,24 +304,25 @@ async fn the_audit_log_refuses_edits_and_verify_names_a_row_changed_behind_its_b
     }
 }
 
-#[tokio::test]
-async fn a_store_from_a_newer_version_is_refused() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("store.db");
-    let store = holdfast::store::sqlite::SqliteStore::open(&path)
+async fn a_store_from_a_newer_version_is_refused(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let checksum = match kind {
+        Kind::Sqlite => "x'00'",
+        Kind::Postgres => "'\\x00'::bytea",
+    };
+    fresh
+        .execute(&format!(
+            "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
+             VALUES (99990101000000, 'future', true, {checksum}, 0)"
+        ))
         .await
         .unwrap();
-    sqlx::query(
-        "INSERT INTO _sqlx_migrations (version, description, success, checksum, execution_time) \
-         VALUES (99990101000000, 'future', 1, x'00', 0)",
-    )
-    .execute(store.pool())
-    .await
-    .unwrap();
-    store.pool().close().await;
-    let error = holdfast::store::sqlite::SqliteStore::open(&path)
+    fresh.close().await;
+    let error = fresh
+        .reopen()
         .await
-        .unwrap_err();
+        .err()
+        .expect("a newer store is refused");
     assert!(
         matches!(
             error,
@@ -369,10 +336,242 @@ async fn a_store_from_a_newer_version_is_refused() {
     assert!(error.to_string().contains("newer holdfast"));
 }
 
-#[tokio::test]
-async fn grants_commit_with_their_audit_row_and_refuse_a_stale_basis() {
+async fn sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition(kind: Kind) {
+    const REVIEWERS: usize = 16;
+    let fresh = loaded(kind).await;
+    let before = fresh.store.head_seq().await.unwrap();
+    let start = Arc::new(Barrier::new(REVIEWERS));
+    let mut racers = Vec::new();
+    for n in 0..REVIEWERS {
+        // Each reviewer has a console of their own, decided on the same version.
+        let store = fresh.reopen().await.unwrap();
+        let reviewer = format!("rev{n:02}");
+        let commit = resolve_f09(store.as_ref(), &reviewer).await;
+        let start = Arc::clone(&start);
+        racers.push(tokio::spawn(async move {
+            start.wait().await;
+            (reviewer, store.commit(commit).await)
+        }));
+    }
+    let mut winners = Vec::new();
+    let mut conflicts = Vec::new();
+    for racer in racers {
+        match racer.await.unwrap() {
+            (reviewer, Ok(row)) => winners.push((reviewer, row)),
+            (
+                reviewer,
+                Err(StoreError::Conflict {
+                    by,
+                    current,
+                    expected,
+                    ..
+                }),
+            ) => {
+                assert_eq!(
+                    current,
+                    expected + 1,
+                    "{reviewer} lost to exactly one change"
+                );
+                conflicts.push(by);
+            }
+            (reviewer, Err(other)) => panic!("{reviewer}: expected a conflict, got {other}"),
+        }
+    }
+    assert_eq!(winners.len(), 1, "exactly one transition");
+    let (winner, row) = &winners[0];
+    assert_eq!(row.draft.to, Some(State::Succeeded));
+    assert_eq!(conflicts.len(), REVIEWERS - 1);
+    assert!(
+        conflicts.iter().all(|by| by == winner),
+        "every loser is told who won: {conflicts:?}"
+    );
+    assert_eq!(fresh.store.head_seq().await.unwrap(), before + 1);
+    let after = fresh.store.detail(&id("F09")).await.unwrap();
+    assert_eq!(after.row.operation.state, State::Succeeded);
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { rows: 5, .. }
+    ));
+}
+
+async fn a_change_by_one_console_reaches_another_within_a_second(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let other = fresh.reopen().await.unwrap();
+    let mut live = other.watch().await.unwrap();
+    let seen = live.borrow_and_update().head;
+    assert_eq!(seen, fresh.store.head_seq().await.unwrap());
+    assert_eq!(live.borrow().link, Link::Connected);
+
+    let row = fresh
+        .store
+        .commit(comment(fresh.store.as_ref(), "F10", "paged the owner").await)
+        .await
+        .unwrap();
+    let heard = tokio::time::timeout(Duration::from_secs(1), live.wait_for(|l| l.head >= row.seq))
+        .await
+        .expect("the change is heard within a second")
+        .unwrap()
+        .head;
+    assert_eq!(heard, row.seq);
+    let shown = other.detail(&id("F10")).await.unwrap();
+    assert_eq!(shown.audit.last().map(|r| r.seq), Some(row.seq));
+}
+
+async fn a_cancelled_action_leaves_no_transaction_open(kind: Kind) {
+    let fresh = loaded(kind).await;
+    // Another writer holds the write lock, so the commit waits inside its
+    // transaction; the console gives up on it (the task is dropped mid-flight).
+    let holder = fresh.reopen().await.unwrap();
+    let lock = match kind {
+        Kind::Sqlite => "BEGIN IMMEDIATE",
+        Kind::Postgres => "BEGIN; SELECT * FROM chain_head FOR UPDATE",
+    };
+    let mut blocker = raw_connection(&fresh).await;
+    blocker.execute(lock).await;
+    let commit = comment(fresh.store.as_ref(), "F10", "left half-way").await;
+    let store = Arc::clone(&fresh.store);
+    let waiting = tokio::spawn(async move { store.commit(commit).await });
+    match kind {
+        // SQLite waits inside its busy handler, which nothing outside can see.
+        Kind::Sqlite => tokio::time::sleep(Duration::from_millis(300)).await,
+        Kind::Postgres => {
+            // Watched from a connection of its own: inside the blocker's transaction
+            // pg_stat_activity would stay the snapshot of its first read.
+            let mut observer = raw_connection(&fresh).await;
+            let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+            while observer
+                .count(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND wait_event_type = 'Lock'",
+                )
+                .await
+                == 0
+            {
+                assert!(!waiting.is_finished(), "the commit did not wait");
+                assert!(
+                    tokio::time::Instant::now() < deadline,
+                    "the commit never waited"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+    }
+    waiting.abort();
+    assert!(waiting.await.unwrap_err().is_cancelled());
+    blocker.execute("ROLLBACK").await;
+    drop(holder);
+
+    if kind == Kind::Postgres {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+        loop {
+            let idle = blocker
+                .count(
+                    "SELECT count(*) FROM pg_stat_activity \
+                     WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
+                )
+                .await;
+            if idle == 0 {
+                break;
+            }
+            assert!(
+                tokio::time::Instant::now() < deadline,
+                "{idle} session(s) left idle in transaction"
+            );
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    }
+    // Nothing of the cancelled commit landed, and the next one goes through at once.
+    let before = fresh.store.head_seq().await.unwrap();
+    let next = comment(fresh.store.as_ref(), "F10", "done properly").await;
+    let row = tokio::time::timeout(Duration::from_secs(5), fresh.store.commit(next))
+        .await
+        .expect("the write lock was released")
+        .unwrap();
+    assert_eq!(row.seq, before + 1);
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+}
+
+async fn a_copy_covers_every_table_and_column_of_the_schema(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let mut raw = raw_connection(&fresh).await;
+    let mut stored = raw
+        .strings(match kind {
+            Kind::Sqlite => {
+                "SELECT m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p \
+                 WHERE m.type = 'table' AND m.name NOT LIKE '\\_%' ESCAPE '\\' \
+                 AND m.name NOT LIKE 'sqlite%'"
+            }
+            // The chain head is derived: copying the audit rows moves it.
+            Kind::Postgres => {
+                "SELECT table_name || '.' || column_name FROM information_schema.columns \
+                 WHERE table_schema = current_schema() \
+                 AND table_name NOT IN ('_sqlx_migrations', 'chain_head')"
+            }
+        })
+        .await;
+    stored.sort();
+    let mut copied: Vec<String> = TABLES
+        .iter()
+        .flat_map(|t| t.columns.iter().map(|(c, _)| format!("{}.{c}", t.name)))
+        .collect();
+    copied.sort();
+    assert_eq!(copied, stored);
+}
+
+/// A connection of its own to the store's database, behind the store's back.
+enum Raw {
+    Sqlite(sqlx::SqliteConnection),
+    Postgres(sqlx::PgConnection),
+}
+
+async fn raw_connection(fresh: &Fresh) -> Raw {
+    match fresh.kind {
+        Kind::Sqlite => {
+            let path = fresh.sqlite.as_ref().unwrap().path().to_owned();
+            let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+            Raw::Sqlite(
+                sqlx::SqliteConnection::connect_with(&options)
+                    .await
+                    .unwrap(),
+            )
+        }
+        Kind::Postgres => Raw::Postgres(sqlx::PgConnection::connect(&fresh.url).await.unwrap()),
+    }
+}
+
+impl Raw {
+    async fn execute(&mut self, sql: &str) {
+        let sql = sqlx::AssertSqlSafe(sql.to_owned());
+        match self {
+            Raw::Sqlite(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+            Raw::Postgres(c) => sqlx::raw_sql(sql).execute(c).await.map(drop),
+        }
+        .unwrap();
+    }
+
+    async fn strings(&mut self, sql: &'static str) -> Vec<String> {
+        match self {
+            Raw::Sqlite(c) => sqlx::query_scalar(sql).fetch_all(c).await,
+            Raw::Postgres(c) => sqlx::query_scalar(sql).fetch_all(c).await,
+        }
+        .unwrap()
+    }
+
+    async fn count(&mut self, sql: &'static str) -> i64 {
+        match self {
+            Raw::Sqlite(c) => sqlx::query_scalar(sql).fetch_one(c).await,
+            Raw::Postgres(c) => sqlx::query_scalar(sql).fetch_one(c).await,
+        }
+        .unwrap()
+    }
+}
+
+async fn grants_commit_with_their_audit_row_and_refuse_a_stale_basis(kind: Kind) {
     use holdfast::core::access::{GrantOp, GrantRequest, LEDGER, decide_grant};
-    let fresh = loaded().await;
+    let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
     assert!(store.grants().await.unwrap().is_empty(), "single-user mode");
     let head = store.head_seq().await.unwrap();
@@ -450,9 +649,8 @@ async fn grants_commit_with_their_audit_row_and_refuse_a_stale_basis() {
     );
 }
 
-#[tokio::test]
-async fn ingest_refuses_the_reserved_id_prefix() {
-    let fresh = support::stores::sqlite().await;
+async fn ingest_refuses_the_reserved_id_prefix(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
     let text = SMALL.replace("\"id\":\"F10\"", "\"id\":\"holdfast:grants\"");
     let report = fresh
         .store
@@ -468,4 +666,63 @@ async fn ingest_refuses_the_reserved_id_prefix() {
         report.rejected
     );
     assert_eq!(fresh.store.head_seq().await.unwrap(), 0);
+}
+
+holdfast_on_both_backends!(
+    ingest_commits_every_record_and_the_queue_shows_holds_and_their_dependents,
+    the_same_records_twice_are_a_no_op,
+    the_same_id_with_other_content_is_refused_and_nothing_is_committed,
+    unknown_references_are_refused_by_line_and_quarantine_keeps_the_good_lines,
+    transitions_pass_the_state_machine_and_must_end_in_the_declared_state,
+    a_stale_version_is_refused_with_who_changed_it,
+    search_finds_targets_keys_and_provider_ids,
+    the_audit_log_refuses_edits_and_verify_names_a_row_changed_behind_its_back,
+    a_store_from_a_newer_version_is_refused,
+    sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition,
+    a_change_by_one_console_reaches_another_within_a_second,
+    a_cancelled_action_leaves_no_transaction_open,
+    a_copy_covers_every_table_and_column_of_the_schema,
+    grants_commit_with_their_audit_row_and_refuse_a_stale_basis,
+    ingest_refuses_the_reserved_id_prefix,
+);
+
+/// The metrics are computed from `dataset()`: the same packet must read back the
+/// same on both backends, and so give the same report.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn both_backends_give_the_metrics_the_same_inputs() {
+    let packet = records(include_str!("../assets/demo/tc094.jsonl"));
+    let at = packet
+        .iter()
+        .filter_map(|n| match &n.record {
+            holdfast::wire::Record::Transition(t) => Some(t.at),
+            _ => None,
+        })
+        .max()
+        .unwrap_or_else(now);
+    let mut inputs = Vec::new();
+    for kind in [Kind::Sqlite, Kind::Postgres] {
+        let fresh = stores::fresh(kind).await;
+        let report = fresh
+            .store
+            .ingest(packet.clone(), IngestMode::Strict, "test", at)
+            .await
+            .unwrap();
+        assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+        let data = fresh.store.dataset().await.unwrap();
+        assert_eq!(data.operations.len(), packet_count(&packet, "operation"));
+        assert_eq!(data.attempts.len(), packet_count(&packet, "attempt"));
+        inputs.push(data);
+    }
+    assert_eq!(inputs[0], inputs[1]);
+    assert_eq!(
+        holdfast::core::metrics::report(&inputs[0], at),
+        holdfast::core::metrics::report(&inputs[1], at)
+    );
+}
+
+fn packet_count(packet: &[holdfast::wire::Numbered], kind: &str) -> usize {
+    packet
+        .iter()
+        .filter(|n| n.record.type_name() == kind)
+        .count()
 }

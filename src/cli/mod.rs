@@ -3,6 +3,7 @@
 //! `--json`; none of them re-implements a rule.
 
 pub mod config;
+pub mod copy;
 pub mod render;
 pub mod report;
 pub mod review;
@@ -20,7 +21,7 @@ use crate::core::clock::{Clock, format_instant, parse_instant};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{FailureMode, Risk, State};
 use crate::core::rules::Actor;
-use crate::store::{OperationFilter, Page, SortOrder, Store};
+use crate::store::{Location, OperationFilter, Page, SortOrder, Store, StoreError};
 use config::{Config, Paths, Theme};
 
 /// Exit codes, as documented in the README.
@@ -72,6 +73,11 @@ pub struct Cli {
     /// The SQLite store to use (default: holdfast.db in the data dir).
     #[arg(long, global = true, env = "HOLDFAST_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
+
+    /// A team store: `postgres://USER@HOST/DATABASE` (or `sqlite:PATH`); wins over
+    /// `--db` and the config file.
+    #[arg(long, global = true, env = "HOLDFAST_DATABASE_URL", value_name = "URL")]
+    pub database_url: Option<String>,
 
     /// Freeze the clock at this RFC 3339 instant (deterministic runs and snapshots).
     #[arg(long, global = true, env = "HOLDFAST_NOW", value_name = "TIME", value_parser = parse_now)]
@@ -175,7 +181,7 @@ pub struct ListArgs {
     /// A risk tier (`low` … `critical`); repeatable.
     #[arg(long)]
     pub risk: Vec<String>,
-    /// Substring of id, target, keys or provider request ids.
+    /// The start of a word of an id, target, key or provider request id (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
     #[arg(long, value_enum, default_value_t = SortArg::Urgency)]
@@ -218,6 +224,8 @@ pub enum AuditCommand {
 pub enum DbCommand {
     /// Create the store if needed and apply pending migrations.
     Migrate,
+    /// Copy everything, audit chain included, from one store into a new one.
+    Copy(copy::CopyArgs),
 }
 
 /// Everything a command needs besides its own arguments.
@@ -227,6 +235,8 @@ pub struct Context {
     pub clock: Clock,
     pub identity: String,
     pub db: Option<PathBuf>,
+    /// `--database-url` / `HOLDFAST_DATABASE_URL`.
+    pub database_url: Option<String>,
 }
 
 impl Context {
@@ -234,18 +244,28 @@ impl Context {
         self.clock.now()
     }
 
-    /// The store this invocation works on.
-    pub fn store_path(&self) -> PathBuf {
-        self.db
-            .clone()
-            .or_else(|| self.config.store.clone())
-            .unwrap_or_else(|| self.paths.default_store())
+    /// The store this invocation works on: `--database-url`, else `--db`, else the
+    /// config file's `database_url`, else its `store`, else the default file.
+    pub fn store_location(&self) -> Result<Location, StoreError> {
+        if let Some(url) = &self.database_url {
+            return Location::parse(url);
+        }
+        if let Some(path) = &self.db {
+            return Ok(Location::Sqlite(path.clone()));
+        }
+        if let Some(url) = &self.config.database_url {
+            return Location::parse(url);
+        }
+        Ok(Location::Sqlite(
+            self.config
+                .store
+                .clone()
+                .unwrap_or_else(|| self.paths.default_store()),
+        ))
     }
 
     pub async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
-        let path = self.store_path();
-        let store = crate::store::sqlite::SqliteStore::open(&path).await?;
-        Ok(Arc::new(store))
+        Ok(self.store_location()?.open().await?)
     }
 
     /// The acting identity with what the store's grants allow it; with no grants
@@ -338,6 +358,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         clock,
         identity,
         db: cli.db.clone(),
+        database_url: cli.database_url.clone(),
     };
     tracing::info!(command = ?cli.command, "start");
     match cli.command {
@@ -368,6 +389,9 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             println!("store {} is migrated and ready", store.location());
             Ok(exit::OK)
         }
+        Some(Command::Db {
+            command: DbCommand::Copy(args),
+        }) => copy::run(args).await,
         Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
@@ -428,7 +452,9 @@ async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
             Err(e) => return Err(e).with_context(|| format!("cannot reset {}", file.display())),
         }
     }
+    // The demo always gets a fresh file of its own, whatever team store is set.
     ctx.db = Some(path);
+    ctx.database_url = None;
     let store = ctx.open_store().await?;
     let parsed = crate::wire::parse_stream(DEMO_PACKET.as_bytes(), &mut |_| {})?;
     if let Some(first) = parsed.errors.first() {

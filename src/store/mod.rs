@@ -2,15 +2,23 @@
 //! write commits its audit row in the same transaction as the change it records.
 
 pub mod codec;
+pub mod copy;
+pub mod engine;
 pub mod filter;
 pub mod ingest_plan;
+pub mod postgres;
 pub mod rows;
 pub mod sql;
 pub mod sqlite;
 
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
 use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
+use tokio::sync::watch;
 
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditRow, ChainStatus};
@@ -20,6 +28,7 @@ pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal}
 use crate::core::model::{Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
 use crate::wire::{LineError, Numbered};
+use copy::{Cell, CopyReport, Table};
 
 /// What can go wrong in the store, in words a reviewer can act on. Driver errors
 /// never reach the screen raw: they are mapped into these.
@@ -49,10 +58,54 @@ pub enum StoreError {
     GrantsChanged,
     #[error("the store is busy (another process holds it); try again")]
     Busy,
+    #[error("the database cannot be reached ({0}); check the connection and try again")]
+    Unavailable(String),
     #[error("cannot open the store at {location}: {reason}")]
     Open { location: String, reason: String },
     #[error("store error: {0}")]
     Other(String),
+}
+
+/// Where a store lives: a SQLite file or a PostgreSQL database.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Location {
+    Sqlite(PathBuf),
+    /// A `postgres://` or `postgresql://` URL.
+    Postgres(String),
+}
+
+impl Location {
+    /// `postgres://…` / `postgresql://…`, or `sqlite:PATH`.
+    pub fn parse(text: &str) -> Result<Location, StoreError> {
+        if text.starts_with("postgres://") || text.starts_with("postgresql://") {
+            Ok(Location::Postgres(text.to_owned()))
+        } else if let Some(path) = text.strip_prefix("sqlite:").filter(|p| !p.is_empty()) {
+            Ok(Location::Sqlite(PathBuf::from(path)))
+        } else {
+            Err(StoreError::Open {
+                location: text.to_owned(),
+                reason: "a store is named sqlite:PATH or postgres://USER@HOST/DATABASE".into(),
+            })
+        }
+    }
+
+    /// Opens the store, creating and migrating it as needed.
+    pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        Ok(match self {
+            Location::Sqlite(path) => Arc::new(sqlite::SqliteStore::open(path).await?),
+            Location::Postgres(url) => Arc::new(postgres::PgStore::connect(url).await?),
+        })
+    }
+}
+
+impl fmt::Display for Location {
+    /// The place in words; a URL is shown without its password.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Location::Sqlite(path) => write!(f, "sqlite:{}", path.display()),
+            Location::Postgres(url) => f.write_str(&postgres::without_password(url)),
+        }
+    }
 }
 
 /// Which operations a listing shows. Empty vectors mean "any".
@@ -65,8 +118,9 @@ pub struct OperationFilter {
     pub owners: Vec<String>,
     pub modes: Vec<FailureMode>,
     pub risks: Vec<Risk>,
-    /// Case-insensitive substring over id, target, idempotency/business/correlation
-    /// keys and provider request ids.
+    /// Case-insensitive start of a word (after `:` `/` `-` `.` `@` `_` or a space)
+    /// of the id, target, idempotency/business/correlation keys or a provider
+    /// request id: one index range on any store size.
     pub search: Option<String>,
     /// Tenants the acting identity may see (G7); `None` means every tenant.
     pub visible_tenants: Option<Vec<String>>,
@@ -127,6 +181,25 @@ pub struct IngestReport {
     pub rejected: Vec<LineError>,
 }
 
+/// Whether the store can be reached right now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub enum Link {
+    Connected,
+    /// The connection was lost; `attempt` counts the reconnects tried so far.
+    Reconnecting {
+        attempt: u32,
+    },
+}
+
+/// What a console hears about a store while it is open: the newest committed
+/// audit `seq` (changes by anyone move it) and whether the store is reachable.
+/// A console re-reads what it shows whenever `head` moves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Live {
+    pub head: i64,
+    pub link: Link,
+}
+
 /// The operations store.
 #[async_trait]
 pub trait Store: Send + Sync {
@@ -183,4 +256,22 @@ pub trait Store: Send + Sync {
     /// refuses with [`StoreError::GrantsChanged`] when the grants no longer match
     /// the change's `basis` ([`crate::core::access::basis`]).
     async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError>;
+
+    /// Live updates: a receiver whose value moves whenever anyone commits a change
+    /// (and whenever the connection is lost or back). Every call shares one
+    /// watcher per store handle.
+    async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError>;
+
+    /// One page of a table's rows, every value as stored, for [`Store::load_from`].
+    async fn table_rows(
+        &self,
+        table: &'static Table,
+        offset: u64,
+        limit: u64,
+    ) -> Result<Vec<Vec<Cell>>, StoreError>;
+
+    /// Fills this store, which must be empty, with everything `source` holds, in
+    /// one transaction: the audit chain and its hashes stay as they are. `source`
+    /// should not change while it is copied.
+    async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError>;
 }

@@ -4,4 +4,5 @@
 pub mod cli;
 pub mod console;
 pub mod hostile;
+pub mod review;
 pub mod stores;

@@ -1,0 +1,291 @@
+//! The team store: one PostgreSQL database shared by many reviewers. Writers take
+//! turns on the locked chain-head row, so the audit chain stays gapless whoever
+//! writes; a commit also locks its operation's row and compares versions, so two
+//! reviewers can never both win. Consoles LISTEN for a hint that the audit log
+//! grew and re-read the head by `seq` after every hint and every reconnect. The
+//! queries themselves are shared with SQLite (see [`super::engine`]).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::Postgres;
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use tokio::sync::watch;
+
+use super::engine::{Backend, HEAD_SEQ, SqlStore, publish};
+use super::{Link, Live, StoreError};
+
+/// Migrations compiled into the binary, one file each under `migrations/postgres`.
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        20261101000001,
+        "initial",
+        include_str!("../../migrations/postgres/20261101000001_initial.sql"),
+    ),
+    (
+        20261130000001,
+        "search",
+        include_str!("../../migrations/postgres/20261130000001_search.sql"),
+    ),
+];
+
+/// The channel the audit trigger notifies at each commit that appended rows.
+pub const CHANNEL: &str = "holdfast_audit";
+
+/// How long a writer waits for a lock before reporting the store busy.
+const LOCK_TIMEOUT: &str = "30s";
+
+/// A transaction left open this long by a vanished client is ended by the server.
+const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
+
+/// How often a listening console checks its connection when nothing is heard.
+const RECHECK: Duration = Duration::from_secs(5);
+
+/// Connections per store handle: a console's reads, its writes and its listener.
+const POOL_SIZE: u32 = 6;
+
+/// The PostgreSQL operations store.
+pub type PgStore = SqlStore<Postgres>;
+
+/// The newest schema version this build knows.
+pub fn known_schema() -> i64 {
+    super::engine::known_schema::<Postgres>()
+}
+
+impl Backend for Postgres {
+    const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = MIGRATIONS;
+    const BEGIN_WRITE: &'static str = "BEGIN";
+    const HEAD: &'static str = "SELECT seq, hash FROM chain_head FOR UPDATE";
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const AFTER_COPY: Option<&'static str> = Some(
+        "SELECT setval(pg_get_serial_sequence('proposals', 'id'), \
+         COALESCE((SELECT MAX(id) FROM proposals), 0) + 1, false)",
+    );
+
+    fn classify(error: &sqlx::Error) -> Option<StoreError> {
+        let sqlx::Error::Database(e) = error else {
+            return None;
+        };
+        let code = e.code()?;
+        let message = e.message();
+        match code.as_ref() {
+            // serialization failure, deadlock, lock timeout, statement timeout
+            "40001" | "40P01" | "55P03" | "57014" => Some(StoreError::Busy),
+            // connection exceptions; the server shutting down or ending this session
+            c if c.starts_with("08") || matches!(c, "57P01" | "57P02" | "57P03") => {
+                Some(StoreError::Unavailable(message.to_owned()))
+            }
+            // too many connections
+            "53300" => Some(StoreError::Busy),
+            // no such database, a refused login, a database closed to connections
+            "3D000" | "28000" | "28P01" => Some(StoreError::Unavailable(message.to_owned())),
+            "55000" if message.contains("not currently accepting connections") => {
+                Some(StoreError::Unavailable(message.to_owned()))
+            }
+            "42501" if !message.contains("append-only") => Some(StoreError::Other(format!(
+                "the database login may not do this ({message}); see \"Team mode\" in the README \
+                 for the grants an application role needs"
+            ))),
+            _ => None,
+        }
+    }
+
+    fn spawn_watch(pool: PgPool, head: i64) -> watch::Receiver<Live> {
+        let (tx, rx) = watch::channel(Live {
+            head,
+            link: Link::Connected,
+        });
+        tokio::spawn(listen(pool, tx));
+        rx
+    }
+}
+
+/// The wait before reconnect `attempt` (1, 2, …): 100 ms doubling up to 5 s.
+fn backoff(attempt: u32) -> Duration {
+    Duration::from_millis(100u64.saturating_mul(1 << attempt.saturating_sub(1).min(6)))
+        .min(Duration::from_secs(5))
+}
+
+async fn read_head(pool: &PgPool) -> Result<i64, sqlx::Error> {
+    sqlx::query_scalar::<_, i64>(HEAD_SEQ).fetch_one(pool).await
+}
+
+/// A listener on [`CHANNEL`] that leaves reconnecting to [`listen`].
+async fn subscribe(pool: &PgPool) -> Result<PgListener, sqlx::Error> {
+    let mut listener = PgListener::connect_with(pool).await?;
+    listener.eager_reconnect(false);
+    listener.listen(CHANNEL).await?;
+    Ok(listener)
+}
+
+/// What a listening console heard.
+enum Event {
+    /// A notification: someone committed audit rows.
+    Heard,
+    /// The listening connection is gone.
+    Lost,
+    /// Nothing for a while: time to check the connection.
+    Quiet,
+}
+
+/// Hears notifications until nobody watches. Each one is only a hint: the head is
+/// read again after it, after every reconnect (whatever was missed meanwhile is
+/// then caught up) and every [`RECHECK`] of a quiet connection.
+async fn listen(pool: PgPool, tx: watch::Sender<Live>) {
+    let mut attempt: u32 = 0;
+    loop {
+        if attempt > 0 {
+            let head = tx.borrow().head;
+            publish(
+                &tx,
+                Live {
+                    head,
+                    link: Link::Reconnecting { attempt },
+                },
+            );
+            tokio::select! {
+                () = tx.closed() => return,
+                () = tokio::time::sleep(backoff(attempt)) => {}
+            }
+        }
+        let listener = subscribe(&pool).await;
+        // Listening first, then reading: nothing committed after the read is missed.
+        let (mut listener, head) = match listener {
+            Ok(listener) => match read_head(&pool).await {
+                Ok(head) => (listener, head),
+                Err(error) => {
+                    tracing::warn!(%error, "cannot read the audit head");
+                    attempt = attempt.saturating_add(1);
+                    continue;
+                }
+            },
+            Err(error) => {
+                tracing::warn!(%error, "cannot listen for changes");
+                attempt = attempt.saturating_add(1);
+                continue;
+            }
+        };
+        publish(
+            &tx,
+            Live {
+                head,
+                link: Link::Connected,
+            },
+        );
+        loop {
+            let event = tokio::select! {
+                () = tx.closed() => return,
+                received = listener.try_recv() => match received {
+                    Ok(Some(_)) => Event::Heard,
+                    Ok(None) | Err(_) => Event::Lost,
+                },
+                () = tokio::time::sleep(RECHECK) => Event::Quiet,
+            };
+            let alive = match event {
+                Event::Heard => true,
+                Event::Lost => false,
+                Event::Quiet => sqlx::query("SELECT 1").execute(&mut listener).await.is_ok(),
+            };
+            let head = if alive {
+                read_head(&pool).await
+            } else {
+                Err(sqlx::Error::PoolClosed)
+            };
+            match head {
+                Ok(head) => publish(
+                    &tx,
+                    Live {
+                        head,
+                        link: Link::Connected,
+                    },
+                ),
+                Err(error) => {
+                    tracing::warn!(%error, "lost the connection to the store");
+                    break;
+                }
+            }
+        }
+        attempt = 1;
+    }
+}
+
+/// `url` without its password, for messages and `location()`.
+pub fn without_password(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    match rest.split_once('@') {
+        Some((login, host)) => {
+            let user = login.split_once(':').map_or(login, |(user, _)| user);
+            format!("{scheme}://{user}@{host}")
+        }
+        None => url.to_owned(),
+    }
+}
+
+impl SqlStore<Postgres> {
+    /// Connects to the database at `url` (`postgres://…`) and brings its schema up
+    /// to date. A database written by a newer holdfast is refused.
+    pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
+        let options = PgConnectOptions::from_str(url).map_err(|e| StoreError::Open {
+            location: without_password(url),
+            reason: e.to_string(),
+        })?;
+        let location = without_password(url);
+        let options = if options.get_application_name().is_some() {
+            options
+        } else {
+            options.application_name("holdfast")
+        };
+        let options = options.options([
+            ("lock_timeout", LOCK_TIMEOUT),
+            (
+                "idle_in_transaction_session_timeout",
+                IDLE_IN_TRANSACTION_TIMEOUT,
+            ),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(Duration::from_secs(30))
+            .connect_with(options)
+            .await
+            .map_err(|e| StoreError::Open {
+                location: location.clone(),
+                reason: e.to_string(),
+            })?;
+        SqlStore::new(pool, location).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_location_never_shows_the_password() {
+        assert_eq!(
+            without_password("postgres://maya:s3cret@db.internal:5432/holdfast?sslmode=require"),
+            "postgres://maya@db.internal:5432/holdfast?sslmode=require"
+        );
+        assert_eq!(
+            without_password("postgresql://maya@db/holdfast"),
+            "postgresql://maya@db/holdfast"
+        );
+        assert_eq!(
+            without_password("postgres://db/holdfast"),
+            "postgres://db/holdfast"
+        );
+    }
+
+    #[test]
+    fn reconnects_back_off_from_a_tenth_of_a_second_to_five_seconds() {
+        let waits: Vec<u128> = (1..=8).map(|n| backoff(n).as_millis()).collect();
+        assert_eq!(waits, [100, 200, 400, 800, 1600, 3200, 5000, 5000]);
+    }
+
+    #[test]
+    fn the_migration_starts_the_chain_at_the_genesis_value() {
+        let genesis = crate::core::audit::genesis();
+        assert!(MIGRATIONS[0].2.contains(genesis.as_str()));
+    }
+}

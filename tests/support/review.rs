@@ -1,0 +1,90 @@
+//! The small fixture loaded into a store, and reviewer decisions made on it the
+//! way a console makes them (through `core::rules::decide`).
+
+use chrono::{DateTime, Utc};
+use holdfast::core::clock::parse_instant;
+use holdfast::core::ids::OperationId;
+use holdfast::core::model::State;
+use holdfast::core::rules::{Action, Actor, Rationale, decide};
+use holdfast::store::{Commit, IngestMode, Store};
+use holdfast::wire::{Numbered, parse_stream};
+
+use super::stores::{self, Fresh, Kind};
+
+pub const SMALL: &str = include_str!("../fixtures/small.jsonl");
+
+/// The console's clock in every store test.
+pub fn now() -> DateTime<Utc> {
+    parse_instant("2026-09-05T10:03:00Z").unwrap()
+}
+
+pub fn records(text: &str) -> Vec<Numbered> {
+    let parsed = parse_stream(text.as_bytes(), &mut |_| {}).unwrap();
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    parsed.records
+}
+
+pub fn id(text: &str) -> OperationId {
+    OperationId::parse(text).unwrap()
+}
+
+/// A fresh store of `kind` holding the small fixture.
+pub async fn loaded(kind: Kind) -> Fresh {
+    let fresh = stores::fresh(kind).await;
+    let report = fresh
+        .store
+        .ingest(records(SMALL), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    fresh
+}
+
+/// The single-user reviewer.
+pub fn local() -> Actor {
+    reviewer("maya")
+}
+
+pub fn reviewer(identity: &str) -> Actor {
+    Actor::local(identity, Some("RP03".into()))
+}
+
+/// What `actor` may commit for `action` on `op`, decided on what `store` shows now.
+pub async fn decided(
+    store: &dyn Store,
+    op: &str,
+    action: &Action,
+    actor: &Actor,
+    rationale: &str,
+) -> Commit {
+    let detail = store.detail(&id(op)).await.unwrap();
+    decide(
+        &detail,
+        action,
+        actor,
+        &Rationale::parse(rationale).unwrap(),
+        detail.row.version,
+        now(),
+    )
+    .unwrap()
+    .commit
+}
+
+/// A comment on `op` by the single-user reviewer.
+pub async fn comment(store: &dyn Store, op: &str, text: &str) -> Commit {
+    decided(store, op, &Action::Comment, &local(), text).await
+}
+
+/// F09 resolved to SUCCEEDED by `identity`.
+pub async fn resolve_f09(store: &dyn Store, identity: &str) -> Commit {
+    decided(
+        store,
+        "F09",
+        &Action::Resolve {
+            to: State::Succeeded,
+        },
+        &reviewer(identity),
+        "provider status shows the ticket exactly once",
+    )
+    .await
+}

@@ -1,0 +1,465 @@
+//! Team mode: what only a shared PostgreSQL store can show (a listener's session
+//! killed under it, the server refusing connections, a least-privilege login, the
+//! chain head guarded by the database) and moving a store between the backends.
+//! The behaviour both backends share is in `store_conformance.rs`.
+
+mod support;
+
+use std::time::Duration;
+
+use holdfast::core::audit::ChainStatus;
+use holdfast::core::rules::Action;
+use holdfast::store::postgres::PgStore;
+use holdfast::store::{IngestMode, Link, Live, Store, StoreError};
+use sqlx::{Connection, PgConnection};
+use support::review::{self, SMALL, comment, decided, id, loaded, now, records, reviewer};
+use support::stores::{self, Fresh, Kind, LoginRole};
+use tokio::sync::watch;
+
+/// Waits (at most `limit`) until the watched value satisfies `ok`.
+async fn until(
+    live: &mut watch::Receiver<Live>,
+    limit: Duration,
+    what: &str,
+    ok: impl FnMut(&Live) -> bool,
+) -> Live {
+    let waited = tokio::time::timeout(limit, live.wait_for(ok))
+        .await
+        .map(|seen| seen.map(|value| *value));
+    match waited {
+        Ok(Ok(value)) => value,
+        Ok(Err(_)) => panic!("the watcher stopped before {what}"),
+        Err(_) => panic!("{what}: not within {limit:?}; last {:?}", *live.borrow()),
+    }
+}
+
+/// The backend pid of the session listening for changes, once there is one.
+async fn listener_pid(admin: &mut PgConnection, database: &str) -> i32 {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(5);
+    loop {
+        let pid: Option<i32> = sqlx::query_scalar(
+            "SELECT pid FROM pg_stat_activity WHERE datname = $1 AND query LIKE 'LISTEN%' \
+             ORDER BY backend_start DESC LIMIT 1",
+        )
+        .bind(database)
+        .fetch_optional(&mut *admin)
+        .await
+        .unwrap();
+        if let Some(pid) = pid {
+            return pid;
+        }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "nobody listens on {database}"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A loaded PostgreSQL store, a second console watching it, and an admin
+/// connection that sees the console's listening session.
+struct Watched {
+    fresh: Fresh,
+    database: String,
+    console: std::sync::Arc<dyn Store>,
+    live: watch::Receiver<Live>,
+    admin: PgConnection,
+    listener: i32,
+}
+
+async fn watched() -> Watched {
+    let fresh = loaded(Kind::Postgres).await;
+    let database = fresh.database_name().unwrap().to_owned();
+    let console = fresh.reopen().await.unwrap();
+    let live = console.watch().await.unwrap();
+    let mut admin = PgConnection::connect(&stores::admin_url()).await.unwrap();
+    let listener = listener_pid(&mut admin, &database).await;
+    Watched {
+        fresh,
+        database,
+        console,
+        live,
+        admin,
+        listener,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_listener_killed_during_a_stream_of_changes_catches_up_after_reconnecting() {
+    let Watched {
+        fresh,
+        database,
+        console,
+        mut live,
+        mut admin,
+        listener: first,
+    } = watched().await;
+
+    for n in 0..30 {
+        if n == 10 {
+            let killed: bool = sqlx::query_scalar("SELECT pg_terminate_backend($1)")
+                .bind(first)
+                .fetch_one(&mut admin)
+                .await
+                .unwrap();
+            assert!(killed);
+        }
+        let change = comment(fresh.store.as_ref(), "F10", &format!("paging note {n}")).await;
+        fresh.store.commit(change).await.unwrap();
+    }
+
+    let head = fresh.store.head_seq().await.unwrap();
+    let seen = until(
+        &mut live,
+        Duration::from_secs(10),
+        "the console catches up",
+        |l| l.head == head && l.link == Link::Connected,
+    )
+    .await;
+    assert_eq!(seen.head, head);
+    let second = listener_pid(&mut admin, &database).await;
+    assert_ne!(first, second, "the listener reconnected on a new session");
+    let shown = console.detail(&id("F10")).await.unwrap();
+    assert_eq!(shown.audit.last().map(|r| r.seq), Some(head));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lost_connection_shows_until_the_server_takes_connections_again() {
+    let Watched {
+        fresh,
+        database,
+        console: _console,
+        mut live,
+        mut admin,
+        ..
+    } = watched().await;
+    let during = comment(fresh.store.as_ref(), "F10", "while the server is away").await;
+
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {database} ALLOW_CONNECTIONS false; \
+         SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = '{database}'"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let lost = until(
+        &mut live,
+        Duration::from_secs(5),
+        "the console shows the connection lost",
+        |l| l.link != Link::Connected,
+    )
+    .await;
+    assert!(matches!(lost.link, Link::Reconnecting { attempt } if attempt >= 1));
+    let refused = fresh.store.commit(during).await;
+    assert!(
+        matches!(refused, Err(StoreError::Unavailable(_))),
+        "{refused:?}"
+    );
+
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "ALTER DATABASE {database} ALLOW_CONNECTIONS true"
+    )))
+    .execute(&mut admin)
+    .await
+    .unwrap();
+    let row = fresh
+        .store
+        .commit(comment(fresh.store.as_ref(), "F10", "back again").await)
+        .await
+        .unwrap();
+    until(
+        &mut live,
+        Duration::from_secs(10),
+        "the console reconnects and catches up",
+        |l| l.head == row.seq && l.link == Link::Connected,
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_database_is_migrated_on_first_open_and_only_then() {
+    let database = stores::Database::create().await;
+    let store = PgStore::connect(&database.url).await.unwrap();
+    assert_eq!(store.head_seq().await.unwrap(), 0);
+    assert!(matches!(
+        store.verify().await.unwrap(),
+        ChainStatus::Intact { rows: 0, .. }
+    ));
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(applied, 2, "initial and search");
+    store.pool().close().await;
+    let again = PgStore::connect(&database.url).await.unwrap();
+    let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
+        .fetch_one(again.pool())
+        .await
+        .unwrap();
+    assert_eq!(applied, 2, "an up-to-date store is left as it is");
+    again.pool().close().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_database_guards_the_chain_head() {
+    let fresh = loaded(Kind::Postgres).await;
+    for (tamper, why) in [
+        ("TRUNCATE audit", "TRUNCATE on audit"),
+        ("UPDATE chain_head SET seq = 1", "moving the head by hand"),
+        ("DELETE FROM chain_head", "deleting the head"),
+        ("TRUNCATE chain_head", "truncating the head"),
+        (
+            "INSERT INTO audit (seq, operation, action, by_identity, role, evidence, at, prev_hash, hash) \
+             SELECT seq + 2, 'F09', 'comment', 'mallory', 'local', '[]', 'x', hash, hash FROM chain_head",
+            "a row that leaves a gap",
+        ),
+        (
+            "INSERT INTO audit (seq, operation, action, by_identity, role, evidence, at, prev_hash, hash) \
+             SELECT seq + 1, 'F09', 'comment', 'mallory', 'local', '[]', 'x', 'sha256:00', 'sha256:00' \
+             FROM chain_head",
+            "a row that does not chain from the head",
+        ),
+    ] {
+        assert!(fresh.execute(tamper).await.is_err(), "{why} is refused");
+    }
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { rows: 4, .. }
+    ));
+    let row = fresh
+        .store
+        .commit(comment(fresh.store.as_ref(), "F10", "still appending").await)
+        .await
+        .unwrap();
+    assert_eq!(row.seq, 5);
+}
+
+/// The grants the README gives a least-privilege application role.
+fn application_grants(role: &str, database: &str) -> String {
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("-- holdfast application role")
+        .expect("the README shows the application role's grants");
+    let end = start
+        + readme[start..]
+            .find("```")
+            .expect("the grants end with their code block");
+    readme[start..end]
+        .replace("holdfast_app", role)
+        .replace("holdfast_db", database)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_log() {
+    let role = LoginRole::create("holdfast_app_test").await;
+    let fresh = loaded(Kind::Postgres).await;
+    let database = fresh.database_name().unwrap().to_owned();
+    fresh
+        .execute(&application_grants(&role.name, &database))
+        .await
+        .unwrap();
+
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let app = PgStore::connect(&url).await.unwrap();
+    let report = app
+        .ingest(
+            records(&SMALL.replace("F10", "F11").replace("A017", "A018")),
+            IngestMode::Quarantine,
+            "app",
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(!report.committed.is_empty(), "{report:?}");
+    let row = app
+        .commit(review::resolve_f09(&app, "lee").await)
+        .await
+        .unwrap();
+    let mut live = app.watch().await.unwrap();
+    assert_eq!(live.borrow_and_update().head, row.seq);
+
+    let mut as_app = PgConnection::connect(&url).await.unwrap();
+    for tamper in [
+        "UPDATE audit SET by_identity = 'mallory' WHERE seq = 1",
+        "DELETE FROM audit WHERE seq = 1",
+        "TRUNCATE audit",
+        "UPDATE chain_head SET seq = 0",
+        "DROP TRIGGER audit_no_update ON audit",
+    ] {
+        let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(tamper))
+            .execute(&mut as_app)
+            .await;
+        assert!(refused.is_err(), "the application role may not: {tamper}");
+    }
+    as_app.close().await.unwrap();
+    assert!(matches!(
+        app.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    app.pool().close().await;
+    drop(fresh);
+    drop(role);
+}
+
+/// A store with a little of everything: records, comments, an owner change and a
+/// proposal a second reviewer rejected.
+async fn busy_sqlite_store() -> Fresh {
+    let fresh = loaded(Kind::Sqlite).await;
+    let store = fresh.store.as_ref();
+    let not_found = r#"{"type":"observation","id":"O06","operation":"F09","observed_at":"2026-09-05T10:02:30Z","source":"provider_status","found":false,"note":"no ticket"}"#;
+    store
+        .ingest(records(not_found), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    store
+        .commit(comment(store, "F10", "waiting on F09").await)
+        .await
+        .unwrap();
+    let assign = Action::Assign {
+        owner: "integrations-oncall".into(),
+    };
+    let change = decided(store, "F09", &assign, &reviewer("maya"), "paging on-call").await;
+    store.commit(change).await.unwrap();
+    let propose = decided(
+        store,
+        "F09",
+        &Action::AuthorizeRetry,
+        &reviewer("maya"),
+        "provider shows no ticket after the window",
+    )
+    .await;
+    assert!(propose.open_proposal.is_some(), "high risk: a proposal");
+    store.commit(propose).await.unwrap();
+    let reject = decided(
+        store,
+        "F09",
+        &Action::Reject,
+        &reviewer("lee"),
+        "wait for the provider's incident to close",
+    )
+    .await;
+    store.commit(reject).await.unwrap();
+    fresh
+}
+
+/// Asserts `copy` holds exactly what `original` holds, and its chain verifies.
+async fn assert_same_store(original: &dyn Store, copy: &dyn Store) {
+    assert!(
+        matches!(copy.verify().await.unwrap(), ChainStatus::Intact { .. }),
+        "audit verify passes on {}",
+        copy.location()
+    );
+    assert_eq!(
+        copy.dataset().await.unwrap(),
+        original.dataset().await.unwrap()
+    );
+    for op in ["F09", "F10"] {
+        let a = original.detail(&id(op)).await.unwrap();
+        let b = copy.detail(&id(op)).await.unwrap();
+        assert_eq!(a.row, b.row);
+        assert_eq!(a.proposals, b.proposals);
+        assert_eq!(a.audit, b.audit);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifies() {
+    let source = busy_sqlite_store().await;
+    assert!(matches!(
+        source.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+
+    let team = stores::fresh(Kind::Postgres).await;
+    let report = team.store.load_from(source.store.as_ref()).await.unwrap();
+    let audit_rows = report.tables.iter().find(|(t, _)| *t == "audit").unwrap().1;
+    assert_eq!(audit_rows, 9);
+    assert_same_store(source.store.as_ref(), team.store.as_ref()).await;
+
+    let back = stores::fresh(Kind::Sqlite).await;
+    back.store.load_from(team.store.as_ref()).await.unwrap();
+    assert_same_store(team.store.as_ref(), back.store.as_ref()).await;
+
+    // The copies go on working: new proposals number after the copied ones.
+    for copy in [&team, &back] {
+        let propose = decided(
+            copy.store.as_ref(),
+            "F09",
+            &Action::AuthorizeRetry,
+            &reviewer("maya"),
+            "the provider's incident is closed",
+        )
+        .await;
+        copy.store.commit(propose).await.unwrap();
+        let detail = copy.store.detail(&id("F09")).await.unwrap();
+        let ids: Vec<i64> = detail.proposals.iter().map(|p| p.id).collect();
+        assert_eq!(ids, [1, 2], "on {}", copy.store.location());
+    }
+
+    let refused = team.store.load_from(source.store.as_ref()).await;
+    assert!(
+        matches!(&refused, Err(StoreError::Other(m)) if m.contains("already holds data")),
+        "{refused:?}"
+    );
+}
+
+/// Runs the real binary with its own data and config dirs; returns the exit code
+/// and standard output.
+fn holdfast(home: &std::path::Path, args: &[&str]) -> (i32, String) {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .args(args)
+        .env("HOLDFAST_DATA_DIR", home.join("data"))
+        .env("HOLDFAST_CONFIG", home.join("config.toml"))
+        .env("HOLDFAST_NOW", "2026-09-05T10:03:00Z")
+        .env_remove("HOLDFAST_DATABASE_URL")
+        .env_remove("HOLDFAST_DB")
+        .output()
+        .expect("run holdfast");
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        code == 0 || !stderr.is_empty(),
+        "a failure says why on stderr"
+    );
+    (code, format!("{stdout}{stderr}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn db_copy_on_the_command_line_round_trips_and_audit_verify_passes_at_each_step() {
+    let home = tempfile::tempdir().unwrap();
+    let fixture = home.path().join("small.jsonl");
+    std::fs::write(&fixture, SMALL).unwrap();
+    let laptop = format!("sqlite:{}", home.path().join("laptop.db").display());
+    let back = format!("sqlite:{}", home.path().join("back.db").display());
+    let team = stores::fresh(Kind::Postgres).await;
+    team.close().await;
+    let run = |args: &[&str]| holdfast(home.path(), args);
+
+    let (code, out) = run(&[
+        "--database-url",
+        &laptop,
+        "ingest",
+        fixture.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{out}");
+    let listing = |url: &str| run(&["--database-url", url, "list", "--state", "all", "--json"]);
+    let (_, original) = listing(&laptop);
+
+    let mut previous = laptop.clone();
+    for next in [team.url.clone(), back] {
+        let (code, out) = run(&["db", "copy", "--from", &previous, "--to", &next]);
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("audit chain intact on both: 4 rows"), "{out}");
+        let (code, out) = run(&["--database-url", &next, "audit", "verify"]);
+        assert_eq!(code, 0, "audit verify on {next}: {out}");
+        assert_eq!(listing(&next).1, original, "the copy lists the same");
+        previous = next;
+    }
+
+    let (code, out) = run(&["db", "copy", "--from", &laptop, "--to", &team.url]);
+    assert_ne!(code, 0, "a store that holds data is not overwritten");
+    assert!(out.contains("already holds data"), "{out}");
+    let (code, _) = run(&["db", "copy", "--from", &laptop, "--to", "mysql://nope"]);
+    assert_eq!(code, 2, "an unknown kind of store is bad input");
+}
