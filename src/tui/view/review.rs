@@ -252,7 +252,7 @@ fn effect_doc(theme: Theme, effect: &Effect) -> Doc {
         theme.title(),
     )]));
     let state_style = effect.to.map_or(theme.plain(), |to| theme.state(to));
-    doc.field(theme, "state", Clean::new(&short(effect)), state_style);
+    doc.field(theme, "change", Clean::new(&short(effect)), state_style);
     for child in &effect.commit.children {
         doc.field(
             theme,
@@ -319,7 +319,7 @@ fn verdict_doc(theme: Theme, verdict: &Verdict) -> Doc {
             doc.push(line(vec![span(Clean::new("applied"), theme.good())]));
             doc.field(
                 theme,
-                "state",
+                "change",
                 Clean::new(&short(&applied.effect)),
                 theme.plain(),
             );
