@@ -302,6 +302,12 @@ mod screens {
                     result: Ok(Box::new(detail.clone())),
                 },
                 Effect::Debounce { generation, .. } => Message::Debounced { generation },
+                Effect::Review { generation, .. } => Message::Reviewed {
+                    generation,
+                    verdict: holdfast::tui::review::Verdict::Failed(
+                        "\u{1b}[2Jstore says \u{202e}no".into(),
+                    ),
+                },
                 Effect::Quit => continue,
             };
             queue.extend(app.update(message));

@@ -14,12 +14,13 @@ use super::filter;
 use super::keymap::{self, Command, Context};
 use super::layout::{self, Areas, Pane};
 use super::queue::{ListQuery, Listing, QueueState, SORTS, Tab};
+use super::review::{Request, ReviewDialog, Verdict};
 use super::theme::Theme;
 use super::view;
 use super::widgets::{Prompt, max_scroll};
 use crate::core::ids::OperationId;
 use crate::core::model::OperationDetail;
-use crate::core::rules::Actor;
+use crate::core::rules::{Action, Actor, Rationale};
 use crate::core::sanitize::Clean;
 
 /// Everything that can happen to the console.
@@ -50,6 +51,8 @@ pub enum Message {
     /// The pause asked for by the [`Effect::Debounce`] tagged `generation` is
     /// over: if nothing was typed since, the search runs.
     Debounced { generation: u64 },
+    /// The answer of the review apply tagged `generation`.
+    Reviewed { generation: u64, verdict: Verdict },
 }
 
 /// Work for the effects runner; its answers come back as messages carrying the
@@ -66,6 +69,17 @@ pub enum Effect {
     /// Answer with [`Message::Debounced`] after `delay`, so that a search runs
     /// once typing pauses rather than once per key.
     Debounce { generation: u64, delay: Duration },
+    /// Apply a reviewer action confirmed in the dialog, against the version shown
+    /// (`expected`); answered by [`Message::Reviewed`].
+    Review {
+        generation: u64,
+        id: OperationId,
+        action: Box<Action>,
+        actor: Box<Actor>,
+        rationale: Rationale,
+        expected: i64,
+        now: DateTime<Utc>,
+    },
     /// Leave the console.
     Quit,
 }
@@ -122,6 +136,13 @@ pub struct App {
     pub detail: DetailState,
     pub status: Option<Status>,
     pub log_path: Option<Clean>,
+    /// The review dialog, when open.
+    pub review: Option<ReviewDialog>,
+    /// The apply the dialog waits on.
+    review_pending: Option<u64>,
+    /// An apply just answered: the reload it caused replaces the detail shown
+    /// instead of being flagged as someone else's change.
+    review_reload: bool,
     head: Option<i64>,
     /// The debounce a typed search waits on.
     search_pending: Option<u64>,
@@ -153,6 +174,9 @@ impl App {
             detail: DetailState::default(),
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
+            review: None,
+            review_pending: None,
+            review_reload: false,
             head: None,
             search_pending: None,
             unreachable: false,
@@ -191,6 +215,10 @@ impl App {
                 self.queue.restart();
                 self.list(None, false)
             }
+            Message::Reviewed {
+                generation,
+                verdict,
+            } => self.reviewed(generation, verdict),
         }
     }
 
@@ -215,6 +243,8 @@ impl App {
             Context::Prompt
         } else if self.help {
             Context::Help
+        } else if self.review.is_some() {
+            Context::Review
         } else if self.focus == Pane::Queue {
             Context::Queue
         } else {
@@ -224,7 +254,9 @@ impl App {
 
     /// The context the help overlay describes (the one under it).
     pub fn help_context(&self) -> Context {
-        if self.focus == Pane::Queue {
+        if self.review.is_some() {
+            Context::Review
+        } else if self.focus == Pane::Queue {
             Context::Queue
         } else {
             Context::Detail
@@ -379,6 +411,9 @@ impl App {
             self.now,
             reading,
         ) {
+            Some(DetailApplied::Flagged) if std::mem::take(&mut self.review_reload) => {
+                self.detail.accept_change();
+            }
             Some(DetailApplied::Flagged) => {
                 let id = self
                     .detail
@@ -408,6 +443,9 @@ impl App {
     fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
         if self.prompt.is_some() {
             return self.prompt_key(key);
+        }
+        if self.review.is_some() && !self.help {
+            return self.review_key(key);
         }
         let Some(command) = keymap::lookup(self.context(), key) else {
             return Vec::new();
@@ -509,6 +547,7 @@ impl App {
                 }
                 Vec::new()
             }
+            Command::Review => self.open_review(),
             Command::Accept | Command::Cancel => Vec::new(),
         }
     }
@@ -738,13 +777,134 @@ impl App {
         }
     }
 
+    /// `r`: the review dialog on the operation open (or selected).
+    fn open_review(&mut self) -> Vec<Effect> {
+        let Some(loaded) = self.detail.current() else {
+            self.say("nothing to review: select a hold first", false);
+            return Vec::new();
+        };
+        let dialog = ReviewDialog::new(loaded.detail.clone(), &self.actor, self.now);
+        if dialog.allowed() == 0 {
+            self.say(
+                &format!(
+                    "no action is allowed on {} now; the dialog lists why",
+                    dialog.id()
+                ),
+                true,
+            );
+        }
+        self.review = Some(dialog);
+        Vec::new()
+    }
+
+    fn review_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(dialog) = self.review.as_mut() else {
+            return Vec::new();
+        };
+        let typing = matches!(dialog.step, super::review::Step::Form { .. });
+        let command = keymap::lookup(Context::Review, key).or_else(|| {
+            (!typing)
+                .then(|| keymap::lookup(Context::Global, key))
+                .flatten()
+        });
+        let request = match command {
+            Some(Command::Accept) => dialog.accept(&self.actor, self.now),
+            Some(Command::Cancel) => dialog.back(),
+            Some(Command::NextPane) => {
+                dialog.next_field(1);
+                None
+            }
+            Some(Command::PrevPane) => {
+                dialog.next_field(-1);
+                None
+            }
+            Some(Command::Up) if !typing => {
+                dialog.step_cursor(-1);
+                None
+            }
+            Some(Command::Down) if !typing => {
+                dialog.step_cursor(1);
+                None
+            }
+            Some(Command::Quit) => return vec![Effect::Quit],
+            Some(Command::Help) if !typing => {
+                self.help = true;
+                None
+            }
+            _ if typing => {
+                dialog.type_key(key);
+                None
+            }
+            _ => None,
+        };
+        match request {
+            None => Vec::new(),
+            Some(Request::Close) => {
+                self.review = None;
+                self.review_pending = None;
+                Vec::new()
+            }
+            Some(Request::Apply {
+                id,
+                action,
+                rationale,
+                expected,
+            }) => {
+                let generation = self.next_generation();
+                self.review_pending = Some(generation);
+                vec![Effect::Review {
+                    generation,
+                    id,
+                    action,
+                    actor: Box::new(self.actor.clone()),
+                    rationale,
+                    expected,
+                    now: self.now,
+                }]
+            }
+        }
+    }
+
+    /// The apply answered: the verdict shows in the dialog, and the queue and the
+    /// detail are asked for again (the operation changed, by us or by someone else).
+    fn reviewed(&mut self, generation: u64, verdict: Verdict) -> Vec<Effect> {
+        if self.review_pending != Some(generation) {
+            return Vec::new();
+        }
+        self.review_pending = None;
+        let (text, alert) = match &verdict {
+            Verdict::Applied(applied) => (
+                format!(
+                    "{} applied to {} (audit #{})",
+                    applied.effect.action, applied.audit.draft.operation, applied.audit.seq
+                ),
+                false,
+            ),
+            Verdict::Refused { rule, reason } => (format!("refused: {rule}: {reason}"), true),
+            Verdict::Conflict { by, at, .. } => (
+                format!(
+                    "refused: G8: changed by {by} at {}; reloaded",
+                    crate::core::clock::format_instant(*at)
+                ),
+                true,
+            ),
+            Verdict::Failed(e) => (e.clone(), true),
+        };
+        self.say(&text, alert);
+        if let Some(dialog) = self.review.as_mut() {
+            dialog.finish(verdict);
+        }
+        self.review_reload = true;
+        self.refresh()
+    }
+
     fn mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
         let delta = match mouse.kind {
             MouseEventKind::ScrollDown => 1,
             MouseEventKind::ScrollUp => -1,
             _ => return Vec::new(),
         };
-        if self.help || self.prompt.is_some() {
+        if self.help || self.prompt.is_some() || self.review.is_some() {
             return Vec::new();
         }
         let pane = self.areas().pane_at(mouse.column, mouse.row);

@@ -14,6 +14,8 @@ pub enum Context {
     Help,
     /// Typing into the search or filter prompt: every other key is text.
     Prompt,
+    /// The review dialog: its inputs take every other key as text.
+    Review,
 }
 
 /// What a key asks the console to do.
@@ -39,6 +41,8 @@ pub enum Command {
     Reload,
     NextLink,
     PrevLink,
+    /// Open the review dialog on the selected operation.
+    Review,
     /// Keep what was typed into the prompt and close it.
     Accept,
     /// Drop what was typed into the prompt and close it.
@@ -71,7 +75,7 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Detail, Global, Help, Prompt, Queue};
+use Context::{Detail, Global, Help, Prompt, Queue, Review};
 use KeyCode as K;
 
 /// Every binding of the console.
@@ -99,6 +103,13 @@ pub const BINDINGS: &[Binding] = &[
         "t",
         C::SwitchTab,
         "switch tab: held queue / all operations",
+    ),
+    bind(
+        Global,
+        K::Char('r'),
+        "r",
+        C::Review,
+        "review: the actions allowed now, their effect, confirm",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
@@ -169,6 +180,18 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
+    bind(
+        Review,
+        K::Enter,
+        "Enter",
+        C::Accept,
+        "pick the action / preview its effect / confirm",
+    ),
+    bind(Review, K::Esc, "Esc", C::Cancel, "one step back; closes"),
+    bind(Review, K::Tab, "Tab", C::NextPane, "next input"),
+    bind(Review, K::BackTab, "S-Tab", C::PrevPane, "previous input"),
+    bind(Review, K::Up, "↑", C::Up, "previous allowed action"),
+    bind(Review, K::Down, "↓", C::Down, "next allowed action"),
     bind(Prompt, K::Enter, "Enter", C::Accept, "keep"),
     bind(Prompt, K::Esc, "Esc", C::Cancel, "cancel"),
 ];
@@ -187,7 +210,7 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     };
     match context {
         Help => found(Help).or_else(|| (key.code == K::Char('q')).then_some(C::Quit)),
-        Prompt => found(Prompt),
+        Prompt | Review => found(context),
         ctx => found(ctx).or_else(|| found(Global)),
     }
 }
@@ -209,7 +232,7 @@ pub fn help(context: Context) -> Vec<(&'static str, &'static str)> {
     let own = BINDINGS.iter().filter(|b| b.context == context);
     let global = BINDINGS
         .iter()
-        .filter(|b| b.context == Global && !matches!(context, Help | Prompt));
+        .filter(|b| b.context == Global && !matches!(context, Help | Prompt | Review));
     own.chain(global)
         .filter(|b| !b.label.is_empty())
         .map(|b| (b.label, b.help))

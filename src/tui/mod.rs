@@ -10,6 +10,7 @@ pub mod filter;
 pub mod keymap;
 pub mod layout;
 pub mod queue;
+pub mod review;
 pub mod runner;
 pub mod terminal;
 pub mod theme;

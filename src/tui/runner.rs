@@ -13,7 +13,9 @@ use tokio::task::JoinHandle;
 
 use super::app::{Effect, Message};
 use super::queue::Listing;
+use super::review::Verdict;
 use crate::core::clock::Clock;
+use crate::review;
 use crate::store::Store;
 
 /// How often the poller looks at the store's audit head.
@@ -64,6 +66,25 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
             tokio::time::sleep(*delay).await;
             Some(Message::Debounced {
                 generation: *generation,
+            })
+        }
+        Effect::Review {
+            generation,
+            id,
+            action,
+            actor,
+            rationale,
+            expected,
+            now,
+        } => {
+            let result =
+                review::apply(store, id, action, actor, rationale, Some(*expected), *now).await;
+            if let Err(e) = &result {
+                tracing::info!(error = %e, %id, "review not applied");
+            }
+            Some(Message::Reviewed {
+                generation: *generation,
+                verdict: Verdict::from(result),
             })
         }
         Effect::Quit => None,

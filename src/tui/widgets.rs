@@ -278,7 +278,12 @@ impl Prompt {
     }
 
     pub fn draw(&self, frame: &mut Frame, area: Rect, theme: Theme) {
-        let label_width = self.label.len() as u16 + 2;
+        self.draw_aligned(frame, area, theme, self.label.len() as u16 + 2);
+    }
+
+    /// Draws with the label in a column `label_width` wide, so that the inputs of
+    /// a form line up.
+    pub fn draw_aligned(&self, frame: &mut Frame, area: Rect, theme: Theme, label_width: u16) {
         let [label, input] = ratatui::layout::Layout::horizontal([
             Constraint::Length(label_width),
             Constraint::Min(1),

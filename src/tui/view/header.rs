@@ -152,6 +152,9 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             &[(Command::Accept, "keep"), (Command::Cancel, "cancel")],
             Context::Prompt,
         ),
+        (None, None) if app.review.is_some() && !app.help => {
+            "review dialog: its keys are on its last line".to_owned()
+        }
         (None, None) if app.help => keymap_hint(
             &[(Command::Help, "close help"), (Command::Quit, "quit")],
             Context::Help,

@@ -76,6 +76,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         .areas(row);
     let title = match context {
         Context::Queue => " Keys · queue ",
+        Context::Review => " Keys · review dialog ",
         _ => " Keys · detail ",
     };
     frame.render_widget(Clear, popup);

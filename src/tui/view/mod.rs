@@ -7,6 +7,7 @@ mod header;
 mod help;
 mod items;
 mod queue;
+mod review;
 mod timeline;
 
 use chrono::{DateTime, Utc};
@@ -40,6 +41,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
         }
     }
     header::draw_status(frame, app, areas.status);
+    if let Some(dialog) = &app.review {
+        review::draw(frame, app, dialog);
+    }
     if app.help {
         help::draw(frame, app);
     }
