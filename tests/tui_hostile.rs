@@ -302,7 +302,9 @@ mod screens {
                     result: Ok(Box::new(detail.clone())),
                 },
                 Effect::Debounce { generation, .. } => Message::Debounced { generation },
-                Effect::Quit => continue,
+                // The hostile fixture is one operation on the queue; the tabs
+                // are not opened here.
+                Effect::Quit | Effect::Metrics { .. } | Effect::Audit { .. } => continue,
             };
             queue.extend(app.update(message));
         }

@@ -11,9 +11,55 @@ pub enum Context {
     Global,
     Queue,
     Detail,
+    /// The metrics tab: figures and the operations behind one.
+    Metrics,
+    /// The audit tab: transitions, newest first.
+    Audit,
     Help,
     /// Typing into the search or filter prompt: every other key is text.
     Prompt,
+}
+
+/// The tabs of the console, in the order of their keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    Held,
+    All,
+    Metrics,
+    Audit,
+}
+
+impl Screen {
+    pub const ALL: [Screen; 4] = [Screen::Held, Screen::All, Screen::Metrics, Screen::Audit];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Screen::Held => "Held queue",
+            Screen::All => "All operations",
+            Screen::Metrics => "Metrics",
+            Screen::Audit => "Audit",
+        }
+    }
+
+    /// The title on narrow screens.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Screen::Held => "Held",
+            Screen::All => "All",
+            Screen::Metrics => "Metrics",
+            Screen::Audit => "Audit",
+        }
+    }
+
+    /// The key that shows the tab.
+    pub fn key(self) -> char {
+        match self {
+            Screen::Held => '1',
+            Screen::All => '2',
+            Screen::Metrics => '3',
+            Screen::Audit => '4',
+        }
+    }
 }
 
 /// What a key asks the console to do.
@@ -36,6 +82,8 @@ pub enum Command {
     ClearQuery,
     Sort,
     SwitchTab,
+    /// Show one tab.
+    Show(Screen),
     Reload,
     NextLink,
     PrevLink,
@@ -71,7 +119,7 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Detail, Global, Help, Prompt, Queue};
+use Context::{Audit, Detail, Global, Help, Metrics, Prompt, Queue};
 use KeyCode as K;
 
 /// Every binding of the console.
@@ -99,6 +147,34 @@ pub const BINDINGS: &[Binding] = &[
         "t",
         C::SwitchTab,
         "switch tab: held queue / all operations",
+    ),
+    bind(
+        Global,
+        K::Char('1'),
+        "1",
+        C::Show(Screen::Held),
+        "held queue",
+    ),
+    bind(
+        Global,
+        K::Char('2'),
+        "2",
+        C::Show(Screen::All),
+        "all operations",
+    ),
+    bind(
+        Global,
+        K::Char('3'),
+        "3",
+        C::Show(Screen::Metrics),
+        "metrics and release gate",
+    ),
+    bind(
+        Global,
+        K::Char('4'),
+        "4",
+        C::Show(Screen::Audit),
+        "audit log and chain status",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
@@ -166,6 +242,28 @@ pub const BINDINGS: &[Binding] = &[
         "Esc",
         C::Back,
         "back (to the operation you came from)",
+    ),
+    bind(
+        Metrics,
+        K::Enter,
+        "Enter",
+        C::Open,
+        "list the operations behind a figure / open one",
+    ),
+    bind(Metrics, K::Esc, "Esc", C::Back, "back to the figures"),
+    bind(
+        Metrics,
+        K::Tab,
+        "Tab",
+        C::NextPane,
+        "figures / operations behind",
+    ),
+    bind(
+        Audit,
+        K::Enter,
+        "Enter",
+        C::Open,
+        "open the row's operation",
     ),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
