@@ -550,4 +550,20 @@ async fn keys_typed_ahead_of_a_load_land_where_they_were_meant() {
         Pane::Evidence,
         "F09 has no items: back to its evidence"
     );
+
+    h.key(KeyCode::Esc).await;
+    let mut pending = Vec::new();
+    for code in [KeyCode::Char('k'), KeyCode::Char('j'), KeyCode::Char('k')] {
+        pending.extend(h.app.update(press(code)));
+    }
+    for code in [KeyCode::Enter, KeyCode::Tab, KeyCode::Tab] {
+        pending.extend(h.app.update(press(code)));
+    }
+    h.settle(pending).await;
+    assert_eq!(h.open().as_deref(), Some("F21"));
+    assert_eq!(
+        h.app.focus,
+        Pane::Items,
+        "a stale answer for F09 arriving first does not move the focus off F21's items"
+    );
 }

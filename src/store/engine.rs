@@ -1148,7 +1148,7 @@ where
     ) -> Result<IngestReport, StoreError> {
         let (mut tx, head) = self.begin_write().await?;
         let known = Self::known(&mut tx, &records).await?;
-        let plan = ingest_plan::plan(&records, &known);
+        let plan = ingest_plan::plan(records, &known);
         if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
             tx.rollback().await.map_err(db::<DB>)?;
             return Ok(IngestReport {

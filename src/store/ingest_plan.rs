@@ -510,11 +510,12 @@ impl Planner<'_> {
     }
 }
 
-/// Plans one batch. Rejections cascade: a record that names a refused operation is
+/// Plans one batch, taking its records so the new ones move into the plan instead
+/// of being copied. Rejections cascade: a record that names a refused operation is
 /// refused too, until nothing changes.
-pub fn plan(records: &[Numbered], known: &Known) -> Plan {
+pub fn plan(records: Vec<Numbered>, known: &Known) -> Plan {
     let mut planner = Planner {
-        records,
+        records: &records,
         known,
         hashes: records.iter().map(|n| record_hash(&n.record)).collect(),
         rejected: BTreeMap::new(),
@@ -528,20 +529,28 @@ pub fn plan(records: &[Numbered], known: &Known) -> Plan {
             break histories;
         }
     };
+    let live: Vec<bool> = (0..records.len()).map(|i| planner.is_live(i)).collect();
+    let Planner {
+        hashes,
+        rejected,
+        unchanged,
+        ..
+    } = planner;
     let staged = records
-        .iter()
-        .enumerate()
-        .filter(|(index, _)| planner.is_live(*index))
-        .map(|(index, n)| Staged {
+        .into_iter()
+        .zip(hashes)
+        .zip(live)
+        .filter(|(_, live)| *live)
+        .map(|((n, hash), _)| Staged {
             line: n.line,
-            record: n.record.clone(),
-            hash: planner.hashes[index].clone(),
+            record: n.record,
+            hash,
         })
         .collect();
     Plan {
         staged,
         histories,
-        unchanged: planner.unchanged.len() as u64,
-        rejected: planner.rejected.into_values().flatten().collect(),
+        unchanged: unchanged.len() as u64,
+        rejected: rejected.into_values().flatten().collect(),
     }
 }

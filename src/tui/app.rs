@@ -459,9 +459,7 @@ impl App {
             }
             Some(DetailApplied::Shown) | None => {}
         }
-        if self.focus == Pane::Items && !self.has_items() {
-            self.focus = Pane::Evidence;
-        }
+        self.leave_missing_items();
         self.clamp_scrolls();
         Vec::new()
     }
@@ -659,6 +657,15 @@ impl App {
         }
     }
 
+    /// Moves the focus off the items pane of an operation known to have none.
+    /// One still loading keeps it (an answer for another operation says nothing
+    /// about it).
+    fn leave_missing_items(&mut self) {
+        if self.focus == Pane::Items && self.detail.current().is_some_and(|l| !l.has_items()) {
+            self.focus = Pane::Evidence;
+        }
+    }
+
     /// The panes `Tab` visits now. While the operation is still loading its items
     /// pane is visited too: keys typed ahead must not wrap back to the queue (if
     /// it turns out to have no items, the focus moves to the evidence).
@@ -723,9 +730,7 @@ impl App {
     /// `Esc` in the detail: back along the links followed, then to the queue.
     fn back(&mut self) -> Vec<Effect> {
         if self.detail.pop() {
-            if self.focus == Pane::Items && !self.has_items() {
-                self.focus = Pane::Evidence;
-            }
+            self.leave_missing_items();
             return self.load_top();
         }
         self.focus = Pane::Queue;
