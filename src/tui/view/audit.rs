@@ -78,7 +78,7 @@ const COLUMNS: &[Column<AuditRow, Theme>] = &[
     },
     Column {
         header: "RATIONALE",
-        width: 60,
+        width: 90,
         priority: 7,
         cell: |r, theme| match &r.draft.rationale {
             Some(text) => (Clean::new(text), Style::new()),

@@ -293,7 +293,7 @@ const COLUMNS: &[Column<Behind, Theme>] = &[
     },
     Column {
         header: "WHY NOT",
-        width: 120,
+        width: 58,
         priority: 2,
         cell: |b, _| {
             (
