@@ -102,8 +102,11 @@ async fn main() -> anyhow::Result<()> {
     for n in 0..RUNS {
         let start = Instant::now();
         let now = app.now;
-        let head = Ok(i64::try_from(n).unwrap_or(0) + 1);
-        let effects = app.update(Message::Poll { head, now });
+        let live = Ok(holdfast::store::Live {
+            head: i64::try_from(n).unwrap_or(0) + 1,
+            link: holdfast::store::Link::Connected,
+        });
+        let effects = app.update(Message::Poll { live, now });
         settle(&mut app, store, effects).await;
         refresh.push(start.elapsed());
     }

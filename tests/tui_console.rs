@@ -439,7 +439,7 @@ async fn a_timeline_spanning_decades_draws_without_hanging() {
 async fn an_unreachable_store_is_said_and_its_return_too() {
     let mut h = Harness::new(PACKET, 80, 24).await;
     h.send(holdfast::tui::app::Message::Poll {
-        head: Err("the store is busy (another process holds it); try again".into()),
+        live: Err("the store is busy (another process holds it); try again".into()),
         now: now(),
     })
     .await;

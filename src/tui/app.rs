@@ -9,22 +9,30 @@ use chrono::{DateTime, Utc};
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
 
+mod tabs;
+
+pub use tabs::Page;
+
+use super::audit_tab::{AuditPage, AuditState};
 use super::detail::{Applied as DetailApplied, DetailState, Loaded};
 use super::filter;
 use super::keymap::{self, Command, Context};
 use super::layout::{self, Areas, Pane};
+use super::metrics_tab::MetricsState;
 use super::queue::{ListQuery, Listing, QueueState, SORTS, Tab};
 use super::review::{Request, ReviewDialog, Verdict};
 use super::theme::Theme;
 use super::view;
 use super::widgets::{Prompt, max_scroll};
 use crate::core::ids::OperationId;
+use crate::core::metrics::Report;
 use crate::core::model::OperationDetail;
 use crate::core::rules::{Action, Actor, Rationale};
 use crate::core::sanitize::Clean;
+use crate::store::{Link, Live};
 
 /// Everything that can happen to the console.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq)]
 pub enum Message {
     /// A key the reviewer pressed.
     Key(KeyEvent),
@@ -32,11 +40,23 @@ pub enum Message {
     Mouse(MouseEvent),
     /// The terminal now has this many columns and rows.
     Resize(u16, u16),
-    /// The poller's periodic look at the store: the newest audit `seq` (a cheap
-    /// change marker) and the time now.
+    /// The store's live status (the newest audit `seq`, a cheap change marker,
+    /// and whether the connection holds), sent when it moves and on every clock
+    /// tick with the time now.
     Poll {
-        head: Result<i64, String>,
+        live: Result<Live, String>,
         now: DateTime<Utc>,
+    },
+    /// The metrics report, answering the request tagged `generation`.
+    Metrics {
+        generation: u64,
+        result: Result<Box<Report>, String>,
+    },
+    /// The newest audit rows and the chain's status, answering the request
+    /// tagged `generation`.
+    Audit {
+        generation: u64,
+        result: Result<Box<AuditPage>, String>,
     },
     /// A page of the queue, answering the request tagged `generation`.
     Listed {
@@ -63,6 +83,19 @@ pub enum Effect {
     List {
         generation: u64,
         query: Box<ListQuery>,
+    },
+    /// Compute the metrics report over the operations of `tenants` (all when
+    /// `None`, G7) at `now`.
+    Metrics {
+        generation: u64,
+        tenants: Option<Vec<String>>,
+        now: DateTime<Utc>,
+    },
+    /// Read the newest audit rows (of `tenants`' operations when given, G7) and
+    /// verify the chain.
+    Audit {
+        generation: u64,
+        tenants: Option<Vec<String>>,
     },
     /// Fetch everything stored about one operation.
     Load { generation: u64, id: OperationId },
@@ -143,6 +176,13 @@ pub struct App {
     /// An apply just answered: the reload it caused replaces the detail shown
     /// instead of being flagged as someone else's change.
     review_reload: bool,
+    /// The queue or another tab; an operation opened from a tab shows in the
+    /// detail panes and `Esc` comes back to the tab.
+    pub page: Page,
+    pub metrics: MetricsState,
+    pub audit: AuditState,
+    /// Whether the store's connection holds (a banner shows while it does not).
+    pub link: Link,
     head: Option<i64>,
     /// The debounce a typed search waits on.
     search_pending: Option<u64>,
@@ -177,6 +217,10 @@ impl App {
             review: None,
             review_pending: None,
             review_reload: false,
+            page: Page::Queue,
+            metrics: MetricsState::default(),
+            audit: AuditState::default(),
+            link: Link::Connected,
             head: None,
             search_pending: None,
             unreachable: false,
@@ -204,7 +248,15 @@ impl App {
                 self.clamp_scrolls();
                 effects
             }
-            Message::Poll { head, now } => self.poll(head, now),
+            Message::Poll { live, now } => self.poll(live, now),
+            Message::Metrics { generation, result } => {
+                self.metrics.apply(generation, result.map(|r| *r));
+                Vec::new()
+            }
+            Message::Audit { generation, result } => {
+                self.audit.apply(generation, result.map(|p| *p));
+                Vec::new()
+            }
             Message::Listed { generation, result } => self.listed(generation, result),
             Message::Loaded { generation, result } => self.loaded(generation, result),
             Message::Debounced { generation } => {
@@ -243,12 +295,8 @@ impl App {
             Context::Prompt
         } else if self.help {
             Context::Help
-        } else if self.review.is_some() {
-            Context::Review
-        } else if self.focus == Pane::Queue {
-            Context::Queue
         } else {
-            Context::Detail
+            self.help_context()
         }
     }
 
@@ -256,6 +304,10 @@ impl App {
     pub fn help_context(&self) -> Context {
         if self.review.is_some() {
             Context::Review
+        } else if self.focus == Pane::Queue && self.page == Page::Metrics {
+            Context::Metrics
+        } else if self.focus == Pane::Queue && self.page == Page::Audit {
+            Context::Audit
         } else if self.focus == Pane::Queue {
             Context::Queue
         } else {
@@ -325,17 +377,21 @@ impl App {
     fn refresh(&mut self) -> Vec<Effect> {
         let mut effects = self.list(self.queue.selected_id.clone(), true);
         effects.extend(self.load_top());
+        effects.extend(self.page_effects());
         effects
     }
 
-    fn poll(&mut self, head: Result<i64, String>, now: DateTime<Utc>) -> Vec<Effect> {
+    fn poll(&mut self, live: Result<Live, String>, now: DateTime<Utc>) -> Vec<Effect> {
         let mut effects = Vec::new();
+        let back = self.link_moved(live.as_ref().map(|l| l.link).ok());
+        let head = live.map(|l| l.head);
         if now.timestamp() != self.now.timestamp() {
             let requery = now.timestamp() / 10 != self.now.timestamp() / 10;
             self.now = now;
             self.detail.retime(&self.actor, now);
             if requery {
                 effects.extend(self.list(self.queue.selected_id.clone(), true));
+                effects.extend(self.page_effects());
             }
         }
         if head.is_ok() && self.unreachable {
@@ -352,6 +408,7 @@ impl App {
                     effects = self.refresh();
                 }
             }
+            Ok(_) if back => effects = self.refresh(),
             Ok(_) => {}
             Err(e) => {
                 self.unreachable = true;
@@ -455,6 +512,9 @@ impl App {
     }
 
     fn command(&mut self, command: Command) -> Vec<Effect> {
+        if let Some(effects) = self.tab_command(command) {
+            return effects;
+        }
         let page = i64::from(self.page_rows());
         match command {
             Command::Quit => vec![Effect::Quit],
@@ -548,7 +608,7 @@ impl App {
                 Vec::new()
             }
             Command::Review => self.open_review(),
-            Command::Accept | Command::Cancel => Vec::new(),
+            Command::Accept | Command::Cancel | Command::Show(_) => Vec::new(),
         }
     }
 

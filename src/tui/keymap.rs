@@ -11,11 +11,57 @@ pub enum Context {
     Global,
     Queue,
     Detail,
+    /// The metrics tab: figures and the operations behind one.
+    Metrics,
+    /// The audit tab: transitions, newest first.
+    Audit,
     Help,
     /// Typing into the search or filter prompt: every other key is text.
     Prompt,
     /// The review dialog: its inputs take every other key as text.
     Review,
+}
+
+/// The tabs of the console, in the order of their keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Screen {
+    Held,
+    All,
+    Metrics,
+    Audit,
+}
+
+impl Screen {
+    pub const ALL: [Screen; 4] = [Screen::Held, Screen::All, Screen::Metrics, Screen::Audit];
+
+    pub fn title(self) -> &'static str {
+        match self {
+            Screen::Held => "Held queue",
+            Screen::All => "All operations",
+            Screen::Metrics => "Metrics",
+            Screen::Audit => "Audit",
+        }
+    }
+
+    /// The title on narrow screens.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Screen::Held => "Held",
+            Screen::All => "All",
+            Screen::Metrics => "Metrics",
+            Screen::Audit => "Audit",
+        }
+    }
+
+    /// The key that shows the tab.
+    pub fn key(self) -> char {
+        match self {
+            Screen::Held => '1',
+            Screen::All => '2',
+            Screen::Metrics => '3',
+            Screen::Audit => '4',
+        }
+    }
 }
 
 /// What a key asks the console to do.
@@ -38,6 +84,8 @@ pub enum Command {
     ClearQuery,
     Sort,
     SwitchTab,
+    /// Show one tab.
+    Show(Screen),
     Reload,
     NextLink,
     PrevLink,
@@ -75,7 +123,7 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Detail, Global, Help, Prompt, Queue, Review};
+use Context::{Audit, Detail, Global, Help, Metrics, Prompt, Queue, Review};
 use KeyCode as K;
 
 /// Every binding of the console.
@@ -110,6 +158,34 @@ pub const BINDINGS: &[Binding] = &[
         "r",
         C::Review,
         "review: the actions allowed now, their effect, confirm",
+    ),
+    bind(
+        Global,
+        K::Char('1'),
+        "1",
+        C::Show(Screen::Held),
+        "held queue",
+    ),
+    bind(
+        Global,
+        K::Char('2'),
+        "2",
+        C::Show(Screen::All),
+        "all operations",
+    ),
+    bind(
+        Global,
+        K::Char('3'),
+        "3",
+        C::Show(Screen::Metrics),
+        "metrics and release gate",
+    ),
+    bind(
+        Global,
+        K::Char('4'),
+        "4",
+        C::Show(Screen::Audit),
+        "audit log and chain status",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
@@ -177,6 +253,28 @@ pub const BINDINGS: &[Binding] = &[
         "Esc",
         C::Back,
         "back (to the operation you came from)",
+    ),
+    bind(
+        Metrics,
+        K::Enter,
+        "Enter",
+        C::Open,
+        "list the operations behind a figure / open one",
+    ),
+    bind(Metrics, K::Esc, "Esc", C::Back, "back to the figures"),
+    bind(
+        Metrics,
+        K::Tab,
+        "Tab",
+        C::NextPane,
+        "figures / operations behind",
+    ),
+    bind(
+        Audit,
+        K::Enter,
+        "Enter",
+        C::Open,
+        "open the row's operation",
     ),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),

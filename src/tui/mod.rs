@@ -5,10 +5,12 @@
 //! queued messages are handled.
 
 pub mod app;
+pub mod audit_tab;
 pub mod detail;
 pub mod filter;
 pub mod keymap;
 pub mod layout;
+pub mod metrics_tab;
 pub mod queue;
 pub mod review;
 pub mod runner;

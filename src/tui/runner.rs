@@ -1,5 +1,6 @@
 //! The effects runner and the two sources of messages besides it: a thread
-//! reading terminal events, and a poller watching the store for changes. Store
+//! reading terminal events, and a watcher following the store's live status
+//! ([`Store::watch`], the same on every backend) and the clock. Store
 //! I/O happens here, on tasks, off the render path; every answer goes back to the
 //! loop as a [`Message`] tagged with the generation of its request.
 
@@ -12,14 +13,41 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::app::{Effect, Message};
+use super::audit_tab::{AUDIT_WINDOW, AuditPage};
 use super::queue::Listing;
 use super::review::Verdict;
 use crate::core::clock::Clock;
+use crate::core::metrics;
 use crate::review;
-use crate::store::Store;
+use crate::store::{Store, StoreError};
 
-/// How often the poller looks at the store's audit head.
+/// How often the watcher reports the time (and the live status with it).
 pub const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// The newest audit rows, newest first, and the chain's status. With `tenants`
+/// the rows are those of their operations only (G7); the chain is verified whole.
+pub async fn audit_page(
+    store: &dyn Store,
+    tenants: Option<&[String]>,
+) -> Result<AuditPage, StoreError> {
+    let head = store.head_seq().await?;
+    let mut rows = match tenants {
+        None => {
+            let from = head.saturating_sub(i64::try_from(AUDIT_WINDOW).unwrap_or(i64::MAX)) + 1;
+            store.audit(from.max(1), AUDIT_WINDOW).await?
+        }
+        Some(tenants) => {
+            let mut rows = store.dataset().await?.within(tenants).audit;
+            let keep = usize::try_from(AUDIT_WINDOW).unwrap_or(usize::MAX);
+            rows.sort_by_key(|r| r.seq);
+            let skip = rows.len().saturating_sub(keep);
+            rows.split_off(skip)
+        }
+    };
+    rows.reverse();
+    let chain = store.verify().await?;
+    Ok(AuditPage { rows, head, chain })
+}
 
 /// Runs one effect against `store` and returns the message answering it (`None`
 /// for [`Effect::Quit`], which the loop handles itself).
@@ -58,6 +86,46 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
                 e.to_string()
             });
             Some(Message::Loaded {
+                generation: *generation,
+                result,
+            })
+        }
+        Effect::Metrics {
+            generation,
+            tenants,
+            now,
+        } => {
+            let result = store
+                .dataset()
+                .await
+                .map(|data| {
+                    let data = match tenants {
+                        Some(tenants) => data.within(tenants),
+                        None => data,
+                    };
+                    Box::new(metrics::report(&data, *now))
+                })
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "computing the metrics failed");
+                    e.to_string()
+                });
+            Some(Message::Metrics {
+                generation: *generation,
+                result,
+            })
+        }
+        Effect::Audit {
+            generation,
+            tenants,
+        } => {
+            let result = audit_page(store, tenants.as_deref())
+                .await
+                .map(Box::new)
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "reading the audit log failed");
+                    e.to_string()
+                });
+            Some(Message::Audit {
                 generation: *generation,
                 result,
             })
@@ -118,8 +186,11 @@ impl Runner {
     }
 }
 
-/// Looks at the store's audit head every [`POLL_EVERY`] and reports it with the
-/// time now; ends when the console stops listening.
+/// Follows [`Store::watch`]: reports the live status whenever it moves (a
+/// change committed by anyone, the connection lost or back) and every
+/// [`POLL_EVERY`] with the time now. When the store cannot be watched at all the
+/// error is reported and watching is tried again on the next tick. Ends when the
+/// console stops listening.
 pub fn spawn_poller(
     store: Arc<dyn Store>,
     clock: Clock,
@@ -128,12 +199,35 @@ pub fn spawn_poller(
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(POLL_EVERY);
         ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut watching = None;
         loop {
-            ticks.tick().await;
-            let head = store.head_seq().await.map_err(|e| e.to_string());
+            let live = match &mut watching {
+                None => {
+                    ticks.tick().await;
+                    match store.watch().await {
+                        Ok(mut rx) => {
+                            let live = Ok(*rx.borrow_and_update());
+                            watching = Some(rx);
+                            live
+                        }
+                        Err(e) => Err(e.to_string()),
+                    }
+                }
+                Some(rx) => {
+                    let lost = tokio::select! {
+                        changed = rx.changed() => changed.is_err(),
+                        _ = ticks.tick() => false,
+                    };
+                    let live = *rx.borrow_and_update();
+                    if lost {
+                        watching = None;
+                    }
+                    Ok(live)
+                }
+            };
             if tx
                 .send(Message::Poll {
-                    head,
+                    live,
                     now: clock.now(),
                 })
                 .is_err()

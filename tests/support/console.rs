@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use holdfast::core::clock::parse_instant;
 use holdfast::core::rules::Actor;
-use holdfast::store::{IngestMode, Store};
+use holdfast::store::{IngestMode, Link, Live, Store};
 use holdfast::tui::app::{App, Effect, Message, Options};
 use holdfast::tui::runner::perform;
 use holdfast::tui::view;
@@ -137,11 +137,21 @@ impl Harness {
         self.settle(effects).await;
     }
 
-    /// The poller's look at the store.
+    /// The watcher's report of the store: its head now, connected.
     pub async fn poll(&mut self) {
-        let head = self.store().head_seq().await.map_err(|e| e.to_string());
+        self.poll_link(Link::Connected).await;
+    }
+
+    /// The watcher's report of the store's head now, with the connection `link`.
+    pub async fn poll_link(&mut self, link: Link) {
+        let live = self
+            .store()
+            .head_seq()
+            .await
+            .map(|head| Live { head, link })
+            .map_err(|e| e.to_string());
         let now = self.now;
-        self.send(Message::Poll { head, now }).await;
+        self.send(Message::Poll { live, now }).await;
     }
 
     pub async fn key(&mut self, code: KeyCode) {

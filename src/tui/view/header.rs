@@ -3,16 +3,20 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
-use ratatui::text::Span;
+use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::keymap_hint;
+use crate::core::audit::ChainStatus;
 use crate::core::clock::format_instant;
+use crate::core::metrics::Disposition;
 use crate::core::model::State;
 use crate::core::sanitize::Clean;
+use crate::store::Link;
 use crate::tui::app::App;
+use crate::tui::app::Page;
 use crate::tui::filter;
-use crate::tui::keymap::{Command, Context};
+use crate::tui::keymap::{Command, Context, Screen};
 use crate::tui::layout;
 use crate::tui::queue::{Tab, sort_name};
 use crate::tui::widgets::{line, span};
@@ -24,14 +28,21 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     if wide {
         parts.push(span(Clean::new(" holdfast "), theme.title()));
     }
-    for tab in [Tab::Held, Tab::All] {
-        let style = if tab == app.queue.tab {
+    for screen in Screen::ALL {
+        let style = if screen == app.screen() {
             theme.selected().patch(theme.title())
         } else {
             theme.dim()
         };
-        let name = if wide { tab.title() } else { tab.short_title() };
-        parts.push(span(Clean::new(&format!(" {name} ")), style));
+        let name = if wide {
+            screen.title()
+        } else {
+            screen.short_title()
+        };
+        parts.push(span(
+            Clean::new(&format!(" {} {name} ", screen.key())),
+            style,
+        ));
     }
     parts.push(span(Clean::new(" │"), theme.dim()));
     match &app.queue.counts {
@@ -85,10 +96,74 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     }
     frame.render_widget(Paragraph::new(line(parts)), header);
 
+    if let Link::Reconnecting { attempt } = app.link {
+        let text = format!(
+            " ⚠ connection to the store lost: reconnecting (attempt {attempt}); what is shown may be out of date"
+        );
+        frame.render_widget(
+            Paragraph::new(line(vec![span(
+                Clean::new(&format!("{text:<w$}", w = usize::from(query.width))),
+                theme.alert().patch(theme.selected()),
+            )])),
+            query,
+        );
+        return;
+    }
     if let Some(prompt) = &app.prompt {
         prompt.input.draw(frame, query, theme);
         return;
     }
+    let query_line = match app.page {
+        Page::Queue => query_summary(app),
+        Page::Metrics => metrics_summary(app),
+        Page::Audit => audit_summary(app),
+    };
+    draw_query(frame, app, query, query_line);
+}
+
+/// The release disposition and what the figures are computed over.
+fn metrics_summary(app: &App) -> Line<'static> {
+    let theme = app.theme;
+    let Some(report) = &app.metrics.report else {
+        return line(vec![span(Clean::new(" computing…"), theme.dim())]);
+    };
+    let (text, style) = match report.release.disposition {
+        Disposition::Deployable => ("DEPLOYABLE", theme.good()),
+        Disposition::NotDeployed => ("NOT_DEPLOYED", theme.alert()),
+    };
+    line(vec![
+        span(Clean::new(" release "), theme.label()),
+        span(Clean::new(text), style),
+        span(
+            Clean::new(&format!(
+                "  vetoes {}  over {} operations",
+                report.release.vetoes.len(),
+                report.operational.logical_operations
+            )),
+            theme.label(),
+        ),
+    ])
+}
+
+/// The chain's status in a few words.
+fn audit_summary(app: &App) -> Line<'static> {
+    let theme = app.theme;
+    let Some(page) = &app.audit.page else {
+        return line(vec![span(Clean::new(" verifying…"), theme.dim())]);
+    };
+    let (text, style) = match &page.chain {
+        ChainStatus::Intact { rows, .. } => (format!("intact, {rows} rows"), theme.good()),
+        ChainStatus::Broken { seq, .. } => (format!("BROKEN at seq {seq}"), theme.alert()),
+    };
+    line(vec![
+        span(Clean::new(" chain "), theme.label()),
+        span(Clean::new(&text), style),
+    ])
+}
+
+/// The active filter, search and sort of the queue.
+fn query_summary(app: &App) -> Line<'static> {
+    let theme = app.theme;
     let described = filter::describe(&app.queue.filter);
     let (filter_text, filter_style) = if described.is_empty() {
         ("none".to_owned(), theme.dim())
@@ -100,14 +175,19 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     } else {
         (format!("\"{}\"", app.queue.search), theme.warn())
     };
-    let query_line = line(vec![
+    line(vec![
         span(Clean::new(" filter "), theme.label()),
         span(Clean::new(&filter_text), filter_style),
         span(Clean::new("  search "), theme.label()),
         span(Clean::new(&search_text), search_style),
         span(Clean::new("  sort "), theme.label()),
         span(Clean::new(sort_name(app.queue.sort)), theme.plain()),
-    ]);
+    ])
+}
+
+/// The query line: `query_line` on the left, who and the clock on the right.
+fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'static>) {
+    let theme = app.theme;
     let clock = if app.frozen { "frozen" } else { "now" };
     let clock = format!("{clock} {} ", format_instant(app.now));
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
@@ -172,6 +252,29 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Quit, "quit"),
                 ],
                 Context::Queue,
+            ),
+            Context::Metrics => keymap_hint(
+                &[
+                    (Command::Down, "select"),
+                    (Command::Open, "open"),
+                    (Command::Back, "back"),
+                    (Command::NextPane, "figures/operations"),
+                    (Command::Show(Screen::Held), "queue"),
+                    (Command::Help, "help"),
+                    (Command::Quit, "quit"),
+                ],
+                Context::Metrics,
+            ),
+            Context::Audit => keymap_hint(
+                &[
+                    (Command::Down, "select"),
+                    (Command::Open, "open operation"),
+                    (Command::Show(Screen::Held), "queue"),
+                    (Command::Show(Screen::Metrics), "metrics"),
+                    (Command::Help, "help"),
+                    (Command::Quit, "quit"),
+                ],
+                Context::Audit,
             ),
             _ => keymap_hint(
                 &[

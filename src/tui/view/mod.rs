@@ -2,10 +2,12 @@
 //! and never touch the store; they format what the state holds, and every piece of
 //! text reaches a cell as [`Clean`] through the widgets.
 
+mod audit;
 mod evidence;
 mod header;
 mod help;
 mod items;
+mod metrics;
 mod queue;
 mod review;
 mod timeline;
@@ -16,7 +18,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
-use super::app::App;
+use super::app::{App, Page};
 use super::detail::Frame as DetailFrame;
 use super::layout::{self, Pane};
 use super::theme::Theme;
@@ -28,8 +30,21 @@ use crate::core::sanitize::Clean;
 pub fn draw(frame: &mut Frame, app: &App) {
     let areas = app.areas();
     header::draw(frame, app, areas.header, areas.query);
+    if app.page != Page::Queue && app.focus == Pane::Queue {
+        let body = Rect {
+            y: areas.query.bottom(),
+            height: areas.status.y.saturating_sub(areas.query.bottom()),
+            ..areas.query
+        };
+        draw_page(frame, app, body);
+        header::draw_status(frame, app, areas.status);
+        if app.help {
+            help::draw(frame, app);
+        }
+        return;
+    }
     if let Some(area) = areas.queue {
-        queue::draw(frame, app, area);
+        draw_page(frame, app, area);
     }
     if let Some(area) = areas.strip {
         draw_strip(frame, app, area);
@@ -46,6 +61,15 @@ pub fn draw(frame: &mut Frame, app: &App) {
     }
     if app.help {
         help::draw(frame, app);
+    }
+}
+
+/// The queue, or the tab shown instead of it.
+fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
+    match app.page {
+        Page::Queue => queue::draw(frame, app, area),
+        Page::Metrics => metrics::draw(frame, app, area),
+        Page::Audit => audit::draw(frame, app, area),
     }
 }
 

@@ -1,0 +1,157 @@
+//! The console's metrics and audit tabs over a real SQLite store: snapshots on the
+//! demo packet at 80x24 and 200x50 with the clock frozen, a figure followed to an
+//! operation and back, the figures moving when the store changes, a tampered
+//! audit log shown broken, and the banner while the connection is lost.
+
+mod support;
+
+use crossterm::event::KeyCode;
+use holdfast::core::metrics::MetricId;
+use holdfast::store::Link;
+use holdfast::tui::app::Page;
+use holdfast::tui::layout::Pane;
+use holdfast::tui::metrics_tab::MetricsFocus;
+use support::console::{DEMO, Harness, demo_now, ingest};
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
+
+#[tokio::test]
+async fn snapshots_of_the_metrics_and_audit_tabs_of_the_demo() {
+    for (w, hgt) in SIZES {
+        let size = format!("{w}x{hgt}");
+        let mut h = Harness::at(DEMO, demo_now(), w, hgt).await;
+        h.key(KeyCode::Char('3')).await;
+        insta::assert_snapshot!(format!("metrics_{size}"), h.render());
+        h.key(KeyCode::Enter).await;
+        insta::assert_snapshot!(format!("metrics_behind_{size}"), h.render());
+        h.key(KeyCode::Char('4')).await;
+        insta::assert_snapshot!(format!("audit_{size}"), h.render());
+    }
+}
+
+#[tokio::test]
+async fn a_figure_lists_its_operations_one_opens_and_esc_comes_back() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('3')).await;
+    assert_eq!(h.app.page, Page::Metrics);
+    let screen = h.screen();
+    assert!(screen.contains("26/32"), "{screen}");
+    assert!(screen.contains("NOT_DEPLOYED"), "{screen}");
+
+    h.key(KeyCode::Char('j')).await;
+    let metric = h.app.metrics.metric().unwrap().clone();
+    assert_eq!(metric.id, MetricId::OutcomeClassificationCompleteness);
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.metrics.focus, MetricsFocus::Operations);
+    let first = h.app.metrics.behind()[0].clone();
+    assert!(!first.counted, "operations short of the figure come first");
+    assert!(h.screen().contains(first.id.as_str()));
+
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.focus, Pane::Evidence);
+    assert_eq!(h.open().as_deref(), Some(first.id.as_str()));
+    let screen = h.screen();
+    assert!(
+        screen.contains(&format!("Evidence · {}", first.id)),
+        "{screen}"
+    );
+
+    h.key(KeyCode::Esc).await;
+    assert_eq!(h.app.focus, Pane::Queue);
+    assert_eq!(h.app.page, Page::Metrics, "Esc comes back to the tab");
+    assert_eq!(h.app.metrics.focus, MetricsFocus::Operations);
+    h.key(KeyCode::Esc).await;
+    assert_eq!(h.app.metrics.focus, MetricsFocus::Figures);
+    assert!(h.screen().contains("Outcome-classification"));
+
+    h.key(KeyCode::Char('1')).await;
+    assert_eq!(h.app.page, Page::Queue);
+    assert!(h.screen().contains("Held queue"));
+}
+
+#[tokio::test]
+async fn the_figures_move_when_the_store_changes() {
+    let mut h = Harness::at(DEMO, demo_now(), 200, 50).await;
+    h.key(KeyCode::Char('3')).await;
+    let before = h.app.metrics.report.clone().unwrap();
+    assert!(h.screen().contains("32 logical operations"));
+
+    let store = h.store();
+    ingest(
+        store.as_ref(),
+        concat!(
+            r#"{"type":"operation","id":"F60","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:9","payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000060","risk":"critical","owner":"integrations","state":"UNKNOWN","failure_mode":"timeout_unknown","created_at":"2026-09-05T10:03:00Z"}"#,
+            "\n"
+        ),
+    )
+    .await;
+    h.poll().await;
+
+    let after = h.app.metrics.report.clone().unwrap();
+    assert_eq!(after.operational.logical_operations, 33);
+    let moved: Vec<MetricId> = before
+        .metrics
+        .iter()
+        .zip(&after.metrics)
+        .filter(|(b, a)| b.denominator != a.denominator)
+        .map(|(b, _)| b.id)
+        .collect();
+    assert!(!moved.is_empty(), "a denominator moved");
+    let screen = h.screen();
+    assert!(screen.contains("33 logical operations"), "{screen}");
+    let m = after.metric(moved[0]).unwrap();
+    assert!(
+        screen.contains(&format!("{}/{}", m.numerator, m.denominator)),
+        "{screen}"
+    );
+}
+
+#[tokio::test]
+async fn the_audit_tab_shows_transitions_newest_first_and_a_tampered_chain() {
+    let mut h = Harness::at(DEMO, demo_now(), 200, 50).await;
+    h.key(KeyCode::Char('4')).await;
+    let rows = h.app.audit.rows().to_vec();
+    assert!(rows.len() > 3);
+    assert!(rows.windows(2).all(|w| w[0].seq > w[1].seq), "newest first");
+    let screen = h.screen();
+    assert!(screen.contains("chain intact"), "{screen}");
+
+    h.fresh
+        .execute("DROP TRIGGER audit_no_update")
+        .await
+        .unwrap();
+    h.fresh
+        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
+        .await
+        .unwrap();
+    h.key(KeyCode::Char('R')).await;
+    let screen = h.screen();
+    assert!(screen.contains("CHAIN BROKEN at seq 3"), "{screen}");
+    assert!(screen.contains("BROKEN at seq 3"), "{screen}");
+
+    h.key(KeyCode::Char('G')).await;
+    let oldest = h.app.audit.selected_row().unwrap().clone();
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.open().as_deref(), Some(oldest.draft.operation.as_str()));
+    h.key(KeyCode::Esc).await;
+    assert_eq!(h.app.page, Page::Audit);
+}
+
+#[tokio::test]
+async fn a_lost_connection_shows_a_banner_and_its_return_reads_everything_again() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('3')).await;
+    h.poll_link(Link::Reconnecting { attempt: 2 }).await;
+    let screen = h.screen();
+    assert!(
+        screen.contains("connection to the store lost: reconnecting (attempt 2)"),
+        "{screen}"
+    );
+    h.poll().await;
+    let screen = h.screen();
+    assert!(!screen.contains("connection to the store lost"), "{screen}");
+    assert!(
+        screen.contains("connection to the store is back"),
+        "{screen}"
+    );
+}
