@@ -553,13 +553,17 @@ const COMMENT: &[&str] = &[
     "checked the provider console",
 ];
 
-/// Asserts a run was refused because the login may not act for `person`.
-fn refused_for(person: &str, (code, out): (i32, String)) {
+/// Asserts a run was refused by `rule` (exit 3); returns what it said.
+fn refused(rule: &str, (code, out): (i32, String)) -> String {
     assert_eq!(code, 3, "{out}");
-    assert!(
-        out.contains("refused: G6") && out.contains(&format!("may not act for {person}")),
-        "{out}"
-    );
+    assert!(out.contains(&format!("refused: {rule}")), "{out}");
+    out
+}
+
+/// Asserts a run was refused because the login may not act for `person`.
+fn refused_for(person: &str, run: (i32, String)) {
+    let out = refused("G6", run);
+    assert!(out.contains(&format!("may not act for {person}")), "{out}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -602,12 +606,7 @@ async fn on_postgres_the_database_login_acts_and_naming_anyone_else_is_refused()
 
     let (code, out) = team.run(maya, &[("HOLDFAST_AS", maya)], COMMENT);
     assert_eq!(code, 0, "naming the login itself is no delegation: {out}");
-    let (code, out) = team.run(lee, &[], COMMENT);
-    assert_eq!(code, 3, "{out}");
-    assert!(
-        out.contains("refused: G7"),
-        "lee's login holds no grant: {out}"
-    );
+    refused("G7", team.run(lee, &[], COMMENT));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -644,23 +643,16 @@ async fn a_delegate_login_acts_for_others_with_their_grants_and_the_audit_row_na
         "--rationale",
         "repaired by hand at the provider",
     ];
-    let (code, out) = for_maya(&accept);
-    assert_eq!(code, 3, "{out}");
-    assert!(out.contains("refused: G6"), "maya may not accept: {out}");
-    let (code, out) = team.run(chatops, &[], COMMENT);
-    assert_eq!(code, 3, "{out}");
-    assert!(
-        out.contains("refused: G7"),
-        "delegate permits nothing of its own: {out}"
-    );
+    let out = refused("G6", for_maya(&accept));
+    assert!(out.contains("may not accept"), "maya's grants apply: {out}");
+    refused("G7", team.run(chatops, &[], COMMENT));
     let fixture = team.home.path().join("small.jsonl");
     std::fs::write(&fixture, SMALL).unwrap();
     for own in [
         &["grant", chatops, "--role", "owner", "--tenant", "pinehaven"][..],
         &["ingest", fixture.to_str().unwrap()][..],
     ] {
-        let (code, out) = for_maya(own);
-        assert_eq!(code, 3, "{out}");
+        let out = refused("G6", for_maya(own));
         assert!(out.contains("own name only"), "{out}");
     }
 
