@@ -6,4 +6,5 @@ pub mod core;
 pub mod ingest;
 pub mod review;
 pub mod store;
+pub mod tui;
 pub mod wire;

@@ -93,3 +93,286 @@ fn unsanitized_text_would_leak_which_is_why_the_sanitizer_exists() {
         "ratatui leaves the body bare"
     );
 }
+
+mod screens {
+    //! The real console screens, fed an operation whose every field that came from
+    //! outside holds a hostile string, drawn through the crossterm backend.
+
+    use super::support::console::options;
+    use super::support::hostile::{CORPUS, Sink, replay};
+    use chrono::{DateTime, Duration, Utc};
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use holdfast::core::clock::parse_instant;
+    use holdfast::core::ids::{OperationId, Sha256};
+    use holdfast::core::model::*;
+    use holdfast::store::QueueCounts;
+    use holdfast::tui::app::{App, Effect, Message};
+    use holdfast::tui::layout::Pane;
+    use holdfast::tui::queue::Listing;
+    use holdfast::tui::view;
+    use ratatui::layout::Rect;
+    use ratatui::{Terminal, TerminalOptions, Viewport};
+
+    fn t(seconds: i64) -> DateTime<Utc> {
+        parse_instant("2026-09-05T10:00:00Z").unwrap() + Duration::seconds(seconds)
+    }
+
+    /// Hands out the corpus strings one by one, round and round, each followed by
+    /// a letter carrying a tag character, which ratatui passes through: a field
+    /// drawn without the sanitizer is caught whichever string it got.
+    struct Hostile(usize);
+
+    impl Hostile {
+        fn next(&mut self) -> String {
+            let (_, text) = CORPUS[self.0 % CORPUS.len()];
+            self.0 += 1;
+            format!("{text}z\u{e0049}")
+        }
+    }
+
+    fn id(text: &str) -> OperationId {
+        OperationId::parse(text).unwrap()
+    }
+
+    fn hostile_detail(h: &mut Hostile) -> OperationDetail {
+        let op = Operation {
+            id: id("F99"),
+            tenant: h.next(),
+            actor: h.next(),
+            tool: h.next(),
+            action: h.next(),
+            target: h.next(),
+            payload_hash: Sha256::of(b"payload"),
+            intent_hash: Some(Sha256::of(b"intent")),
+            risk: Risk::Critical,
+            approval: Some(Approval {
+                by: h.next(),
+                policy: h.next(),
+                at: Some(t(0)),
+                payload_hash: Some(Sha256::of(b"payload")),
+                expires_at: Some(t(3600)),
+            }),
+            idempotency_key: Some(h.next()),
+            business_key: Some(h.next()),
+            correlation_id: Some(h.next()),
+            owner: h.next(),
+            max_attempts: Some(3),
+            deadline: Some(t(600)),
+            failure_mode: Some(FailureMode::PartialWrite),
+            state: State::Partial,
+            next_observation_at: Some(t(120)),
+            depends_on: vec![id("F98")],
+            parent: Some(id("F97")),
+            relation: Some(Relation::ResumeOf),
+            created_at: t(0),
+        };
+        let attempts = (1..=3)
+            .map(|seq| Attempt {
+                id: h.next(),
+                operation: op.id.clone(),
+                seq,
+                kind: if seq == 2 {
+                    AttemptKind::StatusQuery
+                } else {
+                    AttemptKind::Request
+                },
+                layer: Some(Layer::Gateway),
+                started_at: t(i64::from(seq) * 40),
+                ended_at: Some(t(i64::from(seq) * 40 + 20)),
+                phase: Phase::ResponseReceived,
+                outcome: Outcome::HttpError,
+                http_status: Some(429),
+                error_type: Some(h.next()),
+                retry_after: Some(t(i64::from(seq) * 40 + 30)),
+                provider_request_id: Some(h.next()),
+                request_hash: None,
+                response_hash: Some(Sha256::of(b"response")),
+                resend_count: Some(seq),
+                replayed: Some(true),
+                trace_id: Some(h.next()),
+                response_excerpt: Some(format!("{}\n{}\r\n{}", h.next(), h.next(), h.next())),
+            })
+            .collect();
+        let items = (1..=6)
+            .map(|index| Item {
+                operation: op.id.clone(),
+                index,
+                label: Some(h.next()),
+                state: ItemState::ALL[usize::try_from(index - 1).unwrap()],
+                authoritative_id: Some(h.next()),
+            })
+            .collect();
+        let observations = (1..=2)
+            .map(|n| Observation {
+                id: h.next(),
+                operation: op.id.clone(),
+                observed_at: t(200 + n),
+                source: h.next(),
+                found: n == 1,
+                matches: Some(Matches {
+                    target: Some(true),
+                    payload_hash: Some(false),
+                    owner: None,
+                    version: Some(true),
+                }),
+                effect_count: Some(2),
+                raw_hash: None,
+                note: Some(format!("{}\n{}", h.next(), h.next())),
+            })
+            .collect();
+        let contract = Contract {
+            tool: h.next(),
+            version: h.next(),
+            action: h.next(),
+            method: "POST".into(),
+            idempotency: IdempotencyContract {
+                supported: true,
+                scope: Some(h.next()),
+                retention_hours: Some(1),
+            },
+            status_lookup: true,
+            retryable: vec![h.next()],
+            compensation: Some(h.next()),
+            owner: h.next(),
+            max_attempts: 3,
+            budget_seconds: 600,
+        };
+        OperationDetail {
+            row: OperationRow {
+                operation: op.clone(),
+                version: 7,
+                attempts_used: 2,
+                max_attempts: Some(3),
+                state_since: t(30),
+                held_dependencies: vec![id("F98")],
+                pending_proposal: true,
+            },
+            contract: Some(contract),
+            attempts,
+            items,
+            observations,
+            audit: vec![],
+            expectation: None,
+            children: vec![ChildLink {
+                id: id("F96"),
+                relation: Relation::CompensationOf,
+                state: State::Failed,
+                items: vec![Item {
+                    operation: id("F96"),
+                    index: 2,
+                    label: Some(h.next()),
+                    state: ItemState::Failed,
+                    authoritative_id: Some(h.next()),
+                }],
+            }],
+            dependencies: vec![(id("F98"), State::Unknown)],
+            proposals: vec![Proposal {
+                id: 1,
+                operation: op.id.clone(),
+                action: h.next(),
+                proposed_by: h.next(),
+                proposed_at: t(100),
+                rationale: h.next(),
+                status: "pending".into(),
+            }],
+            key_conflicts: vec![id("F95")],
+        }
+    }
+
+    /// Answers the console's effects from the hostile fixture.
+    fn answer(app: &mut App, effects: Vec<Effect>, detail: &OperationDetail) {
+        let mut queue = effects;
+        while let Some(effect) = queue.pop() {
+            let message = match effect {
+                Effect::List { generation, .. } => Message::Listed {
+                    generation,
+                    result: Ok(Listing {
+                        rows: vec![detail.row.clone()],
+                        total: 1,
+                        counts: Some(QueueCounts {
+                            by_state: vec![(State::Partial, 1)],
+                            overdue: 1,
+                            held_by_dependency: 1,
+                            pending_proposals: 1,
+                        }),
+                    }),
+                },
+                Effect::Load { generation, .. } => Message::Loaded {
+                    generation,
+                    result: Ok(Box::new(detail.clone())),
+                },
+                Effect::Debounce { generation, .. } => Message::Debounced { generation },
+                Effect::Quit => continue,
+            };
+            queue.extend(app.update(message));
+        }
+    }
+
+    fn key(app: &mut App, code: KeyCode, detail: &OperationDetail) {
+        let effects = app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
+        answer(app, effects, detail);
+    }
+
+    /// Draws the app through crossterm; the bytes must replay cleanly. Returns
+    /// the painted screen.
+    fn draw(app: &App) -> String {
+        let sink = Sink::default();
+        let options = TerminalOptions {
+            viewport: Viewport::Fixed(app.size),
+        };
+        let mut terminal = Terminal::with_options(
+            ratatui::backend::CrosstermBackend::new(sink.clone()),
+            options,
+        )
+        .unwrap();
+        terminal.draw(|f| view::draw(f, app)).unwrap();
+        let screen = replay(&sink.bytes()).unwrap_or_else(|e| panic!("{e}"));
+        (0..app.size.height)
+            .map(|y| screen.row(y, app.size.width))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    #[test]
+    fn hostile_text_in_every_external_field_reaches_the_screen_only_as_markers() {
+        let mut hostile = Hostile(0);
+        let detail = hostile_detail(&mut hostile);
+        assert!(hostile.0 >= CORPUS.len(), "every corpus string is used");
+        for (width, height) in [(80, 24), (200, 50)] {
+            let mut app = App::new(options(true), Rect::new(0, 0, width, height));
+            let effects = app.init();
+            answer(&mut app, effects, &detail);
+            let mut seen = draw(&app);
+            key(&mut app, KeyCode::Enter, &detail);
+            for pane in [Pane::Evidence, Pane::Timeline, Pane::Items] {
+                while app.focus != pane {
+                    key(&mut app, KeyCode::Tab, &detail);
+                }
+                for _ in 0..60 {
+                    seen.push_str(&draw(&app));
+                    key(&mut app, KeyCode::Char('j'), &detail);
+                }
+            }
+            key(&mut app, KeyCode::Char('?'), &detail);
+            seen.push_str(&draw(&app));
+            if width < 200 {
+                continue;
+            }
+            let bare = seen
+                .match_indices("]52;")
+                .filter(|(i, _)| !seen[..*i].ends_with('␛'));
+            assert_eq!(
+                bare.count(),
+                0,
+                "an OSC 52 body was drawn without its marker"
+            );
+            for marker in ["⟦␛]52;", "⟨U+202E", "⟨U+E0049⟩", "␍", "⟦␛[31m⟧", "⟦␛P"]
+            {
+                assert!(
+                    seen.contains(marker),
+                    "{marker} never drawn at {width}x{height}"
+                );
+            }
+        }
+    }
+}

@@ -183,7 +183,7 @@ pub struct ListArgs {
     /// A risk tier (`low` … `critical`); repeatable.
     #[arg(long)]
     pub risk: Vec<String>,
-    /// Substring of id, target, keys or provider request ids.
+    /// The start of a word of an id, target, key or provider request id (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
     #[arg(long, value_enum, default_value_t = SortArg::Urgency)]
@@ -422,8 +422,13 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
 }
 
 async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
-    let rows = held_page(ctx, store.as_ref()).await?;
-    print!("{rows}");
+    let console = crate::tui::Console {
+        actor: ctx.actor(store.as_ref()).await?,
+        clock: ctx.clock,
+        no_color: ctx.no_color(),
+        log_path: Some(ctx.paths.log_file.clone()),
+    };
+    crate::tui::run(store, console).await?;
     Ok(exit::OK)
 }
 

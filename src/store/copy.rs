@@ -87,6 +87,11 @@ pub const TABLES: &[Table] = &[
         columns: &[("operation", Text), ("depends_on", Text)],
     },
     Table {
+        name: "search_terms",
+        order: "term, operation",
+        columns: &[("term", Text), ("operation", Text)],
+    },
+    Table {
         name: "attempts",
         order: "id",
         columns: &[

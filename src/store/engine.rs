@@ -22,7 +22,7 @@ use tokio::sync::{OnceCell, watch};
 use super::codec::{self, AuditColumns, Current, from_ms, ms, observe_order};
 use super::copy::{Cell, ColumnKind, CopyReport, TABLES, Table};
 use super::ingest_plan::{self, Known, Plan, RecordKey, StoredOperation};
-use super::rows::{OperationColumns, RecordColumns, plan_rows};
+use super::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
 use super::sql::{held_states_sql, order_by, push_filter};
 use super::{
     IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, SortOrder, Store,
@@ -425,6 +425,38 @@ where
                 b.push_bind(op.clone()).push_bind(dep.clone());
             },
         )
+        .await?;
+        let terms: Vec<(String, String)> = rows
+            .iter()
+            .flat_map(|r| {
+                let values = [
+                    Some(r.id.as_str()),
+                    Some(r.target.as_str()),
+                    r.idempotency_key.as_deref(),
+                    r.business_key.as_deref(),
+                    r.correlation_id.as_deref(),
+                ];
+                search_terms(&r.id, values.into_iter().flatten())
+            })
+            .collect();
+        Self::insert_terms(conn, &terms).await
+    }
+
+    /// Adds search terms (`term`, `operation`); a term already there is kept.
+    async fn insert_terms(
+        conn: &mut DB::Connection,
+        terms: &[(String, String)],
+    ) -> Result<(), StoreError> {
+        Self::insert_many_then(
+            conn,
+            "INSERT INTO search_terms (term, operation) ",
+            " ON CONFLICT DO NOTHING",
+            2,
+            terms,
+            |b, (term, op)| {
+                b.push_bind(term.clone()).push_bind(op.clone());
+            },
+        )
         .await
     }
 
@@ -450,6 +482,11 @@ where
             },
         )
         .await?;
+        let terms: Vec<(String, String)> = attempts
+            .iter()
+            .flat_map(|a| search_terms(&a.operation, a.provider_request_id.as_deref()))
+            .collect();
+        Self::insert_terms(conn, &terms).await?;
         Self::insert_many(
             conn,
             "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) ",

@@ -118,8 +118,9 @@ pub struct OperationFilter {
     pub owners: Vec<String>,
     pub modes: Vec<FailureMode>,
     pub risks: Vec<Risk>,
-    /// Case-insensitive substring over id, target, idempotency/business/correlation
-    /// keys and provider request ids.
+    /// Case-insensitive start of a word (after `:` `/` `-` `.` `@` `_` or a space)
+    /// of the id, target, idempotency/business/correlation keys or a provider
+    /// request id: one index range on any store size.
     pub search: Option<String>,
     /// Tenants the acting identity may see (G7); `None` means every tenant.
     pub visible_tenants: Option<Vec<String>>,

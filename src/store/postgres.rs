@@ -16,11 +16,18 @@ use super::engine::{Backend, HEAD_SEQ, SqlStore, publish};
 use super::{Link, Live, StoreError};
 
 /// Migrations compiled into the binary, one file each under `migrations/postgres`.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    20261101000001,
-    "initial",
-    include_str!("../../migrations/postgres/20261101000001_initial.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        20261101000001,
+        "initial",
+        include_str!("../../migrations/postgres/20261101000001_initial.sql"),
+    ),
+    (
+        20261130000001,
+        "search",
+        include_str!("../../migrations/postgres/20261130000001_search.sql"),
+    ),
+];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
 pub const CHANNEL: &str = "holdfast_audit";

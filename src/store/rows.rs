@@ -321,3 +321,71 @@ pub fn plan_rows(
     }
     rows
 }
+
+/// Characters after which a new searchable word starts.
+const WORD_STARTS: &[char] = &[':', '/', '-', '.', '@', '_', ' '];
+
+/// The longest term kept; a longer value is searchable by its first characters.
+const MAX_TERM_BYTES: usize = 200;
+
+/// The search terms of one operation: each value lower-cased (ASCII), whole and from
+/// after each separator, so a search by the start of any word finds it.
+pub fn search_terms<'a>(
+    operation: &str,
+    values: impl IntoIterator<Item = &'a str>,
+) -> Vec<(String, String)> {
+    let mut terms: Vec<String> = Vec::new();
+    for value in values {
+        let value = value.to_ascii_lowercase();
+        let starts = std::iter::once(0).chain(
+            value
+                .char_indices()
+                .filter(|(_, c)| WORD_STARTS.contains(c))
+                .map(|(i, c)| i + c.len_utf8()),
+        );
+        for start in starts.take(16) {
+            let mut term = &value[start..];
+            if term.is_empty() {
+                continue;
+            }
+            if term.len() > MAX_TERM_BYTES {
+                let mut end = MAX_TERM_BYTES;
+                while !term.is_char_boundary(end) {
+                    end -= 1;
+                }
+                term = &term[..end];
+            }
+            terms.push(term.to_owned());
+        }
+    }
+    terms.sort();
+    terms.dedup();
+    terms
+        .into_iter()
+        .map(|term| (term, operation.to_owned()))
+        .collect()
+}
+
+/// The bounds of a search by prefix: every term `>= low` and `< high` starts with it.
+pub fn prefix_range(needle: &str) -> (String, String) {
+    let low = needle.trim().to_ascii_lowercase();
+    let high = format!("{low}{}", char::MAX);
+    (low, high)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_word_of_a_value_is_a_search_start() {
+        let terms: Vec<String> = search_terms("F09", ["ticket-queue:7", "K-F09"])
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
+        assert_eq!(terms, ["7", "f09", "k-f09", "queue:7", "ticket-queue:7"]);
+        let (low, high) = prefix_range(" Queue ");
+        assert!(low.as_str() <= "queue:7" && "queue:7" < high.as_str());
+        assert!("queuf" >= high.as_str());
+    }
+}

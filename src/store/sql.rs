@@ -4,6 +4,7 @@
 use sqlx::{Database, Encode, QueryBuilder, Type};
 
 use super::codec::risk_rank;
+use super::rows::prefix_range;
 use super::{OperationFilter, SortOrder};
 use crate::core::model::State;
 
@@ -70,34 +71,12 @@ where
         }
     }
     if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
-        let escaped = search
-            .trim()
-            .to_lowercase()
-            .replace('\\', "\\\\")
-            .replace('%', "\\%")
-            .replace('_', "\\_");
-        let pattern = format!("%{escaped}%");
-        qb.push(" AND (");
-        for (n, column) in [
-            "o.id",
-            "o.target",
-            "o.idempotency_key",
-            "o.business_key",
-            "o.correlation_id",
-        ]
-        .iter()
-        .enumerate()
-        {
-            if n > 0 {
-                qb.push(" OR ");
-            }
-            qb.push(format_args!("lower({column}) LIKE "));
-            qb.push_bind(pattern.clone());
-            qb.push(" ESCAPE '\\'");
-        }
-        qb.push(" OR EXISTS (SELECT 1 FROM attempts a WHERE a.operation = o.id AND lower(a.provider_request_id) LIKE ");
-        qb.push_bind(pattern);
-        qb.push(" ESCAPE '\\'))");
+        let (low, high) = prefix_range(search);
+        qb.push(" AND o.id IN (SELECT s.operation FROM search_terms s WHERE s.term >= ");
+        qb.push_bind(low);
+        qb.push(" AND s.term < ");
+        qb.push_bind(high);
+        qb.push(")");
     }
 }
 

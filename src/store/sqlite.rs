@@ -17,11 +17,18 @@ use super::engine::{Backend, SqlStore, publish};
 use super::{Link, Live, StoreError};
 
 /// Migrations compiled into the binary, one file each under `migrations/sqlite`.
-const MIGRATIONS: &[(i64, &str, &str)] = &[(
-    20261101000001,
-    "initial",
-    include_str!("../../migrations/sqlite/20261101000001_initial.sql"),
-)];
+const MIGRATIONS: &[(i64, &str, &str)] = &[
+    (
+        20261101000001,
+        "initial",
+        include_str!("../../migrations/sqlite/20261101000001_initial.sql"),
+    ),
+    (
+        20261130000001,
+        "search",
+        include_str!("../../migrations/sqlite/20261130000001_search.sql"),
+    ),
+];
 
 /// How long a writer waits for another to finish before reporting the store busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);

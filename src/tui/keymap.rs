@@ -12,6 +12,8 @@ pub enum Context {
     Queue,
     Detail,
     Help,
+    /// Typing into the search or filter prompt: every other key is text.
+    Prompt,
 }
 
 /// What a key asks the console to do.
@@ -37,6 +39,10 @@ pub enum Command {
     Reload,
     NextLink,
     PrevLink,
+    /// Keep what was typed into the prompt and close it.
+    Accept,
+    /// Drop what was typed into the prompt and close it.
+    Cancel,
 }
 
 /// One binding: in `context`, `key` (shown as `label`) runs `command`.
@@ -65,17 +71,35 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Detail, Global, Help, Queue};
+use Context::{Detail, Global, Help, Prompt, Queue};
 use KeyCode as K;
 
 /// Every binding of the console.
 pub const BINDINGS: &[Binding] = &[
     bind(Global, K::Char('q'), "q", C::Quit, "quit"),
     bind(Global, K::Char('?'), "?", C::Help, "this help"),
-    bind(Global, K::Tab, "Tab", C::NextPane, "next pane (queue, evidence, timeline, items)"),
+    bind(
+        Global,
+        K::Tab,
+        "Tab",
+        C::NextPane,
+        "next pane (queue, evidence, timeline, items)",
+    ),
     bind(Global, K::BackTab, "S-Tab", C::PrevPane, "previous pane"),
-    bind(Global, K::Char('r'), "r", C::Reload, "reload now (and accept a flagged change)"),
-    bind(Global, K::Char('t'), "t", C::SwitchTab, "switch tab: held queue / all operations"),
+    bind(
+        Global,
+        K::Char('R'),
+        "R",
+        C::Reload,
+        "reload now and show a change flagged ⚠",
+    ),
+    bind(
+        Global,
+        K::Char('t'),
+        "t",
+        C::SwitchTab,
+        "switch tab: held queue / all operations",
+    ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
     bind(Global, K::Char('k'), "k ↑", C::Up, "up"),
@@ -87,16 +111,66 @@ pub const BINDINGS: &[Binding] = &[
     bind(Global, K::PageUp, "PgUp", C::PageUp, "page up"),
     bind(Global, K::PageDown, "PgDn", C::PageDown, "page down"),
     bind(Queue, K::Enter, "Enter", C::Open, "open the selected hold"),
-    bind(Queue, K::Char('/'), "/", C::Search, "search id, target, keys, provider ids"),
-    bind(Queue, K::Char('f'), "f", C::Filter, "filter: state: tenant: owner: mode: risk:"),
-    bind(Queue, K::Char('s'), "s", C::Sort, "sort: urgency, age, id, deadline"),
-    bind(Queue, K::Esc, "Esc", C::ClearQuery, "clear search and filter"),
-    bind(Detail, K::Enter, "Enter", C::Open, "follow the selected link"),
-    bind(Detail, K::Char('n'), "n", C::NextLink, "select next parent/child link"),
-    bind(Detail, K::Char('p'), "p", C::PrevLink, "select previous link"),
-    bind(Detail, K::Esc, "Esc", C::Back, "back (to the operation you came from)"),
+    bind(
+        Queue,
+        K::Char('/'),
+        "/",
+        C::Search,
+        "search id, target, keys, provider ids",
+    ),
+    bind(
+        Queue,
+        K::Char('f'),
+        "f",
+        C::Filter,
+        "filter: state: tenant: owner: mode: risk:",
+    ),
+    bind(
+        Queue,
+        K::Char('s'),
+        "s",
+        C::Sort,
+        "sort: urgency, age, id, deadline",
+    ),
+    bind(
+        Queue,
+        K::Esc,
+        "Esc",
+        C::ClearQuery,
+        "clear search and filter",
+    ),
+    bind(
+        Detail,
+        K::Enter,
+        "Enter",
+        C::Open,
+        "follow the selected link",
+    ),
+    bind(
+        Detail,
+        K::Char('n'),
+        "n",
+        C::NextLink,
+        "select next parent/child link",
+    ),
+    bind(
+        Detail,
+        K::Char('p'),
+        "p",
+        C::PrevLink,
+        "select previous link",
+    ),
+    bind(
+        Detail,
+        K::Esc,
+        "Esc",
+        C::Back,
+        "back (to the operation you came from)",
+    ),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
+    bind(Prompt, K::Enter, "Enter", C::Accept, "keep"),
+    bind(Prompt, K::Esc, "Esc", C::Cancel, "cancel"),
 ];
 
 /// The command `key` runs in `context`, looking at the context's own bindings first
@@ -113,8 +187,21 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     };
     match context {
         Help => found(Help).or_else(|| (key.code == K::Char('q')).then_some(C::Quit)),
+        Prompt => found(Prompt),
         ctx => found(ctx).or_else(|| found(Global)),
     }
+}
+
+/// The key shown for `command` in `context` (its own bindings, then the global
+/// ones), for the hints in the status bar.
+pub fn label(context: Context, command: Command) -> Option<&'static str> {
+    let find = |ctx: Context| {
+        BINDINGS
+            .iter()
+            .find(|b| b.context == ctx && b.command == command && !b.label.is_empty())
+            .map(|b| b.label)
+    };
+    find(context).or_else(|| find(Global))
 }
 
 /// The lines of the help overlay for `context`: its own keys, then the global ones.
@@ -122,7 +209,7 @@ pub fn help(context: Context) -> Vec<(&'static str, &'static str)> {
     let own = BINDINGS.iter().filter(|b| b.context == context);
     let global = BINDINGS
         .iter()
-        .filter(|b| b.context == Global && context != Help);
+        .filter(|b| b.context == Global && !matches!(context, Help | Prompt));
     own.chain(global)
         .filter(|b| !b.label.is_empty())
         .map(|b| (b.label, b.help))

@@ -6,7 +6,7 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState, Wrap};
+use ratatui::widgets::{Block, Borders, Cell, Paragraph, Row, Table, TableState};
 use ratatui_textarea::TextArea;
 
 use super::theme::Theme;
@@ -22,10 +22,19 @@ pub fn line(parts: Vec<Span<'static>>) -> Line<'static> {
     Line::from(parts)
 }
 
+/// Width of the label column of [`field`] lines.
+pub const LABEL_WIDTH: u16 = 18;
+
 /// `label: value` with the label dimmed.
 pub fn field(theme: Theme, label: &str, value: Clean, style: Style) -> Line<'static> {
     line(vec![
-        span(Clean::new(&format!("{label:<18}")), theme.label()),
+        span(
+            Clean::new(&format!(
+                "{label:<width$} ",
+                width = usize::from(LABEL_WIDTH - 1)
+            )),
+            theme.label(),
+        ),
         span(value, style),
     ])
 }
@@ -43,12 +52,132 @@ pub fn pane(theme: Theme, title: Clean, focused: bool) -> Block<'static> {
         .title(span(title, theme.title()))
 }
 
-/// Draws lines in a block, scrolled by `scroll` rows, wrapping long ones.
-pub fn draw_lines(frame: &mut Frame, area: Rect, block: Block<'static>, lines: Vec<Line<'static>>, scroll: u16) {
-    let paragraph = Paragraph::new(lines)
-        .block(block)
-        .wrap(Wrap { trim: false })
-        .scroll((scroll, 0));
+/// Lines of a scrolling pane, each with the indent its continuation lines get when
+/// it is wrapped. Wrapping here, rather than in the paragraph, gives the exact
+/// height the scroll limits need.
+#[derive(Debug, Clone, Default)]
+pub struct Doc {
+    lines: Vec<(Line<'static>, u16)>,
+}
+
+impl Doc {
+    /// A line whose continuation is indented by two columns.
+    pub fn push(&mut self, line: Line<'static>) {
+        self.lines.push((line, 2));
+    }
+
+    /// A line whose continuation is indented by `indent` columns.
+    pub fn push_indented(&mut self, line: Line<'static>, indent: u16) {
+        self.lines.push((line, indent));
+    }
+
+    /// A [`field`] line; its value wraps under itself.
+    pub fn field(&mut self, theme: Theme, label: &str, value: Clean, style: Style) {
+        self.lines
+            .push((field(theme, label, value, style), LABEL_WIDTH));
+    }
+
+    pub fn blank(&mut self) {
+        self.lines.push((Line::default(), 0));
+    }
+
+    /// The number of lines before wrapping.
+    pub fn len(&self) -> usize {
+        self.lines.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.lines.is_empty()
+    }
+
+    /// Every line cut to `width` columns, long ones continued on indented lines.
+    pub fn wrap(&self, width: u16) -> Vec<Line<'static>> {
+        self.lines
+            .iter()
+            .flat_map(|(line, indent)| wrap(line, width, *indent))
+            .collect()
+    }
+}
+
+/// Cuts one line into lines of at most `width` columns, preferring to break after a
+/// space in the second half of a line; continuation lines start with `indent`
+/// spaces (dropped when the width is too small for them).
+pub fn wrap(line: &Line<'static>, width: u16, indent: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width.max(1));
+    let indent = if usize::from(indent) * 2 < width {
+        usize::from(indent)
+    } else {
+        0
+    };
+    let cells: Vec<(char, Style)> = line
+        .spans
+        .iter()
+        .flat_map(|s| {
+            let style = line.style.patch(s.style);
+            s.content.chars().map(move |c| (c, style))
+        })
+        .collect();
+    let char_width = |c: char| unicode_width::UnicodeWidthChar::width(c).unwrap_or(0);
+    let mut out = Vec::new();
+    let mut start = 0;
+    while start < cells.len() || out.is_empty() {
+        let lead = if out.is_empty() { 0 } else { indent };
+        let room = width - lead;
+        let mut end = start;
+        let mut used = 0;
+        while end < cells.len() && used + char_width(cells[end].0) <= room {
+            used += char_width(cells[end].0);
+            end += 1;
+        }
+        if end == start && end < cells.len() {
+            end += 1;
+        }
+        if end < cells.len()
+            && let Some(space) = (start + room / 2..end).rev().find(|&i| cells[i].0 == ' ')
+        {
+            end = space + 1;
+        }
+        let mut spans = Vec::new();
+        if lead > 0 {
+            spans.push(Span::raw(" ".repeat(lead)));
+        }
+        let mut piece = String::new();
+        let mut style = None;
+        for &(c, s) in &cells[start..end] {
+            if style.is_some_and(|st| st != s) {
+                spans.push(Span::styled(
+                    std::mem::take(&mut piece),
+                    style.unwrap_or_default(),
+                ));
+            }
+            style = Some(s);
+            piece.push(c);
+        }
+        if !piece.is_empty() {
+            spans.push(Span::styled(piece, style.unwrap_or_default()));
+        }
+        out.push(Line::from(spans));
+        start = end;
+    }
+    out
+}
+
+/// The largest useful scroll offset for `height` wrapped lines in `rows` rows.
+pub fn max_scroll(height: usize, rows: u16) -> u16 {
+    u16::try_from(height.saturating_sub(usize::from(rows))).unwrap_or(u16::MAX)
+}
+
+/// Draws already wrapped lines in a block, scrolled by `scroll` rows (clamped).
+pub fn draw_lines(
+    frame: &mut Frame,
+    area: Rect,
+    block: Block<'static>,
+    lines: Vec<Line<'static>>,
+    scroll: u16,
+) {
+    let rows = block.inner(area).height;
+    let scroll = scroll.min(max_scroll(lines.len(), rows));
+    let paragraph = Paragraph::new(lines).block(block).scroll((scroll, 0));
     frame.render_widget(paragraph, area);
 }
 
@@ -156,9 +285,60 @@ impl Prompt {
         ])
         .areas(area);
         frame.render_widget(
-            Paragraph::new(span(Clean::new(&format!("{}: ", self.label)), theme.title())),
+            Paragraph::new(span(
+                Clean::new(&format!("{}: ", self.label)),
+                theme.title(),
+            )),
             label,
         );
         frame.render_widget(&self.area, input);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn texts(lines: &[Line<'static>]) -> Vec<String> {
+        lines.iter().map(ToString::to_string).collect()
+    }
+
+    #[test]
+    fn wrapping_breaks_after_spaces_and_indents_continuations() {
+        let line = Line::from("label  one two three four five");
+        assert_eq!(
+            texts(&wrap(&line, 16, 7)),
+            ["label  one two ", "       three ", "       four five"]
+        );
+        assert_eq!(texts(&wrap(&Line::default(), 10, 2)), [""]);
+    }
+
+    #[test]
+    fn long_words_are_cut_and_wide_characters_never_split() {
+        let hash = Line::from("sha256:0123456789abcdef");
+        assert_eq!(
+            texts(&wrap(&hash, 10, 2)),
+            ["sha256:012", "  3456789a", "  bcdef"]
+        );
+        let wide = Line::from("世界世界世");
+        assert_eq!(texts(&wrap(&wide, 5, 0)), ["世界", "世界", "世"]);
+        assert_eq!(
+            texts(&wrap(&wide, 1, 0)).len(),
+            5,
+            "a too-narrow width still progresses"
+        );
+    }
+
+    #[test]
+    fn styles_survive_wrapping_and_scroll_limits_are_exact() {
+        let line = Line::from(vec![
+            Span::styled("ab", Style::new().bold()),
+            Span::raw("cd"),
+        ]);
+        let wrapped = wrap(&line, 3, 0);
+        assert_eq!(wrapped[0].spans[0].style, Style::new().bold());
+        assert_eq!(wrapped[0].spans[1].content, "c");
+        assert_eq!(max_scroll(10, 4), 6);
+        assert_eq!(max_scroll(3, 4), 0);
     }
 }

@@ -2,6 +2,7 @@
 #![allow(dead_code)]
 
 pub mod cli;
+pub mod console;
 pub mod hostile;
 pub mod review;
 pub mod stores;

@@ -1,0 +1,84 @@
+//! The console: a triage TUI for held operations. The shape is a loop over one
+//! message channel: `app::App::update` turns each [`app::Message`] into state
+//! changes and [`app::Effect`]s, the [`runner`] does the store I/O on tasks and
+//! answers with messages, and [`view::draw`] paints from the state alone, once the
+//! queued messages are handled.
+
+pub mod app;
+pub mod detail;
+pub mod filter;
+pub mod keymap;
+pub mod layout;
+pub mod queue;
+pub mod runner;
+pub mod terminal;
+pub mod theme;
+pub mod view;
+pub mod widgets;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::Context as _;
+use ratatui::layout::Rect;
+use tokio::sync::mpsc;
+
+use crate::core::clock::Clock;
+use crate::core::rules::Actor;
+use crate::store::Store;
+use app::{App, Options};
+use runner::{Input, Runner};
+
+/// How the command line starts the console.
+#[derive(Debug, Clone)]
+pub struct Console {
+    /// Who is reviewing (role and granted tenants decide what is shown and allowed).
+    pub actor: Actor,
+    /// Where "now" comes from: frozen for the demo and `--now`.
+    pub clock: Clock,
+    /// `NO_COLOR` or a monochrome theme: no colour, only bold/reverse/underline.
+    pub no_color: bool,
+    /// The log file, named in the help overlay.
+    pub log_path: Option<PathBuf>,
+}
+
+/// Runs the console on `store` until the reviewer quits. The terminal is restored
+/// on return, on error and on panic.
+pub async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> {
+    let (mut terminal, _guard) = terminal::enter().context("cannot take over the terminal")?;
+    let size = terminal.size().context("cannot read the terminal size")?;
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let _input = Input::spawn(tx.clone()).context("cannot read the terminal")?;
+    let poller = runner::spawn_poller(Arc::clone(&store), console.clock, tx.clone());
+    let runner = Runner::new(store, tx);
+    let mut app = App::new(
+        Options {
+            actor: console.actor,
+            now: console.clock.now(),
+            frozen: console.clock.is_frozen(),
+            color: !console.no_color,
+            log_path: console.log_path.map(|p| p.display().to_string()),
+        },
+        Rect::new(0, 0, size.width, size.height),
+    );
+    tracing::info!("console started");
+    let mut effects = app.init();
+    let result = loop {
+        if !effects.drain(..).all(|e| runner.run(e)) {
+            break Ok(());
+        }
+        if let Err(e) = terminal.draw(|frame| view::draw(frame, &app)) {
+            break Err(anyhow::Error::new(e).context("cannot draw on the terminal"));
+        }
+        let Some(first) = rx.recv().await else {
+            break Ok(());
+        };
+        effects = app.update(first);
+        while let Ok(next) = rx.try_recv() {
+            effects.extend(app.update(next));
+        }
+    };
+    poller.abort();
+    tracing::info!("console stopped");
+    result
+}

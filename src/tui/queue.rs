@@ -1,0 +1,257 @@
+//! The queue pane's own state: which tab, sort, filter and search are active, the
+//! one page of rows on screen, and the selection. Only the visible page is ever
+//! fetched; the selection is an absolute position in the listing plus the id it
+//! points at, so that a refresh can keep it on the same operation.
+
+use chrono::{DateTime, Utc};
+
+use crate::core::ids::OperationId;
+use crate::core::model::OperationRow;
+use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
+
+/// The two listings of the console.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tab {
+    /// UNKNOWN, PARTIAL and BLOCKED operations, and those held by a dependency.
+    Held,
+    /// Every operation the reviewer may see.
+    All,
+}
+
+impl Tab {
+    pub fn title(self) -> &'static str {
+        match self {
+            Tab::Held => "Held queue",
+            Tab::All => "All operations",
+        }
+    }
+
+    /// The title on narrow screens.
+    pub fn short_title(self) -> &'static str {
+        match self {
+            Tab::Held => "Held",
+            Tab::All => "All",
+        }
+    }
+}
+
+/// The sort orders `s` cycles through, in order.
+pub const SORTS: [SortOrder; 4] = [
+    SortOrder::Urgency,
+    SortOrder::Age,
+    SortOrder::Id,
+    SortOrder::Deadline,
+];
+
+/// The name a sort order is shown under.
+pub fn sort_name(sort: SortOrder) -> &'static str {
+    match sort {
+        SortOrder::Urgency => "urgency",
+        SortOrder::Age => "age",
+        SortOrder::Id => "id",
+        SortOrder::Deadline => "deadline",
+    }
+}
+
+/// One query for the queue: a page of the listing plus the header counts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ListQuery {
+    pub filter: OperationFilter,
+    /// The filter for the header counts: tenant scope only, so the header always
+    /// tells the whole picture whatever is filtered. `None` when only the view of
+    /// the listing changed (page, sort, filter, search): the counts stay.
+    pub counts: Option<OperationFilter>,
+    pub sort: SortOrder,
+    pub page: Page,
+    pub now: DateTime<Utc>,
+}
+
+/// What a list request was for, to apply its answer the right way.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Pending {
+    generation: u64,
+    offset: u64,
+    /// Keep the selection on this operation if it is on the page.
+    keep: Option<OperationId>,
+}
+
+/// The result of one list request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listing {
+    pub rows: Vec<OperationRow>,
+    pub total: u64,
+    /// Fresh header counts, when they were asked for.
+    pub counts: Option<QueueCounts>,
+}
+
+#[derive(Debug, Clone)]
+pub struct QueueState {
+    pub tab: Tab,
+    pub sort: SortOrder,
+    /// The terms typed after `f` (search kept apart).
+    pub filter: OperationFilter,
+    pub search: String,
+    /// Tenants the reviewer may see (G7); `None` for every tenant.
+    pub visible_tenants: Option<Vec<String>>,
+    /// The page on screen and where it starts in the listing.
+    pub rows: Vec<OperationRow>,
+    pub rows_offset: u64,
+    /// How many operations match.
+    pub total: u64,
+    pub counts: Option<QueueCounts>,
+    /// Absolute position of the selection in the listing.
+    pub selected: u64,
+    pub selected_id: Option<OperationId>,
+    /// First row the next page should start at.
+    offset: u64,
+    pending: Option<Pending>,
+}
+
+impl QueueState {
+    pub fn new(visible_tenants: Option<Vec<String>>) -> Self {
+        QueueState {
+            tab: Tab::Held,
+            sort: SortOrder::Urgency,
+            filter: OperationFilter::default(),
+            search: String::new(),
+            visible_tenants,
+            rows: Vec::new(),
+            rows_offset: 0,
+            total: 0,
+            counts: None,
+            selected: 0,
+            selected_id: None,
+            offset: 0,
+            pending: None,
+        }
+    }
+
+    /// Whether the first answer has arrived.
+    pub fn is_loaded(&self) -> bool {
+        self.counts.is_some()
+    }
+
+    pub fn is_loading(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Whether a filter or search narrows the listing.
+    pub fn is_narrowed(&self) -> bool {
+        self.filter != OperationFilter::default() || !self.search.is_empty()
+    }
+
+    /// The row under the selection, when it is on the page.
+    pub fn selected_row(&self) -> Option<&OperationRow> {
+        let index = self.selected.checked_sub(self.rows_offset)?;
+        self.rows.get(usize::try_from(index).ok()?)
+    }
+
+    /// A request for the page starting at the current offset, `page_rows` long;
+    /// `keep` asks for the selection to stay on that operation, `recount` for the
+    /// header counts too (the first time they are always asked for).
+    pub fn request(
+        &mut self,
+        generation: u64,
+        page_rows: u16,
+        keep: Option<OperationId>,
+        recount: bool,
+        now: DateTime<Utc>,
+    ) -> ListQuery {
+        let counts = (recount || self.counts.is_none()).then(|| OperationFilter {
+            visible_tenants: self.visible_tenants.clone(),
+            ..OperationFilter::default()
+        });
+        let search = self.search.trim();
+        let filter = OperationFilter {
+            queue: self.tab == Tab::Held,
+            search: (!search.is_empty()).then(|| search.to_owned()),
+            visible_tenants: self.visible_tenants.clone(),
+            ..self.filter.clone()
+        };
+        self.pending = Some(Pending {
+            generation,
+            offset: self.offset,
+            keep,
+        });
+        ListQuery {
+            filter,
+            counts,
+            sort: self.sort,
+            page: Page {
+                offset: self.offset,
+                limit: u64::from(page_rows.max(1)),
+            },
+            now,
+        }
+    }
+
+    /// Starts the listing over at its first row (new tab, sort, filter or search).
+    pub fn restart(&mut self) {
+        self.offset = 0;
+        self.selected = 0;
+    }
+
+    /// Moves the selection to `to` (clamped) and scrolls so that it is on a page of
+    /// `page_rows`; returns whether a new page must be fetched.
+    pub fn select(&mut self, to: i64, page_rows: u16) -> bool {
+        let last = self.total.saturating_sub(1);
+        self.selected = u64::try_from(to.max(0)).unwrap_or(0).min(last);
+        self.selected_id = self.selected_row().map(|r| r.operation.id.clone());
+        self.scroll_to_selection(page_rows)
+    }
+
+    /// Adjusts the offset so the selection is on a page of `page_rows`; returns
+    /// whether that page differs from the one on screen (or being fetched).
+    pub fn scroll_to_selection(&mut self, page_rows: u16) -> bool {
+        let rows = u64::from(page_rows.max(1));
+        if self.selected < self.offset {
+            self.offset = self.selected;
+        } else if self.selected >= self.offset + rows {
+            self.offset = self.selected + 1 - rows;
+        }
+        let last_page = self.total.saturating_sub(rows);
+        self.offset = self.offset.min(last_page);
+        let showing = self.pending.as_ref().map_or(self.rows_offset, |p| p.offset);
+        let shown_rows = self.rows.len() as u64;
+        showing != self.offset || (shown_rows < rows && self.offset + shown_rows < self.total)
+    }
+
+    /// Applies a list answer; `None` when it answers a request that was since
+    /// replaced (a stale generation).
+    pub fn apply(&mut self, generation: u64, listing: Listing, page_rows: u16) -> Option<Applied> {
+        let pending = self.pending.take_if(|p| p.generation == generation)?;
+        self.rows = listing.rows;
+        self.rows_offset = pending.offset;
+        self.total = listing.total;
+        if let Some(counts) = listing.counts {
+            self.counts = Some(counts);
+        }
+        let mut lost = None;
+        if let Some(keep) = pending.keep {
+            match self.rows.iter().position(|r| r.operation.id == keep) {
+                Some(pos) => self.selected = self.rows_offset + pos as u64,
+                None => lost = Some(keep),
+            }
+        }
+        self.selected = self.selected.min(self.total.saturating_sub(1));
+        let refetch = self.scroll_to_selection(page_rows);
+        self.selected_id = self.selected_row().map(|r| r.operation.id.clone());
+        Some(Applied { lost, refetch })
+    }
+
+    /// Forgets the request in flight (its answer failed).
+    pub fn fail(&mut self, generation: u64) -> bool {
+        self.pending
+            .take_if(|p| p.generation == generation)
+            .is_some()
+    }
+}
+
+/// What applying a list answer changed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Applied {
+    /// The operation the selection was kept on, gone from the listing.
+    pub lost: Option<OperationId>,
+    /// The selection is off the page returned: fetch the page it is on.
+    pub refetch: bool,
+}

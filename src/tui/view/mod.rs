@@ -1,0 +1,217 @@
+//! Drawing: one function from an immutable [`App`] to a frame. Views never await
+//! and never touch the store; they format what the state holds, and every piece of
+//! text reaches a cell as [`Clean`] through the widgets.
+
+mod evidence;
+mod header;
+mod help;
+mod items;
+mod queue;
+mod timeline;
+
+use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Paragraph};
+
+use super::app::App;
+use super::detail::Frame as DetailFrame;
+use super::layout::{self, Pane};
+use super::theme::Theme;
+use super::widgets::{self, Doc, span};
+use crate::core::clock::{format_instant, human_duration};
+use crate::core::sanitize::Clean;
+
+/// Draws the whole console.
+pub fn draw(frame: &mut Frame, app: &App) {
+    let areas = app.areas();
+    header::draw(frame, app, areas.header, areas.query);
+    if let Some(area) = areas.queue {
+        queue::draw(frame, app, area);
+    }
+    if let Some(area) = areas.strip {
+        draw_strip(frame, app, area);
+    }
+    let top = app.detail.top();
+    for pane in [Pane::Evidence, Pane::Timeline, Pane::Items] {
+        if let Some(area) = areas.pane(pane) {
+            draw_detail_pane(frame, app, top, pane, area);
+        }
+    }
+    header::draw_status(frame, app, areas.status);
+    if app.help {
+        help::draw(frame, app);
+    }
+}
+
+/// Height in wrapped lines of what a text pane shows at `width` columns.
+pub fn content_height(app: &App, pane: Pane, width: u16) -> usize {
+    let Some(frame) = app.detail.top() else {
+        return 0;
+    };
+    let Some(loaded) = &frame.loaded else {
+        return 0;
+    };
+    match pane {
+        Pane::Evidence => evidence::doc(app.theme, frame, loaded, app.now)
+            .wrap(width)
+            .len(),
+        Pane::Timeline => timeline::doc(app.theme, loaded, app.now, width)
+            .wrap(width)
+            .len(),
+        Pane::Queue | Pane::Items => 0,
+    }
+}
+
+fn draw_detail_pane(
+    frame: &mut Frame,
+    app: &App,
+    top: Option<&DetailFrame>,
+    pane: Pane,
+    area: Rect,
+) {
+    let focused = app.focus == pane;
+    let theme = app.theme;
+    let Some(open) = top else {
+        let block = widgets::pane(theme, Clean::new(pane.title()), focused);
+        let text = if app.queue.is_loaded() {
+            "Select a hold in the queue to see it here."
+        } else {
+            "Loading…"
+        };
+        message(frame, area, block, theme, text);
+        return;
+    };
+    let title = pane_title(app, open, pane);
+    let mut block = widgets::pane(theme, title, focused);
+    if open.changed.is_some() {
+        block = block.title_top(
+            Line::from(span(
+                Clean::new(" ⚠ changed in the store: R shows it "),
+                theme.alert(),
+            ))
+            .right_aligned(),
+        );
+    }
+    let Some(loaded) = &open.loaded else {
+        let text = match &open.error {
+            Some(error) => error.clone(),
+            None => format!("Loading {}…", open.id),
+        };
+        message(frame, area, block, theme, &text);
+        return;
+    };
+    let inner = layout::inner(area);
+    match pane {
+        Pane::Evidence => {
+            let doc = evidence::doc(theme, open, loaded, app.now);
+            widgets::draw_lines(
+                frame,
+                area,
+                block,
+                doc.wrap(inner.width),
+                open.scroll.evidence,
+            );
+        }
+        Pane::Timeline => {
+            let doc = timeline::doc(theme, loaded, app.now, inner.width);
+            widgets::draw_lines(
+                frame,
+                area,
+                block,
+                doc.wrap(inner.width),
+                open.scroll.timeline,
+            );
+        }
+        Pane::Items => items::draw(frame, app, open, loaded, area, block),
+        Pane::Queue => {}
+    }
+}
+
+/// `Evidence · F21 › F22` — the pane and the way the reviewer came.
+fn pane_title(app: &App, open: &DetailFrame, pane: Pane) -> Clean {
+    let trail: Vec<&str> = app.detail.stack.iter().map(|f| f.id.as_str()).collect();
+    let mut title = format!(" {} · {}", pane.title(), trail.join(" › "));
+    if pane == Pane::Evidence && open.loaded.is_some() && app.detail.stack.len() > 1 {
+        title.push_str(" (Esc back)");
+    }
+    title.push(' ');
+    Clean::new(&title)
+}
+
+/// The strip naming the stacked detail panes, the focused one highlighted.
+fn draw_strip(frame: &mut Frame, app: &App, area: Rect) {
+    let theme = app.theme;
+    let mut parts = Vec::new();
+    for pane in app.panes().into_iter().filter(|p| *p != Pane::Queue) {
+        let style = if pane == app.focus {
+            theme.selected().patch(theme.title())
+        } else {
+            theme.dim()
+        };
+        parts.push(span(Clean::new(&format!(" {} ", pane.title())), style));
+        parts.push(span(Clean::new(" "), theme.plain()));
+    }
+    let hint = keymap_hint(
+        &[
+            (super::keymap::Command::NextPane, "next pane"),
+            (super::keymap::Command::Back, "back"),
+        ],
+        super::keymap::Context::Detail,
+    );
+    parts.push(span(Clean::new(&hint), theme.dim()));
+    frame.render_widget(Paragraph::new(widgets::line(parts)), area);
+}
+
+/// `Tab next pane · Esc back`, labels taken from the keymap.
+pub(super) fn keymap_hint(
+    commands: &[(super::keymap::Command, &str)],
+    context: super::keymap::Context,
+) -> String {
+    commands
+        .iter()
+        .filter_map(|(command, what)| {
+            super::keymap::label(context, *command).map(|key| format!("{key} {what}"))
+        })
+        .collect::<Vec<_>>()
+        .join(" · ")
+}
+
+/// A short message inside a pane.
+fn message(frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme, text: &str) {
+    let inner = layout::inner(area);
+    let mut doc = Doc::default();
+    for piece in Clean::lines(text) {
+        doc.push(widgets::line(vec![span(piece, theme.plain())]));
+    }
+    widgets::draw_lines(frame, area, block, doc.wrap(inner.width), 0);
+}
+
+/// An instant, or `-`.
+fn when(at: Option<DateTime<Utc>>) -> String {
+    at.map_or_else(|| "-".to_owned(), format_instant)
+}
+
+/// `in 2m00s` or `3m05s ago`.
+fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
+    let seconds = (at - now).num_seconds();
+    if seconds >= 0 {
+        format!("in {}", human_duration(seconds))
+    } else {
+        format!("{} ago", human_duration(-seconds))
+    }
+}
+
+/// An instant with how far it is from now: `2026-09-05T10:02:00Z (3m ago)`.
+fn when_relative(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
+    at.map_or_else(
+        || "-".to_owned(),
+        |t| format!("{} ({})", format_instant(t), relative(t, now)),
+    )
+}
+
+/// Untrusted optional text, sanitized, or `-`.
+fn opt(text: Option<&str>) -> Clean {
+    text.map_or_else(|| Clean::new("-"), Clean::new)
+}

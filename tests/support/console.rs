@@ -1,0 +1,228 @@
+//! A harness that drives the console the way the loop does: messages into
+//! `update`, effects run against a real store, their answers fed back, until
+//! nothing is left to do; and the screen drawn into a test backend.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use holdfast::core::clock::parse_instant;
+use holdfast::core::rules::Actor;
+use holdfast::store::{IngestMode, Store};
+use holdfast::tui::app::{App, Effect, Message, Options};
+use holdfast::tui::runner::perform;
+use holdfast::tui::view;
+use holdfast::wire::parse_stream;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+
+use super::stores::{self, Fresh};
+
+/// The console fixture: holds of every kind, in the vocabulary of the seed.
+pub const PACKET: &str = include_str!("../fixtures/console.jsonl");
+
+/// The demo packet `holdfast demo` loads.
+pub const DEMO: &str = holdfast::cli::DEMO_PACKET;
+
+/// The frozen instant the fixture tests run at.
+pub fn now() -> DateTime<Utc> {
+    parse_instant("2026-09-05T10:04:00Z").unwrap()
+}
+
+/// The demo's own instant (its latest record), which `holdfast demo` freezes.
+pub fn demo_now() -> DateTime<Utc> {
+    parse_instant("2026-09-05T11:40:00Z").unwrap()
+}
+
+pub fn options(color: bool) -> Options {
+    options_at(color, now())
+}
+
+pub fn options_at(color: bool, now: DateTime<Utc>) -> Options {
+    Options {
+        actor: Actor::local("rev:ana", Some("RP03".into())),
+        now,
+        frozen: true,
+        color,
+        log_path: Some("/var/log/holdfast/holdfast.log".into()),
+    }
+}
+
+/// Loads wire-format text into `store` as another process would.
+pub async fn ingest(store: &dyn Store, text: &str) {
+    ingest_at(store, text, now()).await;
+}
+
+async fn ingest_at(store: &dyn Store, text: &str, now: DateTime<Utc>) {
+    let parsed = parse_stream(text.as_bytes(), &mut |_| {}).unwrap();
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    let report = store
+        .ingest(parsed.records, IngestMode::Strict, "test-feed", now)
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+}
+
+pub struct Harness {
+    pub app: App,
+    pub fresh: Fresh,
+    /// The frozen now of this console.
+    pub now: DateTime<Utc>,
+    /// Whether the console asked to quit.
+    pub quit: bool,
+}
+
+impl Harness {
+    /// A console on a fresh store loaded with `packet`, first page shown.
+    pub async fn new(packet: &str, width: u16, height: u16) -> Self {
+        Self::at(packet, now(), width, height).await
+    }
+
+    /// The same, with the clock frozen at `now`.
+    pub async fn at(packet: &str, now: DateTime<Utc>, width: u16, height: u16) -> Self {
+        Self::with(packet, options_at(true, now), width, height).await
+    }
+
+    /// The same, started with `options`.
+    pub async fn with(packet: &str, options: Options, width: u16, height: u16) -> Self {
+        let now = options.now;
+        let fresh = stores::sqlite().await;
+        if !packet.is_empty() {
+            ingest_at(fresh.store.as_ref(), packet, now).await;
+        }
+        let mut harness = Harness {
+            app: App::new(options, Rect::new(0, 0, width, height)),
+            fresh,
+            now,
+            quit: false,
+        };
+        let effects = harness.app.init();
+        harness.settle(effects).await;
+        harness.poll().await;
+        harness
+    }
+
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.fresh.store)
+    }
+
+    /// Runs effects and feeds their answers back until none is left.
+    pub async fn settle(&mut self, effects: Vec<Effect>) {
+        let mut queue: VecDeque<Effect> = effects.into();
+        while let Some(effect) = queue.pop_front() {
+            match effect {
+                Effect::Quit => {
+                    self.quit = true;
+                    continue;
+                }
+                // The harness owns time: a pause in typing is over at once.
+                Effect::Debounce { generation, .. } => {
+                    queue.extend(self.app.update(Message::Debounced { generation }));
+                    continue;
+                }
+                _ => {}
+            }
+            let store = self.store();
+            if let Some(message) = perform(store.as_ref(), &effect).await {
+                queue.extend(self.app.update(message));
+            }
+        }
+    }
+
+    pub async fn send(&mut self, message: Message) {
+        let effects = self.app.update(message);
+        self.settle(effects).await;
+    }
+
+    /// The poller's look at the store.
+    pub async fn poll(&mut self) {
+        let head = self.store().head_seq().await.map_err(|e| e.to_string());
+        let now = self.now;
+        self.send(Message::Poll { head, now }).await;
+    }
+
+    pub async fn key(&mut self, code: KeyCode) {
+        self.send(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)))
+            .await;
+    }
+
+    /// Types each character as a key.
+    pub async fn keys(&mut self, text: &str) {
+        for c in text.chars() {
+            self.key(KeyCode::Char(c)).await;
+        }
+    }
+
+    pub async fn wheel(&mut self, down: bool, column: u16, row: u16) {
+        let kind = if down {
+            MouseEventKind::ScrollDown
+        } else {
+            MouseEventKind::ScrollUp
+        };
+        self.send(Message::Mouse(MouseEvent {
+            kind,
+            column,
+            row,
+            modifiers: KeyModifiers::NONE,
+        }))
+        .await;
+    }
+
+    pub async fn resize(&mut self, width: u16, height: u16) {
+        self.send(Message::Resize(width, height)).await;
+    }
+
+    /// The screen as the test backend holds it.
+    pub fn render(&self) -> TestBackend {
+        render(&self.app)
+    }
+
+    /// The screen as plain text, one line per row.
+    pub fn screen(&self) -> String {
+        text(self.render().buffer())
+    }
+
+    /// The id under the queue's selection.
+    pub fn selected(&self) -> Option<String> {
+        self.app.queue.selected_id.as_ref().map(ToString::to_string)
+    }
+
+    /// The ids of the queue page on screen, in order.
+    pub fn ids(&self) -> Vec<String> {
+        self.app
+            .queue
+            .rows
+            .iter()
+            .map(|r| r.operation.id.to_string())
+            .collect()
+    }
+
+    /// The id of the operation open on top of the detail stack.
+    pub fn open(&self) -> Option<String> {
+        self.app.detail.top().map(|f| f.id.to_string())
+    }
+}
+
+/// Draws `app` at its own size.
+pub fn render(app: &App) -> TestBackend {
+    let mut terminal = Terminal::new(TestBackend::new(app.size.width, app.size.height)).unwrap();
+    terminal.draw(|frame| view::draw(frame, app)).unwrap();
+    terminal.backend().clone()
+}
+
+/// A buffer as text, trailing blanks trimmed.
+pub fn text(buffer: &Buffer) -> String {
+    let width = usize::from(buffer.area.width);
+    buffer
+        .content
+        .chunks(width.max(1))
+        .map(|row| {
+            let line: String = row.iter().map(|c| c.symbol()).collect();
+            line.trim_end().to_owned()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
