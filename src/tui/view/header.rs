@@ -113,7 +113,7 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
     let right = [
         format!("{} · {clock}", app.actor.describe()),
-        format!("as {} · {clock}", app.actor.identity),
+        format!("as {} · {clock}", app.actor.name()),
         clock,
     ]
     .into_iter()
