@@ -111,6 +111,24 @@ pub async fn actor(
     Ok(Actor::from_grants(identity, policy, &store.grants().await?))
 }
 
+/// Who acts on `store`. Where the store knows its users by their database login
+/// (PostgreSQL), the login acts, and `asked` (`--as`, `HOLDFAST_AS`, the config
+/// file's identity) may name someone else only when the login holds `delegate`
+/// ([`access::act_for`]); otherwise `asked`, else `local_user`, acts as the
+/// store's grants define it.
+pub async fn identify(
+    store: &dyn Store,
+    asked: Option<&str>,
+    local_user: &str,
+    policy: Option<String>,
+) -> Result<Actor, ReviewError> {
+    match store.login().await? {
+        Some(login) => access::act_for(&store.grants().await?, &login, asked, policy)
+            .map_err(ReviewError::Refused),
+        None => Ok(actor(store, asked.unwrap_or(local_user), policy).await?),
+    }
+}
+
 /// One operation, if `actor` may see it (G7).
 pub async fn load(
     store: &dyn Store,

@@ -511,6 +511,49 @@ fn g6_high_risk_needs_a_second_different_approver() {
 }
 
 #[test]
+fn g6_four_eyes_counts_the_people_a_delegate_acts_for() {
+    let mut d = detail(State::Unknown);
+    d.row.operation.risk = Risk::High;
+    reconciled(&mut d);
+    let all = [
+        grant("rev:ana", Role::Approver, "pinehaven"),
+        grant("rev:bo", Role::Approver, "pinehaven"),
+        grant("svc:relay", Role::Delegate, "pinehaven"),
+    ];
+    let relay_for = |person: &str| {
+        holdfast::core::access::act_for(&all, "svc:relay", Some(person), Some("RP03".into()))
+            .unwrap()
+    };
+    let proposal = run(&d, Action::AuthorizeRetry, &relay_for("rev:ana")).unwrap();
+    let mut opened = proposal.commit.open_proposal.clone().unwrap();
+    assert_eq!(opened.proposed_by, "rev:ana");
+    assert_eq!(proposal.commit.audit.by, "svc:relay");
+    assert_eq!(
+        proposal.commit.audit.on_behalf_of.as_deref(),
+        Some("rev:ana")
+    );
+    assert_eq!(proposal.commit.audit.role, Role::Approver);
+    opened.id = 3;
+    d.proposals.push(opened);
+
+    assert_eq!(
+        refused_by(run(&d, Action::Confirm, &relay_for("rev:ana"))),
+        Rule::G6,
+        "the same person through the delegate is still the same person"
+    );
+    assert_eq!(
+        refused_by(run(&d, Action::Confirm, &actor("rev:ana", Role::Approver))),
+        Rule::G6
+    );
+    let confirmed = run(&d, Action::Confirm, &relay_for("rev:bo")).unwrap();
+    assert_eq!(confirmed.to, Some(State::Approved));
+    assert_eq!(
+        confirmed.commit.audit.on_behalf_of.as_deref(),
+        Some("rev:bo")
+    );
+}
+
+#[test]
 fn g7_no_action_outside_the_granted_tenants() {
     let d = detail(State::Unknown);
     let outsider = Actor::from_grants(

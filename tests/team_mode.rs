@@ -1,13 +1,15 @@
 //! Team mode: what only a shared PostgreSQL store can show (a listener's session
 //! killed under it, the server refusing connections, a least-privilege login, the
-//! chain head guarded by the database) and moving a store between the backends.
-//! The behaviour both backends share is in `store_conformance.rs`.
+//! chain head guarded by the database, the database login as the acting identity
+//! and its delegation) and moving a store between the backends. The behaviour both
+//! backends share is in `store_conformance.rs`.
 
 mod support;
 
 use std::time::Duration;
 
 use holdfast::core::audit::ChainStatus;
+use holdfast::core::model::Role;
 use holdfast::core::rules::Action;
 use holdfast::store::postgres::PgStore;
 use holdfast::store::{IngestMode, Link, Live, Store, StoreError};
@@ -406,6 +408,11 @@ async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifi
 /// Runs the real binary with its own data and config dirs; returns the exit code
 /// and standard output.
 fn holdfast(home: &std::path::Path, args: &[&str]) -> (i32, String) {
+    holdfast_with(home, &[], args)
+}
+
+/// [`holdfast`] with these environment variables set.
+fn holdfast_with(home: &std::path::Path, env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
     let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
         .args(args)
         .env("HOLDFAST_DATA_DIR", home.join("data"))
@@ -413,6 +420,8 @@ fn holdfast(home: &std::path::Path, args: &[&str]) -> (i32, String) {
         .env("HOLDFAST_NOW", "2026-09-05T10:03:00Z")
         .env_remove("HOLDFAST_DATABASE_URL")
         .env_remove("HOLDFAST_DB")
+        .env_remove("HOLDFAST_AS")
+        .envs(env.iter().copied())
         .output()
         .expect("run holdfast");
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
@@ -462,4 +471,193 @@ async fn db_copy_on_the_command_line_round_trips_and_audit_verify_passes_at_each
     assert!(out.contains("already holds data"), "{out}");
     let (code, _) = run(&["db", "copy", "--from", &laptop, "--to", "mysql://nope"]);
     assert_eq!(code, 2, "an unknown kind of store is bad input");
+}
+
+/// A team store set up as the README says: the application grants held by a group
+/// role, one login per person in it, the small fixture loaded, and the database
+/// owner's login holding holdfast's owner role on pinehaven. Fields drop in order:
+/// the database before the roles that hold privileges in it.
+struct Team {
+    fresh: Fresh,
+    home: tempfile::TempDir,
+    /// The database owner's login (the tests' admin).
+    owner: String,
+    people: Vec<LoginRole>,
+    _group: LoginRole,
+}
+
+impl Team {
+    async fn new(people: &[&str]) -> Team {
+        let group = LoginRole::create("hf_app").await;
+        let mut logins = Vec::new();
+        for person in people {
+            logins.push(LoginRole::member_of(&format!("hf_{person}"), &group).await);
+        }
+        let fresh = loaded(Kind::Postgres).await;
+        let database = fresh.database_name().unwrap().to_owned();
+        fresh
+            .execute(&application_grants(&group.name, &database))
+            .await
+            .unwrap();
+        let owner = fresh
+            .store
+            .login()
+            .await
+            .unwrap()
+            .expect("PostgreSQL has logins");
+        let team = Team {
+            fresh,
+            home: tempfile::tempdir().unwrap(),
+            owner,
+            people: logins,
+            _group: group,
+        };
+        team.change("grant", &team.owner, "owner", "pinehaven");
+        team
+    }
+
+    /// The login of person `n`.
+    fn login(&self, n: usize) -> &str {
+        &self.people[n].name
+    }
+
+    /// `holdfast ARGS` connected as `login`, with `env` set.
+    fn run(&self, login: &str, env: &[(&str, &str)], args: &[&str]) -> (i32, String) {
+        let url = stores::url_for_login(&self.fresh.url, login);
+        let args = [&["--database-url", url.as_str()][..], args].concat();
+        holdfast_with(self.home.path(), env, &args)
+    }
+
+    /// A grant or revoke by the owner's login.
+    fn change(&self, op: &str, who: &str, role: &str, tenant: &str) {
+        let (code, out) = self.run(
+            &self.owner,
+            &[],
+            &[op, who, "--role", role, "--tenant", tenant],
+        );
+        assert_eq!(code, 0, "{op} {role} to {who}: {out}");
+    }
+
+    /// The newest audit row.
+    async fn last_row(&self) -> holdfast::core::audit::AuditRow {
+        let head = self.fresh.store.head_seq().await.unwrap();
+        self.fresh.store.audit(head, 1).await.unwrap().remove(0)
+    }
+}
+
+const COMMENT: &[&str] = &[
+    "review",
+    "F09",
+    "comment",
+    "--rationale",
+    "checked the provider console",
+];
+
+/// Asserts a run was refused by `rule` (exit 3); returns what it said.
+fn refused(rule: &str, (code, out): (i32, String)) -> String {
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains(&format!("refused: {rule}")), "{out}");
+    out
+}
+
+/// Asserts a run was refused because the login may not act for `person`.
+fn refused_for(person: &str, run: (i32, String)) {
+    let out = refused("G6", run);
+    assert!(out.contains(&format!("may not act for {person}")), "{out}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_the_database_login_acts_and_naming_anyone_else_is_refused() {
+    let team = Team::new(&["maya", "lee"]).await;
+    let (maya, lee) = (team.login(0), team.login(1));
+    team.change("grant", maya, "reviewer", "pinehaven");
+    let as_maya = PgStore::connect(&stores::url_for_login(&team.fresh.url, maya))
+        .await
+        .unwrap();
+    assert_eq!(as_maya.login().await.unwrap().as_deref(), Some(maya));
+    as_maya.pool().close().await;
+    let file = stores::fresh(Kind::Sqlite).await;
+    assert_eq!(
+        file.store.login().await.unwrap(),
+        None,
+        "a file has no logins"
+    );
+
+    let (code, out) = team.run(maya, &[("USER", lee)], COMMENT);
+    assert_eq!(code, 0, "the OS user does not matter: {out}");
+    let row = team.last_row().await;
+    assert_eq!(row.draft.by, maya);
+    assert_eq!(row.draft.role, Role::Reviewer);
+    assert_eq!(row.draft.on_behalf_of, None);
+
+    let flag = [&["--as", lee][..], COMMENT].concat();
+    refused_for(lee, team.run(maya, &[], &flag));
+    refused_for(lee, team.run(maya, &[("HOLDFAST_AS", lee)], COMMENT));
+    let config = team.home.path().join("config.toml");
+    std::fs::write(&config, format!("identity = \"{lee}\"\n")).unwrap();
+    refused_for(lee, team.run(maya, &[], COMMENT));
+    refused_for(lee, team.run(maya, &[], &["list"]));
+    std::fs::remove_file(&config).unwrap();
+    assert_eq!(
+        team.fresh.store.head_seq().await.unwrap(),
+        row.seq,
+        "nothing was written"
+    );
+
+    let (code, out) = team.run(maya, &[("HOLDFAST_AS", maya)], COMMENT);
+    assert_eq!(code, 0, "naming the login itself is no delegation: {out}");
+    refused("G7", team.run(lee, &[], COMMENT));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_delegate_login_acts_for_others_with_their_grants_and_the_audit_row_names_both() {
+    let team = Team::new(&["maya", "chatops"]).await;
+    let (maya, chatops) = (team.login(0), team.login(1));
+    team.change("grant", maya, "reviewer", "pinehaven");
+    team.change("grant", maya, "reviewer", "harborline");
+    let for_maya = |args: &[&str]| team.run(chatops, &[("HOLDFAST_AS", maya)], args);
+    refused_for(maya, for_maya(COMMENT));
+
+    team.change("grant", chatops, "delegate", "pinehaven");
+    let (code, out) = for_maya(COMMENT);
+    assert_eq!(code, 0, "{out}");
+    let row = team.last_row().await;
+    assert_eq!(row.draft.by, chatops, "the login that wrote it");
+    assert_eq!(row.draft.on_behalf_of.as_deref(), Some(maya), "the person");
+    assert_eq!(row.draft.role, Role::Reviewer, "the person's role");
+
+    let (code, out) = for_maya(&["grants"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out.contains(&format!(
+            "acting as {chatops} for {maya} — reviewer on pinehaven\n"
+        )),
+        "only the delegated tenant: {out}"
+    );
+    let accept = [
+        "review",
+        "F09",
+        "accept",
+        "--repair-ref",
+        "INC-7",
+        "--rationale",
+        "repaired by hand at the provider",
+    ];
+    let out = refused("G6", for_maya(&accept));
+    assert!(out.contains("may not accept"), "maya's grants apply: {out}");
+    refused("G7", team.run(chatops, &[], COMMENT));
+    let fixture = team.home.path().join("small.jsonl");
+    std::fs::write(&fixture, SMALL).unwrap();
+    for own in [
+        &["grant", chatops, "--role", "owner", "--tenant", "pinehaven"][..],
+        &["ingest", fixture.to_str().unwrap()][..],
+    ] {
+        let out = refused("G6", for_maya(own));
+        assert!(out.contains("own name only"), "{out}");
+    }
+
+    team.change("revoke", chatops, "delegate", "pinehaven");
+    refused_for(maya, for_maya(COMMENT));
+    let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
+    assert_eq!(code, 0, "{out}");
 }

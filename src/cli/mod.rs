@@ -83,7 +83,9 @@ pub struct Cli {
     #[arg(long, global = true, env = "HOLDFAST_NOW", value_name = "TIME", value_parser = parse_now)]
     pub now: Option<DateTime<Utc>>,
 
-    /// Act as this identity (default: the config file's `identity`, else the OS user).
+    /// Act as this identity (default: the config file's `identity`, else the OS
+    /// user). On PostgreSQL the database login acts, and naming anyone else needs
+    /// the login to hold the `delegate` role.
     #[arg(long = "as", global = true, env = "HOLDFAST_AS", value_name = "NAME")]
     pub as_identity: Option<String>,
 
@@ -233,7 +235,10 @@ pub struct Context {
     pub paths: Paths,
     pub config: Config,
     pub clock: Clock,
-    pub identity: String,
+    /// The identity asked for: `--as` / `HOLDFAST_AS`, else the config file's.
+    pub asked: Option<String>,
+    /// The OS user, who acts on a SQLite store when nobody is asked for.
+    pub local_user: String,
     pub db: Option<PathBuf>,
     /// `--database-url` / `HOLDFAST_DATABASE_URL`.
     pub database_url: Option<String>,
@@ -268,11 +273,29 @@ impl Context {
         Ok(self.store_location()?.open().await?)
     }
 
-    /// The acting identity with what the store's grants allow it; with no grants
-    /// at all the store is in single-user mode and the local user may do
-    /// everything.
+    /// The acting identity with what the store's grants allow it: on PostgreSQL
+    /// the database login (acting for the identity asked for only with the
+    /// `delegate` role; refused otherwise, exit 3), on SQLite the identity asked
+    /// for or the OS user. With no grants at all the store is in single-user mode
+    /// and that user may do everything.
     pub async fn actor(&self, store: &dyn Store) -> anyhow::Result<Actor> {
-        Ok(crate::review::actor(store, &self.identity, self.config.policy.clone()).await?)
+        crate::review::identify(
+            store,
+            self.asked.as_deref(),
+            &self.local_user,
+            self.config.policy.clone(),
+        )
+        .await
+        .map_err(review::failure)
+    }
+
+    /// The acting identity for `what`, which is done only in one's own name:
+    /// refused (exit 3) when the actor would act for someone else.
+    pub async fn own_name(&self, store: &dyn Store, what: &str) -> anyhow::Result<String> {
+        let actor = self.actor(store).await?;
+        crate::core::access::own_name(&actor, what)
+            .map(str::to_owned)
+            .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
     }
 
     pub fn no_color(&self) -> bool {
@@ -346,17 +369,14 @@ fn init_logging(paths: &Paths) -> Option<tracing_appender::non_blocking::WorkerG
 async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
     let config = Config::load(&paths.config_file)
         .map_err(|e| Failure::new(exit::BAD_INPUT, e.to_string()))?;
-    let identity = cli
-        .as_identity
-        .clone()
-        .or_else(|| config.identity.clone())
-        .unwrap_or_else(config::os_user);
+    let asked = cli.as_identity.clone().or_else(|| config.identity.clone());
     let clock = cli.now.map_or(Clock::System, Clock::Frozen);
     let ctx = Context {
         paths,
         config,
         clock,
-        identity,
+        asked,
+        local_user: config::os_user(),
         db: cli.db.clone(),
         database_url: cli.database_url.clone(),
     };
@@ -524,19 +544,15 @@ async fn ingest(
     json: bool,
 ) -> anyhow::Result<u8> {
     let store = ctx.open_store().await?;
+    let by = ctx.own_name(store.as_ref(), "ingest").await?;
     let source = if source == "-" {
         crate::ingest::Source::Stdin
     } else {
         crate::ingest::Source::Path(PathBuf::from(source))
     };
-    let outcome = crate::ingest::ingest_source(
-        store.as_ref(),
-        source,
-        rejects.as_deref(),
-        &ctx.identity,
-        ctx.now(),
-    )
-    .await?;
+    let outcome =
+        crate::ingest::ingest_source(store.as_ref(), source, rejects.as_deref(), &by, ctx.now())
+            .await?;
     if json {
         println!("{}", serde_json::to_string_pretty(&outcome)?);
     } else {

@@ -93,10 +93,12 @@ pub struct ReviewArgs {
 /// `holdfast grant` and `holdfast revoke`.
 #[derive(Debug, Args)]
 pub struct GrantArgs {
-    /// The identity (as given by `--as`, the config file or the OS user).
+    /// The identity (as given by `--as`, the config file or the OS user; on
+    /// PostgreSQL, the database login).
     #[arg(value_parser = access::parse_name)]
     pub identity: String,
-    /// viewer, reviewer, approver or owner.
+    /// viewer, reviewer, approver, owner, or delegate (the login may act for others
+    /// on the tenant: on PostgreSQL, `--as NAME` acts with NAME's grants there).
     #[arg(long, value_parser = parse_role)]
     pub role: Role,
     #[arg(long, value_parser = access::parse_name)]
@@ -134,7 +136,7 @@ pub enum ExportFormat {
 fn parse_role(text: &str) -> Result<Role, String> {
     Role::parse(text)
         .filter(|r| access::GRANTABLE.contains(r))
-        .ok_or_else(|| "one of viewer, reviewer, approver, owner".to_owned())
+        .ok_or_else(|| "one of viewer, reviewer, approver, owner, delegate".to_owned())
 }
 
 /// Turns a reviewer-facing error into the exit code it documents: 3 for a
@@ -550,9 +552,10 @@ pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Resul
         tenant: args.tenant,
     };
     let store = ctx.open_store().await?;
+    let by = ctx.own_name(store.as_ref(), "a grant change").await?;
     let result = service::change_grant(
         store.as_ref(),
-        &ctx.identity,
+        &by,
         ctx.config.policy.clone(),
         &request,
         rationale.as_ref(),

@@ -1,7 +1,8 @@
-//! Grants: who holds which role on which tenant (G6, G7), and the decision on a
-//! grant or revoke. A grant change is audited like a reviewer action: its row sits
-//! in the same hash chain, under the reserved ledger id [`LEDGER`], so that
-//! `audit verify` covers who was given which rights as well as what they did.
+//! Grants: who holds which role on which tenant (G6, G7), the decision on a grant
+//! or revoke, and who acts when a store knows its users by their database login.
+//! A grant change is audited like a reviewer action: its row sits in the same hash
+//! chain, under the reserved ledger id [`LEDGER`], so that `audit verify` covers who
+//! was given which rights as well as what they did.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -9,7 +10,7 @@ use serde::Serialize;
 use super::audit::AuditDraft;
 use super::ids::{OperationId, Sha256};
 use super::model::{Grant, Role};
-use super::rules::{Rationale, Refusal, Rule};
+use super::rules::{Actor, Rationale, Refusal, Rule};
 
 /// The audit rows of grant changes carry this in their `operation` column. The
 /// `holdfast:` prefix is reserved: ingest refuses operation ids that start with it,
@@ -25,7 +26,13 @@ pub fn ledger_id() -> OperationId {
 }
 
 /// The roles a grant may give; `system` and `local` are never granted.
-pub const GRANTABLE: &[Role] = &[Role::Viewer, Role::Reviewer, Role::Approver, Role::Owner];
+pub const GRANTABLE: &[Role] = &[
+    Role::Viewer,
+    Role::Reviewer,
+    Role::Approver,
+    Role::Owner,
+    Role::Delegate,
+];
 
 /// Checks an identity or tenant name: 1 to 128 characters, no whitespace, no
 /// control or invisible characters.
@@ -130,7 +137,9 @@ pub fn decide_grant(
     if !GRANTABLE.contains(role) {
         return refuse(
             Rule::G6,
-            format!("role {role} cannot be granted; grant viewer, reviewer, approver or owner"),
+            format!(
+                "role {role} cannot be granted; grant viewer, reviewer, approver, owner or delegate"
+            ),
         );
     }
     let single_user = all.is_empty();
@@ -235,6 +244,59 @@ pub fn decide_grant(
         consequences,
         audit,
     }))
+}
+
+/// The actor on a store that knows its users by their database login
+/// (PostgreSQL's `session_user`): the login itself, unless `asked` names another
+/// identity. Acting for another identity takes the `delegate` role: on each tenant
+/// where the login holds it, the login acts with that identity's grants there, and
+/// every other tenant stays hidden (G7). The audit row then records the login in
+/// `by` and the identity acted for in `on_behalf_of`. A login without the role —
+/// and any login in single-user mode, where nobody holds it — is refused (G6).
+pub fn act_for(
+    all: &[Grant],
+    login: &str,
+    asked: Option<&str>,
+    policy: Option<String>,
+) -> Result<Actor, Refusal> {
+    let Some(person) = asked.filter(|asked| *asked != login) else {
+        return Ok(Actor::from_grants(login, policy, all));
+    };
+    let delegated: Vec<&str> = all
+        .iter()
+        .filter(|g| g.identity == login && g.role == Role::Delegate)
+        .map(|g| g.tenant.as_str())
+        .collect();
+    if delegated.is_empty() {
+        return Err(Refusal {
+            rule: Rule::G6,
+            reason: format!(
+                "the database login is {login}, which may not act for {person}: acting for others takes the delegate role on a tenant, and {login} holds it nowhere; connect with {person}'s own login, or act as {login} (no --as, HOLDFAST_AS or config identity)"
+            ),
+        });
+    }
+    let mut actor = Actor::from_grants(person, policy, all);
+    if let Some(grants) = &mut actor.grants {
+        grants.retain(|g| delegated.contains(&g.tenant.as_str()));
+    }
+    actor.on_behalf_of = Some(actor.identity.clone());
+    actor.identity = login.to_owned();
+    Ok(actor)
+}
+
+/// The acting identity for `what`, which is done only in one's own name (grant
+/// changes, ingest): refused (G6) when the actor acts for someone else.
+pub fn own_name<'a>(actor: &'a Actor, what: &str) -> Result<&'a str, Refusal> {
+    match &actor.on_behalf_of {
+        None => Ok(&actor.identity),
+        Some(person) => Err(Refusal {
+            rule: Rule::G6,
+            reason: format!(
+                "{what} is done in one's own name only: {} may act for {person} in reviewer actions, not here; run it without --as",
+                actor.identity
+            ),
+        }),
+    }
 }
 
 #[cfg(test)]
@@ -349,5 +411,57 @@ mod tests {
         assert!(parse_name("two words").is_err());
         assert!(parse_name("bidi\u{202e}").is_err());
         assert_eq!(ledger_id().as_str(), LEDGER);
+    }
+
+    #[test]
+    fn a_login_acts_for_others_only_where_it_holds_delegate() {
+        let all = [
+            g("maya", Role::Owner, "p"),
+            g("bo", Role::Approver, "p"),
+            g("bo", Role::Reviewer, "h"),
+            g("relay", Role::Delegate, "p"),
+        ];
+        let own = act_for(&all, "bo", None, None).unwrap();
+        assert_eq!((own.identity.as_str(), own.principal()), ("bo", "bo"));
+        assert_eq!(own.on_behalf_of, None);
+        assert_eq!(
+            act_for(&all, "bo", Some("bo"), None).unwrap(),
+            own,
+            "asking for oneself is no delegation"
+        );
+        let refused = act_for(&all, "bo", Some("maya"), None).unwrap_err();
+        assert_eq!(refused.rule, Rule::G6);
+        assert!(
+            refused.reason.contains("may not act for maya"),
+            "{refused:?}"
+        );
+        assert_eq!(
+            act_for(&[], "bo", Some("maya"), None).map_err(|r| r.rule),
+            Err(Rule::G6),
+            "single-user mode delegates to nobody"
+        );
+
+        let relay = act_for(&all, "relay", Some("bo"), Some("p1".into())).unwrap();
+        assert_eq!(relay.identity, "relay");
+        assert_eq!(relay.on_behalf_of.as_deref(), Some("bo"));
+        assert_eq!(
+            (relay.principal(), relay.name().as_str()),
+            ("bo", "relay for bo")
+        );
+        assert_eq!(relay.visible_tenants(), Some(vec!["p".to_owned()]));
+        assert_eq!(relay.roles_on("p"), vec![Role::Approver]);
+        assert!(!relay.sees("h"), "bo's other tenant is not delegated");
+        let alone = act_for(&all, "relay", None, None).unwrap();
+        assert_eq!(
+            alone.visible_tenants(),
+            Some(vec![]),
+            "delegate permits nothing of its own"
+        );
+
+        assert_eq!(own_name(&own, "ingest"), Ok("bo"));
+        assert_eq!(
+            own_name(&relay, "a grant change").map_err(|r| r.rule),
+            Err(Rule::G6)
+        );
     }
 }

@@ -203,7 +203,9 @@ text_enum!(
 );
 
 text_enum!(
-    /// The role under which an identity acts.
+    /// The role under which an identity acts. `delegate` is the one grant that
+    /// permits no action of its own: on its tenant, the login holding it may act
+    /// for another identity, with that identity's grants.
     Role {
         System => "system",
         Viewer => "viewer",
@@ -211,6 +213,7 @@ text_enum!(
         Approver => "approver",
         Owner => "owner",
         Local => "local",
+        Delegate => "delegate",
     }
 );
 

@@ -286,7 +286,7 @@ pub fn permits(role: Role, kind: ActionKind) -> bool {
     );
     match role {
         Role::Local => true,
-        Role::System | Role::Viewer => false,
+        Role::System | Role::Viewer | Role::Delegate => false,
         Role::Reviewer => reviewer,
         Role::Approver => reviewer || matches!(kind, Confirm | Reject),
         Role::Owner => matches!(kind, Accept | Assign),
@@ -301,13 +301,18 @@ const ROLE_PREFERENCE: &[Role] = &[Role::Approver, Role::Reviewer, Role::Owner, 
 /// The acting identity and what it may do where.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Actor {
+    /// Who acts: the audit row's `by`. On PostgreSQL, the database login.
     pub identity: String,
     /// The review policy version in force, recorded on every row (G6).
     pub policy: Option<String>,
-    /// The identity this actor acts for, when delegated.
+    /// The identity this actor acts for, when delegated
+    /// ([`crate::core::access::act_for`]): the audit row's `on_behalf_of`, whose
+    /// grants apply and who counts as the proposer or confirmer for four eyes.
     pub on_behalf_of: Option<String>,
-    /// This identity's grants (G6, G7); `None` is single-user mode: the store has
-    /// no grants at all, and the local user may do everything on every tenant.
+    /// The grants that apply (G6, G7): the identity's own, or, when delegated,
+    /// those of the identity acted for on the tenants the delegation covers;
+    /// `None` is single-user mode: the store has no grants at all, and the local
+    /// user may do everything on every tenant.
     pub grants: Option<Vec<Grant>>,
 }
 
@@ -323,11 +328,13 @@ impl Actor {
     }
 
     /// `identity` as the store's grants define it: single-user mode when there are
-    /// none at all, else only what this identity was granted.
+    /// none at all, else only what this identity was granted. A `delegate` grant
+    /// lets its holder act for others and permits nothing of its own, so it is
+    /// not among them.
     pub fn from_grants(identity: &str, policy: Option<String>, all: &[Grant]) -> Actor {
         let grants = (!all.is_empty()).then(|| {
             all.iter()
-                .filter(|g| g.identity == identity)
+                .filter(|g| g.identity == identity && g.role != Role::Delegate)
                 .cloned()
                 .collect()
         });
@@ -336,6 +343,21 @@ impl Actor {
             policy,
             on_behalf_of: None,
             grants,
+        }
+    }
+
+    /// The person whose decision this is: the identity acted for when delegated,
+    /// else the acting identity itself. Proposals and approvals carry this name,
+    /// and four eyes compares it.
+    pub fn principal(&self) -> &str {
+        self.on_behalf_of.as_deref().unwrap_or(&self.identity)
+    }
+
+    /// The actor in words: `maya`, or `relay for maya` when delegated.
+    pub fn name(&self) -> String {
+        match &self.on_behalf_of {
+            Some(person) => format!("{} for {person}", self.identity),
+            None => self.identity.clone(),
         }
     }
 
@@ -356,16 +378,16 @@ impl Actor {
 
     /// Who is acting with which rights, for a header: `maya — single-user mode (no
     /// grants in this store): may do everything`, or `bob — approver on pinehaven;
-    /// viewer on harborline`.
+    /// viewer on harborline` (`relay for bob — …` when delegated).
     pub fn describe(&self) -> String {
         match &self.grants {
             None => format!(
                 "{} — single-user mode (no grants in this store): may do everything",
-                self.identity
+                self.name()
             ),
             Some(grants) if grants.is_empty() => format!(
                 "{} — no grants: sees no tenant (ask an owner for a grant)",
-                self.identity
+                self.name()
             ),
             Some(_) => {
                 let per_tenant: Vec<String> = self
@@ -378,7 +400,7 @@ impl Actor {
                         format!("{} on {t}", roles.join("+"))
                     })
                     .collect();
-                format!("{} — {}", self.identity, per_tenant.join("; "))
+                format!("{} — {}", self.name(), per_tenant.join("; "))
             }
         }
     }
@@ -411,7 +433,7 @@ impl Actor {
                 Rule::G7,
                 format!(
                     "{} holds no grant for tenant {tenant}; ask an owner of {tenant} for one",
-                    self.identity
+                    self.name()
                 ),
             );
         }
@@ -423,7 +445,7 @@ impl Actor {
             Rule::G6,
             format!(
                 "{} holds {} on {tenant}, which may not {kind}; ask someone who holds the right role",
-                self.identity,
+                self.name(),
                 names.join(" and ")
             ),
         )
@@ -550,7 +572,9 @@ fn decide_with(
             Rule::G7,
             format!(
                 "{} holds no grant for tenant {}; ask an owner of {} for one",
-                actor.identity, op.tenant, op.tenant
+                actor.name(),
+                op.tenant,
+                op.tenant
             ),
         );
     }
@@ -909,7 +933,7 @@ impl<'a> Plan<'a> {
                 id: 0,
                 operation: self.op().id.clone(),
                 action: self.kind.as_str().to_owned(),
-                proposed_by: self.actor.identity.clone(),
+                proposed_by: self.actor.principal().to_owned(),
                 proposed_at: self.now,
                 rationale: self.rationale.as_str().to_owned(),
                 status: "pending".into(),
@@ -1009,7 +1033,7 @@ impl<'a> Plan<'a> {
             intent_hash: op.intent_hash.clone(),
             risk: op.risk,
             approval: Some(Approval {
-                by: self.actor.identity.clone(),
+                by: self.actor.principal().to_owned(),
                 policy: self.actor.policy.clone().unwrap_or_else(|| "-".into()),
                 at: Some(self.now),
                 payload_hash: Some(payload),
@@ -1316,7 +1340,7 @@ impl<'a> Plan<'a> {
 
     fn confirm(&mut self, version: i64) -> Result<(), Refusal> {
         let proposal = self.pending()?;
-        if proposal.proposed_by == self.actor.identity {
+        if proposal.proposed_by == self.actor.principal() {
             return refuse(
                 Rule::G6,
                 format!(

@@ -51,6 +51,9 @@ pub trait Backend: Database {
     const FOR_UPDATE: &'static str;
     /// Run after a copy wrote explicit proposal ids, so new ones follow them.
     const AFTER_COPY: Option<&'static str>;
+    /// Reads the database login a connection was authenticated as (a text column
+    /// `login`), where the backend has logins; `None` where it has none.
+    const LOGIN: Option<&'static str>;
 
     /// Maps the errors this backend reports in its own terms; `None` leaves the
     /// error to the shared mapping.
@@ -1539,6 +1542,17 @@ where
                 )
                 .await?,
         })
+    }
+
+    async fn login(&self) -> Result<Option<String>, StoreError> {
+        let Some(sql) = DB::LOGIN else {
+            return Ok(None);
+        };
+        let row = sqlx::query(sql)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+        row.try_get("login").map(Some).map_err(db::<DB>)
     }
 
     async fn grants(&self) -> Result<Vec<Grant>, StoreError> {

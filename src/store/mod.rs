@@ -248,6 +248,11 @@ pub trait Store: Send + Sync {
     /// Everything, for metrics and export.
     async fn dataset(&self) -> Result<Dataset, StoreError>;
 
+    /// The database login this store is connected as (PostgreSQL's
+    /// `session_user`), which is the acting identity there; `None` for a store
+    /// without logins (SQLite), where the identity is whatever the command says.
+    async fn login(&self) -> Result<Option<String>, StoreError>;
+
     /// Every grant, ordered by tenant, identity and role. None at all means the
     /// store is in single-user mode.
     async fn grants(&self) -> Result<Vec<Grant>, StoreError>;

@@ -61,6 +61,8 @@ impl Backend for Postgres {
         "SELECT setval(pg_get_serial_sequence('proposals', 'id'), \
          COALESCE((SELECT MAX(id) FROM proposals), 0) + 1, false)",
     );
+    // The login that authenticated, which `SET ROLE` does not change.
+    const LOGIN: Option<&'static str> = Some("SELECT session_user::text AS login");
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

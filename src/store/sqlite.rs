@@ -52,6 +52,8 @@ impl Backend for Sqlite {
     const FOR_UPDATE: &'static str = "";
     // Explicit ids move SQLite's AUTOINCREMENT counter by themselves.
     const AFTER_COPY: Option<&'static str> = None;
+    // A file has no logins: the acting identity is whoever the command says.
+    const LOGIN: Option<&'static str> = None;
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

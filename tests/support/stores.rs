@@ -268,13 +268,22 @@ pub struct LoginRole {
 
 impl LoginRole {
     pub async fn create(prefix: &str) -> LoginRole {
+        LoginRole::create_with(prefix, "LOGIN").await
+    }
+
+    /// A login that is a member of `group`, holding its privileges.
+    pub async fn member_of(prefix: &str, group: &LoginRole) -> LoginRole {
+        LoginRole::create_with(prefix, &format!("LOGIN IN ROLE {}", group.name)).await
+    }
+
+    async fn create_with(prefix: &str, options: &str) -> LoginRole {
         static NEXT: AtomicU32 = AtomicU32::new(0);
         let name = format!(
             "{prefix}_{}_{}",
             std::process::id(),
             NEXT.fetch_add(1, Ordering::Relaxed)
         );
-        admin(&format!("CREATE ROLE {name} LOGIN"))
+        admin(&format!("CREATE ROLE {name} {options}"))
             .await
             .expect("create a login role");
         LoginRole { name }

@@ -193,7 +193,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
     let right = [
         format!("{} · {clock}", app.actor.describe()),
-        format!("as {} · {clock}", app.actor.identity),
+        format!("as {} · {clock}", app.actor.name()),
         clock,
     ]
     .into_iter()
