@@ -12,25 +12,9 @@ use support::console::{DEMO, Harness, PACKET, demo_now, ingest, now};
 
 const SIZES: [(u16, u16); 3] = [(80, 24), (160, 48), (200, 50)];
 
-/// Moves the queue selection onto `id`.
-async fn select(h: &mut Harness, id: &str) {
-    h.key(KeyCode::Char('g')).await;
-    for _ in 0..h.app.queue.total {
-        if h.selected().as_deref() == Some(id) {
-            return;
-        }
-        h.key(KeyCode::Char('j')).await;
-    }
-    assert_eq!(
-        h.selected().as_deref(),
-        Some(id),
-        "{id} is not in the queue"
-    );
-}
-
 /// Opens `id` and focuses `pane`.
 async fn open(h: &mut Harness, id: &str, pane: Pane) {
-    select(h, id).await;
+    h.select_id(id).await;
     h.key(KeyCode::Enter).await;
     while h.app.focus != pane {
         h.key(KeyCode::Tab).await;
@@ -102,13 +86,13 @@ async fn the_queue_is_held_operations_by_urgency_with_counts_and_overdue() {
 #[tokio::test]
 async fn enter_opens_the_detail_and_esc_closes_it() {
     let mut h = Harness::new(PACKET, 80, 24).await;
-    select(&mut h, "F09").await;
+    h.select_id("F09").await;
     h.key(KeyCode::Enter).await;
     assert_eq!(h.app.focus, Pane::Evidence);
     let screen = h.screen();
     assert!(screen.contains("F09 UNKNOWN"), "{screen}");
     assert!(
-        !screen.contains("STATE        ID"),
+        !screen.contains("STATE         ID"),
         "the queue is stacked away at 80 columns"
     );
     h.key(KeyCode::Tab).await;
@@ -116,7 +100,7 @@ async fn enter_opens_the_detail_and_esc_closes_it() {
     assert!(h.screen().contains("1 logical operation F09"));
     h.key(KeyCode::Esc).await;
     assert_eq!(h.app.focus, Pane::Queue);
-    assert!(h.screen().contains("STATE        ID"));
+    assert!(h.screen().contains("STATE         ID"));
     assert_eq!(h.selected().as_deref(), Some("F09"), "the selection stays");
     h.key(KeyCode::Char('q')).await;
     assert!(h.quit);
@@ -312,7 +296,7 @@ async fn resizing_to_any_size_never_panics() {
 #[tokio::test]
 async fn a_live_change_keeps_the_selection_and_flags_the_operation_being_read() {
     let mut h = Harness::new(PACKET, 200, 50).await;
-    select(&mut h, "F12").await;
+    h.select_id("F12").await;
     h.key(KeyCode::Enter).await;
     h.key(KeyCode::Char('j')).await;
     let before = h.app.detail.current().unwrap().detail.clone();
@@ -364,7 +348,7 @@ async fn a_live_change_keeps_the_selection_and_flags_the_operation_being_read() 
 #[tokio::test]
 async fn an_operation_leaving_the_list_moves_the_selection_with_a_note() {
     let mut h = Harness::new(PACKET, 80, 24).await;
-    select(&mut h, "F44").await;
+    h.select_id("F44").await;
     let store = h.store();
     ingest(
         store.as_ref(),

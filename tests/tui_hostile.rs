@@ -308,6 +308,35 @@ mod screens {
                         "\u{1b}[2Jstore says \u{202e}no".into(),
                     ),
                 },
+                Effect::SelectAll { generation, .. } => Message::Selected {
+                    generation,
+                    result: Ok(vec![detail.row.operation.id.clone()]),
+                },
+                Effect::BulkLoad { generation, .. } => Message::BulkLoaded {
+                    generation,
+                    result: Ok((vec![detail.clone()], Vec::new())),
+                },
+                Effect::BulkApply {
+                    generation,
+                    selection,
+                    action,
+                    actor,
+                    rationale,
+                    now,
+                } => Message::BulkApplied {
+                    generation,
+                    results: holdfast::core::triage::dry_run(
+                        &selection, &action, &actor, &rationale, now,
+                    )
+                    .into_iter()
+                    .map(|line| {
+                        let verdict = holdfast::tui::review::Verdict::Failed(
+                            "\u{1b}[2Jstore says \u{202e}no".into(),
+                        );
+                        (line, verdict)
+                    })
+                    .collect(),
+                },
                 // The hostile fixture is one operation on the queue; the tabs
                 // are not opened here.
                 Effect::Quit | Effect::Metrics { .. } | Effect::Audit { .. } => continue,

@@ -13,25 +13,9 @@ use holdfast::review;
 use holdfast::tui::review::Step;
 use support::console::{DEMO, Harness, demo_now};
 
-/// Moves the queue selection onto `id`.
-async fn select(h: &mut Harness, id: &str) {
-    h.key(KeyCode::Char('g')).await;
-    for _ in 0..h.app.queue.total {
-        if h.selected().as_deref() == Some(id) {
-            return;
-        }
-        h.key(KeyCode::Char('j')).await;
-    }
-    assert_eq!(
-        h.selected().as_deref(),
-        Some(id),
-        "{id} is not in the queue"
-    );
-}
-
 /// Opens the dialog on `id` and highlights the allowed action labelled `label`.
 async fn pick(h: &mut Harness, id: &str, label: &str) {
-    select(h, id).await;
+    h.select_id(id).await;
     h.key(KeyCode::Char('r')).await;
     let dialog = h.app.review.as_ref().expect("the dialog opens");
     let at = dialog
@@ -126,7 +110,7 @@ async fn a_short_rationale_is_refused_with_its_message() {
 #[tokio::test]
 async fn refused_actions_are_listed_with_their_rule_and_cannot_be_picked() {
     let mut h = Harness::at(DEMO, demo_now(), 200, 50).await;
-    select(&mut h, "F09").await;
+    h.select_id("F09").await;
     h.key(KeyCode::Char('r')).await;
     let dialog = h.app.review.as_ref().unwrap();
     let refused: Vec<_> = dialog
@@ -195,7 +179,7 @@ async fn snapshots_of_the_dialog() {
     for (w, hgt) in [(80u16, 24u16), (200, 50)] {
         let size = format!("{w}x{hgt}");
         let mut h = Harness::at(DEMO, demo_now(), w, hgt).await;
-        select(&mut h, "F09").await;
+        h.select_id("F09").await;
         h.key(KeyCode::Char('r')).await;
         insta::assert_snapshot!(format!("review_pick_{size}"), h.render());
         pick_again(&mut h, "block").await;

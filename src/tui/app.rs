@@ -14,6 +14,7 @@ mod tabs;
 pub use tabs::Page;
 
 use super::audit_tab::{AuditPage, AuditState};
+use super::bulk::{self, BulkDialog};
 use super::detail::{Applied as DetailApplied, DetailState, Loaded};
 use super::filter;
 use super::keymap::{self, Command, Context};
@@ -29,7 +30,8 @@ use crate::core::metrics::Report;
 use crate::core::model::OperationDetail;
 use crate::core::rules::{Action, Actor, Rationale};
 use crate::core::sanitize::Clean;
-use crate::store::{Link, Live};
+use crate::core::triage::TriageLine;
+use crate::store::{Link, Live, OperationFilter};
 
 /// Everything that can happen to the console.
 #[derive(Debug, Clone, PartialEq)]
@@ -73,6 +75,23 @@ pub enum Message {
     Debounced { generation: u64 },
     /// The answer of the review apply tagged `generation`.
     Reviewed { generation: u64, verdict: Verdict },
+    /// Every operation matching the queue's filter and search, on every page,
+    /// answering the mark-all request tagged `generation`.
+    Selected {
+        generation: u64,
+        result: Result<Vec<OperationId>, String>,
+    },
+    /// The marked operations read for the bulk dialog, with the ones that could
+    /// not be read (and why), answering the request tagged `generation`.
+    BulkLoaded {
+        generation: u64,
+        result: Result<(Vec<OperationDetail>, Vec<String>), String>,
+    },
+    /// Each operation's result of the bulk apply tagged `generation`.
+    BulkApplied {
+        generation: u64,
+        results: Vec<(TriageLine, Verdict)>,
+    },
 }
 
 /// Work for the effects runner; its answers come back as messages carrying the
@@ -111,6 +130,31 @@ pub enum Effect {
         actor: Box<Actor>,
         rationale: Rationale,
         expected: i64,
+        now: DateTime<Utc>,
+    },
+    /// Select every operation matching `filter` that `actor` may see (G7), on
+    /// every page; answered by [`Message::Selected`].
+    SelectAll {
+        generation: u64,
+        filter: Box<OperationFilter>,
+        actor: Box<Actor>,
+        now: DateTime<Utc>,
+    },
+    /// Read the marked operations for the bulk dialog; answered by
+    /// [`Message::BulkLoaded`].
+    BulkLoad {
+        generation: u64,
+        ids: Vec<OperationId>,
+        actor: Box<Actor>,
+    },
+    /// Apply one action to every operation of a bulk selection, one audited
+    /// transition each; answered by [`Message::BulkApplied`].
+    BulkApply {
+        generation: u64,
+        selection: Vec<OperationDetail>,
+        action: Box<Action>,
+        actor: Box<Actor>,
+        rationale: Rationale,
         now: DateTime<Utc>,
     },
     /// Leave the console.
@@ -176,6 +220,12 @@ pub struct App {
     /// An apply just answered: the reload it caused replaces the detail shown
     /// instead of being flagged as someone else's change.
     review_reload: bool,
+    /// The bulk triage dialog, when open.
+    pub bulk: Option<BulkDialog>,
+    /// The bulk load or apply the dialog waits on.
+    bulk_pending: Option<u64>,
+    /// The mark-all selection waited on.
+    select_pending: Option<u64>,
     /// The queue or another tab; an operation opened from a tab shows in the
     /// detail panes and `Esc` comes back to the tab.
     pub page: Page,
@@ -217,6 +267,9 @@ impl App {
             review: None,
             review_pending: None,
             review_reload: false,
+            bulk: None,
+            bulk_pending: None,
+            select_pending: None,
             page: Page::Queue,
             metrics: MetricsState::default(),
             audit: AuditState::default(),
@@ -271,6 +324,23 @@ impl App {
                 generation,
                 verdict,
             } => self.reviewed(generation, verdict),
+            Message::Selected { generation, result } => self.selected_all(generation, result),
+            Message::BulkLoaded { generation, result } => {
+                if self.bulk_pending.take_if(|g| *g == generation).is_none() {
+                    return Vec::new();
+                }
+                if let Some(dialog) = self.bulk.as_mut() {
+                    match result {
+                        Ok((selection, missing)) => dialog.loaded(selection, missing),
+                        Err(e) => dialog.failed(e),
+                    }
+                }
+                Vec::new()
+            }
+            Message::BulkApplied {
+                generation,
+                results,
+            } => self.bulk_applied(generation, results),
         }
     }
 
@@ -304,6 +374,8 @@ impl App {
     pub fn help_context(&self) -> Context {
         if self.review.is_some() {
             Context::Review
+        } else if self.bulk.is_some() {
+            Context::Bulk
         } else if self.focus == Pane::Queue && self.page == Page::Metrics {
             Context::Metrics
         } else if self.focus == Pane::Queue && self.page == Page::Audit {
@@ -504,6 +576,9 @@ impl App {
         if self.review.is_some() && !self.help {
             return self.review_key(key);
         }
+        if self.bulk.is_some() && !self.help {
+            return self.bulk_key(key);
+        }
         let Some(command) = keymap::lookup(self.context(), key) else {
             return Vec::new();
         };
@@ -608,6 +683,43 @@ impl App {
                 Vec::new()
             }
             Command::Review => self.open_review(),
+            Command::Mark => {
+                match self.queue.toggle_mark() {
+                    Some(marked) => {
+                        let id = self
+                            .queue
+                            .selected_id
+                            .as_ref()
+                            .map(ToString::to_string)
+                            .unwrap_or_default();
+                        let verb = if marked { "marked" } else { "unmarked" };
+                        self.say(
+                            &format!("{id} {verb}; {} marked", self.queue.marked.len()),
+                            false,
+                        );
+                    }
+                    None => self.say("nothing to mark: the list is empty", false),
+                }
+                self.step(1)
+            }
+            Command::MarkAll => {
+                let generation = self.next_generation();
+                self.select_pending = Some(generation);
+                self.say("marking every operation that matches…", false);
+                vec![Effect::SelectAll {
+                    generation,
+                    filter: Box::new(self.queue.matching()),
+                    actor: Box::new(self.actor.clone()),
+                    now: self.now,
+                }]
+            }
+            Command::ClearMarks => {
+                let count = std::mem::take(&mut self.queue.marked).len();
+                self.select_pending = None;
+                self.say(&format!("{count} unmarked"), false);
+                Vec::new()
+            }
+            Command::Bulk => self.open_bulk(),
             Command::Accept | Command::Cancel | Command::Show(_) => Vec::new(),
         }
     }
@@ -958,13 +1070,150 @@ impl App {
         self.refresh()
     }
 
+    /// The mark-all selection answered: every match is marked too.
+    fn selected_all(
+        &mut self,
+        generation: u64,
+        result: Result<Vec<OperationId>, String>,
+    ) -> Vec<Effect> {
+        if self.select_pending.take_if(|g| *g == generation).is_none() {
+            return Vec::new();
+        }
+        match result {
+            Ok(ids) => {
+                let matched = ids.len();
+                self.queue.marked.extend(ids);
+                self.say(
+                    &format!(
+                        "{matched} matching marked; {} marked in all",
+                        self.queue.marked.len()
+                    ),
+                    false,
+                );
+            }
+            Err(e) => self.say(&format!("cannot mark the matches: {e}"), true),
+        }
+        Vec::new()
+    }
+
+    /// `b`: the bulk dialog on the marked operations, read fresh.
+    fn open_bulk(&mut self) -> Vec<Effect> {
+        if self.queue.marked.is_empty() {
+            self.say(
+                "nothing marked: space marks the selected operation, a all matching",
+                false,
+            );
+            return Vec::new();
+        }
+        let ids: Vec<OperationId> = self.queue.marked.iter().cloned().collect();
+        self.bulk = Some(BulkDialog::new(ids.clone()));
+        let generation = self.next_generation();
+        self.bulk_pending = Some(generation);
+        vec![Effect::BulkLoad {
+            generation,
+            ids,
+            actor: Box::new(self.actor.clone()),
+        }]
+    }
+
+    fn bulk_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let Some(dialog) = self.bulk.as_mut() else {
+            return Vec::new();
+        };
+        let typing = dialog.typing();
+        let command = keymap::lookup(Context::Bulk, key).or_else(|| {
+            (!typing)
+                .then(|| keymap::lookup(Context::Global, key))
+                .flatten()
+        });
+        let request = match command {
+            Some(Command::Accept) => dialog.accept(&self.actor, self.now),
+            Some(Command::Cancel) => dialog.back(),
+            Some(Command::Up) => {
+                dialog.step_cursor(-1);
+                None
+            }
+            Some(Command::Down) => {
+                dialog.step_cursor(1);
+                None
+            }
+            Some(Command::Quit) => return vec![Effect::Quit],
+            Some(Command::Help) if !typing => {
+                self.help = true;
+                None
+            }
+            _ if typing => {
+                dialog.type_key(key);
+                None
+            }
+            _ => None,
+        };
+        match request {
+            None => Vec::new(),
+            Some(bulk::Request::Close) => {
+                self.bulk = None;
+                self.bulk_pending = None;
+                Vec::new()
+            }
+            Some(bulk::Request::Apply {
+                selection,
+                action,
+                rationale,
+            }) => {
+                let generation = self.next_generation();
+                self.bulk_pending = Some(generation);
+                vec![Effect::BulkApply {
+                    generation,
+                    selection,
+                    action,
+                    actor: Box::new(self.actor.clone()),
+                    rationale,
+                    now: self.now,
+                }]
+            }
+        }
+    }
+
+    /// The bulk apply answered: each result shows in the dialog, the applied
+    /// operations are unmarked, and everything on screen is asked for again.
+    fn bulk_applied(
+        &mut self,
+        generation: u64,
+        results: Vec<(TriageLine, Verdict)>,
+    ) -> Vec<Effect> {
+        if self.bulk_pending.take_if(|g| *g == generation).is_none() {
+            return Vec::new();
+        }
+        let applied: Vec<&OperationId> = results
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Applied(_)))
+            .map(|(line, _)| &line.id)
+            .collect();
+        for id in &applied {
+            self.queue.marked.remove(*id);
+        }
+        let refused = results.len() - applied.len();
+        self.say(
+            &format!(
+                "bulk: {} applied, {refused} not applied (they stay marked)",
+                applied.len()
+            ),
+            refused > 0,
+        );
+        if let Some(dialog) = self.bulk.as_mut() {
+            dialog.finish(results);
+        }
+        self.review_reload = true;
+        self.refresh()
+    }
+
     fn mouse(&mut self, mouse: MouseEvent) -> Vec<Effect> {
         let delta = match mouse.kind {
             MouseEventKind::ScrollDown => 1,
             MouseEventKind::ScrollUp => -1,
             _ => return Vec::new(),
         };
-        if self.help || self.prompt.is_some() || self.review.is_some() {
+        if self.help || self.prompt.is_some() || self.review.is_some() || self.bulk.is_some() {
             return Vec::new();
         }
         let pane = self.areas().pane_at(mouse.column, mouse.row);

@@ -20,6 +20,8 @@ pub enum Context {
     Prompt,
     /// The review dialog: its inputs take every other key as text.
     Review,
+    /// The bulk triage dialog: its rationale takes every other key as text.
+    Bulk,
 }
 
 /// The tabs of the console, in the order of their keys.
@@ -91,6 +93,14 @@ pub enum Command {
     PrevLink,
     /// Open the review dialog on the selected operation.
     Review,
+    /// Mark or unmark the selected operation for bulk triage.
+    Mark,
+    /// Mark every operation matching the filter and search, on every page.
+    MarkAll,
+    /// Unmark everything.
+    ClearMarks,
+    /// Open the bulk triage dialog on the marked operations.
+    Bulk,
     /// Keep what was typed into the prompt and close it.
     Accept,
     /// Drop what was typed into the prompt and close it.
@@ -123,7 +133,7 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Audit, Detail, Global, Help, Metrics, Prompt, Queue, Review};
+use Context::{Audit, Bulk, Detail, Global, Help, Metrics, Prompt, Queue, Review};
 use KeyCode as K;
 
 /// Every binding of the console.
@@ -227,6 +237,22 @@ pub const BINDINGS: &[Binding] = &[
         "clear search and filter",
     ),
     bind(
+        Queue,
+        K::Char(' '),
+        "space",
+        C::Mark,
+        "mark / unmark for bulk",
+    ),
+    bind(Queue, K::Char('a'), "a", C::MarkAll, "mark all matching"),
+    bind(Queue, K::Char('u'), "u", C::ClearMarks, "unmark all"),
+    bind(
+        Queue,
+        K::Char('b'),
+        "b",
+        C::Bulk,
+        "bulk triage of the marked",
+    ),
+    bind(
         Detail,
         K::Enter,
         "Enter",
@@ -290,6 +316,16 @@ pub const BINDINGS: &[Binding] = &[
     bind(Review, K::BackTab, "S-Tab", C::PrevPane, "previous input"),
     bind(Review, K::Up, "↑", C::Up, "previous allowed action"),
     bind(Review, K::Down, "↓", C::Down, "next allowed action"),
+    bind(
+        Bulk,
+        K::Enter,
+        "Enter",
+        C::Accept,
+        "pick the action / dry run / apply / close",
+    ),
+    bind(Bulk, K::Esc, "Esc", C::Cancel, "one step back; closes"),
+    bind(Bulk, K::Up, "↑", C::Up, "previous action / scroll"),
+    bind(Bulk, K::Down, "↓", C::Down, "next action / scroll"),
     bind(Prompt, K::Enter, "Enter", C::Accept, "keep"),
     bind(Prompt, K::Esc, "Esc", C::Cancel, "cancel"),
 ];
@@ -308,7 +344,7 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     };
     match context {
         Help => found(Help).or_else(|| (key.code == K::Char('q')).then_some(C::Quit)),
-        Prompt | Review => found(context),
+        Prompt | Review | Bulk => found(context),
         ctx => found(ctx).or_else(|| found(Global)),
     }
 }
@@ -330,7 +366,7 @@ pub fn help(context: Context) -> Vec<(&'static str, &'static str)> {
     let own = BINDINGS.iter().filter(|b| b.context == context);
     let global = BINDINGS
         .iter()
-        .filter(|b| b.context == Global && !matches!(context, Help | Prompt | Review));
+        .filter(|b| b.context == Global && !matches!(context, Help | Prompt | Review | Bulk));
     own.chain(global)
         .filter(|b| !b.label.is_empty())
         .map(|b| (b.label, b.help))

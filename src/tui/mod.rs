@@ -6,6 +6,7 @@
 
 pub mod app;
 pub mod audit_tab;
+pub mod bulk;
 pub mod detail;
 pub mod filter;
 pub mod keymap;

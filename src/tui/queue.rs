@@ -3,6 +3,8 @@
 //! fetched; the selection is an absolute position in the listing plus the id it
 //! points at, so that a refresh can keep it on the same operation.
 
+use std::collections::BTreeSet;
+
 use chrono::{DateTime, Utc};
 
 use crate::core::ids::OperationId;
@@ -102,6 +104,9 @@ pub struct QueueState {
     /// Absolute position of the selection in the listing.
     pub selected: u64,
     pub selected_id: Option<OperationId>,
+    /// Operations marked for bulk triage; they stay marked across pages, filters
+    /// and tabs until unmarked or applied.
+    pub marked: BTreeSet<OperationId>,
     /// First row the next page should start at.
     offset: u64,
     pending: Option<Pending>,
@@ -121,6 +126,7 @@ impl QueueState {
             counts: None,
             selected: 0,
             selected_id: None,
+            marked: BTreeSet::new(),
             offset: 0,
             pending: None,
         }
@@ -161,13 +167,7 @@ impl QueueState {
             visible_tenants: self.visible_tenants.clone(),
             ..OperationFilter::default()
         });
-        let search = self.search.trim();
-        let filter = OperationFilter {
-            queue: self.tab == Tab::Held,
-            search: (!search.is_empty()).then(|| search.to_owned()),
-            visible_tenants: self.visible_tenants.clone(),
-            ..self.filter.clone()
-        };
+        let filter = self.matching();
         self.pending = Some(Pending {
             generation,
             offset: self.offset,
@@ -186,6 +186,29 @@ impl QueueState {
     }
 
     /// Starts the listing over at its first row (new tab, sort, filter or search).
+    /// Marks the selected operation, or unmarks it; `None` when nothing is selected.
+    pub fn toggle_mark(&mut self) -> Option<bool> {
+        let id = self.selected_id.clone()?;
+        if self.marked.remove(&id) {
+            Some(false)
+        } else {
+            self.marked.insert(id);
+            Some(true)
+        }
+    }
+
+    /// The filter of the listing as shown (tab, filter, search), for every page:
+    /// what "mark all matching" selects.
+    pub fn matching(&self) -> OperationFilter {
+        let search = self.search.trim();
+        OperationFilter {
+            queue: self.tab == Tab::Held,
+            search: (!search.is_empty()).then(|| search.to_owned()),
+            visible_tenants: self.visible_tenants.clone(),
+            ..self.filter.clone()
+        }
+    }
+
     pub fn restart(&mut self) {
         self.offset = 0;
         self.selected = 0;

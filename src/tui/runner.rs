@@ -155,6 +155,71 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
                 verdict: Verdict::from(result),
             })
         }
+        Effect::SelectAll {
+            generation,
+            filter,
+            actor,
+            now,
+        } => {
+            let result = review::select(store, filter, actor, *now)
+                .await
+                .map(|details| details.into_iter().map(|d| d.row.operation.id).collect())
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "selecting the matches failed");
+                    e.to_string()
+                });
+            Some(Message::Selected {
+                generation: *generation,
+                result,
+            })
+        }
+        Effect::BulkLoad {
+            generation,
+            ids,
+            actor,
+        } => {
+            let mut selection = Vec::with_capacity(ids.len());
+            let mut missing = Vec::new();
+            let mut failed = None;
+            for id in ids {
+                match review::load(store, id, actor).await {
+                    Ok(detail) => selection.push(detail),
+                    Err(e @ review::ReviewError::Store(_)) => {
+                        tracing::warn!(error = %e, %id, "reading a marked operation failed");
+                        failed = Some(e.to_string());
+                        break;
+                    }
+                    Err(e) => missing.push(e.to_string()),
+                }
+            }
+            Some(Message::BulkLoaded {
+                generation: *generation,
+                result: failed.map_or(Ok((selection, missing)), Err),
+            })
+        }
+        Effect::BulkApply {
+            generation,
+            selection,
+            action,
+            actor,
+            rationale,
+            now,
+        } => {
+            let results = review::triage_apply(store, selection, action, actor, rationale, *now)
+                .await
+                .into_iter()
+                .map(|(line, result)| {
+                    if let Err(e) = &result {
+                        tracing::info!(error = %e, id = %line.id, "bulk triage not applied");
+                    }
+                    (line, Verdict::from(result))
+                })
+                .collect();
+            Some(Message::BulkApplied {
+                generation: *generation,
+                results,
+            })
+        }
         Effect::Quit => None,
     }
 }

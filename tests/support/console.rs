@@ -154,6 +154,22 @@ impl Harness {
         self.send(Message::Poll { live, now }).await;
     }
 
+    /// Moves the queue selection onto `id`.
+    pub async fn select_id(&mut self, id: &str) {
+        self.key(KeyCode::Char('g')).await;
+        for _ in 0..self.app.queue.total {
+            if self.selected().as_deref() == Some(id) {
+                return;
+            }
+            self.key(KeyCode::Char('j')).await;
+        }
+        assert_eq!(
+            self.selected().as_deref(),
+            Some(id),
+            "{id} is not in the queue"
+        );
+    }
+
     pub async fn key(&mut self, code: KeyCode) {
         self.send(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)))
             .await;

@@ -235,6 +235,9 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         (None, None) if app.review.is_some() && !app.help => {
             "review dialog: its keys are on its last line".to_owned()
         }
+        (None, None) if app.bulk.is_some() && !app.help => {
+            "bulk triage: its keys are on its last line".to_owned()
+        }
         (None, None) if app.help => keymap_hint(
             &[(Command::Help, "close help"), (Command::Quit, "quit")],
             Context::Help,
@@ -243,6 +246,8 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             Context::Queue => keymap_hint(
                 &[
                     (Command::Open, "open"),
+                    (Command::Mark, "mark"),
+                    (Command::Bulk, "bulk"),
                     (Command::Search, "search"),
                     (Command::Filter, "filter"),
                     (Command::Sort, "sort"),

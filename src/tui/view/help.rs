@@ -1,6 +1,6 @@
 //! The `?` overlay: every key of the current context, read from the keymap table,
 //! so the help can never disagree with the keys. When one column does not fit the
-//! height, the keys flow into two.
+//! height, the keys flow into two, the first filled as far as the height allows.
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Flex, Layout};
@@ -44,8 +44,19 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let one = column(theme, &entries, key_width, inner_width);
     let split = one.len() > usize::from(room) && inner_width >= 60;
     let columns: Vec<Vec<Line<'static>>> = if split {
-        let half = entries.len().div_ceil(2);
         let column_width = (inner_width - 1) / 2;
+        // The first column is filled as far as the height allows (the log path
+        // below takes a row), and the rest flows into the second.
+        let rows = usize::from(room.saturating_sub(u16::from(app.log_path.is_some())));
+        let mut used = 0;
+        let half = entries
+            .iter()
+            .position(|entry| {
+                used += column(theme, std::slice::from_ref(entry), key_width, column_width).len();
+                used > rows
+            })
+            .unwrap_or(entries.len())
+            .max(entries.len().div_ceil(2));
         vec![
             column(theme, &entries[..half], key_width, column_width),
             column(theme, &entries[half..], key_width, column_width),
@@ -77,6 +88,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     let title = match context {
         Context::Queue => " Keys · queue ",
         Context::Review => " Keys · review dialog ",
+        Context::Bulk => " Keys · bulk triage ",
         _ => " Keys · detail ",
     };
     frame.render_widget(Clear, popup);

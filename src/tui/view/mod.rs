@@ -3,6 +3,7 @@
 //! text reaches a cell as [`Clean`] through the widgets.
 
 mod audit;
+mod bulk;
 mod evidence;
 mod header;
 mod help;
@@ -58,6 +59,9 @@ pub fn draw(frame: &mut Frame, app: &App) {
     header::draw_status(frame, app, areas.status);
     if let Some(dialog) = &app.review {
         review::draw(frame, app, dialog);
+    }
+    if let Some(dialog) = &app.bulk {
+        bulk::draw(frame, app, dialog);
     }
     if app.help {
         help::draw(frame, app);

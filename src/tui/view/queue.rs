@@ -8,6 +8,7 @@ use ratatui::text::Line;
 
 use super::message;
 use crate::core::clock::human_duration;
+use crate::core::ids::OperationId;
 use crate::core::model::OperationRow;
 use crate::core::sanitize::Clean;
 use crate::tui::app::App;
@@ -20,6 +21,8 @@ use crate::tui::widgets::{self, Column, DataTable, span};
 struct Ctx {
     now: DateTime<Utc>,
     theme: Theme,
+    /// The marked operations of the page on screen.
+    marked: Vec<OperationId>,
 }
 
 /// Columns of the queue; `priority` 0 is never dropped.
@@ -39,10 +42,17 @@ const COLUMNS: &[Column<OperationRow, Ctx>] = &[
         },
     },
     Column {
-        header: "ID",
-        width: 8,
+        header: " ID",
+        width: 9,
         priority: 0,
-        cell: |r, c| (Clean::new(r.operation.id.as_str()), c.theme.plain()),
+        // `✓` before the id marks it for bulk triage.
+        cell: |r, c| {
+            if c.marked.contains(&r.operation.id) {
+                (Clean::new(&format!("✓{}", r.operation.id)), c.theme.title())
+            } else {
+                (Clean::new(&format!(" {}", r.operation.id)), c.theme.plain())
+            }
+        },
     },
     Column {
         header: "TENANT",
@@ -161,6 +171,9 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
     let queue = &app.queue;
     let focused = app.focus == Pane::Queue;
     let mut title = format!(" {} · {} ", queue.tab.title(), match_count(app));
+    if !queue.marked.is_empty() {
+        title.push_str(&format!("· {} marked ", queue.marked.len()));
+    }
     if queue.is_loading() {
         title.push_str("· loading… ");
     }
@@ -189,6 +202,13 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         context: &Ctx {
             now: app.now,
             theme,
+            marked: queue
+                .rows
+                .iter()
+                .map(|r| &r.operation.id)
+                .filter(|id| queue.marked.contains(*id))
+                .cloned()
+                .collect(),
         },
         selected,
     };

@@ -24,15 +24,7 @@ const INPUT_LABEL: u16 = 34;
 
 pub fn draw(frame: &mut Frame, app: &App, dialog: &ReviewDialog) {
     let theme = app.theme;
-    let area = frame.area();
-    let width = area.width.saturating_sub(2).min(MAX_WIDTH);
-    let height = area.height.saturating_sub(2);
-    let popup = Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    );
+    let popup = popup(frame.area());
     let op = &dialog.detail.row;
     let title = format!(
         " Review {} · {} · version {} ",
@@ -229,8 +221,21 @@ fn pick(theme: Theme, dialog: &ReviewDialog, width: u16) -> Vec<Line<'static>> {
     doc.wrap(width)
 }
 
+/// The area of a dialog drawn over the console: nearly the whole screen, at most
+/// [`MAX_WIDTH`] wide, centred.
+pub(super) fn popup(area: Rect) -> Rect {
+    let width = area.width.saturating_sub(2).min(MAX_WIDTH);
+    let height = area.height.saturating_sub(2);
+    Rect::new(
+        area.x + (area.width - width) / 2,
+        area.y + (area.height - height) / 2,
+        width,
+        height,
+    )
+}
+
 /// An effect in one line: the state change, or that there is none.
-fn short(effect: &Effect) -> String {
+pub(super) fn short(effect: &Effect) -> String {
     let change = match effect.to {
         Some(to) => format!("{} → {to}", effect.from),
         None => format!("state stays {}", effect.from),

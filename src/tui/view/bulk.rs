@@ -1,0 +1,298 @@
+//! The bulk triage dialog drawn over the console: the action to apply to every
+//! marked operation, the rationale box, the dry run split by bucket with each
+//! operation's reason and whether the action is allowed for it, and each
+//! operation's result — all from the dialog's state.
+
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+
+use super::review::{popup, short};
+use crate::core::clock::format_instant;
+use crate::core::sanitize::Clean;
+use crate::core::triage::{Bucket, TriageLine};
+use crate::tui::app::App;
+use crate::tui::bulk::{ACTIONS, BulkDialog, Step};
+use crate::tui::layout;
+use crate::tui::review::Verdict;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{self, Doc, line, max_scroll, span};
+
+/// The buckets in the order the dry run lists them.
+const BUCKETS: [Bucket; 4] = [
+    Bucket::RetryEligible,
+    Bucket::NeedsReconciliation,
+    Bucket::NeedsCompensation,
+    Bucket::Blocked,
+];
+
+/// Width of the id column of the dry run and the results.
+const ID_WIDTH: usize = 10;
+
+pub fn draw(frame: &mut Frame, app: &App, dialog: &BulkDialog) {
+    let theme = app.theme;
+    let popup = popup(frame.area());
+    let title = format!(
+        " Bulk triage · {} marked · {} ",
+        dialog.ids.len(),
+        dialog.kind()
+    );
+    frame.render_widget(Clear, popup);
+    frame.render_widget(widgets::pane(theme, Clean::new(&title), true), popup);
+    let inner = layout::inner(popup);
+    let error_rows = u16::from(dialog.error.is_some()) * 2;
+    let [who, body, error, hint] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(error_rows),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    frame.render_widget(
+        Paragraph::new(line(vec![
+            span(Clean::new("as "), theme.dim()),
+            span(Clean::new(&app.actor.describe()), theme.plain()),
+        ])),
+        who,
+    );
+    let hint_text = match &dialog.step {
+        Step::Loading => "reading the marked operations… · Esc close",
+        Step::Pick => "↑↓ choose the action · Enter rationale · Esc close",
+        Step::Rationale(_) => "Enter dry run (nothing is written) · Esc back to the actions",
+        Step::DryRun { .. } => "Enter confirm and apply to all · ↑↓ scroll · Esc back",
+        Step::Applying => "applying…",
+        Step::Done(_) => "↑↓ scroll · Enter or Esc close",
+    };
+    frame.render_widget(
+        Paragraph::new(span(Clean::new(hint_text), theme.title())),
+        hint,
+    );
+    if let Some(message) = &dialog.error {
+        let text = line(vec![span(Clean::new(message), theme.alert())]);
+        frame.render_widget(
+            Paragraph::new(widgets::wrap(&text, error.width.max(1), 2)),
+            error,
+        );
+    }
+    let doc = match &dialog.step {
+        Step::Loading => {
+            let mut doc = Doc::default();
+            doc.blank();
+            doc.push(line(vec![span(
+                Clean::new(&format!(
+                    "reading the {} marked operations…",
+                    dialog.ids.len()
+                )),
+                theme.dim(),
+            )]));
+            doc
+        }
+        Step::Pick => pick(theme, dialog),
+        Step::Rationale(input) => {
+            let [head, field] =
+                Layout::vertical([Constraint::Length(3), Constraint::Length(3)]).areas(body);
+            let mut doc = Doc::default();
+            doc.blank();
+            doc.push(action_line(theme, dialog));
+            frame.render_widget(Paragraph::new(doc.wrap(head.width)), head);
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.focused_border())
+                .title(span(
+                    Clean::new("› rationale (required, at least 10 characters) "),
+                    theme.focused_border(),
+                ));
+            let box_inner = block.inner(field);
+            frame.render_widget(block, field);
+            input.draw_aligned(frame, box_inner, theme, 0);
+            return;
+        }
+        Step::DryRun { lines, .. } => dry_run(theme, dialog, lines),
+        Step::Applying => {
+            let mut doc = Doc::default();
+            doc.blank();
+            doc.push(line(vec![span(
+                Clean::new(&format!(
+                    "applying {} to {} operations, one audited transition each…",
+                    dialog.kind(),
+                    dialog.selection.len()
+                )),
+                theme.dim(),
+            )]));
+            doc
+        }
+        Step::Done(results) => done(theme, results),
+    };
+    draw_scrolled(frame, body, doc.wrap(body.width), dialog.scroll);
+}
+
+/// Lines scrolled by `scroll`, never past the last one.
+fn draw_scrolled(frame: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) {
+    let scroll = scroll.min(max_scroll(lines.len(), area.height));
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), area);
+}
+
+/// `action block on 3 operations`.
+fn action_line(theme: Theme, dialog: &BulkDialog) -> Line<'static> {
+    line(vec![
+        span(Clean::new("action "), theme.dim()),
+        span(Clean::new(dialog.kind().as_str()), theme.title()),
+        span(
+            Clean::new(&format!(" on {} operations", dialog.selection.len())),
+            theme.dim(),
+        ),
+    ])
+}
+
+/// The marked operations as read, the ones that could not be, and the actions.
+fn pick(theme: Theme, dialog: &BulkDialog) -> Doc {
+    let mut doc = Doc::default();
+    doc.blank();
+    let ids: Vec<&str> = dialog
+        .selection
+        .iter()
+        .map(|d| d.row.operation.id.as_str())
+        .collect();
+    doc.field(
+        theme,
+        "selection",
+        Clean::new(&format!("{} operations: {}", ids.len(), ids.join(" "))),
+        theme.plain(),
+    );
+    for missing in &dialog.missing {
+        doc.push_indented(
+            line(vec![span(
+                Clean::new(&format!("not included: {missing}")),
+                theme.warn(),
+            )]),
+            2,
+        );
+    }
+    doc.blank();
+    doc.push(line(vec![span(
+        Clean::new("action for all of them (the dry run shows where it is refused)"),
+        theme.title(),
+    )]));
+    for (i, action) in ACTIONS.iter().enumerate() {
+        let (marker, style) = if i == dialog.cursor {
+            ("› ", theme.selected())
+        } else {
+            ("  ", theme.plain())
+        };
+        doc.push(line(vec![
+            span(Clean::new(marker), theme.title()),
+            span(Clean::new(action.kind().as_str()), style),
+        ]));
+    }
+    doc
+}
+
+/// The dry run: a summary, then each bucket with its operations, the reason they
+/// are there, and the action's effect or refusal for each.
+fn dry_run(theme: Theme, dialog: &BulkDialog, lines: &[TriageLine]) -> Doc {
+    let allowed = lines.iter().filter(|l| l.outcome.is_ok()).count();
+    let mut doc = Doc::default();
+    doc.blank();
+    doc.push(line(vec![span(
+        Clean::new(&format!(
+            "dry run, nothing written: {} on {} operations · {allowed} allowed · {} refused",
+            dialog.kind(),
+            lines.len(),
+            lines.len() - allowed
+        )),
+        theme.title(),
+    )]));
+    for bucket in BUCKETS {
+        let members: Vec<&TriageLine> = lines.iter().filter(|l| l.bucket == bucket).collect();
+        doc.blank();
+        doc.push(line(vec![span(
+            Clean::new(&format!("{} ({})", bucket.title(), members.len())),
+            theme.title(),
+        )]));
+        for member in members {
+            doc.push_indented(
+                line(vec![
+                    span(
+                        Clean::new(&format!("  {:<ID_WIDTH$}", member.id.as_str())),
+                        theme.plain(),
+                    ),
+                    span(
+                        Clean::new(&format!("{:<11} ", member.state.as_str())),
+                        theme.state(member.state),
+                    ),
+                    span(Clean::new(&member.why), theme.dim()),
+                ]),
+                u16::try_from(ID_WIDTH + 2).unwrap_or(0),
+            );
+            let (text, style) = match &member.outcome {
+                Ok(effect) => (format!("✓ allowed: {}", short(effect)), theme.good()),
+                Err(refusal) => (
+                    format!("✗ refused {}: {}", refusal.rule, refusal.reason),
+                    theme.alert(),
+                ),
+            };
+            doc.push_indented(
+                line(vec![
+                    span(Clean::new(&format!("  {:<ID_WIDTH$}", "")), theme.plain()),
+                    span(Clean::new(&text), style),
+                ]),
+                u16::try_from(ID_WIDTH + 4).unwrap_or(0),
+            );
+        }
+    }
+    doc
+}
+
+/// Each operation's result, after a summary.
+fn done(theme: Theme, results: &[(TriageLine, Verdict)]) -> Doc {
+    let applied = results
+        .iter()
+        .filter(|(_, v)| matches!(v, Verdict::Applied(_)))
+        .count();
+    let mut doc = Doc::default();
+    doc.blank();
+    doc.push(line(vec![span(
+        Clean::new(&format!(
+            "{applied} applied · {} not applied, of {}",
+            results.len() - applied,
+            results.len()
+        )),
+        theme.title(),
+    )]));
+    doc.blank();
+    for (member, verdict) in results {
+        let (text, style) = match verdict {
+            Verdict::Applied(a) => (
+                format!("applied  {}, audit #{}", short(&a.effect), a.audit.seq),
+                theme.good(),
+            ),
+            Verdict::Refused { rule, reason } => {
+                (format!("refused  {rule}: {reason}"), theme.alert())
+            }
+            Verdict::Conflict { by, at, .. } => (
+                format!(
+                    "conflict G8: changed by {by} at {}; nothing applied",
+                    format_instant(*at)
+                ),
+                theme.alert(),
+            ),
+            Verdict::Failed(message) => (format!("failed   {message}"), theme.alert()),
+        };
+        doc.push_indented(
+            line(vec![
+                span(
+                    Clean::new(&format!("  {:<ID_WIDTH$}", member.id.as_str())),
+                    theme.plain(),
+                ),
+                span(
+                    Clean::new(&format!("{:<21} ", member.bucket.title())),
+                    theme.dim(),
+                ),
+                span(Clean::new(&text), style),
+            ]),
+            u16::try_from(ID_WIDTH + 24).unwrap_or(0),
+        );
+    }
+    doc
+}
