@@ -65,6 +65,8 @@ const COLUMNS: &[Column<AuditRow, Theme>] = &[
         cell: |r, _| {
             let text = match (r.draft.from, r.draft.to) {
                 (None, None) => "-".to_owned(),
+                // An action that changes no state records the state it left as is.
+                (Some(state), None) => format!("{} (unchanged)", state.as_str()),
                 (from, to) => format!("{} → {}", state_name(from), state_name(to)),
             };
             (Clean::new(&text), Style::new())
