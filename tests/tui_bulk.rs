@@ -133,13 +133,7 @@ async fn mark_two_dry_run_confirm_and_each_result_is_reported() {
     );
     assert!(screen.contains("refused  G"), "{screen}");
     // The queue reloaded: F09 shows BLOCKED there; the refused one stays marked.
-    let row = h
-        .app
-        .queue
-        .rows
-        .iter()
-        .find(|r| r.operation.id.as_str() == "F09");
-    assert_eq!(row.map(|r| r.operation.state), Some(State::Blocked));
+    assert_eq!(h.row_state("F09"), Some(State::Blocked));
     let marked: Vec<&str> = h.app.queue.marked.iter().map(|id| id.as_str()).collect();
     assert_eq!(marked, ["F32"]);
     h.key(KeyCode::Enter).await;

@@ -76,13 +76,7 @@ async fn block_from_the_dialog_previews_confirms_and_audits() {
     let screen = h.screen();
     assert!(screen.contains("applied"), "{screen}");
     // The queue and the detail followed: F09 is BLOCKED there too.
-    let row = h
-        .app
-        .queue
-        .rows
-        .iter()
-        .find(|r| r.operation.id.as_str() == "F09");
-    assert_eq!(row.map(|r| r.operation.state), Some(State::Blocked));
+    assert_eq!(h.row_state("F09"), Some(State::Blocked));
     h.key(KeyCode::Esc).await;
     assert!(h.app.review.is_none());
 }

@@ -21,7 +21,7 @@ use super::keymap::{self, Command, Context};
 use super::layout::{self, Areas, Pane};
 use super::metrics_tab::MetricsState;
 use super::queue::{ListQuery, Listing, QueueState, SORTS, Tab};
-use super::review::{Request, ReviewDialog, Verdict};
+use super::review::{Keyed, Request, ReviewDialog, Verdict, dialog_key};
 use super::theme::Theme;
 use super::view;
 use super::widgets::{Prompt, max_scroll};
@@ -973,41 +973,13 @@ impl App {
         let Some(dialog) = self.review.as_mut() else {
             return Vec::new();
         };
-        let typing = matches!(dialog.step, super::review::Step::Form { .. });
-        let command = keymap::lookup(Context::Review, key).or_else(|| {
-            (!typing)
-                .then(|| keymap::lookup(Context::Global, key))
-                .flatten()
-        });
-        let request = match command {
-            Some(Command::Accept) => dialog.accept(&self.actor, self.now),
-            Some(Command::Cancel) => dialog.back(),
-            Some(Command::NextPane) => {
-                dialog.next_field(1);
-                None
-            }
-            Some(Command::PrevPane) => {
-                dialog.next_field(-1);
-                None
-            }
-            Some(Command::Up) if !typing => {
-                dialog.step_cursor(-1);
-                None
-            }
-            Some(Command::Down) if !typing => {
-                dialog.step_cursor(1);
-                None
-            }
-            Some(Command::Quit) => return vec![Effect::Quit],
-            Some(Command::Help) if !typing => {
+        let request = match dialog_key(dialog, key, &self.actor, self.now) {
+            Keyed::Request(request) => request,
+            Keyed::Quit => return vec![Effect::Quit],
+            Keyed::Help => {
                 self.help = true;
                 None
             }
-            _ if typing => {
-                dialog.type_key(key);
-                None
-            }
-            _ => None,
         };
         match request {
             None => Vec::new(),
@@ -1120,33 +1092,13 @@ impl App {
         let Some(dialog) = self.bulk.as_mut() else {
             return Vec::new();
         };
-        let typing = dialog.typing();
-        let command = keymap::lookup(Context::Bulk, key).or_else(|| {
-            (!typing)
-                .then(|| keymap::lookup(Context::Global, key))
-                .flatten()
-        });
-        let request = match command {
-            Some(Command::Accept) => dialog.accept(&self.actor, self.now),
-            Some(Command::Cancel) => dialog.back(),
-            Some(Command::Up) => {
-                dialog.step_cursor(-1);
-                None
-            }
-            Some(Command::Down) => {
-                dialog.step_cursor(1);
-                None
-            }
-            Some(Command::Quit) => return vec![Effect::Quit],
-            Some(Command::Help) if !typing => {
+        let request = match dialog_key(dialog, key, &self.actor, self.now) {
+            Keyed::Request(request) => request,
+            Keyed::Quit => return vec![Effect::Quit],
+            Keyed::Help => {
                 self.help = true;
                 None
             }
-            _ if typing => {
-                dialog.type_key(key);
-                None
-            }
-            _ => None,
         };
         match request {
             None => Vec::new(),

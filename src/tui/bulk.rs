@@ -12,7 +12,8 @@ use crate::core::model::OperationDetail;
 use crate::core::rules::{Action, ActionKind, Actor, Rationale};
 use crate::core::triage::{self, TriageLine};
 
-use super::review::Verdict;
+use super::keymap::Context;
+use super::review::{Dialog, Verdict};
 use super::widgets::Prompt;
 
 /// The actions bulk triage offers: the ones that mean the same for every operation
@@ -202,5 +203,30 @@ impl BulkDialog {
     pub fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) {
         self.scroll = 0;
         self.step = Step::Done(results);
+    }
+}
+
+impl Dialog for BulkDialog {
+    type Request = Request;
+    const CONTEXT: Context = Context::Bulk;
+
+    fn typing(&self) -> bool {
+        BulkDialog::typing(self)
+    }
+
+    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+        BulkDialog::accept(self, actor, now)
+    }
+
+    fn back(&mut self) -> Option<Request> {
+        BulkDialog::back(self)
+    }
+
+    fn step_cursor(&mut self, delta: i64) {
+        BulkDialog::step_cursor(self, delta);
+    }
+
+    fn type_key(&mut self, key: crossterm::event::KeyEvent) {
+        BulkDialog::type_key(self, key);
     }
 }

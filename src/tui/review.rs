@@ -6,6 +6,7 @@
 //! here awaits: the apply is an effect the runner carries out.
 
 use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
 
 use crate::core::clock::parse_instant;
 use crate::core::ids::OperationId;
@@ -15,6 +16,7 @@ use crate::core::rules::{
 };
 use crate::review::{Applied, ReviewError};
 
+use super::keymap::{self, Command, Context};
 use super::widgets::Prompt;
 
 /// What an input of the form holds, and how its text is read.
@@ -423,4 +425,101 @@ fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileInput,
         id: None,
         observed_at: None,
     })
+}
+
+/// A dialog over the console that takes keys in its own context: the review
+/// dialog and the bulk triage dialog share how a key becomes a step.
+pub trait Dialog {
+    /// What the dialog asks the console to do.
+    type Request;
+    /// Where its keys are looked up.
+    const CONTEXT: Context;
+    /// Whether keys are text now (only the dialog's own keys act then).
+    fn typing(&self) -> bool;
+    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Self::Request>;
+    fn back(&mut self) -> Option<Self::Request>;
+    fn step_cursor(&mut self, delta: i64);
+    fn next_field(&mut self, _delta: i64) {}
+    fn type_key(&mut self, key: KeyEvent);
+}
+
+/// What a key in a dialog came to.
+pub enum Keyed<R> {
+    /// Nothing for the console, or the dialog's request.
+    Request(Option<R>),
+    Quit,
+    Help,
+}
+
+/// Runs `key` in `dialog`: its own keys first, the global ones while not typing,
+/// any other key typed into its input.
+pub fn dialog_key<D: Dialog>(
+    dialog: &mut D,
+    key: KeyEvent,
+    actor: &Actor,
+    now: DateTime<Utc>,
+) -> Keyed<D::Request> {
+    let typing = dialog.typing();
+    let command = keymap::lookup(D::CONTEXT, key).or_else(|| {
+        (!typing)
+            .then(|| keymap::lookup(Context::Global, key))
+            .flatten()
+    });
+    let request = match command {
+        Some(Command::Accept) => dialog.accept(actor, now),
+        Some(Command::Cancel) => dialog.back(),
+        Some(Command::NextPane) => {
+            dialog.next_field(1);
+            None
+        }
+        Some(Command::PrevPane) => {
+            dialog.next_field(-1);
+            None
+        }
+        Some(Command::Up) if !typing => {
+            dialog.step_cursor(-1);
+            None
+        }
+        Some(Command::Down) if !typing => {
+            dialog.step_cursor(1);
+            None
+        }
+        Some(Command::Quit) => return Keyed::Quit,
+        Some(Command::Help) if !typing => return Keyed::Help,
+        _ if typing => {
+            dialog.type_key(key);
+            None
+        }
+        _ => None,
+    };
+    Keyed::Request(request)
+}
+
+impl Dialog for ReviewDialog {
+    type Request = Request;
+    const CONTEXT: Context = Context::Review;
+
+    fn typing(&self) -> bool {
+        matches!(self.step, Step::Form { .. })
+    }
+
+    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+        ReviewDialog::accept(self, actor, now)
+    }
+
+    fn back(&mut self) -> Option<Request> {
+        ReviewDialog::back(self)
+    }
+
+    fn step_cursor(&mut self, delta: i64) {
+        ReviewDialog::step_cursor(self, delta);
+    }
+
+    fn next_field(&mut self, delta: i64) {
+        ReviewDialog::next_field(self, delta);
+    }
+
+    fn type_key(&mut self, key: KeyEvent) {
+        ReviewDialog::type_key(self, key);
+    }
 }

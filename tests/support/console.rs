@@ -154,6 +154,16 @@ impl Harness {
         self.send(Message::Poll { live, now }).await;
     }
 
+    /// The state the queue shows for `id`, if it is on the page.
+    pub fn row_state(&self, id: &str) -> Option<holdfast::core::model::State> {
+        self.app
+            .queue
+            .rows
+            .iter()
+            .find(|r| r.operation.id.as_str() == id)
+            .map(|r| r.operation.state)
+    }
+
     /// Moves the queue selection onto `id`.
     pub async fn select_id(&mut self, id: &str) {
         self.key(KeyCode::Char('g')).await;

@@ -5,19 +5,19 @@
 
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph};
 
-use super::review::{popup, short};
+use super::review::{shell, short};
 use crate::core::clock::format_instant;
 use crate::core::sanitize::Clean;
 use crate::core::triage::{Bucket, TriageLine};
 use crate::tui::app::App;
 use crate::tui::bulk::{ACTIONS, BulkDialog, Step};
-use crate::tui::layout;
 use crate::tui::review::Verdict;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{self, Doc, line, max_scroll, span};
+use crate::tui::widgets::{Doc, line, max_scroll, span};
 
 /// The buckets in the order the dry run lists them.
 const BUCKETS: [Bucket; 4] = [
@@ -32,31 +32,12 @@ const ID_WIDTH: usize = 10;
 
 pub fn draw(frame: &mut Frame, app: &App, dialog: &BulkDialog) {
     let theme = app.theme;
-    let popup = popup(frame.area());
     let title = format!(
         " Bulk triage · {} marked · {} ",
         dialog.ids.len(),
         dialog.kind()
     );
-    frame.render_widget(Clear, popup);
-    frame.render_widget(widgets::pane(theme, Clean::new(&title), true), popup);
-    let inner = layout::inner(popup);
-    let error_rows = u16::from(dialog.error.is_some()) * 2;
-    let [who, body, error, hint] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(error_rows),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(line(vec![
-            span(Clean::new("as "), theme.dim()),
-            span(Clean::new(&app.actor.describe()), theme.plain()),
-        ])),
-        who,
-    );
-    let hint_text = match &dialog.step {
+    let hint = match &dialog.step {
         Step::Loading => "reading the marked operations… · Esc close",
         Step::Pick => "↑↓ choose the action · Enter rationale · Esc close",
         Step::Rationale(_) => "Enter dry run (nothing is written) · Esc back to the actions",
@@ -64,17 +45,7 @@ pub fn draw(frame: &mut Frame, app: &App, dialog: &BulkDialog) {
         Step::Applying => "applying…",
         Step::Done(_) => "↑↓ scroll · Enter or Esc close",
     };
-    frame.render_widget(
-        Paragraph::new(span(Clean::new(hint_text), theme.title())),
-        hint,
-    );
-    if let Some(message) = &dialog.error {
-        let text = line(vec![span(Clean::new(message), theme.alert())]);
-        frame.render_widget(
-            Paragraph::new(widgets::wrap(&text, error.width.max(1), 2)),
-            error,
-        );
-    }
+    let body = shell(frame, app, &title, dialog.error.as_deref(), hint);
     let doc = match &dialog.step {
         Step::Loading => {
             let mut doc = Doc::default();
@@ -212,17 +183,15 @@ fn dry_run(theme: Theme, dialog: &BulkDialog, lines: &[TriageLine]) -> Doc {
         )]));
         for member in members {
             doc.push_indented(
-                line(vec![
-                    span(
-                        Clean::new(&format!("  {:<ID_WIDTH$}", member.id.as_str())),
-                        theme.plain(),
-                    ),
-                    span(
-                        Clean::new(&format!("{:<11} ", member.state.as_str())),
+                row(
+                    theme,
+                    member.id.as_str(),
+                    (
+                        format!("{:<11} ", member.state.as_str()),
                         theme.state(member.state),
                     ),
-                    span(Clean::new(&member.why), theme.dim()),
-                ]),
+                    (member.why.clone(), theme.dim()),
+                ),
                 u16::try_from(ID_WIDTH + 2).unwrap_or(0),
             );
             let (text, style) = match &member.outcome {
@@ -280,19 +249,28 @@ fn done(theme: Theme, results: &[(TriageLine, Verdict)]) -> Doc {
             Verdict::Failed(message) => (format!("failed   {message}"), theme.alert()),
         };
         doc.push_indented(
-            line(vec![
-                span(
-                    Clean::new(&format!("  {:<ID_WIDTH$}", member.id.as_str())),
-                    theme.plain(),
-                ),
-                span(
-                    Clean::new(&format!("{:<21} ", member.bucket.title())),
-                    theme.dim(),
-                ),
-                span(Clean::new(&text), style),
-            ]),
+            row(
+                theme,
+                member.id.as_str(),
+                (format!("{:<21} ", member.bucket.title()), theme.dim()),
+                (text, style),
+            ),
             u16::try_from(ID_WIDTH + 24).unwrap_or(0),
         );
     }
     doc
+}
+
+/// One operation's line: its id, a column, and the text that wraps after them.
+fn row(
+    theme: Theme,
+    id: &str,
+    (column, column_style): (String, Style),
+    (text, style): (String, Style),
+) -> Line<'static> {
+    line(vec![
+        span(Clean::new(&format!("  {id:<ID_WIDTH$}")), theme.plain()),
+        span(Clean::new(&column), column_style),
+        span(Clean::new(&text), style),
+    ])
 }

@@ -24,48 +24,19 @@ const INPUT_LABEL: u16 = 34;
 
 pub fn draw(frame: &mut Frame, app: &App, dialog: &ReviewDialog) {
     let theme = app.theme;
-    let popup = popup(frame.area());
     let op = &dialog.detail.row;
     let title = format!(
         " Review {} · {} · version {} ",
         op.operation.id, op.operation.state, op.version
     );
-    frame.render_widget(Clear, popup);
-    frame.render_widget(widgets::pane(theme, Clean::new(&title), true), popup);
-    let inner = layout::inner(popup);
-    let error_rows = u16::from(dialog.error.is_some()) * 2;
-    let [who, body, error, hint] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(error_rows),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(line(vec![
-            span(Clean::new("as "), theme.dim()),
-            span(Clean::new(&app.actor.describe()), theme.plain()),
-        ])),
-        who,
-    );
-    let hint_text = match &dialog.step {
+    let hint = match &dialog.step {
         Step::Pick => "↑↓ choose · Enter inputs and rationale · Esc close",
         Step::Form { .. } => "Tab next input · Enter preview the effect · Esc back to the actions",
         Step::Confirm { .. } => "Enter confirm and apply · Esc back to the inputs",
         Step::Applying { .. } => "applying…",
         Step::Done(_) => "Enter or Esc close",
     };
-    frame.render_widget(
-        Paragraph::new(span(Clean::new(hint_text), theme.title())),
-        hint,
-    );
-    if let Some(message) = &dialog.error {
-        let text = line(vec![span(Clean::new(message), theme.alert())]);
-        frame.render_widget(
-            Paragraph::new(widgets::wrap(&text, error.width.max(1), 2)),
-            error,
-        );
-    }
+    let body = shell(frame, app, &title, dialog.error.as_deref(), hint);
     match &dialog.step {
         Step::Pick => draw_lines(
             frame,
@@ -221,9 +192,53 @@ fn pick(theme: Theme, dialog: &ReviewDialog, width: u16) -> Vec<Line<'static>> {
     doc.wrap(width)
 }
 
+/// Draws a dialog's frame over the console — its title, who acts, the error if
+/// any, the keys of this step on the last line — and returns the area left for
+/// its body.
+pub(super) fn shell(
+    frame: &mut Frame,
+    app: &App,
+    title: &str,
+    error: Option<&str>,
+    hint: &str,
+) -> Rect {
+    let theme = app.theme;
+    let popup = popup(frame.area());
+    frame.render_widget(Clear, popup);
+    frame.render_widget(widgets::pane(theme, Clean::new(title), true), popup);
+    let inner = layout::inner(popup);
+    let error_rows = u16::from(error.is_some()) * 2;
+    let [who, body, error_area, hint_area] = Layout::vertical([
+        Constraint::Length(1),
+        Constraint::Min(0),
+        Constraint::Length(error_rows),
+        Constraint::Length(1),
+    ])
+    .areas(inner);
+    frame.render_widget(
+        Paragraph::new(line(vec![
+            span(Clean::new("as "), theme.dim()),
+            span(Clean::new(&app.actor.describe()), theme.plain()),
+        ])),
+        who,
+    );
+    frame.render_widget(
+        Paragraph::new(span(Clean::new(hint), theme.title())),
+        hint_area,
+    );
+    if let Some(message) = error {
+        let text = line(vec![span(Clean::new(message), theme.alert())]);
+        frame.render_widget(
+            Paragraph::new(widgets::wrap(&text, error_area.width.max(1), 2)),
+            error_area,
+        );
+    }
+    body
+}
+
 /// The area of a dialog drawn over the console: nearly the whole screen, at most
 /// [`MAX_WIDTH`] wide, centred.
-pub(super) fn popup(area: Rect) -> Rect {
+fn popup(area: Rect) -> Rect {
     let width = area.width.saturating_sub(2).min(MAX_WIDTH);
     let height = area.height.saturating_sub(2);
     Rect::new(
