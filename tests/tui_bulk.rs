@@ -7,11 +7,12 @@ mod support;
 
 use crossterm::event::KeyCode;
 use holdfast::core::ids::OperationId;
-use holdfast::core::model::State;
-use holdfast::core::rules::ActionKind;
+use holdfast::core::model::{Grant, Role, State};
+use holdfast::core::rules::{ActionKind, Actor};
+use holdfast::store::{OperationFilter, Page, SortOrder};
 use holdfast::tui::bulk::{ACTIONS, Step};
 use holdfast::tui::review::Verdict;
-use support::console::{DEMO, Harness, demo_now};
+use support::console::{DEMO, Harness, PACKET, demo_now, now, options};
 
 fn step(h: &Harness) -> &Step {
     &h.app.bulk.as_ref().expect("the bulk dialog is open").step
@@ -163,6 +164,46 @@ async fn mark_all_takes_every_match_not_only_the_page_and_u_clears() {
     assert!(marked.contains(&"F09"), "{marked:?}");
     for id in &h.app.queue.marked {
         assert_eq!(state_of(&h, id.as_str()).await, State::Unknown);
+    }
+}
+
+#[tokio::test]
+async fn mark_all_stays_within_the_granted_tenants() {
+    let grant = Grant {
+        identity: "rev:ana".into(),
+        role: Role::Reviewer,
+        tenant: "northwind".into(),
+        granted_by: "own:lee".into(),
+        granted_at: now(),
+    };
+    let mut options = options(true);
+    options.actor = Actor::from_grants("rev:ana", Some("RP03".into()), &[grant]);
+    let mut h = Harness::with(PACKET, options, 200, 50).await;
+    h.key(KeyCode::Char('t')).await;
+    h.key(KeyCode::Char('a')).await;
+    let marked: Vec<OperationId> = h.app.queue.marked.iter().cloned().collect();
+    assert_eq!(marked.len() as u64, h.app.queue.total);
+    assert!(!marked.is_empty());
+    let store = h.store();
+    let (_, stored) = store
+        .list(
+            &OperationFilter::default(),
+            SortOrder::Id,
+            Page {
+                offset: 0,
+                limit: 1,
+            },
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(
+        stored > marked.len() as u64,
+        "other tenants hold operations"
+    );
+    for id in &marked {
+        let detail = store.detail(id).await.unwrap();
+        assert_eq!(detail.row.operation.tenant, "northwind", "{id}");
     }
 }
 

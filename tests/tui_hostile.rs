@@ -412,4 +412,32 @@ mod screens {
             }
         }
     }
+
+    #[test]
+    fn bulk_triage_of_a_hostile_operation_draws_only_markers() {
+        let mut hostile = Hostile(0);
+        let detail = hostile_detail(&mut hostile);
+        for (width, height) in [(80, 24), (200, 50)] {
+            let mut app = App::new(options(true), Rect::new(0, 0, width, height));
+            let effects = app.init();
+            answer(&mut app, effects, &detail);
+            key(&mut app, KeyCode::Char(' '), &detail);
+            key(&mut app, KeyCode::Char('b'), &detail);
+            let mut seen = draw(&app);
+            key(&mut app, KeyCode::Enter, &detail);
+            for c in "hostile packet triage".chars() {
+                key(&mut app, KeyCode::Char(c), &detail);
+            }
+            key(&mut app, KeyCode::Enter, &detail);
+            seen.push_str(&draw(&app));
+            key(&mut app, KeyCode::Enter, &detail);
+            let done = draw(&app);
+            assert!(done.contains("⟦␛[2J⟧store says ⟨U+202E"), "{done}");
+            seen.push_str(&done);
+            assert!(
+                seen.contains(&detail.row.operation.id.to_string()),
+                "{seen}"
+            );
+        }
+    }
 }
