@@ -10,7 +10,7 @@ use holdfast::core::ids::OperationId;
 use holdfast::core::model::{Grant, Role, State};
 use holdfast::core::rules::{ActionKind, Actor};
 use holdfast::store::{OperationFilter, Page, SortOrder};
-use holdfast::tui::bulk::{ACTIONS, Step};
+use holdfast::tui::bulk::{KINDS, Step};
 use holdfast::tui::review::Verdict;
 use support::console::{DEMO, Harness, PACKET, demo_now, now, options};
 
@@ -41,7 +41,7 @@ async fn dry_run(h: &mut Harness, ids: &[&str], kind: ActionKind) {
     }
     h.key(KeyCode::Char('b')).await;
     assert!(matches!(step(h), Step::Pick), "{}", h.screen());
-    let at = ACTIONS.iter().position(|a| a.kind() == kind).unwrap();
+    let at = KINDS.iter().position(|k| *k == kind).unwrap();
     for _ in 0..at {
         h.key(KeyCode::Down).await;
     }
@@ -204,6 +204,49 @@ async fn mark_all_stays_within_the_granted_tenants() {
     for id in &marked {
         let detail = store.detail(id).await.unwrap();
         assert_eq!(detail.row.operation.tenant, "northwind", "{id}");
+    }
+}
+
+#[tokio::test]
+async fn an_action_with_an_input_asks_for_it_once_for_all() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    for id in ["F09", "F27"] {
+        h.select_id(id).await;
+        h.key(KeyCode::Char(' ')).await;
+    }
+    h.key(KeyCode::Char('b')).await;
+    let at = KINDS.iter().position(|k| *k == ActionKind::Assign).unwrap();
+    for _ in 0..at {
+        h.key(KeyCode::Down).await;
+    }
+    assert!(h.screen().contains("asks: new owner"), "{}", h.screen());
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Input(_)));
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Input(_)));
+    assert!(
+        h.screen().contains("the new owner is required"),
+        "{}",
+        h.screen()
+    );
+    h.keys("oncall-b").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Rationale(_)));
+    h.keys("incident 4411 goes to the second shift").await;
+    h.key(KeyCode::Enter).await;
+    let Step::DryRun { lines, .. } = step(&h) else {
+        panic!("no dry run:\n{}", h.screen())
+    };
+    assert!(lines.iter().all(|l| l.outcome.is_ok()), "{lines:?}");
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    for id in ["F09", "F27"] {
+        let detail = h
+            .store()
+            .detail(&OperationId::parse(id).unwrap())
+            .await
+            .unwrap();
+        assert_eq!(detail.row.operation.owner, "oncall-b", "{id}");
     }
 }
 

@@ -13,22 +13,26 @@ use crate::core::rules::{Action, ActionKind, Actor, Rationale};
 use crate::core::triage::{self, TriageLine};
 
 use super::keymap::Context;
-use super::review::{Dialog, Verdict};
+use super::review::{Dialog, Verdict, action_from_input, input_label};
 use super::widgets::Prompt;
 
-/// The actions bulk triage offers: the ones that mean the same for every operation
-/// and need no input of their own (`reconcile` records one lookup of one operation).
-pub const ACTIONS: &[Action] = &[
-    Action::Block,
-    Action::Comment,
-    Action::Revalidate,
-    Action::AuthorizeRetry,
-    Action::ApproveCompensation,
-    Action::ApproveResume,
-    Action::MarkCompensated,
-    Action::MarkResumed,
-    Action::Confirm,
-    Action::Reject,
+/// The actions bulk triage offers, as `review --filter` does: every one but
+/// `reconcile`, which records one lookup of one operation.
+pub const KINDS: &[ActionKind] = &[
+    ActionKind::Block,
+    ActionKind::Comment,
+    ActionKind::Revalidate,
+    ActionKind::AuthorizeRetry,
+    ActionKind::ApproveCompensation,
+    ActionKind::ApproveResume,
+    ActionKind::MarkCompensated,
+    ActionKind::MarkResumed,
+    ActionKind::Resolve,
+    ActionKind::Accept,
+    ActionKind::Assign,
+    ActionKind::Schedule,
+    ActionKind::Confirm,
+    ActionKind::Reject,
 ];
 
 /// Where the dialog is.
@@ -38,6 +42,9 @@ pub enum Step {
     Loading,
     /// Choosing the action.
     Pick,
+    /// Typing the one input the picked action needs (`resolve`'s state, an
+    /// owner, a time, a repair reference).
+    Input(Box<Prompt>),
     /// Typing the rationale for the picked action.
     Rationale(Box<Prompt>),
     /// The dry run, waiting for the second step.
@@ -73,8 +80,10 @@ pub struct BulkDialog {
     pub selection: Vec<OperationDetail>,
     /// Marked operations that could not be read (gone, or no longer visible).
     pub missing: Vec<String>,
-    /// Index into [`ACTIONS`].
+    /// Index into [`KINDS`].
     pub cursor: usize,
+    /// The action with its input, once read.
+    pub action: Option<Action>,
     pub step: Step,
     /// First line shown of a long dry run or result list.
     pub scroll: u16,
@@ -89,18 +98,15 @@ impl BulkDialog {
             selection: Vec::new(),
             missing: Vec::new(),
             cursor: 0,
+            action: None,
             step: Step::Loading,
             scroll: 0,
             error: None,
         }
     }
 
-    pub fn action(&self) -> &Action {
-        ACTIONS.get(self.cursor).unwrap_or(&ACTIONS[0])
-    }
-
     pub fn kind(&self) -> ActionKind {
-        self.action().kind()
+        KINDS.get(self.cursor).copied().unwrap_or(KINDS[0])
     }
 
     /// The marked operations as read; the ones that could not be read are named.
@@ -120,7 +126,7 @@ impl BulkDialog {
     pub fn step_cursor(&mut self, delta: i64) {
         match self.step {
             Step::Pick => {
-                let last = ACTIONS.len().saturating_sub(1) as i64;
+                let last = KINDS.len().saturating_sub(1) as i64;
                 let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
                 self.cursor = usize::try_from(to).unwrap_or(0);
             }
@@ -142,14 +148,26 @@ impl BulkDialog {
                 None
             }
             Step::Pick => {
-                self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
+                match input_label(self.kind()) {
+                    Some(label) => self.step = Step::Input(Box::new(Prompt::new(label, ""))),
+                    None => self.read_action(""),
+                }
+                None
+            }
+            Step::Input(input) => {
+                let text = input.text();
+                self.read_action(&text);
                 None
             }
             Step::Rationale(input) => {
+                let Some(action) = &self.action else {
+                    self.step = Step::Pick;
+                    return None;
+                };
                 match Rationale::parse(&input.text()) {
                     Ok(rationale) => {
                         let lines =
-                            triage::dry_run(&self.selection, self.action(), actor, &rationale, now);
+                            triage::dry_run(&self.selection, action, actor, &rationale, now);
                         self.scroll = 0;
                         self.step = Step::DryRun { rationale, lines };
                     }
@@ -158,9 +176,10 @@ impl BulkDialog {
                 None
             }
             Step::DryRun { rationale, .. } => {
+                let action = self.action.clone()?;
                 let request = Request::Apply {
                     selection: self.selection.clone(),
-                    action: Box::new(self.action().clone()),
+                    action: Box::new(action),
                     rationale: rationale.clone(),
                 };
                 self.step = Step::Applying;
@@ -175,8 +194,15 @@ impl BulkDialog {
         self.error = None;
         match &self.step {
             Step::Pick | Step::Done(_) | Step::Loading => Some(Request::Close),
-            Step::Rationale(_) => {
+            Step::Input(_) => {
                 self.step = Step::Pick;
+                None
+            }
+            Step::Rationale(_) => {
+                self.step = match input_label(self.kind()) {
+                    Some(label) => Step::Input(Box::new(Prompt::new(label, ""))),
+                    None => Step::Pick,
+                };
                 None
             }
             Step::DryRun { rationale, .. } => {
@@ -187,16 +213,27 @@ impl BulkDialog {
         }
     }
 
-    /// A key typed into the rationale.
+    /// Reads the picked action with its input; on to the rationale.
+    fn read_action(&mut self, text: &str) {
+        match action_from_input(self.kind(), text) {
+            Ok(action) => {
+                self.action = Some(action);
+                self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// A key typed into the input or the rationale.
     pub fn type_key(&mut self, key: crossterm::event::KeyEvent) {
-        if let Step::Rationale(input) = &mut self.step {
+        if let Step::Input(input) | Step::Rationale(input) = &mut self.step {
             input.input(key);
         }
     }
 
     /// Whether keys are text now.
     pub fn typing(&self) -> bool {
-        matches!(self.step, Step::Rationale(_))
+        matches!(self.step, Step::Input(_) | Step::Rationale(_))
     }
 
     /// Each operation's result.

@@ -10,7 +10,7 @@ use crossterm::event::KeyEvent;
 
 use crate::core::clock::parse_instant;
 use crate::core::ids::OperationId;
-use crate::core::model::{Matches, ObservationSource, OperationDetail};
+use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
 use crate::core::rules::{
     self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, ReconcileInput, Rule,
 };
@@ -329,20 +329,15 @@ impl ReviewDialog {
         };
         let rationale = Rationale::parse(&text(FieldKind::Rationale))?;
         let action = match &option.action {
-            Action::Assign { .. } => Action::Assign {
-                owner: required(&text(FieldKind::Owner), "the new owner")?,
-            },
-            Action::Schedule { .. } => {
-                let at = text(FieldKind::At);
-                Action::Schedule {
-                    at: parse_instant(&at).map_err(|e| {
-                        format!("next observation {at:?}: {e} (e.g. 2026-09-05T12:00:00Z)")
-                    })?,
-                }
+            Action::Assign { .. } => {
+                action_from_input(ActionKind::Assign, &text(FieldKind::Owner))?
             }
-            Action::Accept { .. } => Action::Accept {
-                repair_ref: required(&text(FieldKind::RepairRef), "the manual repair reference")?,
-            },
+            Action::Schedule { .. } => {
+                action_from_input(ActionKind::Schedule, &text(FieldKind::At))?
+            }
+            Action::Accept { .. } => {
+                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef))?
+            }
             Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
             other => other.clone(),
         };
@@ -357,6 +352,56 @@ impl ReviewDialog {
         .map_err(|r| format!("refused: {}: {}", r.rule, r.reason))?;
         Ok((action, rationale, effect))
     }
+}
+
+/// The one input `kind` needs besides the rationale when it is the same for
+/// every operation (bulk triage), if any.
+pub fn input_label(kind: ActionKind) -> Option<&'static str> {
+    match kind {
+        ActionKind::Resolve => Some("resolve to (SUCCEEDED, FAILED, PARTIAL)"),
+        ActionKind::Accept => Some(FieldKind::RepairRef.label()),
+        ActionKind::Assign => Some(FieldKind::Owner.label()),
+        ActionKind::Schedule => Some(FieldKind::At.label()),
+        _ => None,
+    }
+}
+
+/// The action `kind` with its one input read from `text` (see [`input_label`]);
+/// kinds without an input ignore it. `reconcile` takes a form of its own.
+pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String> {
+    let text = text.trim();
+    Ok(match kind {
+        ActionKind::Resolve => Action::Resolve {
+            to: State::parse(&text.to_ascii_uppercase())
+                .ok_or_else(|| format!("resolve to {text:?}: one of {}", State::expected()))?,
+        },
+        ActionKind::Accept => Action::Accept {
+            repair_ref: required(text, "the manual repair reference")?,
+        },
+        ActionKind::Assign => Action::Assign {
+            owner: required(text, "the new owner")?,
+        },
+        ActionKind::Schedule => Action::Schedule {
+            at: parse_instant(text).map_err(|e| {
+                format!("next observation {text:?}: {e} (e.g. 2026-09-05T12:00:00Z)")
+            })?,
+        },
+        ActionKind::Reconcile => {
+            return Err(
+                "reconcile records one lookup of one operation: review it on its own".into(),
+            );
+        }
+        ActionKind::AuthorizeRetry => Action::AuthorizeRetry,
+        ActionKind::ApproveCompensation => Action::ApproveCompensation,
+        ActionKind::ApproveResume => Action::ApproveResume,
+        ActionKind::MarkCompensated => Action::MarkCompensated,
+        ActionKind::MarkResumed => Action::MarkResumed,
+        ActionKind::Revalidate => Action::Revalidate,
+        ActionKind::Block => Action::Block,
+        ActionKind::Comment => Action::Comment,
+        ActionKind::Confirm => Action::Confirm,
+        ActionKind::Reject => Action::Reject,
+    })
 }
 
 /// What an input starts with: the values the core's own default would use.

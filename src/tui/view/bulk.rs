@@ -14,8 +14,9 @@ use crate::core::clock::format_instant;
 use crate::core::sanitize::Clean;
 use crate::core::triage::{Bucket, TriageLine};
 use crate::tui::app::App;
-use crate::tui::bulk::{ACTIONS, BulkDialog, Step};
+use crate::tui::bulk::{BulkDialog, KINDS, Step};
 use crate::tui::review::Verdict;
+use crate::tui::review::input_label;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, line, max_scroll, span};
 
@@ -40,7 +41,8 @@ pub fn draw(frame: &mut Frame, app: &App, dialog: &BulkDialog) {
     let hint = match &dialog.step {
         Step::Loading => "reading the marked operations… · Esc close",
         Step::Pick => "↑↓ choose the action · Enter rationale · Esc close",
-        Step::Rationale(_) => "Enter dry run (nothing is written) · Esc back to the actions",
+        Step::Input(_) => "Enter on to the rationale · Esc back to the actions",
+        Step::Rationale(_) => "Enter dry run (nothing is written) · Esc back",
         Step::DryRun { .. } => "Enter confirm and apply to all · ↑↓ scroll · Esc back",
         Step::Applying => "applying…",
         Step::Done(_) => "↑↓ scroll · Enter or Esc close",
@@ -60,7 +62,7 @@ pub fn draw(frame: &mut Frame, app: &App, dialog: &BulkDialog) {
             doc
         }
         Step::Pick => pick(theme, dialog),
-        Step::Rationale(input) => {
+        Step::Input(input) | Step::Rationale(input) => {
             let [head, field] =
                 Layout::vertical([Constraint::Length(3), Constraint::Length(3)]).areas(body);
             let mut doc = Doc::default();
@@ -71,7 +73,10 @@ pub fn draw(frame: &mut Frame, app: &App, dialog: &BulkDialog) {
                 .borders(Borders::ALL)
                 .border_style(theme.focused_border())
                 .title(span(
-                    Clean::new("› rationale (required, at least 10 characters) "),
+                    Clean::new(&match &dialog.step {
+                        Step::Input(_) => format!("› {} ", input.label),
+                        _ => "› rationale (required, at least 10 characters) ".to_owned(),
+                    }),
                     theme.focused_border(),
                 ));
             let box_inner = block.inner(field);
@@ -145,15 +150,17 @@ fn pick(theme: Theme, dialog: &BulkDialog) -> Doc {
         Clean::new("action for all of them (the dry run shows where it is refused)"),
         theme.title(),
     )]));
-    for (i, action) in ACTIONS.iter().enumerate() {
+    for (i, kind) in KINDS.iter().enumerate() {
         let (marker, style) = if i == dialog.cursor {
             ("› ", theme.selected())
         } else {
             ("  ", theme.plain())
         };
+        let asks = input_label(*kind).map_or(String::new(), |l| format!("  asks: {l}"));
         doc.push(line(vec![
             span(Clean::new(marker), theme.title()),
-            span(Clean::new(action.kind().as_str()), style),
+            span(Clean::new(kind.as_str()), style),
+            span(Clean::new(&asks), theme.dim()),
         ]));
     }
     doc
