@@ -104,6 +104,17 @@ async fn mark_two_dry_run_confirm_and_each_result_is_reported() {
         before,
         "nothing written by the dry run"
     );
+    // `?` lists the dialog's own keys from the keymap.
+    h.key(KeyCode::Char('?')).await;
+    let help = h.screen();
+    assert!(help.contains("Keys · bulk triage"), "{help}");
+    assert!(
+        help.contains("pick the action / dry run / apply / close"),
+        "{help}"
+    );
+    h.key(KeyCode::Char('?')).await;
+    assert!(!h.app.help);
+    assert!(matches!(step(&h), Step::DryRun { .. }));
     assert_eq!(state_of(&h, "F09").await, State::Unknown);
 
     h.key(KeyCode::Enter).await;
@@ -152,6 +163,17 @@ async fn mark_all_takes_every_match_not_only_the_page_and_u_clears() {
     h.key(KeyCode::Char('a')).await;
     assert_eq!(h.app.queue.marked.len() as u64, total);
     assert!(h.screen().contains(&format!("{total} marked")));
+    h.key(KeyCode::Char('?')).await;
+    let help = h.screen();
+    for key in [
+        "space",
+        "mark all matching",
+        "unmark all",
+        "bulk triage of the marked",
+    ] {
+        assert!(help.contains(key), "{key} missing:\n{help}");
+    }
+    h.key(KeyCode::Char('?')).await;
     h.key(KeyCode::Char('u')).await;
     assert!(h.app.queue.marked.is_empty());
     // With a filter, only its matches are marked.

@@ -1145,13 +1145,14 @@ impl App {
             self.queue.marked.remove(*id);
         }
         let refused = results.len() - applied.len();
-        self.say(
-            &format!(
-                "bulk: {} applied, {refused} not applied (they stay marked)",
+        let text = match refused {
+            0 => format!("bulk: all {} applied", applied.len()),
+            n => format!(
+                "bulk: {} applied, {n} not applied (still marked)",
                 applied.len()
             ),
-            refused > 0,
-        );
+        };
+        self.say(&text, refused > 0);
         if let Some(dialog) = self.bulk.as_mut() {
             dialog.finish(results);
         }
