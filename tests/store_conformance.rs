@@ -13,11 +13,24 @@ use holdfast::core::audit::ChainStatus;
 use holdfast::core::model::{Role, State};
 use holdfast::core::rules::{Action, Rationale, decide};
 use holdfast::store::copy::TABLES;
-use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, StoreError};
+use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, Store, StoreError};
 use sqlx::Connection;
 use support::review::{SMALL, comment, id, loaded, local, now, records, resolve_f09};
 use support::stores::{self, Fresh, Kind};
 use tokio::sync::Barrier;
+
+/// The first `limit` rows of a listing, with the total that match.
+async fn first_page(
+    store: &dyn Store,
+    filter: &OperationFilter,
+    sort: SortOrder,
+    limit: u64,
+) -> (Vec<holdfast::store::OperationRow>, u64) {
+    store
+        .list(filter, sort, Page { offset: 0, limit }, now())
+        .await
+        .unwrap()
+}
 
 fn queue() -> OperationFilter {
     OperationFilter {
@@ -35,18 +48,7 @@ async fn ingest_commits_every_record_and_the_queue_shows_holds_and_their_depende
         .unwrap();
     let committed: u64 = report.committed.iter().map(|(_, n)| n).sum();
     assert_eq!(committed, 8);
-    let (rows, total) = store
-        .list(
-            &queue(),
-            SortOrder::Urgency,
-            Page {
-                offset: 0,
-                limit: 50,
-            },
-            now(),
-        )
-        .await
-        .unwrap();
+    let (rows, total) = first_page(store, &queue(), SortOrder::Urgency, 50).await;
     assert_eq!(total, 2);
     assert_eq!(rows[0].operation.id.as_str(), "F09");
     assert_eq!(rows[0].operation.state, State::Unknown);
@@ -209,18 +211,7 @@ async fn a_stale_version_is_refused_with_who_changed_it(kind: Kind) {
     }
     let after = store.detail(&id("F09")).await.unwrap();
     assert_eq!(after.row.operation.state, State::Succeeded);
-    let (rows, _) = store
-        .list(
-            &queue(),
-            SortOrder::Urgency,
-            Page {
-                offset: 0,
-                limit: 50,
-            },
-            now(),
-        )
-        .await
-        .unwrap();
+    let (rows, _) = first_page(store, &queue(), SortOrder::Urgency, 50).await;
     assert!(rows.is_empty(), "F10 is no longer held by its dependency");
     assert!(matches!(
         store.verify().await.unwrap(),
@@ -241,18 +232,7 @@ async fn search_finds_targets_keys_and_provider_ids(kind: Kind) {
             search: Some(needle.into()),
             ..OperationFilter::default()
         };
-        let (rows, _) = store
-            .list(
-                &filter,
-                SortOrder::Id,
-                Page {
-                    offset: 0,
-                    limit: 10,
-                },
-                now(),
-            )
-            .await
-            .unwrap();
+        let (rows, _) = first_page(store, &filter, SortOrder::Id, 10).await;
         let ids: Vec<&str> = rows.iter().map(|r| r.operation.id.as_str()).collect();
         let want: Vec<&str> = if expected.is_empty() {
             vec![]
@@ -265,18 +245,7 @@ async fn search_finds_targets_keys_and_provider_ids(kind: Kind) {
         visible_tenants: Some(vec!["other".into()]),
         ..OperationFilter::default()
     };
-    let (rows, total) = store
-        .list(
-            &hidden,
-            SortOrder::Id,
-            Page {
-                offset: 0,
-                limit: 10,
-            },
-            now(),
-        )
-        .await
-        .unwrap();
+    let (rows, total) = first_page(store, &hidden, SortOrder::Id, 10).await;
     assert!(rows.is_empty() && total == 0);
 }
 

@@ -969,17 +969,27 @@ impl App {
         Vec::new()
     }
 
+    /// Handles what a dialog hands back to the console (quit, help); the rest is
+    /// the dialog's own request, or the effects to run at once.
+    fn dialog_request<R>(&mut self, keyed: Keyed<R>) -> Result<Option<R>, Vec<Effect>> {
+        match keyed {
+            Keyed::Request(request) => Ok(request),
+            Keyed::Quit => Err(vec![Effect::Quit]),
+            Keyed::Help => {
+                self.help = true;
+                Ok(None)
+            }
+        }
+    }
+
     fn review_key(&mut self, key: KeyEvent) -> Vec<Effect> {
         let Some(dialog) = self.review.as_mut() else {
             return Vec::new();
         };
-        let request = match dialog_key(dialog, key, &self.actor, self.now) {
-            Keyed::Request(request) => request,
-            Keyed::Quit => return vec![Effect::Quit],
-            Keyed::Help => {
-                self.help = true;
-                None
-            }
+        let keyed = dialog_key(dialog, key, &self.actor, self.now);
+        let request = match self.dialog_request(keyed) {
+            Ok(request) => request,
+            Err(effects) => return effects,
         };
         match request {
             None => Vec::new(),
@@ -1092,13 +1102,10 @@ impl App {
         let Some(dialog) = self.bulk.as_mut() else {
             return Vec::new();
         };
-        let request = match dialog_key(dialog, key, &self.actor, self.now) {
-            Keyed::Request(request) => request,
-            Keyed::Quit => return vec![Effect::Quit],
-            Keyed::Help => {
-                self.help = true;
-                None
-            }
+        let keyed = dialog_key(dialog, key, &self.actor, self.now);
+        let request = match self.dialog_request(keyed) {
+            Ok(request) => request,
+            Err(effects) => return effects,
         };
         match request {
             None => Vec::new(),
