@@ -181,24 +181,3 @@ impl AuditColumns {
         })
     }
 }
-
-/// The wire lines stored for records a reviewer action creates.
-pub fn wire_of_item(item: &Item) -> String {
-    encode(&Record::Item(item.clone()))
-}
-
-pub fn wire_of_attempt(attempt: &Attempt) -> String {
-    encode(&Record::Attempt(attempt.clone()))
-}
-
-pub fn wire_of_observation(observation: &Observation) -> String {
-    encode(&Record::Observation(observation.clone()))
-}
-
-pub fn wire_of_operation(operation: &Operation) -> String {
-    encode(&Record::Operation(operation.clone()))
-}
-
-pub fn wire_of_expectation(expectation: &Expectation) -> String {
-    encode(&Record::Expectation(expectation.clone()))
-}

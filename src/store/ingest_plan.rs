@@ -170,11 +170,6 @@ pub struct Plan {
 }
 
 impl Plan {
-    /// Lines refused, each once.
-    pub fn rejected_lines(&self) -> BTreeSet<usize> {
-        self.rejected.iter().map(|e| e.line).collect()
-    }
-
     /// New records per type, in wire order of types.
     pub fn committed_by_type(&self) -> Vec<(String, u64)> {
         let mut counts: BTreeMap<&'static str, u64> = BTreeMap::new();
