@@ -3,8 +3,10 @@
 
 pub mod cli;
 pub mod core;
+pub mod executor;
 pub mod ingest;
 pub mod review;
+pub mod sim;
 pub mod store;
 pub mod tui;
 pub mod wire;

@@ -1,0 +1,487 @@
+//! The drill's case file (DESIGN §9.3): JSON Lines of `{"type":"case",…}`, each a
+//! contract, an operation, the provider's script and the expected outcome, parsed
+//! strictly into typed cases with `line N: field: reason` errors.
+
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::core::model::{Contract, FailureMode, State};
+use crate::wire::{LineError, Record, parse_line};
+
+/// The placeholder a case's URLs use for the simulated provider's base URL.
+pub const SIM_PLACEHOLDER: &str = "{sim}";
+
+/// One fault-injection case.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Case {
+    pub id: String,
+    pub mode: FailureMode,
+    pub name: String,
+    /// Why the case is shaped as it is, where the seed leaves a choice open.
+    pub note: Option<String>,
+    pub contract: Contract,
+    /// How to look an operation up (DESIGN §9.1), with `{sim}` still in the URL.
+    pub lookup: Option<LookupSpec>,
+    pub operation: CaseOperation,
+    pub provider: Vec<Rule>,
+    pub expect: Expect,
+}
+
+/// A contract's status lookup, as far as the executor needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookupSpec {
+    #[serde(default = "get")]
+    pub method: String,
+    pub url: String,
+    #[serde(default)]
+    pub auth: Option<Value>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub lag_seconds: u64,
+    #[serde(default = "default_not_found")]
+    pub not_found_status: Vec<u16>,
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+}
+
+fn get() -> String {
+    "GET".to_owned()
+}
+
+fn default_timeout_ms() -> u64 {
+    2000
+}
+
+fn default_not_found() -> Vec<u16> {
+    vec![404]
+}
+
+/// The operation a case executes, and how it reaches the executor.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CaseOperation {
+    #[serde(default = "default_risk")]
+    pub risk: String,
+    #[serde(default)]
+    pub idempotency_key: Option<String>,
+    #[serde(default)]
+    pub business_key: Option<String>,
+    /// Batch items (0: a single write).
+    #[serde(default)]
+    pub items: u32,
+    #[serde(default = "default_tenant")]
+    pub tenant: String,
+    /// The target; by default `record:<case id>`.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The business payload sent (its hash is the operation's payload hash).
+    #[serde(default = "default_payload")]
+    pub payload: Value,
+    /// Payload fields the local schema requires; a missing one is rejected before
+    /// any network attempt.
+    #[serde(default)]
+    pub required: Vec<String>,
+    /// The record version the write must produce (freshness check).
+    #[serde(default = "one")]
+    pub version: u64,
+    /// Whether the executor's credential has expired at the start (refreshed only
+    /// through the approved path, for the same identity and scope).
+    #[serde(default)]
+    pub token_expired: bool,
+    /// How many dependent operations wait on this one (each must stay unsent while
+    /// it is held).
+    #[serde(default)]
+    pub dependents: u32,
+    /// How many executors receive the operation at the same instant (locking).
+    #[serde(default = "one_u32")]
+    pub concurrent: u32,
+    /// Later deliveries of the same intent or of its key.
+    #[serde(default)]
+    pub deliveries: Vec<Delivery>,
+    /// What the owner approves when the operation ends PARTIAL.
+    #[serde(default)]
+    pub recovery: Option<Recovery>,
+}
+
+fn default_risk() -> String {
+    "medium".to_owned()
+}
+
+fn default_tenant() -> String {
+    "pinehaven".to_owned()
+}
+
+fn default_payload() -> Value {
+    serde_json::json!({"amount": 100, "currency": "EUR"})
+}
+
+fn one() -> u64 {
+    1
+}
+
+fn one_u32() -> u32 {
+    1
+}
+
+/// A later delivery: the same operation again, or a new operation reusing its key.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Delivery {
+    /// `same` (the same operation id, redelivered), `conflict` (a new operation
+    /// with the same key and another payload), `replay` (a new operation with the
+    /// same key, business key and payload).
+    pub kind: DeliveryKind,
+    /// The layer that delivered it (`queue`, `gateway`, `agent`, …).
+    #[serde(default = "default_layer")]
+    pub layer: String,
+    /// Seconds after the previous delivery.
+    #[serde(default)]
+    pub after_seconds: u64,
+}
+
+fn default_layer() -> String {
+    "queue".to_owned()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DeliveryKind {
+    Same,
+    Conflict,
+    Replay,
+}
+
+/// The owner's recovery decision for a PARTIAL outcome.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Recovery {
+    /// Resume only the items that did not commit.
+    Resume,
+    /// Compensate the committed items through the contract's inverse operation.
+    Compensate,
+}
+
+/// What the provider does on the `n`th request, status query or batch item.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rule {
+    pub on: On,
+    pub n: u32,
+    /// Whether the request's effect is applied before responding.
+    #[serde(default)]
+    pub commit: bool,
+    pub respond: Respond,
+    /// For `item` rules: only in this request (1-based); any request when absent.
+    #[serde(default)]
+    pub request: Option<u32>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum On {
+    Request,
+    Status,
+    Item,
+}
+
+/// The provider's answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(untagged)]
+pub enum Respond {
+    Word(Word),
+    Answer(Answer),
+}
+
+/// The answers named by a word.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Word {
+    /// Close the connection without answering (before reading the request when
+    /// nothing is committed: the request never reached the provider).
+    Drop,
+    /// The committed record as a status body (404 when there is none).
+    Record,
+    /// Answer only after the client's timeout.
+    Hang,
+    /// The name lookup fails: the request never leaves the client.
+    DnsFailure,
+}
+
+/// An explicit HTTP answer.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Answer {
+    pub status: u16,
+    #[serde(default)]
+    pub headers: BTreeMap<String, String>,
+    /// A JSON body, or a string sent verbatim (a truncated body, say).
+    #[serde(default)]
+    pub body: Option<Value>,
+    /// Send the committed record with these fields replaced (a wrong tenant, a
+    /// stale version, an instruction in a note).
+    #[serde(default)]
+    pub record: Option<serde_json::Map<String, Value>>,
+}
+
+/// What the case expects, counted at the provider.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Expect {
+    pub state: State,
+    pub requests: u32,
+    pub status_queries: u32,
+    pub effects: u32,
+    #[serde(default)]
+    pub retried_before_reconcile: bool,
+    /// Distinct identities seen on credentials (no substitution: 1).
+    #[serde(default)]
+    pub identities: Option<u32>,
+    /// Requests the dependents made (stopped: 0).
+    #[serde(default)]
+    pub dependent_requests: Option<u32>,
+    /// The largest number of times any one batch item was applied (1: committed
+    /// items never replayed).
+    #[serde(default)]
+    pub max_item_effects: Option<u32>,
+    /// The final state of a recovery child (a failed compensation: FAILED).
+    #[serde(default)]
+    pub recovery_state: Option<State>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCase {
+    #[serde(rename = "type")]
+    kind: String,
+    id: String,
+    mode: String,
+    name: String,
+    #[serde(default)]
+    note: Option<String>,
+    contract: serde_json::Map<String, Value>,
+    operation: CaseOperation,
+    #[serde(default)]
+    provider: Vec<Rule>,
+    expect: Expect,
+}
+
+/// The sections of a case line, for naming the field at fault.
+const SECTIONS: &[&str] = &[
+    "type",
+    "id",
+    "mode",
+    "name",
+    "note",
+    "contract",
+    "operation",
+    "provider",
+    "expect",
+];
+
+fn error(line: usize, field: impl Into<String>, reason: impl Into<String>) -> LineError {
+    LineError {
+        line,
+        field: field.into(),
+        reason: reason.into(),
+    }
+}
+
+/// Names the field a serde error is about: the section, and the array index for
+/// the provider script.
+fn locate(line: usize, text: &str, whole: serde_json::Error) -> LineError {
+    let Ok(Value::Object(map)) = serde_json::from_str::<Value>(text) else {
+        return error(line, "-", format!("not a JSON object: {whole}"));
+    };
+    for key in map.keys() {
+        if !SECTIONS.contains(&key.as_str()) {
+            return error(
+                line,
+                key.clone(),
+                format!("unknown field; expected one of {}", SECTIONS.join(", ")),
+            );
+        }
+    }
+    let check = |field: &str, value: &Value| -> Option<LineError> {
+        let result = match field {
+            "operation" => serde_json::from_value::<CaseOperation>(value.clone()).err(),
+            "expect" => serde_json::from_value::<Expect>(value.clone()).err(),
+            "contract" => serde_json::from_value::<serde_json::Map<String, Value>>(value.clone())
+                .err(),
+            _ => None,
+        };
+        result.map(|e| error(line, field, e.to_string()))
+    };
+    for (key, value) in &map {
+        if key == "provider" {
+            let Value::Array(rules) = value else {
+                return error(line, "provider", "must be an array of rules");
+            };
+            for (index, rule) in rules.iter().enumerate() {
+                if let Err(e) = serde_json::from_value::<Rule>(rule.clone()) {
+                    return error(line, format!("provider[{index}]"), e.to_string());
+                }
+            }
+        } else if let Some(found) = check(key, value) {
+            return found;
+        }
+    }
+    let reason = whole.to_string();
+    let field = SECTIONS
+        .iter()
+        .find(|s| reason.contains(&format!("`{s}`")))
+        .map_or("-", |s| s);
+    error(line, field, reason)
+}
+
+/// Parses one case line.
+pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
+    let raw: RawCase = serde_json::from_str(text).map_err(|e| vec![locate(line, text, e)])?;
+    let mut errors = Vec::new();
+    if raw.kind != "case" {
+        errors.push(error(line, "type", format!("`{}`: expected `case`", raw.kind)));
+    }
+    if raw.id.trim().is_empty() || raw.id.len() > 40 || raw.id.contains(char::is_whitespace) {
+        errors.push(error(line, "id", "1–40 characters without spaces"));
+    }
+    let mode = FailureMode::parse(&raw.mode);
+    if mode.is_none() {
+        errors.push(error(
+            line,
+            "mode",
+            format!("`{}`: expected one of {}", raw.mode, FailureMode::expected()),
+        ));
+    }
+    if crate::core::model::Risk::parse(&raw.operation.risk).is_none() {
+        errors.push(error(
+            line,
+            "operation.risk",
+            format!("expected one of {}", crate::core::model::Risk::expected()),
+        ));
+    }
+    if !raw.operation.payload.is_object() {
+        errors.push(error(line, "operation.payload", "must be a JSON object"));
+    }
+    if raw.operation.concurrent == 0 {
+        errors.push(error(line, "operation.concurrent", "at least 1"));
+    }
+    for (index, rule) in raw.provider.iter().enumerate() {
+        if rule.n == 0 {
+            errors.push(error(line, format!("provider[{index}].n"), "counts from 1"));
+        }
+        if rule.request.is_some() && rule.on != On::Item {
+            errors.push(error(
+                line,
+                format!("provider[{index}].request"),
+                "only `item` rules name a request",
+            ));
+        }
+        if matches!(rule.respond, Respond::Word(Word::DnsFailure)) && rule.on == On::Item {
+            errors.push(error(
+                line,
+                format!("provider[{index}].respond"),
+                "an item cannot fail name resolution",
+            ));
+        }
+    }
+    let (contract, lookup) = match read_contract(&raw.contract, line) {
+        Ok(found) => found,
+        Err(mut more) => {
+            errors.append(&mut more);
+            return Err(errors);
+        }
+    };
+    match mode {
+        Some(mode) if errors.is_empty() => Ok(Case {
+            id: raw.id,
+            mode,
+            name: raw.name,
+            note: raw.note,
+            contract,
+            lookup,
+            operation: raw.operation,
+            provider: raw.provider,
+            expect: raw.expect,
+        }),
+        _ => Err(errors),
+    }
+}
+
+/// Reads the case's contract as a wire-format contract record (the same parser as
+/// ingest), taking a `status_lookup` object apart first.
+fn read_contract(
+    map: &serde_json::Map<String, Value>,
+    line: usize,
+) -> Result<(Contract, Option<LookupSpec>), Vec<LineError>> {
+    let mut record = serde_json::Map::new();
+    record.insert("type".into(), Value::String("contract".into()));
+    let mut lookup = None;
+    for (key, value) in map {
+        if key == "type" {
+            continue;
+        }
+        if key == "status_lookup"
+            && let Value::Object(_) = value
+        {
+            let spec: LookupSpec = serde_json::from_value(value.clone())
+                .map_err(|e| vec![error(line, "contract.status_lookup", e.to_string())])?;
+            if !spec.method.eq_ignore_ascii_case("GET") {
+                return Err(vec![error(
+                    line,
+                    "contract.status_lookup.method",
+                    "only GET lookups are made",
+                )]);
+            }
+            lookup = Some(spec);
+            record.insert(key.clone(), Value::Bool(true));
+            continue;
+        }
+        record.insert(key.clone(), value.clone());
+    }
+    let text = Value::Object(record).to_string();
+    match parse_line(text.as_bytes(), line) {
+        Ok(Record::Contract(contract)) => Ok((contract, lookup)),
+        Ok(other) => Err(vec![error(
+            line,
+            "contract",
+            format!("read as a {} record", other.type_name()),
+        )]),
+        Err(errors) => Err(errors
+            .into_iter()
+            .map(|e| LineError {
+                field: format!("contract.{}", e.field),
+                ..e
+            })
+            .collect()),
+    }
+}
+
+/// Parses a whole case file; every bad line is reported, and nothing is returned
+/// unless every line is good. Blank lines are skipped.
+pub fn parse_cases(text: &str) -> Result<Vec<Case>, Vec<LineError>> {
+    let mut cases = Vec::new();
+    let mut errors = Vec::new();
+    for (index, line) in text.lines().enumerate() {
+        if line.trim().is_empty() {
+            continue;
+        }
+        match parse_case(line, index + 1) {
+            Ok(case) => {
+                if cases.iter().any(|c: &Case| c.id == case.id) {
+                    errors.push(error(index + 1, "id", format!("case {} appears twice", case.id)));
+                } else {
+                    cases.push(case);
+                }
+            }
+            Err(mut more) => errors.append(&mut more),
+        }
+    }
+    if errors.is_empty() {
+        Ok(cases)
+    } else {
+        Err(errors)
+    }
+}

@@ -1,0 +1,712 @@
+//! The simulated provider: an HTTP server on a loopback address that keeps the
+//! authoritative records of every case, plays each case's scripted faults, and
+//! counts what really happened (requests, status queries, applied effects).
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use axum::body::Body;
+use axum::extract::{Path, Query, Request, State};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use axum::{Extension, Router};
+use chrono::{DateTime, Duration, Utc};
+use hyper::body::Incoming;
+use hyper_util::rt::TokioIo;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, oneshot};
+use tower::ServiceExt as _;
+
+use super::case::{Answer, Case, On, Respond, Rule, Word};
+use crate::executor::clock::ExecClock;
+
+/// How long a `hang` answer waits before it is sent (past any client timeout the
+/// drill uses).
+pub const HANG_FOR: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// The largest request body the provider reads.
+const MAX_BODY: usize = 1 << 20;
+
+/// What the provider really saw and did for one case.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Counters {
+    /// Requests that reached the provider (dropped ones included).
+    pub requests: u32,
+    pub status_queries: u32,
+    /// Applied effects (records created, batch items applied, compensations).
+    pub effects: u32,
+    /// Name lookups that failed before a request left the client.
+    pub dns_failures: u32,
+    /// Connections closed without an answer.
+    pub dropped: u32,
+    /// Requests answered with the original result of their idempotency key.
+    pub replays: u32,
+    /// Requests refused because their key carried another payload.
+    pub conflicts: u32,
+    /// Distinct identities on credentials.
+    pub identities: BTreeSet<String>,
+    pub requests_by_operation: BTreeMap<String, u32>,
+    pub effects_by_operation: BTreeMap<String, u32>,
+    /// Times each batch item was applied, by `operation#index`.
+    pub item_effects: BTreeMap<String, u32>,
+}
+
+/// One authoritative record.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct StoredRecord {
+    pub id: String,
+    pub operation: String,
+    pub tenant: String,
+    pub target: String,
+    pub business_key: Option<String>,
+    pub payload_hash: String,
+    pub version: u64,
+    pub request_id: String,
+    pub committed_at: DateTime<Utc>,
+    /// Whether a compensation reversed it.
+    pub reversed: bool,
+}
+
+#[derive(Debug, Clone)]
+struct KeyEntry {
+    payload_hash: String,
+    created_at: DateTime<Utc>,
+    status: u16,
+    body: Value,
+    request_id: String,
+}
+
+struct CaseState {
+    case: Case,
+    clock: ExecClock,
+    counters: Counters,
+    records: Vec<StoredRecord>,
+    keys: HashMap<String, KeyEntry>,
+    /// Request attempts numbered so far (failed name lookups included).
+    request_n: u32,
+    status_n: u32,
+}
+
+impl CaseState {
+    fn rule(&self, on: On, n: u32) -> Option<Rule> {
+        self.case
+            .provider
+            .iter()
+            .find(|r| r.on == on && r.n == n)
+            .cloned()
+    }
+
+    fn item_rule(&self, index: u32, request: u32) -> Option<Rule> {
+        self.case
+            .provider
+            .iter()
+            .find(|r| r.on == On::Item && r.n == index && r.request.is_none_or(|m| m == request))
+            .cloned()
+    }
+
+    fn key_expired(&self, entry: &KeyEntry) -> bool {
+        match self.case.contract.idempotency.retention_hours {
+            Some(hours) => {
+                self.clock.now() >= entry.created_at + Duration::hours(i64::from(hours))
+            }
+            None => false,
+        }
+    }
+
+    fn count_with(&self, business_key: Option<&str>, operation: &str) -> usize {
+        self.records
+            .iter()
+            .filter(|r| !r.reversed)
+            .filter(|r| match business_key {
+                Some(key) => r.business_key.as_deref() == Some(key),
+                None => r.operation == operation,
+            })
+            .count()
+    }
+}
+
+/// The simulated provider's state, shared by its server and the drill.
+#[derive(Clone, Default)]
+pub struct Provider {
+    cases: Arc<Mutex<HashMap<String, CaseState>>>,
+}
+
+/// The part of the path every case's endpoints live under.
+pub fn case_path(case: &str) -> String {
+    format!("/cases/{case}")
+}
+
+impl Provider {
+    pub fn new() -> Self {
+        Provider::default()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, CaseState>> {
+        self.cases.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Adds (or replaces) a case, with the clock its key retention runs on.
+    pub fn add_case(&self, case: Case, clock: ExecClock) {
+        self.lock().insert(
+            case.id.clone(),
+            CaseState {
+                case,
+                clock,
+                counters: Counters::default(),
+                records: Vec::new(),
+                keys: HashMap::new(),
+                request_n: 0,
+                status_n: 0,
+            },
+        );
+    }
+
+    /// What the provider saw for `case`.
+    pub fn counters(&self, case: &str) -> Option<Counters> {
+        self.lock().get(case).map(|c| c.counters.clone())
+    }
+
+    /// The authoritative records of `case`.
+    pub fn records(&self, case: &str) -> Vec<StoredRecord> {
+        self.lock()
+            .get(case)
+            .map(|c| c.records.clone())
+            .unwrap_or_default()
+    }
+
+    /// The name lookup of the next request or status query of `case`: fails when
+    /// the script says so, and that attempt then never reaches the provider.
+    pub fn resolve(&self, case: &str, on: On) -> Result<(), String> {
+        let mut cases = self.lock();
+        let Some(state) = cases.get_mut(case) else {
+            return Ok(());
+        };
+        let n = match on {
+            On::Status => state.status_n + 1,
+            _ => state.request_n + 1,
+        };
+        let fails = state
+            .rule(on, n)
+            .is_some_and(|r| r.respond == Respond::Word(Word::DnsFailure));
+        if fails {
+            match on {
+                On::Status => state.status_n = n,
+                _ => state.request_n = n,
+            }
+            state.counters.dns_failures += 1;
+            return Err(format!("simulated name lookup failure ({on:?} {n})"));
+        }
+        Ok(())
+    }
+
+    /// The router of the provider's endpoints.
+    pub fn router(&self) -> Router {
+        Router::new()
+            .route("/cases/{case}/ops", post(write))
+            .route("/cases/{case}/records", get(status))
+            .route("/cases/{case}/counters", get(counters))
+            .with_state(self.clone())
+    }
+}
+
+/// Closes the connection a request came on, without an answer.
+#[derive(Clone)]
+struct Killer(Arc<Notify>);
+
+/// A running provider.
+pub struct Running {
+    pub addr: SocketAddr,
+    stop: Option<oneshot::Sender<()>>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl Running {
+    /// The base URL of `case` on this server.
+    pub fn case_url(&self, case: &str) -> String {
+        format!("http://{}{}", self.addr, case_path(case))
+    }
+
+    /// Stops accepting connections and waits for the accept loop to end.
+    pub async fn stop(mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        let _ = (&mut self.task).await;
+    }
+
+    /// Runs until the accept loop ends (for `holdfast sim-provider`).
+    pub async fn wait(self) {
+        let _ = self.task.await;
+    }
+}
+
+/// Why the provider refuses to listen.
+#[derive(Debug, thiserror::Error)]
+pub enum ServeError {
+    #[error("{0} is not a loopback address: the simulated provider listens on 127.0.0.0/8 or [::1] only")]
+    NotLoopback(SocketAddr),
+    #[error("cannot listen on {addr}: {error}")]
+    Bind {
+        addr: SocketAddr,
+        error: std::io::Error,
+    },
+}
+
+/// Serves `provider` on `listen` (port 0: a free port), loopback only.
+pub async fn serve(provider: Provider, listen: SocketAddr) -> Result<Running, ServeError> {
+    if !listen.ip().is_loopback() {
+        return Err(ServeError::NotLoopback(listen));
+    }
+    let listener = tokio::net::TcpListener::bind(listen)
+        .await
+        .map_err(|error| ServeError::Bind {
+            addr: listen,
+            error,
+        })?;
+    let addr = listener.local_addr().map_err(|error| ServeError::Bind {
+        addr: listen,
+        error,
+    })?;
+    let router = provider.router();
+    let (stop, mut stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        loop {
+            tokio::select! {
+                accepted = listener.accept() => {
+                    let Ok((stream, _)) = accepted else { continue };
+                    tokio::spawn(connection(router.clone(), stream));
+                }
+                _ = &mut stopped => break,
+            }
+        }
+    });
+    Ok(Running {
+        addr,
+        stop: Some(stop),
+        task,
+    })
+}
+
+/// Serves one connection until it ends or a handler asks to drop it.
+async fn connection(router: Router, stream: tokio::net::TcpStream) {
+    let kill = Arc::new(Notify::new());
+    let killer = Killer(kill.clone());
+    let service = hyper::service::service_fn(move |mut request: hyper::Request<Incoming>| {
+        request.extensions_mut().insert(killer.clone());
+        router.clone().oneshot(request.map(Body::new))
+    });
+    let served = hyper::server::conn::http1::Builder::new()
+        .serve_connection(TokioIo::new(stream), service);
+    tokio::select! {
+        _ = served => {}
+        _ = kill.notified() => {}
+    }
+}
+
+/// What a client sends to apply an operation.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct WriteRequest {
+    pub operation: String,
+    pub tenant: String,
+    pub target: String,
+    #[serde(default)]
+    pub business_key: Option<String>,
+    pub payload_hash: String,
+    pub payload: Value,
+    /// Batch items or workflow steps, by 1-based index.
+    #[serde(default)]
+    pub items: Vec<u32>,
+    /// The operation this one compensates.
+    #[serde(default)]
+    pub inverse_of: Option<String>,
+}
+
+fn identity(headers: &HeaderMap) -> Option<String> {
+    let value = headers.get("authorization")?.to_str().ok()?;
+    let token = value.strip_prefix("Bearer ")?;
+    Some(
+        token
+            .rsplit_once('.')
+            .map_or(token, |(identity, _)| identity)
+            .to_owned(),
+    )
+}
+
+fn json_response(status: u16, request_id: &str, body: &Value, replayed: bool) -> Response {
+    let mut response = (
+        StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        body.to_string(),
+    )
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    if let Ok(id) = HeaderValue::from_str(request_id) {
+        headers.insert("x-request-id", id);
+    }
+    if replayed {
+        headers.insert("idempotent-replayed", HeaderValue::from_static("true"));
+    }
+    response
+}
+
+/// The scripted answer: its status, headers and body; a record override is applied
+/// to `record`.
+fn scripted(answer: &Answer, request_id: &str, record: Option<&Value>) -> Response {
+    let body = match (&answer.record, record, &answer.body) {
+        (Some(overrides), Some(Value::Object(base)), _) => {
+            let mut merged = base.clone();
+            if let Some(Value::Object(inner)) = merged.get_mut("record") {
+                for (k, v) in overrides {
+                    inner.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Object(merged).to_string()
+        }
+        (_, _, Some(Value::String(raw))) => raw.clone(),
+        (_, _, Some(other)) => other.to_string(),
+        (_, _, None) => json!({"error": format!("http_{}", answer.status)}).to_string(),
+    };
+    let mut response = (
+        StatusCode::from_u16(answer.status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR),
+        body,
+    )
+        .into_response();
+    let headers = response.headers_mut();
+    headers.insert("content-type", HeaderValue::from_static("application/json"));
+    if let Ok(id) = HeaderValue::from_str(request_id) {
+        headers.insert("x-request-id", id);
+    }
+    for (name, value) in &answer.headers {
+        if let (Ok(name), Ok(value)) = (
+            HeaderName::from_bytes(name.as_bytes()),
+            HeaderValue::from_str(value),
+        ) {
+            headers.insert(name, value);
+        }
+    }
+    response
+}
+
+fn not_found() -> Response {
+    (StatusCode::NOT_FOUND, json!({"error": "not_found"}).to_string()).into_response()
+}
+
+/// Drops the connection and never answers.
+async fn drop_connection(killer: &Killer) -> Response {
+    killer.0.notify_one();
+    std::future::pending::<Response>().await
+}
+
+/// The outcome of processing one write.
+struct Processed {
+    status: u16,
+    body: Value,
+    request_id: String,
+    replayed: bool,
+}
+
+async fn write(
+    State(provider): State<Provider>,
+    Path(case): Path<String>,
+    Extension(killer): Extension<Killer>,
+    request: Request,
+) -> Response {
+    let (n, rule) = {
+        let mut cases = provider.lock();
+        let Some(state) = cases.get_mut(&case) else {
+            return not_found();
+        };
+        state.request_n += 1;
+        state.counters.requests += 1;
+        if let Some(who) = identity(request.headers()) {
+            state.counters.identities.insert(who);
+        }
+        (state.request_n, state.rule(On::Request, state.request_n))
+    };
+    let request_id = format!("req-{case}-{n}");
+    let commit = rule.as_ref().is_none_or(|r| r.commit);
+    if let Some(rule) = &rule
+        && !rule.commit
+        && rule.respond == Respond::Word(Word::Drop)
+    {
+        // Dropped before the request was read: it never reached the provider's
+        // logic, so nothing can have been applied.
+        if let Some(state) = provider.lock().get_mut(&case) {
+            state.counters.dropped += 1;
+        }
+        return drop_connection(&killer).await;
+    }
+    let key = request
+        .headers()
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_owned);
+    let bytes = match axum::body::to_bytes(request.into_body(), MAX_BODY).await {
+        Ok(bytes) => bytes,
+        Err(_) => return (StatusCode::BAD_REQUEST, "body too large").into_response(),
+    };
+    let body: WriteRequest = match serde_json::from_slice(&bytes) {
+        Ok(body) => body,
+        Err(e) => {
+            return json_response(
+                400,
+                &request_id,
+                &json!({"error": "bad_request", "detail": e.to_string()}),
+                false,
+            );
+        }
+    };
+    if let Some(who) = provider.lock().get_mut(&case) {
+        *who.counters
+            .requests_by_operation
+            .entry(body.operation.clone())
+            .or_default() += 1;
+    }
+    let processed = if commit {
+        process(&provider, &case, n, &request_id, key.as_deref(), &body)
+    } else {
+        None
+    };
+    match rule.map(|r| r.respond) {
+        Some(Respond::Word(Word::Drop)) => {
+            if let Some(state) = provider.lock().get_mut(&case) {
+                state.counters.dropped += 1;
+            }
+            drop_connection(&killer).await
+        }
+        Some(Respond::Word(Word::Hang)) => {
+            tokio::time::sleep(HANG_FOR).await;
+            answer(processed, &request_id)
+        }
+        Some(Respond::Answer(scripted_answer)) => {
+            // A conflict or a replay is the provider's own answer, whatever the
+            // script would have said.
+            match &processed {
+                Some(p) if p.replayed || p.status == 409 => answer(processed, &request_id),
+                _ => scripted(
+                    &scripted_answer,
+                    &request_id,
+                    processed.as_ref().map(|p| &p.body),
+                ),
+            }
+        }
+        Some(Respond::Word(Word::Record | Word::DnsFailure)) | None => {
+            answer(processed, &request_id)
+        }
+    }
+}
+
+fn answer(processed: Option<Processed>, request_id: &str) -> Response {
+    match processed {
+        Some(p) => json_response(p.status, &p.request_id, &p.body, p.replayed),
+        None => json_response(503, request_id, &json!({"error": "not_processed"}), false),
+    }
+}
+
+/// Applies one write under the provider's idempotency semantics: the original
+/// result for a repeated key with the same payload, a conflict for another payload,
+/// a fresh effect for a new or expired key. `None` when the case is unknown.
+fn process(
+    provider: &Provider,
+    case: &str,
+    n: u32,
+    request_id: &str,
+    key: Option<&str>,
+    body: &WriteRequest,
+) -> Option<Processed> {
+    let mut cases = provider.lock();
+    let state = cases.get_mut(case)?;
+    if let Some(key) = key
+        && let Some(entry) = state.keys.get(key).cloned()
+        && !state.key_expired(&entry)
+    {
+        if entry.payload_hash == body.payload_hash {
+            state.counters.replays += 1;
+            return Some(Processed {
+                status: entry.status,
+                body: entry.body,
+                request_id: entry.request_id,
+                replayed: true,
+            });
+        }
+        state.counters.conflicts += 1;
+        return Some(Processed {
+            status: 409,
+            body: json!({"error": "idempotency_key_conflict",
+                         "detail": "this key was used with another payload"}),
+            request_id: request_id.to_owned(),
+            replayed: false,
+        });
+    }
+    let now = state.clock.now();
+    let mut applied = 0u32;
+    let mut item_results = Vec::new();
+    if let Some(parent) = &body.inverse_of {
+        for record in state.records.iter_mut().filter(|r| &r.operation == parent) {
+            record.reversed = true;
+        }
+        applied += 1;
+    } else if body.items.is_empty() {
+        applied += 1;
+    } else {
+        let mut stopped = false;
+        for &index in &body.items {
+            if stopped {
+                item_results.push(json!({"index": index, "state": "not_attempted"}));
+                continue;
+            }
+            let failure = state.item_rule(index, n).and_then(|r| match r.respond {
+                Respond::Answer(a) if a.status >= 400 => {
+                    Some(json!({"index": index, "state": "failed", "status": a.status,
+                                "error": a.body.unwrap_or(Value::Null)}))
+                }
+                Respond::Word(Word::Drop | Word::Hang) => {
+                    Some(json!({"index": index, "state": "not_attempted"}))
+                }
+                _ => None,
+            });
+            match failure {
+                Some(result) => {
+                    item_results.push(result);
+                    stopped = true;
+                }
+                None => {
+                    *state
+                        .counters
+                        .item_effects
+                        .entry(format!("{}#{index}", body.operation))
+                        .or_default() += 1;
+                    applied += 1;
+                    item_results.push(json!({"index": index, "state": "succeeded",
+                                             "id": format!("item-{}-{index}", body.operation)}));
+                }
+            }
+        }
+    }
+    state.counters.effects += applied;
+    *state
+        .counters
+        .effects_by_operation
+        .entry(body.operation.clone())
+        .or_default() += applied;
+    let record = StoredRecord {
+        id: format!("rec-{case}-{n}"),
+        operation: body.operation.clone(),
+        tenant: body.tenant.clone(),
+        target: body.target.clone(),
+        business_key: body.business_key.clone(),
+        payload_hash: body.payload_hash.clone(),
+        version: 1,
+        request_id: request_id.to_owned(),
+        committed_at: now,
+        reversed: false,
+    };
+    if applied > 0 && body.inverse_of.is_none() {
+        state.records.push(record.clone());
+    }
+    let count = state.count_with(body.business_key.as_deref(), &body.operation);
+    let mut response = json!({"record": record, "count": count});
+    if !item_results.is_empty() {
+        response["items"] = Value::Array(item_results);
+    }
+    if let Some(key) = key {
+        state.keys.insert(
+            key.to_owned(),
+            KeyEntry {
+                payload_hash: body.payload_hash.clone(),
+                created_at: now,
+                status: 200,
+                body: response.clone(),
+                request_id: request_id.to_owned(),
+            },
+        );
+    }
+    Some(Processed {
+        status: 200,
+        body: response,
+        request_id: request_id.to_owned(),
+        replayed: false,
+    })
+}
+
+/// The query of a status lookup.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct StatusQuery {
+    business_key: Option<String>,
+    operation: Option<String>,
+    idempotency_key: Option<String>,
+}
+
+async fn status(
+    State(provider): State<Provider>,
+    Path(case): Path<String>,
+    Extension(killer): Extension<Killer>,
+    Query(query): Query<StatusQuery>,
+) -> Response {
+    let (n, rule, found) = {
+        let mut cases = provider.lock();
+        let Some(state) = cases.get_mut(&case) else {
+            return not_found();
+        };
+        state.status_n += 1;
+        state.counters.status_queries += 1;
+        let n = state.status_n;
+        let key_record = query
+            .idempotency_key
+            .as_ref()
+            .and_then(|k| state.keys.get(k))
+            .map(|e| e.request_id.clone());
+        let matching: Vec<&StoredRecord> = state
+            .records
+            .iter()
+            .filter(|r| !r.reversed)
+            .filter(|r| {
+                query
+                    .business_key
+                    .as_ref()
+                    .is_some_and(|k| r.business_key.as_ref() == Some(k))
+                    || query.operation.as_ref().is_some_and(|o| &r.operation == o)
+                    || key_record.as_ref().is_some_and(|id| &r.request_id == id)
+            })
+            .collect();
+        let found = matching
+            .first()
+            .map(|r| json!({"record": r, "count": matching.len()}));
+        (n, state.rule(On::Status, n), found)
+    };
+    let request_id = format!("status-{case}-{n}");
+    let normal = |found: Option<Value>| match found {
+        Some(body) => json_response(200, &request_id, &body, false),
+        None => not_found(),
+    };
+    match rule.map(|r| r.respond) {
+        Some(Respond::Word(Word::Drop)) => {
+            if let Some(state) = provider.lock().get_mut(&case) {
+                state.counters.dropped += 1;
+            }
+            drop_connection(&killer).await
+        }
+        Some(Respond::Word(Word::Hang)) => {
+            tokio::time::sleep(HANG_FOR).await;
+            normal(found)
+        }
+        Some(Respond::Answer(answer)) => scripted(&answer, &request_id, found.as_ref()),
+        Some(Respond::Word(Word::Record | Word::DnsFailure)) | None => normal(found),
+    }
+}
+
+async fn counters(State(provider): State<Provider>, Path(case): Path<String>) -> Response {
+    match provider.counters(&case) {
+        Some(counters) => (
+            StatusCode::OK,
+            serde_json::to_string(&counters).unwrap_or_default(),
+        )
+            .into_response(),
+        None => not_found(),
+    }
+}
