@@ -108,6 +108,10 @@ pub struct RetryInput {
     pub budget_exhausted: Option<String>,
     pub observed: Observed,
     pub items_unknown: usize,
+    /// The last request was refused with an expired token (`error_type`
+    /// `token_expired`) and no earlier one was: the approved refresh path for the
+    /// same identity and scope may run once.
+    pub token_expired_once: bool,
     pub now: DateTime<Utc>,
 }
 
@@ -130,6 +134,10 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
         );
     }
     match mode {
+        FailureMode::AuthDenied if input.token_expired_once => rec(
+            RetryNow,
+            "the token expired: refresh it through the approved path for the same identity and scope, then resend once; any other denial goes to the owner",
+        ),
         FailureMode::AuthDenied => rec(
             HoldForOwner,
             "authorization was denied: route to the owner; another credential, tenant or scope is never a retry",
@@ -254,6 +262,9 @@ fn transport(mode: FailureMode, input: &RetryInput) -> Recommendation {
         "an error not on the contract's allowlist: held for investigation",
     )
 }
+
+/// The `error_type` of a request refused because its token had expired.
+pub const TOKEN_EXPIRED: &str = "token_expired";
 
 /// Outcomes after which the provider's verdict is unknown to the client.
 pub fn ambiguous(outcome: Outcome) -> bool {
@@ -437,6 +448,12 @@ pub fn assess(
             .iter()
             .filter(|i| i.state == ItemState::Unknown)
             .count(),
+        token_expired_once: last.is_some_and(|a| a.error_type.as_deref() == Some(TOKEN_EXPIRED))
+            && requests
+                .iter()
+                .filter(|a| a.error_type.as_deref() == Some(TOKEN_EXPIRED))
+                .count()
+                == 1,
         now: at,
     };
     assessment.recommendation = recommend(&input);
