@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod core;
+pub mod drill;
 pub mod executor;
 pub mod ingest;
 pub mod review;

@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod copy;
+pub mod drill;
 pub mod render;
 pub mod report;
 pub mod review;
@@ -161,6 +162,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Run the seed's fault-injection program (sixteen cases, two per failure
+    /// mode) against a simulated provider, into a store; exit 0 only if all pass.
+    Drill(drill::DrillArgs),
+    /// Run the drill's simulated provider alone, on a loopback address.
+    SimProvider(drill::SimProviderArgs),
     /// Print shell completions.
     Completions {
         #[arg(value_enum)]
@@ -413,6 +419,8 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             command: DbCommand::Copy(args),
         }) => copy::run(args).await,
         Some(Command::Report { json }) => report::run(&ctx, json).await,
+        Some(Command::Drill(args)) => drill::drill(&ctx, args).await,
+        Some(Command::SimProvider(args)) => drill::sim_provider(args).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());

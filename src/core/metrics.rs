@@ -1457,7 +1457,9 @@ impl<'a> Index<'a> {
 /// effect. Output that failed validation proves nothing by itself: for an
 /// `unsafe_output` operation only an observation verifies.
 fn verified_success(v: &View<'_>) -> Result<(), String> {
-    let Some(last) = v.requests().last() else {
+    // A delivery that was never sent (a duplicate refused before the network)
+    // cannot change what the last request that left proved.
+    let Some(last) = v.requests().filter(|a| a.phase != Phase::NotSent).last() else {
         return Err("SUCCEEDED without any request".into());
     };
     let since = last.last_instant();

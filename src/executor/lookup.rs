@@ -192,7 +192,8 @@ pub fn raw_hash(exchange: &Exchange) -> Option<Sha256> {
 
 /// Whether the observation window after `last_request` has passed at `now`.
 pub fn lag_passed(spec: &LookupSpec, last_request: DateTime<Utc>, now: DateTime<Utc>) -> bool {
-    now >= last_request + chrono::Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(i64::MAX))
+    now >= last_request
+        + chrono::Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(i64::MAX))
 }
 
 #[cfg(test)]

@@ -2,9 +2,9 @@
 //! seed prescribes, and records every attempt, observation, item and transition.
 
 pub mod clock;
-pub mod transport;
 pub mod lookup;
 pub mod run;
+pub mod transport;
 
 pub use clock::ExecClock;
 pub use run::{Context, Credential, Executor, Job, Run, RunOutcome, Settings};

@@ -333,6 +333,23 @@ fn instruction_in(value: &Value, path: &str) -> Option<String> {
     }
 }
 
+/// The body of the write: the same bytes on every attempt of one operation.
+fn request_body(job: &Job) -> Vec<u8> {
+    let op = &job.operation;
+    json!({
+        "operation": op.id.as_str(),
+        "tenant": op.tenant,
+        "target": op.target,
+        "business_key": op.business_key,
+        "payload_hash": op.payload_hash.as_str(),
+        "payload": job.payload,
+        "items": job.items,
+        "inverse_of": job.inverse_of.as_ref().map(OperationId::as_str),
+    })
+    .to_string()
+    .into_bytes()
+}
+
 /// How an answered write reads.
 enum Verdict {
     /// The record is the intended one: per-item results if a batch.
@@ -344,12 +361,21 @@ enum Verdict {
 fn validate(job: &Job, body: &[u8]) -> Verdict {
     let value: Value = match serde_json::from_slice(body) {
         Ok(v) => v,
-        Err(e) => return Verdict::Invalid(format!("parser: the response is not complete JSON ({e})")),
+        Err(e) => {
+            return Verdict::Invalid(format!("parser: the response is not complete JSON ({e})"));
+        }
     };
     let Some(record) = value.get("record").and_then(Value::as_object) else {
         return Verdict::Invalid("parser: the response has no `record` object".to_owned());
     };
-    for field in ["id", "operation", "tenant", "target", "payload_hash", "request_id"] {
+    for field in [
+        "id",
+        "operation",
+        "tenant",
+        "target",
+        "payload_hash",
+        "request_id",
+    ] {
         if !record.get(field).is_some_and(Value::is_string) {
             return Verdict::Invalid(format!("schema: `record.{field}` is missing or not text"));
         }
@@ -396,7 +422,9 @@ fn validate(job: &Job, body: &[u8]) -> Verdict {
                 return Verdict::Invalid("schema: an item result lacks its index or state".into());
             };
             if !job.items.contains(&index) {
-                return Verdict::Invalid(format!("entity: item {index} was not part of the request"));
+                return Verdict::Invalid(format!(
+                    "entity: item {index} was not part of the request"
+                ));
             }
             let id = entry.get("id").and_then(Value::as_str).map(str::to_owned);
             items.push((index, state, id));
@@ -425,7 +453,10 @@ impl Executor {
     }
 
     fn lock(&self, id: &OperationId) -> Option<Lock> {
-        let mut set = self.in_flight.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut set = self
+            .in_flight
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
         set.insert(id.as_str().to_owned()).then(|| Lock {
             set: self.in_flight.clone(),
             id: id.as_str().to_owned(),
@@ -525,9 +556,9 @@ impl Executor {
                     )),
                     retry_after: None,
                     provider_request_id: None,
-                    request_hash: None,
+                    request_hash: Some(Sha256::of(request_body(job).as_slice())),
                     response_hash: None,
-                    resend_count: None,
+                    resend_count: Some(job.context.prior_attempts),
                     replayed: None,
                     trace_id: Some(format!("trace-{}", run.id())),
                     response_excerpt: None,
@@ -644,7 +675,8 @@ impl Executor {
                     }
                     if lookups > 0 {
                         let last = run.last_request().map_or(now, Attempt::last_instant);
-                        let window = last + Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(0));
+                        let window =
+                            last + Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(0));
                         let next = if now < window {
                             window
                         } else {
@@ -663,6 +695,27 @@ impl Executor {
                 }
             }
         }
+        // Output that failed validation proves nothing about the target: ask the
+        // authoritative system once, as evidence for the reviewer; the operation
+        // stays blocked whatever the answer.
+        if run.operation.state == State::Blocked
+            && run.operation.failure_mode == Some(FailureMode::UnsafeOutput)
+            && job.contract.is_write()
+            && let Some(spec) = &job.lookup
+        {
+            let last_id = run
+                .last_request()
+                .and_then(|a| a.provider_request_id.clone());
+            self.observe(
+                job,
+                spec,
+                &mut run,
+                last_id.as_deref(),
+                true,
+                ObservationSource::PROVIDER_STATUS,
+            )
+            .await;
+        }
         run
     }
 
@@ -670,7 +723,11 @@ impl Executor {
     /// with the reason; an UNKNOWN one stays UNKNOWN with a next observation time.
     fn hold(&self, run: &mut Run, reason: String) {
         let now = self.clock.now();
-        let evidence: Vec<String> = run.last_request().map(|a| a.id.clone()).into_iter().collect();
+        let evidence: Vec<String> = run
+            .last_request()
+            .map(|a| a.id.clone())
+            .into_iter()
+            .collect();
         match run.operation.state {
             State::Sent | State::Approved => {
                 run.go(
@@ -692,17 +749,33 @@ impl Executor {
     /// One lookup in an UNKNOWN state; settles the operation when the answer
     /// proves its outcome. Returns whether the loop should stop.
     async fn reconcile(&self, job: &Job, spec: &LookupSpec, run: &mut Run) -> bool {
-        let last_id = run.last_request().and_then(|a| a.provider_request_id.clone());
+        let last_id = run
+            .last_request()
+            .and_then(|a| a.provider_request_id.clone());
         let last_at = run
             .last_request()
             .map_or(self.clock.now(), Attempt::last_instant);
         let passed = lookup::lag_passed(spec, last_at, self.clock.now());
         let by = self.settings.by.clone();
         match self
-            .observe(job, spec, run, last_id.as_deref(), passed, ObservationSource::PROVIDER_STATUS)
+            .observe(
+                job,
+                spec,
+                run,
+                last_id.as_deref(),
+                passed,
+                ObservationSource::PROVIDER_STATUS,
+            )
             .await
         {
-            Some((obs, Answer::Found { matches, effect_count, .. })) => {
+            Some((
+                obs,
+                Answer::Found {
+                    matches,
+                    effect_count,
+                    ..
+                },
+            )) => {
                 let now = self.clock.now();
                 if matches.all() && effect_count == Some(1) {
                     run.go(
@@ -736,7 +809,8 @@ impl Executor {
             }
             Some((_, Answer::NotFound)) => false,
             Some(_) | None => {
-                let next = last_at + Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(0));
+                let next =
+                    last_at + Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(0));
                 run.operation.next_observation_at = Some(next.max(self.clock.now()));
                 false
             }
@@ -764,7 +838,13 @@ impl Executor {
             .await
         {
             Some((_, Answer::NotFound)) => false,
-            Some((obs, Answer::Found { provider_request_id, .. })) => {
+            Some((
+                obs,
+                Answer::Found {
+                    provider_request_id,
+                    ..
+                },
+            )) => {
                 run.fail(FailureMode::DuplicateReplay);
                 run.go(
                     State::Blocked,
@@ -842,13 +922,26 @@ impl Executor {
             provider_request_id: exchange.header("x-request-id").map(str::to_owned),
             request_hash: Some(Sha256::of(looked.url.as_bytes())),
             response_hash: lookup::raw_hash(exchange),
-            resend_count: None,
+            resend_count: Some(
+                u32::try_from(
+                    run.attempts
+                        .iter()
+                        .filter(|a| a.kind == AttemptKind::StatusQuery)
+                        .count(),
+                )
+                .unwrap_or(u32::MAX),
+            ),
             replayed: None,
             trace_id: Some(format!("trace-{}", run.id())),
             response_excerpt: excerpt(&exchange.body),
         });
         let observation = match &looked.answer {
-            Answer::NotFound => Some((false, None, None, "not found after the observation window".to_owned())),
+            Answer::NotFound => Some((
+                false,
+                None,
+                None,
+                "not found after the observation window".to_owned(),
+            )),
             Answer::Found {
                 matches,
                 effect_count,
@@ -859,7 +952,9 @@ impl Executor {
                 Some(matches.clone()),
                 *effect_count,
                 match tenant {
-                    Some(t) if t != &run.operation.tenant => format!("found under tenant {t}: a wrong-tenant finding"),
+                    Some(t) if t != &run.operation.tenant => {
+                        format!("found under tenant {t}: a wrong-tenant finding")
+                    }
                     _ => "found".to_owned(),
                 },
             )),
@@ -897,20 +992,12 @@ impl Executor {
     async fn send(&self, job: &Job, run: &mut Run, credential: &Credential) {
         let started = self.clock.now();
         let op = &job.operation;
-        let body = json!({
-            "operation": op.id.as_str(),
-            "tenant": op.tenant,
-            "target": op.target,
-            "business_key": op.business_key,
-            "payload_hash": op.payload_hash.as_str(),
-            "payload": job.payload,
-            "items": job.items,
-            "inverse_of": job.inverse_of.as_ref().map(OperationId::as_str),
-        })
-        .to_string()
-        .into_bytes();
+        let body = request_body(job);
         let mut headers = vec![
-            ("Authorization".to_owned(), format!("Bearer {}", credential.token())),
+            (
+                "Authorization".to_owned(),
+                format!("Bearer {}", credential.token()),
+            ),
             ("X-Correlation-Id".to_owned(), format!("trace-{}", op.id)),
         ];
         if job.contract.idempotency.supported
@@ -954,7 +1041,8 @@ impl Executor {
         if let (Some(_), Some(e)) = (exchange.status.filter(|s| *s >= 400), &provider_error) {
             error_type = Some(e.clone());
         }
-        let verdict = (answered && exchange.outcome == Outcome::Ok).then(|| validate(job, &exchange.body));
+        let verdict =
+            (answered && exchange.outcome == Outcome::Ok).then(|| validate(job, &exchange.body));
         let mut outcome = exchange.outcome;
         if let Some(Verdict::Invalid(cause)) = &verdict {
             outcome = Outcome::InvalidResponse;
@@ -1033,7 +1121,10 @@ impl Executor {
                         authoritative_id: id.clone(),
                     });
                 }
-                let committed = items.iter().filter(|(_, s, _)| *s == ItemState::Succeeded).count();
+                let committed = items
+                    .iter()
+                    .filter(|(_, s, _)| *s == ItemState::Succeeded)
+                    .count();
                 if items.is_empty() || committed == items.len() {
                     run.go(
                         State::Succeeded,

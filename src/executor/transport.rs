@@ -284,7 +284,10 @@ impl Reader {
     }
 
     /// The status and headers of the next response head.
-    async fn head(&mut self, stream: &mut TcpStream) -> Result<(u16, Vec<(String, String)>), Failure> {
+    async fn head(
+        &mut self,
+        stream: &mut TcpStream,
+    ) -> Result<(u16, Vec<(String, String)>), Failure> {
         loop {
             if let Some(end) = self.buffer.windows(4).position(|w| w == b"\r\n\r\n") {
                 let head: Vec<u8> = self.buffer.drain(..end + 4).collect();
@@ -358,7 +361,8 @@ mod tests {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         drop(listener);
-        let transport = Transport::new(Arc::new(LiteralResolver), std::time::Duration::from_secs(2));
+        let transport =
+            Transport::new(Arc::new(LiteralResolver), std::time::Duration::from_secs(2));
         let exchange = transport
             .send(&HttpRequest {
                 method: "POST".into(),

@@ -88,10 +88,6 @@ pub struct CaseOperation {
     /// The record version the write must produce (freshness check).
     #[serde(default = "one")]
     pub version: u64,
-    /// Whether the executor's credential has expired at the start (refreshed only
-    /// through the approved path, for the same identity and scope).
-    #[serde(default)]
-    pub token_expired: bool,
     /// How many dependent operations wait on this one (each must stay unsent while
     /// it is held).
     #[serde(default)]
@@ -247,9 +243,12 @@ pub struct Expect {
     /// items never replayed).
     #[serde(default)]
     pub max_item_effects: Option<u32>,
-    /// The final state of a recovery child (a failed compensation: FAILED).
+    /// The final state of a recovery child (a failed compensation: not SUCCEEDED).
     #[serde(default)]
     pub recovery_state: Option<State>,
+    /// The final state of the operation behind each later delivery, in order.
+    #[serde(default)]
+    pub deliveries: Vec<State>,
 }
 
 #[derive(Deserialize)]
@@ -309,8 +308,9 @@ fn locate(line: usize, text: &str, whole: serde_json::Error) -> LineError {
         let result = match field {
             "operation" => serde_json::from_value::<CaseOperation>(value.clone()).err(),
             "expect" => serde_json::from_value::<Expect>(value.clone()).err(),
-            "contract" => serde_json::from_value::<serde_json::Map<String, Value>>(value.clone())
-                .err(),
+            "contract" => {
+                serde_json::from_value::<serde_json::Map<String, Value>>(value.clone()).err()
+            }
             _ => None,
         };
         result.map(|e| error(line, field, e.to_string()))
@@ -342,7 +342,11 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
     let raw: RawCase = serde_json::from_str(text).map_err(|e| vec![locate(line, text, e)])?;
     let mut errors = Vec::new();
     if raw.kind != "case" {
-        errors.push(error(line, "type", format!("`{}`: expected `case`", raw.kind)));
+        errors.push(error(
+            line,
+            "type",
+            format!("`{}`: expected `case`", raw.kind),
+        ));
     }
     if raw.id.trim().is_empty() || raw.id.len() > 40 || raw.id.contains(char::is_whitespace) {
         errors.push(error(line, "id", "1–40 characters without spaces"));
@@ -352,7 +356,11 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
         errors.push(error(
             line,
             "mode",
-            format!("`{}`: expected one of {}", raw.mode, FailureMode::expected()),
+            format!(
+                "`{}`: expected one of {}",
+                raw.mode,
+                FailureMode::expected()
+            ),
         ));
     }
     if crate::core::model::Risk::parse(&raw.operation.risk).is_none() {
@@ -471,7 +479,11 @@ pub fn parse_cases(text: &str) -> Result<Vec<Case>, Vec<LineError>> {
         match parse_case(line, index + 1) {
             Ok(case) => {
                 if cases.iter().any(|c: &Case| c.id == case.id) {
-                    errors.push(error(index + 1, "id", format!("case {} appears twice", case.id)));
+                    errors.push(error(
+                        index + 1,
+                        "id",
+                        format!("case {} appears twice", case.id),
+                    ));
                 } else {
                     cases.push(case);
                 }

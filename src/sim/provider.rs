@@ -109,9 +109,7 @@ impl CaseState {
 
     fn key_expired(&self, entry: &KeyEntry) -> bool {
         match self.case.contract.idempotency.retention_hours {
-            Some(hours) => {
-                self.clock.now() >= entry.created_at + Duration::hours(i64::from(hours))
-            }
+            Some(hours) => self.clock.now() >= entry.created_at + Duration::hours(i64::from(hours)),
             None => false,
         }
     }
@@ -205,7 +203,7 @@ impl Provider {
     /// The router of the provider's endpoints.
     pub fn router(&self) -> Router {
         Router::new()
-            .route("/cases/{case}/ops", post(write))
+            .route("/cases/{case}/ops", post(write).put(write).patch(write))
             .route("/cases/{case}/records", get(status))
             .route("/cases/{case}/counters", get(counters))
             .with_state(self.clone())
@@ -246,7 +244,9 @@ impl Running {
 /// Why the provider refuses to listen.
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error("{0} is not a loopback address: the simulated provider listens on 127.0.0.0/8 or [::1] only")]
+    #[error(
+        "{0} is not a loopback address: the simulated provider listens on 127.0.0.0/8 or [::1] only"
+    )]
     NotLoopback(SocketAddr),
     #[error("cannot listen on {addr}: {error}")]
     Bind {
@@ -298,8 +298,8 @@ async fn connection(router: Router, stream: tokio::net::TcpStream) {
         request.extensions_mut().insert(killer.clone());
         router.clone().oneshot(request.map(Body::new))
     });
-    let served = hyper::server::conn::http1::Builder::new()
-        .serve_connection(TokioIo::new(stream), service);
+    let served =
+        hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(stream), service);
     tokio::select! {
         _ = served => {}
         _ = kill.notified() => {}
@@ -392,7 +392,11 @@ fn scripted(answer: &Answer, request_id: &str, record: Option<&Value>) -> Respon
 }
 
 fn not_found() -> Response {
-    (StatusCode::NOT_FOUND, json!({"error": "not_found"}).to_string()).into_response()
+    (
+        StatusCode::NOT_FOUND,
+        json!({"error": "not_found"}).to_string(),
+    )
+        .into_response()
 }
 
 /// Drops the connection and never answers.
@@ -560,10 +564,10 @@ fn process(
                 continue;
             }
             let failure = state.item_rule(index, n).and_then(|r| match r.respond {
-                Respond::Answer(a) if a.status >= 400 => {
-                    Some(json!({"index": index, "state": "failed", "status": a.status,
-                                "error": a.body.unwrap_or(Value::Null)}))
-                }
+                Respond::Answer(a) if a.status >= 400 => Some(
+                    json!({"index": index, "state": "failed", "status": a.status,
+                                "error": a.body.unwrap_or(Value::Null)}),
+                ),
                 Respond::Word(Word::Drop | Word::Hang) => {
                     Some(json!({"index": index, "state": "not_attempted"}))
                 }

@@ -1,0 +1,117 @@
+//! `holdfast drill` and `holdfast sim-provider`: the seed's fault-injection
+//! program into an ordinary store, and the simulated provider on its own.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{Context, Failure, exit};
+use crate::core::clock::format_instant;
+use crate::executor::ExecClock;
+use crate::sim::{Case, Provider, parse_cases};
+use crate::store::Location;
+
+#[derive(Debug, Args)]
+pub struct DrillArgs {
+    /// More cases (JSON Lines, DESIGN §9.3), run after the sixteen built in.
+    #[arg(long, value_name = "FILE")]
+    pub cases: Option<PathBuf>,
+    /// Print the cases, metrics and release gate as one JSON object.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct SimProviderArgs {
+    /// The loopback address to listen on (port 0: a free port).
+    #[arg(long, default_value = "127.0.0.1:8710", value_name = "ADDR")]
+    pub listen: SocketAddr,
+    /// The cases whose scripts it plays (JSON Lines, DESIGN §9.3).
+    #[arg(long, value_name = "FILE")]
+    pub cases: PathBuf,
+}
+
+fn read_cases(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Failure::new(exit::ERROR, format!("cannot read {}: {e}", path.display())))?;
+    parse_cases(&text).map_err(|errors| {
+        let lines: Vec<String> = errors
+            .iter()
+            .map(|e| format!("{}: {e}", path.display()))
+            .collect();
+        Failure::bad_input(lines.join("\n"))
+    })
+}
+
+/// Runs the drill; exit 0 only when every case passes.
+pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
+    let mut cases = crate::drill::seed_cases().map_err(|errors| {
+        Failure::new(
+            exit::ERROR,
+            format!("the built-in cases do not parse: {}", errors[0]),
+        )
+    })?;
+    if let Some(path) = &args.cases {
+        let mut more = read_cases(path)?;
+        if let Some(clash) = more.iter().find(|c| cases.iter().any(|b| b.id == c.id)) {
+            return Err(Failure::bad_input(format!(
+                "{}: case {} clashes with a built-in case id",
+                path.display(),
+                clash.id
+            )));
+        }
+        cases.append(&mut more);
+    }
+    let location = if ctx.database_url.is_some() || ctx.db.is_some() {
+        ctx.store_location()?
+    } else {
+        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
+        Location::Sqlite(ctx.paths.data_dir.join(format!("drill-{stamp}.db")))
+    };
+    let store = location.open().await?;
+    let outcome = crate::drill::run(store.as_ref(), &cases).await?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&outcome.to_json())?);
+    } else {
+        print!("{}", crate::drill::table::render(&outcome));
+    }
+    eprintln!(
+        "drill store {} (clock {}); open it with `holdfast --db …` or `holdfast --database-url …`",
+        store.location(),
+        format_instant(outcome.report.now)
+    );
+    Ok(if outcome.all_pass() {
+        exit::OK
+    } else {
+        exit::ERROR
+    })
+}
+
+/// Serves the simulated provider until interrupted.
+pub async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
+    let cases = read_cases(&args.cases)?;
+    let provider = Provider::new();
+    for case in &cases {
+        provider.add_case(case.clone(), ExecClock::System);
+    }
+    let running = crate::sim::serve(provider, args.listen)
+        .await
+        .map_err(|e| Failure::bad_input(e.to_string()))?;
+    println!("simulated provider on http://{}", running.addr);
+    for case in &cases {
+        println!(
+            "  {:<6} {:<18} POST {}/ops  GET {}/records?business_key=…  GET {}/counters",
+            case.id,
+            case.mode.as_str(),
+            running.case_url(&case.id),
+            running.case_url(&case.id),
+            running.case_url(&case.id)
+        );
+    }
+    tokio::select! {
+        _ = running.wait() => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,61 @@
+//! The drill's printed table: case | mode | expected | observed | pass, then the
+//! report's metrics and release gate.
+
+use std::fmt::Write as _;
+
+use super::{Figures, Outcome};
+use crate::core::sanitize::sanitize;
+
+/// Figures in one short line: `SUCCEEDED req 2 sq 0 eff 1`, then the extras a case
+/// asked for.
+pub fn figures(f: &Figures) -> String {
+    let mut out = format!(
+        "{} req {} sq {} eff {}",
+        f.state, f.requests, f.status_queries, f.effects
+    );
+    if f.retried_before_reconcile {
+        out.push_str(" RETRIED-BEFORE-RECONCILE");
+    }
+    if let Some(n) = f.identities {
+        let _ = write!(out, " ids {n}");
+    }
+    if let Some(n) = f.dependent_requests {
+        let _ = write!(out, " dep {n}");
+    }
+    if let Some(n) = f.max_item_effects {
+        let _ = write!(out, " item≤{n}");
+    }
+    if let Some(s) = f.recovery_state {
+        let _ = write!(out, " rec {s}");
+    }
+    if !f.deliveries.is_empty() {
+        let list: Vec<&str> = f.deliveries.iter().map(|s| s.as_str()).collect();
+        let _ = write!(out, " then {}", list.join(","));
+    }
+    out
+}
+
+/// The whole drill as text.
+pub fn render(outcome: &Outcome) -> String {
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "{:<4} {:<18} {:<44} {:<44} PASS",
+        "CASE", "MODE", "EXPECTED", "OBSERVED"
+    );
+    for c in &outcome.cases {
+        let _ = writeln!(
+            out,
+            "{:<4} {:<18} {:<44} {:<44} {}",
+            sanitize(&c.id),
+            c.mode.as_str(),
+            figures(&c.expected),
+            figures(&c.observed),
+            if c.pass { "pass" } else { "FAIL" }
+        );
+    }
+    let passed = outcome.cases.iter().filter(|c| c.pass).count();
+    let _ = writeln!(out, "\n{passed} of {} cases pass\n", outcome.cases.len());
+    out.push_str(&crate::cli::report::render(&outcome.report));
+    out
+}
