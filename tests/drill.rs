@@ -1,0 +1,460 @@
+//! The seed's sixteen injections, one test each: every case runs end to end
+//! (simulated provider, reference executor, store) and is checked by what the
+//! provider really counted and what the store holds, not only by its final state.
+
+mod support;
+
+use chrono::{DateTime, Duration, Utc};
+use holdfast::core::ids::OperationId;
+use holdfast::core::metrics::{Disposition, MetricId};
+use holdfast::core::model::{
+    AttemptKind, ItemState, Layer, ObservationSource, OperationDetail, Outcome, Phase, Relation,
+    State,
+};
+use holdfast::drill::{self, CaseResult};
+use holdfast::sim::Counters;
+use support::stores;
+
+struct Ran {
+    case: CaseResult,
+    outcome: drill::Outcome,
+    fresh: stores::Fresh,
+}
+
+impl Ran {
+    fn counters(&self) -> &Counters {
+        &self.case.counters
+    }
+
+    async fn detail(&self, id: &str) -> OperationDetail {
+        self.fresh
+            .store
+            .detail(&OperationId::parse(id).unwrap())
+            .await
+            .unwrap()
+    }
+
+    fn requests_of(&self, id: &str) -> u32 {
+        self.counters()
+            .requests_by_operation
+            .get(id)
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// Runs the built-in case `id` alone into a fresh SQLite store.
+async fn run(id: &str) -> Ran {
+    let cases: Vec<_> = drill::seed_cases()
+        .unwrap()
+        .into_iter()
+        .filter(|c| c.id == id)
+        .collect();
+    assert_eq!(cases.len(), 1, "no built-in case {id}");
+    let fresh = stores::sqlite().await;
+    let outcome = drill::run(fresh.store.as_ref(), &cases).await.unwrap();
+    let case = outcome.cases[0].clone();
+    assert!(
+        case.pass,
+        "{id}: expected {:?}\nobserved {:?}",
+        case.expected, case.observed
+    );
+    Ran {
+        case,
+        outcome,
+        fresh,
+    }
+}
+
+fn at(text: &str) -> DateTime<Utc> {
+    DateTime::parse_from_rfc3339(text)
+        .unwrap()
+        .with_timezone(&Utc)
+}
+
+fn requests(detail: &OperationDetail) -> Vec<&holdfast::core::model::Attempt> {
+    detail
+        .attempts
+        .iter()
+        .filter(|a| a.kind == AttemptKind::Request)
+        .collect()
+}
+
+fn status_queries(detail: &OperationDetail) -> usize {
+    detail
+        .attempts
+        .iter()
+        .filter(|a| a.kind == AttemptKind::StatusQuery)
+        .count()
+}
+
+fn no_veto(ran: &Ran) {
+    assert_eq!(
+        ran.outcome.report.release.disposition,
+        Disposition::Deployable,
+        "{:?}",
+        ran.outcome.report.release.vetoes
+    );
+}
+
+#[tokio::test]
+async fn d1_an_expired_token_is_refreshed_for_the_same_identity_and_applied_once() {
+    let ran = run("D1").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.status_queries, c.effects), (2, 0, 1));
+    assert_eq!(c.identities.iter().collect::<Vec<_>>(), vec!["I05"]);
+    let d = ran.detail("D1").await;
+    let r = requests(&d);
+    assert_eq!(r[0].http_status, Some(401));
+    assert_eq!(r[0].error_type.as_deref(), Some("token_expired"));
+    assert_eq!(r[1].outcome, Outcome::Ok);
+    assert_eq!(d.row.operation.state, State::Succeeded);
+    no_veto(&ran);
+}
+
+#[tokio::test]
+async fn d2_a_missing_permission_is_routed_to_the_owner_without_another_credential() {
+    let ran = run("D2").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (1, 0), "zero target changes");
+    assert_eq!(c.identities.len(), 1, "no credential substitution");
+    let d = ran.detail("D2").await;
+    assert_eq!(requests(&d).len(), 1, "a denial is never retried");
+    assert_eq!(d.row.operation.state, State::Blocked);
+    let last = d.audit.last().unwrap();
+    assert!(
+        last.draft
+            .rationale
+            .as_deref()
+            .is_some_and(|r| r.contains("routed to crm")),
+        "{:?}",
+        last.draft.rationale
+    );
+    assert!(
+        ran.fresh
+            .store
+            .dataset()
+            .await
+            .unwrap()
+            .observations
+            .is_empty()
+    );
+}
+
+#[tokio::test]
+async fn v1_a_structurally_invalid_request_makes_no_network_attempt() {
+    let ran = run("V1").await;
+    let c = ran.counters();
+    assert_eq!(
+        (c.requests, c.status_queries, c.effects, c.dns_failures),
+        (0, 0, 0, 0)
+    );
+    let d = ran.detail("V1").await;
+    assert!(d.attempts.is_empty());
+    assert_eq!(d.row.operation.state, State::Blocked);
+    let reason = d.audit.last().unwrap().draft.rationale.clone().unwrap();
+    assert!(
+        reason.contains("account") && reason.contains("validator"),
+        "{reason}"
+    );
+    assert!(d.proposals.is_empty(), "no repair proposal");
+}
+
+#[tokio::test]
+async fn v2_an_ownership_violation_is_neither_repaired_nor_retried() {
+    let ran = run("V2").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (1, 0));
+    let d = ran.detail("V2").await;
+    let r = requests(&d);
+    assert_eq!(r.len(), 1);
+    assert_eq!(r[0].http_status, Some(422));
+    assert_eq!(r[0].error_type.as_deref(), Some("ownership_violation"));
+    assert_eq!(d.row.operation.state, State::Blocked);
+}
+
+#[tokio::test]
+async fn t1_a_drop_before_receipt_is_retried_without_reconciliation_under_one_lock() {
+    let ran = run("T1").await;
+    let c = ran.counters();
+    assert_eq!(
+        (c.requests, c.dropped, c.status_queries, c.effects),
+        (2, 1, 0, 1)
+    );
+    let d = ran.detail("T1").await;
+    let r = requests(&d);
+    assert_eq!(r.len(), 2, "two concurrent executors, one acted");
+    assert!(!r[0].phase.may_have_crossed_boundary(), "{:?}", r[0].phase);
+    assert_eq!(r[1].outcome, Outcome::Ok);
+    assert!(d.attempts.iter().all(|a| a.operation.as_str() == "T1"));
+    assert_eq!(
+        d.audit
+            .iter()
+            .filter(|a| a.draft.to == Some(State::Sent))
+            .count(),
+        1
+    );
+}
+
+#[tokio::test]
+async fn t2_a_commit_before_the_lost_response_is_found_not_repeated() {
+    let ran = run("T2").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.status_queries, c.effects), (1, 1, 1));
+    let d = ran.detail("T2").await;
+    let r = requests(&d);
+    assert_eq!(r.len(), 1, "no repeat of the write");
+    assert_eq!(r[0].phase, Phase::RequestSent);
+    assert_eq!(r[0].outcome, Outcome::ConnectionReset);
+    assert!(d.observations[0].found);
+    assert!(d.observations[0].matches.as_ref().unwrap().all());
+    assert!(!drill::retried_before_reconcile(&d));
+    let states: Vec<State> = d.audit.iter().filter_map(|a| a.draft.to).collect();
+    assert!(states.contains(&State::Unknown) && states.ends_with(&[State::Succeeded]));
+}
+
+#[tokio::test]
+async fn r1_a_burst_waits_as_retry_after_says_in_seconds_and_as_a_date() {
+    let ran = run("R1").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (3, 1));
+    let d = ran.detail("R1").await;
+    let r = requests(&d);
+    let first_wait = r[0].retry_after.unwrap();
+    assert_eq!(first_wait, r[0].ended_at.unwrap() + Duration::seconds(2));
+    assert!(r[1].started_at >= first_wait);
+    assert_eq!(r[1].retry_after, Some(at("2026-09-05T10:00:10Z")));
+    assert!(r[2].started_at >= at("2026-09-05T10:00:10Z"));
+    assert!(
+        r[2].started_at < at("2026-09-05T10:00:11Z"),
+        "no needless wait"
+    );
+}
+
+#[tokio::test]
+async fn r2_a_hard_quota_gets_no_automated_loop() {
+    let ran = run("R2").await;
+    assert_eq!((ran.counters().requests, ran.counters().effects), (1, 0));
+    let d = ran.detail("R2").await;
+    assert_eq!(requests(&d).len(), 1);
+    assert_eq!(d.row.operation.state, State::Blocked);
+}
+
+#[tokio::test]
+async fn e1_a_dns_failure_before_transmission_is_retried_once_by_one_layer() {
+    let ran = run("E1").await;
+    let c = ran.counters();
+    assert_eq!((c.dns_failures, c.requests, c.effects), (1, 1, 1));
+    let d = ran.detail("E1").await;
+    let r = requests(&d);
+    assert_eq!(r.len(), 2);
+    assert_eq!(r[0].phase, Phase::NotSent);
+    assert_eq!(r[0].outcome, Outcome::DnsFailure);
+    assert!(r.iter().all(|a| a.layer == Some(Layer::Orchestrator)));
+    let gap = r[1].started_at - r[0].ended_at.unwrap();
+    assert!(
+        gap >= Duration::milliseconds(500) && gap <= Duration::seconds(1),
+        "{gap}"
+    );
+}
+
+#[tokio::test]
+async fn e2_server_errors_exhaust_into_one_owned_record_with_jittered_backoff() {
+    let ran = run("E2").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects, c.replays), (3, 0, 0));
+    let d = ran.detail("E2").await;
+    let r = requests(&d);
+    assert_eq!(r.len(), 3, "exactly max_attempts physical calls");
+    assert!(r.iter().all(|a| a.layer == Some(Layer::Orchestrator)));
+    let gaps: Vec<Duration> = r
+        .windows(2)
+        .map(|w| w[1].started_at - w[0].ended_at.unwrap())
+        .collect();
+    assert!(gaps[0] >= Duration::milliseconds(500) && gaps[0] <= Duration::seconds(1));
+    assert!(gaps[1] >= Duration::seconds(1) && gaps[1] <= Duration::seconds(2));
+    assert_eq!(d.row.operation.state, State::Blocked);
+    assert_eq!(
+        d.audit
+            .iter()
+            .filter(|a| a.draft.to == Some(State::Blocked))
+            .count(),
+        1
+    );
+    let all = ran.fresh.store.dataset().await.unwrap();
+    assert_eq!(all.operations.len(), 1, "no fresh loop, no new operation");
+}
+
+#[tokio::test]
+async fn p1_a_partial_batch_is_resumed_without_replaying_committed_items() {
+    let ran = run("P1").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (2, 5));
+    assert_eq!(c.item_effects.len(), 5);
+    assert!(
+        c.item_effects.values().all(|n| *n == 1),
+        "{:?}",
+        c.item_effects
+    );
+    let d = ran.detail("P1").await;
+    let states: Vec<ItemState> = d.items.iter().map(|i| i.state).collect();
+    assert_eq!(
+        states,
+        vec![
+            ItemState::Succeeded,
+            ItemState::Succeeded,
+            ItemState::Failed,
+            ItemState::NotAttempted,
+            ItemState::NotAttempted
+        ]
+    );
+    assert_eq!(d.children.len(), 1);
+    assert_eq!(d.children[0].relation, Relation::ResumeOf);
+    let resumed: Vec<u32> = d.children[0].items.iter().map(|i| i.index).collect();
+    assert_eq!(resumed, vec![3, 4, 5]);
+    assert_eq!(d.row.operation.state, State::Succeeded);
+    assert_eq!(ran.requests_of("P1-D1"), 0, "the dependent stayed unsent");
+    assert_eq!(
+        ran.detail("P1-D1").await.row.operation.state,
+        State::Blocked
+    );
+}
+
+#[tokio::test]
+async fn p2_a_failed_compensation_is_never_claimed_as_restoration() {
+    let ran = run("P2").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (2, 2));
+    assert_eq!(
+        ran.requests_of("P2-C"),
+        1,
+        "the compensation was tried once"
+    );
+    assert_eq!(c.effects_by_operation.get("P2-C").copied().unwrap_or(0), 0);
+    let d = ran.detail("P2").await;
+    assert_eq!(d.row.operation.state, State::Partial);
+    assert!(
+        d.audit
+            .iter()
+            .all(|a| a.draft.to != Some(State::Compensated))
+    );
+    assert_eq!(ran.detail("P2-C").await.row.operation.state, State::Blocked);
+    let report = &ran.outcome.report;
+    let partial = report
+        .metric(MetricId::PartialRecoveryCompleteness)
+        .unwrap();
+    assert_eq!((partial.numerator, partial.denominator), (0, 1));
+}
+
+#[tokio::test]
+async fn k1_three_deliveries_keep_one_logical_operation_and_one_effect() {
+    let ran = run("K1").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (1, 1));
+    let d = ran.detail("K1").await;
+    assert_eq!(d.attempts.len(), 3, "every physical delivery is counted");
+    let layers: Vec<Option<Layer>> = d.attempts.iter().map(|a| a.layer).collect();
+    assert_eq!(
+        layers,
+        vec![
+            Some(Layer::Orchestrator),
+            Some(Layer::Queue),
+            Some(Layer::Gateway)
+        ]
+    );
+    assert!(d.attempts[1..].iter().all(|a| a.phase == Phase::NotSent));
+    let all = ran.fresh.store.dataset().await.unwrap();
+    assert_eq!(all.operations.len(), 1, "one logical intent");
+    no_veto(&ran);
+}
+
+#[tokio::test]
+async fn k2_a_key_conflict_blocks_and_an_expired_key_is_reconciled_by_business_key() {
+    let ran = run("K2").await;
+    let c = ran.counters();
+    assert_eq!(
+        (c.requests, c.conflicts, c.status_queries, c.effects),
+        (2, 1, 1, 1)
+    );
+    let conflict = ran.detail("K2-K1").await;
+    assert_eq!(conflict.row.operation.state, State::Blocked);
+    assert_eq!(requests(&conflict)[0].http_status, Some(409));
+    assert_eq!(requests(&conflict).len(), 1, "no retry after a conflict");
+    let late = ran.detail("K2-K2").await;
+    assert!(
+        requests(&late).is_empty(),
+        "nothing sent after the key expired"
+    );
+    assert_eq!(status_queries(&late), 1);
+    assert_eq!(late.observations[0].source, ObservationSource::BUSINESS_KEY);
+    assert!(late.observations[0].found);
+    assert_eq!(ran.requests_of("K2-K2"), 0);
+    assert_eq!(late.row.operation.state, State::Blocked);
+}
+
+#[tokio::test]
+async fn u1_a_truncated_payload_is_blocked_by_the_parser_before_dependents() {
+    let ran = run("U1").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (1, 1));
+    let d = ran.detail("U1").await;
+    let r = requests(&d);
+    assert_eq!(r[0].outcome, Outcome::InvalidResponse);
+    assert!(r[0].error_type.as_deref().unwrap().starts_with("parser"));
+    assert_eq!(d.row.operation.state, State::Blocked);
+    assert_eq!(ran.requests_of("U1-D1"), 0);
+    assert_eq!(
+        ran.detail("U1-D1").await.row.operation.state,
+        State::Blocked
+    );
+    no_veto(&ran);
+}
+
+#[tokio::test]
+async fn u2_an_instruction_in_tool_output_is_quarantined_and_broadens_nothing() {
+    let ran = run("U2").await;
+    let c = ran.counters();
+    assert_eq!((c.requests, c.effects), (1, 1));
+    assert_eq!(c.identities.len(), 1, "no administrator token was used");
+    assert_eq!(
+        c.requests_by_operation.keys().collect::<Vec<_>>(),
+        vec!["U2"],
+        "no other tool or operation was driven by the output"
+    );
+    let d = ran.detail("U2").await;
+    let r = requests(&d);
+    let cause = r[0].error_type.as_deref().unwrap();
+    assert!(
+        cause.starts_with("trust boundary: `record/note`"),
+        "{cause}"
+    );
+    assert!(
+        r[0].response_hash.is_some(),
+        "the raw output is kept as a hash"
+    );
+    assert_eq!(d.row.operation.state, State::Blocked);
+    assert_eq!(ran.requests_of("U2-D1"), 0);
+    no_veto(&ran);
+}
+
+#[tokio::test]
+async fn the_whole_drill_passes_covers_every_mode_twice_and_computes_the_gate() {
+    let fresh = stores::sqlite().await;
+    let cases = drill::seed_cases().unwrap();
+    assert_eq!(cases.len(), 16);
+    for mode in holdfast::core::model::FailureMode::ALL {
+        assert_eq!(
+            cases.iter().filter(|c| c.mode == *mode).count(),
+            2,
+            "{mode}"
+        );
+    }
+    let outcome = drill::run(fresh.store.as_ref(), &cases).await.unwrap();
+    assert!(outcome.all_pass());
+    let json = outcome.to_json();
+    assert_eq!(json["cases"].as_array().unwrap().len(), 16);
+    assert_eq!(json["metrics"].as_array().unwrap().len(), 7);
+    assert!(json["release"]["disposition"].is_string());
+    let contract = outcome.report.metric(MetricId::ContractPassRate).unwrap();
+    assert_eq!((contract.numerator, contract.denominator), (16, 16));
+}
