@@ -1,0 +1,124 @@
+//! `holdfast drill` and `holdfast sim-provider` as a user runs them: the table and
+//! `--json`, extra cases, bad case files, the store left for the console, and the
+//! provider's refusal of non-loopback addresses.
+
+mod support;
+
+use support::cli::Cli;
+
+fn extra() -> String {
+    format!("{}/assets/drill/extra.jsonl", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[test]
+fn the_drill_prints_every_case_the_metrics_and_the_gate_and_exits_zero() {
+    let cli = Cli::empty();
+    let run = cli.run("drill-runner", &["drill"]).expect_code(0);
+    for id in [
+        "D1", "D2", "V1", "V2", "T1", "T2", "R1", "R2", "E1", "E2", "P1", "P2", "K1", "K2", "U1",
+        "U2",
+    ] {
+        assert!(
+            run.stdout
+                .lines()
+                .any(|l| l.starts_with(id) && l.ends_with("pass")),
+            "{id}:\n{}",
+            run.stdout
+        );
+    }
+    assert!(run.stdout.contains("16 of 16 cases pass"));
+    assert!(run.stdout.contains("Contract pass rate"));
+    assert!(run.stdout.contains("RELEASE:"));
+    // The drill's store is an ordinary store: it lists, verifies and reports.
+    let held = cli
+        .run("reviewer", &["list", "--json"])
+        .expect_code(0)
+        .json();
+    let ids: Vec<&str> = held
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"P2") && ids.contains(&"U2"), "{ids:?}");
+    cli.run("auditor", &["audit", "verify"]).expect_code(0);
+    let shown = cli
+        .run("reviewer", &["show", "T2", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(shown["state"], "SUCCEEDED");
+}
+
+#[test]
+fn json_output_has_the_design_shape_and_extra_cases_run_after_the_built_in_ones() {
+    let cli = Cli::empty();
+    let path = extra();
+    let run = cli
+        .run("drill-runner", &["drill", "--json", "--cases", &path])
+        .expect_code(0);
+    let json = run.json();
+    let cases = json["cases"].as_array().unwrap();
+    assert_eq!(cases.len(), 20);
+    assert_eq!(cases[16]["id"], "X1");
+    for case in cases {
+        for key in ["id", "mode", "name", "pass", "expected", "observed"] {
+            assert!(case.get(key).is_some(), "{key} in {case}");
+        }
+    }
+    assert_eq!(json["metrics"].as_array().unwrap().len(), 7);
+    assert!(json["release"]["disposition"].is_string());
+}
+
+#[test]
+fn a_failing_case_makes_the_exit_code_non_zero() {
+    let cli = Cli::empty();
+    let text = std::fs::read_to_string(extra()).unwrap();
+    let first = text
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"status_queries\": 2", "\"status_queries\": 1");
+    let path = cli.dir.path().join("wrong.jsonl");
+    std::fs::write(&path, first).unwrap();
+    let run = cli
+        .run(
+            "drill-runner",
+            &["drill", "--cases", path.to_str().unwrap()],
+        )
+        .expect_code(1);
+    assert!(run.stdout.contains("FAIL"), "{}", run.stdout);
+    assert!(run.stdout.contains("16 of 17 cases pass"), "{}", run.stdout);
+}
+
+#[test]
+fn a_bad_case_file_is_refused_line_by_line_before_anything_runs() {
+    let cli = Cli::empty();
+    let path = cli.dir.path().join("bad.jsonl");
+    std::fs::write(&path, "{\"type\":\"case\"}\nnot json\n").unwrap();
+    let run = cli
+        .run(
+            "drill-runner",
+            &["drill", "--cases", path.to_str().unwrap()],
+        )
+        .expect_code(2);
+    assert!(run.stderr.contains("line 1:"), "{}", run.stderr);
+    assert!(run.stderr.contains("line 2:"), "{}", run.stderr);
+    assert!(!cli.db.exists(), "nothing ran");
+}
+
+#[test]
+fn the_simulated_provider_alone_refuses_a_non_loopback_address() {
+    let cli = Cli::empty();
+    let path = extra();
+    let run = cli
+        .run(
+            "sim",
+            &["sim-provider", "--listen", "0.0.0.0:8710", "--cases", &path],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("not a loopback address"),
+        "{}",
+        run.stderr
+    );
+}
