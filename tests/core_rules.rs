@@ -1099,3 +1099,25 @@ fn a_past_retry_is_judged_on_what_was_known_before_it() {
     );
     assert!(after.recommendation.decision.permits_retry_at(t(100)));
 }
+
+#[test]
+fn matrix_an_expired_token_may_be_refreshed_and_resent_once_only() {
+    let mut expired = request(1, 10, Phase::ResponseReceived, Outcome::HttpError);
+    expired.http_status = Some(401);
+    expired.error_type = Some(matrix::TOKEN_EXPIRED.to_owned());
+    assert_eq!(
+        matrix_for(FailureMode::AuthDenied, expired.clone(), vec![]),
+        Decision::RetryNow
+    );
+    let mut d = detail(State::Sent);
+    d.row.operation.failure_mode = Some(FailureMode::AuthDenied);
+    let mut again = request(2, 20, Phase::ResponseReceived, Outcome::HttpError);
+    again.http_status = Some(401);
+    again.error_type = expired.error_type.clone();
+    d.attempts = vec![expired, again];
+    assert_eq!(
+        matrix::assess_detail(&d, t(NOW)).recommendation.decision,
+        Decision::HoldForOwner,
+        "a second expiry is a denial for the owner, not a loop"
+    );
+}

@@ -536,35 +536,35 @@ impl Executor {
     /// Executes a prepared job: everything after APPROVED.
     pub async fn carry_out(&self, job: &Job, mut run: Run) -> Run {
         let by = self.settings.by.clone();
-        if let Some(state) = job.context.stored_state {
-            if state.is_terminal() || state.is_held() {
-                let now = self.clock.now();
-                run.outcome = RunOutcome::Duplicate;
-                run.attempts.push(Attempt {
-                    id: format!("{}-A{}", run.id(), run.next_seq()),
-                    operation: run.id().clone(),
-                    seq: run.next_seq(),
-                    kind: AttemptKind::Request,
-                    layer: Some(job.layer),
-                    started_at: now,
-                    ended_at: Some(now),
-                    phase: Phase::NotSent,
-                    outcome: Outcome::Rejected,
-                    http_status: None,
-                    error_type: Some(format!(
-                        "duplicate_delivery: operation already {state}; the existing result stands, nothing sent"
-                    )),
-                    retry_after: None,
-                    provider_request_id: None,
-                    request_hash: Some(Sha256::of(request_body(job).as_slice())),
-                    response_hash: None,
-                    resend_count: Some(job.context.prior_attempts),
-                    replayed: None,
-                    trace_id: Some(format!("trace-{}", run.id())),
-                    response_excerpt: None,
-                });
-                return run;
-            }
+        if let Some(state) = job.context.stored_state
+            && (state.is_terminal() || state.is_held())
+        {
+            let now = self.clock.now();
+            run.outcome = RunOutcome::Duplicate;
+            run.attempts.push(Attempt {
+                id: format!("{}-A{}", run.id(), run.next_seq()),
+                operation: run.id().clone(),
+                seq: run.next_seq(),
+                kind: AttemptKind::Request,
+                layer: Some(job.layer),
+                started_at: now,
+                ended_at: Some(now),
+                phase: Phase::NotSent,
+                outcome: Outcome::Rejected,
+                http_status: None,
+                error_type: Some(format!(
+                    "duplicate_delivery: operation already {state}; the existing result stands, nothing sent"
+                )),
+                retry_after: None,
+                provider_request_id: None,
+                request_hash: Some(Sha256::of(request_body(job).as_slice())),
+                response_hash: None,
+                resend_count: Some(job.context.prior_attempts),
+                replayed: None,
+                trace_id: Some(format!("trace-{}", run.id())),
+                response_excerpt: None,
+            });
+            return run;
         }
         if run.operation.state != State::Approved {
             return run;
