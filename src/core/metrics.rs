@@ -15,7 +15,8 @@ use super::ids::OperationId;
 use super::matrix::{self, Assessment};
 use super::model::{
     Attempt, AttemptKind, Contract, Dataset, Expectation, FailureMode, Item, ItemState, Layer,
-    Observation, ObservationSource, Operation, Outcome, Phase, Relation, Role, State,
+    Observation, ObservationSource, Operation, Outcome, Phase, ProposalStatus, Relation, Role,
+    State,
 };
 use super::rules;
 
@@ -1280,10 +1281,10 @@ impl<'a> Index<'a> {
             .dataset
             .proposals
             .iter()
-            .filter(|p| p.status == "pending")
+            .filter(|p| p.status == ProposalStatus::Pending)
             .map(|p| PendingProposal {
                 operation: p.operation.clone(),
-                action: p.action.clone(),
+                action: p.action.as_str().to_owned(),
                 proposed_by: p.proposed_by.clone(),
                 proposed_at: p.proposed_at,
             })
