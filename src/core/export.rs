@@ -17,7 +17,7 @@ use super::clock::format_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
-use super::rules::Actor;
+use super::actor::Actor;
 use super::sanitize::sanitize;
 
 /// The format name written into every export.

@@ -605,3 +605,31 @@ pub struct Grant {
     pub granted_by: String,
     pub granted_at: DateTime<Utc>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_kind_prints_its_rust_name_in_json_but_a_proposal_stores_the_stable_name() {
+        assert_eq!(
+            serde_json::to_value(ActionKind::AuthorizeRetry).ok(),
+            Some(serde_json::json!("AuthorizeRetry"))
+        );
+        let proposal = Proposal {
+            id: 7,
+            operation: OperationId::parse("F09").unwrap_or_else(|e| panic!("{e}")),
+            action: ActionKind::ApproveCompensation,
+            proposed_by: "rev:ana".into(),
+            proposed_at: DateTime::<Utc>::UNIX_EPOCH,
+            rationale: "the compensation is safe".into(),
+            status: ProposalStatus::Pending,
+        };
+        let json = serde_json::to_value(&proposal).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["action"], "approve-compensation");
+        assert_eq!(json["status"], "pending");
+        for kind in ActionKind::ALL {
+            assert_eq!(ActionKind::parse(kind.as_str()), Some(*kind));
+        }
+    }
+}

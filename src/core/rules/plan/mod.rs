@@ -37,6 +37,7 @@ pub(super) struct Plan<'a> {
     commit_extra: CommitExtra,
 }
 
+/// What a plan writes besides the state change and the audit row.
 #[derive(Default)]
 struct CommitExtra {
     new_owner: Option<String>,
