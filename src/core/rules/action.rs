@@ -98,7 +98,7 @@ impl Action {
 
 /// Why a reviewer acts, as they typed it: at least 10 characters of text.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Rationale(pub(super) String);
+pub struct Rationale(String);
 
 impl Rationale {
     pub const MIN_CHARS: usize = 10;
@@ -133,5 +133,11 @@ impl Rationale {
 
     pub fn as_str(&self) -> &str {
         &self.0
+    }
+
+    /// The rationale of a preview nobody typed: `options` decides every
+    /// action with it.
+    pub(super) fn preview() -> Rationale {
+        Rationale("preview of the effect".into())
     }
 }

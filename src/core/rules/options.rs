@@ -71,7 +71,7 @@ pub struct ActionOption {
 /// Every action with default parameters, decided now for this actor: what the
 /// evidence pane lists as allowed and refused.
 pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Vec<ActionOption> {
-    let preview = Rationale("preview of the effect".into());
+    let preview = Rationale::preview();
     let version = detail.row.version;
     let reconcile = Action::Reconcile(ReconcileInput {
         source: ObservationSource::PROVIDER_STATUS.into(),

@@ -1,5 +1,5 @@
 //! Plans that carry a decision without new evidence: an owner accepts, a reviewer
-//! blocks, assigns an owner or schedules the next observation.
+//! blocks, assigns an owner, schedules the next observation or comments.
 
 use chrono::{DateTime, Utc};
 
@@ -49,6 +49,12 @@ impl Plan<'_> {
         self.consequences
             .push(format!("next observation at {}", clock::format_instant(at)));
         self.commit_extra.new_next_observation_at = Some(Some(at));
+        Ok(())
+    }
+
+    pub(super) fn comment(&mut self) -> Result<(), Refusal> {
+        self.consequences
+            .push("adds a comment to the audit log".into());
         Ok(())
     }
 }

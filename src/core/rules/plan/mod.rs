@@ -91,11 +91,7 @@ impl<'a> Plan<'a> {
             Action::Block => self.block(),
             Action::Assign { owner } => self.assign(owner),
             Action::Schedule { at } => self.schedule(*at),
-            Action::Comment => {
-                self.consequences
-                    .push("adds a comment to the audit log".into());
-                Ok(())
-            }
+            Action::Comment => self.comment(),
             Action::Confirm => self.confirm(expected_version),
             Action::Reject => self.reject(),
         }
