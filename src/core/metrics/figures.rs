@@ -129,8 +129,15 @@ fn at_duplicate_risk(v: &View<'_>) -> bool {
         || (v.write() && v.effective_deliveries() > 1)
 }
 
-/// Contained: no observation shows the effect more than once.
+/// Contained: at least one observation of the target exists and none shows the
+/// effect more than once. Without an observation containment is unverified, never
+/// assumed.
 fn containment(v: &View<'_>) -> Verdict {
+    if v.observations.is_empty() {
+        return Verdict::Unverified(
+            "unverified: no observation of the target shows how often the effect applied".into(),
+        );
+    }
     Verdict::unless(
         "the target shows the effect more than once: ",
         v.duplicates(),
