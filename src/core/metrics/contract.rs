@@ -8,15 +8,6 @@ use super::prohibition::Prohibition;
 use super::view::View;
 use crate::core::model::{Expectation, ItemState, Relation, State};
 
-/// `Ok` when nothing is wrong, else the problems after `lead`.
-pub(super) fn clear(lead: &str, problems: Vec<String>) -> Result<(), String> {
-    if problems.is_empty() {
-        Ok(())
-    } else {
-        Err(format!("{lead}{}", problems.join("; ")))
-    }
-}
-
 impl Index<'_> {
     /// Violations of `prohibition` by `v`: the ids that show each.
     fn violations(
@@ -157,6 +148,10 @@ impl Index<'_> {
                 None => failures.push(format!("prohibition {text} is not one holdfast can check")),
             }
         }
-        clear("", failures)
+        if failures.is_empty() {
+            Ok(())
+        } else {
+            Err(failures.join("; "))
+        }
     }
 }

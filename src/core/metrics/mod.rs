@@ -104,6 +104,8 @@ pub fn assemble(facts: Facts, now: DateTime<Utc>) -> Report {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::ids::OperationId;
+    use crate::core::model::State;
 
     #[test]
     fn an_empty_store_measures_nothing_and_vetoes_nothing() {
@@ -115,5 +117,103 @@ mod tests {
         );
         assert_eq!(r.release.disposition, Disposition::Deployable);
         assert_eq!(r.operational.unknown_age.median_seconds, None);
+    }
+
+    fn op(text: &str) -> OperationId {
+        OperationId::parse(text).unwrap_or_else(|e| panic!("{text}: {e}"))
+    }
+
+    fn layer(name: &str, attempts: u32, requests: u32, max: u32) -> LayerFigure {
+        LayerFigure {
+            layer: name.into(),
+            attempts,
+            requests,
+            repeats: requests.saturating_sub(1),
+            operations: 1,
+            max_per_operation: max,
+        }
+    }
+
+    /// Facts filled by hand, as a store counting with aggregates would fill them,
+    /// give the report the in-memory producer would: nothing in the assembly reads
+    /// a record.
+    #[test]
+    fn facts_from_any_producer_assemble_into_the_report() {
+        let Ok(now) = crate::core::clock::parse_instant("2026-09-05T12:00:00Z") else {
+            panic!("a fixed instant parses");
+        };
+        let facts = Facts {
+            figures: vec![FigureFacts {
+                id: MetricId::DuplicateEffectContainment,
+                rows: vec![
+                    (op("F1"), Verdict::Counted),
+                    (op("F2"), Verdict::Short("twice".into())),
+                    (op("F3"), Verdict::Unverified("unobserved".into())),
+                ],
+            }],
+            findings: vec![
+                Finding {
+                    operation: op("F2"),
+                    kind: VetoKind::DuplicatePrimaryEffect,
+                    evidence: vec!["O1".into()],
+                    reason: "twice".into(),
+                },
+                Finding {
+                    operation: op("F2"),
+                    kind: VetoKind::ExpectationFailed,
+                    evidence: vec!["O1".into()],
+                    reason: "expected once".into(),
+                },
+            ],
+            operational: OperationalFacts {
+                logical_operations: 4,
+                by_state: vec![(State::Unknown, 2), (State::Succeeded, 2)],
+                unknown_since: vec![
+                    (op("F3"), now - chrono::Duration::minutes(5)),
+                    (op("F4"), now - chrono::Duration::hours(2)),
+                ],
+                overdue: vec![op("F4")],
+                by_layer: vec![layer("sdk", 3, 3, 3), layer("gateway", 3, 2, 2)],
+                throttled: vec!["A1".into()],
+                ..OperationalFacts::default()
+            },
+        };
+        let r = assemble(facts, now);
+        let ids: Vec<MetricId> = r.metrics.iter().map(|m| m.id).collect();
+        assert_eq!(ids, MetricId::ALL);
+        let Some(m) = r.metric(MetricId::DuplicateEffectContainment) else {
+            panic!("every figure is reported");
+        };
+        assert_eq!((m.numerator, m.denominator, m.percent), (1, 3, Some(33.33)));
+        assert_eq!(m.unverified_ids, vec![op("F3")]);
+        assert_eq!(m.shortfalls.len(), 2);
+        assert!(
+            r.metrics
+                .iter()
+                .filter(|m| m.id != MetricId::DuplicateEffectContainment)
+                .all(|m| m.denominator == 0)
+        );
+        assert_eq!(r.release.disposition, Disposition::NotDeployed);
+        assert_eq!(r.release.vetoes.len(), 1);
+        assert_eq!(
+            r.release.vetoes[0].kinds,
+            [
+                VetoKind::ExpectationFailed,
+                VetoKind::DuplicatePrimaryEffect
+            ]
+        );
+        assert_eq!(r.release.vetoes[0].evidence, ["O1"]);
+        let o = &r.operational;
+        assert_eq!(o.held, 2);
+        assert_eq!(o.unknown_age.oldest, Some(op("F4")));
+        assert_eq!(o.unknown_age.median_seconds, Some((300 + 7200) / 2));
+        let bars: Vec<u32> = o.unknown_age.histogram.iter().map(|b| b.count).collect();
+        assert_eq!(bars, [1, 0, 1, 0, 0]);
+        assert_eq!(o.amplification.physical_attempts, 6);
+        assert_eq!(o.amplification.status_queries, 1);
+        assert_eq!(o.amplification.per_logical, Some(1.5));
+        assert_eq!(o.amplification.compound_worst_case, 6);
+        assert_eq!((o.throttled.throttled, o.throttled.requests), (1, 5));
+        assert_eq!(o.throttled.percent, Some(20.0));
     }
 }

@@ -24,6 +24,17 @@ pub struct RetryVerdict {
     pub reason: String,
 }
 
+/// One of the matrix's assessments over an operation's records at an instant.
+type Assess = fn(
+    &Operation,
+    Option<&Contract>,
+    &[Attempt],
+    &[Observation],
+    &[Item],
+    bool,
+    DateTime<Utc>,
+) -> Assessment;
+
 /// Everything stored about one operation, gathered once.
 pub(super) struct View<'a> {
     pub(super) op: &'a Operation,
@@ -63,20 +74,18 @@ impl View<'_> {
             .filter(|a| a.phase != Phase::NotSent)
     }
 
+    /// The matrix's assessment just before `at` (what a retry made at `at` saw).
     pub(super) fn assess_before(&self, at: DateTime<Utc>) -> Assessment {
-        matrix::assess_before(
-            self.op,
-            self.contract,
-            &self.attempts,
-            &self.observations,
-            &self.items,
-            self.key_conflict,
-            at,
-        )
+        self.assess_with(matrix::assess_before, at)
     }
 
+    /// The matrix's assessment at `at`.
     pub(super) fn assess_at(&self, at: DateTime<Utc>) -> Assessment {
-        matrix::assess(
+        self.assess_with(matrix::assess, at)
+    }
+
+    fn assess_with(&self, assess: Assess, at: DateTime<Utc>) -> Assessment {
+        assess(
             self.op,
             self.contract,
             &self.attempts,
