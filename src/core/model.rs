@@ -59,6 +59,7 @@ macro_rules! text_enum {
         text_enum!(@methods $name { $($variant => $text),+ });
     };
 }
+pub(crate) use text_enum;
 
 text_enum!(
     /// The lifecycle state of a logical operation (DESIGN §2).
