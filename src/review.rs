@@ -223,7 +223,6 @@ pub async fn select(
     store: &dyn Store,
     filter: &OperationFilter,
     actor: &Actor,
-    now: DateTime<Utc>,
 ) -> Result<Vec<OperationDetail>, ReviewError> {
     let mut filter = filter.clone();
     filter.visible_tenants = actor.visible_tenants();
@@ -234,7 +233,7 @@ pub async fn select(
             offset,
             limit: SELECT_PAGE,
         };
-        let (rows, total) = store.list(&filter, SortOrder::Urgency, page, now).await?;
+        let (rows, total) = store.list(&filter, SortOrder::Urgency, page).await?;
         for row in &rows {
             details.push(load(store, &row.operation.id, actor).await?);
         }

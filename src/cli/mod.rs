@@ -447,7 +447,6 @@ async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
                 offset: 0,
                 limit: 50,
             },
-            ctx.now(),
         )
         .await?;
     let header = render::actor_header(&actor);
@@ -635,7 +634,7 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         offset: args.offset,
         limit: args.limit.clamp(1, 10_000),
     };
-    let (rows, total) = store.list(&filter, sort, page, ctx.now()).await?;
+    let (rows, total) = store.list(&filter, sort, page).await?;
     if args.json {
         let ops: Vec<serde_json::Value> = rows
             .iter()

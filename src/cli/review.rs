@@ -496,7 +496,7 @@ async fn bulk(
     let store = store.as_ref();
     let actor = ctx.actor(store).await?;
     let now = ctx.now();
-    let selection = service::select(store, &filter, &actor, now)
+    let selection = service::select(store, &filter, &actor)
         .await
         .map_err(failure)?;
     let described = crate::store::filter::describe(&filter);
@@ -612,7 +612,7 @@ pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
     let actor = ctx.actor(store).await?;
     let now = ctx.now();
     let details = match (&args.filter, args.ids.is_empty()) {
-        (Some(text), _) => service::select(store, &selection_filter(text)?, &actor, now)
+        (Some(text), _) => service::select(store, &selection_filter(text)?, &actor)
             .await
             .map_err(failure)?,
         (None, false) => {

@@ -1,15 +1,13 @@
 //! The operations store: one async trait, one implementation per backend. Every
 //! write commits its audit row in the same transaction as the change it records.
 
-pub mod codec;
-pub mod copy;
 pub mod engine;
-pub mod filter;
-pub mod ingest_plan;
+pub mod plan;
 pub mod postgres;
-pub mod rows;
 pub mod sql;
 pub mod sqlite;
+
+pub use plan::{copy, filter};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -221,7 +219,6 @@ pub trait Store: Send + Sync {
         filter: &OperationFilter,
         sort: SortOrder,
         page: Page,
-        now: DateTime<Utc>,
     ) -> Result<(Vec<OperationRow>, u64), StoreError>;
 
     async fn counts(

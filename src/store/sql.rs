@@ -3,8 +3,8 @@
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 
-use super::codec::risk_rank;
-use super::rows::prefix_range;
+use super::plan::codec::risk_rank;
+use super::plan::rows::prefix_range;
 use super::{OperationFilter, SortOrder};
 use crate::core::model::State;
 

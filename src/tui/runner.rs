@@ -60,10 +60,8 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
                     None => Ok(None),
                 }
             };
-            let (listing, counts) = tokio::join!(
-                store.list(&query.filter, query.sort, query.page, query.now),
-                counts
-            );
+            let (listing, counts) =
+                tokio::join!(store.list(&query.filter, query.sort, query.page), counts);
             let result = match (listing, counts) {
                 (Ok((rows, total)), Ok(counts)) => Ok(Listing {
                     rows,
@@ -159,9 +157,9 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
             generation,
             filter,
             actor,
-            now,
+            now: _,
         } => {
-            let result = review::select(store, filter, actor, *now)
+            let result = review::select(store, filter, actor)
                 .await
                 .map(|details| details.into_iter().map(|d| d.row.operation.id).collect())
                 .map_err(|e| {
