@@ -9,7 +9,7 @@ use clap::{Args, ValueEnum};
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use super::{Context, Failure, exit, parse_id, parse_now, render};
+use crate::cli::{Context, Failure, exit, parse_id, parse_now, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};

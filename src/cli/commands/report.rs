@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Context, exit};
+use crate::cli::{Context, exit};
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::ids::OperationId;
 use crate::core::metrics::{self, Report};
@@ -23,7 +23,11 @@ pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}{}", super::render::actor_header(&actor), render(&report));
+        print!(
+            "{}{}",
+            crate::cli::render::actor_header(&actor),
+            render(&report)
+        );
     }
     Ok(exit::OK)
 }

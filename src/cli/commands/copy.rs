@@ -5,7 +5,7 @@
 
 use clap::Args;
 
-use super::{Failure, exit};
+use crate::cli::{Failure, exit};
 use crate::core::audit::ChainStatus;
 use crate::store::Location;
 
