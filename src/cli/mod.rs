@@ -18,7 +18,7 @@ use std::sync::Arc;
 use crate::core::clock::{Clock, parse_instant};
 use crate::core::ids::OperationId;
 use crate::core::rules::Actor;
-use crate::store::{Location, Store, StoreError};
+use crate::store::{Location, Session, Store, StoreError};
 use config::{Config, Paths, Theme};
 
 /// Exit codes, as documented in the README.
@@ -268,6 +268,14 @@ impl Context {
 
     pub async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
         Ok(self.store_location()?.open().await?)
+    }
+
+    /// The store as the acting identity sees it: every read and write of a
+    /// command that works on existing data goes through this session (G7).
+    pub async fn session(&self) -> anyhow::Result<Session> {
+        let store = self.open_store().await?;
+        let actor = self.actor(store.as_ref()).await?;
+        Ok(Session::new(store, actor))
     }
 
     /// The acting identity with what the store's grants allow it: on PostgreSQL

@@ -4,10 +4,12 @@
 pub mod engine;
 pub mod plan;
 pub mod postgres;
+pub mod session;
 pub mod sql;
 pub mod sqlite;
 
 pub use plan::{copy, filter};
+pub use session::Session;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -124,6 +126,33 @@ pub struct OperationFilter {
     pub visible_tenants: Option<Vec<String>>,
 }
 
+/// Which tenants a read covers (G7). A [`Session`] holds one, taken from its
+/// actor's grants, and hands it to every read it makes; the store applies it
+/// inside its queries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every tenant, and rows that belong to none (single-user mode).
+    Every,
+    /// Only these tenants' operations and the rows that hang off them.
+    Tenants(Vec<String>),
+}
+
+impl Scope {
+    /// The tenants, or `None` for every tenant.
+    pub fn tenants(&self) -> Option<&[String]> {
+        match self {
+            Scope::Every => None,
+            Scope::Tenants(tenants) => Some(tenants),
+        }
+    }
+}
+
+impl From<Option<Vec<String>>> for Scope {
+    fn from(tenants: Option<Vec<String>>) -> Self {
+        tenants.map_or(Scope::Every, Scope::Tenants)
+    }
+}
+
 /// Order of a listing.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub enum SortOrder {
@@ -227,7 +256,18 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<QueueCounts, StoreError>;
 
-    async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError>;
+    /// One operation of any tenant.
+    async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
+        self.detail_in(&Scope::Every, id).await
+    }
+
+    /// One operation, [`StoreError::NotFound`] unless it is in `scope`; what it
+    /// depends on and its children are read within `scope` too.
+    async fn detail_in(
+        &self,
+        scope: &Scope,
+        id: &OperationId,
+    ) -> Result<OperationDetail, StoreError>;
 
     /// Commits one allowed action; refuses with [`StoreError::Conflict`] when the
     /// operation's version moved.
@@ -236,6 +276,9 @@ pub trait Store: Send + Sync {
     /// Audit rows with `seq` in `from..`, at most `limit`.
     async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
 
+    /// The newest `limit` audit rows in `scope`, newest first.
+    async fn audit_latest(&self, scope: &Scope, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
+
     /// The newest audit `seq` (0 for an empty log): a cheap change marker.
     async fn head_seq(&self) -> Result<i64, StoreError>;
 
@@ -243,7 +286,14 @@ pub trait Store: Send + Sync {
     async fn verify(&self) -> Result<ChainStatus, StoreError>;
 
     /// Everything, for metrics and export.
-    async fn dataset(&self) -> Result<Dataset, StoreError>;
+    async fn dataset(&self) -> Result<Dataset, StoreError> {
+        self.dataset_in(&Scope::Every).await
+    }
+
+    /// Everything in `scope`: its operations and what hangs off them (attempts,
+    /// items, observations, audit rows, expectations, proposals), and every
+    /// contract (contracts belong to no tenant).
+    async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError>;
 
     /// The database login this store is connected as (PostgreSQL's
     /// `session_user`), which is the acting identity there; `None` for a store

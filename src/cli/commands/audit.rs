@@ -32,10 +32,10 @@ fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
 }
 
 pub async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
+    let session = ctx.session().await?;
     match command {
         AuditCommand::Digest { json } => {
-            let status = store.verify().await?;
+            let status = session.verify().await?;
             match status {
                 ChainStatus::Intact { rows, head } => {
                     let (seq, hash) = head.map_or((0, crate::core::audit::genesis()), |h| h);
@@ -57,7 +57,7 @@ pub async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
             }
         }
         AuditCommand::Verify { digest, json } => {
-            let status = store.verify().await?;
+            let status = session.verify().await?;
             let saved = digest.as_deref().map(read_digest).transpose()?;
             let mut verdict = match &status {
                 ChainStatus::Intact { rows, head } => Ok(format!(
@@ -70,9 +70,8 @@ pub async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
                 }
             };
             if let (Some((seq, hash)), Ok(_)) = (&saved, &verdict) {
-                let rows = store.audit(*seq, 1).await?;
-                match rows.first() {
-                    Some(row) if row.seq == *seq && &row.hash == hash => {}
+                match session.chain_link_from(*seq).await? {
+                    Some((found, link)) if found == *seq && &link == hash => {}
                     Some(_) => {
                         verdict = Err(format!(
                             "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"

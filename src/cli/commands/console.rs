@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 
 use crate::cli::{Context, exit, render};
 use crate::core::clock::{Clock, format_instant};
-use crate::store::{OperationFilter, Page, SortOrder, Store};
+use crate::store::{OperationFilter, Page, Session, SortOrder, Store};
 
 pub async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
     let console = crate::tui::Console {
@@ -22,14 +22,13 @@ pub async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8>
     Ok(exit::OK)
 }
 
-async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
-    let actor = ctx.actor(store).await?;
+async fn held_page(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<String> {
+    let session = Session::new(Arc::clone(&store), ctx.actor(store.as_ref()).await?);
     let filter = OperationFilter {
         queue: true,
-        visible_tenants: actor.visible_tenants(),
         ..OperationFilter::default()
     };
-    let (rows, total) = store
+    let (rows, total) = session
         .list(
             &filter,
             SortOrder::Urgency,
@@ -39,7 +38,7 @@ async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
             },
         )
         .await?;
-    let header = render::actor_header(&actor);
+    let header = render::actor_header(session.actor());
     if total == 0 {
         return Ok(format!(
             "{header}no held operations — `holdfast ingest FILE` to load some, or `holdfast demo`\n"
@@ -93,7 +92,7 @@ pub async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
         format_instant(at)
     );
     if print {
-        print!("{}", held_page(&ctx, store.as_ref()).await?);
+        print!("{}", held_page(&ctx, Arc::clone(&store)).await?);
         return Ok(exit::OK);
     }
     console(&ctx, store).await

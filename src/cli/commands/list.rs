@@ -53,7 +53,7 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         )?,
         risks: parse_list(&args.risk, "risk", Risk::parse, Risk::expected())?,
         search: args.search.clone(),
-        visible_tenants: None,
+        ..OperationFilter::default()
     };
     let sort = match args.sort {
         SortArg::Urgency => SortOrder::Urgency,
@@ -61,17 +61,13 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         SortArg::Id => SortOrder::Id,
         SortArg::Deadline => SortOrder::Deadline,
     };
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let filter = OperationFilter {
-        visible_tenants: actor.visible_tenants(),
-        ..filter
-    };
+    let session = ctx.session().await?;
+    let actor = session.actor();
     let page = Page {
         offset: args.offset,
         limit: args.limit.clamp(1, 10_000),
     };
-    let (rows, total) = store.list(&filter, sort, page).await?;
+    let (rows, total) = session.list(&filter, sort, page).await?;
     if args.json {
         let ops: Vec<serde_json::Value> = rows
             .iter()
@@ -81,7 +77,7 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     } else {
         print!(
             "{}{}",
-            render::actor_header(&actor),
+            render::actor_header(actor),
             render::list(&rows, total, ctx.now())
         );
     }

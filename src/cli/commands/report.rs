@@ -13,19 +13,15 @@ use crate::core::sanitize::sanitize;
 /// Computes the report over the tenants the acting identity sees (the whole store
 /// in single-user mode, G7) at the context's clock and prints it.
 pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let mut data = store.dataset().await?;
-    if let Some(tenants) = actor.visible_tenants() {
-        data = data.within(&tenants);
-    }
-    let report = metrics::report(&data, ctx.now());
+    let session = ctx.session().await?;
+    let actor = session.actor();
+    let report = metrics::report(&session.dataset().await?, ctx.now());
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print!(
             "{}{}",
-            crate::cli::render::actor_header(&actor),
+            crate::cli::render::actor_header(actor),
             render(&report)
         );
     }

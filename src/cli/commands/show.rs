@@ -10,12 +10,11 @@ async fn load(
     id: &str,
 ) -> anyhow::Result<(crate::core::model::OperationDetail, Actor)> {
     let id = parse_id(id)?;
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let detail = crate::review::load(store.as_ref(), &id, &actor)
+    let session = ctx.session().await?;
+    let detail = crate::review::load(&session, &id)
         .await
         .map_err(review::failure)?;
-    Ok((detail, actor))
+    Ok((detail, session.actor().clone()))
 }
 
 pub async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {

@@ -16,7 +16,7 @@ use tokio::sync::{OnceCell, watch};
 use super::plan::codec;
 use super::plan::copy::{Cell, CopyReport, Table};
 use super::{
-    IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, SortOrder, Store,
+    IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store,
     StoreError,
 };
 use crate::core::access::GrantChange;
@@ -269,8 +269,12 @@ shared! {
             self.read_counts(filter, now).await
         }
 
-        async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
-            self.read_detail(id).await
+        async fn detail_in(
+            &self,
+            scope: &Scope,
+            id: &OperationId,
+        ) -> Result<OperationDetail, StoreError> {
+            self.read_detail(scope, id).await
         }
 
         async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
@@ -281,6 +285,14 @@ shared! {
             self.read_audit(from, limit).await
         }
 
+        async fn audit_latest(
+            &self,
+            scope: &Scope,
+            limit: u64,
+        ) -> Result<Vec<AuditRow>, StoreError> {
+            self.read_audit_latest(scope, limit).await
+        }
+
         async fn head_seq(&self) -> Result<i64, StoreError> {
             self.read_head_seq().await
         }
@@ -289,8 +301,8 @@ shared! {
             self.read_verify().await
         }
 
-        async fn dataset(&self) -> Result<Dataset, StoreError> {
-            self.read_dataset().await
+        async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError> {
+            self.read_dataset(scope).await
         }
 
         async fn login(&self) -> Result<Option<String>, StoreError> {

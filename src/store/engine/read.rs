@@ -11,8 +11,8 @@ use crate::core::model::{
     ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
 };
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
-use crate::store::sql::{held_states_sql, order_by, push_filter};
-use crate::store::{OperationFilter, Page, QueueCounts, SortOrder, StoreError};
+use crate::store::sql::{held_states_sql, order_by, push_filter, push_operations_of, push_tenants};
+use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
 
 /// The columns of a listing row, before the filter.
 fn row_select() -> String {
@@ -117,13 +117,24 @@ shared! {
                 .collect()
         }
 
-        /// Fetches every `SELECT wire …` row of a table and decodes each.
+        /// Fetches every `SELECT wire FROM table` row of operations in `scope`
+        /// (every row when `scope` is `None`: the table belongs to no tenant), in
+        /// `order`, and decodes each.
         pub(super) async fn all_wires<T>(
             &self,
-            sql: &'static str,
+            table: &'static str,
+            scope: Option<&Scope>,
+            order: &'static str,
             decode: fn(&str) -> Result<T, StoreError>,
         ) -> Result<Vec<T>, StoreError> {
-            let rows = sqlx::query(sql)
+            let mut qb: QueryBuilder<DB> =
+                QueryBuilder::new(format!("SELECT wire FROM {table} WHERE 1 = 1"));
+            if let Some(scope) = scope {
+                push_operations_of(&mut qb, "operation", scope);
+            }
+            qb.push(format_args!(" ORDER BY {order}"));
+            let rows = qb
+                .build()
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db::<DB>)?;
@@ -138,10 +149,14 @@ shared! {
         pub(super) async fn load_row(
             conn: &mut DB::Connection,
             id: &str,
+            scope: &Scope,
         ) -> Result<Option<OperationRow>, StoreError> {
-            let sql = format!("{} AND o.id = $1", row_select());
-            let row = sqlx::query(AssertSqlSafe(sql))
-                .bind(id)
+            let mut qb: QueryBuilder<DB> = QueryBuilder::new(row_select());
+            qb.push(" AND o.id = ");
+            qb.push_bind(id.to_owned());
+            push_tenants(&mut qb, "o.tenant", scope);
+            let row = qb
+                .build()
                 .fetch_optional(&mut *conn)
                 .await
                 .map_err(db::<DB>)?;
@@ -322,9 +337,13 @@ shared! {
             Ok(counts)
         }
 
-        pub(super) async fn read_detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
+        pub(super) async fn read_detail(
+            &self,
+            scope: &Scope,
+            id: &OperationId,
+        ) -> Result<OperationDetail, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            let row = Self::load_row(&mut conn, id.as_str())
+            let row = Self::load_row(&mut conn, id.as_str(), scope)
                 .await?
                 .ok_or_else(|| StoreError::NotFound(id.clone()))?;
             let op = &row.operation;
@@ -380,8 +399,12 @@ shared! {
 
             let mut dependencies = Vec::new();
             for dep in &op.depends_on {
-                let state = sqlx::query("SELECT state FROM operations WHERE id = $1")
-                    .bind(dep.as_str())
+                let mut qb: QueryBuilder<DB> =
+                    QueryBuilder::new("SELECT o.state FROM operations o WHERE o.id = ");
+                qb.push_bind(dep.as_str().to_owned());
+                push_tenants(&mut qb, "o.tenant", scope);
+                let state = qb
+                    .build()
                     .fetch_optional(&mut *conn)
                     .await
                     .map_err(db::<DB>)?;
@@ -474,14 +497,18 @@ shared! {
             }
         }
 
-        pub(super) async fn read_dataset(&self) -> Result<Dataset, StoreError> {
+        pub(super) async fn read_dataset(&self, scope: &Scope) -> Result<Dataset, StoreError> {
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT id, state, owner, next_observation_ms, wire FROM operations WHERE 1 = 1",
+            );
+            push_tenants(&mut select, "tenant", scope);
+            select.push(" ORDER BY id");
             let mut operations = Vec::new();
-            for row in sqlx::query(
-                "SELECT id, state, owner, next_observation_ms, wire FROM operations ORDER BY id",
-            )
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db::<DB>)?
+            for row in select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
             {
                 let wire: String = row.try_get("wire").map_err(db::<DB>)?;
                 let state: String = row.try_get("state").map_err(db::<DB>)?;
@@ -495,57 +522,79 @@ shared! {
                     },
                 )?);
             }
-            let audit = sqlx::query(AssertSqlSafe(format!(
-                "SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq"
-            )))
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db::<DB>)?
-            .iter()
-            .map(Self::audit_row)
-            .collect::<Result<Vec<_>, _>>()?;
-            let proposals = sqlx::query(
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
+            ));
+            push_operations_of(&mut select, "operation", scope);
+            select.push(" ORDER BY seq");
+            let audit = select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(Self::audit_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(
                 "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
-                 FROM proposals ORDER BY id",
-            )
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db::<DB>)?
-            .iter()
-            .map(Self::proposal)
-            .collect::<Result<Vec<_>, _>>()?;
+                 FROM proposals WHERE 1 = 1",
+            );
+            push_operations_of(&mut select, "operation", scope);
+            select.push(" ORDER BY id");
+            let proposals = select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(Self::proposal)
+                .collect::<Result<Vec<_>, _>>()?;
+            let scope = Some(scope);
             Ok(Dataset {
                 proposals,
                 contracts: self
-                    .all_wires("SELECT wire FROM contracts ORDER BY tool", codec::contract)
+                    .all_wires("contracts", None, "tool", codec::contract)
                     .await?,
                 operations,
                 attempts: self
-                    .all_wires(
-                        "SELECT wire FROM attempts ORDER BY operation, seq, id",
-                        codec::attempt,
-                    )
+                    .all_wires("attempts", scope, "operation, seq, id", codec::attempt)
                     .await?,
                 items: self
-                    .all_wires(
-                        "SELECT wire FROM items ORDER BY operation, idx",
-                        codec::item,
-                    )
+                    .all_wires("items", scope, "operation, idx", codec::item)
                     .await?,
                 observations: self
                     .all_wires(
-                        "SELECT wire FROM observations ORDER BY operation, observed_ms, id",
+                        "observations",
+                        scope,
+                        "operation, observed_ms, id",
                         codec::observation,
                     )
                     .await?,
                 audit,
                 expectations: self
-                    .all_wires(
-                        "SELECT wire FROM expectations ORDER BY operation",
-                        codec::expectation,
-                    )
+                    .all_wires("expectations", scope, "operation", codec::expectation)
                     .await?,
             })
+        }
+
+        /// The newest `limit` audit rows in `scope`, newest first.
+        pub(super) async fn read_audit_latest(
+            &self,
+            scope: &Scope,
+            limit: u64,
+        ) -> Result<Vec<AuditRow>, StoreError> {
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
+            ));
+            push_operations_of(&mut select, "operation", scope);
+            select.push(" ORDER BY seq DESC LIMIT ");
+            select.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let rows = select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+            rows.iter().map(Self::audit_row).collect()
         }
 
         pub(super) async fn read_login(&self) -> Result<Option<String>, StoreError> {
