@@ -266,7 +266,15 @@ impl Context {
         ))
     }
 
+    /// Opens the store, which must exist: a mistyped `--db` is refused (exit 1)
+    /// rather than answered from a new empty store.
     pub async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
+        open_existing(&self.store_location()?).await
+    }
+
+    /// Opens the store, creating it when it is not there: only for the commands
+    /// that fill or prepare one (`ingest`, `db migrate`, `demo`).
+    pub async fn create_store(&self) -> anyhow::Result<Arc<dyn Store>> {
         Ok(self.store_location()?.open().await?)
     }
 
@@ -306,6 +314,23 @@ impl Context {
     pub fn no_color(&self) -> bool {
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || self.config.theme == Some(Theme::Mono)
+    }
+}
+
+/// Opens a store that must exist; a missing one is an error (exit 1) that says
+/// how to create one.
+pub async fn open_existing(location: &Location) -> anyhow::Result<Arc<dyn Store>> {
+    match location.open_existing().await {
+        Err(StoreError::Missing(place)) => Err(Failure::new(
+            exit::ERROR,
+            format!(
+                "no store at {place}: check --db / HOLDFAST_DB for a typo; `holdfast db migrate` \
+                 creates an empty store there, `holdfast ingest FILE` creates one and loads \
+                 records, `holdfast demo` opens a demo store"
+            ),
+        )
+        .into()),
+        other => Ok(other?),
     }
 }
 
@@ -410,7 +435,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Db {
             command: DbCommand::Migrate,
         }) => {
-            let store = ctx.open_store().await?;
+            let store = ctx.create_store().await?;
             println!("store {} is migrated and ready", store.location());
             Ok(exit::OK)
         }

@@ -60,6 +60,9 @@ pub enum StoreError {
     Busy,
     #[error("the database cannot be reached ({0}); check the connection and try again")]
     Unavailable(String),
+    /// A store that must exist does not (a SQLite file not there).
+    #[error("no store at {0}")]
+    Missing(String),
     #[error("cannot open the store at {location}: {reason}")]
     Open { location: String, reason: String },
     #[error("store error: {0}")]
@@ -86,6 +89,17 @@ impl Location {
                 location: text.to_owned(),
                 reason: "a store is named sqlite:PATH or postgres://USER@HOST/DATABASE".into(),
             })
+        }
+    }
+
+    /// Opens a store that already exists, migrating it as needed; a SQLite file
+    /// that is not there is [`StoreError::Missing`], and nothing is created. A
+    /// PostgreSQL database must exist to be reached at all; an empty one is
+    /// migrated.
+    pub async fn open_existing(&self) -> Result<Arc<dyn Store>, StoreError> {
+        match self {
+            Location::Sqlite(path) if !path.exists() => Err(StoreError::Missing(self.to_string())),
+            _ => self.open().await,
         }
     }
 

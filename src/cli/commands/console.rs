@@ -63,7 +63,7 @@ pub async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
     // The demo always gets a fresh file of its own, whatever team store is set.
     ctx.db = Some(path);
     ctx.database_url = None;
-    let store = ctx.open_store().await?;
+    let store = ctx.create_store().await?;
     let parsed = crate::wire::parse_stream(DEMO_PACKET.as_bytes(), &mut |_| {})?;
     if let Some(first) = parsed.errors.first() {
         anyhow::bail!("the demo packet does not parse: {first}");

@@ -11,7 +11,7 @@ pub async fn ingest(
     rejects: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
+    let store = ctx.create_store().await?;
     let by = ctx.own_name(store.as_ref(), "ingest").await?;
     let source = if source == "-" {
         crate::ingest::Source::Stdin
