@@ -253,4 +253,71 @@ async fn a_second_tenant_never_comes_back_from_any_read_path(kind: Kind) {
     }
 }
 
-holdfast_on_both_backends!(a_second_tenant_never_comes_back_from_any_read_path);
+/// U1 (pinehaven) depends on H1 (harborline, held). U1's own record names H1,
+/// but whether H1 is held, and in which state, is harborline's to tell.
+async fn a_hold_in_another_tenant_is_not_shown_on_a_dependent(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = Arc::clone(&fresh.store);
+    let u1 = PACKET
+        .lines()
+        .find(|l| l.contains(r#""id":"U1""#))
+        .expect("U1 in the packet");
+    let packet = PACKET.replace(
+        u1,
+        &u1.replace(r#""depends_on":[]"#, r#""depends_on":["H1"]"#),
+    );
+    assert_ne!(packet, PACKET);
+    let report = store
+        .ingest(records(&packet), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let local = Session::new(Arc::clone(&store), reviewer("maya"));
+    let request = GrantRequest {
+        op: GrantOp::Grant,
+        identity: "maya".into(),
+        role: Role::Owner,
+        tenant: "pinehaven".into(),
+    };
+    review::change_grant(&local, "maya", None, &request, None, now())
+        .await
+        .unwrap();
+    let maya = Session::new(
+        Arc::clone(&store),
+        Actor::from_grants("maya", None, &store.grants().await.unwrap()),
+    );
+    let everyone = Session::new(Arc::clone(&store), reviewer("root"));
+    let filter = OperationFilter {
+        search: Some("u1".into()),
+        ..OperationFilter::default()
+    };
+    let page = Page {
+        offset: 0,
+        limit: 10,
+    };
+    let held_of = |rows: Vec<holdfast::store::OperationRow>| -> Vec<String> {
+        rows.iter()
+            .find(|r| r.operation.id.as_str() == "U1")
+            .expect("U1 listed")
+            .held_dependencies
+            .iter()
+            .map(|d| d.as_str().to_owned())
+            .collect()
+    };
+    let (open, _) = everyone.list(&filter, SortOrder::Id, page).await.unwrap();
+    assert_eq!(held_of(open), ["H1"]);
+    let (scoped, _) = maya.list(&filter, SortOrder::Id, page).await.unwrap();
+    assert!(held_of(scoped).is_empty());
+
+    let open = everyone.detail(&id("U1")).await.unwrap();
+    assert_eq!(open.dependencies.len(), 1);
+    assert_eq!(open.row.held_dependencies.len(), 1);
+    let scoped = maya.detail(&id("U1")).await.unwrap();
+    assert!(scoped.dependencies.is_empty(), "{:?}", scoped.dependencies);
+    assert!(scoped.row.held_dependencies.is_empty());
+}
+
+holdfast_on_both_backends!(
+    a_second_tenant_never_comes_back_from_any_read_path,
+    a_hold_in_another_tenant_is_not_shown_on_a_dependent,
+);

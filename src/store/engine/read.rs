@@ -14,19 +14,29 @@ use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
 use crate::store::sql::{held_states_sql, order_by, push_filter, push_operations_of, push_tenants};
 use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
 
-/// The columns of a listing row, before the filter.
-fn row_select() -> String {
+/// The columns of a listing row, before the filter. The held dependencies a row
+/// names are those in `scope` (G7): another tenant's hold is not shown.
+fn row_select<'a, DB>(scope: &Scope) -> QueryBuilder<DB>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
     let held = held_states_sql();
-    format!(
+    let mut qb = QueryBuilder::new(format!(
         "SELECT o.id, o.state, o.owner, o.next_observation_ms, o.version, o.state_since_ms, o.wire, \
          COALESCE(o.max_attempts, c.max_attempts) AS max_attempts, \
          (SELECT count(*) FROM attempts a WHERE a.operation = o.id AND a.kind = 'request') AS used, \
          (SELECT string_agg(d.depends_on, ' ') FROM dependencies d \
             JOIN operations p ON p.id = d.depends_on \
-            WHERE d.operation = o.id AND p.state IN ({held})) AS held_deps, \
+            WHERE d.operation = o.id AND p.state IN ({held})"
+    ));
+    push_tenants(&mut qb, "p.tenant", scope);
+    qb.push(
+        ") AS held_deps, \
          EXISTS (SELECT 1 FROM proposals pr WHERE pr.operation = o.id AND pr.status = 'pending') AS pending \
-         FROM operations o LEFT JOIN contracts c ON c.tool = o.tool WHERE 1 = 1"
-    )
+         FROM operations o LEFT JOIN contracts c ON c.tool = o.tool WHERE 1 = 1",
+    );
+    qb
 }
 
 shared! {
@@ -151,7 +161,7 @@ shared! {
             id: &str,
             scope: &Scope,
         ) -> Result<Option<OperationRow>, StoreError> {
-            let mut qb: QueryBuilder<DB> = QueryBuilder::new(row_select());
+            let mut qb: QueryBuilder<DB> = row_select(scope);
             qb.push(" AND o.id = ");
             qb.push_bind(id.to_owned());
             push_tenants(&mut qb, "o.tenant", scope);
@@ -258,7 +268,7 @@ shared! {
             page: Page,
         ) -> Result<(Vec<OperationRow>, u64), StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            let mut qb: QueryBuilder<DB> = QueryBuilder::new(row_select());
+            let mut qb: QueryBuilder<DB> = row_select(&Scope::from(filter.visible_tenants.clone()));
             push_filter(&mut qb, filter);
             qb.push(order_by(sort));
             qb.push(" LIMIT ");
