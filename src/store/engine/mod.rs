@@ -2,7 +2,10 @@
 //! query is plain SQL that means the same on SQLite and PostgreSQL (numbered `$n`
 //! parameters, `CASE` instead of boolean arithmetic, `string_agg`), over the same
 //! tables and columns. What differs — opening, the write lock, the chain head,
-//! error words, live updates — each backend says through [`Backend`].
+//! error words, live updates — each backend says through [`Backend`]. This file
+//! holds that seam, the store type, the shared row plumbing and the [`Store`]
+//! impl, which routes each call to its concern: `migrate`, `read`, `write` and
+//! `copy`.
 
 use std::fmt;
 use std::sync::Arc;
