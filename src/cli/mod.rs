@@ -305,16 +305,21 @@ impl Context {
     /// The acting identity for `what`, which is done only in one's own name:
     /// refused (exit 3) when the actor would act for someone else.
     pub async fn own_name(&self, store: &dyn Store, what: &str) -> anyhow::Result<String> {
-        let actor = self.actor(store).await?;
-        crate::core::access::own_name(&actor, what)
-            .map(str::to_owned)
-            .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
+        own_name(&self.actor(store).await?, what)
     }
 
     pub fn no_color(&self) -> bool {
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || self.config.theme == Some(Theme::Mono)
     }
+}
+
+/// `actor`'s own identity for `what`, which is done only in one's own name:
+/// refused (exit 3) when the actor would act for someone else.
+pub fn own_name(actor: &Actor, what: &str) -> anyhow::Result<String> {
+    crate::core::access::own_name(actor, what)
+        .map(str::to_owned)
+        .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
 }
 
 /// Opens a store that must exist; a missing one is an error (exit 1) that says

@@ -547,9 +547,7 @@ pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Resul
         tenant: args.tenant,
     };
     let session = ctx.session().await?;
-    let by = crate::core::access::own_name(session.actor(), "a grant change")
-        .map(str::to_owned)
-        .map_err(|r| failure(service::ReviewError::Refused(r)))?;
+    let by = crate::cli::own_name(session.actor(), "a grant change")?;
     let result = service::change_grant(
         &session,
         &by,
