@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use super::{Context, Failure, exit};
+use crate::cli::{Context, Failure, exit};
 use crate::core::clock::format_instant;
 use crate::executor::ExecClock;
 use crate::sim::{Case, Provider, parse_cases};
