@@ -458,3 +458,22 @@ async fn the_whole_drill_passes_covers_every_mode_twice_and_computes_the_gate() 
     let contract = outcome.report.metric(MetricId::ContractPassRate).unwrap();
     assert_eq!((contract.numerator, contract.denominator), (16, 16));
 }
+
+#[tokio::test]
+async fn the_drill_records_into_postgresql_as_into_sqlite() {
+    let fresh = stores::postgres().await;
+    let cases: Vec<_> = drill::seed_cases()
+        .unwrap()
+        .into_iter()
+        .filter(|c| ["T2", "P1", "K2"].contains(&c.id.as_str()))
+        .collect();
+    let outcome = drill::run(fresh.store.as_ref(), &cases).await.unwrap();
+    assert!(outcome.all_pass(), "{:?}", outcome.cases);
+    let d = fresh
+        .store
+        .detail(&OperationId::parse("P1").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(d.row.operation.state, State::Succeeded);
+    assert_eq!(d.children.len(), 1);
+}
