@@ -581,11 +581,8 @@ impl Executor {
                 .iter()
                 .map(|(id, s)| format!("{id} ({s})"))
                 .collect();
-            run.go(
-                State::Blocked,
-                &by,
-                Role::System,
-                self.clock.now(),
+            self.block(
+                &mut run,
                 format!(
                     "G9: depends on {} which is not settled as SUCCEEDED; dependent work stays unsent",
                     list.join(", ")
@@ -719,6 +716,18 @@ impl Executor {
         run
     }
 
+    /// Blocks the operation now, as the executor's system identity.
+    fn block(&self, run: &mut Run, reason: impl Into<String>, evidence: Vec<String>) {
+        run.go(
+            State::Blocked,
+            &self.settings.by,
+            Role::System,
+            self.clock.now(),
+            reason,
+            evidence,
+        );
+    }
+
     /// Routes the operation to its owner: a SENT or APPROVED one becomes BLOCKED
     /// with the reason; an UNKNOWN one stays UNKNOWN with a next observation time.
     fn hold(&self, run: &mut Run, reason: String) {
@@ -846,11 +855,8 @@ impl Executor {
                 },
             )) => {
                 run.fail(FailureMode::DuplicateReplay);
-                run.go(
-                    State::Blocked,
-                    &by,
-                    Role::System,
-                    self.clock.now(),
+                self.block(
+                    run,
                     format!(
                         "G12: the key's retention has passed and the business key already has its effect ({}): referenced, not repeated; the owner confirms the replay",
                         provider_request_id.unwrap_or_else(|| "record found".to_owned())
@@ -860,11 +866,8 @@ impl Executor {
                 true
             }
             _ => {
-                run.go(
-                    State::Blocked,
-                    &by,
-                    Role::System,
-                    self.clock.now(),
+                self.block(
+                    run,
                     "G12: the key's retention has passed and the business-key lookup gave no answer",
                     vec![],
                 );

@@ -399,8 +399,11 @@ fn not_found() -> Response {
         .into_response()
 }
 
-/// Drops the connection and never answers.
-async fn drop_connection(killer: &Killer) -> Response {
+/// Counts the drop, closes the connection and never answers.
+async fn drop_connection(provider: &Provider, case: &str, killer: &Killer) -> Response {
+    if let Some(state) = provider.lock().get_mut(case) {
+        state.counters.dropped += 1;
+    }
     killer.0.notify_one();
     std::future::pending::<Response>().await
 }
@@ -439,10 +442,7 @@ async fn write(
     {
         // Dropped before the request was read: it never reached the provider's
         // logic, so nothing can have been applied.
-        if let Some(state) = provider.lock().get_mut(&case) {
-            state.counters.dropped += 1;
-        }
-        return drop_connection(&killer).await;
+        return drop_connection(&provider, &case, &killer).await;
     }
     let key = request
         .headers()
@@ -476,12 +476,7 @@ async fn write(
         None
     };
     match rule.map(|r| r.respond) {
-        Some(Respond::Word(Word::Drop)) => {
-            if let Some(state) = provider.lock().get_mut(&case) {
-                state.counters.dropped += 1;
-            }
-            drop_connection(&killer).await
-        }
+        Some(Respond::Word(Word::Drop)) => drop_connection(&provider, &case, &killer).await,
         Some(Respond::Word(Word::Hang)) => {
             tokio::time::sleep(HANG_FOR).await;
             answer(processed, &request_id)
@@ -689,12 +684,7 @@ async fn status(
         None => not_found(),
     };
     match rule.map(|r| r.respond) {
-        Some(Respond::Word(Word::Drop)) => {
-            if let Some(state) = provider.lock().get_mut(&case) {
-                state.counters.dropped += 1;
-            }
-            drop_connection(&killer).await
-        }
+        Some(Respond::Word(Word::Drop)) => drop_connection(&provider, &case, &killer).await,
         Some(Respond::Word(Word::Hang)) => {
             tokio::time::sleep(HANG_FOR).await;
             normal(found)
