@@ -122,3 +122,24 @@ fn the_simulated_provider_alone_refuses_a_non_loopback_address() {
         run.stderr
     );
 }
+
+#[test]
+fn a_second_drill_into_the_same_store_is_refused_and_runs_are_deterministic() {
+    let cli = Cli::empty();
+    cli.run("drill-runner", &["drill"]).expect_code(0);
+    let again = cli.run("drill-runner", &["drill"]).expect_code(1);
+    assert!(again.stderr.contains("fresh store"), "{}", again.stderr);
+    let other = Cli::empty();
+    other.run("drill-runner", &["drill"]).expect_code(0);
+    for id in ["T2", "K2-K2", "R1", "P1-R"] {
+        let a = cli
+            .run("reviewer", &["timeline", id, "--json"])
+            .expect_code(0)
+            .stdout;
+        let b = other
+            .run("reviewer", &["timeline", id, "--json"])
+            .expect_code(0)
+            .stdout;
+        assert_eq!(a, b, "{id} differs between two drills");
+    }
+}

@@ -151,6 +151,22 @@ impl Resolver for SimResolver {
 /// Runs `cases` against a fresh simulated provider on 127.0.0.1, recording into
 /// `store`.
 pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillError> {
+    for case in cases {
+        match store.detail(&id(&case.id)?).await {
+            Ok(_) => {
+                return Err(DrillError::Case {
+                    case: case.id.clone(),
+                    reason: format!(
+                        "{} already holds operation {} from an earlier drill; run the drill into a fresh store",
+                        store.location(),
+                        case.id
+                    ),
+                });
+            }
+            Err(StoreError::NotFound(_)) => {}
+            Err(other) => return Err(other.into()),
+        }
+    }
     let provider = Provider::new();
     let running =
         crate::sim::serve(provider.clone(), SocketAddr::from(([127, 0, 0, 1], 0))).await?;

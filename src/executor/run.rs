@@ -923,7 +923,11 @@ impl Executor {
             },
             retry_after: None,
             provider_request_id: exchange.header("x-request-id").map(str::to_owned),
-            request_hash: Some(Sha256::of(looked.url.as_bytes())),
+            // The request as the provider sees it, without the host: the same
+            // lookup hashes the same wherever the provider listens.
+            request_hash: Url::parse(&looked.url)
+                .ok()
+                .map(|u| Sha256::of(format!("GET {}", u.path).as_bytes())),
             response_hash: lookup::raw_hash(exchange),
             resend_count: Some(
                 u32::try_from(
