@@ -18,6 +18,7 @@ use super::bulk::{self, BulkDialog};
 use super::detail::{Applied as DetailApplied, DetailState, Loaded};
 use super::filter;
 use super::keymap::{self, Command, Context};
+use super::latest::Latest;
 use super::layout::{self, Areas, Pane};
 use super::metrics_tab::MetricsState;
 use super::queue::{ListQuery, Listing, QueueState, SORTS, Tab};
@@ -216,16 +217,16 @@ pub struct App {
     /// The review dialog, when open.
     pub review: Option<ReviewDialog>,
     /// The apply the dialog waits on.
-    review_pending: Option<u64>,
+    review_pending: Latest<()>,
     /// An apply just answered: the reload it caused replaces the detail shown
     /// instead of being flagged as someone else's change.
     review_reload: bool,
     /// The bulk triage dialog, when open.
     pub bulk: Option<BulkDialog>,
     /// The bulk load or apply the dialog waits on.
-    bulk_pending: Option<u64>,
+    bulk_pending: Latest<()>,
     /// The mark-all selection waited on.
-    select_pending: Option<u64>,
+    select_pending: Latest<()>,
     /// The queue or another tab; an operation opened from a tab shows in the
     /// detail panes and `Esc` comes back to the tab.
     pub page: Page,
@@ -235,10 +236,9 @@ pub struct App {
     pub link: Link,
     head: Option<i64>,
     /// The debounce a typed search waits on.
-    search_pending: Option<u64>,
+    search_pending: Latest<()>,
     /// The last poll could not reach the store (its message is on screen).
     unreachable: bool,
-    generation: u64,
 }
 
 /// Lines the mouse wheel scrolls a text pane by.
@@ -265,19 +265,18 @@ impl App {
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
             review: None,
-            review_pending: None,
+            review_pending: Latest::default(),
             review_reload: false,
             bulk: None,
-            bulk_pending: None,
-            select_pending: None,
+            bulk_pending: Latest::default(),
+            select_pending: Latest::default(),
             page: Page::Queue,
             metrics: MetricsState::default(),
             audit: AuditState::default(),
             link: Link::Connected,
             head: None,
-            search_pending: None,
+            search_pending: Latest::default(),
             unreachable: false,
-            generation: 0,
         }
     }
 
@@ -313,10 +312,9 @@ impl App {
             Message::Listed { generation, result } => self.listed(generation, result),
             Message::Loaded { generation, result } => self.loaded(generation, result),
             Message::Debounced { generation } => {
-                if self.search_pending != Some(generation) {
+                if self.search_pending.answer(generation).is_none() {
                     return Vec::new();
                 }
-                self.search_pending = None;
                 self.queue.restart();
                 self.list(None, false)
             }
@@ -326,7 +324,7 @@ impl App {
             } => self.reviewed(generation, verdict),
             Message::Selected { generation, result } => self.selected_all(generation, result),
             Message::BulkLoaded { generation, result } => {
-                if self.bulk_pending.take_if(|g| *g == generation).is_none() {
+                if self.bulk_pending.answer(generation).is_none() {
                     return Vec::new();
                 }
                 if let Some(dialog) = self.bulk.as_mut() {
@@ -394,11 +392,6 @@ impl App {
             .map_or(1, |r| layout::inner(r).height.saturating_sub(1).max(1))
     }
 
-    fn next_generation(&mut self) -> u64 {
-        self.generation += 1;
-        self.generation
-    }
-
     fn say(&mut self, text: &str, alert: bool) {
         self.status = Some(Status {
             text: Clean::new(text),
@@ -409,11 +402,8 @@ impl App {
     /// A request for the queue page, keeping the selection on `keep`; `recount`
     /// asks for the header counts too (the store or the time changed).
     fn list(&mut self, keep: Option<OperationId>, recount: bool) -> Vec<Effect> {
-        let generation = self.next_generation();
         let page_rows = self.page_rows();
-        let query = self
-            .queue
-            .request(generation, page_rows, keep, recount, self.now);
+        let (generation, query) = self.queue.request(page_rows, keep, recount, self.now);
         vec![Effect::List {
             generation,
             query: Box::new(query),
@@ -425,8 +415,7 @@ impl App {
         let Some(id) = self.detail.top().map(|f| f.id.clone()) else {
             return Vec::new();
         };
-        let generation = self.next_generation();
-        self.detail.expect(generation, id.clone());
+        let generation = self.detail.expect(id.clone());
         vec![Effect::Load { generation, id }]
     }
 
@@ -703,8 +692,7 @@ impl App {
                 self.step(1)
             }
             Command::MarkAll => {
-                let generation = self.next_generation();
-                self.select_pending = Some(generation);
+                let generation = self.select_pending.request(());
                 self.say("marking every operation that matches…", false);
                 vec![Effect::SelectAll {
                     generation,
@@ -715,7 +703,7 @@ impl App {
             }
             Command::ClearMarks => {
                 let count = std::mem::take(&mut self.queue.marked).len();
-                self.select_pending = None;
+                self.select_pending.cancel();
                 self.say(&format!("{count} unmarked"), false);
                 Vec::new()
             }
@@ -897,7 +885,7 @@ impl App {
                 let text = prompt.input.text();
                 if kind == PromptKind::Search {
                     self.prompt = None;
-                    if self.search_pending.take().is_some() {
+                    if self.search_pending.cancel().is_some() {
                         self.queue.restart();
                         return self.list(None, false);
                     }
@@ -925,7 +913,7 @@ impl App {
                 let touched = prompt.touched;
                 self.prompt = None;
                 self.status = None;
-                self.search_pending = None;
+                self.search_pending.cancel();
                 if kind == PromptKind::Search && touched {
                     self.queue.search = before;
                     self.queue.restart();
@@ -939,8 +927,7 @@ impl App {
                 }
                 prompt.touched = true;
                 self.queue.search = prompt.input.text();
-                let generation = self.next_generation();
-                self.search_pending = Some(generation);
+                let generation = self.search_pending.request(());
                 vec![Effect::Debounce {
                     generation,
                     delay: SEARCH_PAUSE,
@@ -995,7 +982,7 @@ impl App {
             None => Vec::new(),
             Some(Request::Close) => {
                 self.review = None;
-                self.review_pending = None;
+                self.review_pending.cancel();
                 Vec::new()
             }
             Some(Request::Apply {
@@ -1004,8 +991,7 @@ impl App {
                 rationale,
                 expected,
             }) => {
-                let generation = self.next_generation();
-                self.review_pending = Some(generation);
+                let generation = self.review_pending.request(());
                 vec![Effect::Review {
                     generation,
                     id,
@@ -1022,10 +1008,9 @@ impl App {
     /// The apply answered: the verdict shows in the dialog, and the queue and the
     /// detail are asked for again (the operation changed, by us or by someone else).
     fn reviewed(&mut self, generation: u64, verdict: Verdict) -> Vec<Effect> {
-        if self.review_pending != Some(generation) {
+        if self.review_pending.answer(generation).is_none() {
             return Vec::new();
         }
-        self.review_pending = None;
         let (text, alert) = match &verdict {
             Verdict::Applied(applied) => (
                 format!(
@@ -1058,7 +1043,7 @@ impl App {
         generation: u64,
         result: Result<Vec<OperationId>, String>,
     ) -> Vec<Effect> {
-        if self.select_pending.take_if(|g| *g == generation).is_none() {
+        if self.select_pending.answer(generation).is_none() {
             return Vec::new();
         }
         match result {
@@ -1089,8 +1074,7 @@ impl App {
         }
         let ids: Vec<OperationId> = self.queue.marked.iter().cloned().collect();
         self.bulk = Some(BulkDialog::new(ids.clone()));
-        let generation = self.next_generation();
-        self.bulk_pending = Some(generation);
+        let generation = self.bulk_pending.request(());
         vec![Effect::BulkLoad {
             generation,
             ids,
@@ -1111,7 +1095,7 @@ impl App {
             None => Vec::new(),
             Some(bulk::Request::Close) => {
                 self.bulk = None;
-                self.bulk_pending = None;
+                self.bulk_pending.cancel();
                 Vec::new()
             }
             Some(bulk::Request::Apply {
@@ -1119,8 +1103,7 @@ impl App {
                 action,
                 rationale,
             }) => {
-                let generation = self.next_generation();
-                self.bulk_pending = Some(generation);
+                let generation = self.bulk_pending.request(());
                 vec![Effect::BulkApply {
                     generation,
                     selection,
@@ -1140,7 +1123,7 @@ impl App {
         generation: u64,
         results: Vec<(TriageLine, Verdict)>,
     ) -> Vec<Effect> {
-        if self.bulk_pending.take_if(|g| *g == generation).is_none() {
+        if self.bulk_pending.answer(generation).is_none() {
             return Vec::new();
         }
         let applied: Vec<&OperationId> = results

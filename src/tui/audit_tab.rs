@@ -2,6 +2,7 @@
 //! chain's verification status, both read by the runner, with the row under the
 //! cursor. Asked for again whenever the store changes.
 
+use super::latest::Latest;
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::OperationId;
 
@@ -25,22 +26,21 @@ pub struct AuditState {
     /// Why the last read failed, in words.
     pub error: Option<String>,
     pub selected: usize,
-    pending: Option<u64>,
+    pending: Latest<()>,
 }
 
 impl AuditState {
-    /// Remembers the request tagged `generation` as the one to wait for.
-    pub fn expect(&mut self, generation: u64) {
-        self.pending = Some(generation);
+    /// Records a new request as the one to wait for; returns its tag.
+    pub fn expect(&mut self) -> u64 {
+        self.pending.request(())
     }
 
     /// Takes the answer to the request tagged `generation`, keeping the cursor on
     /// the same row when it is still there; `false` when the request was replaced.
     pub fn apply(&mut self, generation: u64, result: Result<AuditPage, String>) -> bool {
-        if self.pending != Some(generation) {
+        if self.pending.answer(generation).is_none() {
             return false;
         }
-        self.pending = None;
         match result {
             Ok(page) => {
                 let seq = self.selected_row().map(|r| r.seq);

@@ -4,6 +4,7 @@
 //! The report is asked for again whenever the store changes; an answer to a
 //! request since replaced is dropped.
 
+use super::latest::Latest;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Metric, Report};
 
@@ -39,22 +40,21 @@ pub struct MetricsState {
     pub operation: usize,
     /// Scroll of the summary (release, unknown age, amplification).
     pub scroll: u16,
-    pending: Option<u64>,
+    pending: Latest<()>,
 }
 
 impl MetricsState {
-    /// Remembers the request tagged `generation` as the one to wait for.
-    pub fn expect(&mut self, generation: u64) {
-        self.pending = Some(generation);
+    /// Records a new request as the one to wait for; returns its tag.
+    pub fn expect(&mut self) -> u64 {
+        self.pending.request(())
     }
 
     /// Takes the answer to the request tagged `generation`; `false` when it was
     /// replaced by a newer one.
     pub fn apply(&mut self, generation: u64, result: Result<Report, String>) -> bool {
-        if self.pending != Some(generation) {
+        if self.pending.answer(generation).is_none() {
             return false;
         }
-        self.pending = None;
         match result {
             Ok(report) => {
                 self.report = Some(report);

@@ -10,6 +10,7 @@ pub mod bulk;
 pub mod detail;
 pub mod filter;
 pub mod keymap;
+pub mod latest;
 pub mod layout;
 pub mod metrics_tab;
 pub mod queue;

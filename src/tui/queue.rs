@@ -7,6 +7,7 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
+use super::latest::Latest;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationRow;
 use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
@@ -71,7 +72,6 @@ pub struct ListQuery {
 /// What a list request was for, to apply its answer the right way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pending {
-    generation: u64,
     offset: u64,
     /// Keep the selection on this operation if it is on the page.
     keep: Option<OperationId>,
@@ -109,7 +109,7 @@ pub struct QueueState {
     pub marked: BTreeSet<OperationId>,
     /// First row the next page should start at.
     offset: u64,
-    pending: Option<Pending>,
+    pending: Latest<Pending>,
 }
 
 impl QueueState {
@@ -128,7 +128,7 @@ impl QueueState {
             selected_id: None,
             marked: BTreeSet::new(),
             offset: 0,
-            pending: None,
+            pending: Latest::default(),
         }
     }
 
@@ -138,7 +138,7 @@ impl QueueState {
     }
 
     pub fn is_loading(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_waiting()
     }
 
     /// Whether a filter or search narrows the listing.
@@ -157,23 +157,21 @@ impl QueueState {
     /// header counts too (the first time they are always asked for).
     pub fn request(
         &mut self,
-        generation: u64,
         page_rows: u16,
         keep: Option<OperationId>,
         recount: bool,
         now: DateTime<Utc>,
-    ) -> ListQuery {
+    ) -> (u64, ListQuery) {
         let counts = (recount || self.counts.is_none()).then(|| OperationFilter {
             visible_tenants: self.visible_tenants.clone(),
             ..OperationFilter::default()
         });
         let filter = self.matching();
-        self.pending = Some(Pending {
-            generation,
+        let generation = self.pending.request(Pending {
             offset: self.offset,
             keep,
         });
-        ListQuery {
+        let query = ListQuery {
             filter,
             counts,
             sort: self.sort,
@@ -182,7 +180,8 @@ impl QueueState {
                 limit: u64::from(page_rows.max(1)),
             },
             now,
-        }
+        };
+        (generation, query)
     }
 
     /// Starts the listing over at its first row (new tab, sort, filter or search).
@@ -234,7 +233,10 @@ impl QueueState {
         }
         let last_page = self.total.saturating_sub(rows);
         self.offset = self.offset.min(last_page);
-        let showing = self.pending.as_ref().map_or(self.rows_offset, |p| p.offset);
+        let showing = self
+            .pending
+            .waiting()
+            .map_or(self.rows_offset, |p| p.offset);
         let shown_rows = self.rows.len() as u64;
         showing != self.offset || (shown_rows < rows && self.offset + shown_rows < self.total)
     }
@@ -242,7 +244,7 @@ impl QueueState {
     /// Applies a list answer; `None` when it answers a request that was since
     /// replaced (a stale generation).
     pub fn apply(&mut self, generation: u64, listing: Listing, page_rows: u16) -> Option<Applied> {
-        let pending = self.pending.take_if(|p| p.generation == generation)?;
+        let pending = self.pending.answer(generation)?;
         self.rows = listing.rows;
         self.rows_offset = pending.offset;
         self.total = listing.total;
@@ -264,9 +266,7 @@ impl QueueState {
 
     /// Forgets the request in flight (its answer failed).
     pub fn fail(&mut self, generation: u64) -> bool {
-        self.pending
-            .take_if(|p| p.generation == generation)
-            .is_some()
+        self.pending.answer(generation).is_some()
     }
 }
 

@@ -155,8 +155,7 @@ impl App {
         match self.page {
             Page::Queue => Vec::new(),
             Page::Metrics => {
-                let generation = self.next_generation();
-                self.metrics.expect(generation);
+                let generation = self.metrics.expect();
                 vec![Effect::Metrics {
                     generation,
                     tenants,
@@ -164,8 +163,7 @@ impl App {
                 }]
             }
             Page::Audit => {
-                let generation = self.next_generation();
-                self.audit.expect(generation);
+                let generation = self.audit.expect();
                 vec![Effect::Audit {
                     generation,
                     tenants,
