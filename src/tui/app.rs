@@ -16,6 +16,7 @@ pub use tabs::Page;
 use super::audit_tab::{AuditPage, AuditState};
 use super::bulk::{self, BulkDialog};
 use super::detail::{Applied as DetailApplied, DetailState, Loaded};
+use super::doc;
 use super::filter;
 use super::keymap::{self, Command, Context};
 use super::latest::Latest;
@@ -24,7 +25,6 @@ use super::metrics_tab::MetricsState;
 use super::queue::{ListQuery, Listing, QueueState, SORTS, Tab};
 use super::review::{Keyed, Request, ReviewDialog, Verdict, dialog_key};
 use super::theme::Theme;
-use super::view;
 use super::widgets::{Prompt, max_scroll};
 use crate::core::ids::OperationId;
 use crate::core::metrics::Report;
@@ -778,7 +778,9 @@ impl App {
             return 0;
         };
         let inner = layout::inner(area);
-        let height = view::content_height(self, pane, inner.width);
+        let height = self.detail.top().map_or(0, |frame| {
+            doc::height(self.theme, frame, pane, inner.width, self.now)
+        });
         max_scroll(height, inner.height)
     }
 

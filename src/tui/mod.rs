@@ -8,6 +8,7 @@ pub mod app;
 pub mod audit_tab;
 pub mod bulk;
 pub mod detail;
+pub mod doc;
 pub mod filter;
 pub mod keymap;
 pub mod latest;

@@ -4,16 +4,13 @@
 
 mod audit;
 mod bulk;
-mod evidence;
 mod header;
 mod help;
 mod items;
 mod metrics;
 mod queue;
 mod review;
-mod timeline;
 
-use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
@@ -21,10 +18,10 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::app::{App, Page};
 use super::detail::Frame as DetailFrame;
+use super::doc::{evidence, timeline};
 use super::layout::{self, Pane};
 use super::theme::Theme;
 use super::widgets::{self, Doc, span};
-use crate::core::clock::{format_instant, human_duration};
 use crate::core::sanitize::Clean;
 
 /// Draws the whole console.
@@ -74,25 +71,6 @@ fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
         Page::Queue => queue::draw(frame, app, area),
         Page::Metrics => metrics::draw(frame, app, area),
         Page::Audit => audit::draw(frame, app, area),
-    }
-}
-
-/// Height in wrapped lines of what a text pane shows at `width` columns.
-pub fn content_height(app: &App, pane: Pane, width: u16) -> usize {
-    let Some(frame) = app.detail.top() else {
-        return 0;
-    };
-    let Some(loaded) = &frame.loaded else {
-        return 0;
-    };
-    match pane {
-        Pane::Evidence => evidence::doc(app.theme, frame, loaded, app.now)
-            .wrap(width)
-            .len(),
-        Pane::Timeline => timeline::doc(app.theme, loaded, app.now, width)
-            .wrap(width)
-            .len(),
-        Pane::Queue | Pane::Items => 0,
     }
 }
 
@@ -218,32 +196,4 @@ fn message(frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme, t
         doc.push(widgets::line(vec![span(piece, theme.plain())]));
     }
     widgets::draw_lines(frame, area, block, doc.wrap(inner.width), 0);
-}
-
-/// An instant, or `-`.
-fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), format_instant)
-}
-
-/// `in 2m00s` or `3m05s ago`.
-fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let seconds = (at - now).num_seconds();
-    if seconds >= 0 {
-        format!("in {}", human_duration(seconds))
-    } else {
-        format!("{} ago", human_duration(-seconds))
-    }
-}
-
-/// An instant with how far it is from now: `2026-09-05T10:02:00Z (3m ago)`.
-fn when_relative(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
-    at.map_or_else(
-        || "-".to_owned(),
-        |t| format!("{} ({})", format_instant(t), relative(t, now)),
-    )
-}
-
-/// Untrusted optional text, sanitized, or `-`.
-fn opt(text: Option<&str>) -> Clean {
-    text.map_or_else(|| Clean::new("-"), Clean::new)
 }
