@@ -11,173 +11,31 @@ use ratatui::layout::Rect;
 
 mod tabs;
 
+pub use super::message::{Effect, Message};
+pub use super::screens::prompt::{PromptKind, PromptState};
 pub use tabs::Page;
 
-use super::audit_tab::{AuditPage, AuditState};
-use super::bulk::{self, BulkDialog};
-use super::detail::{Applied as DetailApplied, DetailState, Loaded};
 use super::doc;
 use super::filter;
 use super::keymap::{self, Command, Context};
 use super::latest::Latest;
 use super::layout::{self, Areas, Pane};
-use super::metrics_tab::MetricsState;
-use super::queue::{ListQuery, Listing, QueueState, SORTS, Tab};
-use super::review::{Keyed, Request, ReviewDialog, Verdict, dialog_key};
+use super::screens::audit::AuditState;
+use super::screens::bulk::BulkDialog;
+use super::screens::detail::{Applied as DetailApplied, DetailState, Loaded};
+use super::screens::help::Help;
+use super::screens::metrics::MetricsState;
+use super::screens::queue::{Listing, QueueState, SORTS, Tab};
+use super::screens::review::{ReviewDialog, Verdict};
+use super::screens::{Ctx, Modal, Outcome};
 use super::theme::Theme;
-use super::widgets::{Prompt, max_scroll};
+use super::widgets::max_scroll;
 use crate::core::ids::OperationId;
-use crate::core::metrics::Report;
 use crate::core::model::OperationDetail;
-use crate::core::rules::{Action, Actor, Rationale};
+use crate::core::rules::Actor;
 use crate::core::sanitize::Clean;
 use crate::core::triage::TriageLine;
-use crate::store::{Link, Live, OperationFilter};
-
-/// Everything that can happen to the console.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Message {
-    /// A key the reviewer pressed.
-    Key(KeyEvent),
-    /// A mouse event: the wheel scrolls the pane under the pointer.
-    Mouse(MouseEvent),
-    /// The terminal now has this many columns and rows.
-    Resize(u16, u16),
-    /// The store's live status (the newest audit `seq`, a cheap change marker,
-    /// and whether the connection holds), sent when it moves and on every clock
-    /// tick with the time now.
-    Poll {
-        live: Result<Live, String>,
-        now: DateTime<Utc>,
-    },
-    /// The metrics report, answering the request tagged `generation`.
-    Metrics {
-        generation: u64,
-        result: Result<Box<Report>, String>,
-    },
-    /// The newest audit rows and the chain's status, answering the request
-    /// tagged `generation`.
-    Audit {
-        generation: u64,
-        result: Result<Box<AuditPage>, String>,
-    },
-    /// A page of the queue, answering the request tagged `generation`.
-    Listed {
-        generation: u64,
-        result: Result<Listing, String>,
-    },
-    /// One operation in full, answering the request tagged `generation`.
-    Loaded {
-        generation: u64,
-        result: Result<Box<OperationDetail>, String>,
-    },
-    /// The pause asked for by the [`Effect::Debounce`] tagged `generation` is
-    /// over: if nothing was typed since, the search runs.
-    Debounced { generation: u64 },
-    /// The answer of the review apply tagged `generation`.
-    Reviewed { generation: u64, verdict: Verdict },
-    /// Every operation matching the queue's filter and search, on every page,
-    /// answering the mark-all request tagged `generation`.
-    Selected {
-        generation: u64,
-        result: Result<Vec<OperationId>, String>,
-    },
-    /// The marked operations read for the bulk dialog, with the ones that could
-    /// not be read (and why), answering the request tagged `generation`.
-    BulkLoaded {
-        generation: u64,
-        result: Result<(Vec<OperationDetail>, Vec<String>), String>,
-    },
-    /// Each operation's result of the bulk apply tagged `generation`.
-    BulkApplied {
-        generation: u64,
-        results: Vec<(TriageLine, Verdict)>,
-    },
-}
-
-/// Work for the effects runner; its answers come back as messages carrying the
-/// same generation, so an answer to a request since replaced is dropped.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    /// Fetch one page of the queue and the header counts.
-    List {
-        generation: u64,
-        query: Box<ListQuery>,
-    },
-    /// Compute the metrics report over the operations of `tenants` (all when
-    /// `None`, G7) at `now`.
-    Metrics {
-        generation: u64,
-        tenants: Option<Vec<String>>,
-        now: DateTime<Utc>,
-    },
-    /// Read the newest audit rows (of `tenants`' operations when given, G7) and
-    /// verify the chain.
-    Audit {
-        generation: u64,
-        tenants: Option<Vec<String>>,
-    },
-    /// Fetch everything stored about one operation.
-    Load { generation: u64, id: OperationId },
-    /// Answer with [`Message::Debounced`] after `delay`, so that a search runs
-    /// once typing pauses rather than once per key.
-    Debounce { generation: u64, delay: Duration },
-    /// Apply a reviewer action confirmed in the dialog, against the version shown
-    /// (`expected`); answered by [`Message::Reviewed`].
-    Review {
-        generation: u64,
-        id: OperationId,
-        action: Box<Action>,
-        actor: Box<Actor>,
-        rationale: Rationale,
-        expected: i64,
-        now: DateTime<Utc>,
-    },
-    /// Select every operation matching `filter` that `actor` may see (G7), on
-    /// every page; answered by [`Message::Selected`].
-    SelectAll {
-        generation: u64,
-        filter: Box<OperationFilter>,
-        actor: Box<Actor>,
-        now: DateTime<Utc>,
-    },
-    /// Read the marked operations for the bulk dialog; answered by
-    /// [`Message::BulkLoaded`].
-    BulkLoad {
-        generation: u64,
-        ids: Vec<OperationId>,
-        actor: Box<Actor>,
-    },
-    /// Apply one action to every operation of a bulk selection, one audited
-    /// transition each; answered by [`Message::BulkApplied`].
-    BulkApply {
-        generation: u64,
-        selection: Vec<OperationDetail>,
-        action: Box<Action>,
-        actor: Box<Actor>,
-        rationale: Rationale,
-        now: DateTime<Utc>,
-    },
-    /// Leave the console.
-    Quit,
-}
-
-/// Which prompt is open.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum PromptKind {
-    Search,
-    Filter,
-}
-
-/// An open prompt, with the text it started from (restored on cancel).
-#[derive(Debug, Clone)]
-pub struct PromptState {
-    pub kind: PromptKind,
-    pub input: Prompt,
-    before: String,
-    /// The search was changed while the prompt was open.
-    touched: bool,
-}
+use crate::store::{Link, Live};
 
 /// A one-line message in the status bar.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -208,23 +66,15 @@ pub struct App {
     pub frozen: bool,
     pub size: Rect,
     pub focus: Pane,
-    pub help: bool,
-    pub prompt: Option<PromptState>,
+    /// The one screen drawn over the console (prompt, help, a dialog), if any.
+    pub modal: Option<Modal>,
     pub queue: QueueState,
     pub detail: DetailState,
     pub status: Option<Status>,
     pub log_path: Option<Clean>,
-    /// The review dialog, when open.
-    pub review: Option<ReviewDialog>,
-    /// The apply the dialog waits on.
-    review_pending: Latest<()>,
     /// An apply just answered: the reload it caused replaces the detail shown
     /// instead of being flagged as someone else's change.
     review_reload: bool,
-    /// The bulk triage dialog, when open.
-    pub bulk: Option<BulkDialog>,
-    /// The bulk load or apply the dialog waits on.
-    bulk_pending: Latest<()>,
     /// The mark-all selection waited on.
     select_pending: Latest<()>,
     /// The queue or another tab; an operation opened from a tab shows in the
@@ -235,8 +85,6 @@ pub struct App {
     /// Whether the store's connection holds (a banner shows while it does not).
     pub link: Link,
     head: Option<i64>,
-    /// The debounce a typed search waits on.
-    search_pending: Latest<()>,
     /// The last poll could not reach the store (its message is on screen).
     unreachable: bool,
 }
@@ -259,23 +107,17 @@ impl App {
             frozen: options.frozen,
             size,
             focus: Pane::Queue,
-            help: false,
-            prompt: None,
+            modal: None,
             detail: DetailState::default(),
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
-            review: None,
-            review_pending: Latest::default(),
             review_reload: false,
-            bulk: None,
-            bulk_pending: Latest::default(),
             select_pending: Latest::default(),
             page: Page::Queue,
             metrics: MetricsState::default(),
             audit: AuditState::default(),
             link: Link::Connected,
             head: None,
-            search_pending: Latest::default(),
             unreachable: false,
         }
     }
@@ -312,7 +154,11 @@ impl App {
             Message::Listed { generation, result } => self.listed(generation, result),
             Message::Loaded { generation, result } => self.loaded(generation, result),
             Message::Debounced { generation } => {
-                if self.search_pending.answer(generation).is_none() {
+                let paused = match &mut self.modal {
+                    Some(Modal::Prompt(prompt)) => prompt.pause.answer(generation).is_some(),
+                    _ => false,
+                };
+                if !paused {
                     return Vec::new();
                 }
                 self.queue.restart();
@@ -324,10 +170,9 @@ impl App {
             } => self.reviewed(generation, verdict),
             Message::Selected { generation, result } => self.selected_all(generation, result),
             Message::BulkLoaded { generation, result } => {
-                if self.bulk_pending.answer(generation).is_none() {
-                    return Vec::new();
-                }
-                if let Some(dialog) = self.bulk.as_mut() {
+                if let Some(dialog) = self.bulk_mut()
+                    && dialog.answered(generation)
+                {
                     match result {
                         Ok((selection, missing)) => dialog.loaded(selection, missing),
                         Err(e) => dialog.failed(e),
@@ -357,22 +202,72 @@ impl App {
         layout::is_wide(self.size) || self.focus != Pane::Queue
     }
 
+    /// The search or filter prompt, when open.
+    pub fn prompt(&self) -> Option<&PromptState> {
+        match &self.modal {
+            Some(Modal::Prompt(prompt)) => Some(prompt),
+            _ => None,
+        }
+    }
+
+    /// Whether the help overlay is open.
+    pub fn help_open(&self) -> bool {
+        matches!(self.modal, Some(Modal::Help(_)))
+    }
+
+    /// The review dialog, when open (under the help overlay or not).
+    pub fn review(&self) -> Option<&ReviewDialog> {
+        match self.modal.as_ref().map(Modal::base) {
+            Some(Modal::Review(dialog)) => Some(dialog),
+            _ => None,
+        }
+    }
+
+    fn review_mut(&mut self) -> Option<&mut ReviewDialog> {
+        match self.modal.as_mut().map(Modal::base_mut) {
+            Some(Modal::Review(dialog)) => Some(dialog),
+            _ => None,
+        }
+    }
+
+    /// The bulk dialog, when open (under the help overlay or not).
+    pub fn bulk(&self) -> Option<&BulkDialog> {
+        match self.modal.as_ref().map(Modal::base) {
+            Some(Modal::Bulk(dialog)) => Some(dialog),
+            _ => None,
+        }
+    }
+
+    fn bulk_mut(&mut self) -> Option<&mut BulkDialog> {
+        match self.modal.as_mut().map(Modal::base_mut) {
+            Some(Modal::Bulk(dialog)) => Some(dialog),
+            _ => None,
+        }
+    }
+
+    /// What a screen sees of the console.
+    pub fn ctx(&self) -> Ctx<'_> {
+        Ctx {
+            actor: &self.actor,
+            now: self.now,
+            theme: self.theme,
+        }
+    }
+
     /// Where the keys go now.
     pub fn context(&self) -> Context {
-        if self.prompt.is_some() {
-            Context::Prompt
-        } else if self.help {
-            Context::Help
-        } else {
-            self.help_context()
+        match &self.modal {
+            Some(Modal::Prompt(_)) => Context::Prompt,
+            Some(Modal::Help(_)) => Context::Help,
+            _ => self.help_context(),
         }
     }
 
     /// The context the help overlay describes (the one under it).
     pub fn help_context(&self) -> Context {
-        if self.review.is_some() {
+        if self.review().is_some() {
             Context::Review
-        } else if self.bulk.is_some() {
+        } else if self.bulk().is_some() {
             Context::Bulk
         } else if self.focus == Pane::Queue && self.page == Page::Metrics {
             Context::Metrics
@@ -559,14 +454,11 @@ impl App {
     }
 
     fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        if self.prompt.is_some() {
+        if matches!(self.modal, Some(Modal::Prompt(_))) {
             return self.prompt_key(key);
         }
-        if self.review.is_some() && !self.help {
-            return self.review_key(key);
-        }
-        if self.bulk.is_some() && !self.help {
-            return self.bulk_key(key);
+        if self.modal.is_some() {
+            return self.modal_key(key);
         }
         let Some(command) = keymap::lookup(self.context(), key) else {
             return Vec::new();
@@ -583,7 +475,7 @@ impl App {
         match command {
             Command::Quit => vec![Effect::Quit],
             Command::Help => {
-                self.help = !self.help;
+                self.open_help();
                 Vec::new()
             }
             Command::Up => self.step(-1),
@@ -611,12 +503,7 @@ impl App {
                     PromptKind::Search => "search",
                     PromptKind::Filter => "filter",
                 };
-                self.prompt = Some(PromptState {
-                    kind,
-                    input: Prompt::new(label, &before),
-                    before,
-                    touched: false,
-                });
+                self.modal = Some(Modal::Prompt(PromptState::new(kind, label, before)));
                 if kind == PromptKind::Filter {
                     self.say(
                         &format!(
@@ -877,7 +764,7 @@ impl App {
     }
 
     fn prompt_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        let Some(prompt) = self.prompt.as_mut() else {
+        let Some(Modal::Prompt(prompt)) = self.modal.as_mut() else {
             return Vec::new();
         };
         let kind = prompt.kind;
@@ -886,8 +773,9 @@ impl App {
             Some(Command::Accept) => {
                 let text = prompt.input.text();
                 if kind == PromptKind::Search {
-                    self.prompt = None;
-                    if self.search_pending.cancel().is_some() {
+                    let paused = prompt.pause.cancel().is_some();
+                    self.modal = None;
+                    if paused {
                         self.queue.restart();
                         return self.list(None, false);
                     }
@@ -895,7 +783,7 @@ impl App {
                 }
                 match filter::parse(&text) {
                     Ok(parsed) => {
-                        self.prompt = None;
+                        self.modal = None;
                         self.status = None;
                         if parsed == self.queue.filter {
                             return Vec::new();
@@ -913,9 +801,8 @@ impl App {
             Some(Command::Cancel) => {
                 let before = prompt.before.clone();
                 let touched = prompt.touched;
-                self.prompt = None;
+                self.modal = None;
                 self.status = None;
-                self.search_pending.cancel();
                 if kind == PromptKind::Search && touched {
                     self.queue.search = before;
                     self.queue.restart();
@@ -929,7 +816,7 @@ impl App {
                 }
                 prompt.touched = true;
                 self.queue.search = prompt.input.text();
-                let generation = self.search_pending.request(());
+                let generation = prompt.pause.request(());
                 vec![Effect::Debounce {
                     generation,
                     delay: SEARCH_PAUSE,
@@ -954,63 +841,60 @@ impl App {
                 true,
             );
         }
-        self.review = Some(dialog);
+        self.modal = Some(Modal::Review(Box::new(dialog)));
         Vec::new()
     }
 
-    /// Handles what a dialog hands back to the console (quit, help); the rest is
-    /// the dialog's own request, or the effects to run at once.
-    fn dialog_request<R>(&mut self, keyed: Keyed<R>) -> Result<Option<R>, Vec<Effect>> {
-        match keyed {
-            Keyed::Request(request) => Ok(request),
-            Keyed::Quit => Err(vec![Effect::Quit]),
-            Keyed::Help => {
-                self.help = true;
-                Ok(None)
+    /// A key for the screen drawn over the console (the help overlay or a
+    /// dialog): one dispatch for all of them.
+    fn modal_key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let ctx = Ctx {
+            actor: &self.actor,
+            now: self.now,
+            theme: self.theme,
+        };
+        let Some(screen) = self.modal.as_mut().and_then(Modal::screen_mut) else {
+            return Vec::new();
+        };
+        let outcome = screen.key(key, &ctx);
+        self.outcome(outcome)
+    }
+
+    /// Carries out what a screen's key came to.
+    fn outcome(&mut self, outcome: Outcome) -> Vec<Effect> {
+        match outcome {
+            Outcome::Done(effects) => effects,
+            Outcome::Pass => Vec::new(),
+            Outcome::Quit => vec![Effect::Quit],
+            Outcome::Help => {
+                self.open_help();
+                Vec::new()
             }
+            Outcome::Close => {
+                if let Some(Modal::Help(help)) = self.modal.take() {
+                    self.status = None;
+                    self.modal = help.under.map(|under| *under);
+                }
+                Vec::new()
+            }
+            Outcome::Open(id) => self.open_operation(id),
         }
     }
 
-    fn review_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        let Some(dialog) = self.review.as_mut() else {
-            return Vec::new();
+    /// The help overlay over what is open now, listing its keys.
+    fn open_help(&mut self) {
+        let help = Help {
+            context: self.help_context(),
+            under: self.modal.take().map(Box::new),
+            log_path: self.log_path.clone(),
         };
-        let keyed = dialog_key(dialog, key, &self.actor, self.now);
-        let request = match self.dialog_request(keyed) {
-            Ok(request) => request,
-            Err(effects) => return effects,
-        };
-        match request {
-            None => Vec::new(),
-            Some(Request::Close) => {
-                self.review = None;
-                self.review_pending.cancel();
-                Vec::new()
-            }
-            Some(Request::Apply {
-                id,
-                action,
-                rationale,
-                expected,
-            }) => {
-                let generation = self.review_pending.request(());
-                vec![Effect::Review {
-                    generation,
-                    id,
-                    action,
-                    actor: Box::new(self.actor.clone()),
-                    rationale,
-                    expected,
-                    now: self.now,
-                }]
-            }
-        }
+        self.modal = Some(Modal::Help(help));
     }
 
     /// The apply answered: the verdict shows in the dialog, and the queue and the
     /// detail are asked for again (the operation changed, by us or by someone else).
     fn reviewed(&mut self, generation: u64, verdict: Verdict) -> Vec<Effect> {
-        if self.review_pending.answer(generation).is_none() {
+        if !self.review_mut().is_some_and(|d| d.answered(generation)) {
             return Vec::new();
         }
         let (text, alert) = match &verdict {
@@ -1032,7 +916,7 @@ impl App {
             Verdict::Failed(e) => (e.clone(), true),
         };
         self.say(&text, alert);
-        if let Some(dialog) = self.review.as_mut() {
+        if let Some(dialog) = self.review_mut() {
             dialog.finish(verdict);
         }
         self.review_reload = true;
@@ -1075,47 +959,9 @@ impl App {
             return Vec::new();
         }
         let ids: Vec<OperationId> = self.queue.marked.iter().cloned().collect();
-        self.bulk = Some(BulkDialog::new(ids.clone()));
-        let generation = self.bulk_pending.request(());
-        vec![Effect::BulkLoad {
-            generation,
-            ids,
-            actor: Box::new(self.actor.clone()),
-        }]
-    }
-
-    fn bulk_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        let Some(dialog) = self.bulk.as_mut() else {
-            return Vec::new();
-        };
-        let keyed = dialog_key(dialog, key, &self.actor, self.now);
-        let request = match self.dialog_request(keyed) {
-            Ok(request) => request,
-            Err(effects) => return effects,
-        };
-        match request {
-            None => Vec::new(),
-            Some(bulk::Request::Close) => {
-                self.bulk = None;
-                self.bulk_pending.cancel();
-                Vec::new()
-            }
-            Some(bulk::Request::Apply {
-                selection,
-                action,
-                rationale,
-            }) => {
-                let generation = self.bulk_pending.request(());
-                vec![Effect::BulkApply {
-                    generation,
-                    selection,
-                    action,
-                    actor: Box::new(self.actor.clone()),
-                    rationale,
-                    now: self.now,
-                }]
-            }
-        }
+        let (dialog, load) = BulkDialog::open(ids, &self.actor);
+        self.modal = Some(Modal::Bulk(Box::new(dialog)));
+        vec![load]
     }
 
     /// The bulk apply answered: each result shows in the dialog, the applied
@@ -1125,7 +971,7 @@ impl App {
         generation: u64,
         results: Vec<(TriageLine, Verdict)>,
     ) -> Vec<Effect> {
-        if self.bulk_pending.answer(generation).is_none() {
+        if !self.bulk_mut().is_some_and(|d| d.answered(generation)) {
             return Vec::new();
         }
         let applied: Vec<&OperationId> = results
@@ -1145,7 +991,7 @@ impl App {
             ),
         };
         self.say(&text, refused > 0);
-        if let Some(dialog) = self.bulk.as_mut() {
+        if let Some(dialog) = self.bulk_mut() {
             dialog.finish(results);
         }
         self.review_reload = true;
@@ -1158,7 +1004,7 @@ impl App {
             MouseEventKind::ScrollUp => -1,
             _ => return Vec::new(),
         };
-        if self.help || self.prompt.is_some() || self.review.is_some() || self.bulk.is_some() {
+        if self.modal.is_some() {
             return Vec::new();
         }
         let pane = self.areas().pane_at(mouse.column, mouse.row);

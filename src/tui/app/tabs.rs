@@ -4,16 +4,17 @@
 //! for their data when they show or the store moves, and opens the operation
 //! under their cursor in the detail panes.
 //!
-//! [`MetricsState`]: crate::tui::metrics_tab::MetricsState
-//! [`AuditState`]: crate::tui::audit_tab::AuditState
+//! [`MetricsState`]: crate::tui::screens::metrics::MetricsState
+//! [`AuditState`]: crate::tui::screens::audit::AuditState
 
 use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::store::Link;
 use crate::tui::keymap::{Command, Screen};
 use crate::tui::layout::Pane;
-use crate::tui::metrics_tab::MetricsFocus;
-use crate::tui::queue::Tab;
+use crate::tui::screens::Modal;
+use crate::tui::screens::metrics::MetricsFocus;
+use crate::tui::screens::queue::Tab;
 
 /// What the body of the console shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -96,7 +97,9 @@ impl App {
     /// Shows one tab; the queue tabs list again, the others ask for their data.
     fn show(&mut self, screen: Screen) -> Vec<Effect> {
         self.focus = Pane::Queue;
-        self.help = false;
+        if let Some(Modal::Help(help)) = self.modal.take() {
+            self.modal = help.under.map(|under| *under);
+        }
         let (page, tab) = match screen {
             Screen::Held => (Page::Queue, Some(Tab::Held)),
             Screen::All => (Page::Queue, Some(Tab::All)),
@@ -136,7 +139,7 @@ impl App {
     }
 
     /// Opens `id` in the detail panes over the tab; `Esc` comes back to it.
-    fn open_operation(&mut self, id: OperationId) -> Vec<Effect> {
+    pub(super) fn open_operation(&mut self, id: OperationId) -> Vec<Effect> {
         let from = match self.page {
             Page::Audit => "the audit tab",
             _ => "the metrics tab",

@@ -109,7 +109,7 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         );
         return;
     }
-    if let Some(prompt) = &app.prompt {
+    if let Some(prompt) = app.prompt() {
         prompt.input.draw(frame, query, theme);
         return;
     }
@@ -212,7 +212,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
 /// The status message, or the keys that matter here.
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
-    let text = match (&app.status, &app.prompt) {
+    let text = match (&app.status, app.prompt()) {
         (Some(status), _) => {
             let style = if status.alert {
                 theme.alert()
@@ -232,13 +232,13 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             &[(Command::Accept, "keep"), (Command::Cancel, "cancel")],
             Context::Prompt,
         ),
-        (None, None) if app.review.is_some() && !app.help => {
+        (None, None) if app.review().is_some() && !app.help_open() => {
             "review dialog: its keys are on its last line".to_owned()
         }
-        (None, None) if app.bulk.is_some() && !app.help => {
+        (None, None) if app.bulk().is_some() && !app.help_open() => {
             "bulk triage: its keys are on its last line".to_owned()
         }
-        (None, None) if app.help => keymap_hint(
+        (None, None) if app.help_open() => keymap_hint(
             &[(Command::Help, "close help"), (Command::Quit, "quit")],
             Context::Help,
         ),

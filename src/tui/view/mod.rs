@@ -3,13 +3,10 @@
 //! text reaches a cell as [`Clean`] through the widgets.
 
 mod audit;
-mod bulk;
 mod header;
-mod help;
 mod items;
 mod metrics;
 mod queue;
-mod review;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -17,9 +14,10 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
 use super::app::{App, Page};
-use super::detail::Frame as DetailFrame;
 use super::doc::{evidence, timeline};
 use super::layout::{self, Pane};
+use super::screens::detail::Frame as DetailFrame;
+use super::screens::{Modal, Screen};
 use super::theme::Theme;
 use super::widgets::{self, Doc, span};
 use crate::core::sanitize::Clean;
@@ -36,8 +34,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
         };
         draw_page(frame, app, body);
         header::draw_status(frame, app, areas.status);
-        if app.help {
-            help::draw(frame, app);
+        if let Some(Modal::Help(help)) = &app.modal {
+            help.draw(frame, frame.area(), &app.ctx());
         }
         return;
     }
@@ -54,14 +52,14 @@ pub fn draw(frame: &mut Frame, app: &App) {
         }
     }
     header::draw_status(frame, app, areas.status);
-    if let Some(dialog) = &app.review {
-        review::draw(frame, app, dialog);
+    let ctx = app.ctx();
+    match app.modal.as_ref().map(Modal::base) {
+        Some(Modal::Review(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        Some(Modal::Bulk(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        _ => {}
     }
-    if let Some(dialog) = &app.bulk {
-        bulk::draw(frame, app, dialog);
-    }
-    if app.help {
-        help::draw(frame, app);
+    if let Some(Modal::Help(help)) = &app.modal {
+        help.draw(frame, frame.area(), &ctx);
     }
 }
 

@@ -6,11 +6,11 @@
 
 use chrono::{DateTime, Utc};
 
-use super::latest::Latest;
 use crate::core::evidence::{self, EvidenceBundle};
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationDetail, Relation, State};
 use crate::core::rules::Actor;
+use crate::tui::latest::Latest;
 
 /// One operation as loaded, with its bundle computed by the core for the
 /// reviewer at the console's `now`.

@@ -4,9 +4,9 @@
 //! The report is asked for again whenever the store changes; an answer to a
 //! request since replaced is dropped.
 
-use super::latest::Latest;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Metric, Report};
+use crate::tui::latest::Latest;
 
 /// Which half of the tab the keys move.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -2,9 +2,9 @@
 //! chain's verification status, both read by the runner, with the row under the
 //! cursor. Asked for again whenever the store changes.
 
-use super::latest::Latest;
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::OperationId;
+use crate::tui::latest::Latest;
 
 /// How many of the newest audit rows the tab holds.
 pub const AUDIT_WINDOW: u64 = 500;

@@ -1,92 +1,33 @@
-//! The review dialog's own state: the actions the core offers on one operation
-//! (allowed ones to pick, refused ones with their rule), the inputs the picked
-//! action needs and the rationale, the exact effect `rules::decide` answers before
-//! anything is written, and the verdict of the apply. Two steps, as in gitui: the
-//! preview is the confirm request, `Enter` on it is the confirmed action. Nothing
-//! here awaits: the apply is an effect the runner carries out.
+//! The review dialog: its state (the actions the core offers on one operation,
+//! allowed ones to pick and refused ones with their rule, the inputs the picked
+//! action needs and the rationale, the exact effect `rules::decide` answers
+//! before anything is written, the verdict of the apply), its keys and its
+//! drawing. Two steps, as in gitui: the preview is the confirm request, `Enter`
+//! on it is the confirmed action. Nothing here awaits: the apply is an effect
+//! the runner carries out.
+
+mod draw;
+pub mod form;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
 
-use crate::core::clock::parse_instant;
+use super::dialog::{self, Dialog};
+use super::{Ctx, Outcome, Screen};
 use crate::core::ids::OperationId;
-use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
-use crate::core::rules::{
-    self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, ReconcileInput, Rule,
-};
+use crate::core::model::OperationDetail;
+use crate::core::rules::{self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule};
 use crate::review::{Applied, ReviewError};
+use crate::tui::keymap::Context;
+use crate::tui::latest::Latest;
+use crate::tui::message;
+use crate::tui::widgets::Prompt;
 
-use super::keymap::{self, Command, Context};
-use super::widgets::Prompt;
-
-/// What an input of the form holds, and how its text is read.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum FieldKind {
-    Owner,
-    At,
-    RepairRef,
-    Found,
-    MatchTarget,
-    MatchPayload,
-    MatchOwner,
-    MatchVersion,
-    EffectCount,
-    ProviderRequestId,
-    Source,
-    Reference,
-    Rationale,
-}
-
-impl FieldKind {
-    fn label(self) -> &'static str {
-        match self {
-            FieldKind::Owner => "new owner",
-            FieldKind::At => "next observation (RFC 3339)",
-            FieldKind::RepairRef => "manual repair reference",
-            FieldKind::Found => "found (y/n)",
-            FieldKind::MatchTarget => "target matches (y/n/blank)",
-            FieldKind::MatchPayload => "payload hash matches (y/n/blank)",
-            FieldKind::MatchOwner => "owner matches (y/n/blank)",
-            FieldKind::MatchVersion => "version matches (y/n/blank)",
-            FieldKind::EffectCount => "effect count (blank: unknown)",
-            FieldKind::ProviderRequestId => "provider request id",
-            FieldKind::Source => "source",
-            FieldKind::Reference => "reference (where you looked)",
-            FieldKind::Rationale => "rationale",
-        }
-    }
-
-    /// The inputs an action needs, the rationale last.
-    fn for_action(kind: ActionKind) -> Vec<FieldKind> {
-        use FieldKind as F;
-        let mut fields = match kind {
-            ActionKind::Assign => vec![F::Owner],
-            ActionKind::Schedule => vec![F::At],
-            ActionKind::Accept => vec![F::RepairRef],
-            ActionKind::Reconcile => vec![
-                F::Found,
-                F::MatchTarget,
-                F::MatchPayload,
-                F::MatchOwner,
-                F::MatchVersion,
-                F::EffectCount,
-                F::ProviderRequestId,
-                F::Source,
-                F::Reference,
-            ],
-            _ => Vec::new(),
-        };
-        fields.push(F::Rationale);
-        fields
-    }
-}
-
-/// One input of the form: the shared text-area wrapper with its meaning.
-#[derive(Debug, Clone)]
-pub struct Field {
-    pub kind: FieldKind,
-    pub input: Prompt,
-}
+pub(super) use draw::short;
+pub use form::{Field, FieldKind, action_from_input, input_label};
+use form::{default_text, reconcile_input};
 
 /// The answer of an apply, as the dialog shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -176,6 +117,8 @@ pub struct ReviewDialog {
     pub step: Step,
     /// A problem with what was typed (bad input, short rationale, refusal).
     pub error: Option<String>,
+    /// The apply the dialog waits on.
+    applying: Latest<()>,
 }
 
 impl ReviewDialog {
@@ -189,6 +132,7 @@ impl ReviewDialog {
             cursor: 0,
             step: Step::Pick,
             error: None,
+            applying: Latest::default(),
         }
     }
 
@@ -303,6 +247,12 @@ impl ReviewDialog {
         }
     }
 
+    /// Whether `generation` answers the apply the dialog waits on (it stops
+    /// waiting then).
+    pub fn answered(&mut self, generation: u64) -> bool {
+        self.applying.answer(generation).is_some()
+    }
+
     /// The verdict of the apply.
     pub fn finish(&mut self, verdict: Verdict) {
         self.step = Step::Done(verdict);
@@ -354,192 +304,6 @@ impl ReviewDialog {
     }
 }
 
-/// The one input `kind` needs besides the rationale when it is the same for
-/// every operation (bulk triage), if any.
-pub fn input_label(kind: ActionKind) -> Option<&'static str> {
-    match kind {
-        ActionKind::Resolve => Some("resolve to (SUCCEEDED, FAILED, PARTIAL)"),
-        ActionKind::Accept => Some(FieldKind::RepairRef.label()),
-        ActionKind::Assign => Some(FieldKind::Owner.label()),
-        ActionKind::Schedule => Some(FieldKind::At.label()),
-        _ => None,
-    }
-}
-
-/// The action `kind` with its one input read from `text` (see [`input_label`]);
-/// kinds without an input ignore it. `reconcile` takes a form of its own.
-pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String> {
-    let text = text.trim();
-    Ok(match kind {
-        ActionKind::Resolve => Action::Resolve {
-            to: State::parse(&text.to_ascii_uppercase())
-                .ok_or_else(|| format!("resolve to {text:?}: one of {}", State::expected()))?,
-        },
-        ActionKind::Accept => Action::Accept {
-            repair_ref: required(text, "the manual repair reference")?,
-        },
-        ActionKind::Assign => Action::Assign {
-            owner: required(text, "the new owner")?,
-        },
-        ActionKind::Schedule => Action::Schedule {
-            at: parse_instant(text).map_err(|e| {
-                format!("next observation {text:?}: {e} (e.g. 2026-09-05T12:00:00Z)")
-            })?,
-        },
-        ActionKind::Reconcile => {
-            return Err(
-                "reconcile records one lookup of one operation: review it on its own".into(),
-            );
-        }
-        ActionKind::AuthorizeRetry => Action::AuthorizeRetry,
-        ActionKind::ApproveCompensation => Action::ApproveCompensation,
-        ActionKind::ApproveResume => Action::ApproveResume,
-        ActionKind::MarkCompensated => Action::MarkCompensated,
-        ActionKind::MarkResumed => Action::MarkResumed,
-        ActionKind::Revalidate => Action::Revalidate,
-        ActionKind::Block => Action::Block,
-        ActionKind::Comment => Action::Comment,
-        ActionKind::Confirm => Action::Confirm,
-        ActionKind::Reject => Action::Reject,
-    })
-}
-
-/// What an input starts with: the values the core's own default would use.
-fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
-    match kind {
-        FieldKind::Owner => detail.row.operation.owner.clone(),
-        FieldKind::Source => ObservationSource::PROVIDER_STATUS.to_owned(),
-        _ => String::new(),
-    }
-}
-
-fn required(text: &str, what: &str) -> Result<String, String> {
-    if text.is_empty() {
-        Err(format!("{what} is required"))
-    } else {
-        Ok(text.to_owned())
-    }
-}
-
-/// `y`/`yes`, `n`/`no`, or blank for "not looked at".
-fn yes_no(text: &str, what: &str) -> Result<Option<bool>, String> {
-    match text.to_ascii_lowercase().as_str() {
-        "" => Ok(None),
-        "y" | "yes" => Ok(Some(true)),
-        "n" | "no" => Ok(Some(false)),
-        other => Err(format!("{what}: {other:?} is not y or n")),
-    }
-}
-
-fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileInput, String> {
-    let found = yes_no(&text(FieldKind::Found), "found")?
-        .ok_or_else(|| "found: say what the lookup showed, y or n".to_owned())?;
-    let matches = Matches {
-        target: yes_no(&text(FieldKind::MatchTarget), "target matches")?,
-        payload_hash: yes_no(&text(FieldKind::MatchPayload), "payload hash matches")?,
-        owner: yes_no(&text(FieldKind::MatchOwner), "owner matches")?,
-        version: yes_no(&text(FieldKind::MatchVersion), "version matches")?,
-    };
-    let any = [
-        matches.target,
-        matches.payload_hash,
-        matches.owner,
-        matches.version,
-    ]
-    .iter()
-    .any(Option::is_some);
-    let count = text(FieldKind::EffectCount);
-    let effect_count = if count.is_empty() {
-        None
-    } else {
-        Some(
-            count
-                .parse::<u32>()
-                .map_err(|_| format!("effect count {count:?} is not a whole number"))?,
-        )
-    };
-    let optional = |kind| Some(text(kind)).filter(|t: &String| !t.is_empty());
-    Ok(ReconcileInput {
-        source: required(&text(FieldKind::Source), "the source")?,
-        found,
-        matches: any.then_some(matches),
-        effect_count,
-        provider_request_id: optional(FieldKind::ProviderRequestId),
-        reference: optional(FieldKind::Reference),
-        raw_hash: None,
-        id: None,
-        observed_at: None,
-    })
-}
-
-/// A dialog over the console that takes keys in its own context: the review
-/// dialog and the bulk triage dialog share how a key becomes a step.
-pub trait Dialog {
-    /// What the dialog asks the console to do.
-    type Request;
-    /// Where its keys are looked up.
-    const CONTEXT: Context;
-    /// Whether keys are text now (only the dialog's own keys act then).
-    fn typing(&self) -> bool;
-    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Self::Request>;
-    fn back(&mut self) -> Option<Self::Request>;
-    fn step_cursor(&mut self, delta: i64);
-    fn next_field(&mut self, _delta: i64) {}
-    fn type_key(&mut self, key: KeyEvent);
-}
-
-/// What a key in a dialog came to.
-pub enum Keyed<R> {
-    /// Nothing for the console, or the dialog's request.
-    Request(Option<R>),
-    Quit,
-    Help,
-}
-
-/// Runs `key` in `dialog`: its own keys first, the global ones while not typing,
-/// any other key typed into its input.
-pub fn dialog_key<D: Dialog>(
-    dialog: &mut D,
-    key: KeyEvent,
-    actor: &Actor,
-    now: DateTime<Utc>,
-) -> Keyed<D::Request> {
-    let typing = dialog.typing();
-    let command = keymap::lookup(D::CONTEXT, key).or_else(|| {
-        (!typing)
-            .then(|| keymap::lookup(Context::Global, key))
-            .flatten()
-    });
-    let request = match command {
-        Some(Command::Accept) => dialog.accept(actor, now),
-        Some(Command::Cancel) => dialog.back(),
-        Some(Command::NextPane) => {
-            dialog.next_field(1);
-            None
-        }
-        Some(Command::PrevPane) => {
-            dialog.next_field(-1);
-            None
-        }
-        Some(Command::Up) if !typing => {
-            dialog.step_cursor(-1);
-            None
-        }
-        Some(Command::Down) if !typing => {
-            dialog.step_cursor(1);
-            None
-        }
-        Some(Command::Quit) => return Keyed::Quit,
-        Some(Command::Help) if !typing => return Keyed::Help,
-        _ if typing => {
-            dialog.type_key(key);
-            None
-        }
-        _ => None,
-    };
-    Keyed::Request(request)
-}
-
 impl Dialog for ReviewDialog {
     type Request = Request;
     const CONTEXT: Context = Context::Review;
@@ -566,5 +330,39 @@ impl Dialog for ReviewDialog {
 
     fn type_key(&mut self, key: KeyEvent) {
         ReviewDialog::type_key(self, key);
+    }
+
+    fn request(&mut self, request: Request, ctx: &Ctx) -> Outcome {
+        match request {
+            Request::Close => Outcome::Close,
+            Request::Apply {
+                id,
+                action,
+                rationale,
+                expected,
+            } => Outcome::Done(vec![message::Effect::Review {
+                generation: self.applying.request(()),
+                id,
+                action,
+                actor: Box::new(ctx.actor.clone()),
+                rationale,
+                expected,
+                now: ctx.now,
+            }]),
+        }
+    }
+}
+
+impl Screen for ReviewDialog {
+    fn context(&self) -> Context {
+        Context::Review
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        dialog::key(self, key, ctx)
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
+        draw::draw(frame, ctx, self);
     }
 }

@@ -7,10 +7,10 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use super::latest::Latest;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationRow;
 use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
+use crate::tui::latest::Latest;
 
 /// The two listings of the console.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
