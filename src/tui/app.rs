@@ -251,6 +251,7 @@ impl App {
             actor: &self.actor,
             now: self.now,
             theme: self.theme,
+            size: self.size,
         }
     }
 
@@ -282,9 +283,7 @@ impl App {
 
     /// Rows of the queue table (its page size).
     pub fn page_rows(&self) -> u16 {
-        layout::areas(self.size, Pane::Queue, false)
-            .queue
-            .map_or(1, |r| layout::inner(r).height.saturating_sub(1).max(1))
+        layout::page_rows(self.size)
     }
 
     fn say(&mut self, text: &str, alert: bool) {
@@ -464,12 +463,15 @@ impl App {
             return Vec::new();
         };
         self.status = None;
-        self.command(command)
+        match self.tab_key(key) {
+            Outcome::Pass => self.command(command),
+            outcome => self.outcome(outcome),
+        }
     }
 
     fn command(&mut self, command: Command) -> Vec<Effect> {
-        if let Some(effects) = self.tab_command(command) {
-            return effects;
+        if let Command::Show(screen) = command {
+            return self.show(screen);
         }
         let page = i64::from(self.page_rows());
         match command {
@@ -852,6 +854,7 @@ impl App {
             actor: &self.actor,
             now: self.now,
             theme: self.theme,
+            size: self.size,
         };
         let Some(screen) = self.modal.as_mut().and_then(Modal::screen_mut) else {
             return Vec::new();
@@ -878,6 +881,7 @@ impl App {
                 Vec::new()
             }
             Outcome::Open(id) => self.open_operation(id),
+            Outcome::Show(screen) => self.show(screen),
         }
     }
 

@@ -1,20 +1,17 @@
-//! The keys and requests of the metrics and audit tabs, and the store's
-//! connection status. Each tab keeps its own state ([`MetricsState`],
-//! [`AuditState`]); this part of `update` routes keys to them, asks the runner
-//! for their data when they show or the store moves, and opens the operation
-//! under their cursor in the detail panes.
-//!
-//! [`MetricsState`]: crate::tui::screens::metrics::MetricsState
-//! [`AuditState`]: crate::tui::screens::audit::AuditState
+//! The tabs: which one shows, the registration of the screens shown in place of
+//! the queue ([`App::tab_key`] and [`App::page_effects`]), showing one, opening
+//! an operation from one in the detail panes, and the store's connection
+//! status. Each tab owns its keys, requests and drawing in `tui/screens/`.
+
+use crossterm::event::KeyEvent;
 
 use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::store::Link;
-use crate::tui::keymap::{Command, Screen};
+use crate::tui::keymap::Screen;
 use crate::tui::layout::Pane;
-use crate::tui::screens::Modal;
-use crate::tui::screens::metrics::MetricsFocus;
 use crate::tui::screens::queue::Tab;
+use crate::tui::screens::{Ctx, Modal, Outcome, Screen as ScreenTrait};
 
 /// What the body of the console shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -37,65 +34,26 @@ impl App {
         }
     }
 
-    /// Whether a tab other than the queue has the keys.
-    fn on_tab(&self) -> bool {
-        self.page != Page::Queue && self.focus == Pane::Queue
-    }
-
-    /// Handles `command` when it belongs to the tabs; `None` leaves it to the
-    /// queue and detail.
-    pub(super) fn tab_command(&mut self, command: Command) -> Option<Vec<Effect>> {
-        if let Command::Show(screen) = command {
-            return Some(self.show(screen));
-        }
-        if !self.on_tab() {
-            return None;
-        }
-        let rows = i64::from(self.page_rows());
-        let delta = match command {
-            Command::Up => -1,
-            Command::Down => 1,
-            Command::PageUp => -rows,
-            Command::PageDown => rows,
-            Command::Top => i64::MIN / 2,
-            Command::Bottom => i64::MAX / 2,
-            Command::SwitchTab => return Some(self.show(Screen::Held)),
-            Command::Open => return Some(self.open_on_tab()),
-            Command::Back if self.page == Page::Metrics => {
-                self.metrics.focus = MetricsFocus::Figures;
-                return Some(Vec::new());
-            }
-            Command::NextPane | Command::PrevPane if self.page == Page::Metrics => {
-                self.toggle_metrics_focus();
-                return Some(Vec::new());
-            }
-            Command::NextPane | Command::PrevPane => return Some(Vec::new()),
-            _ => return None,
+    /// A key for the tab that has the keys, when one other than the queue
+    /// does; [`Outcome::Pass`] leaves it to the queue and detail keys.
+    pub(super) fn tab_key(&mut self, key: KeyEvent) -> Outcome {
+        let ctx = Ctx {
+            actor: &self.actor,
+            now: self.now,
+            theme: self.theme,
+            size: self.size,
         };
-        match self.page {
-            Page::Metrics
-                if matches!(command, Command::PageUp | Command::PageDown)
-                    && self.metrics.focus == MetricsFocus::Figures =>
-            {
-                let to = i64::from(self.metrics.scroll).saturating_add(delta / 2);
-                self.metrics.scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
-            }
-            Page::Metrics => self.metrics.step(delta),
-            Page::Audit => self.audit.step(delta),
-            Page::Queue => {}
-        }
-        Some(Vec::new())
-    }
-
-    fn toggle_metrics_focus(&mut self) {
-        self.metrics.focus = match self.metrics.focus {
-            MetricsFocus::Figures if !self.metrics.behind().is_empty() => MetricsFocus::Operations,
-            _ => MetricsFocus::Figures,
+        let tab: &mut dyn ScreenTrait = match self.page {
+            _ if self.focus != Pane::Queue => return Outcome::Pass,
+            Page::Queue => return Outcome::Pass,
+            Page::Metrics => &mut self.metrics,
+            Page::Audit => &mut self.audit,
         };
+        tab.key(key, &ctx)
     }
 
     /// Shows one tab; the queue tabs list again, the others ask for their data.
-    fn show(&mut self, screen: Screen) -> Vec<Effect> {
+    pub(super) fn show(&mut self, screen: Screen) -> Vec<Effect> {
         self.focus = Pane::Queue;
         if let Some(Modal::Help(help)) = self.modal.take() {
             self.modal = help.under.map(|under| *under);
@@ -120,24 +78,6 @@ impl App {
         effects
     }
 
-    /// `Enter` on a tab: the operations behind a figure, or the operation under
-    /// the cursor opened in the detail panes.
-    fn open_on_tab(&mut self) -> Vec<Effect> {
-        let id = match self.page {
-            Page::Metrics if self.metrics.focus == MetricsFocus::Figures => {
-                self.toggle_metrics_focus();
-                return Vec::new();
-            }
-            Page::Metrics => self.metrics.selected_operation(),
-            Page::Audit => self.audit.selected_operation(),
-            Page::Queue => None,
-        };
-        match id {
-            Some(id) => self.open_operation(id),
-            None => Vec::new(),
-        }
-    }
-
     /// Opens `id` in the detail panes over the tab; `Esc` comes back to it.
     pub(super) fn open_operation(&mut self, id: OperationId) -> Vec<Effect> {
         let from = match self.page {
@@ -154,24 +94,16 @@ impl App {
     /// Requests for the data of the tab on screen (none for the queue, which
     /// lists on its own).
     pub(super) fn page_effects(&mut self) -> Vec<Effect> {
-        let tenants = self.actor.visible_tenants();
+        let ctx = Ctx {
+            actor: &self.actor,
+            now: self.now,
+            theme: self.theme,
+            size: self.size,
+        };
         match self.page {
             Page::Queue => Vec::new(),
-            Page::Metrics => {
-                let generation = self.metrics.expect();
-                vec![Effect::Metrics {
-                    generation,
-                    tenants,
-                    now: self.now,
-                }]
-            }
-            Page::Audit => {
-                let generation = self.audit.expect();
-                vec![Effect::Audit {
-                    generation,
-                    tenants,
-                }]
-            }
+            Page::Metrics => self.metrics.refresh(&ctx),
+            Page::Audit => self.audit.refresh(&ctx),
         }
     }
 

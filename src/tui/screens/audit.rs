@@ -1,10 +1,25 @@
-//! The audit tab's own state: the newest transitions (newest first) and the
+//! The audit tab: its state (the newest transitions, newest first, and the
 //! chain's verification status, both read by the runner, with the row under the
-//! cursor. Asked for again whenever the store changes.
+//! cursor), its keys, and its drawing — the chain status above a table of the
+//! transitions. Asked for again whenever the store changes.
 
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::widgets::{Block, Paragraph};
+
+use super::{Ctx, Outcome, Screen};
 use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::clock::format_instant;
 use crate::core::ids::OperationId;
+use crate::core::sanitize::Clean;
+use crate::tui::keymap::{self, Command, Context, Screen as Tab};
 use crate::tui::latest::Latest;
+use crate::tui::layout;
+use crate::tui::message::Effect;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{self, Column, DataTable, line, message, span};
 
 /// How many of the newest audit rows the tab holds.
 pub const AUDIT_WINDOW: u64 = 500;
@@ -30,11 +45,6 @@ pub struct AuditState {
 }
 
 impl AuditState {
-    /// Records a new request as the one to wait for; returns its tag.
-    pub fn expect(&mut self) -> u64 {
-        self.pending.request(())
-    }
-
     /// Takes the answer to the request tagged `generation`, keeping the cursor on
     /// the same row when it is still there; `false` when the request was replaced.
     pub fn apply(&mut self, generation: u64, result: Result<AuditPage, String>) -> bool {
@@ -77,4 +87,179 @@ impl AuditState {
             .clamp(0, last);
         self.selected = usize::try_from(to).unwrap_or(0);
     }
+}
+
+impl Screen for AuditState {
+    fn context(&self) -> Context {
+        Context::Audit
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let rows = i64::from(layout::page_rows(ctx.size));
+        let delta = match keymap::lookup(Context::Audit, key) {
+            Some(Command::Up) => -1,
+            Some(Command::Down) => 1,
+            Some(Command::PageUp) => -rows,
+            Some(Command::PageDown) => rows,
+            Some(Command::Top) => i64::MIN / 2,
+            Some(Command::Bottom) => i64::MAX / 2,
+            Some(Command::SwitchTab) => return Outcome::Show(Tab::Held),
+            Some(Command::Open) => {
+                return self
+                    .selected_operation()
+                    .map_or_else(Outcome::done, Outcome::Open);
+            }
+            Some(Command::NextPane | Command::PrevPane) => return Outcome::done(),
+            _ => return Outcome::Pass,
+        };
+        self.step(delta);
+        Outcome::done()
+    }
+
+    fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        vec![Effect::Audit {
+            generation: self.pending.request(()),
+            tenants: ctx.actor.visible_tenants(),
+        }]
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        draw(frame, self, area, ctx.theme);
+    }
+}
+
+fn state_name(state: Option<crate::core::model::State>) -> &'static str {
+    state.map_or("-", |s| s.as_str())
+}
+
+const COLUMNS: &[Column<AuditRow, Theme>] = &[
+    Column {
+        header: "SEQ",
+        width: 5,
+        priority: 0,
+        cell: |r, _| (Clean::new(&r.seq.to_string()), Style::new()),
+    },
+    Column {
+        header: "TIME",
+        width: 20,
+        priority: 5,
+        cell: |r, _| (Clean::new(&format_instant(r.draft.at)), Style::new()),
+    },
+    Column {
+        header: "WHO",
+        width: 16,
+        priority: 4,
+        cell: |r, _| {
+            let who = match &r.draft.on_behalf_of {
+                Some(other) => format!("{} for {other}", r.draft.by),
+                None => r.draft.by.clone(),
+            };
+            (Clean::new(&who), Style::new())
+        },
+    },
+    Column {
+        header: "ROLE",
+        width: 8,
+        priority: 6,
+        cell: |r, theme| (Clean::new(r.draft.role.as_str()), theme.dim()),
+    },
+    Column {
+        header: "ACTION",
+        width: 20,
+        priority: 1,
+        cell: |r, theme| (Clean::new(&r.draft.action), theme.title()),
+    },
+    Column {
+        header: "FROM → TO",
+        width: 22,
+        priority: 3,
+        cell: |r, _| {
+            let text = match (r.draft.from, r.draft.to) {
+                (None, None) => "-".to_owned(),
+                // An action that changes no state records the state it left as is.
+                (Some(state), None) => format!("{} (unchanged)", state.as_str()),
+                (from, to) => format!("{} → {}", state_name(from), state_name(to)),
+            };
+            (Clean::new(&text), Style::new())
+        },
+    },
+    Column {
+        header: "OPERATION",
+        width: 9,
+        priority: 2,
+        cell: |r, _| (Clean::new(r.draft.operation.as_str()), Style::new()),
+    },
+    Column {
+        header: "RATIONALE",
+        width: 90,
+        priority: 7,
+        cell: |r, theme| match &r.draft.rationale {
+            Some(text) => (Clean::new(text), Style::new()),
+            None => (Clean::new("-"), theme.dim()),
+        },
+    },
+];
+
+/// Draws the tab in `area`.
+fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
+    let Some(page) = &state.page else {
+        let block = widgets::pane(theme, Clean::new(" Audit "), true);
+        let text = state.error.as_deref().map_or_else(
+            || "Reading the audit log…".to_owned(),
+            |e| format!("cannot read the audit log: {e}"),
+        );
+        message(frame, area, block, theme, &text);
+        return;
+    };
+    let shown = page.rows.len();
+    let title = if i64::try_from(shown).unwrap_or(i64::MAX) < page.head {
+        format!(
+            " Audit · newest {shown} of {} transitions · Enter opens the operation ",
+            page.head
+        )
+    } else {
+        format!(" Audit · {shown} transitions, newest first · Enter opens the operation ")
+    };
+    let block = widgets::pane(theme, Clean::new(&title), true);
+    let inner = layout::inner(area);
+    frame.render_widget(block, area);
+    let [status, table] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    let (text, style) = match &page.chain {
+        ChainStatus::Intact { rows, head } => (
+            match head {
+                Some((seq, hash)) => format!(
+                    "chain intact · {rows} rows verified · head seq {seq} {}…",
+                    hash.short(12)
+                ),
+                None => "chain intact · the log is empty".to_owned(),
+            },
+            theme.good(),
+        ),
+        ChainStatus::Broken { seq, reason } => (
+            format!("✗ CHAIN BROKEN at seq {seq}: {reason} (holdfast audit verify names it too)"),
+            theme.alert(),
+        ),
+    };
+    frame.render_widget(
+        Paragraph::new(line(vec![span(Clean::new(&text), style)])),
+        status,
+    );
+    if page.rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(line(vec![span(
+                Clean::new("No transition recorded yet."),
+                theme.dim(),
+            )])),
+            table,
+        );
+        return;
+    }
+    DataTable {
+        columns: COLUMNS,
+        rows: &page.rows,
+        context: &theme,
+        selected: Some(state.selected),
+    }
+    .draw(frame, table, Block::new(), theme);
 }

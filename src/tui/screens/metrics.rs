@@ -1,12 +1,27 @@
-//! The metrics tab's own state: the report the runner computed from the store
-//! (the seven figures, the release disposition, the operational figures), which
-//! figure is selected, and the operations behind it with the one under the cursor.
-//! The report is asked for again whenever the store changes; an answer to a
-//! request since replaced is dropped.
+//! The metrics tab: its state (the report the runner computed from the store,
+//! which figure is selected, the operations behind it with the one under the
+//! cursor), its keys, and its drawing — the seven figures as bars with their
+//! fractions, the release disposition with its vetoes, the unknown-age histogram
+//! and retry amplification by layer, and beside them (or in their place on a
+//! narrow screen) the operations behind the selected figure. The report is asked
+//! for again whenever the store changes; nothing is computed here.
 
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+
+use super::{Ctx, Outcome, Screen};
+use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
-use crate::core::metrics::{Metric, Report};
+use crate::core::metrics::{Disposition, Metric, Report};
+use crate::core::sanitize::Clean;
+use crate::tui::keymap::{self, Command, Context, Screen as Tab};
 use crate::tui::latest::Latest;
+use crate::tui::layout;
+use crate::tui::message::Effect;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{self, Column, DataTable, Doc, line, message, span};
 
 /// Which half of the tab the keys move.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -44,11 +59,6 @@ pub struct MetricsState {
 }
 
 impl MetricsState {
-    /// Records a new request as the one to wait for; returns its tag.
-    pub fn expect(&mut self) -> u64 {
-        self.pending.request(())
-    }
-
     /// Takes the answer to the request tagged `generation`; `false` when it was
     /// replaced by a newer one.
     pub fn apply(&mut self, generation: u64, result: Result<Report, String>) -> bool {
@@ -135,4 +145,408 @@ impl MetricsState {
             self.focus = MetricsFocus::Figures;
         }
     }
+
+    fn toggle_focus(&mut self) {
+        self.focus = match self.focus {
+            MetricsFocus::Figures if !self.behind().is_empty() => MetricsFocus::Operations,
+            _ => MetricsFocus::Figures,
+        };
+    }
+}
+
+impl Screen for MetricsState {
+    fn context(&self) -> Context {
+        Context::Metrics
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let Some(command) = keymap::lookup(Context::Metrics, key) else {
+            return Outcome::Pass;
+        };
+        let rows = i64::from(layout::page_rows(ctx.size));
+        let delta = match command {
+            Command::Up => -1,
+            Command::Down => 1,
+            Command::PageUp => -rows,
+            Command::PageDown => rows,
+            Command::Top => i64::MIN / 2,
+            Command::Bottom => i64::MAX / 2,
+            Command::SwitchTab => return Outcome::Show(Tab::Held),
+            // Enter on a figure lists the operations behind it; on one of
+            // those, opens it.
+            Command::Open if self.focus == MetricsFocus::Figures => {
+                self.toggle_focus();
+                return Outcome::done();
+            }
+            Command::Open => {
+                return self
+                    .selected_operation()
+                    .map_or_else(Outcome::done, Outcome::Open);
+            }
+            Command::Back => {
+                self.focus = MetricsFocus::Figures;
+                return Outcome::done();
+            }
+            Command::NextPane | Command::PrevPane => {
+                self.toggle_focus();
+                return Outcome::done();
+            }
+            _ => return Outcome::Pass,
+        };
+        if matches!(command, Command::PageUp | Command::PageDown)
+            && self.focus == MetricsFocus::Figures
+        {
+            let to = i64::from(self.scroll).saturating_add(delta / 2);
+            self.scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
+        } else {
+            self.step(delta);
+        }
+        Outcome::done()
+    }
+
+    fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        vec![Effect::Metrics {
+            generation: self.pending.request(()),
+            tenants: ctx.actor.visible_tenants(),
+            now: ctx.now,
+        }]
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        draw(frame, self, area, ctx);
+    }
+}
+
+/// Width of a figure's name column.
+const NAME_WIDTH: usize = 36;
+
+/// Draws the tab in `area`.
+fn draw(frame: &mut Frame, state: &MetricsState, area: Rect, ctx: &Ctx) {
+    let theme = ctx.theme;
+    let Some(report) = &state.report else {
+        let block = widgets::pane(theme, Clean::new(" Metrics "), true);
+        let text = state.error.as_deref().map_or_else(
+            || "Computing the metrics…".to_owned(),
+            |e| format!("cannot compute the metrics: {e}"),
+        );
+        message(frame, area, block, theme, &text);
+        return;
+    };
+    let operations = state.focus == MetricsFocus::Operations;
+    if layout::is_wide(ctx.size) {
+        let [left, right] =
+            Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
+                .areas(area);
+        summary(frame, state, theme, report, left, !operations);
+        behind(frame, state, theme, right, operations);
+    } else if operations {
+        behind(frame, state, theme, area, true);
+    } else {
+        summary(frame, state, theme, report, area, true);
+    }
+}
+
+/// The figures, the release gate and the operational figures.
+fn summary(
+    frame: &mut Frame,
+    state: &MetricsState,
+    theme: Theme,
+    report: &Report,
+    area: Rect,
+    focused: bool,
+) {
+    let inner = layout::inner(area);
+    let doc = doc(theme, report, state.figure, inner.width);
+    let title = format!(
+        " Metrics · {} logical operations · Enter lists the operations behind a figure ",
+        report.operational.logical_operations
+    );
+    let block = widgets::pane(theme, Clean::new(&title), focused);
+    widgets::draw_lines(frame, area, block, doc.wrap(inner.width), state.scroll);
+}
+
+/// The summary's lines at `width` columns, figure `selected` highlighted.
+pub fn doc(theme: Theme, report: &Report, selected: usize, width: u16) -> Doc {
+    let mut doc = Doc::default();
+    let bar_width = usize::from(width)
+        .saturating_sub(NAME_WIDTH + 24)
+        .clamp(4, 40);
+    for (i, metric) in report.metrics.iter().enumerate() {
+        doc.push_indented(figure(theme, metric, i == selected, bar_width), 4);
+    }
+    release(&mut doc, theme, report);
+    unknown_age(&mut doc, theme, report, bar_width);
+    amplification(&mut doc, theme, report);
+    doc
+}
+
+/// `▸ Contract pass rate   ██████░░  26/32  81.25 %`.
+fn figure(
+    theme: Theme,
+    m: &Metric,
+    selected: bool,
+    bar_width: usize,
+) -> ratatui::text::Line<'static> {
+    let mark = if selected { "▸ " } else { "  " };
+    let name = format!("{mark}{:<NAME_WIDTH$}", m.id.title());
+    let fill = if m.denominator == 0 {
+        0
+    } else {
+        (usize::try_from(m.numerator).unwrap_or(0) * bar_width
+            + usize::try_from(m.denominator / 2).unwrap_or(0))
+            / usize::try_from(m.denominator).unwrap_or(1)
+    };
+    let fill = fill.min(bar_width);
+    let percent = m
+        .percent
+        .map_or_else(|| "     -".to_owned(), |p| format!("{p:>6.2} %"));
+    let bar_style = if m.denominator > 0 && m.numerator == m.denominator {
+        theme.good()
+    } else {
+        theme.warn()
+    };
+    let base = if selected {
+        theme.selected()
+    } else {
+        theme.plain()
+    };
+    line(vec![
+        span(Clean::new(&name), base),
+        span(Clean::new(&"█".repeat(fill)), bar_style),
+        span(Clean::new(&"░".repeat(bar_width - fill)), theme.dim()),
+        span(
+            Clean::new(&format!(
+                " {:>7}  {percent}",
+                format!("{}/{}", m.numerator, m.denominator)
+            )),
+            base,
+        ),
+    ])
+}
+
+fn heading(doc: &mut Doc, theme: Theme, title: &str) {
+    doc.blank();
+    doc.push(line(vec![span(Clean::new(title), theme.title())]));
+}
+
+/// The disposition and each veto with its kinds, evidence and reasons.
+fn release(doc: &mut Doc, theme: Theme, report: &Report) {
+    let r = &report.release;
+    let style = match r.disposition {
+        Disposition::Deployable => theme.good(),
+        Disposition::NotDeployed => theme.alert(),
+    };
+    doc.blank();
+    doc.push(line(vec![
+        span(Clean::new("Release gate  "), theme.title()),
+        span(Clean::new(&r.disposition.to_string()), style),
+        span(
+            Clean::new(&format!(
+                "  {} veto{} (decided apart from the figures)",
+                r.vetoes.len(),
+                if r.vetoes.len() == 1 { "" } else { "es" }
+            )),
+            theme.dim(),
+        ),
+    ]));
+    for veto in &r.vetoes {
+        let kinds: Vec<&str> = veto.kinds.iter().map(|k| k.as_str()).collect();
+        doc.push_indented(
+            line(vec![
+                span(
+                    Clean::new(&format!("  ✗ {:<6} ", veto.operation.as_str())),
+                    theme.alert(),
+                ),
+                span(Clean::new(&kinds.join(", ")), theme.warn()),
+            ]),
+            10,
+        );
+        for reason in &veto.reasons {
+            doc.push_indented(
+                line(vec![span(
+                    Clean::new(&format!("      {reason}")),
+                    theme.plain(),
+                )]),
+                6,
+            );
+        }
+        if !veto.evidence.is_empty() {
+            doc.push_indented(
+                line(vec![
+                    span(Clean::new("      evidence "), theme.label()),
+                    span(Clean::new(&veto.evidence.join(", ")), theme.dim()),
+                ]),
+                15,
+            );
+        }
+    }
+}
+
+/// How long the UNKNOWN operations have been unknown, as a histogram.
+fn unknown_age(doc: &mut Doc, theme: Theme, report: &Report, bar_width: usize) {
+    let age = &report.operational.unknown_age;
+    heading(doc, theme, "Unknown age");
+    let fmt = |s: Option<i64>| s.map_or_else(|| "-".to_owned(), human_duration);
+    let oldest = age.oldest.as_ref().map_or_else(
+        || "-".to_owned(),
+        |id| format!("{id} ({})", fmt(age.oldest_seconds)),
+    );
+    doc.push(line(vec![span(
+        Clean::new(&format!(
+            "  {} unknown · oldest {oldest} · median {}",
+            age.count,
+            fmt(age.median_seconds)
+        )),
+        theme.plain(),
+    )]));
+    if !age.overdue.is_empty() {
+        let ids: Vec<&str> = age.overdue.iter().map(|i| i.as_str()).collect();
+        doc.push_indented(
+            line(vec![span(
+                Clean::new(&format!("  overdue next observation: {}", ids.join(", "))),
+                theme.alert(),
+            )]),
+            4,
+        );
+    }
+    let most = age
+        .histogram
+        .iter()
+        .map(|b| b.count)
+        .max()
+        .unwrap_or(0)
+        .max(1);
+    for bucket in &age.histogram {
+        let fill = usize::try_from(bucket.count).unwrap_or(0) * bar_width
+            / usize::try_from(most).unwrap_or(1);
+        doc.push(line(vec![
+            span(
+                Clean::new(&format!("  {:<10} ", bucket.label)),
+                theme.label(),
+            ),
+            span(Clean::new(&"█".repeat(fill)), theme.warn()),
+            span(Clean::new(&format!(" {}", bucket.count)), theme.plain()),
+        ]));
+    }
+}
+
+/// Physical attempts per logical operation, overall and by layer.
+fn amplification(doc: &mut Doc, theme: Theme, report: &Report) {
+    let a = &report.operational.amplification;
+    heading(doc, theme, "Retry amplification");
+    let per = a
+        .per_logical
+        .map_or_else(|| "-".to_owned(), |p| format!("{p:.2}"));
+    doc.push_indented(
+        line(vec![span(
+            Clean::new(&format!(
+                "  {} physical attempts ÷ {} logical operations = {per} · {} requests, {} status queries · worst case if every layer retries: {} calls",
+                a.physical_attempts, a.logical_operations, a.requests, a.status_queries, a.compound_worst_case
+            )),
+            theme.plain(),
+        )]),
+        4,
+    );
+    doc.push(line(vec![span(
+        Clean::new(&format!(
+            "  {:<16} {:>8} {:>8} {:>7} {:>4} {:>6}",
+            "LAYER", "ATTEMPTS", "REQUESTS", "REPEATS", "OPS", "MAX/OP"
+        )),
+        theme.label(),
+    )]));
+    for l in &a.by_layer {
+        let style: Style = if l.repeats > 0 {
+            theme.warn()
+        } else {
+            theme.plain()
+        };
+        doc.push(line(vec![span(
+            Clean::new(&format!(
+                "  {:<16} {:>8} {:>8} {:>7} {:>4} {:>6}",
+                l.layer, l.attempts, l.requests, l.repeats, l.operations, l.max_per_operation
+            )),
+            style,
+        )]));
+    }
+}
+
+const COLUMNS: &[Column<Behind, Theme>] = &[
+    Column {
+        header: "OPERATION",
+        width: 10,
+        priority: 0,
+        cell: |b, _| (Clean::new(b.id.as_str()), Style::new()),
+    },
+    Column {
+        header: "COUNTED",
+        width: 8,
+        priority: 1,
+        cell: |b, theme| {
+            if b.counted {
+                (Clean::new("✓ yes"), theme.good())
+            } else {
+                (Clean::new("✗ no"), theme.alert())
+            }
+        },
+    },
+    Column {
+        header: "WHY NOT",
+        width: 58,
+        priority: 2,
+        cell: |b, _| {
+            (
+                Clean::new(b.shortfall.as_deref().unwrap_or("")),
+                Style::new(),
+            )
+        },
+    },
+];
+
+/// The operations behind the selected figure, those short of it first.
+fn behind(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect, focused: bool) {
+    let rows = state.behind();
+    let title = match state.metric() {
+        Some(m) => format!(
+            " {} · {} · {} ",
+            m.id.title(),
+            m.fraction(),
+            if focused {
+                "Enter opens · Esc back"
+            } else {
+                "Enter lists"
+            }
+        ),
+        None => " Operations behind ".to_owned(),
+    };
+    let block = widgets::pane(theme, Clean::new(&title), focused);
+    if rows.is_empty() {
+        let text = state.metric().map_or("", |m| m.id.counts());
+        message(
+            frame,
+            area,
+            block,
+            theme,
+            &format!("No operation is measured by this figure ({text})."),
+        );
+        return;
+    }
+    let [what, table] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(layout::inner(area));
+    frame.render_widget(block, area);
+    if let Some(m) = state.metric() {
+        frame.render_widget(
+            ratatui::widgets::Paragraph::new(line(vec![span(
+                Clean::new(&format!("counts {}", m.id.counts())),
+                theme.dim(),
+            )])),
+            what,
+        );
+    }
+    DataTable {
+        columns: COLUMNS,
+        rows: &rows,
+        context: &theme,
+        selected: focused.then_some(state.operation),
+    }
+    .draw(frame, table, ratatui::widgets::Block::new(), theme);
 }

@@ -17,7 +17,7 @@ use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::keymap::Context;
+use super::keymap::{Context, Screen as Tab};
 use super::message::Effect;
 use super::theme::Theme;
 use crate::core::ids::OperationId;
@@ -31,6 +31,8 @@ pub struct Ctx<'a> {
     pub actor: &'a Actor,
     pub now: DateTime<Utc>,
     pub theme: Theme,
+    /// The whole terminal (wide screens lay panes side by side).
+    pub size: Rect,
 }
 
 /// What a key came to, for the console to carry out.
@@ -48,6 +50,8 @@ pub enum Outcome {
     Help,
     /// Open this operation in the detail panes, `Esc` coming back to the screen.
     Open(OperationId),
+    /// Show another tab.
+    Show(Tab),
 }
 
 impl Outcome {
@@ -64,6 +68,11 @@ pub trait Screen {
     fn context(&self) -> Context;
     /// Takes one key.
     fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome;
+    /// The requests for the data it shows, when it comes on screen and whenever
+    /// the store moves (none for a screen that is handed its data).
+    fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
+        Vec::new()
+    }
     /// Draws the screen into `area` (a dialog takes the frame's middle).
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx);
 }

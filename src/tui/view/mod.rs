@@ -2,24 +2,22 @@
 //! and never touch the store; they format what the state holds, and every piece of
 //! text reaches a cell as [`Clean`] through the widgets.
 
-mod audit;
 mod header;
 mod items;
-mod metrics;
+
 mod queue;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Paragraph};
+use ratatui::widgets::Paragraph;
 
 use super::app::{App, Page};
 use super::doc::{evidence, timeline};
 use super::layout::{self, Pane};
 use super::screens::detail::Frame as DetailFrame;
 use super::screens::{Modal, Screen};
-use super::theme::Theme;
-use super::widgets::{self, Doc, span};
+use super::widgets::{self, message, span};
 use crate::core::sanitize::Clean;
 
 /// Draws the whole console.
@@ -67,8 +65,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
 fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
     match app.page {
         Page::Queue => queue::draw(frame, app, area),
-        Page::Metrics => metrics::draw(frame, app, area),
-        Page::Audit => audit::draw(frame, app, area),
+        Page::Metrics => app.metrics.draw(frame, area, &app.ctx()),
+        Page::Audit => app.audit.draw(frame, area, &app.ctx()),
     }
 }
 
@@ -184,14 +182,4 @@ pub(super) fn keymap_hint(
         })
         .collect::<Vec<_>>()
         .join(" · ")
-}
-
-/// A short message inside a pane.
-fn message(frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme, text: &str) {
-    let inner = layout::inner(area);
-    let mut doc = Doc::default();
-    for piece in Clean::lines(text) {
-        doc.push(widgets::line(vec![span(piece, theme.plain())]));
-    }
-    widgets::draw_lines(frame, area, block, doc.wrap(inner.width), 0);
 }

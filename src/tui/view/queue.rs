@@ -6,7 +6,6 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 
-use super::message;
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationRow;
@@ -15,7 +14,7 @@ use crate::tui::app::App;
 use crate::tui::layout::Pane;
 use crate::tui::queue::{Tab, sort_name};
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{self, Column, DataTable, span};
+use crate::tui::widgets::{self, Column, DataTable, message, span};
 
 /// What every cell needs besides its row.
 struct Ctx {
