@@ -3,21 +3,16 @@
 //! text reaches a cell as [`Clean`] through the widgets.
 
 mod header;
-mod items;
-
-mod queue;
 
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::text::Line;
+
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, Page};
-use super::doc::{evidence, timeline};
-use super::layout::{self, Pane};
-use super::screens::detail::Frame as DetailFrame;
-use super::screens::{Modal, Screen};
-use super::widgets::{self, message, span};
+use super::layout::Pane;
+use super::screens::{Modal, Screen, queue};
+use super::widgets::{self, span};
 use crate::core::sanitize::Clean;
 
 /// Draws the whole console.
@@ -43,10 +38,16 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if let Some(area) = areas.strip {
         draw_strip(frame, app, area);
     }
-    let top = app.detail.top();
     for pane in [Pane::Evidence, Pane::Timeline, Pane::Items] {
         if let Some(area) = areas.pane(pane) {
-            draw_detail_pane(frame, app, top, pane, area);
+            app.detail.draw_pane(
+                frame,
+                area,
+                pane,
+                &app.ctx(),
+                app.focus == pane,
+                app.queue.is_loaded(),
+            );
         }
     }
     header::draw_status(frame, app, areas.status);
@@ -64,86 +65,16 @@ pub fn draw(frame: &mut Frame, app: &App) {
 /// The queue, or the tab shown instead of it.
 fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
     match app.page {
-        Page::Queue => queue::draw(frame, app, area),
+        Page::Queue => queue::draw(
+            &app.queue,
+            frame,
+            area,
+            &app.ctx(),
+            app.focus == Pane::Queue,
+        ),
         Page::Metrics => app.metrics.draw(frame, area, &app.ctx()),
         Page::Audit => app.audit.draw(frame, area, &app.ctx()),
     }
-}
-
-fn draw_detail_pane(
-    frame: &mut Frame,
-    app: &App,
-    top: Option<&DetailFrame>,
-    pane: Pane,
-    area: Rect,
-) {
-    let focused = app.focus == pane;
-    let theme = app.theme;
-    let Some(open) = top else {
-        let block = widgets::pane(theme, Clean::new(pane.title()), focused);
-        let text = if app.queue.is_loaded() {
-            "Select a hold in the queue to see it here."
-        } else {
-            "Loading…"
-        };
-        message(frame, area, block, theme, text);
-        return;
-    };
-    let title = pane_title(app, open, pane);
-    let mut block = widgets::pane(theme, title, focused);
-    if open.changed.is_some() {
-        block = block.title_top(
-            Line::from(span(
-                Clean::new(" ⚠ changed in the store: R shows it "),
-                theme.alert(),
-            ))
-            .right_aligned(),
-        );
-    }
-    let Some(loaded) = &open.loaded else {
-        let text = match &open.error {
-            Some(error) => error.clone(),
-            None => format!("Loading {}…", open.id),
-        };
-        message(frame, area, block, theme, &text);
-        return;
-    };
-    let inner = layout::inner(area);
-    match pane {
-        Pane::Evidence => {
-            let doc = evidence::doc(theme, open, loaded, app.now);
-            widgets::draw_lines(
-                frame,
-                area,
-                block,
-                doc.wrap(inner.width),
-                open.scroll.evidence,
-            );
-        }
-        Pane::Timeline => {
-            let doc = timeline::doc(theme, loaded, app.now, inner.width);
-            widgets::draw_lines(
-                frame,
-                area,
-                block,
-                doc.wrap(inner.width),
-                open.scroll.timeline,
-            );
-        }
-        Pane::Items => items::draw(frame, app, open, loaded, area, block),
-        Pane::Queue => {}
-    }
-}
-
-/// `Evidence · F21 › F22` — the pane and the way the reviewer came.
-fn pane_title(app: &App, open: &DetailFrame, pane: Pane) -> Clean {
-    let trail: Vec<&str> = app.detail.stack.iter().map(|f| f.id.as_str()).collect();
-    let mut title = format!(" {} · {}", pane.title(), trail.join(" › "));
-    if pane == Pane::Evidence && open.loaded.is_some() && app.detail.stack.len() > 1 {
-        title.push_str(" (Esc back)");
-    }
-    title.push(' ');
-    Clean::new(&title)
 }
 
 /// The strip naming the stacked detail panes, the focused one highlighted.

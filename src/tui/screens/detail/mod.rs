@@ -4,6 +4,9 @@
 //! positions and its selected link. A newer version of an operation being read is
 //! held back and flagged rather than swapped in under the reviewer's eyes.
 
+mod draw;
+mod items;
+
 use chrono::{DateTime, Utc};
 
 use crate::core::evidence::{self, EvidenceBundle};
