@@ -204,7 +204,7 @@ impl App {
     /// The search or filter prompt, when open.
     pub fn prompt(&self) -> Option<&PromptState> {
         match &self.modal {
-            Some(Modal::Prompt(prompt)) => Some(prompt),
+            Some(Modal::Prompt(prompt)) => Some(prompt.as_ref()),
             _ => None,
         }
     }
@@ -269,10 +269,10 @@ impl App {
             Context::Review
         } else if self.bulk().is_some() {
             Context::Bulk
-        } else if self.focus == Pane::Queue && self.page == Page::Metrics {
-            Context::Metrics
-        } else if self.focus == Pane::Queue && self.page == Page::Audit {
-            Context::Audit
+        } else if self.focus == Pane::Queue
+            && let Some(screen) = self.page_screen()
+        {
+            screen.context()
         } else if self.focus == Pane::Queue {
             Context::Queue
         } else {

@@ -19,7 +19,9 @@ impl App {
             PromptKind::Search => "search",
             PromptKind::Filter => "filter",
         };
-        self.modal = Some(Modal::Prompt(PromptState::new(kind, label, before)));
+        self.modal = Some(Modal::Prompt(Box::new(PromptState::new(
+            kind, label, before,
+        ))));
         if kind == PromptKind::Filter {
             self.say(
                 &format!(

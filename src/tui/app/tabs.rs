@@ -1,5 +1,5 @@
 //! The tabs: which one shows, the registration of the screens shown in place of
-//! the queue ([`App::tab_key`] and [`App::page_effects`]), showing one, opening
+//! the queue ([`App::page_screen`]), showing one, opening
 //! an operation from one in the detail panes, and the store's connection
 //! status. Each tab owns its keys, requests and drawing in `tui/screens/`.
 
@@ -34,22 +34,42 @@ impl App {
         }
     }
 
-    /// A key for the tab that has the keys, when one other than the queue
-    /// does; [`Outcome::Pass`] leaves it to the queue and detail keys.
-    pub(super) fn tab_key(&mut self, key: KeyEvent) -> Outcome {
+    /// The screen shown in place of the queue on the page chosen, if any: the
+    /// one place a tab's screen is registered (with [`App::page_screen_mut`]).
+    pub fn page_screen(&self) -> Option<&dyn ScreenTrait> {
+        match self.page {
+            Page::Queue => None,
+            Page::Metrics => Some(&self.metrics),
+            Page::Audit => Some(&self.audit),
+        }
+    }
+
+    /// The same, to change, with the context it sees.
+    fn page_screen_mut(&mut self) -> (Ctx<'_>, Option<&mut dyn ScreenTrait>) {
         let ctx = Ctx {
             actor: &self.actor,
             now: self.now,
             theme: self.theme,
             size: self.size,
         };
-        let tab: &mut dyn ScreenTrait = match self.page {
-            _ if self.focus != Pane::Queue => return Outcome::Pass,
-            Page::Queue => return Outcome::Pass,
-            Page::Metrics => &mut self.metrics,
-            Page::Audit => &mut self.audit,
+        let screen: Option<&mut dyn ScreenTrait> = match self.page {
+            Page::Queue => None,
+            Page::Metrics => Some(&mut self.metrics),
+            Page::Audit => Some(&mut self.audit),
         };
-        tab.key(key, &ctx)
+        (ctx, screen)
+    }
+
+    /// A key for the tab that has the keys, when one other than the queue
+    /// does; [`Outcome::Pass`] leaves it to the queue and detail keys.
+    pub(super) fn tab_key(&mut self, key: KeyEvent) -> Outcome {
+        if self.focus != Pane::Queue {
+            return Outcome::Pass;
+        }
+        match self.page_screen_mut() {
+            (ctx, Some(screen)) => screen.key(key, &ctx),
+            (_, None) => Outcome::Pass,
+        }
     }
 
     /// Shows one tab; the queue tabs list again, the others ask for their data.
@@ -80,10 +100,7 @@ impl App {
 
     /// Opens `id` in the detail panes over the tab; `Esc` comes back to it.
     pub(super) fn open_operation(&mut self, id: OperationId) -> Vec<Effect> {
-        let from = match self.page {
-            Page::Audit => "the audit tab",
-            _ => "the metrics tab",
-        };
+        let from = self.page_screen().map_or("the queue", ScreenTrait::name);
         self.detail.clear();
         self.detail.set_root(&id);
         self.focus = Pane::Evidence;
@@ -94,16 +111,9 @@ impl App {
     /// Requests for the data of the tab on screen (none for the queue, which
     /// lists on its own).
     pub(super) fn page_effects(&mut self) -> Vec<Effect> {
-        let ctx = Ctx {
-            actor: &self.actor,
-            now: self.now,
-            theme: self.theme,
-            size: self.size,
-        };
-        match self.page {
-            Page::Queue => Vec::new(),
-            Page::Metrics => self.metrics.refresh(&ctx),
-            Page::Audit => self.audit.refresh(&ctx),
+        match self.page_screen_mut() {
+            (ctx, Some(screen)) => screen.refresh(&ctx),
+            (_, None) => Vec::new(),
         }
     }
 

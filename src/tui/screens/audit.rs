@@ -7,6 +7,7 @@ use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
+use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
 use super::{Ctx, Outcome, Screen};
@@ -121,6 +122,14 @@ impl Screen for AuditState {
             generation: self.pending.request(()),
             tenants: ctx.actor.visible_tenants(),
         }]
+    }
+
+    fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
+        Some(summary(self, ctx.theme))
+    }
+
+    fn name(&self) -> &'static str {
+        "the audit tab"
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
@@ -262,4 +271,19 @@ fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
         selected: Some(state.selected),
     }
     .draw(frame, table, Block::new(), theme);
+}
+
+/// The chain's status in a few words.
+fn summary(state: &AuditState, theme: Theme) -> Line<'static> {
+    let Some(page) = &state.page else {
+        return line(vec![span(Clean::new(" verifying…"), theme.dim())]);
+    };
+    let (text, style) = match &page.chain {
+        ChainStatus::Intact { rows, .. } => (format!("intact, {rows} rows"), theme.good()),
+        ChainStatus::Broken { seq, .. } => (format!("BROKEN at seq {seq}"), theme.alert()),
+    };
+    line(vec![
+        span(Clean::new(" chain "), theme.label()),
+        span(Clean::new(&text), style),
+    ])
 }

@@ -10,6 +10,7 @@ use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
+use ratatui::text::Line;
 
 use super::{Ctx, Outcome, Screen};
 use crate::core::clock::human_duration;
@@ -210,6 +211,14 @@ impl Screen for MetricsState {
             tenants: ctx.actor.visible_tenants(),
             now: ctx.now,
         }]
+    }
+
+    fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
+        Some(release_line(self, ctx.theme))
+    }
+
+    fn name(&self) -> &'static str {
+        "the metrics tab"
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
@@ -549,4 +558,27 @@ fn behind(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect, foc
         selected: focused.then_some(state.operation),
     }
     .draw(frame, table, ratatui::widgets::Block::new(), theme);
+}
+
+/// The release disposition and what the figures are computed over.
+fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
+    let Some(report) = &state.report else {
+        return line(vec![span(Clean::new(" computing…"), theme.dim())]);
+    };
+    let (text, style) = match report.release.disposition {
+        Disposition::Deployable => ("DEPLOYABLE", theme.good()),
+        Disposition::NotDeployed => ("NOT_DEPLOYED", theme.alert()),
+    };
+    line(vec![
+        span(Clean::new(" release "), theme.label()),
+        span(Clean::new(text), style),
+        span(
+            Clean::new(&format!(
+                "  vetoes {}  over {} operations",
+                report.release.vetoes.len(),
+                report.operational.logical_operations
+            )),
+            theme.label(),
+        ),
+    ])
 }

@@ -16,6 +16,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
+use ratatui::text::Line;
 
 use super::keymap::{Context, Screen as Tab};
 use super::message::Effect;
@@ -75,6 +76,14 @@ pub trait Screen {
     }
     /// Draws the screen into `area` (a dialog takes the frame's middle).
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx);
+    /// What the query line under the tab bar says while a tab shows.
+    fn summary(&self, _ctx: &Ctx) -> Option<Line<'static>> {
+        None
+    }
+    /// How the status line names the screen (`opened F21 from the audit tab`).
+    fn name(&self) -> &'static str {
+        "the console"
+    }
 }
 
 /// The one screen drawn over the console, if any. Adding an overlay adds a
@@ -82,7 +91,7 @@ pub trait Screen {
 #[derive(Debug, Clone)]
 pub enum Modal {
     /// The search or filter prompt in the query line.
-    Prompt(prompt::PromptState),
+    Prompt(Box<prompt::PromptState>),
     /// The key overlay, over whatever was open under it.
     Help(help::Help),
     Review(Box<review::ReviewDialog>),

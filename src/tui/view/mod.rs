@@ -64,16 +64,10 @@ pub fn draw(frame: &mut Frame, app: &App) {
 
 /// The queue, or the tab shown instead of it.
 fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
-    match app.page {
-        Page::Queue => queue::draw(
-            &app.queue,
-            frame,
-            area,
-            &app.ctx(),
-            app.focus == Pane::Queue,
-        ),
-        Page::Metrics => app.metrics.draw(frame, area, &app.ctx()),
-        Page::Audit => app.audit.draw(frame, area, &app.ctx()),
+    let ctx = app.ctx();
+    match app.page_screen() {
+        Some(screen) => screen.draw(frame, area, &ctx),
+        None => queue::draw(&app.queue, frame, area, &ctx, app.focus == Pane::Queue),
     }
 }
 
