@@ -45,6 +45,7 @@ macro_rules! text_enum {
         }
     };
 }
+pub(crate) use text_enum;
 
 text_enum!(
     /// The lifecycle state of a logical operation (DESIGN §2).
