@@ -21,7 +21,6 @@ pub use super::screens::prompt::{PromptKind, PromptState};
 pub use tabs::Page;
 
 use super::keymap::{self, Context};
-use super::latest::Latest;
 use super::layout::{self, Areas, Pane};
 use super::screens::audit::AuditState;
 use super::screens::bulk::BulkDialog;
@@ -74,8 +73,6 @@ pub struct App {
     /// An apply just answered: the reload it caused replaces the detail shown
     /// instead of being flagged as someone else's change.
     review_reload: bool,
-    /// The mark-all selection waited on.
-    select_pending: Latest<()>,
     /// The queue or another tab; an operation opened from a tab shows in the
     /// detail panes and `Esc` comes back to the tab.
     pub page: Page,
@@ -111,7 +108,6 @@ impl App {
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
             review_reload: false,
-            select_pending: Latest::default(),
             page: Page::Queue,
             metrics: MetricsState::default(),
             audit: AuditState::default(),

@@ -18,6 +18,7 @@ pub mod theme;
 pub mod view;
 pub mod widgets;
 
+/// The screens under the names they had before they moved to `screens/`.
 pub use screens::audit as audit_tab;
 pub use screens::metrics as metrics_tab;
 pub use screens::{bulk, detail, queue, review};

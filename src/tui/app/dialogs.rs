@@ -33,7 +33,7 @@ impl App {
 
     /// `a`: asks for every operation matching the filter and search.
     pub(super) fn mark_all(&mut self) -> Vec<Effect> {
-        let generation = self.select_pending.request(());
+        let generation = self.queue.marking.request(());
         self.say("marking every operation that matches…", false);
         vec![Effect::SelectAll {
             generation,
@@ -46,7 +46,7 @@ impl App {
     /// `u`: unmarks everything (a mark-all still running is dropped).
     pub(super) fn clear_marks(&mut self) -> Vec<Effect> {
         let count = std::mem::take(&mut self.queue.marked).len();
-        self.select_pending.cancel();
+        self.queue.marking.cancel();
         self.say(&format!("{count} unmarked"), false);
         Vec::new()
     }
@@ -109,7 +109,7 @@ impl App {
         generation: u64,
         result: Result<Vec<OperationId>, String>,
     ) -> Vec<Effect> {
-        if self.select_pending.answer(generation).is_none() {
+        if self.queue.marking.answer(generation).is_none() {
             return Vec::new();
         }
         match result {

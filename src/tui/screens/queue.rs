@@ -117,6 +117,8 @@ pub struct QueueState {
     /// Operations marked for bulk triage; they stay marked across pages, filters
     /// and tabs until unmarked or applied.
     pub marked: BTreeSet<OperationId>,
+    /// The mark-all selection waited on.
+    pub marking: Latest<()>,
     /// First row the next page should start at.
     offset: u64,
     pending: Latest<Pending>,
@@ -137,6 +139,7 @@ impl QueueState {
             selected: 0,
             selected_id: None,
             marked: BTreeSet::new(),
+            marking: Latest::default(),
             offset: 0,
             pending: Latest::default(),
         }

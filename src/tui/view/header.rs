@@ -15,7 +15,7 @@ use crate::tui::app::App;
 use crate::tui::filter;
 use crate::tui::keymap::{Command, Context, Screen};
 use crate::tui::layout;
-use crate::tui::queue::{Tab, sort_name};
+use crate::tui::screens::queue::{Tab, sort_name};
 use crate::tui::widgets::{line, span};
 
 pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {

@@ -1,6 +1,8 @@
-//! Drawing: one function from an immutable [`App`] to a frame. Views never await
-//! and never touch the store; they format what the state holds, and every piece of
-//! text reaches a cell as [`Clean`] through the widgets.
+//! Drawing: one function from an immutable [`App`] to a frame, laying out the
+//! header, the queue or the tab shown, the detail panes and the modal; each
+//! screen draws itself. Views never await and never touch the store; they format
+//! what the state holds, and every piece of text reaches a cell as [`Clean`]
+//! through the widgets.
 
 mod header;
 
