@@ -155,24 +155,35 @@ impl BulkDialog {
         self.step = Step::Done(Vec::new());
     }
 
-    /// `↑`/`↓`: the action in the list, or the scroll of the dry run and results.
-    pub fn step_cursor(&mut self, delta: i64) {
-        match self.step {
-            Step::Pick => {
-                let last = KINDS.len().saturating_sub(1) as i64;
-                let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
-                self.cursor = usize::try_from(to).unwrap_or(0);
+    /// Reads the picked action with its input; on to the rationale.
+    fn read_action(&mut self, text: &str) {
+        match action_from_input(self.kind(), text) {
+            Ok(action) => {
+                self.action = Some(action);
+                self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
             }
-            Step::DryRun { .. } | Step::Done(_) => {
-                let to = i64::from(self.scroll).saturating_add(delta).max(0);
-                self.scroll = u16::try_from(to).unwrap_or(u16::MAX);
-            }
-            _ => {}
+            Err(e) => self.error = Some(e),
         }
     }
 
+    /// Each operation's result.
+    pub fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) {
+        self.scroll = 0;
+        self.step = Step::Done(results);
+    }
+}
+
+impl Dialog for BulkDialog {
+    type Request = Request;
+    const CONTEXT: Context = Context::Bulk;
+
+    /// Whether keys are text now.
+    fn typing(&self) -> bool {
+        matches!(self.step, Step::Input(_) | Step::Rationale(_))
+    }
+
     /// `Enter`: pick, dry run, or confirm, depending on the step.
-    pub fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
         self.error = None;
         match &self.step {
             Step::Loading | Step::Applying => None,
@@ -223,7 +234,7 @@ impl BulkDialog {
     }
 
     /// `Esc`: one step back; from the list, or once done, closes.
-    pub fn back(&mut self) -> Option<Request> {
+    fn back(&mut self) -> Option<Request> {
         self.error = None;
         match &self.step {
             Step::Pick | Step::Done(_) | Step::Loading => Some(Request::Close),
@@ -246,58 +257,27 @@ impl BulkDialog {
         }
     }
 
-    /// Reads the picked action with its input; on to the rationale.
-    fn read_action(&mut self, text: &str) {
-        match action_from_input(self.kind(), text) {
-            Ok(action) => {
-                self.action = Some(action);
-                self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
+    /// `↑`/`↓`: the action in the list, or the scroll of the dry run and results.
+    fn step_cursor(&mut self, delta: i64) {
+        match self.step {
+            Step::Pick => {
+                let last = KINDS.len().saturating_sub(1) as i64;
+                let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
+                self.cursor = usize::try_from(to).unwrap_or(0);
             }
-            Err(e) => self.error = Some(e),
+            Step::DryRun { .. } | Step::Done(_) => {
+                let to = i64::from(self.scroll).saturating_add(delta).max(0);
+                self.scroll = u16::try_from(to).unwrap_or(u16::MAX);
+            }
+            _ => {}
         }
     }
 
     /// A key typed into the input or the rationale.
-    pub fn type_key(&mut self, key: KeyEvent) {
+    fn type_key(&mut self, key: KeyEvent) {
         if let Step::Input(input) | Step::Rationale(input) = &mut self.step {
             input.input(key);
         }
-    }
-
-    /// Whether keys are text now.
-    pub fn typing(&self) -> bool {
-        matches!(self.step, Step::Input(_) | Step::Rationale(_))
-    }
-
-    /// Each operation's result.
-    pub fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) {
-        self.scroll = 0;
-        self.step = Step::Done(results);
-    }
-}
-
-impl Dialog for BulkDialog {
-    type Request = Request;
-    const CONTEXT: Context = Context::Bulk;
-
-    fn typing(&self) -> bool {
-        BulkDialog::typing(self)
-    }
-
-    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
-        BulkDialog::accept(self, actor, now)
-    }
-
-    fn back(&mut self) -> Option<Request> {
-        BulkDialog::back(self)
-    }
-
-    fn step_cursor(&mut self, delta: i64) {
-        BulkDialog::step_cursor(self, delta);
-    }
-
-    fn type_key(&mut self, key: KeyEvent) {
-        BulkDialog::type_key(self, key);
     }
 
     fn request(&mut self, request: Request, ctx: &Ctx) -> Outcome {

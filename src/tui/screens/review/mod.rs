@@ -145,108 +145,6 @@ impl ReviewDialog {
         self.options.iter().filter(|o| o.outcome.is_ok()).count()
     }
 
-    /// Moves the highlight among the allowed actions.
-    pub fn step_cursor(&mut self, delta: i64) {
-        if !matches!(self.step, Step::Pick) {
-            return;
-        }
-        let last = self.allowed().saturating_sub(1) as i64;
-        let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
-        self.cursor = usize::try_from(to).unwrap_or(0);
-    }
-
-    /// `Enter`: pick, preview, or confirm, depending on the step.
-    pub fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
-        self.error = None;
-        match &mut self.step {
-            Step::Pick => {
-                let option = self
-                    .options
-                    .get(self.cursor)
-                    .filter(|o| o.outcome.is_ok())?;
-                let fields = FieldKind::for_action(option.action.kind())
-                    .into_iter()
-                    .map(|kind| Field {
-                        kind,
-                        input: Prompt::new(kind.label(), &default_text(kind, &self.detail)),
-                    })
-                    .collect::<Vec<_>>();
-                self.step = Step::Form { fields, focus: 0 };
-                None
-            }
-            Step::Form { fields, .. } => {
-                let fields = fields.clone();
-                match self.preview(&fields, actor, now) {
-                    Ok((action, rationale, effect)) => {
-                        self.step = Step::Confirm {
-                            fields,
-                            action: Box::new(action),
-                            rationale,
-                            effect: Box::new(effect),
-                        };
-                    }
-                    Err(message) => self.error = Some(message),
-                }
-                None
-            }
-            Step::Confirm {
-                action,
-                rationale,
-                effect,
-                ..
-            } => {
-                let request = Request::Apply {
-                    id: self.detail.row.operation.id.clone(),
-                    action: action.clone(),
-                    rationale: rationale.clone(),
-                    expected: self.detail.row.version,
-                };
-                self.step = Step::Applying {
-                    effect: effect.clone(),
-                };
-                Some(request)
-            }
-            Step::Applying { .. } => None,
-            Step::Done(_) => Some(Request::Close),
-        }
-    }
-
-    /// `Esc`: one step back; from the list, or once done, closes.
-    pub fn back(&mut self) -> Option<Request> {
-        self.error = None;
-        match std::mem::replace(&mut self.step, Step::Pick) {
-            Step::Pick | Step::Done(_) => Some(Request::Close),
-            Step::Form { .. } => None,
-            Step::Confirm { fields, .. } => {
-                let focus = fields.len().saturating_sub(1);
-                self.step = Step::Form { fields, focus };
-                None
-            }
-            applying @ Step::Applying { .. } => {
-                self.step = applying;
-                None
-            }
-        }
-    }
-
-    /// `Tab` / `S-Tab` between the inputs of the form.
-    pub fn next_field(&mut self, delta: i64) {
-        if let Step::Form { fields, focus } = &mut self.step {
-            let count = fields.len().max(1) as i64;
-            let to = (*focus as i64 + delta).rem_euclid(count);
-            *focus = usize::try_from(to).unwrap_or(0);
-        }
-    }
-
-    /// A key typed into the focused input.
-    pub fn type_key(&mut self, key: crossterm::event::KeyEvent) {
-        if let Step::Form { fields, focus } = &mut self.step
-            && let Some(field) = fields.get_mut(*focus)
-        {
-            field.input.input(key);
-        }
-    }
-
     /// Whether `generation` answers the apply the dialog waits on (it stops
     /// waiting then).
     pub fn answered(&mut self, generation: u64) -> bool {
@@ -312,24 +210,106 @@ impl Dialog for ReviewDialog {
         matches!(self.step, Step::Form { .. })
     }
 
+    /// `Enter`: pick, preview, or confirm, depending on the step.
     fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
-        ReviewDialog::accept(self, actor, now)
+        self.error = None;
+        match &mut self.step {
+            Step::Pick => {
+                let option = self
+                    .options
+                    .get(self.cursor)
+                    .filter(|o| o.outcome.is_ok())?;
+                let fields = FieldKind::for_action(option.action.kind())
+                    .into_iter()
+                    .map(|kind| Field {
+                        kind,
+                        input: Prompt::new(kind.label(), &default_text(kind, &self.detail)),
+                    })
+                    .collect::<Vec<_>>();
+                self.step = Step::Form { fields, focus: 0 };
+                None
+            }
+            Step::Form { fields, .. } => {
+                let fields = fields.clone();
+                match self.preview(&fields, actor, now) {
+                    Ok((action, rationale, effect)) => {
+                        self.step = Step::Confirm {
+                            fields,
+                            action: Box::new(action),
+                            rationale,
+                            effect: Box::new(effect),
+                        };
+                    }
+                    Err(message) => self.error = Some(message),
+                }
+                None
+            }
+            Step::Confirm {
+                action,
+                rationale,
+                effect,
+                ..
+            } => {
+                let request = Request::Apply {
+                    id: self.detail.row.operation.id.clone(),
+                    action: action.clone(),
+                    rationale: rationale.clone(),
+                    expected: self.detail.row.version,
+                };
+                self.step = Step::Applying {
+                    effect: effect.clone(),
+                };
+                Some(request)
+            }
+            Step::Applying { .. } => None,
+            Step::Done(_) => Some(Request::Close),
+        }
     }
 
+    /// `Esc`: one step back; from the list, or once done, closes.
     fn back(&mut self) -> Option<Request> {
-        ReviewDialog::back(self)
+        self.error = None;
+        match std::mem::replace(&mut self.step, Step::Pick) {
+            Step::Pick | Step::Done(_) => Some(Request::Close),
+            Step::Form { .. } => None,
+            Step::Confirm { fields, .. } => {
+                let focus = fields.len().saturating_sub(1);
+                self.step = Step::Form { fields, focus };
+                None
+            }
+            applying @ Step::Applying { .. } => {
+                self.step = applying;
+                None
+            }
+        }
     }
 
+    /// Moves the highlight among the allowed actions.
     fn step_cursor(&mut self, delta: i64) {
-        ReviewDialog::step_cursor(self, delta);
+        if !matches!(self.step, Step::Pick) {
+            return;
+        }
+        let last = self.allowed().saturating_sub(1) as i64;
+        let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
+        self.cursor = usize::try_from(to).unwrap_or(0);
     }
 
+    /// `Tab` / `S-Tab` between the inputs of the form.
     fn next_field(&mut self, delta: i64) {
-        ReviewDialog::next_field(self, delta);
+        if let Step::Form { fields, focus } = &mut self.step {
+            let count = fields.len().max(1) as i64;
+            let to = (*focus as i64 + delta).rem_euclid(count);
+            *focus = usize::try_from(to).unwrap_or(0);
+        }
     }
 
-    fn type_key(&mut self, key: KeyEvent) {
-        ReviewDialog::type_key(self, key);
+    /// A key typed into the focused input.
+    fn type_key(&mut self, key: crossterm::event::KeyEvent) {
+        if let Step::Form { fields, focus } = &mut self.step
+            && let Some(field) = fields.get_mut(*focus)
+        {
+            field.input.input(key);
+        }
     }
 
     fn request(&mut self, request: Request, ctx: &Ctx) -> Outcome {
