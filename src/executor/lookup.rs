@@ -4,12 +4,45 @@
 //! lookup implementation can take its place.
 
 use chrono::{DateTime, Utc};
+use std::collections::BTreeMap;
+
+use serde::Deserialize;
 use serde_json::Value;
 
 use super::transport::{Exchange, HttpRequest, Transport, Url};
 use crate::core::ids::Sha256;
 use crate::core::model::{AttemptKind, Matches, Operation, Outcome};
-use crate::sim::case::LookupSpec;
+
+/// A contract's status lookup, as far as the executor needs it.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LookupSpec {
+    #[serde(default = "get")]
+    pub method: String,
+    pub url: String,
+    #[serde(default)]
+    pub auth: Option<Value>,
+    #[serde(default = "default_timeout_ms")]
+    pub timeout_ms: u64,
+    #[serde(default)]
+    pub lag_seconds: u64,
+    #[serde(default = "default_not_found")]
+    pub not_found_status: Vec<u16>,
+    #[serde(default)]
+    pub fields: BTreeMap<String, String>,
+}
+
+fn get() -> String {
+    "GET".to_owned()
+}
+
+fn default_timeout_ms() -> u64 {
+    2000
+}
+
+fn default_not_found() -> Vec<u16> {
+    vec![404]
+}
 
 /// What one lookup showed.
 #[derive(Debug, Clone, PartialEq)]

@@ -10,7 +10,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use super::clock::ExecClock;
-use super::lookup::{self, Answer};
+use super::lookup::{self, Answer, LookupSpec};
 use super::transport::{Exchange, HttpRequest, Transport, Url};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::matrix::{self, Decision, TOKEN_EXPIRED};
@@ -20,7 +20,6 @@ use crate::core::model::{
 };
 use crate::core::rules::transition_allowed;
 use crate::core::sanitize::sanitize;
-use crate::sim::case::LookupSpec;
 use crate::wire::Record;
 
 /// The longest excerpt of untrusted output kept with an attempt.

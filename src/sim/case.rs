@@ -8,6 +8,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::core::model::{Contract, FailureMode, State};
+use crate::executor::lookup::LookupSpec;
 use crate::wire::{LineError, Record, parse_line};
 
 /// The placeholder a case's URLs use for the simulated provider's base URL.
@@ -27,37 +28,6 @@ pub struct Case {
     pub operation: CaseOperation,
     pub provider: Vec<Rule>,
     pub expect: Expect,
-}
-
-/// A contract's status lookup, as far as the executor needs it.
-#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct LookupSpec {
-    #[serde(default = "get")]
-    pub method: String,
-    pub url: String,
-    #[serde(default)]
-    pub auth: Option<Value>,
-    #[serde(default = "default_timeout_ms")]
-    pub timeout_ms: u64,
-    #[serde(default)]
-    pub lag_seconds: u64,
-    #[serde(default = "default_not_found")]
-    pub not_found_status: Vec<u16>,
-    #[serde(default)]
-    pub fields: BTreeMap<String, String>,
-}
-
-fn get() -> String {
-    "GET".to_owned()
-}
-
-fn default_timeout_ms() -> u64 {
-    2000
-}
-
-fn default_not_found() -> Vec<u16> {
-    vec![404]
 }
 
 /// The operation a case executes, and how it reaches the executor.
