@@ -37,22 +37,34 @@ pub fn figures(f: &Figures) -> String {
 
 /// The whole drill as text.
 pub fn render(outcome: &Outcome) -> String {
+    let rows: Vec<[String; 5]> = outcome
+        .cases
+        .iter()
+        .map(|c| {
+            [
+                sanitize(&c.id).into_owned(),
+                c.mode.as_str().to_owned(),
+                figures(&c.expected),
+                figures(&c.observed),
+                if c.pass { "pass" } else { "FAIL" }.to_owned(),
+            ]
+        })
+        .collect();
+    let header = ["CASE", "MODE", "EXPECTED", "OBSERVED", "PASS"].map(str::to_owned);
+    let mut widths = [0usize; 5];
+    for row in std::iter::once(&header).chain(&rows) {
+        for (width, cell) in widths.iter_mut().zip(row) {
+            *width = (*width).max(cell.chars().count());
+        }
+    }
     let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{:<4} {:<18} {:<44} {:<44} PASS",
-        "CASE", "MODE", "EXPECTED", "OBSERVED"
-    );
-    for c in &outcome.cases {
-        let _ = writeln!(
-            out,
-            "{:<4} {:<18} {:<44} {:<44} {}",
-            sanitize(&c.id),
-            c.mode.as_str(),
-            figures(&c.expected),
-            figures(&c.observed),
-            if c.pass { "pass" } else { "FAIL" }
-        );
+    for row in std::iter::once(&header).chain(&rows) {
+        let cells: Vec<String> = row
+            .iter()
+            .zip(widths)
+            .map(|(cell, width)| format!("{cell:<width$}"))
+            .collect();
+        let _ = writeln!(out, "{}", cells.join("  ").trim_end());
     }
     let passed = outcome.cases.iter().filter(|c| c.pass).count();
     let _ = writeln!(out, "\n{passed} of {} cases pass\n", outcome.cases.len());
