@@ -46,10 +46,7 @@ async fn sim(id: &str, provider_rules: &str) -> Sim {
         provider,
         running,
         clock,
-        transport: Transport::new(
-            Arc::new(LiteralResolver),
-            std::time::Duration::from_millis(500),
-        ),
+        transport: Transport::new(Arc::new(LiteralResolver), std::time::Duration::from_secs(2)),
     }
 }
 
