@@ -129,7 +129,8 @@ impl Default for Settings {
 pub enum RunOutcome {
     /// The executor carried it as far as the contract allows.
     Executed,
-    /// Another execution of the same operation was in flight; nothing was done.
+    /// Another execution of the same operation by this executor is in flight or
+    /// has already run; nothing was done.
     Locked,
     /// A redelivery of an operation the store already settled: not sent again.
     Duplicate,
@@ -248,22 +249,29 @@ pub struct Executor {
     transport: Transport,
     clock: ExecClock,
     settings: Settings,
-    in_flight: Arc<Mutex<HashSet<String>>>,
+    in_flight: Arc<Mutex<Held>>,
 }
 
 /// Releases an operation's in-flight lock when the execution ends.
 struct Lock {
-    set: Arc<Mutex<HashSet<String>>>,
+    set: Arc<Mutex<Held>>,
     id: String,
 }
 
 impl Drop for Lock {
     fn drop(&mut self) {
-        self.set
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .remove(&self.id);
+        let mut held = self.set.lock().unwrap_or_else(PoisonError::into_inner);
+        held.in_flight.remove(&self.id);
+        held.done.insert(std::mem::take(&mut self.id));
     }
+}
+
+/// The operations this executor is running, and those it has run: a second
+/// execution of either is refused, however quickly the first one finished.
+#[derive(Debug, Default)]
+struct Held {
+    in_flight: HashSet<String>,
+    done: HashSet<String>,
 }
 
 /// A deterministic fraction in [0, 1) from a text and a counter (splitmix64), so
@@ -443,7 +451,7 @@ impl Executor {
             transport,
             clock,
             settings,
-            in_flight: Arc::new(Mutex::new(HashSet::new())),
+            in_flight: Arc::new(Mutex::new(Held::default())),
         }
     }
 
@@ -452,11 +460,14 @@ impl Executor {
     }
 
     fn lock(&self, id: &OperationId) -> Option<Lock> {
-        let mut set = self
+        let mut held = self
             .in_flight
             .lock()
             .unwrap_or_else(PoisonError::into_inner);
-        set.insert(id.as_str().to_owned()).then(|| Lock {
+        if held.done.contains(id.as_str()) {
+            return None;
+        }
+        held.in_flight.insert(id.as_str().to_owned()).then(|| Lock {
             set: self.in_flight.clone(),
             id: id.as_str().to_owned(),
         })
