@@ -4,6 +4,7 @@
 
 pub mod config;
 pub mod copy;
+pub mod json;
 pub mod render;
 pub mod report;
 pub mod review;
@@ -94,8 +95,7 @@ pub struct Cli {
 }
 
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
-    parse_instant(text)
-        .map_err(|e| format!("{e}: use RFC 3339 with an offset, like 2026-09-05T10:30:00Z"))
+    parse_instant(text).map_err(|e| format!("{text:?} {e}"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -554,7 +554,7 @@ async fn ingest(
         crate::ingest::ingest_source(store.as_ref(), source, rejects.as_deref(), &by, ctx.now())
             .await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {
         for error in outcome.errors() {
             eprintln!("{error}");
@@ -641,7 +641,7 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
             .iter()
             .map(|r| crate::wire::to_value(&crate::wire::Record::Operation(r.operation.clone())))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&ops)?);
+        println!("{}", crate::cli::json::pretty(&ops)?);
     } else {
         print!(
             "{}{}",
@@ -675,7 +675,7 @@ async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
     let (detail, actor) = load(ctx, id).await?;
     let bundle = crate::core::evidence::bundle(&detail, &actor, ctx.now());
     if json {
-        println!("{}", serde_json::to_string_pretty(&bundle)?);
+        println!("{}", crate::cli::json::pretty(&bundle)?);
     } else {
         print!(
             "{}{}",
@@ -694,7 +694,7 @@ async fn timeline(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
             .iter()
             .map(|a| crate::wire::to_value(&crate::wire::Record::Attempt(a.clone())))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", crate::cli::json::pretty(&rows)?);
     } else {
         print!("{}", render::timeline(&detail, ctx.now()));
     }

@@ -21,7 +21,7 @@ pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     }
     let report = metrics::report(&data, ctx.now());
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::cli::json::pretty(&report)?);
     } else {
         print!("{}{}", super::render::actor_header(&actor), render(&report));
     }

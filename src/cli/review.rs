@@ -594,7 +594,7 @@ pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
         .cloned()
         .collect();
     if json {
-        println!("{}", serde_json::to_string_pretty(&shown)?);
+        println!("{}", crate::cli::json::pretty(&shown)?);
     } else {
         print!(
             "{}{}",
@@ -634,7 +634,7 @@ pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
     };
     let export = crate::core::export::build(&details, &actor, now);
     let text = match args.format {
-        ExportFormat::Json => format!("{}\n", serde_json::to_string_pretty(&export)?),
+        ExportFormat::Json => format!("{}\n", crate::cli::json::pretty(&export)?),
         ExportFormat::Markdown => crate::core::export::markdown(&export),
     };
     match &args.out {

@@ -64,6 +64,30 @@ pub fn sanitize_lines(text: &str) -> Vec<Cow<'_, str>> {
         .collect()
 }
 
+/// JSON text made safe to print without changing what it says: every code point
+/// above the C0 range that [`sanitize`] would mark (DEL, C1 controls such as the
+/// 8-bit CSI U+009B, invisible and direction-changing code points) is written as
+/// its `\uXXXX` escape, as a surrogate pair above U+FFFF. serde_json already
+/// escapes C0 controls, and such code points only ever occur inside strings.
+pub fn json_for_terminal(json: &str) -> Cow<'_, str> {
+    let marked = |c: char| c > '\u{1f}' && needs_marking(c);
+    if !json.chars().any(marked) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if marked(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
+}
+
 /// Text that has passed [`sanitize`]: the only kind of text the console draws.
 /// It holds no control character, escape sequence or invisible code point, and
 /// neither does any concatenation of such texts.
@@ -274,6 +298,20 @@ fn is_noncharacter(c: char) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn json_for_terminal_escapes_c1_and_invisible_code_points_only() {
+        let value = serde_json::json!({"e": "a\u{9b}2J\u{7f}\u{202e}\u{e0041}é\n"});
+        let text = serde_json::to_string(&value).unwrap();
+        let safe = json_for_terminal(&text);
+        assert_eq!(safe, r#"{"e":"a\u009b2J\u007f\u202e\udb40\udc41é\n"}"#);
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
+        assert!(matches!(
+            json_for_terminal(r#"{"a":"é"}"#),
+            Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn whole_escape_sequences_become_visible_text() {

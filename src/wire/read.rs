@@ -206,6 +206,9 @@ fn read_record(entries: &Entries<'_>, sink: &mut Sink) -> Option<Record> {
         what: "",
         allowed: &[],
     };
+    if entries.first().is_some_and(|(k, _)| k != "type") && top.present("type") {
+        sink.push("type", "must be the first field of the line");
+    }
     let kind = top.req(sink, "type", |n| {
         let s = string(n)?;
         TYPES
@@ -776,9 +779,7 @@ fn hash(node: &Node<'_>) -> Result<Sha256, String> {
 }
 
 fn time(node: &Node<'_>) -> Result<DateTime<Utc>, String> {
-    parse_instant(string(node)?).map_err(|_| {
-        "must be an RFC 3339 time with an offset, like 2026-09-05T10:00:00Z".to_owned()
-    })
+    parse_instant(string(node)?).map_err(|e| e.to_string())
 }
 
 /// The closed enumerations of the model, read by their stable text.

@@ -219,7 +219,11 @@ fn untrusted_text_with_control_characters_round_trips() {
 
 #[test]
 fn unknown_fields_are_each_refused_with_the_allowed_list() {
-    let line = with("attempt", "extra", Some("1")).replacen('{', r#"{"more":[],"#, 1);
+    let line = with("attempt", "extra", Some("1")).replacen(
+        r#""type":"attempt","#,
+        r#""type":"attempt","more":[],"#,
+        1,
+    );
     let errors = errors(&line);
     let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, ["more", "extra"]);
@@ -788,4 +792,36 @@ fn a_stream_refuses_long_lines_keeping_them_verbatim_up_to_the_limit() {
     );
     assert_eq!(parsed.bad_lines, [(2, long)]);
     assert_eq!(parsed.unkept, [3]);
+}
+
+#[test]
+fn type_must_be_the_first_field() {
+    let line = r#"{"operation":"F21","type":"item","index":0,"state":"unknown"}"#;
+    refused(line, "type", "must be the first field of the line");
+}
+
+#[test]
+fn instants_outside_the_readme_form_or_the_storable_years_are_refused() {
+    for (value, reason) in [
+        (r#""2026-09-05 10:00:01Z""#, "must be an RFC 3339 time"),
+        (
+            r#""2026-09-05T10:00:01.0000000001Z""#,
+            "at most 9 (nanoseconds)",
+        ),
+        (r#""0000-01-01T00:00:00Z""#, "years 0001 to 9999"),
+        (r#""9999-12-31T23:59:59-23:59""#, "years 0001 to 9999"),
+    ] {
+        refused(
+            &with("attempt", "started_at", Some(value)),
+            "started_at",
+            reason,
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_of_an_objects_seventeenth_key_is_refused() {
+    let deadline = r#""2026-09-05T10:05:00Z","deadline":"2026-09-05T12:00:00Z""#;
+    let line = with("operation", "deadline", Some(deadline));
+    refused(&line, "deadline", "duplicate key");
 }
