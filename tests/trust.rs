@@ -50,3 +50,112 @@ fn timeline_json_escapes_c1_controls() {
         "csi \u{9b}2J osc \u{9d}0;x\u{9c} del \u{7f}"
     );
 }
+
+#[test]
+fn instants_past_year_9999_in_utc_are_refused_at_ingest_and_on_the_command_line() {
+    let cli = Cli::empty();
+    let path = cli.dir.path().join("input.jsonl");
+    let line = small_with(
+        r#""created_at":"2026-09-05T10:00:30Z""#,
+        r#""created_at":"9999-12-31T23:59:59-23:59""#,
+    );
+    std::fs::write(&path, line).expect("write input");
+    let run = ingest(&cli, &path).expect_code(2);
+    assert!(
+        run.stderr
+            .contains("line 3: created_at: is outside the years 0001 to 9999 in UTC"),
+        "{}",
+        run.stderr
+    );
+    let cli = store_with(SMALL);
+    let run = cli.run(
+        "maya",
+        &[
+            "review",
+            "F09",
+            "schedule",
+            "--at",
+            "9999-12-31T23:59:59-23:59",
+            "--rationale",
+            "next look at the provider",
+        ],
+    );
+    let run = run.expect_code(2);
+    assert!(run.stderr.contains("years 0001 to 9999"), "{}", run.stderr);
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .env("HOLDFAST_DATA_DIR", cli.dir.path())
+        .env("HOLDFAST_CONFIG", cli.dir.path().join("no-config.toml"))
+        .env("HOLDFAST_NOW", "9999-12-31T23:59:59-23:59")
+        .arg("--db")
+        .arg(&cli.db)
+        .args(["--as", "maya", "list"])
+        .output()
+        .expect("run holdfast");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("years 0001 to 9999"), "{stderr}");
+    cli.run("maya", &["audit", "verify"]).expect_code(0);
+}
+
+/// Runs `sql` on the SQLite store behind the binary's back.
+fn tamper(cli: &Cli, sql: &str) {
+    use sqlx::Connection as _;
+    let runtime = tokio::runtime::Runtime::new().expect("runtime");
+    runtime.block_on(async {
+        let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&cli.db);
+        let mut conn = sqlx::SqliteConnection::connect_with(&options)
+            .await
+            .expect("open the store file");
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(&mut conn)
+            .await
+            .expect("tamper");
+        conn.close().await.expect("close");
+    });
+}
+
+#[test]
+fn an_undecodable_row_is_named_and_skipped_and_the_store_still_lists() {
+    let cli = store_with(SMALL);
+    let head = cli.head();
+    tamper(
+        &cli,
+        &format!(
+            "UPDATE operations SET wire = replace(wire, '2026-09-05T10:00:30Z', '+10000-01-01T00:00:00Z') \
+             WHERE id = 'F10'; \
+             INSERT INTO audit SELECT seq + 1, operation, action, from_state, to_state, by_identity, role, \
+             policy, on_behalf_of, rationale, evidence, '+10000-01-01T00:00:00Z', hash, hash \
+             FROM audit WHERE seq = {head};"
+        ),
+    );
+    let bad_row = head + 1;
+
+    let run = cli.run("maya", &["list", "--state", "all"]).expect_code(0);
+    assert!(run.stdout.contains("F09"), "{}", run.stdout);
+    assert!(!run.stdout.contains("F10"), "{}", run.stdout);
+    assert!(
+        run.stderr
+            .contains("warning: skipped unreadable operation F10: "),
+        "{}",
+        run.stderr
+    );
+
+    let run = cli.run("maya", &["report"]).expect_code(0);
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: skipped unreadable audit row {bad_row}: "
+        )),
+        "{}",
+        run.stderr
+    );
+    let run = cli.run("maya", &["export", "F09"]).expect_code(0);
+    assert!(run.json()["bundles"][0]["content_hash"].is_string());
+
+    let run = cli.run("maya", &["audit", "verify"]).expect_code(4);
+    assert!(
+        run.stderr
+            .contains(&format!("broken at seq {bad_row}: the row cannot be read")),
+        "{}",
+        run.stderr
+    );
+}

@@ -636,6 +636,7 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         limit: args.limit.clamp(1, 10_000),
     };
     let (rows, total) = store.list(&filter, sort, page, ctx.now()).await?;
+    warn_skipped(store.as_ref());
     if args.json {
         let ops: Vec<serde_json::Value> = rows
             .iter()
@@ -650,6 +651,16 @@ async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         );
     }
     Ok(exit::OK)
+}
+
+/// Warns on stderr about every row the command's reads skipped as unreadable.
+pub fn warn_skipped(store: &dyn Store) {
+    for what in store.take_skipped() {
+        eprintln!(
+            "warning: skipped unreadable {}; run `holdfast audit verify`",
+            crate::core::sanitize::sanitize(&what)
+        );
+    }
 }
 
 /// Parses an operation id typed on the command line.

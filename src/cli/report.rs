@@ -16,6 +16,7 @@ pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let store = ctx.open_store().await?;
     let actor = ctx.actor(store.as_ref()).await?;
     let mut data = store.dataset().await?;
+    super::warn_skipped(store.as_ref());
     if let Some(tenants) = actor.visible_tenants() {
         data = data.within(&tenants);
     }

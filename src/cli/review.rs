@@ -632,6 +632,7 @@ pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
             ));
         }
     };
+    super::warn_skipped(store);
     let export = crate::core::export::build(&details, &actor, now);
     let text = match args.format {
         ExportFormat::Json => format!("{}\n", crate::cli::json::pretty(&export)?),

@@ -113,6 +113,7 @@ pub struct SqlStore<DB: Database> {
     pub(crate) pool: Pool<DB>,
     pub(crate) location: String,
     live: Arc<OnceCell<watch::Receiver<Live>>>,
+    skipped: super::skipped::Skipped,
 }
 
 impl<DB: Database> Clone for SqlStore<DB> {
@@ -121,6 +122,7 @@ impl<DB: Database> Clone for SqlStore<DB> {
             pool: self.pool.clone(),
             location: self.location.clone(),
             live: Arc::clone(&self.live),
+            skipped: self.skipped.clone(),
         }
     }
 }
@@ -190,6 +192,21 @@ fn row_select() -> String {
     )
 }
 
+/// Reads a row's key column as text (ids are text, `seq` an integer), for
+/// naming a row that cannot be decoded.
+fn key_of<R: Row>(column: &'static str) -> impl Fn(&R) -> Option<String>
+where
+    for<'s> &'s str: ColumnIndex<R>,
+    for<'q> String: Decode<'q, R::Database> + Type<R::Database>,
+    for<'q> i64: Decode<'q, R::Database> + Type<R::Database>,
+{
+    move |row| {
+        row.try_get::<String, _>(column)
+            .ok()
+            .or_else(|| row.try_get::<i64, _>(column).ok().map(|n| n.to_string()))
+    }
+}
+
 /// The columns of a record a reviewer action adds.
 fn record_columns(record: Record) -> RecordColumns {
     RecordColumns::of(&record, &ingest_plan::record_hash(&record))
@@ -240,6 +257,7 @@ where
             pool,
             location,
             live: Arc::new(OnceCell::new()),
+            skipped: super::skipped::Skipped::default(),
         };
         store.migrate().await?;
         Ok(store)
@@ -839,12 +857,16 @@ where
             .fetch_all(&self.pool)
             .await
             .map_err(db::<DB>)?;
-        rows.iter()
-            .map(|row| {
+        let table = sql.split_whitespace().nth(3).unwrap_or("record");
+        Ok(self.skipped.keep(
+            table,
+            &rows,
+            |_| None,
+            |row| {
                 let wire: String = row.try_get("wire").map_err(db::<DB>)?;
                 decode(&wire)
-            })
-            .collect()
+            },
+        ))
     }
 
     async fn load_row(
@@ -1185,10 +1207,9 @@ where
         qb.push(" OFFSET ");
         qb.push_bind(i64::try_from(page.offset).unwrap_or(i64::MAX));
         let rows = qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?;
-        let rows = rows
-            .iter()
-            .map(Self::operation_row)
-            .collect::<Result<Vec<_>, _>>()?;
+        let rows = self
+            .skipped
+            .keep("operation", &rows, key_of("id"), Self::operation_row);
 
         let mut count: QueryBuilder<DB> =
             QueryBuilder::new("SELECT count(*) AS n FROM operations o WHERE 1 = 1");
@@ -1424,7 +1445,9 @@ where
         .fetch_all(&self.pool)
         .await
         .map_err(db::<DB>)?;
-        rows.iter().map(Self::audit_row).collect()
+        Ok(self
+            .skipped
+            .keep("audit row", &rows, key_of("seq"), Self::audit_row))
     }
 
     async fn head_seq(&self) -> Result<i64, StoreError> {
@@ -1471,35 +1494,34 @@ where
     }
 
     async fn dataset(&self) -> Result<Dataset, StoreError> {
-        let mut operations = Vec::new();
-        for row in sqlx::query(
+        let rows = sqlx::query(
             "SELECT id, state, owner, next_observation_ms, wire FROM operations ORDER BY id",
         )
         .fetch_all(&self.pool)
         .await
-        .map_err(db::<DB>)?
-        {
+        .map_err(db::<DB>)?;
+        let operations = self.skipped.keep("operation", &rows, key_of("id"), |row| {
             let wire: String = row.try_get("wire").map_err(db::<DB>)?;
             let state: String = row.try_get("state").map_err(db::<DB>)?;
             let owner: String = row.try_get("owner").map_err(db::<DB>)?;
-            operations.push(codec::current_operation(
+            codec::current_operation(
                 &wire,
                 Current {
                     state: &state,
                     owner: &owner,
                     next_observation_ms: row.try_get("next_observation_ms").map_err(db::<DB>)?,
                 },
-            )?);
-        }
-        let audit = sqlx::query(AssertSqlSafe(format!(
+            )
+        });
+        let rows = sqlx::query(AssertSqlSafe(format!(
             "SELECT {AUDIT_COLUMNS} FROM audit ORDER BY seq"
         )))
         .fetch_all(&self.pool)
         .await
-        .map_err(db::<DB>)?
-        .iter()
-        .map(Self::audit_row)
-        .collect::<Result<Vec<_>, _>>()?;
+        .map_err(db::<DB>)?;
+        let audit = self
+            .skipped
+            .keep("audit row", &rows, key_of("seq"), Self::audit_row);
         let proposals = sqlx::query(
             "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
              FROM proposals ORDER BY id",
@@ -1589,6 +1611,10 @@ where
         Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
         tx.commit().await.map_err(db::<DB>)?;
         Ok(row)
+    }
+
+    fn take_skipped(&self) -> Vec<String> {
+        self.skipped.take()
     }
 
     async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {
