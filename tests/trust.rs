@@ -159,3 +159,76 @@ fn an_undecodable_row_is_named_and_skipped_and_the_store_still_lists() {
         run.stderr
     );
 }
+
+/// Ingests `text` with `--rejects`, returning the run and the rejects file's text.
+fn quarantine(cli: &Cli, text: &str) -> (Run, String) {
+    let input = cli.dir.path().join("input.jsonl");
+    let rejects = cli.dir.path().join("rejects.jsonl");
+    std::fs::write(&input, text).expect("write input");
+    let run = cli.run(
+        "loader",
+        &[
+            "ingest",
+            &input.to_string_lossy(),
+            "--rejects",
+            &rejects.to_string_lossy(),
+        ],
+    );
+    let refused = std::fs::read_to_string(&rejects).unwrap_or_default();
+    (run.expect_code(0), refused)
+}
+
+#[test]
+fn an_escape_in_provider_text_is_kept_as_evidence_and_never_drops_the_attempt() {
+    let cli = Cli::empty();
+    let text = small_with(
+        r#""error_type":"read_timeout""#,
+        r#""error_type":"read_timeout\u001b[2J\u009b31m""#,
+    );
+    let (run, refused) = quarantine(&cli, &text);
+    assert!(refused.is_empty(), "{refused}\n{}", run.stderr);
+    let shown = cli
+        .run("maya", &["timeline", "F09", "--json"])
+        .expect_code(0);
+    assert_eq!(
+        shown.json()[0]["error_type"],
+        "read_timeout\u{1b}[2J\u{9b}31m"
+    );
+    for args in [&["show", "F09"][..], &["timeline", "F09"][..]] {
+        let run = cli.run("maya", args).expect_code(0);
+        assert!(
+            !run.stdout.contains('\u{1b}') && !run.stdout.contains('\u{9b}'),
+            "{:?}",
+            run.stdout
+        );
+    }
+    let shown = cli
+        .run("maya", &["show", "F09", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(shown["budget"]["attempts_used"], 1, "{shown:#}");
+}
+
+#[test]
+fn a_refused_attempt_refuses_the_rest_of_its_operations_history() {
+    let cli = Cli::empty();
+    let text = small_with(r#""outcome":"timeout""#, r#""outcome":"lost""#);
+    let (run, refused) = quarantine(&cli, &text);
+    for line in 2..=8 {
+        assert!(
+            run.stderr.contains(&format!("line {line}: ")),
+            "line {line} should be refused:\n{}",
+            run.stderr
+        );
+    }
+    assert!(
+        run.stderr
+            .contains("line 6: -: part of operation F09's history, refused with line 4"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(refused.lines().count(), 7, "{refused}");
+    cli.run("maya", &["show", "F09"]).expect_code(1);
+    let listed = cli.run("maya", &["list", "--state", "all", "--json"]);
+    assert_eq!(listed.expect_code(0).json(), serde_json::json!([]));
+}

@@ -277,7 +277,7 @@ fn read_operation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Operation> {
     let actor = o.req(sink, "actor", key);
     let tool = o.req(sink, "tool", key);
     let action = o.req(sink, "action", key);
-    let target = o.req(sink, "target", text);
+    let target = o.req(sink, "target", untrusted);
     let payload_hash = o.req(sink, "payload_hash", hash);
     let intent_hash = o.opt(sink, "intent_hash", hash);
     let risk = o.req(sink, "risk", choice::<Risk>);
@@ -306,7 +306,7 @@ fn read_operation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Operation> {
         })
     });
     let idempotency_key = o.opt(sink, "idempotency_key", key);
-    let business_key = o.opt(sink, "business_key", key);
+    let business_key = o.opt(sink, "business_key", evidence_key);
     let correlation_id = o.opt(sink, "correlation_id", key);
     let owner = o.req(sink, "owner", key);
     let max_attempts = o.opt(sink, "max_attempts", int(1, U32_MAX));
@@ -380,9 +380,9 @@ fn read_attempt(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Attempt> {
     let phase = o.req(sink, "phase", choice::<Phase>);
     let outcome = o.req(sink, "outcome", choice::<Outcome>);
     let http_status = o.opt(sink, "http_status", int(100, 599));
-    let error_type = o.opt(sink, "error_type", key);
+    let error_type = o.opt(sink, "error_type", evidence_key);
     let retry_after = o.opt(sink, "retry_after", time);
-    let provider_request_id = o.opt(sink, "provider_request_id", key);
+    let provider_request_id = o.opt(sink, "provider_request_id", evidence_key);
     let request_hash = o.opt(sink, "request_hash", hash);
     let response_hash = o.opt(sink, "response_hash", hash);
     let resend_count = o.opt(sink, "resend_count", int(0, U32_MAX));
@@ -735,6 +735,23 @@ fn key(node: &Node<'_>) -> Result<String, String> {
     }
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Err(format!("must not contain control characters (found {c:?})"));
+    }
+    Ok(s.to_owned())
+}
+
+/// A key that a provider or the calling tool reported (an error type, a request
+/// id, a business key): evidence, kept byte-exact with any control characters in
+/// it (sanitized on display); 1 to 128 characters.
+fn evidence_key(node: &Node<'_>) -> Result<String, String> {
+    let s = string(node)?;
+    if s.is_empty() {
+        return Err("must not be empty".into());
+    }
+    let count = s.chars().count();
+    if count > MAX_KEY_CHARS {
+        return Err(format!(
+            "is {count} characters long; at most {MAX_KEY_CHARS} are allowed"
+        ));
     }
     Ok(s.to_owned())
 }

@@ -616,7 +616,6 @@ fn text_ids_and_keys_are_capped_and_clean() {
             r#""k\u0007""#,
             "control characters",
         ),
-        ("operation", "target", r#""queue\r7""#, "control characters"),
         ("transition", "by", r#""""#, "must not be empty"),
     ]);
     let note = with("observation", "note", Some(r#""bell\u0007\nline""#));
@@ -824,4 +823,24 @@ fn a_duplicate_of_an_objects_seventeenth_key_is_refused() {
     let deadline = r#""2026-09-05T10:05:00Z","deadline":"2026-09-05T12:00:00Z""#;
     let line = with("operation", "deadline", Some(deadline));
     refused(&line, "deadline", "duplicate key");
+}
+
+#[test]
+fn provider_originated_text_is_kept_byte_exact() {
+    let hostile = "x\u{1b}]52;c;AAAA\u{7}\u{9b}2J\r\u{202e}";
+    let json = serde_json::Value::from(hostile).to_string();
+    for (kind, field) in [
+        ("operation", "target"),
+        ("operation", "business_key"),
+        ("attempt", "error_type"),
+        ("attempt", "provider_request_id"),
+        ("attempt", "response_excerpt"),
+        ("observation", "note"),
+    ] {
+        let line = with(kind, field, Some(&json));
+        let record = parse_line(line.as_bytes(), 1).unwrap_or_else(|e| panic!("{field}: {e:?}"));
+        let value = to_value(&record);
+        assert_eq!(value[field], hostile, "{field}");
+        assert_eq!(parse_line(write_line(&record).as_bytes(), 1), Ok(record));
+    }
 }
