@@ -10,6 +10,7 @@ pub mod ids;
 pub mod matrix;
 pub mod metrics;
 pub mod model;
+pub mod redact;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;

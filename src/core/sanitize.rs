@@ -17,6 +17,9 @@
 //!   characters, other format characters, line/paragraph separators, fillers and
 //!   noncharacters) becomes `⟨U+XXXX⟩`.
 //!
+//! Secrets are redacted on the same way out ([`super::redact`]), so no credential
+//! a provider echoed reaches a terminal either.
+//!
 //! The marker characters are themselves printable, so sanitizing is idempotent, and
 //! text without any of the above comes back borrowed and unchanged.
 
@@ -30,9 +33,19 @@ const ST8: char = '\u{9c}';
 const OPEN: char = '⟦';
 const CLOSE: char = '⟧';
 
-/// Returns `text` with every control character, escape sequence and invisible code
-/// point replaced by visible marker text (see the module header).
+/// Returns `text` with every secret replaced by its `‹redacted:KIND›` marker
+/// ([`super::redact`]) and every control character, escape sequence and invisible
+/// code point replaced by visible marker text (see the module header).
 pub fn sanitize(text: &str) -> Cow<'_, str> {
+    match super::redact::redact(text) {
+        Cow::Borrowed(text) => neutralize(text),
+        Cow::Owned(redacted) => Cow::Owned(neutralize(&redacted).into_owned()),
+    }
+}
+
+/// The control-character half of [`sanitize`], for text whose secrets are
+/// redacted on its own way out (a JSON document redacted as a whole).
+pub fn neutralize(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_marking) {
         return Cow::Borrowed(text);
     }
@@ -58,10 +71,20 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 
 /// Splits untrusted multi-line text (notes, excerpts) into lines on `\n` or `\r\n`
 /// and sanitizes each; a CR anywhere else stays a visible `␍`.
+/// Secrets are redacted in the whole text first, so that a block spread over lines
+/// (a PEM key) is found as one.
 pub fn sanitize_lines(text: &str) -> Vec<Cow<'_, str>> {
+    match super::redact::redact(text) {
+        Cow::Borrowed(text) => split_lines(text).map(neutralize).collect(),
+        Cow::Owned(redacted) => split_lines(&redacted)
+            .map(|line| Cow::Owned(neutralize(line).into_owned()))
+            .collect(),
+    }
+}
+
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
     text.split('\n')
-        .map(|line| sanitize(line.strip_suffix('\r').unwrap_or(line)))
-        .collect()
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
 }
 
 /// JSON text made safe to print without changing what it says: every code point
