@@ -105,11 +105,18 @@ fn no_planted_secret_reaches_the_command_line_surfaces_or_the_log() {
     cli.run("loader", &["ingest", &input.to_string_lossy()])
         .expect_code(0);
     let with_url = "checked https://ops:Hunter2Secret@console.internal/x by hand";
-    cli.run(
-        "maya",
-        &["review", "S0", "comment", "--rationale", with_url],
-    )
-    .expect_code(0);
+    let run = cli
+        .run(
+            "maya",
+            &["review", "S0", "comment", "--rationale", with_url],
+        )
+        .expect_code(0);
+    no_raw("review", &run.stdout, &secrets);
+    assert!(
+        run.stdout.contains("‹redacted:url_password›"),
+        "{}",
+        run.stdout
+    );
 
     let mut seen_markers = 0;
     let ids: Vec<String> = (0..secrets.len()).map(|i| format!("S{i}")).collect();

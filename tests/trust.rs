@@ -232,3 +232,18 @@ fn a_refused_attempt_refuses_the_rest_of_its_operations_history() {
     let listed = cli.run("maya", &["list", "--state", "all", "--json"]);
     assert_eq!(listed.expect_code(0).json(), serde_json::json!([]));
 }
+
+#[test]
+fn ingest_errors_quoting_the_input_reach_the_terminal_neutralized() {
+    let cli = Cli::empty();
+    let path = cli.dir.path().join("input.jsonl");
+    let line = r#"{"type":"item","operation":"F21","index":0,"state":"unknown","\u001b]52;c;QUFB\u0007":1}"#;
+    std::fs::write(&path, format!("{line}\n")).expect("write input");
+    let run = ingest(&cli, &path).expect_code(2);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("line 1: ⟦␛]52;c;QUFB␇⟧: unknown field"),
+        "{}",
+        run.stderr
+    );
+}

@@ -570,7 +570,8 @@ async fn ingest(
         println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {
         for error in outcome.errors() {
-            eprintln!("{error}");
+            // Field paths and reasons can quote the input (an unknown key, a tool).
+            eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
         }
         eprintln!("{}", outcome.summary());
     }
