@@ -723,20 +723,11 @@ fn int<T: TryFrom<u64>>(min: u64, max: u64) -> impl Fn(&Node<'_>) -> Result<T, S
 
 /// An id or key: 1 to 128 characters, no control characters.
 fn key(node: &Node<'_>) -> Result<String, String> {
-    let s = string(node)?;
-    if s.is_empty() {
-        return Err("must not be empty".into());
-    }
-    let count = s.chars().count();
-    if count > MAX_KEY_CHARS {
-        return Err(format!(
-            "is {count} characters long; at most {MAX_KEY_CHARS} are allowed"
-        ));
-    }
+    let s = evidence_key(node)?;
     if let Some(c) = s.chars().find(|c| c.is_control()) {
         return Err(format!("must not contain control characters (found {c:?})"));
     }
-    Ok(s.to_owned())
+    Ok(s)
 }
 
 /// A key that a provider or the calling tool reported (an error type, a request
