@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::store::ingest_plan::{own_operation, withheld_reason};
+use crate::store::plan::ingest::{own_operation, withheld_reason};
 use crate::store::{IngestMode, Store, StoreError};
 use crate::wire::{LineError, Numbered, parse_stream};
 

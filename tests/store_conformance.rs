@@ -27,7 +27,7 @@ async fn first_page(
     limit: u64,
 ) -> (Vec<holdfast::store::OperationRow>, u64) {
     store
-        .list(filter, sort, Page { offset: 0, limit }, now())
+        .list(filter, sort, Page { offset: 0, limit })
         .await
         .unwrap()
 }
@@ -676,6 +676,9 @@ async fn both_backends_give_the_metrics_the_same_inputs() {
         .unwrap_or_else(now);
     let mut inputs = Vec::new();
     for kind in [Kind::Sqlite, Kind::Postgres] {
+        if kind == Kind::Postgres && stores::postgres_skipped().await {
+            return;
+        }
         let fresh = stores::fresh(kind).await;
         let report = fresh
             .store
