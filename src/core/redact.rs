@@ -11,7 +11,7 @@
 use std::borrow::Cow;
 use std::sync::{LazyLock, OnceLock};
 
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -44,9 +44,10 @@ pub struct ExtraPattern {
     pub pattern: String,
 }
 
-/// A set of detectors.
+/// A set of detectors, with one combined pass that says which of them can match.
 pub struct Redactor {
     detectors: Vec<Detector>,
+    any: RegexSet,
 }
 
 /// The built-in patterns, as (kind, pattern, confirmation).
@@ -161,8 +162,8 @@ pub enum PatternError {
 impl Redactor {
     /// The built-in detectors only.
     pub fn builtin() -> Redactor {
-        Redactor {
-            detectors: BUILTIN
+        Redactor::of(
+            BUILTIN
                 .iter()
                 .filter_map(|(kind, pattern, confirm)| {
                     Regex::new(pattern).ok().map(|regex| Detector {
@@ -172,12 +173,20 @@ impl Redactor {
                     })
                 })
                 .collect(),
-        }
+        )
+    }
+
+    fn of(detectors: Vec<Detector>) -> Redactor {
+        // Should the combined set exceed the size limit, every detector runs.
+        let any = RegexSet::new(detectors.iter().map(|d| d.regex.as_str()))
+            .or_else(|_| RegexSet::new(detectors.iter().map(|_| "")))
+            .unwrap_or_else(|_| RegexSet::empty());
+        Redactor { detectors, any }
     }
 
     /// The built-in detectors and `extra`.
     pub fn with_extra(extra: &[ExtraPattern]) -> Result<Redactor, PatternError> {
-        let mut redactor = Redactor::builtin();
+        let mut detectors = Redactor::builtin().detectors;
         for p in extra {
             let kind_ok = !p.kind.is_empty()
                 && p.kind
@@ -196,19 +205,19 @@ impl Redactor {
                     reason: "matches empty text or its own marker".into(),
                 });
             }
-            redactor.detectors.push(Detector {
+            detectors.push(Detector {
                 kind: p.kind.clone(),
                 regex,
                 confirm: None,
             });
         }
-        Ok(redactor)
+        Ok(Redactor::of(detectors))
     }
 
     /// The secrets in `text`: byte ranges (sorted, not overlapping) and kinds.
     pub fn find(&self, text: &str) -> Vec<(std::ops::Range<usize>, &str)> {
         let mut found: Vec<(std::ops::Range<usize>, &str)> = Vec::new();
-        for d in &self.detectors {
+        for d in self.any.matches(text).iter().map(|i| &self.detectors[i]) {
             for caps in d.regex.captures_iter(text) {
                 let Some(m) = caps.name("s").or_else(|| caps.get(0)) else {
                     continue;
