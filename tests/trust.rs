@@ -247,3 +247,17 @@ fn ingest_errors_quoting_the_input_reach_the_terminal_neutralized() {
         run.stderr
     );
 }
+
+#[test]
+fn a_command_error_quoting_its_input_reaches_the_terminal_neutralized() {
+    let cli = Cli::empty();
+    let path = cli.dir.path().join("missing\u{1b}]52;c;QUFB\u{7}.jsonl");
+    let run = ingest(&cli, &path);
+    assert_eq!(run.code, 1, "{}", run.stderr);
+    assert!(!run.stderr.contains('\u{1b}'), "{:?}", run.stderr);
+    assert!(
+        run.stderr.contains("missing⟦␛]52;c;QUFB␇⟧.jsonl"),
+        "{}",
+        run.stderr
+    );
+}

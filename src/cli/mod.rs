@@ -378,7 +378,8 @@ pub fn main() -> ExitCode {
                 error = %crate::core::sanitize::sanitize(&text),
                 "command failed"
             );
-            let text = crate::core::redact::redact(&text);
+            // Errors can quote input (a path, a value): neutralized line by line.
+            let text = crate::core::sanitize::sanitize_lines(&text).join("\n");
             if code == exit::REFUSED {
                 eprintln!("{text}");
             } else {
