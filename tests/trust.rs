@@ -123,7 +123,7 @@ fn an_undecodable_row_is_named_and_skipped_and_the_store_still_lists() {
         &format!(
             "UPDATE operations SET wire = replace(wire, '2026-09-05T10:00:30Z', '+10000-01-01T00:00:00Z') \
              WHERE id = 'F10'; \
-             INSERT INTO audit SELECT seq + 1, operation, action, from_state, to_state, by_identity, role, \
+             INSERT INTO audit SELECT seq + 1, 'F09', action, from_state, to_state, by_identity, role, \
              policy, on_behalf_of, rationale, evidence, '+10000-01-01T00:00:00Z', hash, hash \
              FROM audit WHERE seq = {head};"
         ),
@@ -150,6 +150,15 @@ fn an_undecodable_row_is_named_and_skipped_and_the_store_still_lists() {
     );
     let run = cli.run("maya", &["export", "F09"]).expect_code(0);
     assert!(run.json()["bundles"][0]["content_hash"].is_string());
+    let run = cli.run("maya", &["show", "F09"]).expect_code(0);
+    assert!(run.stdout.contains("F09"), "{}", run.stdout);
+    assert!(
+        run.stderr.contains(&format!(
+            "warning: skipped unreadable audit row {bad_row}: "
+        )),
+        "{}",
+        run.stderr
+    );
 
     let run = cli.run("maya", &["audit", "verify"]).expect_code(4);
     assert!(

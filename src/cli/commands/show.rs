@@ -14,6 +14,7 @@ async fn load(
     let detail = crate::review::load(&session, &id)
         .await
         .map_err(review::failure)?;
+    super::warn_skipped(&session);
     Ok((detail, session.actor().clone()))
 }
 

@@ -407,16 +407,16 @@ shared! {
             )
             .await?
             .pop();
-            let audit = sqlx::query(AssertSqlSafe(format!(
+            let rows = sqlx::query(AssertSqlSafe(format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 ORDER BY seq"
             )))
             .bind(key)
             .fetch_all(&mut *conn)
             .await
-            .map_err(db::<DB>)?
-            .iter()
-            .map(Self::audit_row)
-            .collect::<Result<Vec<_>, _>>()?;
+            .map_err(db::<DB>)?;
+            let audit = self
+                .skipped
+                .keep("audit row", &rows, key_of("seq"), Self::audit_row);
             let children = Self::children(&mut conn, key).await?;
 
             let mut dependencies = Vec::new();
