@@ -15,13 +15,13 @@ use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 
+use super::actor::Actor;
 use super::audit::AuditRow;
 use super::clock::format_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
 use super::redact::{Redaction, redact_value};
-use super::rules::Actor;
 use super::sanitize::{neutralize, sanitize};
 
 /// The format name written into every export.
