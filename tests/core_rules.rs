@@ -31,7 +31,7 @@ fn contract() -> Contract {
             scope: Some("account".into()),
             retention_hours: Some(24),
         },
-        status_lookup: true,
+        status_lookup: holdfast::core::lookup::StatusLookup::ByHand,
         retryable: vec![
             "connection_reset".into(),
             "http_503".into(),
@@ -939,7 +939,7 @@ fn matrix_timeout_depends_on_the_phase_reached_and_observations() {
 
     let mut no_lookup = detail(State::Unknown);
     if let Some(c) = no_lookup.contract.as_mut() {
-        c.status_lookup = false;
+        c.status_lookup = holdfast::core::lookup::StatusLookup::None;
     }
     assert_eq!(
         matrix::assess_detail(&no_lookup, t(NOW))

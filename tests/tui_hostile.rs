@@ -230,7 +230,7 @@ mod screens {
                 scope: Some(h.next()),
                 retention_hours: Some(1),
             },
-            status_lookup: true,
+            status_lookup: holdfast::core::lookup::StatusLookup::ByHand,
             retryable: vec![h.next()],
             compensation: Some(h.next()),
             owner: h.next(),

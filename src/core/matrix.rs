@@ -427,7 +427,7 @@ pub fn assess(
             && key_expired_at.is_none(),
         key_expired: key_expired_at.is_some() && assessment.business_key_check.is_none(),
         key_conflict,
-        status_lookup: contract.is_some_and(|c| c.status_lookup),
+        status_lookup: contract.is_some_and(|c| c.status_lookup.exists()),
         retryable,
         retry_after: last.and_then(|a| a.retry_after),
         deadline,

@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::audit::AuditRow;
 use super::ids::{OperationId, Sha256};
+use super::lookup::StatusLookup;
 
 /// Declares a closed enumeration with its stable text form, used on the wire, in the
 /// store and on screen alike.
@@ -226,14 +227,14 @@ pub struct IdempotencyContract {
 }
 
 /// The operation contract of one tool (DESIGN §5 `contract`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Contract {
     pub tool: String,
     pub version: String,
     pub action: String,
     pub method: String,
     pub idempotency: IdempotencyContract,
-    pub status_lookup: bool,
+    pub status_lookup: StatusLookup,
     pub retryable: Vec<String>,
     pub compensation: Option<String>,
     pub owner: String,
@@ -374,6 +375,10 @@ impl ObservationSource {
     /// The provider's own status or operation endpoint: a `found: false` from it is
     /// provider proof of non-application.
     pub const PROVIDER_STATUS: &'static str = "provider_status";
+    /// A lookup holdfast made itself from the contract's `status_lookup` object
+    /// (DESIGN §9.1): a `found: false` proves non-application only after the
+    /// contract's lag window, and `matches.owner` holds the tenant comparison.
+    pub const STATUS_LOOKUP: &'static str = "status_lookup";
     /// A lookup of the target by business key (needed after key retention, G12).
     pub const BUSINESS_KEY: &'static str = "business_key";
     /// A check of downstream consequences (needed before COMPENSATED, G4).

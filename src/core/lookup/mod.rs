@@ -1,0 +1,16 @@
+//! Status lookups (DESIGN §9.1), the pure half: how a contract says to ask the
+//! provider, what one lookup did, what its answer proves and when to ask again.
+//! The asking itself (HTTP) lives in `crate::lookup`; nothing here does I/O.
+
+mod call;
+mod spec;
+mod verdict;
+
+pub use call::{LookupAnswer, LookupCall};
+pub use spec::{
+    JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, UrlTemplate,
+};
+pub use verdict::{Finding, Next, Verdict, backoff, judge, next_observation};
+
+/// The observation source of a lookup holdfast made itself.
+pub const SOURCE: &str = crate::core::model::ObservationSource::STATUS_LOOKUP;
