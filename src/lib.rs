@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod core;
 pub mod ingest;
+pub mod lookup;
 pub mod review;
 pub mod store;
 pub mod tui;

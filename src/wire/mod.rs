@@ -5,7 +5,7 @@ mod read;
 mod stream;
 #[cfg(test)]
 mod tests;
-mod tree;
+pub(crate) mod tree;
 mod write;
 
 pub use read::{MAX_KEY_CHARS, MAX_LINE_BYTES, MAX_TEXT_BYTES, TYPES, parse_line};
