@@ -14,6 +14,7 @@ use chrono::Utc;
 use std::error::Error as _;
 use std::time::Duration;
 
+use crate::core::clock::Clock;
 use crate::core::ids::Sha256;
 use crate::core::lookup::{LookupCall, LookupSpec};
 use crate::core::model::{Operation, Outcome, Phase};
@@ -91,13 +92,14 @@ impl Looker {
 
     /// Makes one lookup of `op` as `spec` says. `provider_request_id` is the one
     /// the last request attempt recorded. Every call that was sent comes back as a
-    /// [`LookupCall`], whatever happened on the way.
+    /// [`LookupCall`], whatever happened on the way; its times are on `clock`.
     pub async fn look_up(
         &self,
         spec: &LookupSpec,
         op: &Operation,
         provider_request_id: Option<&str>,
         secrets: &dyn Secrets,
+        clock: Clock,
     ) -> Result<LookupCall, Impossible> {
         let url = spec
             .url
@@ -120,9 +122,12 @@ impl Looker {
             secret = Some(value);
         }
         let shown_url = redact_url(&url);
-        let started_at = Utc::now();
+        let started_at = clock.now();
+        let timer = std::time::Instant::now();
         let got = self.exchange(request).await;
-        let ended_at = Utc::now();
+        let elapsed = chrono::Duration::from_std(timer.elapsed())
+            .unwrap_or_else(|_| chrono::Duration::zero());
+        let ended_at = started_at + elapsed;
         let mut call = LookupCall {
             url: shown_url,
             started_at,
@@ -171,7 +176,12 @@ impl Looker {
                     body: &body,
                 };
                 match read(spec, op, &response) {
-                    Reading::Answer(answer) => call.answer = Some(answer),
+                    Reading::Answer(mut answer) => {
+                        answer.provider_request_id =
+                            answer.provider_request_id.map(|id| clean(&id));
+                        answer.version = answer.version.map(|v| clean(&v));
+                        call.answer = Some(answer);
+                    }
                     Reading::Bad {
                         outcome,
                         error_type,
