@@ -5,9 +5,11 @@
 //! decided in `core::lookup`, never here.
 
 mod answer;
+mod limit;
 mod redact;
 
 pub use answer::{Reading, Response, read, retry_after};
+pub use limit::{LookupSettings, ProviderSettings, RateLimiter};
 pub use redact::{redact_secret, redact_url};
 
 use chrono::Utc;

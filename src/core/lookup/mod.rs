@@ -3,10 +3,12 @@
 //! The asking itself (HTTP) lives in `crate::lookup`; nothing here does I/O.
 
 mod call;
+mod record;
 mod spec;
 mod verdict;
 
 pub use call::{LookupAnswer, LookupCall};
+pub use record::records;
 pub use spec::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, UrlTemplate,
 };
