@@ -6,10 +6,12 @@
 
 mod answer;
 mod limit;
+mod observe;
 mod redact;
 
 pub use answer::{Reading, Response, read, retry_after};
 pub use limit::{LookupSettings, ProviderSettings, RateLimiter};
+pub use observe::{Due, ObserveLine, ObserveOptions, ObserveStore, Observer};
 pub use redact::{redact_secret, redact_url};
 
 use chrono::Utc;
@@ -357,17 +359,4 @@ fn excerpt(body: &[u8]) -> Option<String> {
         text.push('…');
     }
     Some(text)
-}
-
-/// A number in `[0, 1)` that differs from call to call, to spread backoffs.
-pub fn jitter() -> f64 {
-    use std::hash::{BuildHasher, Hasher};
-    let mut h = std::collections::hash_map::RandomState::new().build_hasher();
-    h.write_u128(Utc::now().timestamp_nanos_opt().map_or(0, i128::from) as u128);
-    #[allow(
-        clippy::cast_precision_loss,
-        reason = "53 bits of a random u64 are plenty for a jitter fraction"
-    )]
-    let fraction = (h.finish() >> 11) as f64 / (1u64 << 53) as f64;
-    fraction
 }

@@ -12,7 +12,7 @@ pub use record::records;
 pub use spec::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, UrlTemplate,
 };
-pub use verdict::{Finding, Next, Verdict, backoff, judge, next_observation};
+pub use verdict::{Finding, Next, Verdict, backoff, jitter, judge, next_observation};
 
 /// The observation source of a lookup holdfast made itself.
 pub const SOURCE: &str = crate::core::model::ObservationSource::STATUS_LOOKUP;

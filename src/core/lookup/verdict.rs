@@ -183,6 +183,21 @@ pub fn backoff(failures: u32, jitter: f64) -> Duration {
     Duration::milliseconds(ms)
 }
 
+/// A number in `[0, 1)` that spreads the backoffs of different holds apart: a
+/// hash of the operation and the instant, so the core stays deterministic.
+pub fn jitter(operation: &str, at: DateTime<Utc>) -> f64 {
+    use sha2::Digest;
+    let digest = sha2::Sha256::digest(format!("{operation}@{}", at.timestamp_millis()).as_bytes());
+    let mut first = [0u8; 8];
+    first.copy_from_slice(&digest[..8]);
+    #[allow(
+        clippy::cast_precision_loss,
+        reason = "53 bits of a hash are plenty for a jitter fraction"
+    )]
+    let fraction = (u64::from_be_bytes(first) >> 11) as f64 / (1u64 << 53) as f64;
+    fraction
+}
+
 /// The next observation after a lookup at `now`: `verdict` when an answer came,
 /// `retry_after` when the provider asked to wait, `failures` lookups in a row
 /// without an answer (this one included). No earlier than the provider asked,
