@@ -14,7 +14,6 @@ pub use limit::{LookupSettings, ProviderSettings, RateLimiter};
 pub use observe::{Due, ObserveLine, ObserveOptions, ObserveStore, Observer};
 pub use redact::{redact_secret, redact_url};
 
-use chrono::Utc;
 use std::error::Error as _;
 use std::time::Duration;
 
