@@ -508,8 +508,9 @@ async fn duplicate_containment_counts_replays_and_repeated_deliveries() {
     .await;
     assert_figure(
         MetricId::DuplicateEffectContainment,
-        (6, 7),
-        "two deliveries that may both have applied put a write at duplicate risk",
+        (5, 7),
+        "two deliveries that may both have applied put a write at duplicate risk; \
+         with no observation of it, its containment is unverified",
         |rec| attempt(rec, "F11", 1).phase = Phase::RequestSent,
     )
     .await;
@@ -525,6 +526,48 @@ async fn duplicate_containment_counts_replays_and_repeated_deliveries() {
         },
     )
     .await;
+}
+
+#[tokio::test]
+async fn duplicate_containment_is_unverified_without_an_observation() {
+    let r = demo_with(|rec| drop_observation(rec, "O-F25-1")).await;
+    let m = r
+        .metric(MetricId::DuplicateEffectContainment)
+        .expect("every metric is reported");
+    assert_eq!(
+        (m.numerator, m.denominator),
+        (4, 6),
+        "an at-risk operation nobody observed is not shown contained; {:?}",
+        m.shortfalls
+    );
+    assert!(m.denominator_ids.contains(&id("F25")));
+    assert!(!m.numerator_ids.contains(&id("F25")));
+    assert_eq!(m.unverified_ids, ids(&["F25"]));
+    let why = m
+        .shortfalls
+        .iter()
+        .find(|(op, _)| op == &id("F25"))
+        .map(|(_, why)| why.as_str());
+    assert!(
+        why.is_some_and(|w| w.starts_with("unverified")),
+        "{:?}",
+        m.shortfalls
+    );
+
+    let json = serde_json::to_value(&r).expect("a report serializes");
+    let listed: Vec<&str> = json["metrics"][4]["unverified_ids"]
+        .as_array()
+        .expect("the containment figure lists its unverified operations")
+        .iter()
+        .filter_map(|v| v.as_str())
+        .collect();
+    assert_eq!(listed, ["F25"]);
+
+    let demo = demo_with(|_| {}).await;
+    let m = demo
+        .metric(MetricId::DuplicateEffectContainment)
+        .expect("every metric is reported");
+    assert!(m.unverified_ids.is_empty(), "{:?}", m.unverified_ids);
 }
 
 #[tokio::test]

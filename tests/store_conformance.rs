@@ -670,6 +670,9 @@ async fn both_backends_give_the_metrics_the_same_inputs() {
         .unwrap_or_else(now);
     let mut inputs = Vec::new();
     for kind in [Kind::Sqlite, Kind::Postgres] {
+        if kind == Kind::Postgres && stores::postgres_skipped().await {
+            return;
+        }
         let fresh = stores::fresh(kind).await;
         let report = fresh
             .store

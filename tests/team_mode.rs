@@ -88,6 +88,7 @@ async fn watched() -> Watched {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_listener_killed_during_a_stream_of_changes_catches_up_after_reconnecting() {
+    skip_without_postgres!();
     let Watched {
         fresh,
         database,
@@ -127,6 +128,7 @@ async fn a_listener_killed_during_a_stream_of_changes_catches_up_after_reconnect
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_lost_connection_shows_until_the_server_takes_connections_again() {
+    skip_without_postgres!();
     let Watched {
         fresh,
         database,
@@ -180,6 +182,7 @@ async fn a_lost_connection_shows_until_the_server_takes_connections_again() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_empty_database_is_migrated_on_first_open_and_only_then() {
+    skip_without_postgres!();
     let database = stores::Database::create().await;
     let store = PgStore::connect(&database.url).await.unwrap();
     assert_eq!(store.head_seq().await.unwrap(), 0);
@@ -204,6 +207,7 @@ async fn an_empty_database_is_migrated_on_first_open_and_only_then() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_database_guards_the_chain_head() {
+    skip_without_postgres!();
     let fresh = loaded(Kind::Postgres).await;
     for (tamper, why) in [
         ("TRUNCATE audit", "TRUNCATE on audit"),
@@ -253,6 +257,7 @@ fn application_grants(role: &str, database: &str) -> String {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_log() {
+    skip_without_postgres!();
     let role = LoginRole::create("holdfast_app_test").await;
     let fresh = loaded(Kind::Postgres).await;
     let database = fresh.database_name().unwrap().to_owned();
@@ -366,6 +371,7 @@ async fn assert_same_store(original: &dyn Store, copy: &dyn Store) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifies() {
+    skip_without_postgres!();
     let source = busy_sqlite_store().await;
     assert!(matches!(
         source.store.verify().await.unwrap(),
@@ -436,6 +442,7 @@ fn holdfast_with(home: &std::path::Path, env: &[(&str, &str)], args: &[&str]) ->
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn db_copy_on_the_command_line_round_trips_and_audit_verify_passes_at_each_step() {
+    skip_without_postgres!();
     let home = tempfile::tempdir().unwrap();
     let fixture = home.path().join("small.jsonl");
     std::fs::write(&fixture, SMALL).unwrap();
@@ -568,6 +575,7 @@ fn refused_for(person: &str, run: (i32, String)) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_the_database_login_acts_and_naming_anyone_else_is_refused() {
+    skip_without_postgres!();
     let team = Team::new(&["maya", "lee"]).await;
     let (maya, lee) = (team.login(0), team.login(1));
     team.change("grant", maya, "reviewer", "pinehaven");
@@ -611,6 +619,7 @@ async fn on_postgres_the_database_login_acts_and_naming_anyone_else_is_refused()
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_delegate_login_acts_for_others_with_their_grants_and_the_audit_row_names_both() {
+    skip_without_postgres!();
     let team = Team::new(&["maya", "chatops"]).await;
     let (maya, chatops) = (team.login(0), team.login(1));
     team.change("grant", maya, "reviewer", "pinehaven");

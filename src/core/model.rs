@@ -46,6 +46,7 @@ macro_rules! text_enum {
         }
     };
 }
+pub(crate) use text_enum;
 
 text_enum!(
     /// The lifecycle state of a logical operation (DESIGN §2).

@@ -4,7 +4,9 @@
 //!
 //! PostgreSQL is reached through `HOLDFAST_TEST_DATABASE_URL` (an admin login that
 //! may create databases; default `postgres://postgres@127.0.0.1:5432/test`). `.ci/run`
-//! starts a server when none answers.
+//! starts a server when none answers and sets the variable, which makes the server
+//! required. Without the variable, a machine with no server skips the PostgreSQL
+//! half of each suite with one line saying so (see [`postgres_skipped`]).
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -22,6 +24,63 @@ pub const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
 pub enum Kind {
     Sqlite,
     Postgres,
+}
+
+/// Whether the PostgreSQL tests of this run must be skipped: only when neither
+/// `HOLDFAST_TEST_DATABASE_URL` nor `HOLDFAST_TEST_REQUIRE_POSTGRES` is set and no
+/// server answers at the default URL. The first skip of a test binary (a suite)
+/// writes one line to the terminal saying why and how to run them; with either
+/// variable set, a missing server is the failure of the test that needs it.
+pub async fn postgres_skipped() -> bool {
+    static ANSWERS: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
+    let required = std::env::var_os("HOLDFAST_TEST_DATABASE_URL").is_some()
+        || std::env::var_os("HOLDFAST_TEST_REQUIRE_POSTGRES").is_some();
+    if required {
+        return false;
+    }
+    let answers = *ANSWERS
+        .get_or_init(|| async {
+            let connect = PgConnection::connect(&admin_url());
+            match tokio::time::timeout(std::time::Duration::from_secs(5), connect).await {
+                Ok(Ok(conn)) => {
+                    let _ = conn.close().await;
+                    true
+                }
+                _ => false,
+            }
+        })
+        .await;
+    if !answers {
+        static SAID: std::sync::Once = std::sync::Once::new();
+        SAID.call_once(|| {
+            use std::io::Write;
+            let suite = std::env::current_exe()
+                .ok()
+                .and_then(|p| p.file_stem().map(|s| s.to_string_lossy().into_owned()))
+                .map(|s| {
+                    s.rsplit_once('-')
+                        .map_or(s.clone(), |(name, _)| name.to_owned())
+                })
+                .unwrap_or_default();
+            // Written to the terminal itself: the test harness captures `eprintln!`.
+            let _ = writeln!(
+                std::io::stderr(),
+                "{suite}: PostgreSQL tests skipped: no server answered at {DEFAULT_ADMIN_URL}; \
+                 run them with .ci/run, or set HOLDFAST_TEST_DATABASE_URL to an admin URL"
+            );
+        });
+    }
+    !answers
+}
+
+/// Returns from the calling test when [`postgres_skipped`] says so.
+#[macro_export]
+macro_rules! skip_without_postgres {
+    () => {
+        if $crate::support::stores::postgres_skipped().await {
+            return;
+        }
+    };
 }
 
 /// A store and whatever keeps it alive.
@@ -321,6 +380,7 @@ macro_rules! holdfast_on_both_backends {
             $(
                 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
                 async fn $name() {
+                    $crate::skip_without_postgres!();
                     super::$name($crate::support::stores::Kind::Postgres).await;
                 }
             )*
