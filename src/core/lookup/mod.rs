@@ -12,7 +12,10 @@ pub use record::records;
 pub use spec::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, UrlTemplate,
 };
-pub use verdict::{Finding, Next, Verdict, backoff, jitter, judge, next_observation};
+pub use verdict::{
+    Finding, Next, Verdict, backoff, compared_fields, jitter, judge, next_observation,
+    proves_single_effect,
+};
 
 /// The observation source of a lookup holdfast made itself.
 pub const SOURCE: &str = crate::core::model::ObservationSource::STATUS_LOOKUP;

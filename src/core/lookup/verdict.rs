@@ -151,6 +151,28 @@ pub fn judge(obs: &Observation, since: Option<DateTime<Utc>>, lag_seconds: u32) 
     }
 }
 
+/// Whether an observation shows exactly one effect that is the intended one: for a
+/// lookup holdfast made, [`judge`] says [`Verdict::Applied`]; for any other source,
+/// found with target, payload hash, owner and version all matching and one effect.
+pub fn proves_single_effect(obs: &Observation) -> bool {
+    if obs.source == super::SOURCE {
+        return judge(obs, None, 0) == Verdict::Applied;
+    }
+    obs.found && obs.matches.as_ref().is_some_and(|m| m.all()) && obs.effect_count == Some(1)
+}
+
+/// The fields of `matches` an observation of this source must carry to count as
+/// complete evidence: a lookup compares target, payload hash and tenant (in
+/// `owner`); other sources all four.
+pub fn compared_fields(obs: &Observation) -> Vec<Option<bool>> {
+    let m = obs.matches.clone().unwrap_or_default();
+    if obs.source == super::SOURCE {
+        vec![m.target, m.payload_hash, m.owner]
+    } else {
+        vec![m.target, m.payload_hash, m.owner, m.version]
+    }
+}
+
 /// When to look again after a lookup.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "next", content = "at", rename_all = "snake_case")]

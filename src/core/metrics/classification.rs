@@ -119,12 +119,10 @@ pub(super) fn verified_success(v: &View<'_>) -> Result<(), String> {
         return Err("SUCCEEDED without any request".into());
     };
     let since = last.last_instant();
-    let observed = v.observations.iter().any(|o| {
-        o.observed_at > since
-            && o.found
-            && o.matches.as_ref().is_some_and(|m| m.all())
-            && o.effect_count == Some(1)
-    });
+    let observed = v
+        .observations
+        .iter()
+        .any(|o| o.observed_at > since && crate::core::lookup::proves_single_effect(o));
     if observed {
         return Ok(());
     }

@@ -180,11 +180,10 @@ pub(super) fn missing_evidence(v: &View<'_>) -> Vec<String> {
         );
     }
     for o in &v.observations {
-        let matched = o.matches.as_ref().is_some_and(|m| {
-            [m.target, m.payload_hash, m.owner, m.version]
+        let matched = o.matches.is_some()
+            && crate::core::lookup::compared_fields(o)
                 .iter()
-                .all(Option::is_some)
-        });
+                .all(Option::is_some);
         let fields = [
             ("raw_hash", o.raw_hash.is_some()),
             ("matches", !o.found || matched),
