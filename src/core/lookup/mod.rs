@@ -3,11 +3,13 @@
 //! The asking itself (HTTP) lives in `crate::lookup`; nothing here does I/O.
 
 mod call;
+mod plan;
 mod record;
 mod spec;
 mod verdict;
 
 pub use call::{LookupAnswer, LookupCall};
+pub use plan::{LookupEffect, LookupInput, plan};
 pub use record::records;
 pub use spec::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, UrlTemplate,
