@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use holdfast::core::rules::Actor;
-use holdfast::store::Store;
+use holdfast::store::Session;
 use holdfast::store::sqlite::SqliteStore;
 use holdfast::tui::app::{App, Effect, Message, Options};
 use holdfast::tui::runner::perform;
@@ -25,7 +25,7 @@ use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 
 /// Runs `effects` and feeds the answers back until none is left.
-async fn settle(app: &mut App, store: &dyn Store, effects: Vec<Effect>) {
+async fn settle(app: &mut App, store: &Session, effects: Vec<Effect>) {
     let mut queue = effects;
     while let Some(effect) = queue.pop() {
         if let Some(message) = perform(store, &effect).await {
@@ -34,7 +34,7 @@ async fn settle(app: &mut App, store: &dyn Store, effects: Vec<Effect>) {
     }
 }
 
-async fn key(app: &mut App, store: &dyn Store, code: KeyCode) {
+async fn key(app: &mut App, store: &Session, code: KeyCode) {
     let effects = app.update(Message::Key(KeyEvent::new(code, KeyModifiers::NONE)));
     settle(app, store, effects).await;
 }
@@ -59,10 +59,14 @@ async fn main() -> anyhow::Result<()> {
         .nth(1)
         .map(PathBuf::from)
         .ok_or_else(|| anyhow::anyhow!("usage: console_bench STORE.db"))?;
-    let store = SqliteStore::open(&path).await?;
-    let store: &dyn Store = &store;
+    let actor = Actor::local("bench", None);
+    let store = Session::new(
+        std::sync::Arc::new(SqliteStore::open(&path).await?),
+        actor.clone(),
+    );
+    let store = &store;
     let options = Options {
-        actor: Actor::local("bench", None),
+        actor,
         now: Utc::now(),
         frozen: true,
         color: true,

@@ -1,6 +1,6 @@
-//! Reviewer actions against a store, as plain async functions that the console's
-//! review dialog, the command line and bulk triage all call: load what the actor
-//! may see (G7), decide with [`rules::decide`], commit the decided effect, and
+//! Reviewer actions through a [`Session`], as plain async functions that the
+//! console's review dialog, the command line and bulk triage all call: load what
+//! the session's actor may see (G7, applied by the store), decide with [`rules::decide`], commit the decided effect, and
 //! report an effect, a refusal naming its rule, or a G8 conflict saying who changed
 //! the operation and when. None of them re-implements a rule.
 
@@ -13,7 +13,7 @@ use crate::core::ids::OperationId;
 use crate::core::model::OperationDetail;
 use crate::core::rules::{self, Action, Actor, Effect, Rationale, Refusal, Rule};
 use crate::core::triage::{self, TriageLine};
-use crate::store::{OperationFilter, Page, SortOrder, Store, StoreError};
+use crate::store::{OperationFilter, Page, Session, SortOrder, Store, StoreError};
 
 /// Why an action was not applied.
 #[derive(Debug, thiserror::Error)]
@@ -129,19 +129,14 @@ pub async fn identify(
     }
 }
 
-/// One operation, if `actor` may see it (G7).
-pub async fn load(
-    store: &dyn Store,
-    id: &OperationId,
-    actor: &Actor,
-) -> Result<OperationDetail, ReviewError> {
-    let hidden = || ReviewError::NotFound {
-        id: id.clone(),
-        visible: actor.visible_tenants(),
-    };
-    match store.detail(id).await {
-        Ok(detail) if actor.sees(&detail.row.operation.tenant) => Ok(detail),
-        Ok(_) | Err(StoreError::NotFound(_)) => Err(hidden()),
+/// One operation, if the session's actor may see it (G7).
+pub async fn load(session: &Session, id: &OperationId) -> Result<OperationDetail, ReviewError> {
+    match session.detail(id).await {
+        Ok(detail) => Ok(detail),
+        Err(StoreError::NotFound(_)) => Err(ReviewError::NotFound {
+            id: id.clone(),
+            visible: session.actor().visible_tenants(),
+        }),
         Err(e) => Err(e.into()),
     }
 }
@@ -163,10 +158,9 @@ fn stale(detail: &OperationDetail, expected: i64) -> ReviewError {
 /// reviewer saw (`expected`, default the loaded one), and commits the effect. The
 /// store re-checks the version in the same transaction (G8).
 pub async fn apply_decided(
-    store: &dyn Store,
+    session: &Session,
     detail: &OperationDetail,
     action: &Action,
-    actor: &Actor,
     rationale: &Rationale,
     expected: Option<i64>,
     now: DateTime<Utc>,
@@ -175,9 +169,9 @@ pub async fn apply_decided(
     if expected != detail.row.version {
         return Err(stale(detail, expected));
     }
-    let effect = rules::decide(detail, action, actor, rationale, expected, now)
+    let effect = rules::decide(detail, action, session.actor(), rationale, expected, now)
         .map_err(ReviewError::Refused)?;
-    let audit = store.commit(effect.commit.clone()).await?;
+    let audit = session.commit(effect.commit.clone()).await?;
     Ok(Applied { effect, audit })
 }
 
@@ -186,29 +180,28 @@ pub async fn apply_decided(
 /// loaded), commit, and return the effect with its audit row — or the refusal
 /// (naming its rule) or the conflict (naming who changed it and when).
 pub async fn apply(
-    store: &dyn Store,
+    session: &Session,
     id: &OperationId,
     action: &Action,
-    actor: &Actor,
     rationale: &Rationale,
     expected: Option<i64>,
     now: DateTime<Utc>,
 ) -> Result<Applied, ReviewError> {
-    let detail = load(store, id, actor).await?;
-    apply_decided(store, &detail, action, actor, rationale, expected, now).await
+    let detail = load(session, id).await?;
+    apply_decided(session, &detail, action, rationale, expected, now).await
 }
 
 /// The effect `action` would have now, without writing anything: the preview the
 /// dialog shows before its second step, and `review --dry-run`.
 pub async fn preview(
-    store: &dyn Store,
+    session: &Session,
     id: &OperationId,
     action: &Action,
-    actor: &Actor,
     rationale: &Rationale,
     now: DateTime<Utc>,
 ) -> Result<(OperationDetail, Effect), ReviewError> {
-    let detail = load(store, id, actor).await?;
+    let detail = load(session, id).await?;
+    let actor = session.actor();
     let effect = rules::decide(&detail, action, actor, rationale, detail.row.version, now)
         .map_err(ReviewError::Refused)?;
     Ok((detail, effect))
@@ -217,16 +210,13 @@ pub async fn preview(
 /// How many operations a bulk selection reads per page.
 const SELECT_PAGE: u64 = 500;
 
-/// Every operation matching `filter` that `actor` may see, in urgency order, with
-/// its full detail: the selection of bulk triage and of a filtered export.
+/// Every operation matching `filter` that the session's actor may see, in urgency
+/// order, with its full detail: the selection of bulk triage and of a filtered
+/// export.
 pub async fn select(
-    store: &dyn Store,
+    session: &Session,
     filter: &OperationFilter,
-    actor: &Actor,
-    now: DateTime<Utc>,
 ) -> Result<Vec<OperationDetail>, ReviewError> {
-    let mut filter = filter.clone();
-    filter.visible_tenants = actor.visible_tenants();
     let mut details = Vec::new();
     let mut offset = 0;
     loop {
@@ -234,9 +224,9 @@ pub async fn select(
             offset,
             limit: SELECT_PAGE,
         };
-        let (rows, total) = store.list(&filter, SortOrder::Urgency, page, now).await?;
+        let (rows, total) = session.list(filter, SortOrder::Urgency, page).await?;
         for row in &rows {
-            details.push(load(store, &row.operation.id, actor).await?);
+            details.push(load(session, &row.operation.id).await?);
         }
         offset += rows.len() as u64;
         if rows.is_empty() || offset >= total {
@@ -250,18 +240,18 @@ pub async fn select(
 /// ([`triage::dry_run`], which is what to show before this). Every
 /// operation gets its own result; one refusal does not stop the others.
 pub async fn triage_apply(
-    store: &dyn Store,
+    session: &Session,
     selection: &[OperationDetail],
     action: &Action,
-    actor: &Actor,
     rationale: &Rationale,
     now: DateTime<Utc>,
 ) -> Vec<(TriageLine, Result<Applied, ReviewError>)> {
+    let actor = session.actor();
     let lines = triage::dry_run(selection, action, actor, rationale, now);
     let mut out = Vec::with_capacity(lines.len());
     for line in lines {
         let result = match selection.iter().find(|d| d.row.operation.id == line.id) {
-            Some(detail) => apply_decided(store, detail, action, actor, rationale, None, now).await,
+            Some(detail) => apply_decided(session, detail, action, rationale, None, now).await,
             None => Err(ReviewError::NotFound {
                 id: line.id.clone(),
                 visible: actor.visible_tenants(),
@@ -279,7 +269,7 @@ const GRANT_ATTEMPTS: usize = 3;
 /// nothing to change. A change decided on grants that moved meanwhile is decided
 /// again on the new ones.
 pub async fn change_grant(
-    store: &dyn Store,
+    session: &Session,
     by: &str,
     policy: Option<String>,
     request: &GrantRequest,
@@ -289,14 +279,14 @@ pub async fn change_grant(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let grants = store.grants().await?;
+        let grants = session.all_grants().await?;
         let Some(change) =
             access::decide_grant(&grants, by, policy.clone(), request, rationale, now)
                 .map_err(ReviewError::Refused)?
         else {
             return Ok(None);
         };
-        match store.change_grant(change.clone()).await {
+        match session.change_grant(change.clone()).await {
             Ok(row) => return Ok(Some((change, row))),
             Err(StoreError::GrantsChanged) if attempt < GRANT_ATTEMPTS => continue,
             Err(e) => return Err(e.into()),

@@ -27,7 +27,7 @@ async fn first_page(
     limit: u64,
 ) -> (Vec<holdfast::store::OperationRow>, u64) {
     store
-        .list(filter, sort, Page { offset: 0, limit }, now())
+        .list(filter, sort, Page { offset: 0, limit })
         .await
         .unwrap()
 }

@@ -215,7 +215,6 @@ async fn mark_all_stays_within_the_granted_tenants() {
                 offset: 0,
                 limit: 1,
             },
-            now(),
         )
         .await
         .unwrap();

@@ -371,10 +371,9 @@ async fn no_color_draws_without_any_colour() {
             ratatui::layout::Rect::new(0, 0, 200, 50),
         );
         let mut effects = app.init();
+        let session = holdfast::store::Session::new(fresh.store.clone(), app.actor.clone());
         while let Some(effect) = effects.pop() {
-            if let Some(message) =
-                holdfast::tui::runner::perform(fresh.store.as_ref(), &effect).await
-            {
+            if let Some(message) = holdfast::tui::runner::perform(&session, &effect).await {
                 effects.extend(app.update(message));
             }
         }

@@ -10,6 +10,7 @@ use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Actor, Rationale};
 use holdfast::review;
+use holdfast::store::Session;
 use holdfast::tui::review::Step;
 use support::console::{DEMO, Harness, demo_now};
 
@@ -143,10 +144,9 @@ async fn a_second_writer_between_preview_and_confirm_is_a_g8_conflict() {
     let other = Actor::local("rev:bo", Some("RP03".into()));
     let id = OperationId::parse("F09").unwrap();
     review::apply(
-        h.store().as_ref(),
+        &Session::new(h.store(), other),
         &id,
         &Action::Comment,
-        &other,
         &Rationale::parse("second console, first to write").unwrap(),
         None,
         demo_now(),

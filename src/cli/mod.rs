@@ -1,27 +1,24 @@
 //! The command line: global options, subcommands, and the exit codes a script can
-//! rely on. Every command opens the store, asks the core, and prints text or
-//! `--json`; none of them re-implements a rule.
+//! rely on, with the dispatch to [`commands`]. Every command opens the store, asks
+//! the core, and prints text or `--json`; none of them re-implements a rule.
 
+pub mod commands;
 pub mod config;
-pub mod copy;
 pub mod render;
-pub mod report;
-pub mod review;
 
-use anyhow::Context as _;
+pub use commands::console::DEMO_PACKET;
+pub use commands::{copy, report, review};
+
 use chrono::{DateTime, Utc};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
-use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::core::audit::ChainStatus;
-use crate::core::clock::{Clock, format_instant, parse_instant};
-use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{FailureMode, Risk, State};
+use crate::core::clock::{Clock, parse_instant};
+use crate::core::ids::OperationId;
 use crate::core::rules::Actor;
-use crate::store::{Location, OperationFilter, Page, SortOrder, Store, StoreError};
+use crate::store::{Location, Session, Store, StoreError};
 use config::{Config, Paths, Theme};
 
 /// Exit codes, as documented in the README.
@@ -269,8 +266,24 @@ impl Context {
         ))
     }
 
+    /// Opens the store, which must exist: a mistyped `--db` is refused (exit 1)
+    /// rather than answered from a new empty store.
     pub async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
+        open_existing(&self.store_location()?).await
+    }
+
+    /// Opens the store, creating it when it is not there: only for the commands
+    /// that fill or prepare one (`ingest`, `db migrate`, `demo`).
+    pub async fn create_store(&self) -> anyhow::Result<Arc<dyn Store>> {
         Ok(self.store_location()?.open().await?)
+    }
+
+    /// The store as the acting identity sees it: every read and write of a
+    /// command that works on existing data goes through this session (G7).
+    pub async fn session(&self) -> anyhow::Result<Session> {
+        let store = self.open_store().await?;
+        let actor = self.actor(store.as_ref()).await?;
+        Ok(Session::new(store, actor))
     }
 
     /// The acting identity with what the store's grants allow it: on PostgreSQL
@@ -292,15 +305,37 @@ impl Context {
     /// The acting identity for `what`, which is done only in one's own name:
     /// refused (exit 3) when the actor would act for someone else.
     pub async fn own_name(&self, store: &dyn Store, what: &str) -> anyhow::Result<String> {
-        let actor = self.actor(store).await?;
-        crate::core::access::own_name(&actor, what)
-            .map(str::to_owned)
-            .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
+        own_name(&self.actor(store).await?, what)
     }
 
     pub fn no_color(&self) -> bool {
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || self.config.theme == Some(Theme::Mono)
+    }
+}
+
+/// `actor`'s own identity for `what`, which is done only in one's own name:
+/// refused (exit 3) when the actor would act for someone else.
+pub fn own_name(actor: &Actor, what: &str) -> anyhow::Result<String> {
+    crate::core::access::own_name(actor, what)
+        .map(str::to_owned)
+        .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
+}
+
+/// Opens a store that must exist; a missing one is an error (exit 1) that says
+/// how to create one.
+pub async fn open_existing(location: &Location) -> anyhow::Result<Arc<dyn Store>> {
+    match location.open_existing().await {
+        Err(StoreError::Missing(place)) => Err(Failure::new(
+            exit::ERROR,
+            format!(
+                "no store at {place}: check --db / HOLDFAST_DB for a typo; `holdfast db migrate` \
+                 creates an empty store there, `holdfast ingest FILE` creates one and loads \
+                 records, `holdfast demo` opens a demo store"
+            ),
+        )
+        .into()),
+        other => Ok(other?),
     }
 }
 
@@ -382,16 +417,16 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
     };
     tracing::info!(command = ?cli.command, "start");
     match cli.command {
-        None => console(&ctx, ctx.open_store().await?).await,
-        Some(Command::Demo { print }) => demo(ctx, print).await,
+        None => commands::console::console(&ctx, ctx.open_store().await?).await,
+        Some(Command::Demo { print }) => commands::console::demo(ctx, print).await,
         Some(Command::Ingest {
             source,
             rejects,
             json,
-        }) => ingest(&ctx, &source, rejects, json).await,
-        Some(Command::List(args)) => list(&ctx, args).await,
-        Some(Command::Show { id, json }) => show(&ctx, &id, json).await,
-        Some(Command::Timeline { id, json }) => timeline(&ctx, &id, json).await,
+        }) => commands::ingest::ingest(&ctx, &source, rejects, json).await,
+        Some(Command::List(args)) => commands::list::list(&ctx, args).await,
+        Some(Command::Show { id, json }) => commands::show::show(&ctx, &id, json).await,
+        Some(Command::Timeline { id, json }) => commands::show::timeline(&ctx, &id, json).await,
         Some(Command::Review(args)) => review::review(&ctx, args).await,
         Some(Command::Grant(args)) => {
             review::grant(&ctx, crate::core::access::GrantOp::Grant, args).await
@@ -401,11 +436,11 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         }
         Some(Command::Grants { json }) => review::grants(&ctx, json).await,
         Some(Command::Export(args)) => review::export(&ctx, args).await,
-        Some(Command::Audit { command }) => audit(&ctx, command).await,
+        Some(Command::Audit { command }) => commands::audit::audit(&ctx, command).await,
         Some(Command::Db {
             command: DbCommand::Migrate,
         }) => {
-            let store = ctx.open_store().await?;
+            let store = ctx.create_store().await?;
             println!("store {} is migrated and ready", store.location());
             Ok(exit::OK)
         }
@@ -421,378 +456,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
     }
 }
 
-async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
-    let console = crate::tui::Console {
-        actor: ctx.actor(store.as_ref()).await?,
-        clock: ctx.clock,
-        no_color: ctx.no_color(),
-        log_path: Some(ctx.paths.log_file.clone()),
-    };
-    crate::tui::run(store, console).await?;
-    Ok(exit::OK)
-}
-
-async fn held_page(ctx: &Context, store: &dyn Store) -> anyhow::Result<String> {
-    let actor = ctx.actor(store).await?;
-    let filter = OperationFilter {
-        queue: true,
-        visible_tenants: actor.visible_tenants(),
-        ..OperationFilter::default()
-    };
-    let (rows, total) = store
-        .list(
-            &filter,
-            SortOrder::Urgency,
-            Page {
-                offset: 0,
-                limit: 50,
-            },
-            ctx.now(),
-        )
-        .await?;
-    let header = render::actor_header(&actor);
-    if total == 0 {
-        return Ok(format!(
-            "{header}no held operations — `holdfast ingest FILE` to load some, or `holdfast demo`\n"
-        ));
-    }
-    Ok(format!("{header}{}", render::list(&rows, total, ctx.now())))
-}
-
-/// The demo packet, shipped inside the binary so `holdfast demo` works anywhere.
-pub const DEMO_PACKET: &str = include_str!("../../assets/demo/tc094.jsonl");
-
-async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
-    let path = ctx.db.clone().unwrap_or_else(|| ctx.paths.demo_store());
-    for suffix in ["", "-wal", "-shm"] {
-        let file = PathBuf::from(format!("{}{suffix}", path.display()));
-        match std::fs::remove_file(&file) {
-            Ok(()) => {}
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
-            Err(e) => return Err(e).with_context(|| format!("cannot reset {}", file.display())),
-        }
-    }
-    // The demo always gets a fresh file of its own, whatever team store is set.
-    ctx.db = Some(path);
-    ctx.database_url = None;
-    let store = ctx.open_store().await?;
-    let parsed = crate::wire::parse_stream(DEMO_PACKET.as_bytes(), &mut |_| {})?;
-    if let Some(first) = parsed.errors.first() {
-        anyhow::bail!("the demo packet does not parse: {first}");
-    }
-    let instant = ctx.clock.now();
-    let frozen = latest_instant(parsed.records.iter().map(|n| &n.record));
-    let at = match ctx.clock {
-        Clock::Frozen(t) => t,
-        Clock::System => frozen.unwrap_or(instant),
-    };
-    ctx.clock = Clock::Frozen(at);
-    let report = store
-        .ingest(
-            parsed.records,
-            crate::store::IngestMode::Strict,
-            "holdfast-demo",
-            at,
-        )
-        .await?;
-    if let Some(first) = report.rejected.first() {
-        anyhow::bail!("the demo packet was refused: {first}");
-    }
-    eprintln!(
-        "demo store {} loaded; clock frozen at {}",
-        store.location(),
-        format_instant(at)
-    );
-    if print {
-        print!("{}", held_page(&ctx, store.as_ref()).await?);
-        return Ok(exit::OK);
-    }
-    console(&ctx, store).await
-}
-
-/// The latest instant any record names: the demo packet's own frozen "now".
-fn latest_instant<'a>(
-    records: impl Iterator<Item = &'a crate::wire::Record>,
-) -> Option<DateTime<Utc>> {
-    use crate::wire::Record;
-    records
-        .flat_map(|record| -> Vec<DateTime<Utc>> {
-            match record {
-                Record::Contract(_) => vec![],
-                Record::Operation(o) => {
-                    [Some(o.created_at), o.approval.as_ref().and_then(|a| a.at)]
-                        .into_iter()
-                        .flatten()
-                        .collect()
-                }
-                Record::Attempt(a) => [Some(a.started_at), a.ended_at]
-                    .into_iter()
-                    .flatten()
-                    .collect(),
-                Record::Item(_) | Record::Expectation(_) => vec![],
-                Record::Observation(o) => vec![o.observed_at],
-                Record::Transition(t) => vec![t.at],
-            }
-        })
-        .max()
-}
-
-async fn ingest(
-    ctx: &Context,
-    source: &str,
-    rejects: Option<PathBuf>,
-    json: bool,
-) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let by = ctx.own_name(store.as_ref(), "ingest").await?;
-    let source = if source == "-" {
-        crate::ingest::Source::Stdin
-    } else {
-        crate::ingest::Source::Path(PathBuf::from(source))
-    };
-    let outcome =
-        crate::ingest::ingest_source(store.as_ref(), source, rejects.as_deref(), &by, ctx.now())
-            .await?;
-    if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
-    } else {
-        for error in outcome.errors() {
-            eprintln!("{error}");
-        }
-        eprintln!("{}", outcome.summary());
-    }
-    Ok(if outcome.refused() && outcome.rejects_file.is_none() {
-        exit::BAD_INPUT
-    } else {
-        exit::OK
-    })
-}
-
-fn parse_list<T>(
-    values: &[String],
-    what: &str,
-    parse: fn(&str) -> Option<T>,
-    expected: String,
-) -> anyhow::Result<Vec<T>> {
-    values
-        .iter()
-        .map(|v| {
-            parse(v).ok_or_else(|| {
-                Failure::bad_input(format!("--{what} {v}: must be one of: {expected}"))
-            })
-        })
-        .collect()
-}
-
-async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
-    let (queue, states) = match args
-        .state
-        .iter()
-        .map(String::as_str)
-        .collect::<Vec<_>>()
-        .as_slice()
-    {
-        [] | ["held"] => (true, Vec::new()),
-        ["all"] => (false, Vec::new()),
-        _ => (
-            false,
-            parse_list(
-                &args.state,
-                "state",
-                State::parse,
-                format!("held, all, {}", State::expected()),
-            )?,
-        ),
-    };
-    let filter = OperationFilter {
-        queue,
-        states,
-        tenants: args.tenant.clone(),
-        owners: args.owner.clone(),
-        modes: parse_list(
-            &args.mode,
-            "mode",
-            FailureMode::parse,
-            FailureMode::expected(),
-        )?,
-        risks: parse_list(&args.risk, "risk", Risk::parse, Risk::expected())?,
-        search: args.search.clone(),
-        visible_tenants: None,
-    };
-    let sort = match args.sort {
-        SortArg::Urgency => SortOrder::Urgency,
-        SortArg::Age => SortOrder::Age,
-        SortArg::Id => SortOrder::Id,
-        SortArg::Deadline => SortOrder::Deadline,
-    };
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let filter = OperationFilter {
-        visible_tenants: actor.visible_tenants(),
-        ..filter
-    };
-    let page = Page {
-        offset: args.offset,
-        limit: args.limit.clamp(1, 10_000),
-    };
-    let (rows, total) = store.list(&filter, sort, page, ctx.now()).await?;
-    if args.json {
-        let ops: Vec<serde_json::Value> = rows
-            .iter()
-            .map(|r| crate::wire::to_value(&crate::wire::Record::Operation(r.operation.clone())))
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&ops)?);
-    } else {
-        print!(
-            "{}{}",
-            render::actor_header(&actor),
-            render::list(&rows, total, ctx.now())
-        );
-    }
-    Ok(exit::OK)
-}
-
 /// Parses an operation id typed on the command line.
 pub fn parse_id(id: &str) -> anyhow::Result<OperationId> {
     OperationId::parse(id).map_err(|e| Failure::bad_input(format!("operation id {id:?} {e}")))
-}
-
-/// One operation as the acting identity may see it (G7), with that actor.
-async fn load(
-    ctx: &Context,
-    id: &str,
-) -> anyhow::Result<(crate::core::model::OperationDetail, Actor)> {
-    let id = parse_id(id)?;
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let detail = crate::review::load(store.as_ref(), &id, &actor)
-        .await
-        .map_err(review::failure)?;
-    Ok((detail, actor))
-}
-
-async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
-    let (detail, actor) = load(ctx, id).await?;
-    let bundle = crate::core::evidence::bundle(&detail, &actor, ctx.now());
-    if json {
-        println!("{}", serde_json::to_string_pretty(&bundle)?);
-    } else {
-        print!(
-            "{}{}",
-            render::actor_header(&actor),
-            render::bundle(&bundle, ctx.now())
-        );
-    }
-    Ok(exit::OK)
-}
-
-async fn timeline(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
-    let (detail, _) = load(ctx, id).await?;
-    if json {
-        let rows: Vec<serde_json::Value> = detail
-            .attempts
-            .iter()
-            .map(|a| crate::wire::to_value(&crate::wire::Record::Attempt(a.clone())))
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-    } else {
-        print!("{}", render::timeline(&detail, ctx.now()));
-    }
-    Ok(exit::OK)
-}
-
-/// A saved chain head: `SEQ HASH`.
-fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read digest file {}", path.display()))?;
-    let mut parts = text.split_whitespace();
-    let bad = || {
-        Failure::new(
-            exit::BAD_INPUT,
-            format!(
-                "digest file {}: expected `SEQ HASH` as printed by `holdfast audit digest`",
-                path.display()
-            ),
-        )
-    };
-    let seq = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
-    let hash = parts
-        .next()
-        .and_then(|h| Sha256::parse(h).ok())
-        .ok_or_else(bad)?;
-    Ok((seq, hash))
-}
-
-async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    match command {
-        AuditCommand::Digest { json } => {
-            let status = store.verify().await?;
-            match status {
-                ChainStatus::Intact { rows, head } => {
-                    let (seq, hash) = head.map_or((0, crate::core::audit::genesis()), |h| h);
-                    if json {
-                        println!(
-                            "{}",
-                            serde_json::json!({"seq": seq, "hash": hash, "rows": rows})
-                        );
-                    } else {
-                        println!("{seq} {hash}");
-                    }
-                    Ok(exit::OK)
-                }
-                ChainStatus::Broken { seq, reason } => Err(Failure::new(
-                    exit::INTEGRITY,
-                    format!("audit chain broken at seq {seq}: {reason}; no digest printed"),
-                )
-                .into()),
-            }
-        }
-        AuditCommand::Verify { digest, json } => {
-            let status = store.verify().await?;
-            let saved = digest.as_deref().map(read_digest).transpose()?;
-            let mut verdict = match &status {
-                ChainStatus::Intact { rows, head } => Ok(format!(
-                    "audit chain intact: {rows} rows, head {}",
-                    head.as_ref()
-                        .map_or_else(|| "empty".into(), |(s, h)| format!("{s} {h}"))
-                )),
-                ChainStatus::Broken { seq, reason } => {
-                    Err(format!("audit chain broken at seq {seq}: {reason}"))
-                }
-            };
-            if let (Some((seq, hash)), Ok(_)) = (&saved, &verdict) {
-                let rows = store.audit(*seq, 1).await?;
-                match rows.first() {
-                    Some(row) if row.seq == *seq && &row.hash == hash => {}
-                    Some(_) => {
-                        verdict = Err(format!(
-                            "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"
-                        ))
-                    }
-                    None => {
-                        verdict = Err(format!(
-                            "the saved digest names seq {seq}, which the chain no longer has (rows were removed)"
-                        ))
-                    }
-                }
-            }
-            if json {
-                let _ = writeln!(
-                    std::io::stdout(),
-                    "{}",
-                    serde_json::json!({"status": status, "digest_checked": saved.is_some(), "ok": verdict.is_ok()})
-                );
-            }
-            match verdict {
-                Ok(text) => {
-                    if !json {
-                        println!("{text}");
-                    }
-                    Ok(exit::OK)
-                }
-                Err(text) => Err(Failure::new(exit::INTEGRITY, text).into()),
-            }
-        }
-    }
 }

@@ -428,62 +428,6 @@ pub struct Dataset {
     pub proposals: Vec<Proposal>,
 }
 
-impl Dataset {
-    /// Only what belongs to operations of `tenants` (G7): their operations with
-    /// their attempts, items, observations, audit rows, expectations and proposals. Contracts
-    /// are kept; they belong to no tenant.
-    pub fn within(&self, tenants: &[String]) -> Dataset {
-        use std::collections::HashSet;
-        let operations: Vec<Operation> = self
-            .operations
-            .iter()
-            .filter(|o| tenants.contains(&o.tenant))
-            .cloned()
-            .collect();
-        let ids: HashSet<&OperationId> = operations.iter().map(|o| &o.id).collect();
-        Dataset {
-            contracts: self.contracts.clone(),
-            attempts: self
-                .attempts
-                .iter()
-                .filter(|a| ids.contains(&a.operation))
-                .cloned()
-                .collect(),
-            items: self
-                .items
-                .iter()
-                .filter(|i| ids.contains(&i.operation))
-                .cloned()
-                .collect(),
-            observations: self
-                .observations
-                .iter()
-                .filter(|o| ids.contains(&o.operation))
-                .cloned()
-                .collect(),
-            audit: self
-                .audit
-                .iter()
-                .filter(|r| ids.contains(&r.draft.operation))
-                .cloned()
-                .collect(),
-            expectations: self
-                .expectations
-                .iter()
-                .filter(|e| ids.contains(&e.operation))
-                .cloned()
-                .collect(),
-            proposals: self
-                .proposals
-                .iter()
-                .filter(|p| ids.contains(&p.operation))
-                .cloned()
-                .collect(),
-            operations,
-        }
-    }
-}
-
 /// One row of the queue: the operation plus the figures the queue shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OperationRow {

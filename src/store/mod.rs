@@ -1,15 +1,15 @@
 //! The operations store: one async trait, one implementation per backend. Every
 //! write commits its audit row in the same transaction as the change it records.
 
-pub mod codec;
-pub mod copy;
 pub mod engine;
-pub mod filter;
-pub mod ingest_plan;
+pub mod plan;
 pub mod postgres;
-pub mod rows;
+pub mod session;
 pub mod sql;
 pub mod sqlite;
+
+pub use plan::{copy, filter};
+pub use session::Session;
 
 use std::fmt;
 use std::path::PathBuf;
@@ -60,6 +60,9 @@ pub enum StoreError {
     Busy,
     #[error("the database cannot be reached ({0}); check the connection and try again")]
     Unavailable(String),
+    /// A store that must exist does not (a SQLite file not there).
+    #[error("no store at {0}")]
+    Missing(String),
     #[error("cannot open the store at {location}: {reason}")]
     Open { location: String, reason: String },
     #[error("store error: {0}")]
@@ -86,6 +89,17 @@ impl Location {
                 location: text.to_owned(),
                 reason: "a store is named sqlite:PATH or postgres://USER@HOST/DATABASE".into(),
             })
+        }
+    }
+
+    /// Opens a store that already exists, migrating it as needed; a SQLite file
+    /// that is not there is [`StoreError::Missing`], and nothing is created. A
+    /// PostgreSQL database must exist to be reached at all; an empty one is
+    /// migrated.
+    pub async fn open_existing(&self) -> Result<Arc<dyn Store>, StoreError> {
+        match self {
+            Location::Sqlite(path) if !path.exists() => Err(StoreError::Missing(self.to_string())),
+            _ => self.open().await,
         }
     }
 
@@ -124,6 +138,33 @@ pub struct OperationFilter {
     pub search: Option<String>,
     /// Tenants the acting identity may see (G7); `None` means every tenant.
     pub visible_tenants: Option<Vec<String>>,
+}
+
+/// Which tenants a read covers (G7). A [`Session`] holds one, taken from its
+/// actor's grants, and hands it to every read it makes; the store applies it
+/// inside its queries.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Scope {
+    /// Every tenant, and rows that belong to none (single-user mode).
+    Every,
+    /// Only these tenants' operations and the rows that hang off them.
+    Tenants(Vec<String>),
+}
+
+impl Scope {
+    /// The tenants, or `None` for every tenant.
+    pub fn tenants(&self) -> Option<&[String]> {
+        match self {
+            Scope::Every => None,
+            Scope::Tenants(tenants) => Some(tenants),
+        }
+    }
+}
+
+impl From<Option<Vec<String>>> for Scope {
+    fn from(tenants: Option<Vec<String>>) -> Self {
+        tenants.map_or(Scope::Every, Scope::Tenants)
+    }
 }
 
 /// Order of a listing.
@@ -221,7 +262,6 @@ pub trait Store: Send + Sync {
         filter: &OperationFilter,
         sort: SortOrder,
         page: Page,
-        now: DateTime<Utc>,
     ) -> Result<(Vec<OperationRow>, u64), StoreError>;
 
     async fn counts(
@@ -230,7 +270,18 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<QueueCounts, StoreError>;
 
-    async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError>;
+    /// One operation of any tenant.
+    async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
+        self.detail_in(&Scope::Every, id).await
+    }
+
+    /// One operation, [`StoreError::NotFound`] unless it is in `scope`; what it
+    /// depends on and its children are read within `scope` too.
+    async fn detail_in(
+        &self,
+        scope: &Scope,
+        id: &OperationId,
+    ) -> Result<OperationDetail, StoreError>;
 
     /// Commits one allowed action; refuses with [`StoreError::Conflict`] when the
     /// operation's version moved.
@@ -239,6 +290,9 @@ pub trait Store: Send + Sync {
     /// Audit rows with `seq` in `from..`, at most `limit`.
     async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
 
+    /// The newest `limit` audit rows in `scope`, newest first.
+    async fn audit_latest(&self, scope: &Scope, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
+
     /// The newest audit `seq` (0 for an empty log): a cheap change marker.
     async fn head_seq(&self) -> Result<i64, StoreError>;
 
@@ -246,7 +300,14 @@ pub trait Store: Send + Sync {
     async fn verify(&self) -> Result<ChainStatus, StoreError>;
 
     /// Everything, for metrics and export.
-    async fn dataset(&self) -> Result<Dataset, StoreError>;
+    async fn dataset(&self) -> Result<Dataset, StoreError> {
+        self.dataset_in(&Scope::Every).await
+    }
+
+    /// Everything in `scope`: its operations and what hangs off them (attempts,
+    /// items, observations, audit rows, expectations, proposals), and every
+    /// contract (contracts belong to no tenant).
+    async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError>;
 
     /// The database login this store is connected as (PostgreSQL's
     /// `session_user`), which is the acting identity there; `None` for a store

@@ -3,9 +3,9 @@
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 
-use super::codec::risk_rank;
-use super::rows::prefix_range;
-use super::{OperationFilter, SortOrder};
+use super::plan::codec::risk_rank;
+use super::plan::rows::prefix_range;
+use super::{OperationFilter, Scope, SortOrder};
 use crate::core::model::State;
 
 /// The held states as an SQL list literal (they are fixed identifiers, not input).
@@ -64,11 +64,7 @@ where
         filter.risks.iter().map(|r| risk_rank(*r)),
     );
     if let Some(visible) = &filter.visible_tenants {
-        if visible.is_empty() {
-            qb.push(" AND 1 = 0");
-        } else {
-            push_in(qb, "o.tenant", visible.iter().cloned());
-        }
+        push_tenants(qb, "o.tenant", &Scope::Tenants(visible.clone()));
     }
     if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
         let (low, high) = prefix_range(search);
@@ -87,5 +83,38 @@ pub fn order_by(sort: SortOrder) -> &'static str {
         SortOrder::Age => " ORDER BY o.state_since_ms, o.id",
         SortOrder::Id => " ORDER BY o.id",
         SortOrder::Deadline => " ORDER BY o.deadline_ms IS NULL, o.deadline_ms, o.id",
+    }
+}
+
+/// Appends ` AND` the tenant scope (G7) over `column`, a tenant column: nothing
+/// for [`Scope::Every`], a condition no row meets for no tenants at all.
+pub fn push_tenants<'a, DB>(qb: &mut QueryBuilder<DB>, column: &str, scope: &Scope)
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    match scope {
+        Scope::Every => {}
+        Scope::Tenants(tenants) if tenants.is_empty() => {
+            qb.push(" AND 1 = 0");
+        }
+        Scope::Tenants(tenants) => push_in(qb, column, tenants.iter().cloned()),
+    }
+}
+
+/// Appends ` AND` the tenant scope (G7) over `column`, an operation id: the rows
+/// of operations in the scope's tenants. Ids that name no operation (the
+/// `holdfast:grants` rows of the audit log) are in [`Scope::Every`] only.
+pub fn push_operations_of<'a, DB>(qb: &mut QueryBuilder<DB>, column: &str, scope: &Scope)
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    if let Scope::Tenants(_) = scope {
+        qb.push(format_args!(
+            " AND {column} IN (SELECT t.id FROM operations t WHERE 1 = 1"
+        ));
+        push_tenants(qb, "t.tenant", scope);
+        qb.push(")");
     }
 }

@@ -29,7 +29,7 @@ use tokio::sync::mpsc;
 
 use crate::core::clock::Clock;
 use crate::core::rules::Actor;
-use crate::store::Store;
+use crate::store::{Session, Store};
 use app::{App, Options};
 use runner::{Input, Runner};
 
@@ -53,8 +53,9 @@ pub async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> 
     let size = terminal.size().context("cannot read the terminal size")?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _input = Input::spawn(tx.clone()).context("cannot read the terminal")?;
-    let poller = runner::spawn_poller(Arc::clone(&store), console.clock, tx.clone());
-    let runner = Runner::new(store, tx);
+    let session = Arc::new(Session::new(store, console.actor.clone()));
+    let poller = runner::spawn_poller(Arc::clone(&session), console.clock, tx.clone());
+    let runner = Runner::new(session, tx);
     let mut app = App::new(
         Options {
             actor: console.actor,

@@ -1,6 +1,6 @@
 //! The effects runner and the two sources of messages besides it: a thread
 //! reading terminal events, and a watcher following the store's live status
-//! ([`Store::watch`], the same on every backend) and the clock. Store
+//! ([`Session::watch`], the same on every backend) and the clock. Store
 //! I/O happens here, on tasks, off the render path; every answer goes back to the
 //! loop as a [`Message`] tagged with the generation of its request.
 
@@ -19,51 +19,35 @@ use super::review::Verdict;
 use crate::core::clock::Clock;
 use crate::core::metrics;
 use crate::review;
-use crate::store::{Store, StoreError};
+use crate::store::{Session, StoreError};
 
 /// How often the watcher reports the time (and the live status with it).
 pub const POLL_EVERY: Duration = Duration::from_millis(500);
 
-/// The newest audit rows, newest first, and the chain's status. With `tenants`
-/// the rows are those of their operations only (G7); the chain is verified whole.
-pub async fn audit_page(
-    store: &dyn Store,
-    tenants: Option<&[String]>,
-) -> Result<AuditPage, StoreError> {
-    let head = store.head_seq().await?;
-    let mut rows = match tenants {
-        None => {
-            let from = head.saturating_sub(i64::try_from(AUDIT_WINDOW).unwrap_or(i64::MAX)) + 1;
-            store.audit(from.max(1), AUDIT_WINDOW).await?
-        }
-        Some(tenants) => {
-            let mut rows = store.dataset().await?.within(tenants).audit;
-            let keep = usize::try_from(AUDIT_WINDOW).unwrap_or(usize::MAX);
-            rows.sort_by_key(|r| r.seq);
-            let skip = rows.len().saturating_sub(keep);
-            rows.split_off(skip)
-        }
-    };
-    rows.reverse();
-    let chain = store.verify().await?;
+/// The newest audit rows the session may see (G7), newest first, and the chain's
+/// status (the chain is verified whole).
+pub async fn audit_page(session: &Session) -> Result<AuditPage, StoreError> {
+    let head = session.head_seq().await?;
+    let rows = session.audit_latest(AUDIT_WINDOW).await?;
+    let chain = session.verify().await?;
     Ok(AuditPage { rows, head, chain })
 }
 
-/// Runs one effect against `store` and returns the message answering it (`None`
-/// for [`Effect::Quit`], which the loop handles itself).
-pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
+/// Runs one effect through `session` and returns the message answering it (`None`
+/// for [`Effect::Quit`], which the loop handles itself). Every read is the
+/// session's, in its tenants; the actor and tenants an effect names are the
+/// console's own and are not consulted.
+pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
     match effect {
         Effect::List { generation, query } => {
             let counts = async {
                 match &query.counts {
-                    Some(filter) => store.counts(filter, query.now).await.map(Some),
+                    Some(filter) => session.counts(filter, query.now).await.map(Some),
                     None => Ok(None),
                 }
             };
-            let (listing, counts) = tokio::join!(
-                store.list(&query.filter, query.sort, query.page, query.now),
-                counts
-            );
+            let (listing, counts) =
+                tokio::join!(session.list(&query.filter, query.sort, query.page), counts);
             let result = match (listing, counts) {
                 (Ok((rows, total)), Ok(counts)) => Ok(Listing {
                     rows,
@@ -81,7 +65,7 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
             })
         }
         Effect::Load { generation, id } => {
-            let result = store.detail(id).await.map(Box::new).map_err(|e| {
+            let result = session.detail(id).await.map(Box::new).map_err(|e| {
                 tracing::warn!(error = %e, %id, "loading an operation failed");
                 e.to_string()
             });
@@ -92,19 +76,13 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
         }
         Effect::Metrics {
             generation,
-            tenants,
+            tenants: _,
             now,
         } => {
-            let result = store
+            let result = session
                 .dataset()
                 .await
-                .map(|data| {
-                    let data = match tenants {
-                        Some(tenants) => data.within(tenants),
-                        None => data,
-                    };
-                    Box::new(metrics::report(&data, *now))
-                })
+                .map(|data| Box::new(metrics::report(&data, *now)))
                 .map_err(|e| {
                     tracing::warn!(error = %e, "computing the metrics failed");
                     e.to_string()
@@ -116,15 +94,12 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
         }
         Effect::Audit {
             generation,
-            tenants,
+            tenants: _,
         } => {
-            let result = audit_page(store, tenants.as_deref())
-                .await
-                .map(Box::new)
-                .map_err(|e| {
-                    tracing::warn!(error = %e, "reading the audit log failed");
-                    e.to_string()
-                });
+            let result = audit_page(session).await.map(Box::new).map_err(|e| {
+                tracing::warn!(error = %e, "reading the audit log failed");
+                e.to_string()
+            });
             Some(Message::Audit {
                 generation: *generation,
                 result,
@@ -140,13 +115,12 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
             generation,
             id,
             action,
-            actor,
+            actor: _,
             rationale,
             expected,
             now,
         } => {
-            let result =
-                review::apply(store, id, action, actor, rationale, Some(*expected), *now).await;
+            let result = review::apply(session, id, action, rationale, Some(*expected), *now).await;
             if let Err(e) = &result {
                 tracing::info!(error = %e, %id, "review not applied");
             }
@@ -158,10 +132,10 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
         Effect::SelectAll {
             generation,
             filter,
-            actor,
-            now,
+            actor: _,
+            now: _,
         } => {
-            let result = review::select(store, filter, actor, *now)
+            let result = review::select(session, filter)
                 .await
                 .map(|details| details.into_iter().map(|d| d.row.operation.id).collect())
                 .map_err(|e| {
@@ -176,13 +150,13 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
         Effect::BulkLoad {
             generation,
             ids,
-            actor,
+            actor: _,
         } => {
             let mut selection = Vec::with_capacity(ids.len());
             let mut missing = Vec::new();
             let mut failed = None;
             for id in ids {
-                match review::load(store, id, actor).await {
+                match review::load(session, id).await {
                     Ok(detail) => selection.push(detail),
                     Err(e @ review::ReviewError::Store(_)) => {
                         tracing::warn!(error = %e, %id, "reading a marked operation failed");
@@ -201,11 +175,11 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
             generation,
             selection,
             action,
-            actor,
+            actor: _,
             rationale,
             now,
         } => {
-            let results = review::triage_apply(store, selection, action, actor, rationale, *now)
+            let results = review::triage_apply(session, selection, action, rationale, *now)
                 .await
                 .into_iter()
                 .map(|(line, result)| {
@@ -226,13 +200,13 @@ pub async fn perform(store: &dyn Store, effect: &Effect) -> Option<Message> {
 
 /// Spawns effects on tasks whose answers come back on the message channel.
 pub struct Runner {
-    store: Arc<dyn Store>,
+    session: Arc<Session>,
     tx: UnboundedSender<Message>,
 }
 
 impl Runner {
-    pub fn new(store: Arc<dyn Store>, tx: UnboundedSender<Message>) -> Self {
-        Runner { store, tx }
+    pub fn new(session: Arc<Session>, tx: UnboundedSender<Message>) -> Self {
+        Runner { session, tx }
     }
 
     /// Starts `effect`; returns `false` for [`Effect::Quit`].
@@ -240,10 +214,10 @@ impl Runner {
         if effect == Effect::Quit {
             return false;
         }
-        let store = Arc::clone(&self.store);
+        let session = Arc::clone(&self.session);
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            if let Some(message) = perform(store.as_ref(), &effect).await {
+            if let Some(message) = perform(&session, &effect).await {
                 let _ = tx.send(message);
             }
         });
@@ -251,13 +225,13 @@ impl Runner {
     }
 }
 
-/// Follows [`Store::watch`]: reports the live status whenever it moves (a
+/// Follows [`Session::watch`]: reports the live status whenever it moves (a
 /// change committed by anyone, the connection lost or back) and every
 /// [`POLL_EVERY`] with the time now. When the store cannot be watched at all the
 /// error is reported and watching is tried again on the next tick. Ends when the
 /// console stops listening.
 pub fn spawn_poller(
-    store: Arc<dyn Store>,
+    session: Arc<Session>,
     clock: Clock,
     tx: UnboundedSender<Message>,
 ) -> JoinHandle<()> {
@@ -269,7 +243,7 @@ pub fn spawn_poller(
             let live = match &mut watching {
                 None => {
                     ticks.tick().await;
-                    match store.watch().await {
+                    match session.watch().await {
                         Ok(mut rx) => {
                             let live = Ok(*rx.borrow_and_update());
                             watching = Some(rx);

@@ -9,7 +9,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
 use holdfast::core::clock::parse_instant;
 use holdfast::core::rules::Actor;
-use holdfast::store::{IngestMode, Link, Live, Store};
+use holdfast::store::{IngestMode, Link, Live, Session, Store};
 use holdfast::tui::app::{App, Effect, Message, Options};
 use holdfast::tui::runner::perform;
 use holdfast::tui::view;
@@ -125,8 +125,8 @@ impl Harness {
                 }
                 _ => {}
             }
-            let store = self.store();
-            if let Some(message) = perform(store.as_ref(), &effect).await {
+            let session = Session::new(self.store(), self.app.actor.clone());
+            if let Some(message) = perform(&session, &effect).await {
                 queue.extend(self.app.update(message));
             }
         }

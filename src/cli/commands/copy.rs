@@ -5,7 +5,7 @@
 
 use clap::Args;
 
-use super::{Failure, exit};
+use crate::cli::{Failure, exit};
 use crate::core::audit::ChainStatus;
 use crate::store::Location;
 
@@ -43,7 +43,7 @@ pub async fn run(args: CopyArgs) -> anyhow::Result<u8> {
     if from == to {
         return Err(Failure::new(exit::BAD_INPUT, "--from and --to name the same store").into());
     }
-    let source = from.open().await?;
+    let source = crate::cli::open_existing(&from).await?;
     let (rows, head) = intact(source.verify().await?, &from)?;
     let target = to.open().await?;
     let report = target.load_from(source.as_ref()).await?;

@@ -4,7 +4,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Context, exit};
+use crate::cli::{Context, exit};
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::ids::OperationId;
 use crate::core::metrics::{self, Report};
@@ -13,17 +13,17 @@ use crate::core::sanitize::sanitize;
 /// Computes the report over the tenants the acting identity sees (the whole store
 /// in single-user mode, G7) at the context's clock and prints it.
 pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let mut data = store.dataset().await?;
-    if let Some(tenants) = actor.visible_tenants() {
-        data = data.within(&tenants);
-    }
-    let report = metrics::report(&data, ctx.now());
+    let session = ctx.session().await?;
+    let actor = session.actor();
+    let report = metrics::report(&session.dataset().await?, ctx.now());
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        print!("{}{}", super::render::actor_header(&actor), render(&report));
+        print!(
+            "{}{}",
+            crate::cli::render::actor_header(actor),
+            render(&report)
+        );
     }
     Ok(exit::OK)
 }

@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::codec::{encode, ms, observe_order, risk_rank};
-use super::ingest_plan::{History, Known, Plan};
+use super::ingest::{History, Known, Plan};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Operation, Role, State};

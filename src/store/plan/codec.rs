@@ -4,13 +4,13 @@
 
 use chrono::{DateTime, TimeZone, Utc};
 
-use super::StoreError;
 use crate::core::audit::{AuditDraft, AuditRow};
 use crate::core::clock::parse_instant;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
     Attempt, Contract, Expectation, Item, Observation, Operation, Risk, Role, State,
 };
+use crate::store::StoreError;
 use crate::wire::{Record, parse_line, write_line};
 
 /// Milliseconds since the epoch, the unit of every ordering column.

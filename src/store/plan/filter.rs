@@ -3,8 +3,8 @@
 //! terms over state, tenant, owner, failure mode and risk, parsed into the store's
 //! [`OperationFilter`] and described back in one line that stays on screen.
 
-use super::OperationFilter;
 use crate::core::model::{FailureMode, Risk, State};
+use crate::store::OperationFilter;
 
 /// The filter fields the console knows, for the prompt and errors.
 pub const FIELDS: &str = "state, tenant, owner, mode, risk";

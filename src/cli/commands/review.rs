@@ -9,14 +9,14 @@ use clap::{Args, ValueEnum};
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use super::{Context, Failure, exit, parse_id, parse_now, render};
+use crate::cli::{Context, Failure, exit, parse_id, parse_now, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
 use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
 use crate::core::triage;
 use crate::review::{self as service, ReviewError};
-use crate::store::{OperationFilter, Store};
+use crate::store::OperationFilter;
 use crate::wire::Record;
 
 /// `holdfast review`.
@@ -424,13 +424,11 @@ async fn one(
 ) -> anyhow::Result<u8> {
     let actions = actions(kind, args, Some(&id))?;
     let rationale = rationale(args)?;
-    let store = ctx.open_store().await?;
-    let store = store.as_ref();
-    let actor = ctx.actor(store).await?;
+    let session = ctx.session().await?;
     let now = ctx.now();
     for (n, action) in actions.iter().enumerate() {
         if args.dry_run {
-            match service::preview(store, &id, action, &actor, &rationale, now).await {
+            match service::preview(&session, &id, action, &rationale, now).await {
                 Ok((_, effect)) => {
                     if args.json {
                         println!(
@@ -446,7 +444,7 @@ async fn one(
             continue;
         }
         let expected = if n == 0 { args.expected_version } else { None };
-        match service::apply(store, &id, action, &actor, &rationale, expected, now).await {
+        match service::apply(&session, &id, action, &rationale, expected, now).await {
             Ok(applied) => {
                 if args.json {
                     println!(
@@ -492,16 +490,13 @@ async fn bulk(
         .pop()
         .ok_or_else(|| Failure::bad_input("no action"))?;
     let rationale = rationale(args)?;
-    let store = ctx.open_store().await?;
-    let store = store.as_ref();
-    let actor = ctx.actor(store).await?;
+    let session = ctx.session().await?;
+    let actor = session.actor();
     let now = ctx.now();
-    let selection = service::select(store, &filter, &actor, now)
-        .await
-        .map_err(failure)?;
+    let selection = service::select(&session, &filter).await.map_err(failure)?;
     let described = crate::store::filter::describe(&filter);
     if args.dry_run {
-        let lines = triage::dry_run(&selection, &action, &actor, &rationale, now);
+        let lines = triage::dry_run(&selection, &action, actor, &rationale, now);
         if args.json {
             println!(
                 "{}",
@@ -512,7 +507,7 @@ async fn bulk(
         }
         return Ok(exit::OK);
     }
-    let results = service::triage_apply(store, &selection, &action, &actor, &rationale, now).await;
+    let results = service::triage_apply(&session, &selection, &action, &rationale, now).await;
     let all_applied = results.iter().all(|(_, r)| r.is_ok());
     if args.json {
         let rows: Vec<serde_json::Value> = results
@@ -551,10 +546,10 @@ pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Resul
         role: args.role,
         tenant: args.tenant,
     };
-    let store = ctx.open_store().await?;
-    let by = ctx.own_name(store.as_ref(), "a grant change").await?;
+    let session = ctx.session().await?;
+    let by = crate::cli::own_name(session.actor(), "a grant change")?;
     let result = service::change_grant(
-        store.as_ref(),
+        &session,
         &by,
         ctx.config.policy.clone(),
         &request,
@@ -585,21 +580,17 @@ pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Resul
 
 /// `holdfast grants`: the grants on the tenants the acting identity sees.
 pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let all = store.grants().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let shown: Vec<_> = all
-        .iter()
-        .filter(|g| actor.sees(&g.tenant))
-        .cloned()
-        .collect();
+    let session = ctx.session().await?;
+    let actor = session.actor();
+    let shown = session.grants().await?;
+    let single_user = actor.single_user();
     if json {
         println!("{}", serde_json::to_string_pretty(&shown)?);
     } else {
         print!(
             "{}{}",
-            render::actor_header(&actor),
-            render::grants(&shown, all.is_empty())
+            render::actor_header(actor),
+            render::grants(&shown, single_user)
         );
     }
     Ok(exit::OK)
@@ -607,19 +598,18 @@ pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
 
 /// `holdfast export`.
 pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let store: &dyn Store = store.as_ref();
-    let actor = ctx.actor(store).await?;
+    let session = ctx.session().await?;
+    let actor = session.actor();
     let now = ctx.now();
     let details = match (&args.filter, args.ids.is_empty()) {
-        (Some(text), _) => service::select(store, &selection_filter(text)?, &actor, now)
+        (Some(text), _) => service::select(&session, &selection_filter(text)?)
             .await
             .map_err(failure)?,
         (None, false) => {
             let mut details = Vec::with_capacity(args.ids.len());
             for id in &args.ids {
                 details.push(
-                    service::load(store, &parse_id(id)?, &actor)
+                    service::load(&session, &parse_id(id)?)
                         .await
                         .map_err(failure)?,
                 );
@@ -632,7 +622,7 @@ pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
             ));
         }
     };
-    let export = crate::core::export::build(&details, &actor, now);
+    let export = crate::core::export::build(&details, actor, now);
     let text = match args.format {
         ExportFormat::Json => format!("{}\n", serde_json::to_string_pretty(&export)?),
         ExportFormat::Markdown => crate::core::export::markdown(&export),

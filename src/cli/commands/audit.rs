@@ -1,0 +1,105 @@
+//! `holdfast audit verify` and `holdfast audit digest`: walk the chain, compare
+//! it with a saved head, or print the head to keep elsewhere.
+
+use std::io::Write as _;
+
+use anyhow::Context as _;
+
+use crate::cli::{AuditCommand, Context, Failure, exit};
+use crate::core::audit::ChainStatus;
+use crate::core::ids::Sha256;
+
+/// A saved chain head: `SEQ HASH`.
+fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read digest file {}", path.display()))?;
+    let mut parts = text.split_whitespace();
+    let bad = || {
+        Failure::new(
+            exit::BAD_INPUT,
+            format!(
+                "digest file {}: expected `SEQ HASH` as printed by `holdfast audit digest`",
+                path.display()
+            ),
+        )
+    };
+    let seq = parts.next().and_then(|s| s.parse().ok()).ok_or_else(bad)?;
+    let hash = parts
+        .next()
+        .and_then(|h| Sha256::parse(h).ok())
+        .ok_or_else(bad)?;
+    Ok((seq, hash))
+}
+
+pub async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
+    let session = ctx.session().await?;
+    match command {
+        AuditCommand::Digest { json } => {
+            let status = session.verify().await?;
+            match status {
+                ChainStatus::Intact { rows, head } => {
+                    let (seq, hash) = head.map_or((0, crate::core::audit::genesis()), |h| h);
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::json!({"seq": seq, "hash": hash, "rows": rows})
+                        );
+                    } else {
+                        println!("{seq} {hash}");
+                    }
+                    Ok(exit::OK)
+                }
+                ChainStatus::Broken { seq, reason } => Err(Failure::new(
+                    exit::INTEGRITY,
+                    format!("audit chain broken at seq {seq}: {reason}; no digest printed"),
+                )
+                .into()),
+            }
+        }
+        AuditCommand::Verify { digest, json } => {
+            let status = session.verify().await?;
+            let saved = digest.as_deref().map(read_digest).transpose()?;
+            let mut verdict = match &status {
+                ChainStatus::Intact { rows, head } => Ok(format!(
+                    "audit chain intact: {rows} rows, head {}",
+                    head.as_ref()
+                        .map_or_else(|| "empty".into(), |(s, h)| format!("{s} {h}"))
+                )),
+                ChainStatus::Broken { seq, reason } => {
+                    Err(format!("audit chain broken at seq {seq}: {reason}"))
+                }
+            };
+            if let (Some((seq, hash)), Ok(_)) = (&saved, &verdict) {
+                match session.chain_link_from(*seq).await? {
+                    Some((found, link)) if found == *seq && &link == hash => {}
+                    Some(_) => {
+                        verdict = Err(format!(
+                            "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"
+                        ))
+                    }
+                    None => {
+                        verdict = Err(format!(
+                            "the saved digest names seq {seq}, which the chain no longer has (rows were removed)"
+                        ))
+                    }
+                }
+            }
+            if json {
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    serde_json::json!({"status": status, "digest_checked": saved.is_some(), "ok": verdict.is_ok()})
+                );
+            }
+            match verdict {
+                Ok(text) => {
+                    if !json {
+                        println!("{text}");
+                    }
+                    Ok(exit::OK)
+                }
+                Err(text) => Err(Failure::new(exit::INTEGRITY, text).into()),
+            }
+        }
+    }
+}

@@ -1,0 +1,37 @@
+//! `holdfast ingest`: wire records from a file or stdin into the store, with a
+//! summary and, in quarantine mode, a rejects file.
+
+use std::path::PathBuf;
+
+use crate::cli::{Context, exit};
+
+pub async fn ingest(
+    ctx: &Context,
+    source: &str,
+    rejects: Option<PathBuf>,
+    json: bool,
+) -> anyhow::Result<u8> {
+    let store = ctx.create_store().await?;
+    let by = ctx.own_name(store.as_ref(), "ingest").await?;
+    let source = if source == "-" {
+        crate::ingest::Source::Stdin
+    } else {
+        crate::ingest::Source::Path(PathBuf::from(source))
+    };
+    let outcome =
+        crate::ingest::ingest_source(store.as_ref(), source, rejects.as_deref(), &by, ctx.now())
+            .await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&outcome)?);
+    } else {
+        for error in outcome.errors() {
+            eprintln!("{error}");
+        }
+        eprintln!("{}", outcome.summary());
+    }
+    Ok(if outcome.refused() && outcome.rejects_file.is_none() {
+        exit::BAD_INPUT
+    } else {
+        exit::OK
+    })
+}

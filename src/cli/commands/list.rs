@@ -1,0 +1,85 @@
+//! `holdfast list`: one page of operations under a filter, as a table or JSON.
+
+use crate::cli::{Context, Failure, ListArgs, SortArg, exit, render};
+use crate::core::model::{FailureMode, Risk, State};
+use crate::store::{OperationFilter, Page, SortOrder};
+
+fn parse_list<T>(
+    values: &[String],
+    what: &str,
+    parse: fn(&str) -> Option<T>,
+    expected: String,
+) -> anyhow::Result<Vec<T>> {
+    values
+        .iter()
+        .map(|v| {
+            parse(v).ok_or_else(|| {
+                Failure::bad_input(format!("--{what} {v}: must be one of: {expected}"))
+            })
+        })
+        .collect()
+}
+
+pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
+    let (queue, states) = match args
+        .state
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
+        [] | ["held"] => (true, Vec::new()),
+        ["all"] => (false, Vec::new()),
+        _ => (
+            false,
+            parse_list(
+                &args.state,
+                "state",
+                State::parse,
+                format!("held, all, {}", State::expected()),
+            )?,
+        ),
+    };
+    let filter = OperationFilter {
+        queue,
+        states,
+        tenants: args.tenant.clone(),
+        owners: args.owner.clone(),
+        modes: parse_list(
+            &args.mode,
+            "mode",
+            FailureMode::parse,
+            FailureMode::expected(),
+        )?,
+        risks: parse_list(&args.risk, "risk", Risk::parse, Risk::expected())?,
+        search: args.search.clone(),
+        ..OperationFilter::default()
+    };
+    let sort = match args.sort {
+        SortArg::Urgency => SortOrder::Urgency,
+        SortArg::Age => SortOrder::Age,
+        SortArg::Id => SortOrder::Id,
+        SortArg::Deadline => SortOrder::Deadline,
+    };
+    let session = ctx.session().await?;
+    let actor = session.actor();
+    let page = Page {
+        offset: args.offset,
+        limit: args.limit.clamp(1, 10_000),
+    };
+    let (rows, total) = session.list(&filter, sort, page).await?;
+    if args.json {
+        let ops: Vec<serde_json::Value> = rows
+            .iter()
+            .map(|r| crate::wire::to_value(&crate::wire::Record::Operation(r.operation.clone())))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&ops)?);
+    } else {
+        print!(
+            "{}{}",
+            render::actor_header(actor),
+            render::list(&rows, total, ctx.now())
+        );
+    }
+    Ok(exit::OK)
+}

@@ -1,0 +1,11 @@
+//! The commands' bodies, one command (or a tight group) per file; their
+//! arguments are defined with the rest of the command line in [`super`].
+
+pub mod audit;
+pub mod console;
+pub mod copy;
+pub mod ingest;
+pub mod list;
+pub mod report;
+pub mod review;
+pub mod show;

@@ -1,0 +1,109 @@
+//! Copying: one page of a table's rows as stored, and filling an empty store
+//! with everything another one holds, in one transaction.
+
+use sqlx::{AssertSqlSafe, QueryBuilder, Row};
+
+use super::db;
+use crate::store::plan::copy::{Cell, ColumnKind, CopyReport, TABLES, Table};
+use crate::store::{Store, StoreError};
+
+shared! {
+    impl {
+        /// Reads one page of a table's rows, every column as a cell.
+        pub(super) async fn table_page(
+            &self,
+            table: &Table,
+            offset: i64,
+            limit: i64,
+        ) -> Result<Vec<Vec<Cell>>, StoreError> {
+            let sql = format!(
+                "SELECT {} FROM {} ORDER BY {} LIMIT $1 OFFSET $2",
+                table.column_list(),
+                table.name,
+                table.order
+            );
+            let rows = sqlx::query(AssertSqlSafe(sql))
+                .bind(limit)
+                .bind(offset)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    table
+                        .columns
+                        .iter()
+                        .map(|(name, kind)| match kind {
+                            ColumnKind::Int => row.try_get(*name).map(Cell::Int),
+                            ColumnKind::Text => row.try_get(*name).map(Cell::Text),
+                        })
+                        .collect::<Result<Vec<_>, _>>()
+                        .map_err(db::<DB>)
+                })
+                .collect()
+        }
+
+        /// Inserts rows of a table exactly as they are.
+        pub(super) async fn insert_cells(
+            conn: &mut DB::Connection,
+            table: &Table,
+            rows: Vec<Vec<Cell>>,
+        ) -> Result<(), StoreError> {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "INSERT INTO {} ({}) ",
+                table.name,
+                table.column_list()
+            ));
+            qb.push_values(rows, |mut values, row| {
+                for cell in row {
+                    match cell {
+                        Cell::Int(value) => values.push_bind(value),
+                        Cell::Text(value) => values.push_bind(value),
+                    };
+                }
+            });
+            qb.build().execute(&mut *conn).await.map_err(db::<DB>)?;
+            Ok(())
+        }
+
+        pub(super) async fn copy_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
+            const PAGE: u64 = 500;
+            let (mut tx, head) = self.begin_write().await?;
+            let operations: i64 = sqlx::query("SELECT count(*) AS n FROM operations")
+                .fetch_one(&mut *tx)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            if head.seq > 0 || operations > 0 {
+                tx.rollback().await.map_err(db::<DB>)?;
+                return Err(StoreError::Other(format!(
+                    "{} already holds data; copy into a new, empty store",
+                    self.location
+                )));
+            }
+            let mut report = CopyReport::default();
+            for table in TABLES {
+                let mut copied = 0;
+                loop {
+                    let rows = source.table_rows(table, copied, PAGE).await?;
+                    let n = rows.len() as u64;
+                    Self::insert_cells(&mut tx, table, rows).await?;
+                    copied += n;
+                    if n < PAGE {
+                        break;
+                    }
+                }
+                report.tables.push((table.name, copied));
+            }
+            if let Some(sql) = DB::AFTER_COPY {
+                sqlx::query(sql).execute(&mut *tx).await.map_err(db::<DB>)?;
+            }
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(report)
+        }
+    }
+}

@@ -1,0 +1,353 @@
+//! The store logic both backends share, written once over sqlx's `Database`: every
+//! query is plain SQL that means the same on SQLite and PostgreSQL (numbered `$n`
+//! parameters, `CASE` instead of boolean arithmetic, `string_agg`), over the same
+//! tables and columns. What differs — opening, the write lock, the chain head,
+//! error words, live updates — each backend says through [`Backend`]. This file
+//! holds that seam, the store type, the shared row plumbing and the [`Store`]
+//! impl, which routes each call to its concern: `migrate`, `read`, `write` and
+//! `copy`.
+
+use std::fmt;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use sqlx::query_builder::Separated;
+use sqlx::{Database, Pool, QueryBuilder, Row};
+use tokio::sync::{OnceCell, watch};
+
+use super::plan::codec;
+use super::plan::copy::{Cell, CopyReport, Table};
+use super::{
+    IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store,
+    StoreError,
+};
+use crate::core::access::GrantChange;
+use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
+use crate::core::rules::Commit;
+use crate::wire::Numbered;
+
+pub use migrate::known_schema;
+
+/// What one backend says differently. Everything else is shared.
+pub trait Backend: Database {
+    /// Migrations compiled into the binary: (version, name, SQL).
+    const MIGRATIONS: &'static [(i64, &'static str, &'static str)];
+    /// The statement that opens a write transaction.
+    const BEGIN_WRITE: &'static str;
+    /// Reads the chain head (`seq`, `hash`; no row for an empty chain) as the first
+    /// statement of every write transaction. Where the head is a row of its own,
+    /// this locks it, so writers take turns from here on.
+    const HEAD: &'static str;
+    /// Appended to a `SELECT` whose rows the transaction is about to change.
+    const FOR_UPDATE: &'static str;
+    /// Run after a copy wrote explicit proposal ids, so new ones follow them.
+    const AFTER_COPY: Option<&'static str>;
+    /// Reads the database login a connection was authenticated as (a text column
+    /// `login`), where the backend has logins; `None` where it has none.
+    const LOGIN: Option<&'static str>;
+
+    /// Maps the errors this backend reports in its own terms; `None` leaves the
+    /// error to the shared mapping.
+    fn classify(error: &sqlx::Error) -> Option<StoreError>;
+
+    /// Starts telling `Live` changes to the returned receiver, beginning at
+    /// `head`. The work stops when every receiver is gone.
+    fn spawn_watch(pool: Pool<Self>, head: i64) -> watch::Receiver<Live>;
+}
+
+/// Maps a driver error into words a reviewer can act on.
+pub(crate) fn db<DB: Backend>(error: sqlx::Error) -> StoreError {
+    if let Some(mapped) = DB::classify(&error) {
+        return mapped;
+    }
+    tracing::error!(%error, backend = DB::NAME, "database error");
+    match &error {
+        sqlx::Error::Database(e) if e.message().contains("append-only") => StoreError::Other(
+            "the audit log is append-only; the database refused the change".into(),
+        ),
+        sqlx::Error::Database(e) => {
+            StoreError::Other(format!("the database refused the request: {}", e.message()))
+        }
+        sqlx::Error::Io(_)
+        | sqlx::Error::Tls(_)
+        | sqlx::Error::PoolTimedOut
+        | sqlx::Error::PoolClosed
+        | sqlx::Error::WorkerCrashed => StoreError::Unavailable(error.to_string()),
+        sqlx::Error::ColumnNotFound(_)
+        | sqlx::Error::ColumnDecode { .. }
+        | sqlx::Error::Decode(_)
+        | sqlx::Error::TypeNotFound { .. } => {
+            codec::corrupt("a stored value does not have the shape this holdfast expects".into())
+        }
+        _ => StoreError::Other(
+            "the database connection failed unexpectedly; the details are in the log file \
+             (`holdfast --help` shows where)"
+                .into(),
+        ),
+    }
+}
+
+/// The newest committed audit `seq`, 0 for an empty log.
+pub(crate) const HEAD_SEQ: &str = "SELECT COALESCE(MAX(seq), 0) AS seq FROM audit";
+
+/// Tells watchers `live`, unless it is what they already hold.
+pub(crate) fn publish(tx: &watch::Sender<Live>, live: Live) {
+    tx.send_if_modified(|current| {
+        let changed = *current != live;
+        *current = live;
+        changed
+    });
+}
+
+/// A store on one backend. Cloning shares the pool.
+pub struct SqlStore<DB: Database> {
+    pub(crate) pool: Pool<DB>,
+    pub(crate) location: String,
+    live: Arc<OnceCell<watch::Receiver<Live>>>,
+}
+
+impl<DB: Database> Clone for SqlStore<DB> {
+    fn clone(&self) -> Self {
+        SqlStore {
+            pool: self.pool.clone(),
+            location: self.location.clone(),
+            live: Arc::clone(&self.live),
+        }
+    }
+}
+
+impl<DB: Database> fmt::Debug for SqlStore<DB> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SqlStore")
+            .field("backend", &DB::NAME)
+            .field("location", &self.location)
+            .finish_non_exhaustive()
+    }
+}
+
+impl<DB: Database> SqlStore<DB> {
+    /// The pool, for tests that must reach behind the store (tamper checks).
+    pub fn pool(&self) -> &Pool<DB> {
+        &self.pool
+    }
+}
+
+/// Bound parameters per multi-row statement: under SQLite's limit (32,766) and
+/// PostgreSQL's (65,535).
+const PARAMS_PER_STATEMENT: usize = 30_000;
+
+/// The chain head inside a write transaction.
+struct Head {
+    seq: i64,
+    hash: Sha256,
+}
+
+const AUDIT_COLUMNS: &str = "seq, operation, action, from_state, to_state, by_identity, role, \
+     policy, on_behalf_of, rationale, evidence, at, prev_hash, hash";
+
+/// Opens an `impl` block over [`SqlStore`] for every backend, with the driver
+/// bounds the shared SQL needs written here once: `shared! { impl { … } }` for
+/// the inherent methods of one concern (each file has its own block), and
+/// `shared! { #[async_trait] impl Store { … } }` for the trait.
+macro_rules! shared {
+    ($(#[$attr:meta])* impl $($tr:path)? { $($body:tt)* }) => {
+        $(#[$attr])*
+        impl<DB> $($tr for)? $crate::store::engine::SqlStore<DB>
+        where
+            DB: $crate::store::engine::Backend,
+            for<'c> &'c mut DB::Connection: ::sqlx::Executor<'c, Database = DB>,
+            DB::Connection: ::sqlx::migrate::Migrate,
+            DB::Arguments: ::sqlx::IntoArguments<DB>,
+            for<'s> &'s str: ::sqlx::ColumnIndex<DB::Row>,
+            str: ::sqlx::Type<DB>,
+            for<'q> &'q str: ::sqlx::Encode<'q, DB>,
+            for<'q> String: ::sqlx::Encode<'q, DB> + ::sqlx::Decode<'q, DB> + ::sqlx::Type<DB>,
+            for<'q> i64: ::sqlx::Encode<'q, DB> + ::sqlx::Decode<'q, DB> + ::sqlx::Type<DB>,
+            for<'q> bool: ::sqlx::Decode<'q, DB> + ::sqlx::Type<DB>,
+            for<'q> Option<String>: ::sqlx::Encode<'q, DB>,
+            for<'q> Option<&'q str>: ::sqlx::Encode<'q, DB>,
+            for<'q> Option<i64>: ::sqlx::Encode<'q, DB>,
+        {
+            $($body)*
+        }
+    };
+}
+
+mod copy;
+mod migrate;
+mod read;
+mod write;
+
+shared! {
+    impl {
+        /// Inserts rows in multi-row statements; `push` binds one row's values.
+        pub(super) async fn insert_many<T>(
+            conn: &mut DB::Connection,
+            prefix: &'static str,
+            columns: usize,
+            rows: &[T],
+            push: fn(&mut Separated<'_, DB, &'static str>, &T),
+        ) -> Result<(), StoreError> {
+            Self::insert_many_then(conn, prefix, "", columns, rows, push).await
+        }
+
+        /// [`Self::insert_many`] with `suffix` after each statement's values.
+        pub(super) async fn insert_many_then<T>(
+            conn: &mut DB::Connection,
+            prefix: &'static str,
+            suffix: &'static str,
+            columns: usize,
+            rows: &[T],
+            push: fn(&mut Separated<'_, DB, &'static str>, &T),
+        ) -> Result<(), StoreError> {
+            for part in rows.chunks((PARAMS_PER_STATEMENT / columns).max(1)) {
+                let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
+                qb.push_values(part, |mut b, row| push(&mut b, row));
+                qb.push(suffix);
+                qb.build().execute(&mut *conn).await.map_err(db::<DB>)?;
+            }
+            Ok(())
+        }
+
+        /// Runs `SELECT … WHERE column IN (…)` over `keys` in chunks, returning every row.
+        pub(super) async fn select_in(
+            conn: &mut DB::Connection,
+            prefix: &'static str,
+            keys: &[String],
+        ) -> Result<Vec<DB::Row>, StoreError> {
+            let mut out = Vec::new();
+            for part in keys.chunks(PARAMS_PER_STATEMENT) {
+                let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
+                qb.push(" (");
+                let mut list = qb.separated(", ");
+                for key in part {
+                    list.push_bind(key.clone());
+                }
+                list.push_unseparated(")");
+                out.extend(qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?);
+            }
+            Ok(out)
+        }
+
+        pub(super) fn text(row: &DB::Row, column: &str) -> Result<String, StoreError> {
+            row.try_get(column).map_err(db::<DB>)
+        }
+    }
+}
+
+shared! {
+    #[async_trait]
+    impl Store {
+        fn location(&self) -> String {
+            self.location.clone()
+        }
+
+        async fn ingest(
+            &self,
+            records: Vec<Numbered>,
+            mode: IngestMode,
+            by: &str,
+            now: DateTime<Utc>,
+        ) -> Result<IngestReport, StoreError> {
+            self.write_ingest(records, mode, by, now).await
+        }
+
+        async fn list(
+            &self,
+            filter: &OperationFilter,
+            sort: SortOrder,
+            page: Page,
+        ) -> Result<(Vec<OperationRow>, u64), StoreError> {
+            self.read_list(filter, sort, page).await
+        }
+
+        async fn counts(
+            &self,
+            filter: &OperationFilter,
+            now: DateTime<Utc>,
+        ) -> Result<QueueCounts, StoreError> {
+            self.read_counts(filter, now).await
+        }
+
+        async fn detail_in(
+            &self,
+            scope: &Scope,
+            id: &OperationId,
+        ) -> Result<OperationDetail, StoreError> {
+            self.read_detail(scope, id).await
+        }
+
+        async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
+            self.write_commit(commit).await
+        }
+
+        async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
+            self.read_audit(from, limit).await
+        }
+
+        async fn audit_latest(
+            &self,
+            scope: &Scope,
+            limit: u64,
+        ) -> Result<Vec<AuditRow>, StoreError> {
+            self.read_audit_latest(scope, limit).await
+        }
+
+        async fn head_seq(&self) -> Result<i64, StoreError> {
+            self.read_head_seq().await
+        }
+
+        async fn verify(&self) -> Result<ChainStatus, StoreError> {
+            self.read_verify().await
+        }
+
+        async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError> {
+            self.read_dataset(scope).await
+        }
+
+        async fn login(&self) -> Result<Option<String>, StoreError> {
+            self.read_login().await
+        }
+
+        async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            Self::all_grants(&mut conn).await
+        }
+
+        async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
+            self.write_grant(change).await
+        }
+
+        async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {
+            let receiver = self
+                .live
+                .get_or_try_init(|| async {
+                    let head = self.read_head_seq().await?;
+                    Ok::<_, StoreError>(DB::spawn_watch(self.pool.clone(), head))
+                })
+                .await?;
+            Ok(receiver.clone())
+        }
+
+        async fn table_rows(
+            &self,
+            table: &'static Table,
+            offset: u64,
+            limit: u64,
+        ) -> Result<Vec<Vec<Cell>>, StoreError> {
+            self.table_page(
+                table,
+                i64::try_from(offset).unwrap_or(i64::MAX),
+                i64::try_from(limit).unwrap_or(i64::MAX),
+            )
+            .await
+        }
+
+        async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
+            self.copy_from(source).await
+        }
+    }
+}

@@ -1,0 +1,621 @@
+//! Reading: listings and queue counts under a filter, one operation's detail,
+//! the audit log and its verification, the whole dataset, grants and the login.
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, QueryBuilder, Row};
+
+use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
+use crate::core::audit::{AuditRow, ChainStatus, ChainVerifier};
+use crate::core::ids::OperationId;
+use crate::core::model::{
+    ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
+};
+use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
+use crate::store::sql::{held_states_sql, order_by, push_filter, push_operations_of, push_tenants};
+use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
+
+/// The columns of a listing row, before the filter. The held dependencies a row
+/// names are those in `scope` (G7): another tenant's hold is not shown.
+fn row_select<'a, DB>(scope: &Scope) -> QueryBuilder<DB>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let held = held_states_sql();
+    let mut qb = QueryBuilder::new(format!(
+        "SELECT o.id, o.state, o.owner, o.next_observation_ms, o.version, o.state_since_ms, o.wire, \
+         COALESCE(o.max_attempts, c.max_attempts) AS max_attempts, \
+         (SELECT count(*) FROM attempts a WHERE a.operation = o.id AND a.kind = 'request') AS used, \
+         (SELECT string_agg(d.depends_on, ' ') FROM dependencies d \
+            JOIN operations p ON p.id = d.depends_on \
+            WHERE d.operation = o.id AND p.state IN ({held})"
+    ));
+    push_tenants(&mut qb, "p.tenant", scope);
+    qb.push(
+        ") AS held_deps, \
+         EXISTS (SELECT 1 FROM proposals pr WHERE pr.operation = o.id AND pr.status = 'pending') AS pending \
+         FROM operations o LEFT JOIN contracts c ON c.tool = o.tool WHERE 1 = 1",
+    );
+    qb
+}
+
+shared! {
+    impl {
+        pub(super) fn audit_row(row: &DB::Row) -> Result<AuditRow, StoreError> {
+            AuditColumns {
+                seq: row.try_get("seq").map_err(db::<DB>)?,
+                operation: row.try_get("operation").map_err(db::<DB>)?,
+                action: row.try_get("action").map_err(db::<DB>)?,
+                from_state: row.try_get("from_state").map_err(db::<DB>)?,
+                to_state: row.try_get("to_state").map_err(db::<DB>)?,
+                by_identity: row.try_get("by_identity").map_err(db::<DB>)?,
+                role: row.try_get("role").map_err(db::<DB>)?,
+                policy: row.try_get("policy").map_err(db::<DB>)?,
+                on_behalf_of: row.try_get("on_behalf_of").map_err(db::<DB>)?,
+                rationale: row.try_get("rationale").map_err(db::<DB>)?,
+                evidence: row.try_get("evidence").map_err(db::<DB>)?,
+                at: row.try_get("at").map_err(db::<DB>)?,
+                prev_hash: row.try_get("prev_hash").map_err(db::<DB>)?,
+                hash: row.try_get("hash").map_err(db::<DB>)?,
+            }
+            .into_row()
+        }
+
+        pub(super) fn operation_row(row: &DB::Row) -> Result<OperationRow, StoreError> {
+            let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+            let state: String = row.try_get("state").map_err(db::<DB>)?;
+            let owner: String = row.try_get("owner").map_err(db::<DB>)?;
+            let operation = codec::current_operation(
+                &wire,
+                Current {
+                    state: &state,
+                    owner: &owner,
+                    next_observation_ms: row.try_get("next_observation_ms").map_err(db::<DB>)?,
+                },
+            )?;
+            let held_deps: Option<String> = row.try_get("held_deps").map_err(db::<DB>)?;
+            let held_dependencies = held_deps
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(codec::parse_id)
+                .collect::<Result<Vec<_>, _>>()?;
+            let used: i64 = row.try_get("used").map_err(db::<DB>)?;
+            let max: Option<i64> = row.try_get("max_attempts").map_err(db::<DB>)?;
+            Ok(OperationRow {
+                operation,
+                version: row.try_get("version").map_err(db::<DB>)?,
+                attempts_used: u32::try_from(used).unwrap_or(u32::MAX),
+                max_attempts: max.and_then(|m| u32::try_from(m).ok()),
+                state_since: from_ms(row.try_get("state_since_ms").map_err(db::<DB>)?)?,
+                held_dependencies,
+                pending_proposal: row.try_get::<bool, _>("pending").map_err(db::<DB>)?,
+            })
+        }
+
+        pub(super) fn proposal(row: &DB::Row) -> Result<Proposal, StoreError> {
+            let at: String = row.try_get("proposed_at").map_err(db::<DB>)?;
+            let operation: String = row.try_get("operation").map_err(db::<DB>)?;
+            Ok(Proposal {
+                id: row.try_get("id").map_err(db::<DB>)?,
+                operation: codec::parse_id(&operation)?,
+                action: row.try_get("action").map_err(db::<DB>)?,
+                proposed_by: row.try_get("proposed_by").map_err(db::<DB>)?,
+                proposed_at: crate::core::clock::parse_instant(&at)
+                    .map_err(|_| codec::corrupt(format!("proposal time {at:?}")))?,
+                rationale: row.try_get("rationale").map_err(db::<DB>)?,
+                status: row.try_get("status").map_err(db::<DB>)?,
+            })
+        }
+
+        /// Fetches `SELECT wire …` rows bound to one key and decodes each.
+        pub(super) async fn wires<T>(
+            conn: &mut DB::Connection,
+            sql: &'static str,
+            bind: &str,
+            decode: fn(&str) -> Result<T, StoreError>,
+        ) -> Result<Vec<T>, StoreError> {
+            let rows = sqlx::query(sql)
+                .bind(bind)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+                    decode(&wire)
+                })
+                .collect()
+        }
+
+        /// Fetches every `SELECT wire FROM table` row of operations in `scope`
+        /// (every row when `scope` is `None`: the table belongs to no tenant), in
+        /// `order`, and decodes each.
+        pub(super) async fn all_wires<T>(
+            &self,
+            table: &'static str,
+            scope: Option<&Scope>,
+            order: &'static str,
+            decode: fn(&str) -> Result<T, StoreError>,
+        ) -> Result<Vec<T>, StoreError> {
+            let mut qb: QueryBuilder<DB> =
+                QueryBuilder::new(format!("SELECT wire FROM {table} WHERE 1 = 1"));
+            if let Some(scope) = scope {
+                push_operations_of(&mut qb, "operation", scope);
+            }
+            qb.push(format_args!(" ORDER BY {order}"));
+            let rows = qb
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+                    decode(&wire)
+                })
+                .collect()
+        }
+
+        pub(super) async fn load_row(
+            conn: &mut DB::Connection,
+            id: &str,
+            scope: &Scope,
+        ) -> Result<Option<OperationRow>, StoreError> {
+            let mut qb: QueryBuilder<DB> = row_select(scope);
+            qb.push(" AND o.id = ");
+            qb.push_bind(id.to_owned());
+            push_tenants(&mut qb, "o.tenant", scope);
+            let row = qb
+                .build()
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            row.as_ref().map(Self::operation_row).transpose()
+        }
+
+        /// The linked children of an operation, with the items each covers.
+        pub(super) async fn children(conn: &mut DB::Connection, key: &str) -> Result<Vec<ChildLink>, StoreError> {
+            let mut children = Vec::new();
+            let child_rows = sqlx::query(
+                "SELECT id, state, wire FROM operations WHERE parent = $1 ORDER BY created_ms, id",
+            )
+            .bind(key)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            for child in &child_rows {
+                let child_id: String = child.try_get("id").map_err(db::<DB>)?;
+                let state: String = child.try_get("state").map_err(db::<DB>)?;
+                let wire: String = child.try_get("wire").map_err(db::<DB>)?;
+                let record = codec::operation(&wire)?;
+                let Some(relation) = record.relation else {
+                    continue;
+                };
+                children.push(ChildLink {
+                    id: codec::parse_id(&child_id)?,
+                    relation,
+                    state: codec::parse_state(&state)?,
+                    items: Self::wires(
+                        conn,
+                        "SELECT wire FROM items WHERE operation = $1 ORDER BY idx",
+                        &child_id,
+                        codec::item,
+                    )
+                    .await?,
+                });
+            }
+            Ok(children)
+        }
+
+        /// Other operations of the tenant under the same idempotency key with another
+        /// payload (G3).
+        pub(super) async fn key_conflicts(
+            conn: &mut DB::Connection,
+            op: &Operation,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            let Some(idem) = &op.idempotency_key else {
+                return Ok(Vec::new());
+            };
+            let rows = sqlx::query(
+                "SELECT id FROM operations WHERE tenant = $1 AND idempotency_key = $2 \
+                 AND payload_hash <> $3 AND id <> $4 ORDER BY id",
+            )
+            .bind(&op.tenant)
+            .bind(idem)
+            .bind(op.payload_hash.as_str())
+            .bind(op.id.as_str())
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|r| {
+                    let other: String = r.try_get("id").map_err(db::<DB>)?;
+                    codec::parse_id(&other)
+                })
+                .collect()
+        }
+
+        /// Every grant, in a stable order.
+        pub(super) async fn all_grants(conn: &mut DB::Connection) -> Result<Vec<Grant>, StoreError> {
+            let rows = sqlx::query(
+                "SELECT identity, role, tenant, granted_by, granted_at FROM grants \
+                 ORDER BY tenant, identity, role",
+            )
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    let role = Self::text(row, "role")?;
+                    let at = Self::text(row, "granted_at")?;
+                    Ok(Grant {
+                        identity: Self::text(row, "identity")?,
+                        role: Role::parse(&role)
+                            .ok_or_else(|| codec::corrupt(format!("grant role {role:?}")))?,
+                        tenant: Self::text(row, "tenant")?,
+                        granted_by: Self::text(row, "granted_by")?,
+                        granted_at: crate::core::clock::parse_instant(&at)
+                            .map_err(|_| codec::corrupt(format!("grant time {at:?}")))?,
+                    })
+                })
+                .collect()
+        }
+
+        pub(super) async fn read_list(
+            &self,
+            filter: &OperationFilter,
+            sort: SortOrder,
+            page: Page,
+        ) -> Result<(Vec<OperationRow>, u64), StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let mut qb: QueryBuilder<DB> = row_select(&Scope::from(filter.visible_tenants.clone()));
+            push_filter(&mut qb, filter);
+            qb.push(order_by(sort));
+            qb.push(" LIMIT ");
+            qb.push_bind(i64::try_from(page.limit).unwrap_or(i64::MAX));
+            qb.push(" OFFSET ");
+            qb.push_bind(i64::try_from(page.offset).unwrap_or(i64::MAX));
+            let rows = qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?;
+            let rows = rows
+                .iter()
+                .map(Self::operation_row)
+                .collect::<Result<Vec<_>, _>>()?;
+
+            let mut count: QueryBuilder<DB> =
+                QueryBuilder::new("SELECT count(*) AS n FROM operations o WHERE 1 = 1");
+            push_filter(&mut count, filter);
+            let total: i64 = count
+                .build()
+                .fetch_one(&mut *conn)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            Ok((rows, u64::try_from(total).unwrap_or(0)))
+        }
+
+        pub(super) async fn read_counts(
+            &self,
+            filter: &OperationFilter,
+            now: DateTime<Utc>,
+        ) -> Result<QueueCounts, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let held = held_states_sql();
+            let mut by_state: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT o.state AS state, count(*) AS n FROM operations o WHERE 1 = 1",
+            );
+            push_filter(&mut by_state, filter);
+            by_state.push(" GROUP BY o.state");
+            let mut counts = QueueCounts::default();
+            for row in by_state
+                .build()
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db::<DB>)?
+            {
+                let state: String = row.try_get("state").map_err(db::<DB>)?;
+                let n: i64 = row.try_get("n").map_err(db::<DB>)?;
+                counts
+                    .by_state
+                    .push((codec::parse_state(&state)?, u64::try_from(n).unwrap_or(0)));
+            }
+            counts.by_state.sort();
+
+            let mut sums: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT \
+                   COALESCE(SUM(CASE WHEN o.queued = 1 AND o.next_observation_ms IS NOT NULL \
+                     AND o.next_observation_ms <= ",
+            );
+            sums.push_bind(ms(now));
+            sums.push(format!(
+                " THEN 1 ELSE 0 END), 0) AS overdue, \
+                   COALESCE(SUM(CASE WHEN o.queued = 1 AND o.state NOT IN ({held}) THEN 1 ELSE 0 END), 0) \
+                     AS by_dependency, \
+                   COALESCE(SUM(CASE WHEN EXISTS (SELECT 1 FROM proposals pr \
+                     WHERE pr.operation = o.id AND pr.status = 'pending') THEN 1 ELSE 0 END), 0) AS pending \
+                 FROM operations o WHERE 1 = 1"
+            ));
+            push_filter(&mut sums, filter);
+            let row = sums.build().fetch_one(&mut *conn).await.map_err(db::<DB>)?;
+            let get = |name: &str| -> Result<u64, StoreError> {
+                let n: i64 = row.try_get(name).map_err(db::<DB>)?;
+                Ok(u64::try_from(n).unwrap_or(0))
+            };
+            counts.overdue = get("overdue")?;
+            counts.held_by_dependency = get("by_dependency")?;
+            counts.pending_proposals = get("pending")?;
+            Ok(counts)
+        }
+
+        pub(super) async fn read_detail(
+            &self,
+            scope: &Scope,
+            id: &OperationId,
+        ) -> Result<OperationDetail, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let row = Self::load_row(&mut conn, id.as_str(), scope)
+                .await?
+                .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+            let op = &row.operation;
+            let key = id.as_str();
+            let contract = Self::wires(
+                &mut conn,
+                "SELECT wire FROM contracts WHERE tool = $1",
+                &op.tool,
+                codec::contract,
+            )
+            .await?
+            .pop();
+            let attempts = Self::wires(
+                &mut conn,
+                "SELECT wire FROM attempts WHERE operation = $1 ORDER BY seq, id",
+                key,
+                codec::attempt,
+            )
+            .await?;
+            let items = Self::wires(
+                &mut conn,
+                "SELECT wire FROM items WHERE operation = $1 ORDER BY idx",
+                key,
+                codec::item,
+            )
+            .await?;
+            let observations = Self::wires(
+                &mut conn,
+                "SELECT wire FROM observations WHERE operation = $1 ORDER BY observed_ms, id",
+                key,
+                codec::observation,
+            )
+            .await?;
+            let expectation = Self::wires(
+                &mut conn,
+                "SELECT wire FROM expectations WHERE operation = $1",
+                key,
+                codec::expectation,
+            )
+            .await?
+            .pop();
+            let audit = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 ORDER BY seq"
+            )))
+            .bind(key)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?
+            .iter()
+            .map(Self::audit_row)
+            .collect::<Result<Vec<_>, _>>()?;
+            let children = Self::children(&mut conn, key).await?;
+
+            let mut dependencies = Vec::new();
+            for dep in &op.depends_on {
+                let mut qb: QueryBuilder<DB> =
+                    QueryBuilder::new("SELECT o.state FROM operations o WHERE o.id = ");
+                qb.push_bind(dep.as_str().to_owned());
+                push_tenants(&mut qb, "o.tenant", scope);
+                let state = qb
+                    .build()
+                    .fetch_optional(&mut *conn)
+                    .await
+                    .map_err(db::<DB>)?;
+                if let Some(state) = state {
+                    let state: String = state.try_get("state").map_err(db::<DB>)?;
+                    dependencies.push((dep.clone(), codec::parse_state(&state)?));
+                }
+            }
+
+            let proposals = sqlx::query(
+                "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
+                 FROM proposals WHERE operation = $1 ORDER BY id",
+            )
+            .bind(key)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?
+            .iter()
+            .map(Self::proposal)
+            .collect::<Result<Vec<_>, _>>()?;
+            let key_conflicts = Self::key_conflicts(&mut conn, op).await?;
+
+            Ok(OperationDetail {
+                row,
+                contract,
+                attempts,
+                items,
+                observations,
+                audit,
+                expectation,
+                children,
+                dependencies,
+                proposals,
+                key_conflicts,
+            })
+        }
+
+        pub(super) async fn read_audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
+            let rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq >= $1 ORDER BY seq LIMIT $2"
+            )))
+            .bind(from)
+            .bind(i64::try_from(limit).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            rows.iter().map(Self::audit_row).collect()
+        }
+
+        pub(super) async fn read_head_seq(&self) -> Result<i64, StoreError> {
+            let row = sqlx::query(HEAD_SEQ)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+            row.try_get("seq").map_err(db::<DB>)
+        }
+
+        pub(super) async fn read_verify(&self) -> Result<ChainStatus, StoreError> {
+            const CHUNK: i64 = 10_000;
+            let mut verifier = ChainVerifier::default();
+            let mut next = 1;
+            loop {
+                let rows = sqlx::query(AssertSqlSafe(format!(
+                    "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq >= $1 ORDER BY seq LIMIT $2"
+                )))
+                .bind(next)
+                .bind(CHUNK)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+                if rows.is_empty() {
+                    return Ok(verifier.finish());
+                }
+                for row in &rows {
+                    let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
+                    let decoded = match Self::audit_row(row) {
+                        Ok(decoded) => decoded,
+                        Err(e) => {
+                            return Ok(ChainStatus::Broken {
+                                seq,
+                                reason: format!("the row cannot be read: {e}"),
+                            });
+                        }
+                    };
+                    if let Err(broken) = verifier.push(&decoded) {
+                        return Ok(broken);
+                    }
+                    next = seq + 1;
+                }
+            }
+        }
+
+        pub(super) async fn read_dataset(&self, scope: &Scope) -> Result<Dataset, StoreError> {
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT id, state, owner, next_observation_ms, wire FROM operations WHERE 1 = 1",
+            );
+            push_tenants(&mut select, "tenant", scope);
+            select.push(" ORDER BY id");
+            let mut operations = Vec::new();
+            for row in select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+            {
+                let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+                let state: String = row.try_get("state").map_err(db::<DB>)?;
+                let owner: String = row.try_get("owner").map_err(db::<DB>)?;
+                operations.push(codec::current_operation(
+                    &wire,
+                    Current {
+                        state: &state,
+                        owner: &owner,
+                        next_observation_ms: row.try_get("next_observation_ms").map_err(db::<DB>)?,
+                    },
+                )?);
+            }
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
+            ));
+            push_operations_of(&mut select, "operation", scope);
+            select.push(" ORDER BY seq");
+            let audit = select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(Self::audit_row)
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
+                 FROM proposals WHERE 1 = 1",
+            );
+            push_operations_of(&mut select, "operation", scope);
+            select.push(" ORDER BY id");
+            let proposals = select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(Self::proposal)
+                .collect::<Result<Vec<_>, _>>()?;
+            let scope = Some(scope);
+            Ok(Dataset {
+                proposals,
+                contracts: self
+                    .all_wires("contracts", None, "tool", codec::contract)
+                    .await?,
+                operations,
+                attempts: self
+                    .all_wires("attempts", scope, "operation, seq, id", codec::attempt)
+                    .await?,
+                items: self
+                    .all_wires("items", scope, "operation, idx", codec::item)
+                    .await?,
+                observations: self
+                    .all_wires(
+                        "observations",
+                        scope,
+                        "operation, observed_ms, id",
+                        codec::observation,
+                    )
+                    .await?,
+                audit,
+                expectations: self
+                    .all_wires("expectations", scope, "operation", codec::expectation)
+                    .await?,
+            })
+        }
+
+        /// The newest `limit` audit rows in `scope`, newest first.
+        pub(super) async fn read_audit_latest(
+            &self,
+            scope: &Scope,
+            limit: u64,
+        ) -> Result<Vec<AuditRow>, StoreError> {
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
+            ));
+            push_operations_of(&mut select, "operation", scope);
+            select.push(" ORDER BY seq DESC LIMIT ");
+            select.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let rows = select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+            rows.iter().map(Self::audit_row).collect()
+        }
+
+        pub(super) async fn read_login(&self) -> Result<Option<String>, StoreError> {
+            let Some(sql) = DB::LOGIN else {
+                return Ok(None);
+            };
+            let row = sqlx::query(sql)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+            row.try_get("login").map(Some).map_err(db::<DB>)
+        }
+    }
+}

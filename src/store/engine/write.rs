@@ -1,0 +1,697 @@
+//! Writing: ingest plans, reviewer commits and grant changes, each in one
+//! transaction that reads the chain head first and appends its audit rows.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use sqlx::{AssertSqlSafe, Row, Transaction};
+
+use super::{Head, db};
+use crate::core::access::{self, GrantChange, GrantOp};
+use crate::core::audit::{AuditDraft, AuditRow, seal};
+use crate::core::ids::Sha256;
+use crate::core::rules::Commit;
+use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
+use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
+use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
+use crate::store::sql::held_states_sql;
+use crate::store::{IngestMode, IngestReport, StoreError};
+use crate::wire::{Numbered, Record};
+
+/// The columns of a record a reviewer action adds.
+fn record_columns(record: Record) -> RecordColumns {
+    RecordColumns::of(&record, &ingest_plan::record_hash(&record))
+}
+
+/// The audit rows a store creates for the children a commit opens.
+fn child_drafts(commit: &Commit) -> Vec<AuditDraft> {
+    let id = commit.operation.as_str();
+    commit
+        .children
+        .iter()
+        .map(|child| AuditDraft {
+            operation: child.id.clone(),
+            action: "create".into(),
+            from: None,
+            to: Some(child.state),
+            by: commit.audit.by.clone(),
+            role: commit.audit.role,
+            policy: commit.audit.policy.clone(),
+            on_behalf_of: commit.audit.on_behalf_of.clone(),
+            rationale: commit.audit.rationale.clone(),
+            evidence: vec![format!("parent:{id}")],
+            at: commit.audit.at,
+        })
+        .collect()
+}
+
+shared! {
+    impl {
+        /// Opens a write transaction and reads the chain head in it, first thing.
+        pub(super) async fn begin_write(&self) -> Result<(Transaction<'static, DB>, Head), StoreError> {
+            let mut tx = self
+                .pool
+                .begin_with(DB::BEGIN_WRITE)
+                .await
+                .map_err(db::<DB>)?;
+            let row = sqlx::query(DB::HEAD)
+                .fetch_optional(&mut *tx)
+                .await
+                .map_err(db::<DB>)?;
+            let head = match row {
+                None => Head {
+                    seq: 0,
+                    hash: crate::core::audit::genesis(),
+                },
+                Some(row) => {
+                    let hash: String = row.try_get("hash").map_err(db::<DB>)?;
+                    Head {
+                        seq: row.try_get("seq").map_err(db::<DB>)?,
+                        hash: Sha256::parse(&hash)
+                            .map_err(|_| codec::corrupt("the audit head hash".into()))?,
+                    }
+                }
+            };
+            Ok((tx, head))
+        }
+
+        pub(super) async fn insert_operations(
+            conn: &mut DB::Connection,
+            rows: &[OperationColumns],
+        ) -> Result<(), StoreError> {
+            Self::insert_many(
+                conn,
+                "INSERT INTO operations (id, tenant, tool, owner, state, risk_rank, failure_mode, target, \
+                 payload_hash, idempotency_key, business_key, correlation_id, parent, max_attempts, \
+                 deadline_ms, created_ms, state_since_ms, next_observation_ms, observe_order, queued, \
+                 version, wire, record_hash) ",
+                23,
+                rows,
+                |b, r| {
+                    b.push_bind(r.id.clone())
+                        .push_bind(r.tenant.clone())
+                        .push_bind(r.tool.clone())
+                        .push_bind(r.owner.clone())
+                        .push_bind(r.state.clone())
+                        .push_bind(r.risk_rank)
+                        .push_bind(r.failure_mode.clone())
+                        .push_bind(r.target.clone())
+                        .push_bind(r.payload_hash.clone())
+                        .push_bind(r.idempotency_key.clone())
+                        .push_bind(r.business_key.clone())
+                        .push_bind(r.correlation_id.clone())
+                        .push_bind(r.parent.clone())
+                        .push_bind(r.max_attempts)
+                        .push_bind(r.deadline_ms)
+                        .push_bind(r.created_ms)
+                        .push_bind(r.state_since_ms)
+                        .push_bind(r.next_observation_ms)
+                        .push_bind(r.observe_order)
+                        .push_bind(r.queued)
+                        .push_bind(r.version)
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.record_hash.clone());
+                },
+            )
+            .await?;
+            let deps: Vec<(String, String)> = rows
+                .iter()
+                .flat_map(|r| r.depends_on.iter().map(|d| (r.id.clone(), d.clone())))
+                .collect();
+            Self::insert_many_then(
+                conn,
+                "INSERT INTO dependencies (operation, depends_on) ",
+                " ON CONFLICT DO NOTHING",
+                2,
+                &deps,
+                |b, (op, dep)| {
+                    b.push_bind(op.clone()).push_bind(dep.clone());
+                },
+            )
+            .await?;
+            let terms: Vec<(String, String)> = rows
+                .iter()
+                .flat_map(|r| {
+                    let values = [
+                        Some(r.id.as_str()),
+                        Some(r.target.as_str()),
+                        r.idempotency_key.as_deref(),
+                        r.business_key.as_deref(),
+                        r.correlation_id.as_deref(),
+                    ];
+                    search_terms(&r.id, values.into_iter().flatten())
+                })
+                .collect();
+            Self::insert_terms(conn, &terms).await
+        }
+
+        /// Adds search terms (`term`, `operation`); a term already there is kept.
+        pub(super) async fn insert_terms(
+            conn: &mut DB::Connection,
+            terms: &[(String, String)],
+        ) -> Result<(), StoreError> {
+            Self::insert_many_then(
+                conn,
+                "INSERT INTO search_terms (term, operation) ",
+                " ON CONFLICT DO NOTHING",
+                2,
+                terms,
+                |b, (term, op)| {
+                    b.push_bind(term.clone()).push_bind(op.clone());
+                },
+            )
+            .await
+        }
+
+        pub(super) async fn insert_records(
+            conn: &mut DB::Connection,
+            attempts: &[RecordColumns],
+            observations: &[RecordColumns],
+            items: &[RecordColumns],
+        ) -> Result<(), StoreError> {
+            Self::insert_many(
+                conn,
+                "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, wire, record_hash) ",
+                7,
+                attempts,
+                |b, r| {
+                    b.push_bind(r.key.clone())
+                        .push_bind(r.operation.clone())
+                        .push_bind(r.order)
+                        .push_bind(r.kind.clone())
+                        .push_bind(r.provider_request_id.clone())
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await?;
+            let terms: Vec<(String, String)> = attempts
+                .iter()
+                .flat_map(|a| search_terms(&a.operation, a.provider_request_id.as_deref()))
+                .collect();
+            Self::insert_terms(conn, &terms).await?;
+            Self::insert_many(
+                conn,
+                "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) ",
+                5,
+                observations,
+                |b, r| {
+                    b.push_bind(r.key.clone())
+                        .push_bind(r.operation.clone())
+                        .push_bind(r.order)
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await?;
+            Self::insert_many(
+                conn,
+                "INSERT INTO items (operation, idx, wire, record_hash) ",
+                4,
+                items,
+                |b, r| {
+                    b.push_bind(r.operation.clone())
+                        .push_bind(r.order)
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await
+        }
+
+        pub(super) async fn insert_audit(conn: &mut DB::Connection, rows: &[AuditRow]) -> Result<(), StoreError> {
+            let columns: Vec<AuditColumns> = rows.iter().map(AuditColumns::from_row).collect();
+            Self::insert_many(
+                conn,
+                "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
+                 policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) ",
+                14,
+                &columns,
+                |b, c| {
+                    b.push_bind(c.seq)
+                        .push_bind(c.operation.clone())
+                        .push_bind(c.action.clone())
+                        .push_bind(c.from_state.clone())
+                        .push_bind(c.to_state.clone())
+                        .push_bind(c.by_identity.clone())
+                        .push_bind(c.role.clone())
+                        .push_bind(c.policy.clone())
+                        .push_bind(c.on_behalf_of.clone())
+                        .push_bind(c.rationale.clone())
+                        .push_bind(c.evidence.clone())
+                        .push_bind(c.at.clone())
+                        .push_bind(c.prev_hash.clone())
+                        .push_bind(c.hash.clone());
+                },
+            )
+            .await
+        }
+
+        /// Recomputes whether each operation (and everything that depends on it) is in
+        /// the console's queue (G9).
+        pub(super) async fn requeue(conn: &mut DB::Connection, ids: &BTreeSet<String>) -> Result<(), StoreError> {
+            let held = held_states_sql();
+            let sql = format!(
+                "UPDATE operations SET queued = CASE WHEN state IN ({held}) OR EXISTS (\
+                   SELECT 1 FROM dependencies d JOIN operations p ON p.id = d.depends_on \
+                   WHERE d.operation = operations.id AND p.state IN ({held})) THEN 1 ELSE 0 END \
+                 WHERE id = $1 OR id IN (SELECT operation FROM dependencies WHERE depends_on = $2)"
+            );
+            for id in ids {
+                sqlx::query(AssertSqlSafe(sql.as_str()))
+                    .bind(id)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db::<DB>)?;
+            }
+            Ok(())
+        }
+
+        /// Looks up what the store holds under the batch's keys, a few hundred keys per
+        /// query.
+        pub(super) async fn known(conn: &mut DB::Connection, records: &[Numbered]) -> Result<Known, StoreError> {
+            let wanted = ingest_plan::lookups(records);
+            let mut known = Known::default();
+            let ops: Vec<String> = wanted.operations.iter().cloned().collect();
+            for row in Self::select_in(
+                conn,
+                "SELECT id, state, record_hash FROM operations WHERE id IN",
+                &ops,
+            )
+            .await?
+            {
+                known.operations.insert(
+                    Self::text(&row, "id")?,
+                    StoredOperation {
+                        state: codec::parse_state(&Self::text(&row, "state")?)?,
+                        record_hash: row.try_get("record_hash").map_err(db::<DB>)?,
+                    },
+                );
+            }
+            let mut tools: BTreeSet<String> = wanted.contracts.clone();
+            let (mut attempts, mut observations, mut keyed_ops) =
+                (Vec::new(), Vec::new(), BTreeSet::new());
+            for key in &wanted.keys {
+                match key {
+                    RecordKey::Contract(tool) => {
+                        tools.insert(tool.clone());
+                    }
+                    RecordKey::Attempt(id) => attempts.push(id.clone()),
+                    RecordKey::Observation(id) => observations.push(id.clone()),
+                    RecordKey::Expectation(op)
+                    | RecordKey::Item(op, _)
+                    | RecordKey::Transition(op, ..) => {
+                        keyed_ops.insert(op.clone());
+                    }
+                    RecordKey::Operation(_) => {}
+                }
+            }
+            let tools: Vec<String> = tools.into_iter().collect();
+            for row in Self::select_in(
+                conn,
+                "SELECT tool, record_hash FROM contracts WHERE tool IN",
+                &tools,
+            )
+            .await?
+            {
+                let tool = Self::text(&row, "tool")?;
+                known.contracts.insert(tool.clone());
+                known
+                    .hashes
+                    .insert(RecordKey::Contract(tool), Self::text(&row, "record_hash")?);
+            }
+            for row in Self::select_in(
+                conn,
+                "SELECT id, record_hash FROM attempts WHERE id IN",
+                &attempts,
+            )
+            .await?
+            {
+                known.hashes.insert(
+                    RecordKey::Attempt(Self::text(&row, "id")?),
+                    Self::text(&row, "record_hash")?,
+                );
+            }
+            for row in Self::select_in(
+                conn,
+                "SELECT id, record_hash FROM observations WHERE id IN",
+                &observations,
+            )
+            .await?
+            {
+                known.hashes.insert(
+                    RecordKey::Observation(Self::text(&row, "id")?),
+                    Self::text(&row, "record_hash")?,
+                );
+            }
+            let keyed_ops: Vec<String> = keyed_ops.into_iter().collect();
+            for row in Self::select_in(
+                conn,
+                "SELECT operation, record_hash FROM expectations WHERE operation IN",
+                &keyed_ops,
+            )
+            .await?
+            {
+                known.hashes.insert(
+                    RecordKey::Expectation(Self::text(&row, "operation")?),
+                    Self::text(&row, "record_hash")?,
+                );
+            }
+            for row in Self::select_in(
+                conn,
+                "SELECT operation, idx, record_hash FROM items WHERE operation IN",
+                &keyed_ops,
+            )
+            .await?
+            {
+                let index: i64 = row.try_get("idx").map_err(db::<DB>)?;
+                let key = RecordKey::Item(
+                    Self::text(&row, "operation")?,
+                    u32::try_from(index).unwrap_or(u32::MAX),
+                );
+                known.hashes.insert(key, Self::text(&row, "record_hash")?);
+            }
+            for row in Self::select_in(
+                conn,
+                "SELECT operation, from_state, to_state, at_ms, record_hash FROM wire_transitions \
+                 WHERE operation IN",
+                &keyed_ops,
+            )
+            .await?
+            {
+                let key = RecordKey::Transition(
+                    Self::text(&row, "operation")?,
+                    codec::parse_state(&Self::text(&row, "from_state")?)?,
+                    codec::parse_state(&Self::text(&row, "to_state")?)?,
+                    row.try_get("at_ms").map_err(db::<DB>)?,
+                );
+                known.hashes.insert(key, Self::text(&row, "record_hash")?);
+            }
+            Ok(known)
+        }
+
+        /// Writes a plan: the new records, each operation's state history and one audit
+        /// row per creation, per transition and per batch of records added to an
+        /// existing operation, in multi-row statements.
+        pub(super) async fn write_plan(
+            conn: &mut DB::Connection,
+            head: &Head,
+            known: &Known,
+            plan: &Plan,
+            by: &str,
+            now: DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            let rows = plan_rows(known, plan, by, now, (head.seq, &head.hash));
+            Self::insert_many(
+                conn,
+                "INSERT INTO contracts (tool, max_attempts, wire, record_hash) ",
+                4,
+                &rows.contracts,
+                |b, r| {
+                    b.push_bind(r.key.clone())
+                        .push_bind(r.order)
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await?;
+            Self::insert_operations(conn, &rows.operations).await?;
+            Self::insert_records(conn, &rows.attempts, &rows.observations, &rows.items).await?;
+            Self::insert_many(
+                conn,
+                "INSERT INTO expectations (operation, wire, record_hash) ",
+                3,
+                &rows.expectations,
+                |b, r| {
+                    b.push_bind(r.operation.clone())
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await?;
+            Self::insert_many(
+                conn,
+                "INSERT INTO wire_transitions (operation, from_state, to_state, at_ms, record_hash) ",
+                5,
+                &rows.transitions,
+                |b, r| {
+                    b.push_bind(r.operation.clone())
+                        .push_bind(r.from_state.clone())
+                        .push_bind(r.to_state.clone())
+                        .push_bind(r.at_ms)
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await?;
+            for moved in &rows.moved {
+                sqlx::query(
+                    "UPDATE operations SET state = $1, state_since_ms = $2, version = version + $3 \
+                     WHERE id = $4",
+                )
+                .bind(moved.state.as_str())
+                .bind(ms(moved.since))
+                .bind(moved.steps)
+                .bind(&moved.id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            }
+            Self::insert_audit(conn, &rows.audit).await?;
+            let moved: BTreeSet<String> = rows.moved.iter().map(|m| m.id.clone()).collect();
+            Self::requeue(conn, &moved).await
+        }
+
+        /// The refusal of a commit made against `expected` when the row is at `current`:
+        /// who made the newest change, and when.
+        pub(super) async fn conflict(
+            conn: &mut DB::Connection,
+            commit: &Commit,
+            current: i64,
+        ) -> Result<StoreError, StoreError> {
+            let last = sqlx::query(
+                "SELECT by_identity, at FROM audit WHERE operation = $1 ORDER BY seq DESC LIMIT 1",
+            )
+            .bind(commit.operation.as_str())
+            .fetch_optional(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            let (by, at) = match last {
+                Some(row) => {
+                    let by: String = row.try_get("by_identity").map_err(db::<DB>)?;
+                    let at: String = row.try_get("at").map_err(db::<DB>)?;
+                    (
+                        by,
+                        crate::core::clock::parse_instant(&at).unwrap_or_default(),
+                    )
+                }
+                None => ("unknown".to_owned(), DateTime::<Utc>::default()),
+            };
+            Ok(StoreError::Conflict {
+                id: commit.operation.clone(),
+                expected: commit.expected_version,
+                current,
+                by,
+                at,
+            })
+        }
+
+        /// Applies the column changes of a commit to its operation and bumps its version.
+        pub(super) async fn apply_changes(conn: &mut DB::Connection, commit: &Commit) -> Result<(), StoreError> {
+            let id = commit.operation.as_str();
+            let at = commit.audit.at;
+            if let Some(state) = commit.new_state {
+                sqlx::query("UPDATE operations SET state = $1, state_since_ms = $2 WHERE id = $3")
+                    .bind(state.as_str())
+                    .bind(ms(at))
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db::<DB>)?;
+            }
+            if let Some(owner) = &commit.new_owner {
+                sqlx::query("UPDATE operations SET owner = $1 WHERE id = $2")
+                    .bind(owner)
+                    .bind(id)
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db::<DB>)?;
+            }
+            if let Some(next) = commit.new_next_observation_at {
+                sqlx::query(
+                    "UPDATE operations SET next_observation_ms = $1, observe_order = $2 WHERE id = $3",
+                )
+                .bind(next.map(ms))
+                .bind(observe_order(next))
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            }
+            sqlx::query("UPDATE operations SET version = version + 1 WHERE id = $1")
+                .bind(id)
+                .execute(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            Ok(())
+        }
+
+        /// Opens or closes the proposal a commit names. A proposal closed by someone
+        /// else in the meantime refuses the commit.
+        pub(super) async fn apply_proposals(conn: &mut DB::Connection, commit: &Commit) -> Result<(), StoreError> {
+            let id = commit.operation.as_str();
+            if let Some(p) = &commit.open_proposal {
+                sqlx::query(
+                    "INSERT INTO proposals (operation, action, proposed_by, proposed_at, rationale, status) \
+                     VALUES ($1, $2, $3, $4, $5, 'pending')",
+                )
+                .bind(p.operation.as_str())
+                .bind(&p.action)
+                .bind(&p.proposed_by)
+                .bind(crate::core::clock::format_instant(p.proposed_at))
+                .bind(&p.rationale)
+                .execute(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            }
+            if let Some((proposal, status)) = &commit.close_proposal {
+                let closed = sqlx::query(
+                    "UPDATE proposals SET status = $1 \
+                     WHERE id = $2 AND operation = $3 AND status = 'pending' RETURNING id",
+                )
+                .bind(status)
+                .bind(*proposal)
+                .bind(id)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+                if closed.is_none() {
+                    return Err(StoreError::Other(format!(
+                        "proposal {proposal} of {id} is no longer pending; reload and decide again"
+                    )));
+                }
+            }
+            Ok(())
+        }
+
+        pub(super) async fn write_ingest(
+            &self,
+            records: Vec<Numbered>,
+            mode: IngestMode,
+            by: &str,
+            now: DateTime<Utc>,
+        ) -> Result<IngestReport, StoreError> {
+            let (mut tx, head) = self.begin_write().await?;
+            let known = Self::known(&mut tx, &records).await?;
+            let plan = ingest_plan::plan(records, &known);
+            if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
+                tx.rollback().await.map_err(db::<DB>)?;
+                return Ok(IngestReport {
+                    committed: Vec::new(),
+                    unchanged: plan.unchanged,
+                    rejected: plan.rejected,
+                });
+            }
+            Self::write_plan(&mut tx, &head, &known, &plan, by, now).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(IngestReport {
+                committed: plan.committed_by_type(),
+                unchanged: plan.unchanged,
+                rejected: plan.rejected,
+            })
+        }
+
+        pub(super) async fn write_commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
+            let (mut tx, head) = self.begin_write().await?;
+            let id = commit.operation.as_str().to_owned();
+            let current = sqlx::query(AssertSqlSafe(format!(
+                "SELECT version FROM operations WHERE id = $1{}",
+                DB::FOR_UPDATE
+            )))
+            .bind(&id)
+            .fetch_optional(&mut *tx)
+            .await
+            .map_err(db::<DB>)?
+            .ok_or_else(|| StoreError::NotFound(commit.operation.clone()))?;
+            let version: i64 = current.try_get("version").map_err(db::<DB>)?;
+            if version != commit.expected_version {
+                let conflict = Self::conflict(&mut tx, &commit, version).await?;
+                tx.rollback().await.map_err(db::<DB>)?;
+                return Err(conflict);
+            }
+            Self::apply_changes(&mut tx, &commit).await?;
+            let attempts: Vec<RecordColumns> = commit
+                .attempts
+                .iter()
+                .map(|a| record_columns(Record::Attempt(a.clone())))
+                .collect();
+            let observations: Vec<RecordColumns> = commit
+                .observations
+                .iter()
+                .map(|o| record_columns(Record::Observation(o.clone())))
+                .collect();
+            let items: Vec<RecordColumns> = commit
+                .child_items
+                .iter()
+                .map(|i| record_columns(Record::Item(i.clone())))
+                .collect();
+            let children: Vec<OperationColumns> = commit
+                .children
+                .iter()
+                .map(|child| {
+                    let held = child.state.is_held();
+                    OperationColumns::new(child, child.state, commit.audit.at, 1, held, None)
+                })
+                .collect();
+            Self::insert_operations(&mut tx, &children).await?;
+            Self::insert_records(&mut tx, &attempts, &observations, &items).await?;
+            if let Err(refused) = Self::apply_proposals(&mut tx, &commit).await {
+                tx.rollback().await.map_err(db::<DB>)?;
+                return Err(refused);
+            }
+            let mut sealed = vec![seal(&head.hash, head.seq + 1, commit.audit.clone())];
+            for draft in child_drafts(&commit) {
+                let last = &sealed[sealed.len() - 1];
+                let next = seal(&last.hash, last.seq + 1, draft);
+                sealed.push(next);
+            }
+            Self::insert_audit(&mut tx, &sealed).await?;
+            let mut touched = BTreeSet::from([id]);
+            touched.extend(children.into_iter().map(|c| c.id));
+            Self::requeue(&mut tx, &touched).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(sealed.swap_remove(0))
+        }
+
+        pub(super) async fn write_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
+            let (mut tx, head) = self.begin_write().await?;
+            if access::basis(&Self::all_grants(&mut tx).await?) != change.basis {
+                tx.rollback().await.map_err(db::<DB>)?;
+                return Err(StoreError::GrantsChanged);
+            }
+            let g = &change.grant;
+            let query = match change.op {
+                GrantOp::Grant => sqlx::query(
+                    "INSERT INTO grants (identity, role, tenant, granted_by, granted_at) \
+                     VALUES ($1, $2, $3, $4, $5)",
+                )
+                .bind(&g.identity)
+                .bind(g.role.as_str())
+                .bind(&g.tenant)
+                .bind(&g.granted_by)
+                .bind(crate::core::clock::format_instant(g.granted_at)),
+                GrantOp::Revoke => {
+                    sqlx::query("DELETE FROM grants WHERE identity = $1 AND role = $2 AND tenant = $3")
+                        .bind(&g.identity)
+                        .bind(g.role.as_str())
+                        .bind(&g.tenant)
+                }
+            };
+            query.execute(&mut *tx).await.map_err(db::<DB>)?;
+            let row = seal(&head.hash, head.seq + 1, change.audit);
+            Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(row)
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! The scoped session (G7): a store together with the actor reading and writing
+//! it. Every surface — the console's runner, the command line, review, report,
+//! export and the audit views — reads through one, and the session hands its
+//! tenant scope to every query, where the store applies it in SQL. A caller
+//! cannot forget the scope: it never passes one.
+
+use std::sync::Arc;
+
+use chrono::{DateTime, Utc};
+use tokio::sync::watch;
+
+use super::{
+    GrantChange, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store, StoreError,
+};
+use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
+use crate::core::rules::{Actor, Commit};
+
+/// A store as one actor sees it: only the tenants the actor's grants name
+/// (every tenant in single-user mode).
+///
+/// Audit rows that belong to no operation — the `holdfast:grants` rows of grant
+/// changes — are in no tenant, so only an unscoped (single-user) session reads
+/// them among the audit rows; [`Session::grants`] lists the grants on the
+/// tenants in scope, as `holdfast grants` always did. The chain's status, its
+/// head `seq` and the live signal carry no tenant's data and are whole-store.
+#[derive(Clone)]
+pub struct Session {
+    store: Arc<dyn Store>,
+    actor: Actor,
+    scope: Scope,
+}
+
+impl std::fmt::Debug for Session {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Session")
+            .field("store", &self.store.location())
+            .field("actor", &self.actor.name())
+            .field("scope", &self.scope)
+            .finish()
+    }
+}
+
+impl Session {
+    /// `actor` on `store`, scoped to the tenants the actor's grants name.
+    pub fn new(store: Arc<dyn Store>, actor: Actor) -> Session {
+        let scope = Scope::from(actor.visible_tenants());
+        Session {
+            store,
+            actor,
+            scope,
+        }
+    }
+
+    pub fn actor(&self) -> &Actor {
+        &self.actor
+    }
+
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
+    /// The store's location in words.
+    pub fn location(&self) -> String {
+        self.store.location()
+    }
+
+    /// One page of the operations in scope matching `filter`, and their total.
+    pub async fn list(
+        &self,
+        filter: &OperationFilter,
+        sort: SortOrder,
+        page: Page,
+    ) -> Result<(Vec<OperationRow>, u64), StoreError> {
+        self.store.list(&self.scoped(filter), sort, page).await
+    }
+
+    /// Queue counts of the operations in scope matching `filter`.
+    pub async fn counts(
+        &self,
+        filter: &OperationFilter,
+        now: DateTime<Utc>,
+    ) -> Result<QueueCounts, StoreError> {
+        self.store.counts(&self.scoped(filter), now).await
+    }
+
+    /// One operation in scope; [`StoreError::NotFound`] for one outside it, the
+    /// same as for one that does not exist.
+    pub async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
+        self.store.detail_in(&self.scope, id).await
+    }
+
+    /// The newest `limit` audit rows in scope, newest first.
+    pub async fn audit_latest(&self, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
+        self.store.audit_latest(&self.scope, limit).await
+    }
+
+    /// Everything in scope, for metrics, the report and export.
+    pub async fn dataset(&self) -> Result<Dataset, StoreError> {
+        self.store.dataset_in(&self.scope).await
+    }
+
+    /// Walks the whole chain; only its status comes back.
+    pub async fn verify(&self) -> Result<ChainStatus, StoreError> {
+        self.store.verify().await
+    }
+
+    /// The first link of the chain at or after `seq`, as (`seq`, hash): what a
+    /// saved digest is compared with.
+    pub async fn chain_link_from(&self, seq: i64) -> Result<Option<(i64, Sha256)>, StoreError> {
+        let rows = self.store.audit(seq, 1).await?;
+        Ok(rows.into_iter().next().map(|r| (r.seq, r.hash)))
+    }
+
+    /// The newest audit `seq` of the whole store: a change marker.
+    pub async fn head_seq(&self) -> Result<i64, StoreError> {
+        self.store.head_seq().await
+    }
+
+    /// Live updates of the whole store (a `seq` and the link, no rows).
+    pub async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {
+        self.store.watch().await
+    }
+
+    /// The grants on the tenants in scope, ordered by tenant, identity and role.
+    pub async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+        let mut grants = self.store.grants().await?;
+        grants.retain(|g| self.actor.sees(&g.tenant));
+        Ok(grants)
+    }
+
+    /// Every grant, for deciding a grant change: the rules (owners, the last
+    /// owner, the basis a change is made on) are over the whole table.
+    pub async fn all_grants(&self) -> Result<Vec<Grant>, StoreError> {
+        self.store.grants().await
+    }
+
+    /// Commits a decided action (see [`crate::review`]).
+    pub async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
+        self.store.commit(commit).await
+    }
+
+    /// Commits a decided grant change (see [`crate::review::change_grant`]).
+    pub async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
+        self.store.change_grant(change).await
+    }
+
+    /// `filter` with this session's tenants in place of whatever it said.
+    fn scoped(&self, filter: &OperationFilter) -> OperationFilter {
+        OperationFilter {
+            visible_tenants: self.scope.tenants().map(<[String]>::to_vec),
+            ..filter.clone()
+        }
+    }
+}
