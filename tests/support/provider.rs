@@ -173,3 +173,20 @@ async fn records(
         _ => (StatusCode::BAD_REQUEST, "unknown scenario").into_response(),
     }
 }
+
+/// Held operations of `tool` for the wire: each `(id, business_key)` becomes an
+/// UNKNOWN write whose request timed out after crossing the boundary (ended
+/// 10:00:31), with its next observation at `next` and its deadline 11:00.
+pub fn holds(tool: &str, holds: &[(&str, &str)], next: &str) -> String {
+    let mut out = String::new();
+    for (id, key) in holds {
+        out.push_str(&format!(
+            r#"{{"type":"operation","id":"{id}","tenant":"pinehaven","actor":"svc:agent","tool":"{tool}","action":"record.write","target":"queue:7","payload_hash":"{HASH}","risk":"low","approval":{{"by":"rev:maya","policy":"RP03","at":"2026-09-05T10:00:00Z","payload_hash":"{HASH}","expires_at":"2026-09-05T12:00:00Z"}},"idempotency_key":"k-{id}","business_key":"{key}","owner":"integrations","max_attempts":3,"deadline":"2026-09-05T11:00:00Z","failure_mode":"timeout_unknown","state":"UNKNOWN","next_observation_at":"{next}","created_at":"2026-09-05T10:00:00Z"}}
+{{"type":"attempt","id":"{id}-A1","operation":"{id}","seq":1,"kind":"request","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout","error_type":"read_timeout"}}
+{{"type":"transition","operation":"{id}","from":"APPROVED","to":"SENT","by":"svc:orchestrator","role":"system","at":"2026-09-05T10:00:01Z"}}
+{{"type":"transition","operation":"{id}","from":"SENT","to":"UNKNOWN","by":"svc:orchestrator","role":"system","at":"2026-09-05T10:00:31Z"}}
+"#
+        ));
+    }
+    out
+}
