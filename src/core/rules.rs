@@ -8,6 +8,7 @@ use std::fmt;
 
 use super::audit::AuditDraft;
 use super::ids::{OperationId, Sha256};
+use super::lookup::{self, Finding, LookupInput, Verdict};
 use super::matrix::{self, Assessment};
 use super::model::{
     Approval, Attempt, AttemptKind, Grant, Item, ItemState, Matches, Observation,
@@ -214,17 +215,27 @@ impl ReconcileInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Action {
     Reconcile(ReconcileInput),
-    Resolve { to: State },
+    /// A reconcile by a lookup holdfast made itself (or the end of lookups).
+    Lookup(LookupInput),
+    Resolve {
+        to: State,
+    },
     AuthorizeRetry,
     ApproveCompensation,
     ApproveResume,
     MarkCompensated,
     MarkResumed,
     Revalidate,
-    Accept { repair_ref: String },
+    Accept {
+        repair_ref: String,
+    },
     Block,
-    Assign { owner: String },
-    Schedule { at: DateTime<Utc> },
+    Assign {
+        owner: String,
+    },
+    Schedule {
+        at: DateTime<Utc>,
+    },
     Comment,
     Confirm,
     Reject,
@@ -233,7 +244,7 @@ pub enum Action {
 impl Action {
     pub fn kind(&self) -> ActionKind {
         match self {
-            Action::Reconcile(_) => ActionKind::Reconcile,
+            Action::Reconcile(_) | Action::Lookup(_) => ActionKind::Reconcile,
             Action::Resolve { .. } => ActionKind::Resolve,
             Action::AuthorizeRetry => ActionKind::AuthorizeRetry,
             Action::ApproveCompensation => ActionKind::ApproveCompensation,
@@ -601,6 +612,7 @@ fn decide_with(
     plan.confirming = confirming;
     match action {
         Action::Reconcile(input) => plan.reconcile(input)?,
+        Action::Lookup(input) => plan.lookup(input)?,
         Action::Resolve { to } => plan.resolve(*to)?,
         Action::AuthorizeRetry => plan.proposable(Plan::authorize_retry)?,
         Action::ApproveCompensation => plan.proposable(Plan::approve_compensation)?,
@@ -822,6 +834,41 @@ impl<'a> Plan<'a> {
         Ok(())
     }
 
+    /// Records a lookup: its attempt, its observation when an answer came, what
+    /// the answer proves, and the next lookup's time (or routing to the owner).
+    fn lookup(&mut self, input: &LookupInput) -> Result<(), Refusal> {
+        let effect = lookup::plan(self.detail, input, self.now);
+        if let Some(o) = &effect.observation
+            && self.detail.observations.iter().any(|x| x.id == o.id)
+        {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "observation {} is already recorded for {}",
+                    o.id,
+                    self.op().id
+                ),
+            );
+        }
+        if let Some(a) = &effect.attempt
+            && a.ended_at.is_some_and(|t| t > self.now)
+        {
+            return refuse(
+                Rule::G1,
+                "the lookup is dated after now: a lookup cannot come from the future",
+            );
+        }
+        self.consequences = effect.consequences;
+        self.consequences
+            .push("the state does not change; resolve afterwards".into());
+        self.evidence = effect.evidence;
+        self.commit_extra.attempts.extend(effect.attempt);
+        self.commit_extra.observations.extend(effect.observation);
+        self.commit_extra.new_next_observation_at = Some(effect.next_observation_at);
+        self.commit_extra.new_owner = effect.new_owner;
+        Ok(())
+    }
+
     fn resolve(&mut self, to: State) -> Result<(), Refusal> {
         let from = self.op().state;
         match (from, to) {
@@ -832,16 +879,30 @@ impl<'a> Plan<'a> {
                     rule: Rule::G1,
                     reason: "SUCCEEDED needs an observation newer than the last request; reconcile first".into(),
                 })?;
+                if let Some(Verdict::Findings { findings }) = &self.assess().lookup {
+                    let rule = if findings.contains(&Finding::WrongTenant) {
+                        Rule::G7
+                    } else {
+                        Rule::G1
+                    };
+                    let named: Vec<String> = findings
+                        .iter()
+                        .map(|f| format!("{f} ({} finding)", f.name().replace('_', "-")))
+                        .collect();
+                    return refuse(
+                        rule,
+                        format!(
+                            "lookup observation {obs}: {}: it does not show the intended effect once",
+                            named.join("; ")
+                        ),
+                    );
+                }
                 let ok = self
                     .detail
                     .observations
                     .iter()
                     .find(|o| o.id == obs)
-                    .is_some_and(|o| {
-                        o.found
-                            && o.matches.as_ref().is_some_and(Matches::all)
-                            && o.effect_count == Some(1)
-                    });
+                    .is_some_and(lookup::proves_single_effect);
                 if !ok {
                     return refuse(
                         Rule::G1,

@@ -8,11 +8,16 @@ mod answer;
 mod limit;
 mod observe;
 mod redact;
+mod service;
 
 pub use answer::{Reading, Response, read, retry_after};
 pub use limit::{LookupSettings, ProviderSettings, RateLimiter};
 pub use observe::{Due, ObserveLine, ObserveOptions, ObserveStore, Observer};
 pub use redact::{redact_secret, redact_url};
+pub use service::{
+    LookupError, Recorded, SessionObserver, last_provider_request_id, look_up, record, spec_of,
+    summary,
+};
 
 use std::error::Error as _;
 use std::time::Duration;
@@ -125,12 +130,14 @@ impl Looker {
             secret = Some(value);
         }
         let shown_url = redact_url(&url);
-        let started_at = clock.now();
         let timer = std::time::Instant::now();
         let got = self.exchange(request).await;
         let elapsed = chrono::Duration::from_std(timer.elapsed())
             .unwrap_or_else(|_| chrono::Duration::zero());
-        let ended_at = started_at + elapsed;
+        // The end is now on `clock` and the start that long before it, so a call
+        // under a frozen clock is never dated after the clock's instant.
+        let ended_at = clock.now();
+        let started_at = ended_at - elapsed;
         let mut call = LookupCall {
             url: shown_url,
             started_at,
