@@ -357,6 +357,15 @@ pub fn grants(grants: &[Grant], single_user: bool) -> String {
 }
 
 /// The evidence bundle as labelled sections.
+/// A lookup's result, field by field.
+pub fn lookup(call: &crate::core::lookup::LookupCall) -> String {
+    let mut out = String::new();
+    for (label, value) in call.rows() {
+        let _ = writeln!(out, "  {label:<22} {}", clean(&value));
+    }
+    out
+}
+
 pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
@@ -387,6 +396,7 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         "tool / action",
         format!("{} / {}", clean(&b.tool), clean(&b.action)),
     );
+    field("status lookup", clean(&b.status_lookup));
     field("target", clean(&b.target));
     field("risk", b.risk.to_string());
     field(

@@ -100,6 +100,8 @@ pub struct EvidenceBundle {
     pub tenant: String,
     pub actor: String,
     pub tool: String,
+    /// How the tool's status is looked up, or that it has no status path.
+    pub status_lookup: String,
     pub action: String,
     pub target: String,
     pub risk: Risk,
@@ -241,6 +243,10 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         tenant: op.tenant.clone(),
         actor: op.actor.clone(),
         tool: op.tool.clone(),
+        status_lookup: detail.contract.as_ref().map_or_else(
+            || "unknown: no contract is recorded for the tool".to_owned(),
+            |c| c.status_lookup.describe(),
+        ),
         action: op.action.clone(),
         target: op.target.clone(),
         risk: op.risk,

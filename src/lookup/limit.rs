@@ -28,6 +28,13 @@ pub struct ProviderSettings {
 }
 
 impl LookupSettings {
+    /// The HTTP side's settings these make.
+    pub fn client(&self) -> super::LookupConfig {
+        super::LookupConfig {
+            body_limit: self.body_limit_bytes.unwrap_or(super::DEFAULT_BODY_LIMIT),
+        }
+    }
+
     /// The rate for `provider`, if it has one.
     pub fn rate(&self, provider: &str) -> Option<f64> {
         self.providers

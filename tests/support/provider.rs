@@ -69,9 +69,12 @@ impl Provider {
 
     /// The contract line of tool `tool` whose status lookup asks this provider.
     pub fn contract(&self, tool: &str, timeout_ms: u32, lag_seconds: u32) -> String {
-        format!(
-            r#"{{"type":"contract","tool":"{tool}","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":{{"method":"GET","url":"{}/v1/records?business_key={{business_key}}","auth":{{"header":"Authorization","prefix":"Bearer ","env":"HOLDFAST_TEST_STATUS_TOKEN"}},"timeout_ms":{timeout_ms},"lag_seconds":{lag_seconds},"not_found_status":[404],"fields":{{"target":"/record/target","payload_hash":"/record/payload_hash","tenant":"/record/tenant","version":"/record/version","effect_count":"/count","provider_request_id":"/record/request_id"}}}},"retryable":["http_503"],"compensation":null,"owner":"integrations","max_attempts":3,"budget_seconds":86400}}"#,
-            self.base
+        contract_with(
+            tool,
+            &format!(
+                r#"{{"method":"GET","url":"{}/v1/records?business_key={{business_key}}","auth":{{"header":"Authorization","prefix":"Bearer ","env":"HOLDFAST_TEST_STATUS_TOKEN"}},"timeout_ms":{timeout_ms},"lag_seconds":{lag_seconds},"not_found_status":[404],"fields":{{"target":"/record/target","payload_hash":"/record/payload_hash","tenant":"/record/tenant","version":"/record/version","effect_count":"/count","provider_request_id":"/record/request_id"}}}}"#,
+                self.base
+            ),
         )
     }
 
@@ -90,6 +93,13 @@ impl Provider {
             .filter(|k| *k == key)
             .count()
     }
+}
+
+/// The contract line of tool `tool` with `status_lookup` as given (JSON text).
+pub fn contract_with(tool: &str, status_lookup: &str) -> String {
+    format!(
+        r#"{{"type":"contract","tool":"{tool}","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":{status_lookup},"retryable":["http_503"],"compensation":null,"owner":"integrations","max_attempts":3,"budget_seconds":86400}}"#
+    )
 }
 
 fn record(target: &str, hash: &str, tenant: &str, count: u32) -> String {

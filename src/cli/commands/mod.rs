@@ -6,6 +6,7 @@ pub mod console;
 pub mod copy;
 pub mod ingest;
 pub mod list;
+pub mod observe;
 pub mod report;
 pub mod review;
 pub mod show;

@@ -51,6 +51,10 @@ pub struct ReviewArgs {
     /// `accept`: the manual-repair reference (ticket, runbook).
     #[arg(long, value_name = "REF")]
     pub repair_ref: Option<String>,
+    /// `reconcile`: make the lookup the contract's `status_lookup` describes now,
+    /// and record its attempt and observation.
+    #[arg(long)]
+    pub lookup: bool,
     /// `reconcile`: wire-format observation line(s) for this operation, one reconcile each.
     #[arg(long, value_name = "FILE")]
     pub observation: Option<PathBuf>,
@@ -173,6 +177,7 @@ fn action_flags(args: &ReviewArgs) -> Vec<(&'static str, ActionKind)> {
         ("--owner", Assign, args.owner.is_some()),
         ("--at", Schedule, args.at.is_some()),
         ("--repair-ref", Accept, args.repair_ref.is_some()),
+        ("--lookup", Reconcile, args.lookup),
         ("--observation", Reconcile, args.observation.is_some()),
         ("--found", Reconcile, args.found),
         ("--not-found", Reconcile, args.not_found),
@@ -239,6 +244,11 @@ fn reconcile_inputs(
     args: &ReviewArgs,
     id: Option<&OperationId>,
 ) -> anyhow::Result<Vec<ReconcileInput>> {
+    if args.lookup {
+        return Err(Failure::bad_input(
+            "--lookup makes the lookup itself: give it alone with --rationale",
+        ));
+    }
     let Some(path) = &args.observation else {
         if args.found == args.not_found {
             return Err(Failure::bad_input(
@@ -422,6 +432,9 @@ async fn one(
     kind: ActionKind,
     args: &ReviewArgs,
 ) -> anyhow::Result<u8> {
+    if kind == ActionKind::Reconcile && args.lookup {
+        return lookup(ctx, &id, args).await;
+    }
     let actions = actions(kind, args, Some(&id))?;
     let rationale = rationale(args)?;
     let session = ctx.session().await?;
@@ -459,6 +472,57 @@ async fn one(
         }
     }
     Ok(exit::OK)
+}
+
+/// `review ID reconcile --lookup`: one lookup now, recorded as a reconcile.
+async fn lookup(ctx: &Context, id: &OperationId, args: &ReviewArgs) -> anyhow::Result<u8> {
+    if let Some((flag, _)) = action_flags(args)
+        .into_iter()
+        .find(|(flag, _)| *flag != "--lookup")
+    {
+        return Err(Failure::bad_input(format!(
+            "{flag} and --lookup exclude each other: the lookup says what it showed"
+        )));
+    }
+    if args.dry_run || args.expected_version.is_some() {
+        return Err(Failure::bad_input(
+            "--lookup asks the provider and records what it said; it has no dry run and checks the version it loads",
+        ));
+    }
+    let rationale = rationale(args)?;
+    let session = ctx.session().await?;
+    let looker = crate::lookup::Looker::new(ctx.config.lookup.client())
+        .map_err(|e| Failure::new(exit::ERROR, e.to_string()))?;
+    let recorded = crate::lookup::look_up(
+        &session,
+        &looker,
+        &crate::lookup::EnvSecrets,
+        ctx.clock,
+        id,
+        &rationale,
+    )
+    .await;
+    match recorded {
+        Ok(r) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"applied": true, "lookup": r.call, "effect": r.applied.effect, "audit": r.applied.audit})
+                );
+            } else {
+                print!(
+                    "{}{}",
+                    render::lookup(&r.call),
+                    render::effect(&r.applied.effect, Some(&r.applied.audit))
+                );
+            }
+            Ok(exit::OK)
+        }
+        Err(crate::lookup::LookupError::Review(e)) => report_refusal(e, args.json),
+        Err(crate::lookup::LookupError::Impossible(e)) => {
+            Err(Failure::new(exit::ERROR, render::clean(&e.to_string())).into())
+        }
+    }
 }
 
 /// A filter typed on the command line; without a state term it means the queue.

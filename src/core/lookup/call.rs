@@ -33,6 +33,52 @@ impl LookupCall {
     pub fn duration_ms(&self) -> i64 {
         (self.ended_at - self.started_at).num_milliseconds()
     }
+
+    /// The result field by field, as (label, value) rows for a screen or a
+    /// terminal; values from the provider are untrusted and must be sanitized
+    /// where they are drawn.
+    pub fn rows(&self) -> Vec<(&'static str, String)> {
+        let status = self
+            .http_status
+            .map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
+        let mut rows = vec![
+            (
+                "lookup",
+                format!("GET {} → {status} in {} ms", self.url, self.duration_ms()),
+            ),
+            ("outcome", format!("{} ({})", self.outcome, self.phase)),
+        ];
+        if let Some(e) = &self.error_type {
+            rows.push(("error", e.clone()));
+        }
+        let Some(a) = &self.answer else {
+            return rows;
+        };
+        let compared = |m: Option<bool>, differs: &str| match m {
+            Some(true) => "match".to_owned(),
+            Some(false) => differs.to_owned(),
+            None => "not compared".to_owned(),
+        };
+        rows.push(("found", if a.found { "yes" } else { "no" }.to_owned()));
+        if a.found {
+            rows.push(("target", compared(a.matches.target, "MISMATCH")));
+            rows.push(("payload hash", compared(a.matches.payload_hash, "MISMATCH")));
+            rows.push(("tenant", compared(a.matches.owner, "ANOTHER TENANT")));
+        }
+        rows.push((
+            "effect count",
+            a.effect_count
+                .map_or_else(|| "-".to_owned(), |n| n.to_string()),
+        ));
+        rows.push((
+            "provider request",
+            a.provider_request_id
+                .clone()
+                .unwrap_or_else(|| "-".to_owned()),
+        ));
+        rows.push(("raw hash", a.raw_hash.to_string()));
+        rows
+    }
 }
 
 /// What the provider said about the operation, compared field by field.
