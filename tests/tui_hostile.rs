@@ -308,6 +308,10 @@ mod screens {
                         "\u{1b}[2Jstore says \u{202e}no".into(),
                     ),
                 },
+                Effect::LookUp { generation, .. } => Message::LookedUp {
+                    generation,
+                    result: Err("\u{1b}[2Jprovider says \u{202e}no".into()),
+                },
                 Effect::SelectAll { generation, .. } => Message::Selected {
                     generation,
                     result: Ok(vec![detail.row.operation.id.clone()]),

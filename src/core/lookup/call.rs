@@ -42,11 +42,12 @@ impl LookupCall {
             .http_status
             .map_or_else(|| "no answer".to_owned(), |s| format!("HTTP {s}"));
         let mut rows = vec![
+            ("lookup", format!("GET {}", self.url)),
             (
-                "lookup",
-                format!("GET {} → {status} in {} ms", self.url, self.duration_ms()),
+                "answer",
+                format!("{status}, {} ({})", self.outcome, self.phase),
             ),
-            ("outcome", format!("{} ({})", self.outcome, self.phase)),
+            ("took", format!("{} ms", self.duration_ms())),
         ];
         if let Some(e) = &self.error_type {
             rows.push(("error", e.clone()));
