@@ -208,16 +208,25 @@ async fn each_scenario_is_recorded_with_what_it_now_allows() {
 
 /// An observer on `store` acting as `svc:observer`, with `concurrency` in flight.
 fn observer(store: Arc<dyn holdfast::store::Store>, concurrency: usize) -> Observer {
+    observer_at(store, concurrency, now())
+}
+
+/// The same, its clock frozen at `at`.
+fn observer_at(
+    store: Arc<dyn holdfast::store::Store>,
+    concurrency: usize,
+    at: DateTime<Utc>,
+) -> Observer {
     Observer {
         store: Arc::new(SessionObserver {
             session: Session::new(store, Actor::local("svc:observer", None)),
             rationale: Rationale::parse("scheduled lookup by the observer").unwrap(),
-            clock: Clock::Frozen(now()),
+            clock: Clock::Frozen(at),
         }),
         looker: Looker::new(LookupConfig::default()).unwrap(),
         limiter: RateLimiter::new(LookupSettings::default()),
         secrets: Arc::new(TestSecrets),
-        clock: Clock::Frozen(now()),
+        clock: Clock::Frozen(at),
         options: ObserveOptions {
             concurrency,
             ..ObserveOptions::default()
@@ -357,4 +366,38 @@ async fn the_token_is_in_no_byte_of_the_store_or_an_export() {
         );
     }
     assert!(files > 0 && records_seen, "the store's files were read");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn past_the_deadline_a_hold_is_routed_to_its_owner_and_not_looked_up() {
+    let p = Provider::start("").await;
+    let fresh = due_holds(Kind::Sqlite, &p, 3).await;
+    let late = parse_instant("2026-09-05T11:05:00Z").unwrap();
+    let obs = observer_at(fresh.store.clone(), 2, late);
+    let lines = std::sync::Mutex::new(Vec::new());
+    assert_eq!(
+        obs.round(&|l| lines.lock().unwrap().push(l)).await.unwrap(),
+        3
+    );
+    for line in lines.into_inner().unwrap() {
+        assert!(line.text.contains("lookups exhausted"), "{line:?}");
+        assert!(
+            line.text.contains("routed to owner integrations"),
+            "{line:?}"
+        );
+    }
+    assert!(
+        p.auth_seen().is_empty(),
+        "nobody was asked past the deadline"
+    );
+    let d = fresh.store.detail(&id("D000")).await.unwrap();
+    assert_eq!(d.row.operation.next_observation_at, None);
+    assert_eq!(d.row.operation.state, State::Unknown, "the hold stays held");
+    assert!(d.attempts.iter().all(|a| a.kind == AttemptKind::Request));
+    let last = d.audit.last().unwrap();
+    assert_eq!(
+        (last.draft.action.as_str(), last.draft.by.as_str()),
+        ("reconcile", "svc:observer")
+    );
+    assert_eq!(obs.round(&|_| {}).await.unwrap(), 0, "routed once");
 }

@@ -29,8 +29,9 @@ fn packet(p: &Provider) -> String {
     )
 }
 
-/// The screen with what varies between runs (the provider's port, the call's
-/// duration: every digit of a line that gives milliseconds) masked, widths kept.
+/// The screen with what varies between runs masked: the provider's port (width
+/// kept), and each line that gives milliseconds without its digits and with its
+/// runs of spaces collapsed (the duration's width varies).
 fn masked(screen: &str, p: &Provider) -> String {
     let port = p.base.rsplit(':').next().unwrap_or_default();
     screen
@@ -41,9 +42,8 @@ fn masked(screen: &str, p: &Provider) -> String {
         .lines()
         .map(|l| {
             if l.contains(" ms") {
-                l.chars()
-                    .map(|c| if c.is_ascii_digit() { '#' } else { c })
-                    .collect()
+                let digitless: String = l.chars().filter(|c| !c.is_ascii_digit()).collect();
+                digitless.split_whitespace().collect::<Vec<_>>().join(" ")
             } else {
                 l.to_owned()
             }
