@@ -280,3 +280,71 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exist() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match", "missing"]);
+    cli.run(
+        "maya",
+        &[
+            "grant",
+            "maya",
+            "--role",
+            "owner",
+            "--tenant",
+            "pinehaven",
+            "--rationale",
+            "first owner of the tenant",
+        ],
+    )
+    .expect_code(0);
+    let unseen = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    assert_eq!(
+        unseen.stdout, "no lookups are due\n",
+        "no grant, no tenant in scope"
+    );
+    assert!(p.auth_seen().is_empty());
+    cli.run(
+        "maya",
+        &[
+            "grant",
+            "svc:observer",
+            "--role",
+            "reviewer",
+            "--tenant",
+            "pinehaven",
+            "--rationale",
+            "the observer reconciles pinehaven",
+        ],
+    )
+    .expect_code(0);
+    let started = std::time::Instant::now();
+    let watched = run(
+        &cli,
+        "svc:observer",
+        &[
+            "observe",
+            "--watch",
+            "--duration",
+            "2",
+            "--concurrency",
+            "2",
+            "--json",
+        ],
+    )
+    .expect_code(0);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
+    let lines: Vec<serde_json::Value> = watched
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", watched.stdout);
+    assert!(
+        lines.iter().all(|l| l["acted"] == true),
+        "{}",
+        watched.stdout
+    );
+    assert_eq!(p.asked("match:1") + p.asked("missing:1"), 2);
+}
