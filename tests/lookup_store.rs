@@ -401,3 +401,37 @@ async fn past_the_deadline_a_hold_is_routed_to_its_owner_and_not_looked_up() {
     );
     assert_eq!(obs.round(&|_| {}).await.unwrap(), 0, "routed once");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn findings_of_lookups_count_in_the_release_gate() {
+    use holdfast::core::metrics::{self, VetoKind};
+    let p = Provider::start("").await;
+    let fresh = store_with(Kind::Sqlite, &p, &["match", "dup", "tenant"]).await;
+    let session = Session::new(fresh.store.clone(), actor());
+    let looker = Looker::new(LookupConfig::default()).unwrap();
+    for s in ["match", "dup", "tenant"] {
+        holdfast::lookup::look_up(
+            &session,
+            &looker,
+            &TestSecrets,
+            Clock::Frozen(now()),
+            &id(&format!("L-{s}")),
+            &rationale(),
+        )
+        .await
+        .unwrap();
+    }
+    let report = metrics::report(&fresh.store.dataset().await.unwrap(), now());
+    let kinds = |op: &str| -> Vec<VetoKind> {
+        report
+            .release
+            .vetoes
+            .iter()
+            .filter(|v| v.operation.as_str() == op)
+            .flat_map(|v| v.kinds.clone())
+            .collect()
+    };
+    assert_eq!(kinds("L-dup"), [VetoKind::DuplicatePrimaryEffect]);
+    assert_eq!(kinds("L-tenant"), [VetoKind::CrossTenantAction]);
+    assert!(kinds("L-match").is_empty());
+}
