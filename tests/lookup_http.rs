@@ -360,3 +360,30 @@ async fn a_missing_identity_value_or_secret_makes_the_lookup_impossible() {
         "no call is made without its values"
     );
 }
+
+#[tokio::test]
+async fn a_failed_tls_handshake_is_an_attempt_with_its_error_type() {
+    let p = Provider::start("").await;
+    let line = p.contract("T06", 2000, 60).replace("http://", "https://");
+    let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
+        panic!("the contract does not parse")
+    };
+    let looker = Looker::new(LookupConfig::default()).unwrap();
+    let call = looker
+        .look_up(
+            c.status_lookup.spec().unwrap(),
+            &operation(Some("match:1")),
+            None,
+            &TestSecrets,
+            Clock::Frozen(now()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(call.error_type.as_deref(), Some("tls_error"), "{call:?}");
+    assert_eq!(call.outcome, Outcome::ConnectionReset);
+    assert!(call.answer.is_none());
+    assert!(
+        p.auth_seen().is_empty(),
+        "the token never left over a failed handshake"
+    );
+}

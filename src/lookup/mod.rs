@@ -291,7 +291,13 @@ impl Exchange {
         let has = |words: &[&str]| words.iter().any(|w| chain.contains(w));
         let (phase, outcome, error_type) = if has(&["dns error", "failed to lookup address"]) {
             (Phase::Dns, Outcome::DnsFailure, "dns_failure")
-        } else if has(&["certificate", "tls", "handshake"]) {
+        } else if has(&[
+            "certificate",
+            "tls",
+            "handshake",
+            "corrupt message",
+            "received fatal alert",
+        ]) {
             (Phase::Connected, Outcome::ConnectionReset, "tls_error")
         } else if e.is_timeout() && e.is_connect() {
             (Phase::Dns, Outcome::Timeout, "connect_timeout")
