@@ -69,6 +69,13 @@ pub async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
         clock: ctx.clock,
         options: ObserveOptions {
             concurrency: usize::from(args.concurrency),
+            // Once: every due hold in one round. Watching: rounds of the default
+            // size, so newly due holds are not kept waiting behind a long one.
+            batch: if args.watch {
+                ObserveOptions::default().batch
+            } else {
+                usize::MAX
+            },
             ..ObserveOptions::default()
         },
     };
