@@ -78,6 +78,10 @@ pub struct Config {
     /// Status lookups: the body size limit and per-provider rate limits.
     #[serde(default)]
     pub lookup: crate::lookup::LookupSettings,
+    /// Extra secret patterns (`[[redact]]` tables with `kind` and `pattern`),
+    /// redacted on every output like the built-in ones.
+    #[serde(default)]
+    pub redact: Vec<crate::core::redact::ExtraPattern>,
 }
 
 impl Config {

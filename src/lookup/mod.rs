@@ -151,7 +151,10 @@ impl Looker {
             excerpt: None,
             answer: None,
         };
-        let clean = |text: &str| redact_secret(text, secret.as_deref());
+        // The secret itself, then every secret the project's redactor knows.
+        let clean = |text: &str| {
+            crate::core::redact::redact(&redact_secret(text, secret.as_deref())).into_owned()
+        };
         match got {
             Exchange::Failed {
                 phase,
