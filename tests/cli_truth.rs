@@ -44,3 +44,34 @@ fn no_second_compensation_after_one_succeeded() {
     let children = shown["children"].as_array().cloned().unwrap_or_default();
     assert_eq!(children.len(), 1, "{children:?}");
 }
+
+#[test]
+fn terminal_states_recommend_nothing() {
+    let cli = Cli::demo();
+    let listed = cli
+        .run_at(DEMO_LATE, "ana", &["list", "--state", "all", "--json"])
+        .expect_code(0)
+        .json();
+    let terminal = ["SUCCEEDED", "FAILED", "COMPENSATED", "ACCEPTED"];
+    let mut seen = 0;
+    for row in listed.as_array().cloned().unwrap_or_default() {
+        let state = row["state"].as_str().unwrap_or_default();
+        if !terminal.contains(&state) {
+            continue;
+        }
+        seen += 1;
+        let id = row["id"].as_str().unwrap_or_default();
+        let shown = cli
+            .run_at(DEMO_LATE, "ana", &["show", id, "--json"])
+            .expect_code(0)
+            .json();
+        let rec = &shown["recommendation"];
+        assert_ne!(rec["decision"], "hold_for_owner", "{id}: {rec}");
+        let reason = rec["reason"].as_str().unwrap_or_default();
+        assert!(
+            reason.contains("terminal") && !reason.contains("accept"),
+            "{id}: {reason}"
+        );
+    }
+    assert!(seen >= 10, "the demo has terminal operations ({seen})");
+}

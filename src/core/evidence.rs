@@ -7,7 +7,7 @@ use serde::Serialize;
 
 use super::clock::format_instant;
 use super::ids::{OperationId, Sha256};
-use super::matrix::{self, Recommendation};
+use super::matrix::{self, Decision, Recommendation};
 use super::model::{
     AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, ProposalStatus, Relation, Risk,
     State,
@@ -260,7 +260,17 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         next_observation_overdue: op.state.is_held()
             && op.next_observation_at.is_some_and(|t| t < now),
         failure_mode: op.failure_mode,
-        recommendation: assessment.recommendation,
+        recommendation: if op.state.is_terminal() {
+            Recommendation {
+                decision: Decision::DoNotRetry,
+                reason: format!(
+                    "{} is terminal: nothing is left to recommend; the history stays in the timeline",
+                    op.state
+                ),
+            }
+        } else {
+            assessment.recommendation
+        },
         prohibited: rules::prohibited(detail, now),
         actions,
         parent: op.parent.clone().zip(op.relation),
