@@ -75,3 +75,110 @@ fn terminal_states_recommend_nothing() {
     }
     assert!(seen >= 10, "the demo has terminal operations ({seen})");
 }
+
+/// The ids of every operation in the store, as `identity` sees them at `now`.
+fn all_ids(cli: &Cli, now: &str) -> Vec<(String, String)> {
+    let listed = cli
+        .run_at(
+            now,
+            "ana",
+            &["list", "--state", "all", "--limit", "500", "--json"],
+        )
+        .expect_code(0)
+        .json();
+    listed
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .map(|r| {
+            (
+                r["id"].as_str().unwrap_or_default().to_owned(),
+                r["state"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The actions an `only A, B or C remain(s)` clause names, as command labels.
+fn named_alternatives(text: &str) -> Vec<String> {
+    let Some(start) = text.find("only ") else {
+        return Vec::new();
+    };
+    let rest = &text[start + "only ".len()..];
+    let Some(end) = rest.find(" remain") else {
+        return Vec::new();
+    };
+    rest[..end]
+        .split(", ")
+        .flat_map(|part| part.split(" or "))
+        .map(|name| name.trim().replace("resolve to ", "resolve --to "))
+        .collect()
+}
+
+#[test]
+fn refusals_and_previews_name_only_allowed_actions() {
+    let cli = Cli::demo();
+    let mut checked = 0;
+    for now in [support::cli::NOW, DEMO_LATE] {
+        for (id, state) in all_ids(&cli, now) {
+            let shown = cli
+                .run_at(now, "ana", &["show", &id, "--json"])
+                .expect_code(0)
+                .json();
+            let actions = shown["actions"].as_array().cloned().unwrap_or_default();
+            let allowed: Vec<&str> = actions
+                .iter()
+                .filter(|a| a["allowed"] == true)
+                .filter_map(|a| a["label"].as_str())
+                .collect();
+            let mut texts: Vec<String> = actions
+                .iter()
+                .filter_map(|a| a["reason"].as_str().map(str::to_owned))
+                .collect();
+            texts.extend(
+                shown["recommendation"]["reason"]
+                    .as_str()
+                    .map(str::to_owned),
+            );
+            for text in &texts {
+                assert!(!text.contains("accept, fail or block"), "{id}: {text}");
+                for name in named_alternatives(text) {
+                    checked += 1;
+                    assert!(
+                        allowed.contains(&name.as_str()),
+                        "{id} at {now}: `{text}` names {name}, which is not allowed ({allowed:?})"
+                    );
+                }
+                if text.contains("approve one first") {
+                    assert!(allowed.contains(&"approve-compensation"), "{id}: {text}");
+                }
+            }
+            if now == DEMO_LATE && allowed.contains(&"reconcile") {
+                let preview = cli
+                    .run_at(
+                        now,
+                        "ana",
+                        &[
+                            "review",
+                            &id,
+                            "reconcile",
+                            "--not-found",
+                            "--dry-run",
+                            "--rationale",
+                            "looked at the provider",
+                        ],
+                    )
+                    .expect_code(0);
+                if preview.stdout.contains("resolve") {
+                    assert!(
+                        state == "UNKNOWN" || state == "BLOCKED",
+                        "{id} is {state}, where resolve has no row:\n{}",
+                        preview.stdout
+                    );
+                }
+            }
+        }
+    }
+    assert!(checked > 0, "some refusal names what remains");
+}

@@ -117,7 +117,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if input.key_conflict {
         return rec(
             DoNotRetry,
-            "the idempotency key was used with a different payload (G3): no retry, no automated repair; accept or resolve to FAILED",
+            "the idempotency key was used with a different payload (G3): no retry, no automated repair",
         );
     }
     let Some(mode) = input.mode else {
@@ -126,7 +126,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if let Some(why) = &input.budget_exhausted {
         return rec(
             HoldForOwner,
-            format!("{why}: a new session never resets it; accept, fail or block"),
+            format!("{why}: a new session never resets it; no retry remains, the owner decides"),
         );
     }
     match mode {

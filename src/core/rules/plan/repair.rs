@@ -16,7 +16,7 @@ impl Plan<'_> {
         if let Some(why) = a.budget_exhausted() {
             return refuse(
                 Rule::G5,
-                format!("{why}: only accept, resolve to FAILED or block remain"),
+                format!("{why}: {}", self.remaining()),
             );
         }
         Ok(())

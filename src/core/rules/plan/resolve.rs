@@ -89,8 +89,14 @@ impl Plan<'_> {
             observation.source,
             if input.found { "found" } else { "not found" }
         ));
-        self.consequences
-            .push("the state does not change; resolve afterwards".into());
+        self.consequences.push(
+            if matches!(op.state, State::Unknown | State::Blocked) {
+                "the state does not change; resolve afterwards on what it shows"
+            } else {
+                "the state does not change"
+            }
+            .into(),
+        );
         self.evidence = vec![attempt_id, observation_id];
         self.commit_extra.attempts.push(attempt);
         self.commit_extra.observations.push(observation);
