@@ -182,3 +182,36 @@ fn refusals_and_previews_name_only_allowed_actions() {
     }
     assert!(checked > 0, "some refusal names what remains");
 }
+
+#[test]
+fn states_in_any_case_and_near_misses_name_what_was_meant() {
+    let cli = Cli::demo();
+    let lower = cli
+        .run("ana", &["list", "--state", "unknown", "--json"])
+        .expect_code(0)
+        .json();
+    let upper = cli
+        .run("ana", &["list", "--state", "UNKNOWN", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(lower, upper);
+    assert!(!lower.as_array().cloned().unwrap_or_default().is_empty());
+    cli.run("ana", &["list", "--state", "Held"]).expect_code(0);
+
+    let run = cli.run("ana", &["show", "f09"]).expect_code(1);
+    assert!(run.stderr.contains("did you mean F09?"), "{}", run.stderr);
+
+    let run = cli
+        .run(
+            "ana",
+            &["review", "F09", "authorise-retry", "--rationale", "retry it once more"],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("did you mean `authorize-retry`?"),
+        "{}",
+        run.stderr
+    );
+    let run = cli.run("ana", &["list", "--state", "unknwn"]).expect_code(2);
+    assert!(run.stderr.contains("did you mean UNKNOWN?"), "{}", run.stderr);
+}

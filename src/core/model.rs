@@ -28,6 +28,21 @@ macro_rules! text_enum {
                 match text { $($text => Some($name::$variant),)+ _ => None }
             }
 
+            /// Parses the text form in any ASCII case (`unknown` for `UNKNOWN`):
+            /// how people type it.
+            pub fn parse_any_case(text: &str) -> Option<Self> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str().eq_ignore_ascii_case(text.trim()))
+            }
+
+            /// The accepted value nearest to a mistyped one, for a hint.
+            pub fn nearest(text: &str) -> Option<Self> {
+                crate::core::names::nearest(text, Self::ALL.iter().map(|v| v.as_str()))
+                    .and_then(Self::parse)
+            }
+
             /// The accepted values, for error messages.
             pub fn expected() -> String {
                 [$($text),+].join(", ")

@@ -342,7 +342,7 @@ fn actions(
             .collect()),
         ActionKind::Resolve => {
             let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
-            let to = State::parse(&text.to_ascii_uppercase()).ok_or_else(|| {
+            let to = State::parse_any_case(text).ok_or_else(|| {
                 Failure::bad_input(format!(
                     "--to {text}: must be one of: {}",
                     State::expected()
@@ -378,8 +378,10 @@ fn actions(
 fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
     ActionKind::parse(text).ok_or_else(|| {
         let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+        let hint = ActionKind::nearest(text)
+            .map_or_else(String::new, |k| format!(" did you mean `{k}`?"));
         Failure::bad_input(format!(
-            "unknown action {text:?}: one of {}",
+            "unknown action {text:?}:{hint} one of {}",
             names.join(", ")
         ))
     })
