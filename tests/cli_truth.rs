@@ -215,3 +215,45 @@ fn states_in_any_case_and_near_misses_name_what_was_meant() {
     let run = cli.run("ana", &["list", "--state", "unknwn"]).expect_code(2);
     assert!(run.stderr.contains("did you mean UNKNOWN?"), "{}", run.stderr);
 }
+
+#[test]
+fn times_read_relative_to_now_and_words_are_refused_clearly() {
+    let cli = Cli::demo();
+    let run = cli.run_at("yesterday", "ana", &["list"]).expect_code(2);
+    assert!(
+        run.stderr.contains("\"yesterday\" is not a time") && run.stderr.contains("+30m"),
+        "{}",
+        run.stderr
+    );
+    cli.run_at("-2h", "ana", &["list"]).expect_code(0);
+
+    let run = cli
+        .run(
+            "ana",
+            &[
+                "review",
+                "F09",
+                "schedule",
+                "--at",
+                "+30m",
+                "--rationale",
+                "look again in half an hour",
+            ],
+        )
+        .expect_code(0);
+    assert!(
+        run.stdout.contains("next observation at 2026-09-05T10:40:00Z"),
+        "{}",
+        run.stdout
+    );
+    let shown = cli.run_at("2026-09-05T10:43:00Z", "ana", &["show", "F09"]);
+    let line = shown
+        .expect_code(0)
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("next observation"))
+        .map(str::to_owned)
+        .unwrap_or_default();
+    assert!(line.contains("(3m00s ago, OVERDUE)"), "{line}");
+    assert!(!line.contains("in 0s"), "{line}");
+}

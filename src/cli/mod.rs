@@ -15,7 +15,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::core::clock::{Clock, parse_instant};
+use crate::core::clock::{Clock, TimeSpec};
 use crate::core::ids::OperationId;
 use crate::core::rules::Actor;
 use crate::store::{Location, Session, Store, StoreError};
@@ -76,8 +76,16 @@ pub struct Cli {
     #[arg(long, global = true, env = "HOLDFAST_DATABASE_URL", value_name = "URL")]
     pub database_url: Option<String>,
 
-    /// Freeze the clock at this RFC 3339 instant (deterministic runs and snapshots).
-    #[arg(long, global = true, env = "HOLDFAST_NOW", value_name = "TIME", value_parser = parse_now)]
+    /// Freeze the clock at this RFC 3339 instant, or at a time relative to the
+    /// system clock (`-2h`, `+30m`): deterministic runs and snapshots.
+    #[arg(
+        long,
+        global = true,
+        env = "HOLDFAST_NOW",
+        value_name = "TIME",
+        value_parser = parse_now,
+        allow_hyphen_values = true
+    )]
     pub now: Option<DateTime<Utc>>,
 
     /// Act as this identity (default: the config file's `identity`, else the OS
@@ -90,9 +98,9 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// `--now`: an instant, or a time relative to the system clock (`-2h`).
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
-    parse_instant(text)
-        .map_err(|e| format!("{e}: use RFC 3339 with an offset, like 2026-09-05T10:30:00Z"))
+    TimeSpec::parse(text).map(|t| t.resolve(Utc::now()))
 }
 
 #[derive(Debug, Subcommand)]

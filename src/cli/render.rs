@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::{format_instant, human_duration, relative};
 use crate::core::evidence::{EvidenceBundle, describe_observation};
 use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
 use crate::core::rules::{ActionKind, Actor, Effect, Refusal};
@@ -374,9 +374,9 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     field(
         "in state since",
         format!(
-            "{} ({} ago)",
+            "{} ({})",
             format_instant(b.state_since),
-            human_duration((now - b.state_since).num_seconds())
+            relative(b.state_since, now)
         ),
     );
     field(
@@ -485,15 +485,19 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     field("owner", clean(&b.owner));
     field(
         "next observation",
-        format!(
-            "{}{}",
-            when(b.next_observation_at),
-            if b.next_observation_overdue {
-                " (OVERDUE)"
-            } else {
-                ""
-            }
-        ),
+        match b.next_observation_at {
+            None => "-".to_owned(),
+            Some(t) => format!(
+                "{} ({}{})",
+                format_instant(t),
+                relative(t, now),
+                if b.next_observation_overdue {
+                    ", OVERDUE"
+                } else {
+                    ""
+                }
+            ),
+        },
     );
     field(
         "failure mode",

@@ -9,7 +9,8 @@ use clap::{Args, ValueEnum};
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use crate::cli::{Context, Failure, exit, parse_id, parse_now, render};
+use crate::cli::{Context, Failure, exit, parse_id, render};
+use crate::core::clock::TimeSpec;
 use crate::core::access::{self, GrantOp, GrantRequest};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
@@ -45,9 +46,9 @@ pub struct ReviewArgs {
     /// `assign`: the new owner.
     #[arg(long, value_name = "OWNER")]
     pub owner: Option<String>,
-    /// `schedule`: when to observe next (RFC 3339).
-    #[arg(long, value_name = "TIME", value_parser = parse_now)]
-    pub at: Option<DateTime<Utc>>,
+    /// `schedule`: when to observe next (RFC 3339, or relative to now: `+30m`).
+    #[arg(long, value_name = "TIME", value_parser = TimeSpec::parse, allow_hyphen_values = true)]
+    pub at: Option<TimeSpec>,
     /// `accept`: the manual-repair reference (ticket, runbook).
     #[arg(long, value_name = "REF")]
     pub repair_ref: Option<String>,
@@ -327,6 +328,7 @@ fn actions(
     kind: ActionKind,
     args: &ReviewArgs,
     id: Option<&OperationId>,
+    now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<Action>> {
     if let Some((flag, owner)) = action_flags(args).into_iter().find(|(_, k)| *k != kind) {
         return Err(Failure::bad_input(format!(
@@ -367,7 +369,7 @@ fn actions(
             owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
         }),
         ActionKind::Schedule => one(Action::Schedule {
-            at: args.at.ok_or_else(|| missing("--at TIME"))?,
+            at: args.at.ok_or_else(|| missing("--at TIME"))?.resolve(now),
         }),
         ActionKind::Comment => one(Action::Comment),
         ActionKind::Confirm => one(Action::Confirm),
@@ -424,7 +426,7 @@ async fn one(
     kind: ActionKind,
     args: &ReviewArgs,
 ) -> anyhow::Result<u8> {
-    let actions = actions(kind, args, Some(&id))?;
+    let actions = actions(kind, args, Some(&id), ctx.now())?;
     let rationale = rationale(args)?;
     let session = ctx.session().await?;
     let now = ctx.now();
@@ -488,7 +490,7 @@ async fn bulk(
         ));
     }
     let filter = selection_filter(filter_text)?;
-    let action = actions(kind, args, None)?
+    let action = actions(kind, args, None, ctx.now())?
         .pop()
         .ok_or_else(|| Failure::bad_input("no action"))?;
     let rationale = rationale(args)?;
