@@ -257,3 +257,92 @@ fn times_read_relative_to_now_and_words_are_refused_clearly() {
     assert!(line.contains("(3m00s ago, OVERDUE)"), "{line}");
     assert!(!line.contains("in 0s"), "{line}");
 }
+
+#[test]
+fn counts_digests_roles_and_help_say_what_they_mean() {
+    let cli = Cli::demo();
+    let none = cli
+        .run("ana", &["list", "--limit", "0", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(none, serde_json::json!([]));
+    let text = cli.run("ana", &["list", "--limit", "0"]).expect_code(0);
+    assert!(text.stdout.contains("0 of 12 shown"), "{}", text.stdout);
+
+    let one_line = cli.dir.path().join("one.jsonl");
+    let demo = std::fs::read_to_string(format!(
+        "{}/assets/demo/tc094.jsonl",
+        env!("CARGO_MANIFEST_DIR")
+    ))
+    .expect("demo packet");
+    std::fs::write(&one_line, demo.lines().next().unwrap_or_default()).expect("write");
+    let path = one_line.to_string_lossy().into_owned();
+    let run = cli.run("loader", &["ingest", &path]).expect_code(0);
+    assert!(
+        run.stderr.contains(": 1 line;") && run.stderr.contains("rejected 0 lines"),
+        "{}",
+        run.stderr
+    );
+
+    let run = cli
+        .review("ana", "F09", "reconcile", &["--not-found"])
+        .expect_code(0);
+    assert!(run.stdout.contains("by ana in role local"), "{}", run.stdout);
+    assert!(!run.stdout.contains(" as local"), "{}", run.stdout);
+    let queried_once = all_ids(&cli, support::cli::NOW)
+        .into_iter()
+        .map(|(id, _)| id)
+        .find(|id| {
+            let shown = cli.run("ana", &["show", id, "--json"]).expect_code(0).json();
+            shown["budget"]["status_queries"] == 1
+        })
+        .unwrap_or_default();
+    let shown = cli
+        .run("ana", &["show", &queried_once])
+        .expect_code(0);
+    assert!(
+        shown.stdout.contains("1 status query") && !shown.stdout.contains("1 status queries"),
+        "{}",
+        shown.stdout
+    );
+
+    let digest = cli.run("auditor", &["audit", "digest"]).expect_code(0);
+    let saved = cli.dir.path().join("digest.txt");
+    std::fs::write(&saved, &digest.stdout).expect("write digest");
+    let saved = saved.to_string_lossy().into_owned();
+    let run = cli
+        .run("auditor", &["audit", "verify", "--digest", &saved])
+        .expect_code(0);
+    assert!(
+        run.stdout.contains("matches the saved digest"),
+        "{}",
+        run.stdout
+    );
+
+    for command in [
+        &["list"][..],
+        &["show"],
+        &["timeline"],
+        &["review"],
+        &["grant"],
+        &["grants"],
+        &["report"],
+        &["ingest"],
+        &["audit", "verify"],
+        &["audit", "digest"],
+        &["db", "copy"],
+    ] {
+        let mut args = command.to_vec();
+        args.push("--help");
+        let help = cli.run("ana", &args).expect_code(0);
+        let line = help
+            .stdout
+            .lines()
+            .find(|l| l.trim_start().starts_with("--json"))
+            .unwrap_or_default();
+        assert!(
+            line.trim_start().len() > "--json".len() + 4,
+            "{command:?} --json has no help text: {line:?}"
+        );
+    }
+}

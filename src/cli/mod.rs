@@ -127,12 +127,14 @@ pub enum Command {
     /// Show the evidence bundle of one operation.
     Show {
         id: String,
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// Show the attempts and status queries of one operation in order.
     Timeline {
         id: String,
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
@@ -145,6 +147,7 @@ pub enum Command {
     Revoke(review::GrantArgs),
     /// List the grants (none: single-user mode).
     Grants {
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
@@ -163,6 +166,7 @@ pub enum Command {
     },
     /// The seven metrics, the release gate and the operational figures.
     Report {
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
@@ -178,8 +182,10 @@ pub struct ListArgs {
     /// `held` (default), `all`, or a state; repeatable.
     #[arg(long, value_name = "STATE")]
     pub state: Vec<String>,
+    /// A tenant; repeatable.
     #[arg(long)]
     pub tenant: Vec<String>,
+    /// An owner; repeatable.
     #[arg(long)]
     pub owner: Vec<String>,
     /// A failure mode (`timeout_unknown`, …); repeatable.
@@ -191,12 +197,16 @@ pub struct ListArgs {
     /// The start of a word of an id, target, key or provider request id (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
+    /// The order of the rows.
     #[arg(long, value_enum, default_value_t = SortArg::Urgency)]
     pub sort: SortArg,
+    /// At most this many rows (0: none, only the count).
     #[arg(long, default_value_t = 50)]
     pub limit: u64,
+    /// Skip this many rows first.
     #[arg(long, default_value_t = 0)]
     pub offset: u64,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -217,11 +227,13 @@ pub enum AuditCommand {
         /// (the file holds `SEQ HASH`).
         #[arg(long, value_name = "FILE")]
         digest: Option<PathBuf>,
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// Print the chain head (`SEQ HASH`) to keep outside the database.
     Digest {
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },

@@ -8,6 +8,7 @@ use std::fmt::Write as _;
 use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
 use crate::core::clock::{format_instant, human_duration, relative};
+use crate::core::names::count;
 use crate::core::evidence::{EvidenceBundle, describe_observation};
 use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
 use crate::core::rules::{ActionKind, Actor, Effect, Refusal};
@@ -164,7 +165,7 @@ pub fn effect(effect: &Effect, row: Option<&AuditRow>) -> String {
     let draft = row.map_or(&effect.commit.audit, |r| &r.draft);
     let _ = writeln!(
         out,
-        "  audit      {}{} by {} as {}, policy {}, at {}",
+        "  audit      {}{} by {} in role {}, policy {}, at {}",
         row.map_or_else(|| "would write ".to_owned(), |r| format!("seq {} ", r.seq)),
         clean(&draft.action),
         clean(&draft.by),
@@ -314,7 +315,7 @@ pub fn grant_change(request: &GrantRequest, changed: Option<&(GrantChange, Audit
             }
             let _ = writeln!(
                 out,
-                "  audit seq {} by {} as {}, hash {}",
+                "  audit seq {} by {} in role {}, hash {}",
                 row.seq,
                 clean(&row.draft.by),
                 row.draft.role,
@@ -588,9 +589,11 @@ pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
     let queries = detail.attempts.len() - requests;
     let _ = writeln!(
         out,
-        "{} — 1 logical operation, {} physical rows ({requests} requests, {queries} status queries)",
+        "{} — 1 logical operation, {} ({}, {})",
         clean(op.id.as_str()),
-        detail.attempts.len()
+        count(detail.attempts.len(), "physical row", "physical rows"),
+        count(requests, "request", "requests"),
+        count(queries, "status query", "status queries")
     );
     let origin = op.created_at;
     let offset = |t: DateTime<Utc>| format!("+{}", human_duration((t - origin).num_seconds()));

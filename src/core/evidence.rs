@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::clock::format_instant;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Decision, Recommendation};
+use super::names::count;
 use super::model::{
     AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, ProposalStatus, Relation, Risk,
     State,
@@ -68,11 +69,11 @@ impl BudgetView {
     /// `1 of 3 used, 0 status queries`, with why the budget is spent when it is.
     pub fn summary(&self) -> String {
         format!(
-            "{} of {} used, {} status queries{}",
+            "{} of {} used, {}{}",
             self.attempts_used,
             self.max_attempts
                 .map_or_else(|| "-".into(), |m| m.to_string()),
-            self.status_queries,
+            count(self.status_queries, "status query", "status queries"),
             self.exhausted
                 .as_ref()
                 .map_or_else(String::new, |e| format!(" — {e}"))

@@ -1,5 +1,15 @@
-//! Names as a tired reviewer types them: the nearest known name to a near miss,
-//! for "did you mean" hints on ids, actions and enumerations alike.
+//! Names as a tired reviewer types and reads them: the nearest known name to a
+//! near miss, for "did you mean" hints on ids, actions and enumerations alike, and
+//! a count with its noun in the right number.
+
+/// `1 line`, `3 lines`, `1 status query`: a count with its noun in the right number.
+pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    if n == N::from(1) {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
 
 /// The known name closest to `typed`, ignoring ASCII case, when it is close
 /// enough to be a typo (at most one edit in three characters, and at least one
@@ -45,7 +55,14 @@ fn distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::nearest;
+    use super::{count, nearest};
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(count(1u32, "line", "lines"), "1 line");
+        assert_eq!(count(0usize, "line", "lines"), "0 lines");
+        assert_eq!(count(2u64, "status query", "status queries"), "2 status queries");
+    }
 
     #[test]
     fn a_near_miss_finds_its_name_and_a_stranger_finds_none() {

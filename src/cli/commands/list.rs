@@ -71,7 +71,7 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     let actor = session.actor();
     let page = Page {
         offset: args.offset,
-        limit: args.limit.clamp(1, 10_000),
+        limit: args.limit.min(10_000),
     };
     let (rows, total) = session.list(&filter, sort, page).await?;
     if args.json {

@@ -87,6 +87,7 @@ pub struct ReviewArgs {
     /// Refuse (G8) unless the operation is still at this version, as shown by `show`.
     #[arg(long, value_name = "N")]
     pub expected_version: Option<i64>,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -107,6 +108,7 @@ pub struct GrantArgs {
     /// Why; recorded on the audit row.
     #[arg(long, value_name = "TEXT")]
     pub rationale: Option<String>,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
