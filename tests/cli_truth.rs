@@ -346,3 +346,33 @@ fn counts_digests_roles_and_help_say_what_they_mean() {
         );
     }
 }
+
+#[test]
+fn show_puts_why_held_first_with_reason_and_evidence() {
+    let cli = Cli::demo();
+    let text = cli.run("ana", &["show", "F32"]).expect_code(0).stdout;
+    let fields: Vec<&str> = text
+        .lines()
+        .filter(|l| l.starts_with("  ") && !l.starts_with("    "))
+        .collect();
+    assert!(fields[0].trim_start().starts_with("operation"), "{text}");
+    assert!(
+        fields[1].trim_start().starts_with("why held")
+            && fields[1].contains("VALIDATED → BLOCKED")
+            && fields[1].contains("quarantined tool output"),
+        "{text}"
+    );
+    assert!(text.contains("evidence             A047 (request"), "{text}");
+
+    let json = cli.run("ana", &["show", "F32", "--json"]).expect_code(0).json();
+    let why = &json["why_held"];
+    assert_eq!(why["to"], "BLOCKED");
+    assert_eq!(why["by"], "svc:policy-gate");
+    assert!(
+        why["reason"]
+            .as_str()
+            .is_some_and(|r| r.contains("no approval binds this payload")),
+        "{why}"
+    );
+    assert_eq!(why["evidence"][0]["id"], "A047");
+}

@@ -372,6 +372,32 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             b.version
         ),
     );
+    if let Some(why) = &b.why_held {
+        let label = if b.state.is_held() {
+            "why held".to_owned()
+        } else {
+            format!("why {}", b.state)
+        };
+        field(
+            &label,
+            format!(
+                "{}{}",
+                clean(&why.headline()),
+                why.reason
+                    .as_deref()
+                    .map_or_else(String::new, |r| format!(": {}", clean(r)))
+            ),
+        );
+        for e in &why.evidence {
+            field(
+                "  evidence",
+                match &e.what {
+                    Some(what) => format!("{} ({})", clean(&e.id), clean(what)),
+                    None => clean(&e.id),
+                },
+            );
+        }
+    }
     field(
         "in state since",
         format!(

@@ -11,7 +11,7 @@ use super::matrix::{self, Decision, Recommendation};
 use super::names::count;
 use super::model::{
     AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, ProposalStatus, Relation, Risk,
-    State,
+    Role, State,
 };
 use super::rules::{self, Actor, Rule};
 
@@ -92,11 +92,121 @@ pub struct ActionView {
     pub reason: Option<String>,
 }
 
+/// Why the operation is in its current state: the transition that moved it
+/// there, with its reason and evidence (DESIGN §4). It comes first in every
+/// rendering of the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WhyHeld {
+    pub from: Option<State>,
+    pub to: State,
+    /// The audit row that records the move.
+    pub seq: i64,
+    pub action: String,
+    pub by: String,
+    pub role: Role,
+    pub at: DateTime<Utc>,
+    /// The reason given for the move (the wire transition's `reason`, or a
+    /// reviewer's rationale).
+    pub reason: Option<String>,
+    pub evidence: Vec<EvidenceRef>,
+}
+
+/// One piece of evidence a transition names, with what it is when this
+/// operation's own records say so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EvidenceRef {
+    pub id: String,
+    /// `request, request_sent, timeout` for an attempt, the observation in words;
+    /// `None` for a record this operation does not hold.
+    pub what: Option<String>,
+}
+
+impl WhyHeld {
+    /// `VALIDATED → BLOCKED by svc:policy-gate (system) at …`.
+    pub fn headline(&self) -> String {
+        format!(
+            "{} → {} by {} ({}) at {}",
+            self.from.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+            self.to,
+            self.by,
+            self.role,
+            format_instant(self.at)
+        )
+    }
+}
+
+impl WhyHeld {
+    /// The headline, the reason and the evidence on one line, for exports.
+    pub fn summary(&self) -> String {
+        let mut text = self.headline();
+        if let Some(reason) = &self.reason {
+            text.push_str(&format!(": {reason}"));
+        }
+        if !self.evidence.is_empty() {
+            let evidence: Vec<String> = self
+                .evidence
+                .iter()
+                .map(|e| match &e.what {
+                    Some(what) => format!("{} ({what})", e.id),
+                    None => e.id.clone(),
+                })
+                .collect();
+            text.push_str(&format!("; evidence {}", evidence.join(", ")));
+        }
+        text
+    }
+}
+
+/// The transition into the operation's current state, from its audit rows.
+fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
+    let state = detail.row.operation.state;
+    let row = detail
+        .audit
+        .iter()
+        .rev()
+        .find(|r| r.draft.to == Some(state))?;
+    let what = |id: &str| -> Option<String> {
+        let bare = id.strip_prefix("attempt:").unwrap_or(id);
+        if let Some(a) = detail.attempts.iter().find(|a| a.id == bare) {
+            return Some(format!("{}, {}, {}", a.kind, a.phase, a.outcome));
+        }
+        if let Some(o) = detail.observations.iter().find(|o| o.id == bare) {
+            return Some(describe_observation(o));
+        }
+        detail
+            .children
+            .iter()
+            .find(|c| c.id.as_str() == bare)
+            .map(|c| format!("{}, {}", c.relation, c.state))
+    };
+    Some(WhyHeld {
+        from: row.draft.from,
+        to: state,
+        seq: row.seq,
+        action: row.draft.action.clone(),
+        by: row.draft.by.clone(),
+        role: row.draft.role,
+        at: row.draft.at,
+        reason: row.draft.rationale.clone(),
+        evidence: row
+            .draft
+            .evidence
+            .iter()
+            .map(|id| EvidenceRef {
+                id: id.clone(),
+                what: what(id),
+            })
+            .collect(),
+    })
+}
+
 /// Everything a reviewer needs to decide about one hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EvidenceBundle {
     pub id: OperationId,
     pub state: State,
+    /// Why it is in this state: the transition into it, first of all.
+    pub why_held: Option<WhyHeld>,
     pub version: i64,
     pub state_since: DateTime<Utc>,
     pub tenant: String,
@@ -238,6 +348,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
     EvidenceBundle {
         id: op.id.clone(),
         state: op.state,
+        why_held: why_held(detail),
         version: detail.row.version,
         state_since: detail.row.state_since,
         tenant: op.tenant.clone(),
