@@ -376,3 +376,29 @@ fn show_puts_why_held_first_with_reason_and_evidence() {
     );
     assert_eq!(why["evidence"][0]["id"], "A047");
 }
+
+#[test]
+fn reconcile_source_takes_only_its_values_at_every_door() {
+    let cli = Cli::demo();
+    let run = cli
+        .review("ana", "F23", "reconcile", &["--found", "--source", "downstrem"])
+        .expect_code(2);
+    assert!(run.stderr.contains("did you mean downstream?"), "{}", run.stderr);
+    cli.review("ana", "F23", "reconcile", &["--found", "--source", "downstream"])
+        .expect_code(0);
+
+    let line = r#"{"type":"observation","id":"O-typo","operation":"F23","observed_at":"2026-09-05T10:05:00Z","source":"downstrem","found":true}"#;
+    let file = cli.dir.path().join("typo.jsonl");
+    std::fs::write(&file, format!("{line}\n")).expect("write");
+    let path = file.to_string_lossy().into_owned();
+    let run = cli.run("loader", &["ingest", &path]).expect_code(2);
+    assert!(
+        run.stderr.contains("line 1: source: must be one of: provider_status"),
+        "{}",
+        run.stderr
+    );
+    let run = cli
+        .review("ana", "F23", "reconcile", &["--observation", &path])
+        .expect_code(2);
+    assert!(run.stderr.contains("source"), "{}", run.stderr);
+}

@@ -10,8 +10,8 @@ use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Decision, Recommendation};
 use super::names::count;
 use super::model::{
-    AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, ProposalStatus, Relation, Risk,
-    Role, State,
+    AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, OperationDetail, ProposalStatus,
+    Relation, Risk, Role, State,
 };
 use super::rules::{self, Actor, Rule};
 
@@ -45,7 +45,7 @@ pub struct KeyView {
 pub struct ObservationView {
     pub id: String,
     pub observed_at: DateTime<Utc>,
-    pub source: String,
+    pub source: ObservationSource,
     pub found: bool,
     pub matches: Option<Matches>,
     pub effect_count: Option<u32>,
@@ -288,7 +288,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         .map(|o| ObservationView {
             id: o.id.clone(),
             observed_at: o.observed_at,
-            source: o.source.clone(),
+            source: o.source,
             found: o.found,
             matches: o.matches.clone(),
             effect_count: o.effect_count,
@@ -411,7 +411,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
 
 /// One observation in words: `found, all fields match, 1 effect (provider_status)`.
 pub fn describe_observation(o: &super::model::Observation) -> String {
-    describe(o.found, o.matches.as_ref(), o.effect_count, &o.source)
+    describe(o.found, o.matches.as_ref(), o.effect_count, o.source)
 }
 
 impl ObservationView {
@@ -421,7 +421,7 @@ impl ObservationView {
             self.found,
             self.matches.as_ref(),
             self.effect_count,
-            &self.source,
+            self.source,
         )
     }
 }
@@ -430,7 +430,7 @@ fn describe(
     found: bool,
     matches: Option<&Matches>,
     effect_count: Option<u32>,
-    source: &str,
+    source: ObservationSource,
 ) -> String {
     let mut text = if found {
         "found".to_owned()

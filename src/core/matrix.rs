@@ -353,7 +353,7 @@ pub fn assess(
     let non_application = fresh
         .filter(|o| {
             !o.found
-                && (o.source == ObservationSource::PROVIDER_STATUS
+                && (o.source == ObservationSource::ProviderStatus
                     || window_end.is_none_or(|w| o.observed_at >= w))
         })
         .map(|o| o.id.clone());
@@ -369,7 +369,7 @@ pub fn assess(
         observations
             .iter()
             .filter(|o| {
-                o.source == ObservationSource::BUSINESS_KEY
+                o.source == ObservationSource::BusinessKey
                     && !o.found
                     && o.observed_at >= expiry
                     && o.observed_at <= at

@@ -63,8 +63,8 @@ pub struct ReviewArgs {
     pub not_found: bool,
     /// `reconcile`: where the lookup was made (default provider_status; also
     /// business_key, downstream, validator, target_record).
-    #[arg(long, value_name = "SOURCE")]
-    pub source: Option<String>,
+    #[arg(long, value_name = "SOURCE", value_parser = ObservationSource::parse_hinted)]
+    pub source: Option<ObservationSource>,
     /// `reconcile`: fields that matched the intent (target, payload_hash, owner,
     /// version, or `all`); comma-separated or repeated.
     #[arg(long = "match", value_name = "FIELDS", value_delimiter = ',')]
@@ -256,10 +256,7 @@ fn reconcile_inputs(
             })
             .transpose()?;
         return Ok(vec![ReconcileInput {
-            source: args
-                .source
-                .clone()
-                .unwrap_or_else(|| ObservationSource::PROVIDER_STATUS.to_owned()),
+            source: args.source.unwrap_or(ObservationSource::ProviderStatus),
             found: args.found,
             matches: matches(args)?,
             effect_count: args.effect_count,

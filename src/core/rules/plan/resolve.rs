@@ -12,9 +12,6 @@ use crate::core::rules::{MadeBy, ReconcileInput};
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
         let op = self.op();
-        if input.source.trim().is_empty() {
-            return refuse(Rule::G1, "a reconcile needs the source that was queried");
-        }
         let seq = self
             .detail
             .attempts
@@ -77,7 +74,7 @@ impl Plan<'_> {
             id: observation_id.clone(),
             operation: op.id.clone(),
             observed_at,
-            source: input.source.trim().to_owned(),
+            source: input.source,
             found: input.found,
             matches: input.matches.clone(),
             effect_count: input.effect_count,
@@ -188,7 +185,7 @@ impl Plan<'_> {
         let since = self.detail.row.state_since;
         let fresh =
             self.detail.observations.iter().rev().find(|o| {
-                o.source == ObservationSource::VALIDATOR && o.found && o.observed_at > since
+                o.source == ObservationSource::Validator && o.found && o.observed_at > since
             });
         match fresh {
             Some(o) => self.evidence.push(o.id.clone()),

@@ -36,7 +36,7 @@ impl Plan<'_> {
         };
         let downstream =
             self.detail.observations.iter().rev().find(|o| {
-                o.source == ObservationSource::DOWNSTREAM && o.observed_at >= op.created_at
+                o.source == ObservationSource::Downstream && o.observed_at >= op.created_at
             });
         let Some(downstream) = downstream else {
             return refuse(
