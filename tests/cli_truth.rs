@@ -402,3 +402,54 @@ fn reconcile_source_takes_only_its_values_at_every_door() {
         .expect_code(2);
     assert!(run.stderr.contains("source"), "{}", run.stderr);
 }
+
+/// The attempt-evidence completeness figure's counted operations.
+fn evidence_complete(cli: &Cli) -> Vec<String> {
+    let report = cli.run("ana", &["report", "--json"]).expect_code(0).json();
+    let metric = report["metrics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|m| m["id"] == "attempt_evidence_completeness")
+        .unwrap_or_default();
+    metric["numerator_ids"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn the_readme_reconcile_example_keeps_attempt_evidence_complete() {
+    let cli = Cli::demo();
+    let before = evidence_complete(&cli);
+    assert!(before.contains(&"F09".to_owned()), "{before:?}");
+    cli.review(
+        "ana",
+        "F09",
+        "reconcile",
+        &["--not-found", "--reference", "INC-4411"],
+    )
+    .expect_code(0);
+    assert_eq!(evidence_complete(&cli), before);
+
+    let held = all_ids(&cli, support::cli::NOW);
+    let other = held
+        .iter()
+        .map(|(id, _)| id)
+        .find(|id| *id != "F09" && before.contains(id) && {
+            let shown = cli.run("ana", &["show", id, "--json"]).expect_code(0).json();
+            shown["state"] == "UNKNOWN" || shown["state"] == "BLOCKED"
+        })
+        .cloned()
+        .unwrap_or_default();
+    cli.review("ana", &other, "reconcile", &["--not-found"])
+        .expect_code(0);
+    assert!(
+        !evidence_complete(&cli).contains(&other),
+        "a lookup with neither a raw hash nor a reference is not complete evidence ({other})"
+    );
+}
