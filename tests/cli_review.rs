@@ -448,7 +448,11 @@ fn four_eyes_same_identity_refused_different_approver_applies_reject_changes_not
         "{}",
         run.stdout
     );
-    assert!(run.stdout.contains("by ana in role approver"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("by ana in role approver"),
+        "{}",
+        run.stdout
+    );
     let list = cli.run("ana", &["list"]).expect_code(0);
     assert!(list.stdout.contains("UNKNOWN+   U3"), "{}", list.stdout);
     assert!(list.stdout.contains("+ proposal pending a second approver"));

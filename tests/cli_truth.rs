@@ -204,7 +204,13 @@ fn states_in_any_case_and_near_misses_name_what_was_meant() {
     let run = cli
         .run(
             "ana",
-            &["review", "F09", "authorise-retry", "--rationale", "retry it once more"],
+            &[
+                "review",
+                "F09",
+                "authorise-retry",
+                "--rationale",
+                "retry it once more",
+            ],
         )
         .expect_code(2);
     assert!(
@@ -212,8 +218,14 @@ fn states_in_any_case_and_near_misses_name_what_was_meant() {
         "{}",
         run.stderr
     );
-    let run = cli.run("ana", &["list", "--state", "unknwn"]).expect_code(2);
-    assert!(run.stderr.contains("did you mean UNKNOWN?"), "{}", run.stderr);
+    let run = cli
+        .run("ana", &["list", "--state", "unknwn"])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("did you mean UNKNOWN?"),
+        "{}",
+        run.stderr
+    );
 }
 
 #[test]
@@ -242,7 +254,8 @@ fn times_read_relative_to_now_and_words_are_refused_clearly() {
         )
         .expect_code(0);
     assert!(
-        run.stdout.contains("next observation at 2026-09-05T10:40:00Z"),
+        run.stdout
+            .contains("next observation at 2026-09-05T10:40:00Z"),
         "{}",
         run.stdout
     );
@@ -287,19 +300,24 @@ fn counts_digests_roles_and_help_say_what_they_mean() {
     let run = cli
         .review("ana", "F09", "reconcile", &["--not-found"])
         .expect_code(0);
-    assert!(run.stdout.contains("by ana in role local"), "{}", run.stdout);
+    assert!(
+        run.stdout.contains("by ana in role local"),
+        "{}",
+        run.stdout
+    );
     assert!(!run.stdout.contains(" as local"), "{}", run.stdout);
     let queried_once = all_ids(&cli, support::cli::NOW)
         .into_iter()
         .map(|(id, _)| id)
         .find(|id| {
-            let shown = cli.run("ana", &["show", id, "--json"]).expect_code(0).json();
+            let shown = cli
+                .run("ana", &["show", id, "--json"])
+                .expect_code(0)
+                .json();
             shown["budget"]["status_queries"] == 1
         })
         .unwrap_or_default();
-    let shown = cli
-        .run("ana", &["show", &queried_once])
-        .expect_code(0);
+    let shown = cli.run("ana", &["show", &queried_once]).expect_code(0);
     assert!(
         shown.stdout.contains("1 status query") && !shown.stdout.contains("1 status queries"),
         "{}",
@@ -362,9 +380,15 @@ fn show_puts_why_held_first_with_reason_and_evidence() {
             && fields[1].contains("quarantined tool output"),
         "{text}"
     );
-    assert!(text.contains("evidence             A047 (request"), "{text}");
+    assert!(
+        text.contains("evidence             A047 (request"),
+        "{text}"
+    );
 
-    let json = cli.run("ana", &["show", "F32", "--json"]).expect_code(0).json();
+    let json = cli
+        .run("ana", &["show", "F32", "--json"])
+        .expect_code(0)
+        .json();
     let why = &json["why_held"];
     assert_eq!(why["to"], "BLOCKED");
     assert_eq!(why["by"], "svc:policy-gate");
@@ -381,11 +405,25 @@ fn show_puts_why_held_first_with_reason_and_evidence() {
 fn reconcile_source_takes_only_its_values_at_every_door() {
     let cli = Cli::demo();
     let run = cli
-        .review("ana", "F23", "reconcile", &["--found", "--source", "downstrem"])
+        .review(
+            "ana",
+            "F23",
+            "reconcile",
+            &["--found", "--source", "downstrem"],
+        )
         .expect_code(2);
-    assert!(run.stderr.contains("did you mean downstream?"), "{}", run.stderr);
-    cli.review("ana", "F23", "reconcile", &["--found", "--source", "downstream"])
-        .expect_code(0);
+    assert!(
+        run.stderr.contains("did you mean downstream?"),
+        "{}",
+        run.stderr
+    );
+    cli.review(
+        "ana",
+        "F23",
+        "reconcile",
+        &["--found", "--source", "downstream"],
+    )
+    .expect_code(0);
 
     let line = r#"{"type":"observation","id":"O-typo","operation":"F23","observed_at":"2026-09-05T10:05:00Z","source":"downstrem","found":true}"#;
     let file = cli.dir.path().join("typo.jsonl");
@@ -393,7 +431,8 @@ fn reconcile_source_takes_only_its_values_at_every_door() {
     let path = file.to_string_lossy().into_owned();
     let run = cli.run("loader", &["ingest", &path]).expect_code(2);
     assert!(
-        run.stderr.contains("line 1: source: must be one of: provider_status"),
+        run.stderr
+            .contains("line 1: source: must be one of: provider_status"),
         "{}",
         run.stderr
     );
@@ -440,9 +479,14 @@ fn the_readme_reconcile_example_keeps_attempt_evidence_complete() {
     let other = held
         .iter()
         .map(|(id, _)| id)
-        .find(|id| *id != "F09" && before.contains(id) && {
-            let shown = cli.run("ana", &["show", id, "--json"]).expect_code(0).json();
-            shown["state"] == "UNKNOWN" || shown["state"] == "BLOCKED"
+        .find(|id| {
+            *id != "F09" && before.contains(id) && {
+                let shown = cli
+                    .run("ana", &["show", id, "--json"])
+                    .expect_code(0)
+                    .json();
+                shown["state"] == "UNKNOWN" || shown["state"] == "BLOCKED"
+            }
         })
         .cloned()
         .unwrap_or_default();

@@ -338,15 +338,23 @@ fn unknown_resolves_to_succeeded_on_a_fresh_matching_observation() {
 #[test]
 fn unknown_resolves_to_failed_only_with_proof_of_non_application() {
     let mut d = detail(State::Unknown);
-    d.observations
-        .push(observation("O1", 60, ObservationSource::TargetRecord, false));
+    d.observations.push(observation(
+        "O1",
+        60,
+        ObservationSource::TargetRecord,
+        false,
+    ));
     assert_eq!(
         refused_by(run(&d, Action::Resolve { to: State::Failed }, &local())),
         Rule::G1,
         "a not-found inside the observation window is not proof"
     );
-    d.observations
-        .push(observation("O2", 200, ObservationSource::TargetRecord, false));
+    d.observations.push(observation(
+        "O2",
+        200,
+        ObservationSource::TargetRecord,
+        false,
+    ));
     let effect = run(&d, Action::Resolve { to: State::Failed }, &local()).unwrap();
     assert_eq!(effect.to, Some(State::Failed));
 }

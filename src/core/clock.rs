@@ -52,7 +52,11 @@ impl TimeSpec {
         if let Some(rest) = text.strip_prefix('+').or_else(|| text.strip_prefix('-')) {
             let seconds = offset_seconds(rest)
                 .ok_or_else(|| format!("{text:?} is not a time offset: {TIME_HELP}"))?;
-            let seconds = if text.starts_with('-') { -seconds } else { seconds };
+            let seconds = if text.starts_with('-') {
+                -seconds
+            } else {
+                seconds
+            };
             return Ok(TimeSpec::FromNow(chrono::Duration::seconds(seconds)));
         }
         match parse_instant(text) {
@@ -159,9 +163,15 @@ mod tests {
         assert_eq!(at("-2h").unwrap(), "2026-09-05T08:00:00Z");
         assert_eq!(at("+1h30m").unwrap(), "2026-09-05T11:30:00Z");
         assert_eq!(at("now").unwrap(), "2026-09-05T10:00:00Z");
-        assert_eq!(at("2026-09-05T12:00:00+02:00").unwrap(), "2026-09-05T10:00:00Z");
+        assert_eq!(
+            at("2026-09-05T12:00:00+02:00").unwrap(),
+            "2026-09-05T10:00:00Z"
+        );
         let err = at("yesterday").unwrap_err();
-        assert!(err.contains("\"yesterday\" is not a time") && err.contains("+30m"), "{err}");
+        assert!(
+            err.contains("\"yesterday\" is not a time") && err.contains("+30m"),
+            "{err}"
+        );
         assert!(at("+30x").is_err());
         assert!(at("+").is_err());
         assert!(at("+30").is_err());
@@ -175,7 +185,10 @@ mod tests {
         let soon = parse_instant("2026-09-05T10:02:00Z").unwrap();
         assert_eq!(relative(past, now), "3m00s ago");
         assert_eq!(relative(soon, now), "in 2m00s");
-        assert_eq!(relative(now - chrono::Duration::milliseconds(400), now), "now");
+        assert_eq!(
+            relative(now - chrono::Duration::milliseconds(400), now),
+            "now"
+        );
     }
 
     #[test]

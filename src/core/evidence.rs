@@ -8,11 +8,11 @@ use serde::Serialize;
 use super::clock::format_instant;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Decision, Recommendation};
-use super::names::count;
 use super::model::{
-    AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, OperationDetail, ProposalStatus,
-    Relation, Risk, Role, State,
+    AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, OperationDetail,
+    ProposalStatus, Relation, Risk, Role, State,
 };
+use super::names::count;
 use super::rules::{self, Actor, Rule};
 
 /// The approval and whether it still binds this exact call (G11).

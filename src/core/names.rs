@@ -61,16 +61,16 @@ mod tests {
     fn one_is_singular_and_every_other_count_plural() {
         assert_eq!(count(1u32, "line", "lines"), "1 line");
         assert_eq!(count(0usize, "line", "lines"), "0 lines");
-        assert_eq!(count(2u64, "status query", "status queries"), "2 status queries");
+        assert_eq!(
+            count(2u64, "status query", "status queries"),
+            "2 status queries"
+        );
     }
 
     #[test]
     fn a_near_miss_finds_its_name_and_a_stranger_finds_none() {
         let actions = ["authorize-retry", "accept", "block"];
-        assert_eq!(
-            nearest("authorise-retry", actions),
-            Some("authorize-retry")
-        );
+        assert_eq!(nearest("authorise-retry", actions), Some("authorize-retry"));
         assert_eq!(nearest("f09", ["F09", "F10"]), Some("F09"));
         assert_eq!(nearest("F9", ["F09", "F19"]), Some("F09"));
         assert_eq!(nearest("zebra", actions), None);

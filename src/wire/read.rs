@@ -10,8 +10,8 @@ use crate::core::clock::parse_instant;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
     Approval, Attempt, AttemptKind, Contract, Expectation, FailureMode, IdempotencyContract, Item,
-    ItemState, Layer, ObservationSource, Matches, Observation, Operation, Outcome, Phase, Relation, Risk, Role, State,
-    TransitionRecord,
+    ItemState, Layer, Matches, Observation, ObservationSource, Operation, Outcome, Phase, Relation,
+    Risk, Role, State, TransitionRecord,
 };
 
 /// The longest line accepted, in bytes (1 MiB).

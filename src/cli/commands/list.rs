@@ -25,7 +25,12 @@ fn parse_list<T: std::fmt::Display>(
 
 pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     let words: Vec<String> = args.state.iter().map(|s| s.to_ascii_lowercase()).collect();
-    let (queue, states) = match words.iter().map(String::as_str).collect::<Vec<_>>().as_slice() {
+    let (queue, states) = match words
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .as_slice()
+    {
         [] | ["held"] => (true, Vec::new()),
         ["all"] => (false, Vec::new()),
         _ => (

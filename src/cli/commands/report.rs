@@ -7,8 +7,8 @@ use std::fmt::Write as _;
 use crate::cli::{Context, exit};
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::ids::OperationId;
-use crate::core::names::count;
 use crate::core::metrics::{self, Report};
+use crate::core::names::count;
 use crate::core::sanitize::sanitize;
 
 /// Computes the report over the tenants the acting identity sees (the whole store

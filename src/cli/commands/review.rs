@@ -10,8 +10,8 @@ use std::io::BufReader;
 use std::path::PathBuf;
 
 use crate::cli::{Context, Failure, exit, parse_id, render};
-use crate::core::clock::TimeSpec;
 use crate::core::access::{self, GrantOp, GrantRequest};
+use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
 use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
@@ -379,8 +379,8 @@ fn actions(
 fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
     ActionKind::parse(text).ok_or_else(|| {
         let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
-        let hint = ActionKind::nearest(text)
-            .map_or_else(String::new, |k| format!(" did you mean `{k}`?"));
+        let hint =
+            ActionKind::nearest(text).map_or_else(String::new, |k| format!(" did you mean `{k}`?"));
         Failure::bad_input(format!(
             "unknown action {text:?}:{hint} one of {}",
             names.join(", ")

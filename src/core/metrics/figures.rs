@@ -151,7 +151,9 @@ fn containment(v: &View<'_>) -> Verdict {
 fn entered_by_person<'v>(v: &'v View<'_>) -> BTreeSet<&'v str> {
     v.audit
         .iter()
-        .filter(|r| r.draft.action == ActionKind::Reconcile.as_str() && r.draft.role != Role::System)
+        .filter(|r| {
+            r.draft.action == ActionKind::Reconcile.as_str() && r.draft.role != Role::System
+        })
         .flat_map(|r| r.draft.evidence.iter().map(String::as_str))
         .collect()
 }
@@ -216,7 +218,10 @@ pub(super) fn missing_evidence(v: &View<'_>) -> Vec<String> {
                 .all(Option::is_some)
         });
         let sourced = if by_person.contains(o.id.as_str()) {
-            ("raw_hash_or_reference", o.raw_hash.is_some() || o.note.is_some())
+            (
+                "raw_hash_or_reference",
+                o.raw_hash.is_some() || o.note.is_some(),
+            )
         } else {
             ("raw_hash", o.raw_hash.is_some())
         };

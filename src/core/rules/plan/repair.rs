@@ -14,10 +14,7 @@ impl Plan<'_> {
     fn within_budget(&self) -> Result<(), Refusal> {
         let a = self.assess();
         if let Some(why) = a.budget_exhausted() {
-            return refuse(
-                Rule::G5,
-                format!("{why}: {}", self.remaining()),
-            );
+            return refuse(Rule::G5, format!("{why}: {}", self.remaining()));
         }
         Ok(())
     }

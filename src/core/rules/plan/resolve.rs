@@ -94,6 +94,12 @@ impl Plan<'_> {
             }
             .into(),
         );
+        if let Some(next) = op.next_observation_at.filter(|t| *t <= self.now) {
+            self.consequences.push(format!(
+                "the next observation ({}) stays overdue until a new one is scheduled (schedule --at +30m)",
+                clock::format_instant(next)
+            ));
+        }
         self.evidence = vec![attempt_id, observation_id];
         self.commit_extra.attempts.push(attempt);
         self.commit_extra.observations.push(observation);
