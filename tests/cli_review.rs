@@ -20,13 +20,7 @@ fn applied(run: Run, action: &str, id: &str) -> Run {
 }
 
 fn refused(run: Run, rule: &str) -> Run {
-    let run = run.expect_code(3);
-    assert!(
-        run.stderr.starts_with(&format!("refused: {rule}: ")),
-        "expected a {rule} refusal:\n{}",
-        run.stderr
-    );
-    run
+    run.refused(rule)
 }
 
 #[test]

@@ -4,26 +4,16 @@
 
 mod support;
 
-use support::cli::{Cli, Run};
+use support::cli::Cli;
 
 /// The demo instant the compensation walk-through uses.
 const DEMO_LATE: &str = "2026-09-05T11:40:00Z";
 
-fn refused(run: Run, rule: &str) -> Run {
-    let run = run.expect_code(3);
-    assert!(
-        run.stderr.starts_with(&format!("refused: {rule}: ")),
-        "expected a {rule} refusal:\n{}",
-        run.stderr
-    );
-    run
-}
-
 #[test]
 fn no_second_compensation_after_one_succeeded() {
     let cli = Cli::demo();
-    let run = refused(
-        cli.run_at(
+    let run = cli
+        .run_at(
             DEMO_LATE,
             "ana",
             &[
@@ -33,9 +23,8 @@ fn no_second_compensation_after_one_succeeded() {
                 "--rationale",
                 "revert the committed lines",
             ],
-        ),
-        "G4",
-    );
+        )
+        .refused("G4");
     assert!(run.stderr.contains("F20"), "{}", run.stderr);
     let shown = cli
         .run_at(DEMO_LATE, "ana", &["show", "F23", "--json"])

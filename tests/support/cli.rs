@@ -34,6 +34,18 @@ impl Run {
         self
     }
 
+    /// Panics with the whole output unless a guard refused with `rule` (exit 3,
+    /// `refused: Gn: …` on stderr).
+    pub fn refused(self, rule: &str) -> Run {
+        let run = self.expect_code(3);
+        assert!(
+            run.stderr.starts_with(&format!("refused: {rule}: ")),
+            "expected a {rule} refusal:\n{}",
+            run.stderr
+        );
+        run
+    }
+
     /// The stdout as JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
