@@ -79,7 +79,7 @@ fn observation(call: &LookupCall) -> Observation {
         id: "F1-O1".into(),
         operation: holdfast::core::ids::OperationId::parse("F1").unwrap(),
         observed_at: call.ended_at,
-        source: lookup::SOURCE.into(),
+        source: lookup::SOURCE,
         found: a.found,
         matches: Some(a.matches.clone()),
         effect_count: a.effect_count,

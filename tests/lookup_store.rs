@@ -134,7 +134,7 @@ async fn each_scenario_is_recorded_with_what_it_now_allows() {
             "match" => {
                 assert!(answered && d.observations[0].found);
                 assert_eq!(d.observations[0].raw_hash, q.response_hash);
-                assert_eq!(d.observations[0].source, "status_lookup");
+                assert_eq!(d.observations[0].source.to_string(), "status_lookup");
                 assert_eq!(allowed(&d, succeeded()), Ok(()));
                 assert_eq!(allowed(&d, Action::AuthorizeRetry), Err(Rule::G2));
                 assert_eq!(next, None, "settled");

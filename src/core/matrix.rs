@@ -118,7 +118,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if input.key_conflict {
         return rec(
             DoNotRetry,
-            "the idempotency key was used with a different payload (G3): no retry, no automated repair; accept or resolve to FAILED",
+            "the idempotency key was used with a different payload (G3): no retry, no automated repair",
         );
     }
     let Some(mode) = input.mode else {
@@ -127,7 +127,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if let Some(why) = &input.budget_exhausted {
         return rec(
             HoldForOwner,
-            format!("{why}: a new session never resets it; accept, fail or block"),
+            format!("{why}: a new session never resets it; no retry remains, the owner decides"),
         );
     }
     match mode {
@@ -364,7 +364,7 @@ pub fn assess(
             Some(verdict) => *verdict == Verdict::NotApplied,
             None => {
                 !o.found
-                    && (o.source == ObservationSource::PROVIDER_STATUS
+                    && (o.source == ObservationSource::ProviderStatus
                         || window_end.is_none_or(|w| o.observed_at >= w))
             }
         })
@@ -381,7 +381,7 @@ pub fn assess(
         observations
             .iter()
             .filter(|o| {
-                o.source == ObservationSource::BUSINESS_KEY
+                o.source == ObservationSource::BusinessKey
                     && !o.found
                     && o.observed_at >= expiry
                     && o.observed_at <= at

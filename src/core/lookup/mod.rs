@@ -20,4 +20,5 @@ pub use verdict::{
 };
 
 /// The observation source of a lookup holdfast made itself.
-pub const SOURCE: &str = crate::core::model::ObservationSource::STATUS_LOOKUP;
+pub const SOURCE: crate::core::model::ObservationSource =
+    crate::core::model::ObservationSource::StatusLookup;

@@ -55,7 +55,7 @@ pub fn records(
             id: observation_id.to_owned(),
             operation: operation.clone(),
             observed_at: call.ended_at,
-            source: super::SOURCE.to_owned(),
+            source: super::SOURCE,
             found: a.found,
             matches: Some(a.matches.clone()),
             effect_count: a.effect_count,

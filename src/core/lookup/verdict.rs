@@ -265,7 +265,7 @@ mod tests {
             id: "O1".into(),
             operation: OperationId::parse("F1").unwrap(),
             observed_at: at(when),
-            source: super::super::SOURCE.into(),
+            source: super::super::SOURCE,
             found,
             matches: Some(m),
             effect_count: count,
