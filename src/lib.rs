@@ -6,6 +6,7 @@ pub mod core;
 pub mod drill;
 pub mod executor;
 pub mod ingest;
+pub mod lookup;
 pub mod review;
 pub mod sim;
 pub mod store;

@@ -386,7 +386,7 @@ async fn k2_a_key_conflict_blocks_and_an_expired_key_is_reconciled_by_business_k
         "nothing sent after the key expired"
     );
     assert_eq!(status_queries(&late), 1);
-    assert_eq!(late.observations[0].source, ObservationSource::BUSINESS_KEY);
+    assert_eq!(late.observations[0].source, ObservationSource::BusinessKey);
     assert!(late.observations[0].found);
     assert_eq!(ran.requests_of("K2-K2"), 0);
     assert_eq!(late.row.operation.state, State::Blocked);

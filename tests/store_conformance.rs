@@ -643,7 +643,81 @@ async fn ingest_refuses_the_reserved_id_prefix(kind: Kind) {
     assert_eq!(fresh.store.head_seq().await.unwrap(), 0);
 }
 
+async fn due_lookups_are_scoped_and_each_slot_is_claimed_once(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let provider = support::provider::Provider {
+        base: "http://127.0.0.1:9".into(),
+        seen: Default::default(),
+    };
+    let mut packet = provider.contract("T06", 2000, 60);
+    packet.push('\n');
+    packet.push_str(&support::provider::holds(
+        "T06",
+        &[("L1", "match:1"), ("L2", "match:2")],
+        "2026-09-05T10:02:00Z",
+    ));
+    packet.push_str(&support::provider::holds(
+        "T06",
+        &[("L3", "match:3")],
+        "2026-09-05T10:30:00Z",
+    ));
+    packet.push_str(SMALL);
+    store
+        .ingest(records(&packet), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    let every = holdfast::store::Scope::Every;
+    let due = store.due_lookups(&every, now(), 10).await.unwrap();
+    assert_eq!(
+        due,
+        [id("L1"), id("L2")],
+        "F09's tool has no lookup object; L3 is not due"
+    );
+    let other = holdfast::store::Scope::from(Some(vec!["harbor".to_owned()]));
+    assert!(
+        store
+            .due_lookups(&other, now(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let slot = holdfast::core::clock::parse_instant("2026-09-05T10:02:00Z").unwrap();
+    let lease = now() + chrono::Duration::minutes(5);
+    assert!(
+        store
+            .claim_lookup(&id("L1"), slot, "svc:a", now(), lease)
+            .await
+            .unwrap()
+    );
+    assert!(
+        !store
+            .claim_lookup(&id("L1"), slot, "svc:b", now(), lease)
+            .await
+            .unwrap()
+    );
+    assert_eq!(
+        store.due_lookups(&every, now(), 10).await.unwrap(),
+        [id("L2")]
+    );
+    let later = lease + chrono::Duration::seconds(1);
+    assert!(
+        store
+            .claim_lookup(
+                &id("L1"),
+                slot,
+                "svc:b",
+                later,
+                later + chrono::Duration::minutes(5)
+            )
+            .await
+            .unwrap(),
+        "an expired claim is taken over"
+    );
+}
+
 holdfast_on_both_backends!(
+    due_lookups_are_scoped_and_each_slot_is_claimed_once,
     ingest_commits_every_record_and_the_queue_shows_holds_and_their_dependents,
     the_same_records_twice_are_a_no_op,
     the_same_id_with_other_content_is_refused_and_nothing_is_committed,

@@ -194,14 +194,14 @@ async fn an_empty_database_is_migrated_on_first_open_and_only_then() {
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 2, "initial and search");
+    assert_eq!(applied, 3, "initial, search and lookup claims");
     store.pool().close().await;
     let again = PgStore::connect(&database.url).await.unwrap();
     let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
         .fetch_one(again.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 2, "an up-to-date store is left as it is");
+    assert_eq!(applied, 3, "an up-to-date store is left as it is");
     again.pool().close().await;
 }
 

@@ -207,7 +207,7 @@ mod screens {
                 id: h.next(),
                 operation: op.id.clone(),
                 observed_at: t(200 + n),
-                source: h.next(),
+                source: ObservationSource::ALL[usize::from(n % 2 == 0)],
                 found: n == 1,
                 matches: Some(Matches {
                     target: Some(true),
@@ -230,7 +230,7 @@ mod screens {
                 scope: Some(h.next()),
                 retention_hours: Some(1),
             },
-            status_lookup: true,
+            status_lookup: holdfast::core::lookup::StatusLookup::ByHand,
             retryable: vec![h.next()],
             compensation: Some(h.next()),
             owner: h.next(),
@@ -307,6 +307,10 @@ mod screens {
                     verdict: holdfast::tui::review::Verdict::Failed(
                         "\u{1b}[2Jstore says \u{202e}no".into(),
                     ),
+                },
+                Effect::LookUp { generation, .. } => Message::LookedUp {
+                    generation,
+                    result: Err("\u{1b}[2Jprovider says \u{202e}no".into()),
                 },
                 Effect::SelectAll { generation, .. } => Message::Selected {
                     generation,

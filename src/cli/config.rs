@@ -63,7 +63,7 @@ pub enum Theme {
 }
 
 /// The config file's contents; every key is optional.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Config {
     /// Path of the default SQLite store.
@@ -75,6 +75,9 @@ pub struct Config {
     /// The review policy version recorded on every audit row.
     pub policy: Option<String>,
     pub theme: Option<Theme>,
+    /// Status lookups: the body size limit and per-provider rate limits.
+    #[serde(default)]
+    pub lookup: crate::lookup::LookupSettings,
     /// Extra secret patterns (`[[redact]]` tables with `kind` and `pattern`),
     /// redacted on every output like the built-in ones.
     #[serde(default)]

@@ -7,6 +7,7 @@ use serde::Serialize;
 use std::fmt;
 
 use super::clock::format_instant;
+use super::lookup::{self, Finding, LookupSpec, Verdict};
 use super::model::{
     Attempt, AttemptKind, Contract, FailureMode, Item, ItemState, Observation, ObservationSource,
     Operation, OperationDetail, Outcome, Phase,
@@ -121,7 +122,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if input.key_conflict {
         return rec(
             DoNotRetry,
-            "the idempotency key was used with a different payload (G3): no retry, no automated repair; accept or resolve to FAILED",
+            "the idempotency key was used with a different payload (G3): no retry, no automated repair",
         );
     }
     let Some(mode) = input.mode else {
@@ -130,7 +131,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if let Some(why) = &input.budget_exhausted {
         return rec(
             HoldForOwner,
-            format!("{why}: a new session never resets it; accept, fail or block"),
+            format!("{why}: a new session never resets it; no retry remains, the owner decides"),
         );
     }
     match mode {
@@ -290,6 +291,8 @@ pub struct Assessment {
     /// An observation proving non-application after the last request.
     pub non_application: Option<String>,
     pub key_expired_at: Option<DateTime<Utc>>,
+    /// What the newest observation proves, when it is a lookup holdfast made.
+    pub lookup: Option<Verdict>,
     /// A not-found lookup by business key after the key expired.
     pub business_key_check: Option<String>,
     pub recommendation: Recommendation,
@@ -361,11 +364,20 @@ pub fn assess(
     seen.sort_by_key(|o| o.observed_at);
     let fresh = seen.last().copied();
     let window_end = op.next_observation_at.or(since);
+    let lag = contract
+        .and_then(|c| c.status_lookup.spec())
+        .map_or(0, LookupSpec::lag_seconds);
+    let lookup = fresh
+        .filter(|o| o.source == lookup::SOURCE)
+        .map(|o| lookup::judge(o, since, lag));
     let non_application = fresh
-        .filter(|o| {
-            !o.found
-                && (o.source == ObservationSource::PROVIDER_STATUS
-                    || window_end.is_none_or(|w| o.observed_at >= w))
+        .filter(|o| match &lookup {
+            Some(verdict) => *verdict == Verdict::NotApplied,
+            None => {
+                !o.found
+                    && (o.source == ObservationSource::ProviderStatus
+                        || window_end.is_none_or(|w| o.observed_at >= w))
+            }
         })
         .map(|o| o.id.clone());
     let key_expired_at = match (contract, &op.idempotency_key, first_request) {
@@ -380,7 +392,7 @@ pub fn assess(
         observations
             .iter()
             .filter(|o| {
-                o.source == ObservationSource::BUSINESS_KEY
+                o.source == ObservationSource::BusinessKey
                     && !o.found
                     && o.observed_at >= expiry
                     && o.observed_at <= at
@@ -388,18 +400,33 @@ pub fn assess(
             .max_by_key(|o| o.observed_at)
             .map(|o| o.id.clone())
     });
-    let observed = match fresh {
-        None => Observed::Nothing,
-        Some(o) if !o.found => {
-            if non_application.is_some() {
-                Observed::NotApplied
+    let observed = match (fresh, &lookup) {
+        (_, Some(Verdict::Applied)) => Observed::Applied,
+        (_, Some(Verdict::NotApplied)) => Observed::NotApplied,
+        (_, Some(Verdict::NotYetVisible { .. } | Verdict::Incomplete { .. })) => Observed::Nothing,
+        (_, Some(Verdict::Findings { findings })) => {
+            if findings
+                .iter()
+                .any(|f| matches!(f, Finding::DuplicateEffect(_)))
+            {
+                Observed::Duplicated
             } else {
-                Observed::Nothing
+                Observed::Mismatch
             }
         }
-        Some(o) if o.effect_count.is_some_and(|n| n > 1) => Observed::Duplicated,
-        Some(o) if o.matches.as_ref().is_some_and(|m| m.all()) => Observed::Applied,
-        Some(_) => Observed::Mismatch,
+        (fresh, None) => match fresh {
+            None => Observed::Nothing,
+            Some(o) if !o.found => {
+                if non_application.is_some() {
+                    Observed::NotApplied
+                } else {
+                    Observed::Nothing
+                }
+            }
+            Some(o) if o.effect_count.is_some_and(|n| n > 1) => Observed::Duplicated,
+            Some(o) if o.matches.as_ref().is_some_and(|m| m.all()) => Observed::Applied,
+            Some(_) => Observed::Mismatch,
+        },
     };
     let max_attempts = op.max_attempts.or(contract.map(|c| c.max_attempts));
     let deadline = op.deadline.or_else(|| {
@@ -424,6 +451,7 @@ pub fn assess(
         now: at,
         fresh_observation: fresh.map(|o| o.id.clone()),
         non_application,
+        lookup,
         key_expired_at,
         business_key_check,
         recommendation: rec(Decision::DoNotRetry, ""),
@@ -438,7 +466,7 @@ pub fn assess(
             && key_expired_at.is_none(),
         key_expired: key_expired_at.is_some() && assessment.business_key_check.is_none(),
         key_conflict,
-        status_lookup: contract.is_some_and(|c| c.status_lookup),
+        status_lookup: contract.is_some_and(|c| c.status_lookup.exists()),
         retryable,
         retry_after: last.and_then(|a| a.retry_after),
         deadline,

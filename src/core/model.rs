@@ -7,6 +7,7 @@ use std::fmt;
 
 use super::audit::AuditRow;
 use super::ids::{OperationId, Sha256};
+use super::lookup::StatusLookup;
 
 /// Declares a closed enumeration with its stable text form, used on the wire, in the
 /// store and on screen alike. With a leading `@rust_names`, serde keeps the Rust
@@ -26,6 +27,31 @@ macro_rules! text_enum {
             /// Parses the stable text form; `None` for anything else.
             pub fn parse(text: &str) -> Option<Self> {
                 match text { $($text => Some($name::$variant),)+ _ => None }
+            }
+
+            /// Parses the text form in any ASCII case (`unknown` for `UNKNOWN`):
+            /// how people type it.
+            pub fn parse_any_case(text: &str) -> Option<Self> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str().eq_ignore_ascii_case(text.trim()))
+            }
+
+            /// The accepted value nearest to a mistyped one, for a hint.
+            pub fn nearest(text: &str) -> Option<Self> {
+                crate::core::names::nearest(text, Self::ALL.iter().map(|v| v.as_str()))
+                    .and_then(Self::parse)
+            }
+
+            /// Parses the text form in any case; the error names the accepted
+            /// values and, for a near miss, the one meant.
+            pub fn parse_hinted(text: &str) -> Result<Self, String> {
+                Self::parse_any_case(text).ok_or_else(|| {
+                    let hint = Self::nearest(text)
+                        .map_or_else(String::new, |v| format!("did you mean {v}? "));
+                    format!("{:?} is not one of the values: {hint}one of {}", text.trim(), Self::expected())
+                })
             }
 
             /// The accepted values, for error messages.
@@ -241,14 +267,14 @@ pub struct IdempotencyContract {
 }
 
 /// The operation contract of one tool (DESIGN §5 `contract`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Contract {
     pub tool: String,
     pub version: String,
     pub action: String,
     pub method: String,
     pub idempotency: IdempotencyContract,
-    pub status_lookup: bool,
+    pub status_lookup: StatusLookup,
     pub retryable: Vec<String>,
     pub compensation: Option<String>,
     pub owner: String,
@@ -371,9 +397,8 @@ pub struct Observation {
     pub id: String,
     pub operation: OperationId,
     pub observed_at: DateTime<Utc>,
-    /// Where the observation came from; see [`ObservationSource`] for the ones the
-    /// rules give meaning to.
-    pub source: String,
+    /// Where the observation came from.
+    pub source: ObservationSource,
     pub found: bool,
     pub matches: Option<Matches>,
     pub effect_count: Option<u32>,
@@ -381,23 +406,27 @@ pub struct Observation {
     pub note: Option<String>,
 }
 
-/// Observation sources the rules recognise; any other source is recorded and shown
-/// but proves nothing beyond what its fields say.
-pub struct ObservationSource;
-
-impl ObservationSource {
-    /// The provider's own status or operation endpoint: a `found: false` from it is
-    /// provider proof of non-application.
-    pub const PROVIDER_STATUS: &'static str = "provider_status";
-    /// A lookup of the target by business key (needed after key retention, G12).
-    pub const BUSINESS_KEY: &'static str = "business_key";
-    /// A check of downstream consequences (needed before COMPENSATED, G4).
-    pub const DOWNSTREAM: &'static str = "downstream";
-    /// A fresh run of the validators (needed before revalidating a BLOCKED one).
-    pub const VALIDATOR: &'static str = "validator";
-    /// A read of the authoritative business record.
-    pub const TARGET_RECORD: &'static str = "target_record";
-}
+text_enum!(
+    /// Where an observation came from: the closed set the rules give meaning to.
+    /// `provider_status`: the provider's own status or operation endpoint (its
+    /// `found: false` is the provider's proof of non-application); `business_key`:
+    /// a lookup of the target by business key (needed after key retention, G12);
+    /// `downstream`: a check of downstream consequences (needed before
+    /// COMPENSATED, G4); `validator`: a fresh run of the validators (needed before
+    /// revalidating a BLOCKED one); `target_record`: a read of the authoritative
+    /// business record; `status_lookup`: a lookup holdfast made itself from the
+    /// contract's `status_lookup` object (DESIGN §9.1), whose `found: false` proves
+    /// non-application only after the contract's lag window and whose
+    /// `matches.owner` holds the tenant comparison.
+    ObservationSource {
+        ProviderStatus => "provider_status",
+        BusinessKey => "business_key",
+        Downstream => "downstream",
+        Validator => "validator",
+        TargetRecord => "target_record",
+        StatusLookup => "status_lookup",
+    }
+);
 
 /// One state change as recorded in the audit log or received on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -647,7 +647,7 @@ async fn recover(
                     id: obs,
                     operation: parent_op.id.clone(),
                     observed_at: now,
-                    source: ObservationSource::DOWNSTREAM.to_owned(),
+                    source: ObservationSource::Downstream,
                     found: false,
                     matches: None,
                     effect_count: Some(0),

@@ -719,7 +719,7 @@ impl Executor {
                 &mut run,
                 last_id.as_deref(),
                 true,
-                ObservationSource::PROVIDER_STATUS,
+                ObservationSource::ProviderStatus,
             )
             .await;
         }
@@ -783,7 +783,7 @@ impl Executor {
                 run,
                 last_id.as_deref(),
                 passed,
-                ObservationSource::PROVIDER_STATUS,
+                ObservationSource::ProviderStatus,
             )
             .await
         {
@@ -853,7 +853,7 @@ impl Executor {
             return true;
         };
         match self
-            .observe(job, spec, run, None, true, ObservationSource::BUSINESS_KEY)
+            .observe(job, spec, run, None, true, ObservationSource::BusinessKey)
             .await
         {
             Some((_, Answer::NotFound)) => false,
@@ -895,7 +895,7 @@ impl Executor {
         run: &mut Run,
         provider_request_id: Option<&str>,
         lag_passed: bool,
-        source: &str,
+        source: ObservationSource,
     ) -> Option<(String, Answer)> {
         let started = self.clock.now();
         let looked = match lookup::look_up(
@@ -984,7 +984,7 @@ impl Executor {
             id: id.clone(),
             operation: run.id().clone(),
             observed_at: self.clock.now(),
-            source: source.to_owned(),
+            source,
             found,
             matches,
             effect_count,

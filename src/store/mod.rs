@@ -333,6 +333,28 @@ pub trait Store: Send + Sync {
     /// watcher per store handle.
     async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError>;
 
+    /// Ids of held operations in `scope` whose status lookup holdfast makes itself
+    /// and whose next observation is due at `now`, soonest first, at most
+    /// `limit`; a slot that a live claim holds is left out.
+    async fn due_lookups(
+        &self,
+        scope: &Scope,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<OperationId>, StoreError>;
+
+    /// Claims the lookup of `id` for the slot `slot` (its scheduled instant) for
+    /// `by` until `until`: `true` when this call holds it now, `false` when a live
+    /// claim of another holds it. A claim past its `until` may be taken over.
+    async fn claim_lookup(
+        &self,
+        id: &OperationId,
+        slot: DateTime<Utc>,
+        by: &str,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError>;
+
     /// One page of a table's rows, every value as stored, for [`Store::load_from`].
     async fn table_rows(
         &self,

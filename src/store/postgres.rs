@@ -27,6 +27,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "search",
         include_str!("../../migrations/postgres/20261130000001_search.sql"),
     ),
+    (
+        20261201000013,
+        "lookup_claims",
+        include_str!("../../migrations/postgres/20261201000013_lookup_claims.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -151,6 +151,30 @@ impl Session {
         self.store.change_grant(change).await
     }
 
+    /// Ids of the holds in scope whose lookup is due at `now` (see
+    /// [`Store::due_lookups`]).
+    pub async fn due_lookups(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<OperationId>, StoreError> {
+        self.store.due_lookups(&self.scope, now, limit).await
+    }
+
+    /// Claims one lookup slot for this session's actor (see
+    /// [`Store::claim_lookup`]).
+    pub async fn claim_lookup(
+        &self,
+        id: &OperationId,
+        slot: DateTime<Utc>,
+        now: DateTime<Utc>,
+        until: DateTime<Utc>,
+    ) -> Result<bool, StoreError> {
+        self.store
+            .claim_lookup(id, slot, self.actor.principal(), now, until)
+            .await
+    }
+
     /// `filter` with this session's tenants in place of whatever it said.
     fn scoped(&self, filter: &OperationFilter) -> OperationFilter {
         OperationFilter {

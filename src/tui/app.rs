@@ -164,6 +164,9 @@ impl App {
                 verdict,
             } => self.reviewed(generation, verdict),
             Message::Selected { generation, result } => self.selected_all(generation, result),
+            Message::LookedUp { generation, result } => {
+                self.looked_up(generation, result.map(|r| *r))
+            }
             Message::BulkLoaded { generation, result } => {
                 if let Some(dialog) = self.bulk_mut()
                     && dialog.answered(generation)
@@ -265,6 +268,8 @@ impl App {
             Context::Review
         } else if self.bulk().is_some() {
             Context::Bulk
+        } else if matches!(self.modal.as_ref().map(Modal::base), Some(Modal::Lookup(_))) {
+            Context::Lookup
         } else if self.focus == Pane::Queue
             && let Some(screen) = self.page_screen()
         {

@@ -22,6 +22,8 @@ pub enum Context {
     Review,
     /// The bulk triage dialog: its rationale takes every other key as text.
     Bulk,
+    /// A hold's lookup result.
+    Lookup,
 }
 
 /// The tabs of the console, in the order of their keys.
@@ -93,6 +95,8 @@ pub enum Command {
     PrevLink,
     /// Open the review dialog on the selected operation.
     Review,
+    /// Look the selected hold up at the provider now.
+    LookUp,
     /// Mark or unmark the selected operation for bulk triage.
     Mark,
     /// Mark every operation matching the filter and search, on every page.
@@ -133,7 +137,7 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Audit, Bulk, Detail, Global, Help, Metrics, Prompt, Queue, Review};
+use Context::{Audit, Bulk, Detail, Global, Help, Lookup, Metrics, Prompt, Queue, Review};
 use KeyCode as K;
 
 /// Every binding of the console.
@@ -168,6 +172,13 @@ pub const BINDINGS: &[Binding] = &[
         "r",
         C::Review,
         "review: the actions allowed now, their effect, confirm",
+    ),
+    bind(
+        Global,
+        K::Char('o'),
+        "o",
+        C::LookUp,
+        "look the hold up at the provider now; shows the answer and what it allows",
     ),
     bind(
         Global,
@@ -326,6 +337,8 @@ pub const BINDINGS: &[Binding] = &[
     bind(Bulk, K::Esc, "Esc", C::Cancel, "one step back; closes"),
     bind(Bulk, K::Up, "↑", C::Up, "previous action / scroll"),
     bind(Bulk, K::Down, "↓", C::Down, "next action / scroll"),
+    bind(Lookup, K::Enter, "Enter", C::Accept, "close"),
+    bind(Lookup, K::Esc, "Esc", C::Cancel, "close"),
     bind(Prompt, K::Enter, "Enter", C::Accept, "keep"),
     bind(Prompt, K::Esc, "Esc", C::Cancel, "cancel"),
 ];

@@ -8,6 +8,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::{KeyEvent, MouseEvent};
 
 use super::screens::audit::AuditPage;
+use super::screens::lookup::LookupShown;
 use super::screens::queue::{ListQuery, Listing};
 use super::screens::review::Verdict;
 use crate::core::ids::OperationId;
@@ -59,6 +60,11 @@ pub enum Message {
     Debounced { generation: u64 },
     /// The answer of the review apply tagged `generation`.
     Reviewed { generation: u64, verdict: Verdict },
+    /// The lookup tagged `generation`, recorded (or why it could not be).
+    LookedUp {
+        generation: u64,
+        result: Result<Box<LookupShown>, String>,
+    },
     /// Every operation matching the queue's filter and search, on every page,
     /// answering the mark-all request tagged `generation`.
     Selected {
@@ -115,6 +121,15 @@ pub enum Effect {
         rationale: Rationale,
         expected: i64,
         now: DateTime<Utc>,
+    },
+    /// Look one hold up at its provider and record it as a reconcile, dated on
+    /// the console's clock (`frozen` at `now`, or the system's); answered by
+    /// [`Message::LookedUp`].
+    LookUp {
+        generation: u64,
+        id: OperationId,
+        now: DateTime<Utc>,
+        frozen: bool,
     },
     /// Select every operation matching `filter` that `actor` may see (G7), on
     /// every page; answered by [`Message::Selected`].

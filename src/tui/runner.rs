@@ -16,6 +16,7 @@ use super::app::{Effect, Message};
 use super::audit_tab::{AUDIT_WINDOW, AuditPage};
 use super::queue::Listing;
 use super::review::Verdict;
+use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
 use crate::core::metrics;
 use crate::review;
@@ -194,8 +195,64 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
                 results,
             })
         }
+        Effect::LookUp {
+            generation,
+            id,
+            now,
+            frozen,
+        } => {
+            let clock = if *frozen {
+                Clock::Frozen(*now)
+            } else {
+                Clock::System
+            };
+            Some(Message::LookedUp {
+                generation: *generation,
+                result: look_up(session, id, clock).await.map(Box::new),
+            })
+        }
         Effect::Quit => None,
     }
+}
+
+/// One lookup of `id`, recorded through the review service, as the screen shows it.
+async fn look_up(
+    session: &Session,
+    id: &crate::core::ids::OperationId,
+    clock: Clock,
+) -> Result<LookupShown, String> {
+    let rationale = crate::core::rules::Rationale::parse("status lookup from the console")
+        .map_err(|e| e.clone())?;
+    let looker = crate::lookup::Looker::new(crate::lookup::LookupConfig::default())
+        .map_err(|e| e.to_string())?;
+    let recorded = crate::lookup::look_up(
+        session,
+        &looker,
+        &crate::lookup::EnvSecrets,
+        clock,
+        id,
+        &rationale,
+    )
+    .await
+    .map_err(|e| {
+        tracing::info!(error = %e, %id, "lookup not recorded");
+        e.to_string()
+    })?;
+    Ok(LookupShown {
+        rows: recorded
+            .call
+            .rows()
+            .into_iter()
+            .map(|(label, value)| (label.to_owned(), value))
+            .collect(),
+        consequences: recorded
+            .applied
+            .effect
+            .consequences
+            .into_iter()
+            .filter(|c| !c.starts_with("the state does not change"))
+            .collect(),
+    })
 }
 
 /// Spawns effects on tasks whose answers come back on the message channel.

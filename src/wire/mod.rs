@@ -6,7 +6,7 @@ mod read;
 mod stream;
 #[cfg(test)]
 mod tests;
-mod tree;
+pub(crate) mod tree;
 mod write;
 
 pub use owner::operation_named;

@@ -8,10 +8,13 @@ use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::lookup::{
+    JsonPointer, LookupAuth, LookupFields, LookupSpec, StatusLookup, UrlTemplate,
+};
 use crate::core::model::{
     Approval, Attempt, AttemptKind, Contract, Expectation, FailureMode, IdempotencyContract, Item,
-    ItemState, Layer, Matches, Observation, Operation, Outcome, Phase, Relation, Risk, Role, State,
-    TransitionRecord,
+    ItemState, Layer, Matches, Observation, ObservationSource, Operation, Outcome, Phase, Relation,
+    Risk, Role, State, TransitionRecord,
 };
 
 /// The longest line accepted, in bytes (1 MiB).
@@ -52,6 +55,24 @@ const CONTRACT_FIELDS: &[&str] = &[
     "budget_seconds",
 ];
 const IDEMPOTENCY_FIELDS: &[&str] = &["supported", "scope", "retention_hours"];
+const LOOKUP_FIELDS: &[&str] = &[
+    "method",
+    "url",
+    "auth",
+    "timeout_ms",
+    "lag_seconds",
+    "not_found_status",
+    "fields",
+];
+const LOOKUP_AUTH_FIELDS: &[&str] = &["header", "prefix", "env"];
+const LOOKUP_POINTER_FIELDS: &[&str] = &[
+    "target",
+    "payload_hash",
+    "tenant",
+    "version",
+    "effect_count",
+    "provider_request_id",
+];
 const OPERATION_FIELDS: &[&str] = &[
     "type",
     "id",
@@ -249,7 +270,13 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
             retention_hours,
         })
     });
-    let status_lookup = o.req(sink, "status_lookup", boolean);
+    let status_lookup = match o.get("status_lookup") {
+        Some(Node::Object(entries)) => read_lookup(o, entries, sink),
+        _ => o.req(sink, "status_lookup", |n| match n {
+            Node::Bool(b) => Ok(StatusLookup::from(*b)),
+            other => Err(wrong("a boolean or a lookup object", other)),
+        }),
+    };
     let retryable = o.list(sink, "retryable", key);
     let compensation = o.opt(sink, "compensation", key);
     let owner = o.req(sink, "owner", key);
@@ -269,6 +296,128 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         max_attempts: max_attempts?,
         budget_seconds: budget_seconds?,
     })
+}
+
+/// The object form of `status_lookup` (DESIGN §9.1), checked so that a lookup that
+/// could never be made is refused at ingest.
+fn read_lookup<'t, 'a>(
+    o: Obj<'t, 'a>,
+    entries: &'t Entries<'a>,
+    sink: &mut Sink,
+) -> Option<StatusLookup> {
+    let n = o.nested(entries, "status_lookup.", "status_lookup", LOOKUP_FIELDS);
+    let method = n.req(sink, "method", |node| {
+        let m = string(node)?;
+        if m == "GET" {
+            Ok(m.to_owned())
+        } else {
+            Err(format!(
+                "{m:?} is not allowed: a status lookup only reads, with GET"
+            ))
+        }
+    });
+    let url = n.req(sink, "url", |node| UrlTemplate::parse(string(node)?));
+    let auth = n.opt(sink, "auth", object).and_then(|auth| {
+        let a = n.nested(
+            auth,
+            "status_lookup.auth.",
+            "status_lookup.auth",
+            LOOKUP_AUTH_FIELDS,
+        );
+        let header = a.req(sink, "header", header_name);
+        let prefix = a.opt(sink, "prefix", text);
+        let env = a.req(sink, "env", env_name);
+        a.refuse_unknown(sink);
+        Some(LookupAuth {
+            header: header?,
+            prefix,
+            env: env?,
+        })
+    });
+    let timeout_ms = n.opt(
+        sink,
+        "timeout_ms",
+        int(1, u64::from(LookupSpec::MAX_TIMEOUT_MS)),
+    );
+    let lag_seconds = n.opt(sink, "lag_seconds", int(0, U32_MAX));
+    let not_found_status = match n.get("not_found_status") {
+        None | Some(Node::Null) => None,
+        Some(Node::Array(items)) => {
+            let mut out = Vec::with_capacity(items.len());
+            for (i, item) in items.iter().enumerate() {
+                match int(200, 599)(item) {
+                    Ok(status) => out.push(status),
+                    Err(reason) => {
+                        sink.push_owned(format!("status_lookup.not_found_status[{i}]"), reason)
+                    }
+                }
+            }
+            Some(out)
+        }
+        Some(other) => {
+            sink.push_owned(
+                "status_lookup.not_found_status".into(),
+                wrong("an array of HTTP statuses", other),
+            );
+            None
+        }
+    };
+    let fields = n.opt(sink, "fields", object).map(|fields| {
+        let f = n.nested(
+            fields,
+            "status_lookup.fields.",
+            "status_lookup.fields",
+            LOOKUP_POINTER_FIELDS,
+        );
+        let mut pointer = |name: &str| f.opt(sink, name, |node| JsonPointer::parse(string(node)?));
+        let out = LookupFields {
+            target: pointer("target"),
+            payload_hash: pointer("payload_hash"),
+            tenant: pointer("tenant"),
+            version: pointer("version"),
+            effect_count: pointer("effect_count"),
+            provider_request_id: pointer("provider_request_id"),
+        };
+        f.refuse_unknown(sink);
+        out
+    });
+    n.refuse_unknown(sink);
+    Some(StatusLookup::Http(Box::new(LookupSpec {
+        method: method?,
+        url: url?,
+        auth,
+        timeout_ms,
+        lag_seconds,
+        not_found_status,
+        fields: fields.unwrap_or_default(),
+    })))
+}
+
+/// An HTTP header name: a token of RFC 9110.
+fn header_name(node: &Node<'_>) -> Result<String, String> {
+    let s = string(node)?;
+    let tchar = |c: char| c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c);
+    if s.is_empty() || s.len() > MAX_KEY_CHARS || !s.chars().all(tchar) {
+        return Err(format!("{s:?} is not an HTTP header name"));
+    }
+    Ok(s.to_owned())
+}
+
+/// The name of an environment variable: letters, digits and `_`, not starting
+/// with a digit.
+fn env_name(node: &Node<'_>) -> Result<String, String> {
+    let s = string(node)?;
+    let ok = s.len() <= MAX_KEY_CHARS
+        && s.chars()
+            .next()
+            .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && s.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !ok {
+        return Err(format!(
+            "{s:?} is not an environment variable name (letters, digits and _, not starting with a digit)"
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 fn read_operation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Operation> {
@@ -433,7 +582,7 @@ fn read_observation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Observation> {
     let id = o.req(sink, "id", key);
     let operation = o.req(sink, "operation", operation_id);
     let observed_at = o.req(sink, "observed_at", time);
-    let source = o.req(sink, "source", key);
+    let source = o.req(sink, "source", choice::<ObservationSource>);
     let found = o.req(sink, "found", boolean);
     let matches = o.opt(sink, "matches", object).map(|entries| {
         let n = o.nested(entries, "matches.", "matches", MATCHES_FIELDS);
@@ -819,7 +968,8 @@ choice!(
     Layer,
     ItemState,
     Relation,
-    Role
+    Role,
+    ObservationSource
 );
 
 fn choice<T: Choice>(node: &Node<'_>) -> Result<T, String> {

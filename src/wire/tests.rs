@@ -844,3 +844,274 @@ fn provider_originated_text_is_kept_byte_exact() {
         assert_eq!(parse_line(write_line(&record).as_bytes(), 1), Ok(record));
     }
 }
+
+/// The DESIGN §9.1 example of a `status_lookup` object.
+const LOOKUP: &str = r#"{"method":"GET","url":"http://127.0.0.1:8710/v1/records?business_key={business_key}","auth":{"header":"Authorization","prefix":"Bearer ","env":"T06_STATUS_TOKEN"},"timeout_ms":2000,"lag_seconds":60,"not_found_status":[404],"fields":{"target":"/record/target","payload_hash":"/record/payload_hash","tenant":"/record/tenant","version":"/record/version","effect_count":"/count","provider_request_id":"/record/request_id"}}"#;
+
+/// The contract example with `status_lookup` set to the lookup object with `field`
+/// (a dotted path one level deep at most) set to `value`, or removed.
+fn with_lookup(field: &str, value: Option<&str>) -> String {
+    let mut lookup: serde_json::Value = serde_json::from_str(LOOKUP).unwrap();
+    let (object, key) = match field.split_once('.') {
+        Some((outer, inner)) => (&mut lookup[outer], inner),
+        None => (&mut lookup, field),
+    };
+    let map = object.as_object_mut().unwrap();
+    match value {
+        Some(v) => {
+            map.insert(key.to_owned(), serde_json::from_str(v).unwrap());
+        }
+        None => {
+            map.remove(key);
+        }
+    }
+    with("contract", "status_lookup", Some(&lookup.to_string()))
+}
+
+#[test]
+fn status_lookup_takes_the_design_object_and_writes_it_back() {
+    let line = with("contract", "status_lookup", Some(LOOKUP));
+    let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
+        panic!("not a contract")
+    };
+    let spec = c.status_lookup.spec().unwrap();
+    assert_eq!(spec.method, "GET");
+    assert_eq!(spec.timeout_ms(), 2000);
+    assert_eq!(spec.lag_seconds(), 60);
+    assert_eq!(spec.auth.as_ref().unwrap().env, "T06_STATUS_TOKEN");
+    assert_eq!(
+        spec.fields.effect_count.as_ref().unwrap().as_str(),
+        "/count"
+    );
+    assert_eq!(spec.provider(), "http://127.0.0.1:8710");
+    assert!(c.status_lookup.exists());
+    let written = write_line(&Record::Contract(c.clone()));
+    assert_eq!(
+        written, line,
+        "the canonical form of a full object is itself"
+    );
+    assert_eq!(
+        parse_line(written.as_bytes(), 1).unwrap(),
+        Record::Contract(c)
+    );
+}
+
+#[test]
+fn status_lookup_booleans_still_ingest_byte_exact() {
+    for flag in ["true", "false"] {
+        let line = with("contract", "status_lookup", Some(flag));
+        let record = parse_line(line.as_bytes(), 1).unwrap();
+        let Record::Contract(c) = &record else {
+            panic!("not a contract")
+        };
+        assert_eq!(c.status_lookup.exists(), flag == "true");
+        assert!(c.status_lookup.spec().is_none());
+        assert_eq!(write_line(&record), line);
+    }
+}
+
+#[test]
+fn a_minimal_lookup_object_round_trips_with_absent_fields_as_null() {
+    let minimal = r#"{"method":"GET","url":"https://status.example/ops/{operation}"}"#;
+    let line = with("contract", "status_lookup", Some(minimal));
+    let record = parse_line(line.as_bytes(), 1).unwrap();
+    let written = write_line(&record);
+    assert!(
+        written.contains(r#""status_lookup":{"method":"GET","url":"https://status.example/ops/{operation}","auth":null,"timeout_ms":null,"lag_seconds":null,"not_found_status":null,"fields":{"target":null,"#),
+        "{written}"
+    );
+    assert_eq!(parse_line(written.as_bytes(), 1).unwrap(), record);
+    let Record::Contract(c) = record else {
+        panic!("not a contract")
+    };
+    let spec = c.status_lookup.spec().unwrap();
+    assert_eq!(spec.timeout_ms(), 2000);
+    assert!(spec.is_not_found(404) && !spec.is_not_found(410));
+}
+
+#[test]
+fn bad_lookup_objects_are_refused_field_by_field() {
+    let cases: &[(&str, Option<&str>, &str, &str)] = &[
+        (
+            "url",
+            Some(r#""http://x/{business_key""#),
+            "status_lookup.url",
+            "unmatched `{`",
+        ),
+        (
+            "url",
+            Some(r#""http://x/a}b""#),
+            "status_lookup.url",
+            "unmatched `}`",
+        ),
+        (
+            "url",
+            Some(r#""http://x/{account}""#),
+            "status_lookup.url",
+            "unknown placeholder {account}",
+        ),
+        (
+            "url",
+            Some(r#""ftp://x/{operation}""#),
+            "status_lookup.url",
+            "scheme \"ftp\" is not allowed",
+        ),
+        (
+            "url",
+            Some(r#""x/{operation}""#),
+            "status_lookup.url",
+            "must start with http:// or https://",
+        ),
+        (
+            "url",
+            Some(r#""http://{tenant}.example/a""#),
+            "status_lookup.url",
+            "only in the path or query",
+        ),
+        (
+            "url",
+            Some(r#""http://u:pw@x/a""#),
+            "status_lookup.url",
+            "must not carry credentials",
+        ),
+        (
+            "url",
+            Some(r#""http://x/a b""#),
+            "status_lookup.url",
+            "spaces",
+        ),
+        (
+            "url",
+            Some(r#""http://[::1/a""#),
+            "status_lookup.url",
+            "is not a valid URL",
+        ),
+        (
+            "url",
+            None,
+            "status_lookup.url",
+            "required field is missing",
+        ),
+        (
+            "method",
+            Some(r#""POST""#),
+            "status_lookup.method",
+            "only reads",
+        ),
+        (
+            "timeout_ms",
+            Some("0"),
+            "status_lookup.timeout_ms",
+            "from 1 to 120000",
+        ),
+        (
+            "timeout_ms",
+            Some("-5"),
+            "status_lookup.timeout_ms",
+            "from 1 to 120000",
+        ),
+        (
+            "lag_seconds",
+            Some("-1"),
+            "status_lookup.lag_seconds",
+            "from 0 to",
+        ),
+        (
+            "not_found_status",
+            Some("[404, 99]"),
+            "status_lookup.not_found_status[1]",
+            "from 200 to 599",
+        ),
+        (
+            "not_found_status",
+            Some(r#""404""#),
+            "status_lookup.not_found_status",
+            "an array of HTTP statuses",
+        ),
+        (
+            "fields.target",
+            Some(r#""record/target""#),
+            "status_lookup.fields.target",
+            "is not a JSON Pointer",
+        ),
+        (
+            "fields.count",
+            Some(r#""/count""#),
+            "status_lookup.fields.count",
+            "unknown field",
+        ),
+        (
+            "fields.tenant",
+            Some(r#""/a/~2""#),
+            "status_lookup.fields.tenant",
+            "must be followed by 0 or 1",
+        ),
+        (
+            "auth.env",
+            Some(r#""1TOKEN""#),
+            "status_lookup.auth.env",
+            "not an environment variable name",
+        ),
+        (
+            "auth.header",
+            Some(r#""Author ization""#),
+            "status_lookup.auth.header",
+            "not an HTTP header name",
+        ),
+        (
+            "auth.env",
+            None,
+            "status_lookup.auth.env",
+            "required field is missing",
+        ),
+        (
+            "secret",
+            Some(r#""abc""#),
+            "status_lookup.secret",
+            "unknown field",
+        ),
+    ];
+    for (field, value, path, reason) in cases {
+        let line = with_lookup(field, *value);
+        let errors = errors(&line);
+        assert_eq!(errors.len(), 1, "{field}: {errors:#?}");
+        let e = &errors[0];
+        assert_eq!(e.field, *path, "{e}");
+        assert!(e.reason.contains(reason), "{field}: {e}");
+        assert!(e.to_string().starts_with("line 7: status_lookup."), "{e}");
+    }
+    refused(
+        &with("contract", "status_lookup", Some("\"yes\"")),
+        "status_lookup",
+        "a boolean or a lookup object",
+    );
+}
+
+#[test]
+fn every_placeholder_is_accepted_and_rendered_percent_encoded() {
+    use crate::core::lookup::{Placeholder, UrlTemplate};
+    let all: Vec<String> = Placeholder::ALL
+        .iter()
+        .map(|p| format!("{}={{{}}}", p.name(), p.name()))
+        .collect();
+    let template = UrlTemplate::parse(&format!("http://x/q?{}", all.join("&"))).unwrap();
+    assert_eq!(template.placeholders().count(), 6);
+    let Ok(Record::Operation(mut op)) = parse_line(example("operation").as_bytes(), 1) else {
+        panic!("not an operation")
+    };
+    op.target = "ticket-queue:7/a b&c".into();
+    let url = template.render(&op, Some("req 1")).unwrap();
+    assert_eq!(
+        url,
+        "http://x/q?provider_request_id=req%201&idempotency_key=k-F09&business_key=case-4411&target=ticket-queue%3A7%2Fa%20b%26c&operation=F09&tenant=pinehaven"
+    );
+    op.business_key = None;
+    assert_eq!(
+        template.render(&op, Some("r")),
+        Err(Placeholder::BusinessKey)
+    );
+    assert_eq!(
+        template.render(&op, None),
+        Err(Placeholder::ProviderRequestId)
+    );
+}

@@ -6,6 +6,7 @@ use serde_json::{Value, json};
 
 use super::Record;
 use crate::core::clock::format_instant;
+use crate::core::lookup::{JsonPointer, StatusLookup};
 use crate::core::model::{
     Approval, Attempt, Contract, Expectation, Item, Matches, Observation, Operation,
     TransitionRecord,
@@ -55,12 +56,40 @@ fn contract(c: &Contract) -> Value {
             "scope": c.idempotency.scope,
             "retention_hours": c.idempotency.retention_hours,
         },
-        "status_lookup": c.status_lookup,
+        "status_lookup": status_lookup(&c.status_lookup),
         "retryable": c.retryable,
         "compensation": c.compensation,
         "owner": c.owner,
         "max_attempts": c.max_attempts,
         "budget_seconds": c.budget_seconds,
+    })
+}
+
+fn status_lookup(l: &StatusLookup) -> Value {
+    let Some(spec) = l.spec() else {
+        return Value::Bool(l.exists());
+    };
+    let pointer = |p: Option<&JsonPointer>| opt_str(p.map(JsonPointer::as_str));
+    let f = &spec.fields;
+    json!({
+        "method": spec.method,
+        "url": spec.url.as_str(),
+        "auth": spec.auth.as_ref().map_or(Value::Null, |a| json!({
+            "header": a.header,
+            "prefix": a.prefix,
+            "env": a.env,
+        })),
+        "timeout_ms": spec.timeout_ms,
+        "lag_seconds": spec.lag_seconds,
+        "not_found_status": spec.not_found_status,
+        "fields": {
+            "target": pointer(f.target.as_ref()),
+            "payload_hash": pointer(f.payload_hash.as_ref()),
+            "tenant": pointer(f.tenant.as_ref()),
+            "version": pointer(f.version.as_ref()),
+            "effect_count": pointer(f.effect_count.as_ref()),
+            "provider_request_id": pointer(f.provider_request_id.as_ref()),
+        },
     })
 }
 

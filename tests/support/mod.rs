@@ -4,5 +4,6 @@
 pub mod cli;
 pub mod console;
 pub mod hostile;
+pub mod provider;
 pub mod review;
 pub mod stores;

@@ -7,6 +7,7 @@ pub mod copy;
 pub mod drill;
 pub mod ingest;
 pub mod list;
+pub mod observe;
 pub mod report;
 pub mod review;
 pub mod show;

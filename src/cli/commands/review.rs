@@ -9,8 +9,9 @@ use clap::{Args, ValueEnum};
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use crate::cli::{Context, Failure, exit, parse_id, parse_now, render};
+use crate::cli::{Context, Failure, exit, parse_id, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
+use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
 use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
@@ -45,12 +46,16 @@ pub struct ReviewArgs {
     /// `assign`: the new owner.
     #[arg(long, value_name = "OWNER")]
     pub owner: Option<String>,
-    /// `schedule`: when to observe next (RFC 3339).
-    #[arg(long, value_name = "TIME", value_parser = parse_now)]
-    pub at: Option<DateTime<Utc>>,
+    /// `schedule`: when to observe next (RFC 3339, or relative to now: `+30m`).
+    #[arg(long, value_name = "TIME", value_parser = TimeSpec::parse, allow_hyphen_values = true)]
+    pub at: Option<TimeSpec>,
     /// `accept`: the manual-repair reference (ticket, runbook).
     #[arg(long, value_name = "REF")]
     pub repair_ref: Option<String>,
+    /// `reconcile`: make the lookup the contract's `status_lookup` describes now,
+    /// and record its attempt and observation.
+    #[arg(long)]
+    pub lookup: bool,
     /// `reconcile`: wire-format observation line(s) for this operation, one reconcile each.
     #[arg(long, value_name = "FILE")]
     pub observation: Option<PathBuf>,
@@ -62,8 +67,8 @@ pub struct ReviewArgs {
     pub not_found: bool,
     /// `reconcile`: where the lookup was made (default provider_status; also
     /// business_key, downstream, validator, target_record).
-    #[arg(long, value_name = "SOURCE")]
-    pub source: Option<String>,
+    #[arg(long, value_name = "SOURCE", value_parser = ObservationSource::parse_hinted)]
+    pub source: Option<ObservationSource>,
     /// `reconcile`: fields that matched the intent (target, payload_hash, owner,
     /// version, or `all`); comma-separated or repeated.
     #[arg(long = "match", value_name = "FIELDS", value_delimiter = ',')]
@@ -86,6 +91,7 @@ pub struct ReviewArgs {
     /// Refuse (G8) unless the operation is still at this version, as shown by `show`.
     #[arg(long, value_name = "N")]
     pub expected_version: Option<i64>,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -106,6 +112,7 @@ pub struct GrantArgs {
     /// Why; recorded on the audit row.
     #[arg(long, value_name = "TEXT")]
     pub rationale: Option<String>,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -173,6 +180,7 @@ fn action_flags(args: &ReviewArgs) -> Vec<(&'static str, ActionKind)> {
         ("--owner", Assign, args.owner.is_some()),
         ("--at", Schedule, args.at.is_some()),
         ("--repair-ref", Accept, args.repair_ref.is_some()),
+        ("--lookup", Reconcile, args.lookup),
         ("--observation", Reconcile, args.observation.is_some()),
         ("--found", Reconcile, args.found),
         ("--not-found", Reconcile, args.not_found),
@@ -239,6 +247,11 @@ fn reconcile_inputs(
     args: &ReviewArgs,
     id: Option<&OperationId>,
 ) -> anyhow::Result<Vec<ReconcileInput>> {
+    if args.lookup {
+        return Err(Failure::bad_input(
+            "--lookup makes the lookup itself: give it alone with --rationale",
+        ));
+    }
     let Some(path) = &args.observation else {
         if args.found == args.not_found {
             return Err(Failure::bad_input(
@@ -253,10 +266,7 @@ fn reconcile_inputs(
             })
             .transpose()?;
         return Ok(vec![ReconcileInput {
-            source: args
-                .source
-                .clone()
-                .unwrap_or_else(|| ObservationSource::PROVIDER_STATUS.to_owned()),
+            source: args.source.unwrap_or(ObservationSource::ProviderStatus),
             found: args.found,
             matches: matches(args)?,
             effect_count: args.effect_count,
@@ -327,6 +337,7 @@ fn actions(
     kind: ActionKind,
     args: &ReviewArgs,
     id: Option<&OperationId>,
+    now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<Action>> {
     if let Some((flag, owner)) = action_flags(args).into_iter().find(|(_, k)| *k != kind) {
         return Err(Failure::bad_input(format!(
@@ -342,7 +353,7 @@ fn actions(
             .collect()),
         ActionKind::Resolve => {
             let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
-            let to = State::parse(&text.to_ascii_uppercase()).ok_or_else(|| {
+            let to = State::parse_any_case(text).ok_or_else(|| {
                 Failure::bad_input(format!(
                     "--to {text}: must be one of: {}",
                     State::expected()
@@ -367,7 +378,7 @@ fn actions(
             owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
         }),
         ActionKind::Schedule => one(Action::Schedule {
-            at: args.at.ok_or_else(|| missing("--at TIME"))?,
+            at: args.at.ok_or_else(|| missing("--at TIME"))?.resolve(now),
         }),
         ActionKind::Comment => one(Action::Comment),
         ActionKind::Confirm => one(Action::Confirm),
@@ -378,8 +389,10 @@ fn actions(
 fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
     ActionKind::parse(text).ok_or_else(|| {
         let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+        let hint =
+            ActionKind::nearest(text).map_or_else(String::new, |k| format!(" did you mean `{k}`?"));
         Failure::bad_input(format!(
-            "unknown action {text:?}: one of {}",
+            "unknown action {text:?}:{hint} one of {}",
             names.join(", ")
         ))
     })
@@ -422,7 +435,10 @@ async fn one(
     kind: ActionKind,
     args: &ReviewArgs,
 ) -> anyhow::Result<u8> {
-    let actions = actions(kind, args, Some(&id))?;
+    if kind == ActionKind::Reconcile && args.lookup {
+        return lookup(ctx, &id, args).await;
+    }
+    let actions = actions(kind, args, Some(&id), ctx.now())?;
     let rationale = rationale(args)?;
     let session = ctx.session().await?;
     let now = ctx.now();
@@ -461,6 +477,57 @@ async fn one(
     Ok(exit::OK)
 }
 
+/// `review ID reconcile --lookup`: one lookup now, recorded as a reconcile.
+async fn lookup(ctx: &Context, id: &OperationId, args: &ReviewArgs) -> anyhow::Result<u8> {
+    if let Some((flag, _)) = action_flags(args)
+        .into_iter()
+        .find(|(flag, _)| *flag != "--lookup")
+    {
+        return Err(Failure::bad_input(format!(
+            "{flag} and --lookup exclude each other: the lookup says what it showed"
+        )));
+    }
+    if args.dry_run || args.expected_version.is_some() {
+        return Err(Failure::bad_input(
+            "--lookup asks the provider and records what it said; it has no dry run and checks the version it loads",
+        ));
+    }
+    let rationale = rationale(args)?;
+    let session = ctx.session().await?;
+    let looker = crate::lookup::Looker::new(ctx.config.lookup.client())
+        .map_err(|e| Failure::new(exit::ERROR, e.to_string()))?;
+    let recorded = crate::lookup::look_up(
+        &session,
+        &looker,
+        &crate::lookup::EnvSecrets,
+        ctx.clock,
+        id,
+        &rationale,
+    )
+    .await;
+    match recorded {
+        Ok(r) => {
+            if args.json {
+                println!(
+                    "{}",
+                    serde_json::json!({"applied": true, "lookup": r.call, "effect": r.applied.effect, "audit": r.applied.audit})
+                );
+            } else {
+                print!(
+                    "{}{}",
+                    render::lookup(&r.call),
+                    render::effect(&r.applied.effect, Some(&r.applied.audit))
+                );
+            }
+            Ok(exit::OK)
+        }
+        Err(crate::lookup::LookupError::Review(e)) => report_refusal(e, args.json),
+        Err(crate::lookup::LookupError::Impossible(e)) => {
+            Err(Failure::new(exit::ERROR, render::clean(&e.to_string())).into())
+        }
+    }
+}
+
 /// A filter typed on the command line; without a state term it means the queue.
 fn selection_filter(text: &str) -> anyhow::Result<OperationFilter> {
     let mut filter = crate::store::filter::parse(text)
@@ -486,7 +553,7 @@ async fn bulk(
         ));
     }
     let filter = selection_filter(filter_text)?;
-    let action = actions(kind, args, None)?
+    let action = actions(kind, args, None, ctx.now())?
         .pop()
         .ok_or_else(|| Failure::bad_input("no action"))?;
     let rationale = rationale(args)?;

@@ -93,7 +93,7 @@ impl Index<'_> {
             });
         };
         let downstream = v.observations.iter().any(|o| {
-            o.source == ObservationSource::DOWNSTREAM && o.observed_at >= child.created_at
+            o.source == ObservationSource::Downstream && o.observed_at >= child.created_at
         });
         if downstream {
             Ok(())
@@ -121,12 +121,10 @@ pub(super) fn verified_success(v: &View<'_>) -> Result<(), String> {
         return Err("SUCCEEDED without any request".into());
     };
     let since = last.last_instant();
-    let observed = v.observations.iter().any(|o| {
-        o.observed_at > since
-            && o.found
-            && o.matches.as_ref().is_some_and(|m| m.all())
-            && o.effect_count == Some(1)
-    });
+    let observed = v
+        .observations
+        .iter()
+        .any(|o| o.observed_at > since && crate::core::lookup::proves_single_effect(o));
     if observed {
         return Ok(());
     }

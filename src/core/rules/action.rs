@@ -5,12 +5,13 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::ids::Sha256;
-use crate::core::model::{ActionKind, Matches, Observation, State};
+use crate::core::lookup::LookupInput;
+use crate::core::model::{ActionKind, Matches, Observation, ObservationSource, State};
 
 /// What a status lookup showed, as a reviewer enters it for `reconcile`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReconcileInput {
-    pub source: String,
+    pub source: ObservationSource,
     pub found: bool,
     pub matches: Option<Matches>,
     pub effect_count: Option<u32>,
@@ -30,7 +31,7 @@ impl ReconcileInput {
     /// same record counts whether it arrives by ingest or by a reviewer.
     pub fn from_observation(o: &Observation) -> ReconcileInput {
         ReconcileInput {
-            source: o.source.clone(),
+            source: o.source,
             found: o.found,
             matches: o.matches.clone(),
             effect_count: o.effect_count,
@@ -47,17 +48,27 @@ impl ReconcileInput {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub enum Action {
     Reconcile(ReconcileInput),
-    Resolve { to: State },
+    /// A reconcile by a lookup holdfast made itself (or the end of lookups).
+    Lookup(LookupInput),
+    Resolve {
+        to: State,
+    },
     AuthorizeRetry,
     ApproveCompensation,
     ApproveResume,
     MarkCompensated,
     MarkResumed,
     Revalidate,
-    Accept { repair_ref: String },
+    Accept {
+        repair_ref: String,
+    },
     Block,
-    Assign { owner: String },
-    Schedule { at: DateTime<Utc> },
+    Assign {
+        owner: String,
+    },
+    Schedule {
+        at: DateTime<Utc>,
+    },
     Comment,
     Confirm,
     Reject,
@@ -66,7 +77,7 @@ pub enum Action {
 impl Action {
     pub fn kind(&self) -> ActionKind {
         match self {
-            Action::Reconcile(_) => ActionKind::Reconcile,
+            Action::Reconcile(_) | Action::Lookup(_) => ActionKind::Reconcile,
             Action::Resolve { .. } => ActionKind::Resolve,
             Action::AuthorizeRetry => ActionKind::AuthorizeRetry,
             Action::ApproveCompensation => ActionKind::ApproveCompensation,

@@ -179,6 +179,7 @@ macro_rules! shared {
 }
 
 mod copy;
+mod lookup;
 mod migrate;
 mod read;
 mod write;
@@ -336,6 +337,26 @@ shared! {
                 })
                 .await?;
             Ok(receiver.clone())
+        }
+
+        async fn due_lookups(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+            limit: u64,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            self.read_due_lookups(scope, now, limit).await
+        }
+
+        async fn claim_lookup(
+            &self,
+            id: &OperationId,
+            slot: DateTime<Utc>,
+            by: &str,
+            now: DateTime<Utc>,
+            until: DateTime<Utc>,
+        ) -> Result<bool, StoreError> {
+            self.write_claim_lookup(id, slot, by, now, until).await
         }
 
         async fn table_rows(

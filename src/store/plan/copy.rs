@@ -166,6 +166,17 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "lookup_claims",
+        order: "operation, slot_ms",
+        columns: &[
+            ("operation", Text),
+            ("slot_ms", Int),
+            ("claimed_by", Text),
+            ("claimed_ms", Int),
+            ("expires_ms", Int),
+        ],
+    },
+    Table {
         name: "audit",
         order: "seq",
         columns: &[

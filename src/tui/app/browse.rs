@@ -200,6 +200,7 @@ impl App {
                 Vec::new()
             }
             Command::Review => self.open_review(),
+            Command::LookUp => self.look_up(),
             Command::Mark => self.mark(),
             Command::MarkAll => self.mark_all(),
             Command::ClearMarks => self.clear_marks(),

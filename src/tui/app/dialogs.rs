@@ -7,6 +7,7 @@ use crate::core::ids::OperationId;
 use crate::core::triage::TriageLine;
 use crate::tui::screens::Modal;
 use crate::tui::screens::bulk::BulkDialog;
+use crate::tui::screens::lookup::{LookupScreen, LookupShown};
 use crate::tui::screens::review::{ReviewDialog, Verdict};
 
 impl App {
@@ -99,6 +100,50 @@ impl App {
         if let Some(dialog) = self.review_mut() {
             dialog.finish(verdict);
         }
+        self.review_reload = true;
+        self.refresh()
+    }
+
+    /// `o`: looks the operation open (or selected) up at its provider now.
+    pub(super) fn look_up(&mut self) -> Vec<Effect> {
+        let Some(loaded) = self.detail.current() else {
+            self.say("nothing to look up: select a hold first", false);
+            return Vec::new();
+        };
+        let id = loaded.detail.row.operation.id.clone();
+        let (screen, generation) = LookupScreen::start(id.clone());
+        self.say(&format!("looking {id} up at the provider…"), false);
+        self.modal = Some(Modal::Lookup(Box::new(screen)));
+        vec![Effect::LookUp {
+            generation,
+            id,
+            now: self.now,
+            frozen: self.frozen,
+        }]
+    }
+
+    /// The lookup answered: its screen shows the result, and everything is read
+    /// again (the lookup added an attempt and maybe an observation).
+    pub(super) fn looked_up(
+        &mut self,
+        generation: u64,
+        result: Result<LookupShown, String>,
+    ) -> Vec<Effect> {
+        let (text, alert) = match &result {
+            Ok(_) => (
+                "lookup recorded; the evidence shows what it allows".to_owned(),
+                false,
+            ),
+            Err(e) => (e.clone(), true),
+        };
+        let taken = match self.modal.as_mut().map(Modal::base_mut) {
+            Some(Modal::Lookup(screen)) => screen.answered(generation, result),
+            _ => false,
+        };
+        if !taken {
+            return Vec::new();
+        }
+        self.say(&text, alert);
         self.review_reload = true;
         self.refresh()
     }

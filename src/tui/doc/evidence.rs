@@ -194,6 +194,17 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
         Clean::new(&format!("{} / {}", b.tool, b.action)),
         theme.plain(),
     );
+    let lookup_style = if b.status_lookup.starts_with("none") {
+        theme.warn()
+    } else {
+        theme.plain()
+    };
+    doc.field(
+        theme,
+        "status lookup",
+        Clean::new(&b.status_lookup),
+        lookup_style,
+    );
     doc.field(theme, "target", Clean::new(&b.target), theme.plain());
     let four_eyes = if b.risk.needs_four_eyes() {
         " (retry and compensation need a second approver)"

@@ -120,6 +120,7 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
         Context::Queue => " Keys · queue ",
         Context::Review => " Keys · review dialog ",
         Context::Bulk => " Keys · bulk triage ",
+        Context::Lookup => " Keys · lookup ",
         _ => " Keys · detail ",
     };
     frame.render_widget(Clear, popup);

@@ -7,6 +7,7 @@ pub mod bulk;
 pub mod detail;
 pub mod dialog;
 pub mod help;
+pub mod lookup;
 pub mod metrics;
 pub mod prompt;
 pub mod queue;
@@ -96,6 +97,8 @@ pub enum Modal {
     Help(help::Help),
     Review(Box<review::ReviewDialog>),
     Bulk(Box<bulk::BulkDialog>),
+    /// A hold's lookup (`o`): the answer field by field and what it allows.
+    Lookup(Box<lookup::LookupScreen>),
 }
 
 impl Modal {
@@ -125,6 +128,7 @@ impl Modal {
             Modal::Help(help) => Some(help),
             Modal::Review(dialog) => Some(dialog.as_mut()),
             Modal::Bulk(dialog) => Some(dialog.as_mut()),
+            Modal::Lookup(screen) => Some(screen.as_mut()),
         }
     }
 }

@@ -57,6 +57,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
     match app.modal.as_ref().map(Modal::base) {
         Some(Modal::Review(dialog)) => dialog.draw(frame, frame.area(), &ctx),
         Some(Modal::Bulk(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        Some(Modal::Lookup(screen)) => screen.draw(frame, frame.area(), &ctx),
         _ => {}
     }
     if let Some(Modal::Help(help)) = &app.modal {

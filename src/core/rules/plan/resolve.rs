@@ -3,8 +3,9 @@
 
 use super::Plan;
 use crate::core::clock;
+use crate::core::lookup::{self, Finding, LookupInput, Verdict};
 use crate::core::model::{
-    Attempt, AttemptKind, ItemState, Matches, Observation, ObservationSource, Outcome, Phase, State,
+    Attempt, AttemptKind, ItemState, Observation, ObservationSource, Outcome, Phase, State,
 };
 use crate::core::refusal::{Refusal, Rule, refuse};
 use crate::core::rules::{MadeBy, ReconcileInput};
@@ -12,9 +13,6 @@ use crate::core::rules::{MadeBy, ReconcileInput};
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
         let op = self.op();
-        if input.source.trim().is_empty() {
-            return refuse(Rule::G1, "a reconcile needs the source that was queried");
-        }
         let seq = self
             .detail
             .attempts
@@ -77,7 +75,7 @@ impl Plan<'_> {
             id: observation_id.clone(),
             operation: op.id.clone(),
             observed_at,
-            source: input.source.trim().to_owned(),
+            source: input.source,
             found: input.found,
             matches: input.matches.clone(),
             effect_count: input.effect_count,
@@ -89,11 +87,58 @@ impl Plan<'_> {
             observation.source,
             if input.found { "found" } else { "not found" }
         ));
-        self.consequences
-            .push("the state does not change; resolve afterwards".into());
+        self.consequences.push(
+            if matches!(op.state, State::Unknown | State::Blocked) {
+                "the state does not change; resolve afterwards on what it shows"
+            } else {
+                "the state does not change"
+            }
+            .into(),
+        );
+        if let Some(next) = op.next_observation_at.filter(|t| *t <= self.now) {
+            self.consequences.push(format!(
+                "the next observation ({}) stays overdue until a new one is scheduled (schedule --at +30m)",
+                clock::format_instant(next)
+            ));
+        }
         self.evidence = vec![attempt_id, observation_id];
         self.commit_extra.attempts.push(attempt);
         self.commit_extra.observations.push(observation);
+        Ok(())
+    }
+
+    /// Records a lookup: its attempt, its observation when an answer came, what
+    /// the answer proves, and the next lookup's time (or routing to the owner).
+    pub(super) fn lookup(&mut self, input: &LookupInput) -> Result<(), Refusal> {
+        let effect = lookup::plan(self.detail, input, self.now);
+        if let Some(o) = &effect.observation
+            && self.detail.observations.iter().any(|x| x.id == o.id)
+        {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "observation {} is already recorded for {}",
+                    o.id,
+                    self.op().id
+                ),
+            );
+        }
+        if let Some(a) = &effect.attempt
+            && a.ended_at.is_some_and(|t| t > self.now)
+        {
+            return refuse(
+                Rule::G1,
+                "the lookup is dated after now: a lookup cannot come from the future",
+            );
+        }
+        self.consequences = effect.consequences;
+        self.consequences
+            .push("the state does not change; resolve afterwards".into());
+        self.evidence = effect.evidence;
+        self.commit_extra.attempts.extend(effect.attempt);
+        self.commit_extra.observations.extend(effect.observation);
+        self.commit_extra.new_next_observation_at = Some(effect.next_observation_at);
+        self.commit_extra.new_owner = effect.new_owner;
         Ok(())
     }
 
@@ -107,16 +152,30 @@ impl Plan<'_> {
                     rule: Rule::G1,
                     reason: "SUCCEEDED needs an observation newer than the last request; reconcile first".into(),
                 })?;
+                if let Some(Verdict::Findings { findings }) = &self.assess().lookup {
+                    let rule = if findings.contains(&Finding::WrongTenant) {
+                        Rule::G7
+                    } else {
+                        Rule::G1
+                    };
+                    let named: Vec<String> = findings
+                        .iter()
+                        .map(|f| format!("{f} ({} finding)", f.name().replace('_', "-")))
+                        .collect();
+                    return refuse(
+                        rule,
+                        format!(
+                            "lookup observation {obs}: {}: it does not show the intended effect once",
+                            named.join("; ")
+                        ),
+                    );
+                }
                 let ok = self
                     .detail
                     .observations
                     .iter()
                     .find(|o| o.id == obs)
-                    .is_some_and(|o| {
-                        o.found
-                            && o.matches.as_ref().is_some_and(Matches::all)
-                            && o.effect_count == Some(1)
-                    });
+                    .is_some_and(lookup::proves_single_effect);
                 if !ok {
                     return refuse(
                         Rule::G1,
@@ -182,7 +241,7 @@ impl Plan<'_> {
         let since = self.detail.row.state_since;
         let fresh =
             self.detail.observations.iter().rev().find(|o| {
-                o.source == ObservationSource::VALIDATOR && o.found && o.observed_at > since
+                o.source == ObservationSource::Validator && o.found && o.observed_at > since
             });
         match fresh {
             Some(o) => self.evidence.push(o.id.clone()),

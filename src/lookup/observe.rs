@@ -1,0 +1,181 @@
+//! The observer: every due lookup once (`observe`), or on and on, honouring each
+//! hold's schedule (`observe --watch`). At most N lookups are in flight, each
+//! provider is paced, and each slot is claimed in the store first so that several
+//! observers on one store never ask twice for the same hold and slot.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use futures_util::StreamExt;
+use tokio::sync::watch;
+
+use super::{Looker, RateLimiter, Secrets};
+use crate::core::clock::Clock;
+use crate::core::ids::OperationId;
+use crate::core::lookup::{LookupCall, LookupSpec};
+use crate::core::model::Operation;
+
+/// One hold whose lookup is due.
+#[derive(Debug, Clone)]
+pub struct Due {
+    pub operation: Operation,
+    /// The scheduled instant this lookup is for: the claim's key.
+    pub slot: DateTime<Utc>,
+    pub spec: LookupSpec,
+    /// The provider request id the last request attempt recorded.
+    pub provider_request_id: Option<String>,
+    /// The lookup deadline has passed: route to the owner instead of asking.
+    pub exhausted: bool,
+}
+
+/// What the observer needs from a store, as the identity it runs as.
+#[async_trait]
+pub trait ObserveStore: Send + Sync {
+    /// Holds whose next lookup is due at `now`, soonest first, at most `limit`.
+    async fn due(&self, now: DateTime<Utc>, limit: usize) -> anyhow::Result<Vec<Due>>;
+    /// Takes the slot for this observer; `false` when another holds it.
+    async fn claim(
+        &self,
+        id: &OperationId,
+        slot: DateTime<Utc>,
+        now: DateTime<Utc>,
+        lease: Duration,
+    ) -> anyhow::Result<bool>;
+    /// Records one lookup through the review service; the line says what it
+    /// proved and when the next one is.
+    async fn record(&self, id: &OperationId, call: LookupCall) -> anyhow::Result<String>;
+    /// Routes a hold whose lookups are exhausted to its owner.
+    async fn route(&self, id: &OperationId, now: DateTime<Utc>) -> anyhow::Result<String>;
+}
+
+/// How the observer runs.
+#[derive(Debug, Clone, Copy)]
+pub struct ObserveOptions {
+    /// Lookups in flight at once.
+    pub concurrency: usize,
+    /// How long a claim holds before another observer may take it over.
+    pub lease: Duration,
+    /// How often `--watch` looks for newly due holds.
+    pub poll: Duration,
+    /// The most holds taken per round.
+    pub batch: usize,
+}
+
+impl Default for ObserveOptions {
+    fn default() -> Self {
+        ObserveOptions {
+            concurrency: 4,
+            lease: Duration::from_secs(300),
+            poll: Duration::from_secs(1),
+            batch: 500,
+        }
+    }
+}
+
+/// One hold's line of output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ObserveLine {
+    pub id: OperationId,
+    pub text: String,
+    /// The hold was looked up (or routed) by this observer.
+    pub acted: bool,
+}
+
+/// Everything an observer shares between its lookups.
+pub struct Observer {
+    pub store: Arc<dyn ObserveStore>,
+    pub looker: Looker,
+    pub limiter: RateLimiter,
+    pub secrets: Arc<dyn Secrets>,
+    pub clock: Clock,
+    pub options: ObserveOptions,
+}
+
+impl Observer {
+    /// Runs every lookup due now once; each finished hold is handed to `line` as
+    /// it completes. Returns how many holds this observer acted on.
+    pub async fn round(&self, line: &(dyn Fn(ObserveLine) + Sync)) -> anyhow::Result<usize> {
+        let now = self.clock.now();
+        let due = self.store.due(now, self.options.batch).await?;
+        let acted = std::sync::atomic::AtomicUsize::new(0);
+        futures_util::stream::iter(due)
+            .for_each_concurrent(self.options.concurrency.max(1), |due| {
+                let acted = &acted;
+                async move {
+                    let out = self.one(due).await;
+                    if out.acted {
+                        acted.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    }
+                    line(out);
+                }
+            })
+            .await;
+        Ok(acted.into_inner())
+    }
+
+    async fn one(&self, due: Due) -> ObserveLine {
+        let id = due.operation.id.clone();
+        let done = |text: String, acted: bool| ObserveLine {
+            id: id.clone(),
+            text,
+            acted,
+        };
+        let now = self.clock.now();
+        match self
+            .store
+            .claim(&id, due.slot, now, self.options.lease)
+            .await
+        {
+            Ok(true) => {}
+            Ok(false) => return done("skipped: another observer holds this slot".into(), false),
+            Err(e) => return done(format!("error: {e:#}"), false),
+        }
+        if due.exhausted {
+            return match self.store.route(&id, now).await {
+                Ok(text) => done(text, true),
+                Err(e) => done(format!("error: {e:#}"), false),
+            };
+        }
+        self.limiter.acquire(&due.spec.provider()).await;
+        let call = self
+            .looker
+            .look_up(
+                &due.spec,
+                &due.operation,
+                due.provider_request_id.as_deref(),
+                self.secrets.as_ref(),
+                self.clock,
+            )
+            .await;
+        match call {
+            Err(impossible) => done(impossible.to_string(), false),
+            Ok(call) => match self.store.record(&id, call).await {
+                Ok(text) => done(text, true),
+                Err(e) => done(format!("error: {e:#}"), false),
+            },
+        }
+    }
+
+    /// Rounds until `stop` turns true, waiting `poll` between rounds that found
+    /// nothing to do.
+    pub async fn watch(
+        &self,
+        mut stop: watch::Receiver<bool>,
+        line: &(dyn Fn(ObserveLine) + Sync),
+    ) -> anyhow::Result<usize> {
+        let mut total = 0;
+        while !*stop.borrow() {
+            let acted = self.round(line).await?;
+            total += acted;
+            if acted == 0 {
+                tokio::select! {
+                    _ = tokio::time::sleep(self.options.poll) => {}
+                    _ = stop.changed() => {}
+                }
+            }
+        }
+        Ok(total)
+    }
+}

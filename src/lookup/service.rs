@@ -1,0 +1,165 @@
+//! One lookup of one hold, start to finish: load it in the session's scope, ask
+//! the provider, and record the attempt and observation through the review
+//! service as a `reconcile`, audited as the session's actor. The command line,
+//! the console and the observer all come through here.
+
+use async_trait::async_trait;
+use chrono::{DateTime, Utc};
+use std::time::Duration;
+
+use super::observe::{Due, ObserveStore};
+use super::{Impossible, Looker, Secrets};
+use crate::core::clock::Clock;
+use crate::core::ids::OperationId;
+use crate::core::lookup::{LookupCall, LookupInput, LookupSpec};
+use crate::core::matrix;
+use crate::core::model::{AttemptKind, OperationDetail};
+use crate::core::rules::{Action, Rationale};
+use crate::review::{self, Applied, ReviewError};
+use crate::store::Session;
+
+/// Why a lookup was not recorded.
+#[derive(Debug, thiserror::Error)]
+pub enum LookupError {
+    #[error(transparent)]
+    Impossible(#[from] Impossible),
+    #[error(transparent)]
+    Review(#[from] ReviewError),
+}
+
+/// A recorded lookup: the call as made and the reconcile it became.
+#[derive(Debug)]
+pub struct Recorded {
+    pub call: LookupCall,
+    pub applied: Applied,
+}
+
+/// The lookup the contract of the hold in `detail` describes, if holdfast can make it.
+pub fn spec_of(detail: &OperationDetail) -> Result<&LookupSpec, Impossible> {
+    detail
+        .contract
+        .as_ref()
+        .and_then(|c| c.status_lookup.spec())
+        .ok_or_else(|| Impossible::NoSpec(detail.row.operation.tool.clone()))
+}
+
+/// The provider request id the last request attempt recorded.
+pub fn last_provider_request_id(detail: &OperationDetail) -> Option<&str> {
+    detail
+        .attempts
+        .iter()
+        .filter(|a| a.kind == AttemptKind::Request)
+        .max_by_key(|a| (a.started_at, a.seq))
+        .and_then(|a| a.provider_request_id.as_deref())
+}
+
+/// Looks up hold `id` once and records it with `rationale`.
+pub async fn look_up(
+    session: &Session,
+    looker: &Looker,
+    secrets: &dyn Secrets,
+    clock: Clock,
+    id: &OperationId,
+    rationale: &Rationale,
+) -> Result<Recorded, LookupError> {
+    let detail = review::load(session, id).await?;
+    let spec = spec_of(&detail)?;
+    let call = looker
+        .look_up(
+            spec,
+            &detail.row.operation,
+            last_provider_request_id(&detail),
+            secrets,
+            clock,
+        )
+        .await?;
+    let applied = record(session, id, call.clone(), rationale, clock).await?;
+    Ok(Recorded { call, applied })
+}
+
+/// Records `call` on hold `id`: a reconcile decided at the later of now and the
+/// call's end, so that a lookup finished under a frozen clock is not "future".
+pub async fn record(
+    session: &Session,
+    id: &OperationId,
+    call: LookupCall,
+    rationale: &Rationale,
+    clock: Clock,
+) -> Result<Applied, ReviewError> {
+    let now = clock.now().max(call.ended_at);
+    let action = Action::Lookup(LookupInput::Call(Box::new(call)));
+    review::apply(session, id, &action, rationale, None, now).await
+}
+
+/// What an applied lookup says, on one line: its consequences.
+pub fn summary(applied: &Applied) -> String {
+    applied
+        .effect
+        .consequences
+        .iter()
+        .filter(|c| !c.starts_with("the state does not change"))
+        .cloned()
+        .collect::<Vec<_>>()
+        .join("; ")
+}
+
+/// The observer's store: a session, acting as its own identity.
+pub struct SessionObserver {
+    pub session: Session,
+    pub rationale: Rationale,
+    pub clock: Clock,
+}
+
+#[async_trait]
+impl ObserveStore for SessionObserver {
+    async fn due(&self, now: DateTime<Utc>, limit: usize) -> anyhow::Result<Vec<Due>> {
+        let ids = self
+            .session
+            .due_lookups(now, u64::try_from(limit).unwrap_or(u64::MAX))
+            .await?;
+        let mut out = Vec::with_capacity(ids.len());
+        for id in ids {
+            let detail = match self.session.detail(&id).await {
+                Ok(d) => d,
+                Err(crate::store::StoreError::NotFound(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let (Ok(spec), Some(slot)) =
+                (spec_of(&detail), detail.row.operation.next_observation_at)
+            else {
+                continue;
+            };
+            let deadline = matrix::assess_detail(&detail, now).deadline;
+            out.push(Due {
+                spec: spec.clone(),
+                slot,
+                provider_request_id: last_provider_request_id(&detail).map(str::to_owned),
+                exhausted: deadline.is_some_and(|d| now >= d),
+                operation: detail.row.operation,
+            });
+        }
+        Ok(out)
+    }
+
+    async fn claim(
+        &self,
+        id: &OperationId,
+        slot: DateTime<Utc>,
+        now: DateTime<Utc>,
+        lease: Duration,
+    ) -> anyhow::Result<bool> {
+        let until = now + chrono::Duration::from_std(lease)?;
+        Ok(self.session.claim_lookup(id, slot, now, until).await?)
+    }
+
+    async fn record(&self, id: &OperationId, call: LookupCall) -> anyhow::Result<String> {
+        let applied = record(&self.session, id, call, &self.rationale, self.clock).await?;
+        Ok(summary(&applied))
+    }
+
+    async fn route(&self, id: &OperationId, now: DateTime<Utc>) -> anyhow::Result<String> {
+        let action = Action::Lookup(LookupInput::Exhausted);
+        let applied = review::apply(&self.session, id, &action, &self.rationale, None, now).await?;
+        Ok(summary(&applied))
+    }
+}

@@ -1,0 +1,350 @@
+//! Status lookups through the real binary: `show` names the lookup a hold has or
+//! that it has none, `review ID reconcile --lookup` asks a real provider on
+//! 127.0.0.1 and records what it said, `observe` looks each due hold up once as
+//! `svc:observer`, and the token reaches the provider but no file holdfast writes.
+
+mod support;
+
+use support::cli::{Cli, Run};
+use support::provider::{Provider, TOKEN, holds};
+
+const ENV: &str = "HOLDFAST_TEST_STATUS_TOKEN";
+
+/// A store with T06 holds (one per scenario) and a T08 hold whose contract has no
+/// status path.
+fn store(p: &Provider, scenarios: &[&str]) -> Cli {
+    let cli = Cli::empty();
+    let pairs: Vec<(String, String)> = scenarios
+        .iter()
+        .map(|s| (format!("L-{s}"), format!("{s}:1")))
+        .collect();
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let none = support::provider::contract_with("T08", "false");
+    let packet = format!(
+        "{}\n{none}\n{}{}",
+        p.contract("T06", 500, 60),
+        holds("T06", &pairs, "2026-09-05T10:02:00Z"),
+        holds("T08", &[("L-none", "match:9")], "2026-09-05T10:02:00Z"),
+    );
+    let path = cli.dir.path().join("packet.jsonl");
+    std::fs::write(&path, packet).unwrap();
+    cli.run("loader", &["ingest", path.to_str().unwrap()])
+        .expect_code(0);
+    cli
+}
+
+/// `holdfast ARGS` as `identity` with the token in the environment.
+fn run(cli: &Cli, identity: &str, args: &[&str]) -> Run {
+    let output = cli
+        .command(identity, args)
+        .env(ENV, TOKEN)
+        .output()
+        .expect("run holdfast");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn lookup(cli: &Cli, id: &str) -> Run {
+    run(
+        cli,
+        "maya",
+        &[
+            "review",
+            id,
+            "reconcile",
+            "--lookup",
+            "--rationale",
+            "asked the provider by business key",
+        ],
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn show_names_the_lookup_or_its_absence() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    let shown = cli.run("maya", &["show", "L-match"]).expect_code(0);
+    assert!(
+        shown.stdout.contains(&format!(
+            "status lookup          GET {}/v1/records?business_key={{business_key}} (timeout 500 ms, lag 60 s, secret from ${ENV})",
+            p.base
+        )),
+        "{}",
+        shown.stdout
+    );
+    let none = cli
+        .run("maya", &["show", "L-none", "--json"])
+        .expect_code(0)
+        .json();
+    assert!(
+        none["status_lookup"]
+            .as_str()
+            .unwrap()
+            .starts_with("none: the contract has no status path"),
+        "{none}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reconcile_lookup_records_the_answer_and_what_it_allows() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match", "tenant", "hang"]);
+    let found = lookup(&cli, "L-match").expect_code(0);
+    for expected in [
+        "found                  yes",
+        "payload hash           match",
+        "tenant                 match",
+        "effect count           1",
+        "found, all fields match → resolve to SUCCEEDED is allowed",
+        "no further scheduled lookups",
+    ] {
+        assert!(
+            found.stdout.contains(expected),
+            "{expected}:\n{}",
+            found.stdout
+        );
+    }
+    cli.review("maya", "L-match", "resolve", &["--to", "SUCCEEDED"])
+        .expect_code(0);
+    assert_eq!(cli.state("maya", "L-match"), "SUCCEEDED");
+
+    let other = lookup(&cli, "L-tenant").expect_code(0);
+    assert!(
+        other
+            .stdout
+            .contains("tenant                 ANOTHER TENANT"),
+        "{}",
+        other.stdout
+    );
+    assert!(
+        other.stdout.contains("wrong-tenant finding (G7)"),
+        "{}",
+        other.stdout
+    );
+    let refused = cli
+        .review("maya", "L-tenant", "resolve", &["--to", "SUCCEEDED"])
+        .expect_code(3);
+    assert!(
+        refused
+            .stderr
+            .starts_with("refused: G7: lookup observation L-tenant-O1"),
+        "{}",
+        refused.stderr
+    );
+
+    let hang = lookup(&cli, "L-hang").expect_code(0);
+    assert!(
+        hang.stdout.contains("error                  timeout"),
+        "{}",
+        hang.stdout
+    );
+    assert!(
+        hang.stdout
+            .contains("no answer: an attempt and nothing more"),
+        "{}",
+        hang.stdout
+    );
+    let timeline = cli
+        .run("maya", &["timeline", "L-hang", "--json"])
+        .expect_code(0)
+        .json();
+    let last = timeline.as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["kind"], "status_query");
+    assert_eq!(last["outcome"], "timeout");
+    assert_eq!(cli.state("maya", "L-hang"), "UNKNOWN");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_impossible_lookup_says_why_and_records_nothing() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    let before = cli.head();
+    let no_secret = cli
+        .review("maya", "L-match", "reconcile", &["--lookup"])
+        .expect_code(1);
+    assert!(
+        no_secret.stderr.contains(&format!("lookup impossible: the environment variable {ENV} that holds the lookup's secret is not set")),
+        "{}",
+        no_secret.stderr
+    );
+    let no_path = lookup(&cli, "L-none").expect_code(1);
+    assert!(
+        no_path
+            .stderr
+            .contains("lookup impossible: the contract of T08 has no status lookup"),
+        "{}",
+        no_path.stderr
+    );
+    let mixed = run(
+        &cli,
+        "maya",
+        &[
+            "review",
+            "L-match",
+            "reconcile",
+            "--lookup",
+            "--found",
+            "--rationale",
+            "both ways at once",
+        ],
+    )
+    .expect_code(2);
+    assert!(
+        mixed
+            .stderr
+            .contains("--found and --lookup exclude each other"),
+        "{}",
+        mixed.stderr
+    );
+    assert_eq!(cli.head(), before, "nothing was written");
+    assert!(p.auth_seen().is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_looks_each_due_hold_up_once_as_the_observer_and_keeps_the_token_out() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match", "missing", "echo", "unavailable"]);
+    let first = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    let lines: Vec<&str> = first.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "one line per due hold:\n{}", first.stdout);
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("L-match: records status query L-match-Q2")),
+        "{}",
+        first.stdout
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("L-unavailable: ") && l.contains("next lookup at")),
+        "{}",
+        first.stdout
+    );
+    let shown = cli
+        .run("maya", &["show", "L-missing", "--json"])
+        .expect_code(0)
+        .json();
+    let audit = cli
+        .run("maya", &["timeline", "L-missing", "--json"])
+        .expect_code(0)
+        .json();
+    assert_eq!(audit.as_array().unwrap().len(), 2);
+    assert_eq!(shown["next_observation_at"], serde_json::Value::Null);
+    let again = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    assert_eq!(again.stdout, "no lookups are due\n");
+    assert_eq!(p.asked("match:1"), 1);
+    assert!(
+        p.auth_seen()
+            .iter()
+            .all(|a| a.as_deref() == Some(&format!("Bearer {TOKEN}")))
+    );
+
+    let export = cli
+        .run("maya", &["export", "L-echo", "L-match", "--format", "json"])
+        .expect_code(0);
+    assert!(
+        export.stdout.contains("[redacted]"),
+        "the echoed token is kept redacted"
+    );
+    assert!(!export.stdout.contains(TOKEN));
+    let mut files = 0;
+    for entry in walk(cli.dir.path()) {
+        let bytes = std::fs::read(&entry).unwrap();
+        files += 1;
+        assert!(
+            !bytes.windows(TOKEN.len()).any(|w| w == TOKEN.as_bytes()),
+            "{} holds the token",
+            entry.display()
+        );
+    }
+    assert!(files >= 2, "the store and the log file were read");
+    assert!(cli.dir.path().join("holdfast.log").exists());
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.is_dir() {
+            out.extend(walk(&path));
+        } else {
+            out.push(path);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exist() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match", "missing"]);
+    cli.run(
+        "maya",
+        &[
+            "grant",
+            "maya",
+            "--role",
+            "owner",
+            "--tenant",
+            "pinehaven",
+            "--rationale",
+            "first owner of the tenant",
+        ],
+    )
+    .expect_code(0);
+    let unseen = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    assert_eq!(
+        unseen.stdout, "no lookups are due\n",
+        "no grant, no tenant in scope"
+    );
+    assert!(p.auth_seen().is_empty());
+    cli.run(
+        "maya",
+        &[
+            "grant",
+            "svc:observer",
+            "--role",
+            "reviewer",
+            "--tenant",
+            "pinehaven",
+            "--rationale",
+            "the observer reconciles pinehaven",
+        ],
+    )
+    .expect_code(0);
+    let started = std::time::Instant::now();
+    let watched = run(
+        &cli,
+        "svc:observer",
+        &[
+            "observe",
+            "--watch",
+            "--duration",
+            "2",
+            "--concurrency",
+            "2",
+            "--json",
+        ],
+    )
+    .expect_code(0);
+    assert!(started.elapsed() >= std::time::Duration::from_secs(2));
+    let lines: Vec<serde_json::Value> = watched
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 2, "{}", watched.stdout);
+    assert!(
+        lines.iter().all(|l| l["acted"] == true),
+        "{}",
+        watched.stdout
+    );
+    assert_eq!(p.asked("match:1") + p.asked("missing:1"), 2);
+}

@@ -1,0 +1,389 @@
+//! Status lookups against a real HTTP provider on 127.0.0.1: every scenario of
+//! DESIGN §9.1 (found and matching, not found inside and after the lag window,
+//! findings, throttling, a hang, bad bodies, a redirect), what each call records,
+//! what its answer proves and when the next lookup is due; and the secret on the
+//! wire but nowhere else.
+
+mod support;
+
+use chrono::{DateTime, Duration, Utc};
+use holdfast::core::clock::{Clock, parse_instant};
+use holdfast::core::lookup::{self, Finding, LookupCall, LookupSpec, Next, Verdict};
+use holdfast::core::model::{Observation, Operation, Outcome, Phase};
+use holdfast::lookup::{Impossible, Looker, LookupConfig, Secrets};
+use holdfast::wire::{Record, parse_line};
+use support::provider::{HASH, Provider, TOKEN};
+
+/// The instant the lookups are made at (a frozen clock, as in every test).
+const NOW: &str = "2026-09-05T10:10:00Z";
+
+struct TestSecrets;
+
+impl Secrets for TestSecrets {
+    fn get(&self, name: &str) -> Option<String> {
+        (name == "HOLDFAST_TEST_STATUS_TOKEN").then(|| TOKEN.to_owned())
+    }
+}
+
+struct NoSecrets;
+
+impl Secrets for NoSecrets {
+    fn get(&self, _: &str) -> Option<String> {
+        None
+    }
+}
+
+fn now() -> DateTime<Utc> {
+    parse_instant(NOW).unwrap()
+}
+
+fn spec(provider: &Provider, timeout_ms: u32) -> LookupSpec {
+    let Ok(Record::Contract(c)) =
+        parse_line(provider.contract("T06", timeout_ms, 60).as_bytes(), 1)
+    else {
+        panic!("the provider's contract does not parse")
+    };
+    c.status_lookup.spec().unwrap().clone()
+}
+
+fn operation(business_key: Option<&str>) -> Operation {
+    let key = business_key.map_or("null".to_owned(), |k| format!("\"{k}\""));
+    let line = format!(
+        r#"{{"type":"operation","id":"F1","tenant":"pinehaven","actor":"svc:agent","tool":"T06","action":"record.write","target":"queue:7","payload_hash":"{HASH}","risk":"low","owner":"integrations","state":"UNKNOWN","business_key":{key},"deadline":"2026-09-05T11:00:00Z","created_at":"2026-09-05T10:00:00Z"}}"#
+    );
+    let Ok(Record::Operation(op)) = parse_line(line.as_bytes(), 1) else {
+        panic!("bad operation")
+    };
+    op
+}
+
+/// One lookup of the scenario named by `key`.
+async fn look(provider: &Provider, key: &str, timeout_ms: u32, limit: usize) -> LookupCall {
+    let looker = Looker::new(LookupConfig { body_limit: limit }).unwrap();
+    looker
+        .look_up(
+            &spec(provider, timeout_ms),
+            &operation(Some(key)),
+            None,
+            &TestSecrets,
+            Clock::Frozen(now()),
+        )
+        .await
+        .unwrap()
+}
+
+/// The observation the call's answer becomes.
+fn observation(call: &LookupCall) -> Observation {
+    let a = call.answer.as_ref().expect("an answer");
+    Observation {
+        id: "F1-O1".into(),
+        operation: holdfast::core::ids::OperationId::parse("F1").unwrap(),
+        observed_at: call.ended_at,
+        source: lookup::SOURCE,
+        found: a.found,
+        matches: Some(a.matches.clone()),
+        effect_count: a.effect_count,
+        raw_hash: Some(a.raw_hash.clone()),
+        note: None,
+    }
+}
+
+/// What the answer proves with the last request `ago` before now (lag 60 s), and
+/// the next lookup after it.
+fn judged(call: &LookupCall, ago: i64) -> (Verdict, Next) {
+    let verdict = lookup::judge(&observation(call), Some(now() - Duration::seconds(ago)), 60);
+    let next = lookup::next_observation(
+        call.ended_at,
+        Some(&verdict),
+        call.retry_after,
+        Some(parse_instant("2026-09-05T11:00:00Z").unwrap()),
+        0,
+        0.5,
+    );
+    (verdict, next)
+}
+
+/// The next lookup after a call without an answer (the first failure in a row).
+fn next_without_answer(call: &LookupCall) -> Next {
+    assert!(call.answer.is_none(), "{call:?}");
+    lookup::next_observation(
+        call.ended_at,
+        None,
+        call.retry_after,
+        Some(parse_instant("2026-09-05T11:00:00Z").unwrap()),
+        1,
+        1.0,
+    )
+}
+
+#[tokio::test]
+async fn found_and_matching_allows_succeeded_and_settles() {
+    let p = Provider::start("").await;
+    let call = look(&p, "match:1", 2000, 1 << 20).await;
+    assert_eq!(call.phase, Phase::ResponseReceived);
+    assert_eq!(call.outcome, Outcome::Ok);
+    assert_eq!(call.http_status, Some(200));
+    assert_eq!(call.error_type, None);
+    let a = call.answer.as_ref().unwrap();
+    assert!(a.found);
+    assert_eq!(a.matches.target, Some(true));
+    assert_eq!(a.matches.payload_hash, Some(true));
+    assert_eq!(a.matches.owner, Some(true));
+    assert_eq!(a.effect_count, Some(1));
+    assert_eq!(a.provider_request_id.as_deref(), Some("prov-1"));
+    assert_eq!(call.response_hash.as_ref(), Some(&a.raw_hash));
+    assert!(
+        call.url.ends_with("/v1/records?business_key=match%3A1"),
+        "{}",
+        call.url
+    );
+    assert!(call.ended_at == now() && call.started_at <= call.ended_at);
+    let (verdict, next) = judged(&call, 600);
+    assert_eq!(verdict, Verdict::Applied);
+    assert_eq!(
+        verdict.allows(),
+        "found, all fields match → resolve to SUCCEEDED is allowed"
+    );
+    assert_eq!(next, Next::Settled);
+}
+
+#[tokio::test]
+async fn not_found_proves_nothing_inside_the_lag_window_and_non_application_after_it() {
+    let p = Provider::start("").await;
+    let call = look(&p, "missing:1", 2000, 1 << 20).await;
+    assert_eq!(call.http_status, Some(404));
+    assert_eq!(call.outcome, Outcome::Ok);
+    assert!(!call.answer.as_ref().unwrap().found);
+    let (inside, next) = judged(&call, 10);
+    let visible = now() + Duration::seconds(50);
+    assert_eq!(
+        inside,
+        Verdict::NotYetVisible {
+            visible_after: visible
+        }
+    );
+    assert!(inside.allows().contains("not yet visible"));
+    assert_eq!(next, Next::At(visible));
+    let (after, next) = judged(&call, 120);
+    assert_eq!(after, Verdict::NotApplied);
+    assert!(after.allows().contains("authorize-retry"));
+    assert_eq!(next, Next::Settled);
+}
+
+#[tokio::test]
+async fn mismatches_other_tenants_and_duplicates_are_findings() {
+    let p = Provider::start("").await;
+    for (key, finding) in [
+        ("payload:1", Finding::PayloadMismatch),
+        ("tenant:1", Finding::WrongTenant),
+        ("dup:1", Finding::DuplicateEffect(2)),
+    ] {
+        let call = look(&p, key, 2000, 1 << 20).await;
+        assert_eq!(call.outcome, Outcome::Ok, "{key}");
+        let (verdict, next) = judged(&call, 600);
+        assert_eq!(
+            verdict,
+            Verdict::Findings {
+                findings: vec![finding]
+            },
+            "{key}"
+        );
+        assert!(verdict.allows().contains("resolve to SUCCEEDED is refused"));
+        assert_eq!(next, Next::Settled, "{key}");
+    }
+    let tenant = look(&p, "tenant:2", 2000, 1 << 20).await;
+    assert!(
+        judged(&tenant, 600)
+            .0
+            .allows()
+            .contains("found under another tenant → wrong-tenant finding (G7)")
+    );
+}
+
+#[tokio::test]
+async fn throttling_sets_the_next_lookup_no_earlier_than_retry_after() {
+    let p = Provider::start("Sat, 05 Sep 2026 10:40:00 GMT").await;
+    let secs = look(&p, "throttle-secs:1", 2000, 1 << 20).await;
+    assert_eq!(secs.http_status, Some(429));
+    assert_eq!(secs.outcome, Outcome::HttpError);
+    assert_eq!(secs.error_type.as_deref(), Some("http_429"));
+    let wanted = secs.ended_at + Duration::seconds(120);
+    assert_eq!(secs.retry_after, Some(wanted));
+    assert_eq!(next_without_answer(&secs), Next::At(wanted));
+
+    let date = look(&p, "throttle-date:1", 2000, 1 << 20).await;
+    let at = parse_instant("2026-09-05T10:40:00Z").unwrap();
+    assert_eq!(date.retry_after, Some(at));
+    assert_eq!(next_without_answer(&date), Next::At(at));
+
+    let late = Provider::start("Sat, 05 Sep 2026 12:00:00 GMT").await;
+    let past = look(&late, "throttle-date:2", 2000, 1 << 20).await;
+    assert!(
+        matches!(next_without_answer(&past), Next::Exhausted(ref why) if why.contains("past the deadline")),
+        "a Retry-After past the deadline leaves no lookup"
+    );
+}
+
+#[tokio::test]
+async fn unavailable_without_retry_after_backs_off() {
+    let p = Provider::start("").await;
+    let call = look(&p, "unavailable:1", 2000, 1 << 20).await;
+    assert_eq!(call.http_status, Some(503));
+    assert_eq!(call.error_type.as_deref(), Some("http_503"));
+    assert_eq!(call.retry_after, None);
+    assert_eq!(
+        next_without_answer(&call),
+        Next::At(call.ended_at + Duration::seconds(15))
+    );
+}
+
+#[tokio::test]
+async fn a_hang_past_the_timeout_is_a_timeout_attempt_and_nothing_more() {
+    let p = Provider::start("").await;
+    let started = std::time::Instant::now();
+    let call = look(&p, "hang:1", 300, 1 << 20).await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(3));
+    assert_eq!(call.outcome, Outcome::Timeout);
+    assert_eq!(call.phase, Phase::RequestSent);
+    assert_eq!(call.error_type.as_deref(), Some("timeout"));
+    assert!(call.duration_ms() >= 300, "{}", call.duration_ms());
+    assert_eq!(call.http_status, None);
+    assert!(matches!(next_without_answer(&call), Next::At(_)));
+}
+
+#[tokio::test]
+async fn bad_bodies_and_redirects_are_attempts_with_an_error_type() {
+    let p = Provider::start("").await;
+    for (key, status, outcome, error) in [
+        ("badjson:1", 200, Outcome::InvalidResponse, "invalid_json"),
+        ("html:1", 200, Outcome::InvalidResponse, "html_error_page"),
+        ("huge:1", 200, Outcome::InvalidResponse, "body_too_large"),
+        (
+            "redirect:1",
+            302,
+            Outcome::HttpError,
+            "redirect_not_followed",
+        ),
+    ] {
+        let call = look(&p, key, 2000, 1 << 20).await;
+        assert_eq!(call.http_status, Some(status), "{key}");
+        assert_eq!(call.outcome, outcome, "{key}");
+        assert_eq!(call.error_type.as_deref(), Some(error), "{key}");
+        assert!(call.answer.is_none(), "{key}");
+        assert!(
+            call.excerpt.as_ref().is_some_and(|e| e.len() < 1024),
+            "{key}"
+        );
+        assert!(matches!(next_without_answer(&call), Next::At(_)), "{key}");
+    }
+    assert_eq!(p.asked("elsewhere"), 0);
+    let small = look(&p, "match:2", 2000, 64).await;
+    assert_eq!(small.error_type.as_deref(), Some("body_too_large"));
+}
+
+#[tokio::test]
+async fn a_refused_connection_is_an_attempt() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    drop(listener);
+    let p = Provider {
+        base: format!("http://127.0.0.1:{port}"),
+        seen: Default::default(),
+    };
+    let call = look(&p, "match:1", 2000, 1 << 20).await;
+    assert_eq!(call.outcome, Outcome::ConnectionReset);
+    assert_eq!(call.error_type.as_deref(), Some("connection_refused"));
+    assert!(call.answer.is_none());
+}
+
+#[tokio::test]
+async fn the_secret_goes_on_the_wire_and_nowhere_else() {
+    let p = Provider::start("").await;
+    let mut calls = Vec::new();
+    for key in [
+        "match:9",
+        "missing:9",
+        "badjson:9",
+        "echo:9",
+        "unavailable:9",
+    ] {
+        calls.push(look(&p, key, 2000, 1 << 20).await);
+    }
+    let seen = p.auth_seen();
+    assert_eq!(seen.len(), 5);
+    assert!(
+        seen.iter()
+            .all(|a| a.as_deref() == Some(&format!("Bearer {TOKEN}"))),
+        "{seen:?}"
+    );
+    let recorded = format!("{calls:?}");
+    assert!(!recorded.contains(TOKEN), "{recorded}");
+    assert!(
+        recorded.contains("[redacted]"),
+        "the echo is redacted: {recorded}"
+    );
+}
+
+#[tokio::test]
+async fn a_missing_identity_value_or_secret_makes_the_lookup_impossible() {
+    let p = Provider::start("").await;
+    let looker = Looker::new(LookupConfig::default()).unwrap();
+    let spec = spec(&p, 2000);
+    let err = looker
+        .look_up(
+            &spec,
+            &operation(None),
+            None,
+            &TestSecrets,
+            Clock::Frozen(now()),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(err, Impossible::MissingValue("business_key"));
+    assert_eq!(
+        err.to_string(),
+        "lookup impossible: the operation has no business_key"
+    );
+    let err = looker
+        .look_up(
+            &spec,
+            &operation(Some("match:1")),
+            None,
+            &NoSecrets,
+            Clock::Frozen(now()),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(err, Impossible::MissingSecret(_)));
+    assert!(
+        p.auth_seen().is_empty(),
+        "no call is made without its values"
+    );
+}
+
+#[tokio::test]
+async fn a_failed_tls_handshake_is_an_attempt_with_its_error_type() {
+    let p = Provider::start("").await;
+    let line = p.contract("T06", 2000, 60).replace("http://", "https://");
+    let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
+        panic!("the contract does not parse")
+    };
+    let looker = Looker::new(LookupConfig::default()).unwrap();
+    let call = looker
+        .look_up(
+            c.status_lookup.spec().unwrap(),
+            &operation(Some("match:1")),
+            None,
+            &TestSecrets,
+            Clock::Frozen(now()),
+        )
+        .await
+        .unwrap();
+    assert_eq!(call.error_type.as_deref(), Some("tls_error"), "{call:?}");
+    assert_eq!(call.outcome, Outcome::ConnectionReset);
+    assert!(call.answer.is_none());
+    assert!(
+        p.auth_seen().is_empty(),
+        "the token never left over a failed handshake"
+    );
+}

@@ -1,0 +1,202 @@
+//! A provider on 127.0.0.1 (a random port) that answers status lookups: the
+//! business key names the scenario, and every request's `Authorization` header is
+//! kept for the test to inspect.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+
+/// The payload hash every scenario's operation carries.
+pub const HASH: &str = "sha256:9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08";
+/// A different payload hash.
+pub const OTHER_HASH: &str =
+    "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+/// The secret the tests hand to holdfast and expect to see on every call.
+pub const TOKEN: &str = "tok-7Hq2-zz91-secret";
+
+/// What the provider saw.
+#[derive(Default)]
+pub struct Seen {
+    /// `Authorization` of every request, in order (`None` when absent).
+    pub auth: Vec<Option<String>>,
+    /// The business key of every request.
+    pub keys: Vec<String>,
+}
+
+#[derive(Clone)]
+struct Shared {
+    seen: Arc<Mutex<Seen>>,
+    /// The HTTP-date the `throttle-date` scenario asks to wait until.
+    retry_date: String,
+    base: String,
+}
+
+/// A running provider.
+pub struct Provider {
+    pub base: String,
+    pub seen: Arc<Mutex<Seen>>,
+}
+
+impl Provider {
+    /// Starts the provider on a random port of 127.0.0.1; `retry_date` is the
+    /// HTTP-date of the `throttle-date` scenario.
+    pub async fn start(retry_date: &str) -> Provider {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("bind 127.0.0.1:0");
+        let base = format!("http://{}", listener.local_addr().expect("local addr"));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        let shared = Shared {
+            seen: seen.clone(),
+            retry_date: retry_date.to_owned(),
+            base: base.clone(),
+        };
+        let app = Router::new()
+            .route("/v1/records", get(records))
+            .route("/elsewhere", get(|| async { "moved" }))
+            .with_state(shared);
+        tokio::spawn(async move {
+            let _ = axum::serve(listener, app).await;
+        });
+        Provider { base, seen }
+    }
+
+    /// The contract line of tool `tool` whose status lookup asks this provider.
+    pub fn contract(&self, tool: &str, timeout_ms: u32, lag_seconds: u32) -> String {
+        contract_with(
+            tool,
+            &format!(
+                r#"{{"method":"GET","url":"{}/v1/records?business_key={{business_key}}","auth":{{"header":"Authorization","prefix":"Bearer ","env":"HOLDFAST_TEST_STATUS_TOKEN"}},"timeout_ms":{timeout_ms},"lag_seconds":{lag_seconds},"not_found_status":[404],"fields":{{"target":"/record/target","payload_hash":"/record/payload_hash","tenant":"/record/tenant","version":"/record/version","effect_count":"/count","provider_request_id":"/record/request_id"}}}}"#,
+                self.base
+            ),
+        )
+    }
+
+    /// Every `Authorization` header seen so far.
+    pub fn auth_seen(&self) -> Vec<Option<String>> {
+        self.seen.lock().expect("seen").auth.clone()
+    }
+
+    /// How many lookups asked for `key`.
+    pub fn asked(&self, key: &str) -> usize {
+        self.seen
+            .lock()
+            .expect("seen")
+            .keys
+            .iter()
+            .filter(|k| *k == key)
+            .count()
+    }
+}
+
+/// The contract line of tool `tool` with `status_lookup` as given (JSON text).
+pub fn contract_with(tool: &str, status_lookup: &str) -> String {
+    format!(
+        r#"{{"type":"contract","tool":"{tool}","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":{status_lookup},"retryable":["http_503"],"compensation":null,"owner":"integrations","max_attempts":3,"budget_seconds":86400}}"#
+    )
+}
+
+fn record(target: &str, hash: &str, tenant: &str, count: u32) -> String {
+    format!(
+        r#"{{"record":{{"target":"{target}","payload_hash":"{hash}","tenant":"{tenant}","version":"v3","request_id":"prov-{count}"}},"count":{count}}}"#
+    )
+}
+
+async fn records(
+    State(s): State<Shared>,
+    headers: HeaderMap,
+    Query(q): Query<HashMap<String, String>>,
+) -> Response {
+    let key = q.get("business_key").cloned().unwrap_or_default();
+    {
+        let mut seen = s.seen.lock().expect("seen");
+        seen.auth.push(
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned),
+        );
+        seen.keys.push(key.clone());
+    }
+    let scenario = key.split(':').next().unwrap_or_default();
+    let json = |body: String| {
+        (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "application/json")],
+            body,
+        )
+            .into_response()
+    };
+    match scenario {
+        "match" => json(record("queue:7", HASH, "pinehaven", 1)),
+        "missing" => (StatusCode::NOT_FOUND, "no such record").into_response(),
+        "payload" => json(record("queue:7", OTHER_HASH, "pinehaven", 1)),
+        "tenant" => json(record("queue:7", HASH, "harbor", 1)),
+        "dup" => json(record("queue:7", HASH, "pinehaven", 2)),
+        "throttle-secs" => (
+            StatusCode::TOO_MANY_REQUESTS,
+            [(header::RETRY_AFTER, HeaderValue::from_static("120"))],
+            "slow down",
+        )
+            .into_response(),
+        "throttle-date" => {
+            let mut r = (StatusCode::TOO_MANY_REQUESTS, "slow down").into_response();
+            if let Ok(v) = HeaderValue::from_str(&s.retry_date) {
+                r.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+            r
+        }
+        "unavailable" => (StatusCode::SERVICE_UNAVAILABLE, "maintenance").into_response(),
+        "hang" => {
+            tokio::time::sleep(Duration::from_secs(5)).await;
+            json(record("queue:7", HASH, "pinehaven", 1))
+        }
+        "badjson" => json(r#"{"record":{"target":"queue:7","#.to_owned()),
+        "html" => (
+            StatusCode::OK,
+            [(header::CONTENT_TYPE, "text/html")],
+            "<html><body>Internal error</body></html>",
+        )
+            .into_response(),
+        "huge" => json(format!(
+            r#"{{"pad":"{}","count":1}}"#,
+            "x".repeat(2 * 1_048_576)
+        )),
+        "echo" => json(format!(
+            r#"{{"record":{{"target":"queue:7","payload_hash":"{HASH}","tenant":"pinehaven","version":"v3","request_id":"{}"}},"count":1}}"#,
+            headers
+                .get(header::AUTHORIZATION)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+        )),
+        "redirect" => (
+            StatusCode::FOUND,
+            [(header::LOCATION, format!("{}/elsewhere", s.base))],
+        )
+            .into_response(),
+        _ => (StatusCode::BAD_REQUEST, "unknown scenario").into_response(),
+    }
+}
+
+/// Held operations of `tool` for the wire: each `(id, business_key)` becomes an
+/// UNKNOWN write whose request timed out after crossing the boundary (ended
+/// 10:00:31), with its next observation at `next` and its deadline 11:00.
+pub fn holds(tool: &str, holds: &[(&str, &str)], next: &str) -> String {
+    let mut out = String::new();
+    for (id, key) in holds {
+        out.push_str(&format!(
+            r#"{{"type":"operation","id":"{id}","tenant":"pinehaven","actor":"svc:agent","tool":"{tool}","action":"record.write","target":"queue:7","payload_hash":"{HASH}","risk":"low","approval":{{"by":"rev:maya","policy":"RP03","at":"2026-09-05T10:00:00Z","payload_hash":"{HASH}","expires_at":"2026-09-05T12:00:00Z"}},"idempotency_key":"k-{id}","business_key":"{key}","owner":"integrations","max_attempts":3,"deadline":"2026-09-05T11:00:00Z","failure_mode":"timeout_unknown","state":"UNKNOWN","next_observation_at":"{next}","created_at":"2026-09-05T10:00:00Z"}}
+{{"type":"attempt","id":"{id}-A1","operation":"{id}","seq":1,"kind":"request","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout","error_type":"read_timeout"}}
+{{"type":"transition","operation":"{id}","from":"APPROVED","to":"SENT","by":"svc:orchestrator","role":"system","at":"2026-09-05T10:00:01Z"}}
+{{"type":"transition","operation":"{id}","from":"SENT","to":"UNKNOWN","by":"svc:orchestrator","role":"system","at":"2026-09-05T10:00:31Z"}}
+"#
+        ));
+    }
+    out
+}
