@@ -556,8 +556,7 @@ async fn a_claimed_identity_is_marked_in_the_header() {
     for claimed in [false, true] {
         let mut options = support::console::options(false);
         options.claimed = claimed;
-        let app =
-            holdfast::tui::app::App::new(options, ratatui::layout::Rect::new(0, 0, 200, 50));
+        let app = holdfast::tui::app::App::new(options, ratatui::layout::Rect::new(0, 0, 200, 50));
         let screen = support::console::text(support::console::render(&app).buffer());
         assert_eq!(
             screen.contains("rev:ana (--as, unchecked)"),

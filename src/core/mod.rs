@@ -7,6 +7,7 @@ pub mod clock;
 pub mod evidence;
 pub mod export;
 pub mod ids;
+pub mod ledger;
 pub mod matrix;
 pub mod metrics;
 pub mod model;

@@ -27,6 +27,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "search",
         include_str!("../../migrations/postgres/20261130000001_search.sql"),
     ),
+    (
+        20261201000002,
+        "audit_encoding",
+        include_str!("../../migrations/postgres/20261201000002_audit_encoding.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -28,6 +28,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "search",
         include_str!("../../migrations/sqlite/20261130000001_search.sql"),
     ),
+    (
+        20261201000002,
+        "audit_encoding",
+        include_str!("../../migrations/sqlite/20261201000002_audit_encoding.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

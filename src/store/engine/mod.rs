@@ -4,8 +4,8 @@
 //! tables and columns. What differs — opening, the write lock, the chain head,
 //! error words, live updates — each backend says through [`Backend`]. This file
 //! holds that seam, the store type, the shared row plumbing and the [`Store`]
-//! impl, which routes each call to its concern: `migrate`, `read`, `write` and
-//! `copy`.
+//! impl, which routes each call to its concern: `migrate`, `read`, `verify`,
+//! `write` and `copy`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -146,7 +146,7 @@ struct Head {
 }
 
 const AUDIT_COLUMNS: &str = "seq, operation, action, from_state, to_state, by_identity, role, \
-     policy, on_behalf_of, rationale, evidence, at, prev_hash, hash";
+     policy, on_behalf_of, rationale, evidence, at, encoding, prev_hash, hash";
 
 /// Opens an `impl` block over [`SqlStore`] for every backend, with the driver
 /// bounds the shared SQL needs written here once: `shared! { impl { … } }` for
@@ -179,6 +179,7 @@ macro_rules! shared {
 mod copy;
 mod migrate;
 mod read;
+mod verify;
 mod write;
 
 shared! {

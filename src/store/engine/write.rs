@@ -10,6 +10,7 @@ use super::{Head, db};
 use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::Sha256;
+use crate::core::ledger;
 use crate::core::rules::Commit;
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
@@ -224,8 +225,8 @@ shared! {
             Self::insert_many(
                 conn,
                 "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
-                 policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) ",
-                14,
+                 policy, on_behalf_of, rationale, evidence, at, encoding, prev_hash, hash) ",
+                15,
                 &columns,
                 |b, c| {
                     b.push_bind(c.seq)
@@ -240,6 +241,7 @@ shared! {
                         .push_bind(c.rationale.clone())
                         .push_bind(c.evidence.clone())
                         .push_bind(c.at.clone())
+                        .push_bind(c.encoding)
                         .push_bind(c.prev_hash.clone())
                         .push_bind(c.hash.clone());
                 },
@@ -649,7 +651,14 @@ shared! {
                 tx.rollback().await.map_err(db::<DB>)?;
                 return Err(refused);
             }
-            let mut sealed = vec![seal(&head.hash, head.seq + 1, commit.audit.clone())];
+            // The row says what the commit changes besides the state (G8 covers
+            // them too): verify compares the stored owner with it.
+            let mut draft = commit.audit.clone();
+            draft.evidence.extend(ledger::change_evidence(
+                commit.new_owner.as_deref(),
+                commit.new_next_observation_at,
+            ));
+            let mut sealed = vec![seal(&head.hash, head.seq + 1, draft)];
             for draft in child_drafts(&commit) {
                 let last = &sealed[sealed.len() - 1];
                 let next = seal(&last.hash, last.seq + 1, draft);

@@ -199,7 +199,10 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
         name.clone()
     };
     let right = [
-        format!("{} · {clock}", app.actor.describe().replacen(&name, &who, 1)),
+        format!(
+            "{} · {clock}",
+            app.actor.describe().replacen(&name, &who, 1)
+        ),
         format!("as {who} · {clock}"),
         clock,
     ]
