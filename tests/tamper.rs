@@ -13,9 +13,8 @@ use holdfast::core::audit::{ChainStatus, chain_hash, genesis, seal};
 use holdfast::core::ids::Sha256;
 use holdfast::core::model::Role;
 use holdfast::core::rules::Action;
-use holdfast::store::plan::codec::AuditColumns;
 use support::review::{comment, decided, loaded, now};
-use support::stores::{Fresh, Kind};
+use support::stores::{self, Fresh, Kind};
 
 /// A loaded store with two comments on F09 after the ingest rows, and its head.
 async fn commented(kind: Kind) -> (Fresh, i64) {
@@ -58,36 +57,6 @@ async fn broken(fresh: &Fresh) -> (i64, String) {
         ChainStatus::Broken { seq, reason } => (seq, reason),
         intact => panic!("the tampering went unnoticed: {intact:?}"),
     }
-}
-
-fn quoted(text: &str) -> String {
-    format!("'{}'", text.replace('\'', "''"))
-}
-
-/// An INSERT of `row` as holdfast would write it.
-fn insert_sql(row: &holdfast::core::audit::AuditRow) -> String {
-    let c = AuditColumns::from_row(row);
-    let opt = |v: &Option<String>| v.as_deref().map_or("NULL".to_owned(), quoted);
-    format!(
-        "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
-         policy, on_behalf_of, rationale, evidence, at, encoding, prev_hash, hash) VALUES \
-         ({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
-        c.seq,
-        quoted(&c.operation),
-        quoted(&c.action),
-        opt(&c.from_state),
-        opt(&c.to_state),
-        quoted(&c.by_identity),
-        quoted(&c.role),
-        opt(&c.policy),
-        opt(&c.on_behalf_of),
-        opt(&c.rationale),
-        quoted(&c.evidence),
-        quoted(&c.at),
-        c.encoding,
-        quoted(&c.prev_hash),
-        quoted(&c.hash),
-    )
 }
 
 /// The row at `seq`, as stored.
@@ -138,7 +107,7 @@ async fn a_row_inserted_mid_chain_is_named(kind: Kind) {
     for sql in [
         "UPDATE audit SET seq = seq + 1000 WHERE seq >= 3".to_owned(),
         "UPDATE audit SET seq = seq - 999 WHERE seq >= 1003".to_owned(),
-        insert_sql(&forged),
+        stores::audit_insert_sql(&forged),
     ] {
         fresh.execute(&sql).await.unwrap();
     }
@@ -154,7 +123,10 @@ async fn a_forged_row_with_a_correct_hash_disagrees_with_the_operation(kind: Kin
     draft.rationale = Some("alice was never here".into());
     let forged = seal(&last.hash, head + 1, draft);
     // Appended correctly chained, so even the head trigger accepts it.
-    fresh.execute(&insert_sql(&forged)).await.unwrap();
+    fresh
+        .execute(&stores::audit_insert_sql(&forged))
+        .await
+        .unwrap();
     let (seq, reason) = broken(&fresh).await;
     assert_eq!(seq, head + 1, "{reason}");
     assert!(
@@ -168,11 +140,17 @@ async fn a_row_below_seq_one_is_refused_or_reported(kind: Kind) {
     let mut outside = row_at(&fresh, 1).await;
     outside.seq = 0;
     assert!(
-        fresh.execute(&insert_sql(&outside)).await.is_err(),
+        fresh
+            .execute(&stores::audit_insert_sql(&outside))
+            .await
+            .is_err(),
         "the store refuses a row below seq 1"
     );
     unguard(&fresh).await;
-    fresh.execute(&insert_sql(&outside)).await.unwrap();
+    fresh
+        .execute(&stores::audit_insert_sql(&outside))
+        .await
+        .unwrap();
     let (seq, reason) = broken(&fresh).await;
     assert_eq!(seq, 0, "{reason}");
 }

@@ -275,16 +275,26 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         .ingest(
             records(&SMALL.replace("F10", "F11").replace("A017", "A018")),
             IngestMode::Quarantine,
-            "app",
+            &role.name,
             now(),
         )
         .await
         .unwrap();
     assert!(!report.committed.is_empty(), "{report:?}");
     let row = app
-        .commit(review::resolve_f09(&app, "lee").await)
+        .commit(review::resolve_f09(&app, &role.name).await)
         .await
         .unwrap();
+    let as_lee = decided(
+        &app,
+        "F11",
+        &Action::Comment,
+        &reviewer("lee"),
+        "written in somebody else's name",
+    )
+    .await;
+    let forged = app.commit(as_lee).await.unwrap_err();
+    assert!(forged.to_string().contains("own name"), "{forged}");
     let mut live = app.watch().await.unwrap();
     assert_eq!(live.borrow_and_update().head, row.seq);
 
@@ -295,6 +305,11 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         "TRUNCATE audit",
         "UPDATE chain_head SET seq = 0",
         "DROP TRIGGER audit_no_update ON audit",
+        "CREATE TEMP TABLE shadow (x int)",
+        "CREATE FUNCTION pg_temp.move_head() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$",
+        "CREATE FUNCTION public.move_head() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$",
     ] {
         let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(tamper))
             .execute(&mut as_app)
@@ -307,6 +322,109 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         ChainStatus::Intact { .. }
     ));
     app.pool().close().await;
+    drop(fresh);
+    drop(role);
+}
+
+/// The three ways a login of the application group forged history before the
+/// least-privilege migration, each refused now: an audit row in another's name
+/// (with a correct hash) together with the state it claims, a state changed with
+/// no audit row at all, and a temporary trigger moving the chain head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_role_cannot_forge_history() {
+    skip_without_postgres!();
+    let role = LoginRole::create("holdfast_forger").await;
+    let fresh = loaded(Kind::Postgres).await;
+    let database = fresh.database_name().unwrap().to_owned();
+    fresh
+        .execute(&application_grants(&role.name, &database))
+        .await
+        .unwrap();
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let head = fresh.store.head_seq().await.unwrap();
+    let last = fresh.store.audit(head, 1).await.unwrap().remove(0);
+    let forged_as = |by: &str| {
+        let mut draft = last.draft.clone();
+        draft.action = "accept".into();
+        draft.to = Some(holdfast::core::model::State::Accepted);
+        by.clone_into(&mut draft.by);
+        holdfast::core::audit::seal(&last.hash, head + 1, draft)
+    };
+    let run = |sql: String| {
+        let url = url.clone();
+        async move {
+            let mut conn = PgConnection::connect(&url).await.unwrap();
+            let result = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await
+                .map(drop);
+            conn.close().await.unwrap();
+            result
+        }
+    };
+
+    // (a) alice's acceptance, correctly hashed, with the state it claims.
+    let refused = run(format!(
+        "BEGIN; {}; UPDATE operations SET state = 'ACCEPTED' WHERE id = 'F09'; COMMIT;",
+        stores::audit_insert_sql(&forged_as("alice"))
+    ))
+    .await
+    .unwrap_err();
+    assert!(refused.to_string().contains("own name"), "{refused}");
+
+    // (b) a state, an owner, a version changed with no audit row.
+    for change in [
+        "UPDATE operations SET state = 'ACCEPTED' WHERE id = 'F09'",
+        "UPDATE operations SET owner = 'mallory' WHERE id = 'F09'",
+        "UPDATE operations SET version = version + 1 WHERE id = 'F09'",
+        "INSERT INTO proposals (operation, action, proposed_by, proposed_at, rationale, status) \
+         VALUES ('F09', 'authorize-retry', 'alice', '2026-09-05T10:00:00Z', 'forged', 'pending')",
+    ] {
+        let refused = run(change.to_owned()).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("without an audit row"),
+            "{change}: {refused}"
+        );
+    }
+
+    // (c) a temporary trigger that would fire at depth 2 and move the head.
+    let refused = run("CREATE TEMP TABLE relay (x int); \
+         CREATE FUNCTION pg_temp.move_head() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$; \
+         CREATE TRIGGER relay_moves AFTER INSERT ON pg_temp.relay \
+         FOR EACH ROW EXECUTE FUNCTION pg_temp.move_head(); \
+         INSERT INTO pg_temp.relay VALUES (1);"
+        .to_owned())
+    .await
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("permission denied"),
+        "{refused}"
+    );
+    let refused = run("UPDATE chain_head SET seq = seq + 1000".to_owned())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("permission denied"),
+        "{refused}"
+    );
+
+    assert_eq!(fresh.store.head_seq().await.unwrap(), head);
+    assert_eq!(
+        fresh
+            .store
+            .detail(&id("F09"))
+            .await
+            .unwrap()
+            .row
+            .operation
+            .state,
+        holdfast::core::model::State::Unknown
+    );
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
     drop(fresh);
     drop(role);
 }
