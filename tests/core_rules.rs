@@ -499,12 +499,15 @@ fn g6_high_risk_needs_a_second_different_approver() {
     assert_eq!(confirmed.to, Some(State::Approved));
     assert_eq!(
         confirmed.commit.close_proposal,
-        Some((7, "confirmed".into()))
+        Some((7, ProposalStatus::Confirmed))
     );
 
     let rejected = run(&d, Action::Reject, &actor("rev:bo", Role::Approver)).unwrap();
     assert_eq!(rejected.to, None);
-    assert_eq!(rejected.commit.close_proposal, Some((7, "rejected".into())));
+    assert_eq!(
+        rejected.commit.close_proposal,
+        Some((7, ProposalStatus::Rejected))
+    );
 
     let viewer = actor("rev:vi", Role::Viewer);
     assert_eq!(refused_by(run(&d, Action::Comment, &viewer)), Rule::G6);

@@ -269,11 +269,11 @@ mod screens {
             proposals: vec![Proposal {
                 id: 1,
                 operation: op.id.clone(),
-                action: h.next(),
+                action: ActionKind::AuthorizeRetry,
                 proposed_by: h.next(),
                 proposed_at: t(100),
                 rationale: h.next(),
-                status: "pending".into(),
+                status: ProposalStatus::Pending,
             }],
             key_conflicts: vec![id("F95")],
         }

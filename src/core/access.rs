@@ -7,10 +7,12 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::actor::Actor;
 use super::audit::AuditDraft;
 use super::ids::{OperationId, Sha256};
 use super::model::{Grant, Role};
-use super::rules::{Actor, Rationale, Refusal, Rule};
+use super::refusal::{Refusal, Rule};
+use super::rules::Rationale;
 
 /// The audit rows of grant changes carry this in their `operation` column. The
 /// `holdfast:` prefix is reserved: ingest refuses operation ids that start with it,

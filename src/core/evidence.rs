@@ -9,7 +9,8 @@ use super::clock::format_instant;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Recommendation};
 use super::model::{
-    AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, Relation, Risk, State,
+    AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, ProposalStatus, Relation, Risk,
+    State,
 };
 use super::rules::{self, Actor, Rule};
 
@@ -273,7 +274,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         pending_proposal: detail
             .proposals
             .iter()
-            .find(|p| p.status == "pending")
+            .find(|p| p.status == ProposalStatus::Pending)
             .map(|p| {
                 format!(
                     "#{} {} by {} at {}",

@@ -12,12 +12,12 @@ use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 
+use super::actor::Actor;
 use super::audit::AuditRow;
 use super::clock::format_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
-use super::rules::Actor;
 use super::sanitize::sanitize;
 
 /// The format name written into every export.

@@ -2,6 +2,7 @@
 //! evidence bundle, metrics and audit hashing. No I/O, no database, no terminal.
 
 pub mod access;
+pub mod actor;
 pub mod audit;
 pub mod clock;
 pub mod evidence;
@@ -11,6 +12,7 @@ pub mod ledger;
 pub mod matrix;
 pub mod metrics;
 pub mod model;
+pub mod refusal;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;

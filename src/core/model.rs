@@ -9,15 +9,11 @@ use super::audit::AuditRow;
 use super::ids::{OperationId, Sha256};
 
 /// Declares a closed enumeration with its stable text form, used on the wire, in the
-/// store and on screen alike.
+/// store and on screen alike. With a leading `@rust_names`, serde keeps the Rust
+/// variant names instead (the enum derives `Serialize` without renames): for an enum
+/// whose JSON output already uses them.
 macro_rules! text_enum {
-    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
+    (@methods $name:ident { $($variant:ident => $text:literal),+ }) => {
         impl $name {
             /// Every variant, in declaration order.
             pub const ALL: &'static [$name] = &[$($name::$variant),+];
@@ -43,6 +39,24 @@ macro_rules! text_enum {
                 f.write_str(self.as_str())
             }
         }
+    };
+    (@rust_names $(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        pub enum $name {
+            $($variant),+
+        }
+
+        text_enum!(@methods $name { $($variant => $text),+ });
+    };
+    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+        $(#[$m])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+        pub enum $name {
+            $(#[serde(rename = $text)] $variant),+
+        }
+
+        text_enum!(@methods $name { $($variant => $text),+ });
     };
 }
 pub(crate) use text_enum;
@@ -441,18 +455,56 @@ pub struct OperationRow {
     pub pending_proposal: bool,
 }
 
+text_enum!(
+    @rust_names
+    /// A reviewer action's kind, with its stable kebab-case name: the command-line
+    /// word, the audit row's `action` and a proposal's stored action. In JSON
+    /// output (`review --json`) it keeps the Rust variant name.
+    ActionKind {
+        Reconcile => "reconcile",
+        Resolve => "resolve",
+        AuthorizeRetry => "authorize-retry",
+        ApproveCompensation => "approve-compensation",
+        ApproveResume => "approve-resume",
+        MarkCompensated => "mark-compensated",
+        MarkResumed => "mark-resumed",
+        Revalidate => "revalidate",
+        Accept => "accept",
+        Block => "block",
+        Assign => "assign",
+        Schedule => "schedule",
+        Comment => "comment",
+        Confirm => "confirm",
+        Reject => "reject",
+    }
+);
+
+/// Serializes an action kind as its stable name, where a record stores it.
+fn action_name<S: serde::Serializer>(kind: &ActionKind, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_str(kind.as_str())
+}
+
+text_enum!(
+    /// Where a proposal stands: waiting for a second approver, or closed.
+    ProposalStatus {
+        Pending => "pending",
+        Confirmed => "confirmed",
+        Rejected => "rejected",
+    }
+);
+
 /// A proposal waiting for a different approver (G6).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Proposal {
     pub id: i64,
     pub operation: OperationId,
-    /// The stable action name proposed (`authorize-retry`, …).
-    pub action: String,
+    /// The action proposed, serialized by its stable name (`authorize-retry`, …).
+    #[serde(serialize_with = "action_name")]
+    pub action: ActionKind,
     pub proposed_by: String,
     pub proposed_at: DateTime<Utc>,
     pub rationale: String,
-    /// `pending`, `confirmed` or `rejected`.
-    pub status: String,
+    pub status: ProposalStatus,
 }
 
 /// A linked child operation seen from its parent.
@@ -497,4 +549,32 @@ pub struct Grant {
     pub tenant: String,
     pub granted_by: String,
     pub granted_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_action_kind_prints_its_rust_name_in_json_but_a_proposal_stores_the_stable_name() {
+        assert_eq!(
+            serde_json::to_value(ActionKind::AuthorizeRetry).ok(),
+            Some(serde_json::json!("AuthorizeRetry"))
+        );
+        let proposal = Proposal {
+            id: 7,
+            operation: OperationId::parse("F09").unwrap_or_else(|e| panic!("{e}")),
+            action: ActionKind::ApproveCompensation,
+            proposed_by: "rev:ana".into(),
+            proposed_at: DateTime::<Utc>::UNIX_EPOCH,
+            rationale: "the compensation is safe".into(),
+            status: ProposalStatus::Pending,
+        };
+        let json = serde_json::to_value(&proposal).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(json["action"], "approve-compensation");
+        assert_eq!(json["status"], "pending");
+        for kind in ActionKind::ALL {
+            assert_eq!(ActionKind::parse(kind.as_str()), Some(*kind));
+        }
+    }
 }

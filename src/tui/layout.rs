@@ -123,6 +123,14 @@ pub fn areas(size: Rect, focus: Pane, items: bool) -> Areas {
     out
 }
 
+/// Rows of the queue table (its page size) on a screen of `size`; the tabs page
+/// by the same.
+pub fn page_rows(size: Rect) -> u16 {
+    areas(size, Pane::Queue, false)
+        .queue
+        .map_or(1, |r| inner(r).height.saturating_sub(1).max(1))
+}
+
 /// The area inside a pane's border.
 pub fn inner(area: Rect) -> Rect {
     Rect {

@@ -5,20 +5,23 @@
 //! queued messages are handled.
 
 pub mod app;
-pub mod audit_tab;
-pub mod bulk;
-pub mod detail;
+pub mod doc;
 pub mod filter;
 pub mod keymap;
+pub mod latest;
 pub mod layout;
-pub mod metrics_tab;
-pub mod queue;
-pub mod review;
+pub mod message;
 pub mod runner;
+pub mod screens;
 pub mod terminal;
 pub mod theme;
 pub mod view;
 pub mod widgets;
+
+/// The screens under the names they had before they moved to `screens/`.
+pub use screens::audit as audit_tab;
+pub use screens::metrics as metrics_tab;
+pub use screens::{bulk, detail, queue, review};
 
 use std::path::PathBuf;
 use std::sync::Arc;

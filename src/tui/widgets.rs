@@ -300,6 +300,16 @@ impl Prompt {
     }
 }
 
+/// A short message inside a pane.
+pub fn message(frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme, text: &str) {
+    let inner = super::layout::inner(area);
+    let mut doc = Doc::default();
+    for piece in Clean::lines(text) {
+        doc.push(line(vec![span(piece, theme.plain())]));
+    }
+    draw_lines(frame, area, block, doc.wrap(inner.width), 0);
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

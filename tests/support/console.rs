@@ -10,7 +10,9 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKi
 use holdfast::core::clock::parse_instant;
 use holdfast::core::rules::Actor;
 use holdfast::store::{IngestMode, Link, Live, Session, Store};
-use holdfast::tui::app::{App, Effect, Message, Options};
+use holdfast::tui::app::{App, Effect, Message, Options, PromptState};
+use holdfast::tui::bulk::BulkDialog;
+use holdfast::tui::review::ReviewDialog;
 use holdfast::tui::runner::perform;
 use holdfast::tui::view;
 use holdfast::wire::parse_stream;
@@ -67,8 +69,63 @@ async fn ingest_at(store: &dyn Store, text: &str, now: DateTime<Utc>) {
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
 }
 
+/// The console as the tests read it: the app itself (through `Deref`), plus
+/// the screens drawn over it as fields, taken from its one modal slot after
+/// every message.
+pub struct Probe {
+    app: App,
+    /// The review dialog, open under the help overlay or not.
+    pub review: Option<ReviewDialog>,
+    /// The bulk dialog, open under the help overlay or not.
+    pub bulk: Option<BulkDialog>,
+    pub prompt: Option<PromptState>,
+    /// Whether the help overlay is open.
+    pub help: bool,
+}
+
+impl Probe {
+    fn new(app: App) -> Self {
+        let mut probe = Probe {
+            app,
+            review: None,
+            bulk: None,
+            prompt: None,
+            help: false,
+        };
+        probe.read();
+        probe
+    }
+
+    fn read(&mut self) {
+        self.review = self.app.review().cloned();
+        self.bulk = self.app.bulk().cloned();
+        self.prompt = self.app.prompt().cloned();
+        self.help = self.app.help_open();
+    }
+
+    pub fn init(&mut self) -> Vec<Effect> {
+        let effects = self.app.init();
+        self.read();
+        effects
+    }
+
+    pub fn update(&mut self, message: Message) -> Vec<Effect> {
+        let effects = self.app.update(message);
+        self.read();
+        effects
+    }
+}
+
+impl std::ops::Deref for Probe {
+    type Target = App;
+
+    fn deref(&self) -> &App {
+        &self.app
+    }
+}
+
 pub struct Harness {
-    pub app: App,
+    pub app: Probe,
     pub fresh: Fresh,
     /// The frozen now of this console.
     pub now: DateTime<Utc>,
@@ -95,7 +152,7 @@ impl Harness {
             ingest_at(fresh.store.as_ref(), packet, now).await;
         }
         let mut harness = Harness {
-            app: App::new(options, Rect::new(0, 0, width, height)),
+            app: Probe::new(App::new(options, Rect::new(0, 0, width, height))),
             fresh,
             now,
             quit: false,

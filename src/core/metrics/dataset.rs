@@ -12,7 +12,7 @@ use super::operational::{
 use super::result::count;
 use super::view::View;
 use crate::core::ids::OperationId;
-use crate::core::model::{AttemptKind, Contract, Dataset, Layer, State};
+use crate::core::model::{AttemptKind, Contract, Dataset, Layer, ProposalStatus, State};
 
 /// Every operation's view, the clock and the records behind them.
 pub(super) struct Index<'a> {
@@ -177,10 +177,10 @@ impl<'a> Index<'a> {
             .dataset
             .proposals
             .iter()
-            .filter(|p| p.status == "pending")
+            .filter(|p| p.status == ProposalStatus::Pending)
             .map(|p| PendingProposal {
                 operation: p.operation.clone(),
-                action: p.action.clone(),
+                action: p.action.as_str().to_owned(),
                 proposed_by: p.proposed_by.clone(),
                 proposed_at: p.proposed_at,
             })

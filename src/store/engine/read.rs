@@ -96,15 +96,17 @@ shared! {
         pub(super) fn proposal(row: &DB::Row) -> Result<Proposal, StoreError> {
             let at: String = row.try_get("proposed_at").map_err(db::<DB>)?;
             let operation: String = row.try_get("operation").map_err(db::<DB>)?;
+            let action: String = row.try_get("action").map_err(db::<DB>)?;
+            let status: String = row.try_get("status").map_err(db::<DB>)?;
             Ok(Proposal {
                 id: row.try_get("id").map_err(db::<DB>)?,
                 operation: codec::parse_id(&operation)?,
-                action: row.try_get("action").map_err(db::<DB>)?,
+                action: codec::parse_action(&action)?,
                 proposed_by: row.try_get("proposed_by").map_err(db::<DB>)?,
                 proposed_at: crate::core::clock::parse_instant(&at)
                     .map_err(|_| codec::corrupt(format!("proposal time {at:?}")))?,
                 rationale: row.try_get("rationale").map_err(db::<DB>)?,
-                status: row.try_get("status").map_err(db::<DB>)?,
+                status: codec::parse_proposal_status(&status)?,
             })
         }
 

@@ -548,7 +548,7 @@ shared! {
                      VALUES ($1, $2, $3, $4, $5, 'pending')",
                 )
                 .bind(p.operation.as_str())
-                .bind(&p.action)
+                .bind(p.action.as_str())
                 .bind(&p.proposed_by)
                 .bind(crate::core::clock::format_instant(p.proposed_at))
                 .bind(&p.rationale)
@@ -561,7 +561,7 @@ shared! {
                     "UPDATE proposals SET status = $1 \
                      WHERE id = $2 AND operation = $3 AND status = 'pending' RETURNING id",
                 )
-                .bind(status)
+                .bind(status.as_str())
                 .bind(*proposal)
                 .bind(id)
                 .fetch_optional(&mut *conn)

@@ -8,7 +8,8 @@ use crate::core::audit::{AuditDraft, AuditRow};
 use crate::core::clock::parse_instant;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
-    Attempt, Contract, Expectation, Item, Observation, Operation, Risk, Role, State,
+    ActionKind, Attempt, Contract, Expectation, Item, Observation, Operation, ProposalStatus, Risk,
+    Role, State,
 };
 use crate::store::StoreError;
 use crate::wire::{Record, parse_line, write_line};
@@ -105,6 +106,14 @@ pub fn current_operation(wire: &str, now: Current<'_>) -> Result<Operation, Stor
 
 pub fn parse_state(text: &str) -> Result<State, StoreError> {
     State::parse(text).ok_or_else(|| corrupt(format!("unknown state {text:?}")))
+}
+
+pub fn parse_action(text: &str) -> Result<ActionKind, StoreError> {
+    ActionKind::parse(text).ok_or_else(|| corrupt(format!("unknown action {text:?}")))
+}
+
+pub fn parse_proposal_status(text: &str) -> Result<ProposalStatus, StoreError> {
+    ProposalStatus::parse(text).ok_or_else(|| corrupt(format!("unknown proposal status {text:?}")))
 }
 
 pub fn parse_id(text: &str) -> Result<OperationId, StoreError> {

@@ -1,19 +1,17 @@
-//! The keys and requests of the metrics and audit tabs, and the store's
-//! connection status. Each tab keeps its own state ([`MetricsState`],
-//! [`AuditState`]); this part of `update` routes keys to them, asks the runner
-//! for their data when they show or the store moves, and opens the operation
-//! under their cursor in the detail panes.
-//!
-//! [`MetricsState`]: crate::tui::metrics_tab::MetricsState
-//! [`AuditState`]: crate::tui::audit_tab::AuditState
+//! The tabs: which one shows, the registration of the screens shown in place of
+//! the queue ([`App::page_screen`]), showing one, opening
+//! an operation from one in the detail panes, and the store's connection
+//! status. Each tab owns its keys, requests and drawing in `tui/screens/`.
+
+use crossterm::event::KeyEvent;
 
 use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::store::Link;
-use crate::tui::keymap::{Command, Screen};
+use crate::tui::keymap::Screen;
 use crate::tui::layout::Pane;
-use crate::tui::metrics_tab::MetricsFocus;
-use crate::tui::queue::Tab;
+use crate::tui::screens::queue::Tab;
+use crate::tui::screens::{Ctx, Modal, Outcome, Screen as ScreenTrait};
 
 /// What the body of the console shows.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
@@ -36,67 +34,50 @@ impl App {
         }
     }
 
-    /// Whether a tab other than the queue has the keys.
-    fn on_tab(&self) -> bool {
-        self.page != Page::Queue && self.focus == Pane::Queue
-    }
-
-    /// Handles `command` when it belongs to the tabs; `None` leaves it to the
-    /// queue and detail.
-    pub(super) fn tab_command(&mut self, command: Command) -> Option<Vec<Effect>> {
-        if let Command::Show(screen) = command {
-            return Some(self.show(screen));
-        }
-        if !self.on_tab() {
-            return None;
-        }
-        let rows = i64::from(self.page_rows());
-        let delta = match command {
-            Command::Up => -1,
-            Command::Down => 1,
-            Command::PageUp => -rows,
-            Command::PageDown => rows,
-            Command::Top => i64::MIN / 2,
-            Command::Bottom => i64::MAX / 2,
-            Command::SwitchTab => return Some(self.show(Screen::Held)),
-            Command::Open => return Some(self.open_on_tab()),
-            Command::Back if self.page == Page::Metrics => {
-                self.metrics.focus = MetricsFocus::Figures;
-                return Some(Vec::new());
-            }
-            Command::NextPane | Command::PrevPane if self.page == Page::Metrics => {
-                self.toggle_metrics_focus();
-                return Some(Vec::new());
-            }
-            Command::NextPane | Command::PrevPane => return Some(Vec::new()),
-            _ => return None,
-        };
+    /// The screen shown in place of the queue on the page chosen, if any: the
+    /// one place a tab's screen is registered (with [`App::page_screen_mut`]).
+    pub fn page_screen(&self) -> Option<&dyn ScreenTrait> {
         match self.page {
-            Page::Metrics
-                if matches!(command, Command::PageUp | Command::PageDown)
-                    && self.metrics.focus == MetricsFocus::Figures =>
-            {
-                let to = i64::from(self.metrics.scroll).saturating_add(delta / 2);
-                self.metrics.scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
-            }
-            Page::Metrics => self.metrics.step(delta),
-            Page::Audit => self.audit.step(delta),
-            Page::Queue => {}
+            Page::Queue => None,
+            Page::Metrics => Some(&self.metrics),
+            Page::Audit => Some(&self.audit),
         }
-        Some(Vec::new())
     }
 
-    fn toggle_metrics_focus(&mut self) {
-        self.metrics.focus = match self.metrics.focus {
-            MetricsFocus::Figures if !self.metrics.behind().is_empty() => MetricsFocus::Operations,
-            _ => MetricsFocus::Figures,
+    /// The same, to change, with the context it sees.
+    fn page_screen_mut(&mut self) -> (Ctx<'_>, Option<&mut dyn ScreenTrait>) {
+        let ctx = Ctx {
+            actor: &self.actor,
+            now: self.now,
+            theme: self.theme,
+            size: self.size,
         };
+        let screen: Option<&mut dyn ScreenTrait> = match self.page {
+            Page::Queue => None,
+            Page::Metrics => Some(&mut self.metrics),
+            Page::Audit => Some(&mut self.audit),
+        };
+        (ctx, screen)
+    }
+
+    /// A key for the tab that has the keys, when one other than the queue
+    /// does; [`Outcome::Pass`] leaves it to the queue and detail keys.
+    pub(super) fn tab_key(&mut self, key: KeyEvent) -> Outcome {
+        if self.focus != Pane::Queue {
+            return Outcome::Pass;
+        }
+        match self.page_screen_mut() {
+            (ctx, Some(screen)) => screen.key(key, &ctx),
+            (_, None) => Outcome::Pass,
+        }
     }
 
     /// Shows one tab; the queue tabs list again, the others ask for their data.
-    fn show(&mut self, screen: Screen) -> Vec<Effect> {
+    pub(super) fn show(&mut self, screen: Screen) -> Vec<Effect> {
         self.focus = Pane::Queue;
-        self.help = false;
+        if let Some(Modal::Help(help)) = self.modal.take() {
+            self.modal = help.under.map(|under| *under);
+        }
         let (page, tab) = match screen {
             Screen::Held => (Page::Queue, Some(Tab::Held)),
             Screen::All => (Page::Queue, Some(Tab::All)),
@@ -117,30 +98,9 @@ impl App {
         effects
     }
 
-    /// `Enter` on a tab: the operations behind a figure, or the operation under
-    /// the cursor opened in the detail panes.
-    fn open_on_tab(&mut self) -> Vec<Effect> {
-        let id = match self.page {
-            Page::Metrics if self.metrics.focus == MetricsFocus::Figures => {
-                self.toggle_metrics_focus();
-                return Vec::new();
-            }
-            Page::Metrics => self.metrics.selected_operation(),
-            Page::Audit => self.audit.selected_operation(),
-            Page::Queue => None,
-        };
-        match id {
-            Some(id) => self.open_operation(id),
-            None => Vec::new(),
-        }
-    }
-
     /// Opens `id` in the detail panes over the tab; `Esc` comes back to it.
-    fn open_operation(&mut self, id: OperationId) -> Vec<Effect> {
-        let from = match self.page {
-            Page::Audit => "the audit tab",
-            _ => "the metrics tab",
-        };
+    pub(super) fn open_operation(&mut self, id: OperationId) -> Vec<Effect> {
+        let from = self.page_screen().map_or("the queue", ScreenTrait::name);
         self.detail.clear();
         self.detail.set_root(&id);
         self.focus = Pane::Evidence;
@@ -151,26 +111,9 @@ impl App {
     /// Requests for the data of the tab on screen (none for the queue, which
     /// lists on its own).
     pub(super) fn page_effects(&mut self) -> Vec<Effect> {
-        let tenants = self.actor.visible_tenants();
-        match self.page {
-            Page::Queue => Vec::new(),
-            Page::Metrics => {
-                let generation = self.next_generation();
-                self.metrics.expect(generation);
-                vec![Effect::Metrics {
-                    generation,
-                    tenants,
-                    now: self.now,
-                }]
-            }
-            Page::Audit => {
-                let generation = self.next_generation();
-                self.audit.expect(generation);
-                vec![Effect::Audit {
-                    generation,
-                    tenants,
-                }]
-            }
+        match self.page_screen_mut() {
+            (ctx, Some(screen)) => screen.refresh(&ctx),
+            (_, None) => Vec::new(),
         }
     }
 

@@ -7,18 +7,15 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::keymap_hint;
-use crate::core::audit::ChainStatus;
 use crate::core::clock::format_instant;
-use crate::core::metrics::Disposition;
 use crate::core::model::State;
 use crate::core::sanitize::Clean;
 use crate::store::Link;
 use crate::tui::app::App;
-use crate::tui::app::Page;
 use crate::tui::filter;
 use crate::tui::keymap::{Command, Context, Screen};
 use crate::tui::layout;
-use crate::tui::queue::{Tab, sort_name};
+use crate::tui::screens::queue::{Tab, sort_name};
 use crate::tui::widgets::{line, span};
 
 pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
@@ -109,56 +106,15 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         );
         return;
     }
-    if let Some(prompt) = &app.prompt {
+    if let Some(prompt) = app.prompt() {
         prompt.input.draw(frame, query, theme);
         return;
     }
-    let query_line = match app.page {
-        Page::Queue => query_summary(app),
-        Page::Metrics => metrics_summary(app),
-        Page::Audit => audit_summary(app),
-    };
+    let query_line = app
+        .page_screen()
+        .and_then(|screen| screen.summary(&app.ctx()))
+        .unwrap_or_else(|| query_summary(app));
     draw_query(frame, app, query, query_line);
-}
-
-/// The release disposition and what the figures are computed over.
-fn metrics_summary(app: &App) -> Line<'static> {
-    let theme = app.theme;
-    let Some(report) = &app.metrics.report else {
-        return line(vec![span(Clean::new(" computing…"), theme.dim())]);
-    };
-    let (text, style) = match report.release.disposition {
-        Disposition::Deployable => ("DEPLOYABLE", theme.good()),
-        Disposition::NotDeployed => ("NOT_DEPLOYED", theme.alert()),
-    };
-    line(vec![
-        span(Clean::new(" release "), theme.label()),
-        span(Clean::new(text), style),
-        span(
-            Clean::new(&format!(
-                "  vetoes {}  over {} operations",
-                report.release.vetoes.len(),
-                report.operational.logical_operations
-            )),
-            theme.label(),
-        ),
-    ])
-}
-
-/// The chain's status in a few words.
-fn audit_summary(app: &App) -> Line<'static> {
-    let theme = app.theme;
-    let Some(page) = &app.audit.page else {
-        return line(vec![span(Clean::new(" verifying…"), theme.dim())]);
-    };
-    let (text, style) = match &page.chain {
-        ChainStatus::Intact { rows, .. } => (format!("intact, {rows} rows"), theme.good()),
-        ChainStatus::Broken { seq, .. } => (format!("BROKEN at seq {seq}"), theme.alert()),
-    };
-    line(vec![
-        span(Clean::new(" chain "), theme.label()),
-        span(Clean::new(&text), style),
-    ])
 }
 
 /// The active filter, search and sort of the queue.
@@ -222,7 +178,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
 /// The status message, or the keys that matter here.
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
-    let text = match (&app.status, &app.prompt) {
+    let text = match (&app.status, app.prompt()) {
         (Some(status), _) => {
             let style = if status.alert {
                 theme.alert()
@@ -242,13 +198,13 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
             &[(Command::Accept, "keep"), (Command::Cancel, "cancel")],
             Context::Prompt,
         ),
-        (None, None) if app.review.is_some() && !app.help => {
+        (None, None) if app.review().is_some() && !app.help_open() => {
             "review dialog: its keys are on its last line".to_owned()
         }
-        (None, None) if app.bulk.is_some() && !app.help => {
+        (None, None) if app.bulk().is_some() && !app.help_open() => {
             "bulk triage: its keys are on its last line".to_owned()
         }
-        (None, None) if app.help => keymap_hint(
+        (None, None) if app.help_open() => keymap_hint(
             &[(Command::Help, "close help"), (Command::Quit, "quit")],
             Context::Help,
         ),

@@ -1,30 +1,20 @@
-//! Drawing: one function from an immutable [`App`] to a frame. Views never await
-//! and never touch the store; they format what the state holds, and every piece of
-//! text reaches a cell as [`Clean`] through the widgets.
+//! Drawing: one function from an immutable [`App`] to a frame, laying out the
+//! header, the queue or the tab shown, the detail panes and the modal; each
+//! screen draws itself. Views never await and never touch the store; they format
+//! what the state holds, and every piece of text reaches a cell as [`Clean`]
+//! through the widgets.
 
-mod audit;
-mod bulk;
-mod evidence;
 mod header;
-mod help;
-mod items;
-mod metrics;
-mod queue;
-mod review;
-mod timeline;
 
-use chrono::{DateTime, Utc};
 use ratatui::Frame;
 use ratatui::layout::Rect;
-use ratatui::text::Line;
-use ratatui::widgets::{Block, Paragraph};
+
+use ratatui::widgets::Paragraph;
 
 use super::app::{App, Page};
-use super::detail::Frame as DetailFrame;
-use super::layout::{self, Pane};
-use super::theme::Theme;
-use super::widgets::{self, Doc, span};
-use crate::core::clock::{format_instant, human_duration};
+use super::layout::Pane;
+use super::screens::{Modal, Screen, queue};
+use super::widgets::{self, span};
 use crate::core::sanitize::Clean;
 
 /// Draws the whole console.
@@ -39,8 +29,8 @@ pub fn draw(frame: &mut Frame, app: &App) {
         };
         draw_page(frame, app, body);
         header::draw_status(frame, app, areas.status);
-        if app.help {
-            help::draw(frame, app);
+        if let Some(Modal::Help(help)) = &app.modal {
+            help.draw(frame, frame.area(), &app.ctx());
         }
         return;
     }
@@ -50,126 +40,37 @@ pub fn draw(frame: &mut Frame, app: &App) {
     if let Some(area) = areas.strip {
         draw_strip(frame, app, area);
     }
-    let top = app.detail.top();
     for pane in [Pane::Evidence, Pane::Timeline, Pane::Items] {
         if let Some(area) = areas.pane(pane) {
-            draw_detail_pane(frame, app, top, pane, area);
+            app.detail.draw_pane(
+                frame,
+                area,
+                pane,
+                &app.ctx(),
+                app.focus == pane,
+                app.queue.is_loaded(),
+            );
         }
     }
     header::draw_status(frame, app, areas.status);
-    if let Some(dialog) = &app.review {
-        review::draw(frame, app, dialog);
+    let ctx = app.ctx();
+    match app.modal.as_ref().map(Modal::base) {
+        Some(Modal::Review(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        Some(Modal::Bulk(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        _ => {}
     }
-    if let Some(dialog) = &app.bulk {
-        bulk::draw(frame, app, dialog);
-    }
-    if app.help {
-        help::draw(frame, app);
+    if let Some(Modal::Help(help)) = &app.modal {
+        help.draw(frame, frame.area(), &ctx);
     }
 }
 
 /// The queue, or the tab shown instead of it.
 fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
-    match app.page {
-        Page::Queue => queue::draw(frame, app, area),
-        Page::Metrics => metrics::draw(frame, app, area),
-        Page::Audit => audit::draw(frame, app, area),
+    let ctx = app.ctx();
+    match app.page_screen() {
+        Some(screen) => screen.draw(frame, area, &ctx),
+        None => queue::draw(&app.queue, frame, area, &ctx, app.focus == Pane::Queue),
     }
-}
-
-/// Height in wrapped lines of what a text pane shows at `width` columns.
-pub fn content_height(app: &App, pane: Pane, width: u16) -> usize {
-    let Some(frame) = app.detail.top() else {
-        return 0;
-    };
-    let Some(loaded) = &frame.loaded else {
-        return 0;
-    };
-    match pane {
-        Pane::Evidence => evidence::doc(app.theme, frame, loaded, app.now)
-            .wrap(width)
-            .len(),
-        Pane::Timeline => timeline::doc(app.theme, loaded, app.now, width)
-            .wrap(width)
-            .len(),
-        Pane::Queue | Pane::Items => 0,
-    }
-}
-
-fn draw_detail_pane(
-    frame: &mut Frame,
-    app: &App,
-    top: Option<&DetailFrame>,
-    pane: Pane,
-    area: Rect,
-) {
-    let focused = app.focus == pane;
-    let theme = app.theme;
-    let Some(open) = top else {
-        let block = widgets::pane(theme, Clean::new(pane.title()), focused);
-        let text = if app.queue.is_loaded() {
-            "Select a hold in the queue to see it here."
-        } else {
-            "Loading…"
-        };
-        message(frame, area, block, theme, text);
-        return;
-    };
-    let title = pane_title(app, open, pane);
-    let mut block = widgets::pane(theme, title, focused);
-    if open.changed.is_some() {
-        block = block.title_top(
-            Line::from(span(
-                Clean::new(" ⚠ changed in the store: R shows it "),
-                theme.alert(),
-            ))
-            .right_aligned(),
-        );
-    }
-    let Some(loaded) = &open.loaded else {
-        let text = match &open.error {
-            Some(error) => error.clone(),
-            None => format!("Loading {}…", open.id),
-        };
-        message(frame, area, block, theme, &text);
-        return;
-    };
-    let inner = layout::inner(area);
-    match pane {
-        Pane::Evidence => {
-            let doc = evidence::doc(theme, open, loaded, app.now);
-            widgets::draw_lines(
-                frame,
-                area,
-                block,
-                doc.wrap(inner.width),
-                open.scroll.evidence,
-            );
-        }
-        Pane::Timeline => {
-            let doc = timeline::doc(theme, loaded, app.now, inner.width);
-            widgets::draw_lines(
-                frame,
-                area,
-                block,
-                doc.wrap(inner.width),
-                open.scroll.timeline,
-            );
-        }
-        Pane::Items => items::draw(frame, app, open, loaded, area, block),
-        Pane::Queue => {}
-    }
-}
-
-/// `Evidence · F21 › F22` — the pane and the way the reviewer came.
-fn pane_title(app: &App, open: &DetailFrame, pane: Pane) -> Clean {
-    let trail: Vec<&str> = app.detail.stack.iter().map(|f| f.id.as_str()).collect();
-    let mut title = format!(" {} · {}", pane.title(), trail.join(" › "));
-    if pane == Pane::Evidence && open.loaded.is_some() && app.detail.stack.len() > 1 {
-        title.push_str(" (Esc back)");
-    }
-    title.push(' ');
-    Clean::new(&title)
 }
 
 /// The strip naming the stacked detail panes, the focused one highlighted.
@@ -208,42 +109,4 @@ pub(super) fn keymap_hint(
         })
         .collect::<Vec<_>>()
         .join(" · ")
-}
-
-/// A short message inside a pane.
-fn message(frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme, text: &str) {
-    let inner = layout::inner(area);
-    let mut doc = Doc::default();
-    for piece in Clean::lines(text) {
-        doc.push(widgets::line(vec![span(piece, theme.plain())]));
-    }
-    widgets::draw_lines(frame, area, block, doc.wrap(inner.width), 0);
-}
-
-/// An instant, or `-`.
-fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), format_instant)
-}
-
-/// `in 2m00s` or `3m05s ago`.
-fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
-    let seconds = (at - now).num_seconds();
-    if seconds >= 0 {
-        format!("in {}", human_duration(seconds))
-    } else {
-        format!("{} ago", human_duration(-seconds))
-    }
-}
-
-/// An instant with how far it is from now: `2026-09-05T10:02:00Z (3m ago)`.
-fn when_relative(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
-    at.map_or_else(
-        || "-".to_owned(),
-        |t| format!("{} ({})", format_instant(t), relative(t, now)),
-    )
-}
-
-/// Untrusted optional text, sanitized, or `-`.
-fn opt(text: Option<&str>) -> Clean {
-    text.map_or_else(|| Clean::new("-"), Clean::new)
 }

@@ -1,30 +1,237 @@
-//! The metrics tab: the seven figures as bars with their fractions, the release
-//! disposition with its vetoes, the unknown-age histogram and retry
-//! amplification by layer; beside them (or in their place on a narrow screen)
-//! the operations behind the selected figure. Everything comes from the report
-//! the runner computed; nothing is computed here.
+//! The metrics tab: its state (the report the runner computed from the store,
+//! which figure is selected, the operations behind it with the one under the
+//! cursor), its keys, and its drawing — the seven figures as bars with their
+//! fractions, the release disposition with its vetoes, the unknown-age histogram
+//! and retry amplification by layer, and beside them (or in their place on a
+//! narrow screen) the operations behind the selected figure. The report is asked
+//! for again whenever the store changes; nothing is computed here.
 
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
+use ratatui::text::Line;
 
-use super::message;
+use super::{Ctx, Outcome, Screen};
 use crate::core::clock::human_duration;
+use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, Report};
 use crate::core::sanitize::Clean;
-use crate::tui::app::App;
+use crate::tui::keymap::{self, Command, Context, Screen as Tab};
+use crate::tui::latest::Latest;
 use crate::tui::layout;
-use crate::tui::metrics_tab::{Behind, MetricsFocus};
+use crate::tui::message::Effect;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{self, Column, DataTable, Doc, line, span};
+use crate::tui::widgets::{self, Column, DataTable, Doc, line, message, span};
+
+/// Which half of the tab the keys move.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum MetricsFocus {
+    /// The seven figures (and the summary under them).
+    #[default]
+    Figures,
+    /// The operations behind the selected figure.
+    Operations,
+}
+
+/// One operation behind a figure: whether it counts in the numerator and, when it
+/// does not, why.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Behind {
+    pub id: OperationId,
+    pub counted: bool,
+    pub shortfall: Option<String>,
+}
+
+/// The state of the metrics tab.
+#[derive(Debug, Clone, Default)]
+pub struct MetricsState {
+    pub report: Option<Report>,
+    /// Why the last computation failed, in words.
+    pub error: Option<String>,
+    /// Index of the selected figure in the report's order.
+    pub figure: usize,
+    pub focus: MetricsFocus,
+    /// Index of the selected operation behind the figure.
+    pub operation: usize,
+    /// Scroll of the summary (release, unknown age, amplification).
+    pub scroll: u16,
+    pending: Latest<()>,
+}
+
+impl MetricsState {
+    /// Takes the answer to the request tagged `generation`; `false` when it was
+    /// replaced by a newer one.
+    pub fn apply(&mut self, generation: u64, result: Result<Report, String>) -> bool {
+        if self.pending.answer(generation).is_none() {
+            return false;
+        }
+        match result {
+            Ok(report) => {
+                self.report = Some(report);
+                self.error = None;
+                self.clamp();
+            }
+            Err(e) => self.error = Some(e),
+        }
+        true
+    }
+
+    /// The selected figure.
+    pub fn metric(&self) -> Option<&Metric> {
+        self.report.as_ref()?.metrics.get(self.figure)
+    }
+
+    /// The operations of the selected figure's denominator, those short of the
+    /// numerator first (the ones a reviewer looks at), each with its reason.
+    pub fn behind(&self) -> Vec<Behind> {
+        let Some(metric) = self.metric() else {
+            return Vec::new();
+        };
+        let mut rows: Vec<Behind> = metric
+            .denominator_ids
+            .iter()
+            .map(|id| Behind {
+                id: id.clone(),
+                counted: metric.numerator_ids.contains(id),
+                shortfall: metric
+                    .shortfalls
+                    .iter()
+                    .find(|(op, _)| op == id)
+                    .map(|(_, why)| why.clone()),
+            })
+            .collect();
+        rows.sort_by_key(|b| b.counted);
+        rows
+    }
+
+    /// The operation under the cursor, when the operations have the focus.
+    pub fn selected_operation(&self) -> Option<OperationId> {
+        self.behind().get(self.operation).map(|b| b.id.clone())
+    }
+
+    /// Moves the selection of the focused half by `delta`.
+    pub fn step(&mut self, delta: i64) {
+        let (at, count) = match self.focus {
+            MetricsFocus::Figures => (
+                &mut self.figure,
+                self.report.as_ref().map_or(0, |r| r.metrics.len()),
+            ),
+            MetricsFocus::Operations => {
+                let count = self.behind().len();
+                (&mut self.operation, count)
+            }
+        };
+        let last = i64::try_from(count.saturating_sub(1)).unwrap_or(0);
+        let to = i64::try_from(*at)
+            .unwrap_or(0)
+            .saturating_add(delta)
+            .clamp(0, last);
+        let to = usize::try_from(to).unwrap_or(0);
+        if self.focus == MetricsFocus::Figures && to != self.figure {
+            self.operation = 0;
+        }
+        match self.focus {
+            MetricsFocus::Figures => self.figure = to,
+            MetricsFocus::Operations => self.operation = to,
+        }
+    }
+
+    /// Keeps the selections within what the report holds now.
+    fn clamp(&mut self) {
+        let figures = self.report.as_ref().map_or(0, |r| r.metrics.len());
+        self.figure = self.figure.min(figures.saturating_sub(1));
+        self.operation = self.operation.min(self.behind().len().saturating_sub(1));
+        if self.behind().is_empty() {
+            self.focus = MetricsFocus::Figures;
+        }
+    }
+
+    fn toggle_focus(&mut self) {
+        self.focus = match self.focus {
+            MetricsFocus::Figures if !self.behind().is_empty() => MetricsFocus::Operations,
+            _ => MetricsFocus::Figures,
+        };
+    }
+}
+
+impl Screen for MetricsState {
+    fn context(&self) -> Context {
+        Context::Metrics
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let Some(command) = keymap::lookup(Context::Metrics, key) else {
+            return Outcome::Pass;
+        };
+        let rows = i64::from(layout::page_rows(ctx.size));
+        let delta = match command {
+            Command::Up => -1,
+            Command::Down => 1,
+            Command::PageUp => -rows,
+            Command::PageDown => rows,
+            Command::Top => i64::MIN / 2,
+            Command::Bottom => i64::MAX / 2,
+            Command::SwitchTab => return Outcome::Show(Tab::Held),
+            // Enter on a figure lists the operations behind it; on one of
+            // those, opens it.
+            Command::Open if self.focus == MetricsFocus::Figures => {
+                self.toggle_focus();
+                return Outcome::done();
+            }
+            Command::Open => {
+                return self
+                    .selected_operation()
+                    .map_or_else(Outcome::done, Outcome::Open);
+            }
+            Command::Back => {
+                self.focus = MetricsFocus::Figures;
+                return Outcome::done();
+            }
+            Command::NextPane | Command::PrevPane => {
+                self.toggle_focus();
+                return Outcome::done();
+            }
+            _ => return Outcome::Pass,
+        };
+        if matches!(command, Command::PageUp | Command::PageDown)
+            && self.focus == MetricsFocus::Figures
+        {
+            let to = i64::from(self.scroll).saturating_add(delta / 2);
+            self.scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
+        } else {
+            self.step(delta);
+        }
+        Outcome::done()
+    }
+
+    fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        vec![Effect::Metrics {
+            generation: self.pending.request(()),
+            tenants: ctx.actor.visible_tenants(),
+            now: ctx.now,
+        }]
+    }
+
+    fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
+        Some(release_line(self, ctx.theme))
+    }
+
+    fn name(&self) -> &'static str {
+        "the metrics tab"
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        draw(frame, self, area, ctx);
+    }
+}
 
 /// Width of a figure's name column.
 const NAME_WIDTH: usize = 36;
 
 /// Draws the tab in `area`.
-pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
-    let theme = app.theme;
-    let state = &app.metrics;
+fn draw(frame: &mut Frame, state: &MetricsState, area: Rect, ctx: &Ctx) {
+    let theme = ctx.theme;
     let Some(report) = &state.report else {
         let block = widgets::pane(theme, Clean::new(" Metrics "), true);
         let text = state.error.as_deref().map_or_else(
@@ -35,36 +242,36 @@ pub fn draw(frame: &mut Frame, app: &App, area: Rect) {
         return;
     };
     let operations = state.focus == MetricsFocus::Operations;
-    if layout::is_wide(app.size) {
+    if layout::is_wide(ctx.size) {
         let [left, right] =
             Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
                 .areas(area);
-        summary(frame, app, report, left, !operations);
-        behind(frame, app, right, operations);
+        summary(frame, state, theme, report, left, !operations);
+        behind(frame, state, theme, right, operations);
     } else if operations {
-        behind(frame, app, area, true);
+        behind(frame, state, theme, area, true);
     } else {
-        summary(frame, app, report, area, true);
+        summary(frame, state, theme, report, area, true);
     }
 }
 
 /// The figures, the release gate and the operational figures.
-fn summary(frame: &mut Frame, app: &App, report: &Report, area: Rect, focused: bool) {
-    let theme = app.theme;
+fn summary(
+    frame: &mut Frame,
+    state: &MetricsState,
+    theme: Theme,
+    report: &Report,
+    area: Rect,
+    focused: bool,
+) {
     let inner = layout::inner(area);
-    let doc = doc(theme, report, app.metrics.figure, inner.width);
+    let doc = doc(theme, report, state.figure, inner.width);
     let title = format!(
         " Metrics · {} logical operations · Enter lists the operations behind a figure ",
         report.operational.logical_operations
     );
     let block = widgets::pane(theme, Clean::new(&title), focused);
-    widgets::draw_lines(
-        frame,
-        area,
-        block,
-        doc.wrap(inner.width),
-        app.metrics.scroll,
-    );
+    widgets::draw_lines(frame, area, block, doc.wrap(inner.width), state.scroll);
 }
 
 /// The summary's lines at `width` columns, figure `selected` highlighted.
@@ -305,9 +512,7 @@ const COLUMNS: &[Column<Behind, Theme>] = &[
 ];
 
 /// The operations behind the selected figure, those short of it first.
-fn behind(frame: &mut Frame, app: &App, area: Rect, focused: bool) {
-    let theme = app.theme;
-    let state = &app.metrics;
+fn behind(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect, focused: bool) {
     let rows = state.behind();
     let title = match state.metric() {
         Some(m) => format!(
@@ -353,4 +558,27 @@ fn behind(frame: &mut Frame, app: &App, area: Rect, focused: bool) {
         selected: focused.then_some(state.operation),
     }
     .draw(frame, table, ratatui::widgets::Block::new(), theme);
+}
+
+/// The release disposition and what the figures are computed over.
+fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
+    let Some(report) = &state.report else {
+        return line(vec![span(Clean::new(" computing…"), theme.dim())]);
+    };
+    let (text, style) = match report.release.disposition {
+        Disposition::Deployable => ("DEPLOYABLE", theme.good()),
+        Disposition::NotDeployed => ("NOT_DEPLOYED", theme.alert()),
+    };
+    line(vec![
+        span(Clean::new(" release "), theme.label()),
+        span(Clean::new(text), style),
+        span(
+            Clean::new(&format!(
+                "  vetoes {}  over {} operations",
+                report.release.vetoes.len(),
+                report.operational.logical_operations
+            )),
+            theme.label(),
+        ),
+    ])
 }

@@ -1,15 +1,17 @@
-//! The `?` overlay: every key of the current context, read from the keymap table,
-//! so the help can never disagree with the keys. When one column does not fit the
-//! height, the keys flow into two, the first filled as far as the height allows.
+//! The `?` overlay: every key of the context under it, read from the keymap
+//! table, so the help can never disagree with the keys. When one column does not
+//! fit the height, the keys flow into two, the first filled as far as the height
+//! allows. It closes back onto the dialog it was opened over, if any.
 
+use crossterm::event::KeyEvent;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Flex, Layout};
+use ratatui::layout::{Constraint, Flex, Layout, Rect};
 use ratatui::text::Line;
 use ratatui::widgets::{Clear, Paragraph};
 
+use super::{Ctx, Modal, Outcome, Screen};
 use crate::core::sanitize::Clean;
-use crate::tui::app::App;
-use crate::tui::keymap::{self, Context};
+use crate::tui::keymap::{self, Command, Context};
 use crate::tui::layout;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Doc, line, span};
@@ -17,9 +19,38 @@ use crate::tui::widgets::{self, Doc, line, span};
 /// Widest the overlay gets.
 const MAX_WIDTH: u16 = 100;
 
-pub fn draw(frame: &mut Frame, app: &App) {
-    let theme = app.theme;
-    let context = app.help_context();
+/// The open overlay.
+#[derive(Debug, Clone)]
+pub struct Help {
+    /// The context whose keys it lists (the one under it).
+    pub context: Context,
+    /// The dialog it was opened over, shown again when it closes.
+    pub under: Option<Box<Modal>>,
+    /// Where the logs go, named at the foot.
+    pub log_path: Option<Clean>,
+}
+
+impl Screen for Help {
+    fn context(&self) -> Context {
+        Context::Help
+    }
+
+    fn key(&mut self, key: KeyEvent, _ctx: &Ctx) -> Outcome {
+        match keymap::lookup(Context::Help, key) {
+            Some(Command::Quit) => Outcome::Quit,
+            Some(_) => Outcome::Close,
+            None => Outcome::done(),
+        }
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
+        draw(frame, ctx, self);
+    }
+}
+
+fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
+    let theme = ctx.theme;
+    let context = help.context;
     let mut entries: Vec<(&str, &str, bool)> = keymap::help(context)
         .into_iter()
         .map(|(k, h)| (k, h, false))
@@ -47,7 +78,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         let column_width = (inner_width - 1) / 2;
         // The first column is filled as far as the height allows (the log path
         // below takes a row), and the rest flows into the second.
-        let rows = usize::from(room.saturating_sub(u16::from(app.log_path.is_some())));
+        let rows = usize::from(room.saturating_sub(u16::from(help.log_path.is_some())));
         let mut used = 0;
         let half = entries
             .iter()
@@ -65,7 +96,7 @@ pub fn draw(frame: &mut Frame, app: &App) {
         vec![one]
     };
     let mut footer = Vec::new();
-    if let Some(path) = &app.log_path {
+    if let Some(path) = &help.log_path {
         footer.push(line(vec![
             span(Clean::new(" logs: "), theme.dim()),
             span(path.clone(), theme.dim()),

@@ -6,21 +6,20 @@ use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::widgets::{Block, Paragraph};
 
+use super::{Frame as DetailFrame, Loaded};
 use crate::core::model::{ChildLink, Item, ItemState};
 use crate::core::sanitize::Clean;
-use crate::tui::app::App;
-use crate::tui::detail::{Frame as DetailFrame, Loaded};
 use crate::tui::layout;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Column, DataTable, Doc, line, span};
 
 /// What every cell needs besides its item.
-struct Ctx {
+struct Cells {
     theme: Theme,
     children: Vec<ChildLink>,
 }
 
-const COLUMNS: &[Column<Item, Ctx>] = &[
+const COLUMNS: &[Column<Item, Cells>] = &[
     Column {
         header: "#",
         width: 3,
@@ -78,13 +77,13 @@ const COLUMNS: &[Column<Item, Ctx>] = &[
 
 pub fn draw(
     frame: &mut Frame,
-    app: &App,
+    theme: Theme,
+    focused: bool,
     open: &DetailFrame,
     loaded: &Loaded,
     area: Rect,
     block: Block<'static>,
 ) {
-    let theme = app.theme;
     let detail = &loaded.detail;
     let inner = layout::inner(area);
     let mut head = Doc::default();
@@ -121,11 +120,10 @@ pub fn draw(
     if detail.items.is_empty() {
         return;
     }
-    let ctx = Ctx {
+    let ctx = Cells {
         theme,
         children: detail.children.clone(),
     };
-    let focused = app.focus == layout::Pane::Items;
     DataTable {
         columns: COLUMNS,
         rows: &detail.items,

@@ -4,12 +4,16 @@
 //! positions and its selected link. A newer version of an operation being read is
 //! held back and flagged rather than swapped in under the reviewer's eyes.
 
+mod draw;
+mod items;
+
 use chrono::{DateTime, Utc};
 
 use crate::core::evidence::{self, EvidenceBundle};
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationDetail, Relation, State};
 use crate::core::rules::Actor;
+use crate::tui::latest::Latest;
 
 /// One operation as loaded, with its bundle computed by the core for the
 /// reviewer at the console's `now`.
@@ -151,7 +155,7 @@ pub enum Applied {
 pub struct DetailState {
     /// The operations opened, the root (the queue's selection) first.
     pub stack: Vec<Frame>,
-    pending: Option<(u64, OperationId)>,
+    pending: Latest<OperationId>,
 }
 
 impl DetailState {
@@ -169,7 +173,7 @@ impl DetailState {
     }
 
     pub fn is_loading(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_waiting()
     }
 
     /// Makes `id` the root, dropping any links followed; returns whether it must
@@ -188,7 +192,7 @@ impl DetailState {
 
     pub fn clear(&mut self) {
         self.stack.clear();
-        self.pending = None;
+        self.pending.cancel();
     }
 
     /// Opens `id` on top of the stack (following a link).
@@ -207,9 +211,9 @@ impl DetailState {
         }
     }
 
-    /// Records that a load of `id` tagged `generation` is in flight.
-    pub fn expect(&mut self, generation: u64, id: OperationId) {
-        self.pending = Some((generation, id));
+    /// Records that a load of `id` is in flight; returns its tag.
+    pub fn expect(&mut self, id: OperationId) -> u64 {
+        self.pending.request(id)
     }
 
     /// Applies a detail answer to the frame on top, if it is still the one asked
@@ -223,7 +227,7 @@ impl DetailState {
         now: DateTime<Utc>,
         reading: bool,
     ) -> Option<Applied> {
-        let (_, id) = self.pending.take_if(|(g, _)| *g == generation)?;
+        let id = self.pending.answer(generation)?;
         let frame = self.stack.last_mut().filter(|f| f.id == id)?;
         let detail = match result {
             Ok(detail) if actor.sees(&detail.row.operation.tenant) => detail,

@@ -5,25 +5,23 @@
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::Line;
-use ratatui::widgets::{Block, Borders, Clear, Paragraph};
+use ratatui::widgets::{Block, Borders, Paragraph};
 
+use super::form::FieldKind;
+use super::{ReviewDialog, Step, Verdict};
 use crate::core::clock::format_instant;
 use crate::core::rules::Effect;
 use crate::core::sanitize::Clean;
-use crate::tui::app::App;
-use crate::tui::layout;
-use crate::tui::review::{FieldKind, ReviewDialog, Step, Verdict};
+use crate::tui::screens::Ctx;
+use crate::tui::screens::dialog::shell;
 use crate::tui::theme::Theme;
-use crate::tui::widgets::{self, Doc, line, span};
-
-/// Widest the dialog gets.
-const MAX_WIDTH: u16 = 120;
+use crate::tui::widgets::{Doc, line, span};
 
 /// Width of the labels of the form's inputs.
 const INPUT_LABEL: u16 = 34;
 
-pub fn draw(frame: &mut Frame, app: &App, dialog: &ReviewDialog) {
-    let theme = app.theme;
+pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
+    let theme = ctx.theme;
     let op = &dialog.detail.row;
     let title = format!(
         " Review {} · {} · version {} ",
@@ -36,7 +34,7 @@ pub fn draw(frame: &mut Frame, app: &App, dialog: &ReviewDialog) {
         Step::Applying { .. } => "applying…",
         Step::Done(_) => "Enter or Esc close",
     };
-    let body = shell(frame, app, &title, dialog.error.as_deref(), hint);
+    let body = shell(frame, ctx, &title, dialog.error.as_deref(), hint);
     match &dialog.step {
         Step::Pick => draw_lines(
             frame,
@@ -192,65 +190,8 @@ fn pick(theme: Theme, dialog: &ReviewDialog, width: u16) -> Vec<Line<'static>> {
     doc.wrap(width)
 }
 
-/// Draws a dialog's frame over the console — its title, who acts, the error if
-/// any, the keys of this step on the last line — and returns the area left for
-/// its body.
-pub(super) fn shell(
-    frame: &mut Frame,
-    app: &App,
-    title: &str,
-    error: Option<&str>,
-    hint: &str,
-) -> Rect {
-    let theme = app.theme;
-    let popup = popup(frame.area());
-    frame.render_widget(Clear, popup);
-    frame.render_widget(widgets::pane(theme, Clean::new(title), true), popup);
-    let inner = layout::inner(popup);
-    let error_rows = u16::from(error.is_some()) * 2;
-    let [who, body, error_area, hint_area] = Layout::vertical([
-        Constraint::Length(1),
-        Constraint::Min(0),
-        Constraint::Length(error_rows),
-        Constraint::Length(1),
-    ])
-    .areas(inner);
-    frame.render_widget(
-        Paragraph::new(line(vec![
-            span(Clean::new("as "), theme.dim()),
-            span(Clean::new(&app.actor.describe()), theme.plain()),
-        ])),
-        who,
-    );
-    frame.render_widget(
-        Paragraph::new(span(Clean::new(hint), theme.title())),
-        hint_area,
-    );
-    if let Some(message) = error {
-        let text = line(vec![span(Clean::new(message), theme.alert())]);
-        frame.render_widget(
-            Paragraph::new(widgets::wrap(&text, error_area.width.max(1), 2)),
-            error_area,
-        );
-    }
-    body
-}
-
-/// The area of a dialog drawn over the console: nearly the whole screen, at most
-/// [`MAX_WIDTH`] wide, centred.
-fn popup(area: Rect) -> Rect {
-    let width = area.width.saturating_sub(2).min(MAX_WIDTH);
-    let height = area.height.saturating_sub(2);
-    Rect::new(
-        area.x + (area.width - width) / 2,
-        area.y + (area.height - height) / 2,
-        width,
-        height,
-    )
-}
-
 /// An effect in one line: the state change, or that there is none.
-pub(super) fn short(effect: &Effect) -> String {
+pub(in crate::tui::screens) fn short(effect: &Effect) -> String {
     let change = match effect.to {
         Some(to) => format!("{} → {to}", effect.from),
         None => format!("state stays {}", effect.from),

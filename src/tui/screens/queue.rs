@@ -1,15 +1,26 @@
-//! The queue pane's own state: which tab, sort, filter and search are active, the
-//! one page of rows on screen, and the selection. Only the visible page is ever
-//! fetched; the selection is an absolute position in the listing plus the id it
-//! points at, so that a refresh can keep it on the same operation.
+//! The queue pane: its state (which tab, sort, filter and search are active, the
+//! one page of rows on screen, the selection, the marks) and its table, one row
+//! per operation of the page, columns dropped from the least important when the
+//! pane is narrow. Only the visible page is ever fetched; the selection is an
+//! absolute position in the listing plus the id it points at, so that a refresh
+//! can keep it on the same operation.
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
 
+use super::Ctx;
+use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationRow;
+use crate::core::sanitize::Clean;
 use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
+use crate::tui::latest::Latest;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{self, Column, DataTable, message, span};
 
 /// The two listings of the console.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -71,7 +82,6 @@ pub struct ListQuery {
 /// What a list request was for, to apply its answer the right way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pending {
-    generation: u64,
     offset: u64,
     /// Keep the selection on this operation if it is on the page.
     keep: Option<OperationId>,
@@ -107,9 +117,11 @@ pub struct QueueState {
     /// Operations marked for bulk triage; they stay marked across pages, filters
     /// and tabs until unmarked or applied.
     pub marked: BTreeSet<OperationId>,
+    /// The mark-all selection waited on.
+    pub marking: Latest<()>,
     /// First row the next page should start at.
     offset: u64,
-    pending: Option<Pending>,
+    pending: Latest<Pending>,
 }
 
 impl QueueState {
@@ -127,8 +139,9 @@ impl QueueState {
             selected: 0,
             selected_id: None,
             marked: BTreeSet::new(),
+            marking: Latest::default(),
             offset: 0,
-            pending: None,
+            pending: Latest::default(),
         }
     }
 
@@ -138,7 +151,7 @@ impl QueueState {
     }
 
     pub fn is_loading(&self) -> bool {
-        self.pending.is_some()
+        self.pending.is_waiting()
     }
 
     /// Whether a filter or search narrows the listing.
@@ -157,23 +170,21 @@ impl QueueState {
     /// header counts too (the first time they are always asked for).
     pub fn request(
         &mut self,
-        generation: u64,
         page_rows: u16,
         keep: Option<OperationId>,
         recount: bool,
         now: DateTime<Utc>,
-    ) -> ListQuery {
+    ) -> (u64, ListQuery) {
         let counts = (recount || self.counts.is_none()).then(|| OperationFilter {
             visible_tenants: self.visible_tenants.clone(),
             ..OperationFilter::default()
         });
         let filter = self.matching();
-        self.pending = Some(Pending {
-            generation,
+        let generation = self.pending.request(Pending {
             offset: self.offset,
             keep,
         });
-        ListQuery {
+        let query = ListQuery {
             filter,
             counts,
             sort: self.sort,
@@ -182,7 +193,8 @@ impl QueueState {
                 limit: u64::from(page_rows.max(1)),
             },
             now,
-        }
+        };
+        (generation, query)
     }
 
     /// Starts the listing over at its first row (new tab, sort, filter or search).
@@ -234,7 +246,10 @@ impl QueueState {
         }
         let last_page = self.total.saturating_sub(rows);
         self.offset = self.offset.min(last_page);
-        let showing = self.pending.as_ref().map_or(self.rows_offset, |p| p.offset);
+        let showing = self
+            .pending
+            .waiting()
+            .map_or(self.rows_offset, |p| p.offset);
         let shown_rows = self.rows.len() as u64;
         showing != self.offset || (shown_rows < rows && self.offset + shown_rows < self.total)
     }
@@ -242,7 +257,7 @@ impl QueueState {
     /// Applies a list answer; `None` when it answers a request that was since
     /// replaced (a stale generation).
     pub fn apply(&mut self, generation: u64, listing: Listing, page_rows: u16) -> Option<Applied> {
-        let pending = self.pending.take_if(|p| p.generation == generation)?;
+        let pending = self.pending.answer(generation)?;
         self.rows = listing.rows;
         self.rows_offset = pending.offset;
         self.total = listing.total;
@@ -264,9 +279,7 @@ impl QueueState {
 
     /// Forgets the request in flight (its answer failed).
     pub fn fail(&mut self, generation: u64) -> bool {
-        self.pending
-            .take_if(|p| p.generation == generation)
-            .is_some()
+        self.pending.answer(generation).is_some()
     }
 }
 
@@ -277,4 +290,236 @@ pub struct Applied {
     pub lost: Option<OperationId>,
     /// The selection is off the page returned: fetch the page it is on.
     pub refetch: bool,
+}
+
+/// What every cell needs besides its row.
+struct Cells {
+    now: DateTime<Utc>,
+    theme: Theme,
+    /// The marked operations of the page on screen.
+    marked: Vec<OperationId>,
+}
+
+/// Columns of the queue; `priority` 0 is never dropped.
+const COLUMNS: &[Column<OperationRow, Cells>] = &[
+    Column {
+        header: "STATE",
+        width: 12,
+        priority: 0,
+        cell: |r, c| {
+            let state = r.operation.state;
+            let dep = if r.held_dependencies.is_empty() {
+                ""
+            } else {
+                "*"
+            };
+            (Clean::new(&format!("{state}{dep}")), c.theme.state(state))
+        },
+    },
+    Column {
+        header: " ID",
+        width: 9,
+        priority: 0,
+        // `✓` before the id marks it for bulk triage.
+        cell: |r, c| {
+            if c.marked.contains(&r.operation.id) {
+                (Clean::new(&format!("✓{}", r.operation.id)), c.theme.title())
+            } else {
+                (Clean::new(&format!(" {}", r.operation.id)), c.theme.plain())
+            }
+        },
+    },
+    Column {
+        header: "TENANT",
+        width: 11,
+        priority: 5,
+        cell: |r, c| (Clean::new(&r.operation.tenant), c.theme.plain()),
+    },
+    Column {
+        header: "TOOL/ACTION",
+        width: 20,
+        priority: 4,
+        cell: |r, c| {
+            let text = format!("{}/{}", r.operation.tool, r.operation.action);
+            (Clean::new(&text), c.theme.plain())
+        },
+    },
+    Column {
+        header: "MODE",
+        width: 16,
+        priority: 1,
+        cell: |r, c| {
+            let mode = r.operation.failure_mode.map_or("-", |m| m.as_str());
+            (Clean::new(mode), c.theme.plain())
+        },
+    },
+    Column {
+        header: "RISK",
+        width: 8,
+        priority: 1,
+        cell: |r, c| {
+            let risk = r.operation.risk;
+            (Clean::new(risk.as_str()), c.theme.risk(risk))
+        },
+    },
+    Column {
+        header: "OWNER",
+        width: 13,
+        priority: 6,
+        cell: |r, c| (Clean::new(&r.operation.owner), c.theme.plain()),
+    },
+    Column {
+        header: "HELD",
+        width: 6,
+        priority: 3,
+        cell: |r, c| {
+            let held = human_duration((c.now - r.state_since).num_seconds());
+            (Clean::new(&held), c.theme.plain())
+        },
+    },
+    Column {
+        header: "NEXT OBS",
+        width: 8,
+        priority: 2,
+        cell: |r, c| match r.operation.next_observation_at {
+            Some(t) if t < c.now && r.operation.state.is_held() => {
+                let late = human_duration((c.now - t).num_seconds());
+                (Clean::new(&format!("!{late}")), c.theme.alert())
+            }
+            Some(t) => {
+                let wait = human_duration((t - c.now).num_seconds());
+                (Clean::new(&wait), c.theme.plain())
+            }
+            None => (Clean::new("-"), c.theme.dim()),
+        },
+    },
+    Column {
+        header: "ATT",
+        width: 5,
+        priority: 2,
+        cell: |r, c| {
+            let max = r
+                .max_attempts
+                .map_or_else(|| "-".to_owned(), |m| m.to_string());
+            let spent = r.max_attempts.is_some_and(|m| r.attempts_used >= m);
+            let style = if spent {
+                c.theme.alert()
+            } else {
+                c.theme.plain()
+            };
+            (Clean::new(&format!("{}/{max}", r.attempts_used)), style)
+        },
+    },
+    Column {
+        header: "LEFT",
+        width: 7,
+        priority: 3,
+        cell: |r, c| match r.operation.deadline {
+            _ if r.operation.state.is_terminal() => (Clean::new("-"), c.theme.dim()),
+            Some(d) if d <= c.now => (Clean::new("passed"), c.theme.alert()),
+            Some(d) => (
+                Clean::new(&human_duration((d - c.now).num_seconds())),
+                c.theme.plain(),
+            ),
+            None => (Clean::new("-"), c.theme.dim()),
+        },
+    },
+    Column {
+        header: "FLAGS",
+        width: 9,
+        priority: 4,
+        cell: |r, c| {
+            let mut flags = Vec::new();
+            if !r.held_dependencies.is_empty() {
+                flags.push("dep");
+            }
+            if r.pending_proposal {
+                flags.push("2nd-eye");
+            }
+            (Clean::new(&flags.join(",")), c.theme.warn())
+        },
+    },
+];
+
+/// Draws the page on screen in `area`, the selection highlighted.
+pub fn draw(queue: &QueueState, frame: &mut Frame, area: Rect, ctx: &Ctx, focused: bool) {
+    let theme = ctx.theme;
+    let mut title = format!(" {} · {} ", queue.tab.title(), match_count(queue));
+    if !queue.marked.is_empty() {
+        title.push_str(&format!("· {} marked ", queue.marked.len()));
+    }
+    if queue.is_loading() {
+        title.push_str("· loading… ");
+    }
+    let block = widgets::pane(theme, Clean::new(&title), focused).title_bottom(
+        Line::from(span(
+            Clean::new(&format!(
+                " sort: {} · * held by dependency · ! overdue ",
+                sort_name(queue.sort)
+            )),
+            theme.dim(),
+        ))
+        .right_aligned(),
+    );
+    if let Some(text) = empty_hint(queue) {
+        message(frame, area, block, theme, text);
+        return;
+    }
+    let selected = queue
+        .selected
+        .checked_sub(queue.rows_offset)
+        .and_then(|i| usize::try_from(i).ok())
+        .filter(|i| *i < queue.rows.len());
+    let table = DataTable {
+        columns: COLUMNS,
+        rows: &queue.rows,
+        context: &Cells {
+            now: ctx.now,
+            theme,
+            marked: queue
+                .rows
+                .iter()
+                .map(|r| &r.operation.id)
+                .filter(|id| queue.marked.contains(*id))
+                .cloned()
+                .collect(),
+        },
+        selected,
+    };
+    table.draw(frame, area, block, theme);
+}
+
+/// `9 match · 1–20` for the title.
+fn match_count(queue: &QueueState) -> String {
+    if !queue.is_loaded() {
+        return "…".to_owned();
+    }
+    if queue.total == 0 {
+        return "0 match".to_owned();
+    }
+    let first = queue.rows_offset + 1;
+    let last = queue.rows_offset + queue.rows.len() as u64;
+    format!(
+        "{} match · {first}–{last} · #{}",
+        queue.total,
+        queue.selected + 1
+    )
+}
+
+/// What to say instead of an empty table.
+fn empty_hint(queue: &QueueState) -> Option<&'static str> {
+    let counts = queue.counts.as_ref()?;
+    if queue.total > 0 {
+        return None;
+    }
+    let stored: u64 = counts.by_state.iter().map(|(_, n)| n).sum();
+    Some(if stored == 0 {
+        "The store is empty. Load records with `holdfast ingest FILE`, or run `holdfast demo` to open the TC094 demo packet."
+    } else if queue.is_narrowed() {
+        "Nothing matches the filter and search. Esc clears them."
+    } else if queue.tab == Tab::Held {
+        "Nothing is held right now. t lists all operations."
+    } else {
+        "No operation is visible to you."
+    })
 }

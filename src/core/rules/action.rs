@@ -1,0 +1,143 @@
+//! The action vocabulary: a reviewer action with its parameters, what a reconcile
+//! records, and the rationale every action carries.
+
+use chrono::{DateTime, Utc};
+use serde::Serialize;
+
+use crate::core::ids::Sha256;
+use crate::core::model::{ActionKind, Matches, Observation, State};
+
+/// What a status lookup showed, as a reviewer enters it for `reconcile`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ReconcileInput {
+    pub source: String,
+    pub found: bool,
+    pub matches: Option<Matches>,
+    pub effect_count: Option<u32>,
+    pub provider_request_id: Option<String>,
+    /// Where the reviewer looked (a ticket, a console URL, a query id).
+    pub reference: Option<String>,
+    pub raw_hash: Option<Sha256>,
+    /// The observation's own id, when it came as a wire-format line; else one is
+    /// made up from the operation id.
+    pub id: Option<String>,
+    /// When the lookup was made, when known; else the decision's `now`.
+    pub observed_at: Option<DateTime<Utc>>,
+}
+
+impl ReconcileInput {
+    /// What a stored or received observation showed, as a reconcile input: the
+    /// same record counts whether it arrives by ingest or by a reviewer.
+    pub fn from_observation(o: &Observation) -> ReconcileInput {
+        ReconcileInput {
+            source: o.source.clone(),
+            found: o.found,
+            matches: o.matches.clone(),
+            effect_count: o.effect_count,
+            provider_request_id: None,
+            reference: o.note.clone(),
+            raw_hash: o.raw_hash.clone(),
+            id: Some(o.id.clone()),
+            observed_at: Some(o.observed_at),
+        }
+    }
+}
+
+/// A reviewer action with its parameters.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub enum Action {
+    Reconcile(ReconcileInput),
+    Resolve { to: State },
+    AuthorizeRetry,
+    ApproveCompensation,
+    ApproveResume,
+    MarkCompensated,
+    MarkResumed,
+    Revalidate,
+    Accept { repair_ref: String },
+    Block,
+    Assign { owner: String },
+    Schedule { at: DateTime<Utc> },
+    Comment,
+    Confirm,
+    Reject,
+}
+
+impl Action {
+    pub fn kind(&self) -> ActionKind {
+        match self {
+            Action::Reconcile(_) => ActionKind::Reconcile,
+            Action::Resolve { .. } => ActionKind::Resolve,
+            Action::AuthorizeRetry => ActionKind::AuthorizeRetry,
+            Action::ApproveCompensation => ActionKind::ApproveCompensation,
+            Action::ApproveResume => ActionKind::ApproveResume,
+            Action::MarkCompensated => ActionKind::MarkCompensated,
+            Action::MarkResumed => ActionKind::MarkResumed,
+            Action::Revalidate => ActionKind::Revalidate,
+            Action::Accept { .. } => ActionKind::Accept,
+            Action::Block => ActionKind::Block,
+            Action::Assign { .. } => ActionKind::Assign,
+            Action::Schedule { .. } => ActionKind::Schedule,
+            Action::Comment => ActionKind::Comment,
+            Action::Confirm => ActionKind::Confirm,
+            Action::Reject => ActionKind::Reject,
+        }
+    }
+
+    /// The action to evaluate for a proposal's stored kind; `None` for a kind
+    /// that cannot be proposed.
+    pub fn from_proposal(kind: ActionKind) -> Option<Action> {
+        match kind {
+            ActionKind::AuthorizeRetry => Some(Action::AuthorizeRetry),
+            ActionKind::ApproveCompensation => Some(Action::ApproveCompensation),
+            ActionKind::ApproveResume => Some(Action::ApproveResume),
+            _ => None,
+        }
+    }
+}
+
+/// Why a reviewer acts, as they typed it: at least 10 characters of text.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Rationale(String);
+
+impl Rationale {
+    pub const MIN_CHARS: usize = 10;
+    pub const MAX_CHARS: usize = 4000;
+
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let trimmed = text.trim();
+        let count = trimmed.chars().count();
+        if count < Self::MIN_CHARS {
+            return Err(format!(
+                "the rationale must be at least {} characters (it has {count}); say why",
+                Self::MIN_CHARS
+            ));
+        }
+        if count > Self::MAX_CHARS {
+            return Err(format!(
+                "the rationale must be at most {} characters (it has {count})",
+                Self::MAX_CHARS
+            ));
+        }
+        if let Some(c) = trimmed
+            .chars()
+            .find(|c| c.is_control() && *c != '\n' && *c != '\t')
+        {
+            return Err(format!(
+                "the rationale contains the control character U+{:04X}",
+                u32::from(c)
+            ));
+        }
+        Ok(Rationale(trimmed.to_owned()))
+    }
+
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The rationale of a preview nobody typed: `options` decides every
+    /// action with it.
+    pub(super) fn preview() -> Rationale {
+        Rationale("preview of the effect".into())
+    }
+}

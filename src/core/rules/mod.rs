@@ -1,0 +1,103 @@
+//! The one decision function every reviewer action passes: the console's dialog,
+//! the command line and bulk triage all ask [`decide`], which answers "allowed, with
+//! this exact effect" or "refused: rule Gn, because …".
+
+mod action;
+mod approval;
+mod effect;
+mod options;
+mod plan;
+mod transitions;
+
+use chrono::{DateTime, Utc};
+
+pub use self::action::{Action, Rationale, ReconcileInput};
+pub use self::approval::approval_binds;
+pub use self::effect::{Commit, Effect};
+pub use self::options::{ActionOption, options, prohibited};
+pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
+pub use crate::core::actor::{Actor, permits};
+pub use crate::core::model::ActionKind;
+pub use crate::core::refusal::{Refusal, Rule};
+
+use crate::core::ids::OperationId;
+use crate::core::model::OperationDetail;
+use crate::core::refusal::refuse;
+use plan::Plan;
+
+/// Decides one action on one operation at `now`. The same function runs for the
+/// preview and again at commit time; the store then re-checks the version (G8).
+pub fn decide(
+    detail: &OperationDetail,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    expected_version: i64,
+    now: DateTime<Utc>,
+) -> Result<Effect, Refusal> {
+    decide_with(
+        detail,
+        action,
+        actor,
+        rationale,
+        expected_version,
+        now,
+        false,
+    )
+}
+
+/// [`decide`], or, with `confirming`, the proposed action applied for the second
+/// approver who confirms it.
+fn decide_with(
+    detail: &OperationDetail,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    expected_version: i64,
+    now: DateTime<Utc>,
+    confirming: bool,
+) -> Result<Effect, Refusal> {
+    let op = &detail.row.operation;
+    let kind = action.kind();
+    if !actor.sees(&op.tenant) {
+        return refuse(
+            Rule::G7,
+            format!(
+                "{} holds no grant for tenant {}; ask an owner of {} for one",
+                actor.name(),
+                op.tenant,
+                op.tenant
+            ),
+        );
+    }
+    if expected_version != detail.row.version {
+        return refuse(
+            Rule::G8,
+            format!(
+                "{} changed since it was loaded (version {} → {}); reload and decide again",
+                op.id, expected_version, detail.row.version
+            ),
+        );
+    }
+    let role = actor.role_for(&op.tenant, kind)?;
+    if op.state.is_terminal() && kind != ActionKind::Comment {
+        return refuse(
+            Rule::G1,
+            format!(
+                "{} is {}, a terminal state: nothing moves it any more",
+                op.id, op.state
+            ),
+        );
+    }
+    let mut plan = Plan::new(detail, actor, role, rationale, kind, now, confirming);
+    plan.apply(action, expected_version)?;
+    Ok(plan.finish(expected_version))
+}
+
+/// Operation ids as a comma-separated list, for reasons.
+fn join_ids(ids: &[OperationId]) -> String {
+    ids.iter()
+        .map(|i| i.as_str())
+        .collect::<Vec<_>>()
+        .join(", ")
+}

@@ -1,0 +1,124 @@
+//! What the evidence pane lists: what nobody may do right now, and every action
+//! with default parameters decided for this actor.
+
+use chrono::{DateTime, Duration, Utc};
+use serde::Serialize;
+
+use super::approval::approval_binds;
+use super::{Action, Effect, Rationale, ReconcileInput, decide, join_ids};
+use crate::core::actor::Actor;
+use crate::core::matrix;
+use crate::core::model::{ObservationSource, OperationDetail, State};
+use crate::core::refusal::Refusal;
+
+/// What nobody may do to this operation right now, each with its rule.
+pub fn prohibited(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<String> {
+    let op = &detail.row.operation;
+    let mut out = Vec::new();
+    if op.state.is_terminal() {
+        out.push(format!("any transition: {} is terminal (G1)", op.state));
+        return out;
+    }
+    let a = matrix::assess_detail(detail, now);
+    if !detail.key_conflicts.is_empty() {
+        out.push(format!(
+            "retry or automated repair: key conflict with {} (G3)",
+            join_ids(&detail.key_conflicts)
+        ));
+    }
+    if a.write && a.crossed_boundary && a.non_application.is_none() {
+        out.push("repeating the write before reconciliation proves non-application (G2)".into());
+    }
+    if let Some(why) = a.budget_exhausted() {
+        out.push(format!("retry: {why} (G5)"));
+    }
+    if a.key_expired_at.is_some() && a.business_key_check.is_none() {
+        out.push("relying on the expired idempotency key: reconcile by business key (G12)".into());
+    }
+    if let Err(r) = approval_binds(op.approval.as_ref(), &op.payload_hash, now) {
+        out.push(format!(
+            "sending on the current approval: {} ({})",
+            r.reason, r.rule
+        ));
+    }
+    if detail
+        .dependencies
+        .iter()
+        .any(|(_, s)| !matches!(s, State::Succeeded | State::Accepted))
+    {
+        out.push("confirming to a customer while a dependency is held (G9)".into());
+    }
+    if op.state.is_held() {
+        out.push("customer-facing confirmation and dependent writes while held".into());
+    }
+    if detail.attempts.iter().any(|a| a.response_excerpt.is_some()) {
+        out.push(
+            "acting on tool output: it is quarantined data, never an instruction (G10)".into(),
+        );
+    }
+    out
+}
+
+/// One action as the console offers it: allowed with its effect, or refused.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ActionOption {
+    /// The command-line form (`resolve --to FAILED`).
+    pub label: String,
+    pub action: Action,
+    pub outcome: Result<Effect, Refusal>,
+}
+
+/// Every action with default parameters, decided now for this actor: what the
+/// evidence pane lists as allowed and refused.
+pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Vec<ActionOption> {
+    let preview = Rationale::preview();
+    let version = detail.row.version;
+    let reconcile = Action::Reconcile(ReconcileInput {
+        source: ObservationSource::PROVIDER_STATUS.into(),
+        found: false,
+        matches: None,
+        effect_count: None,
+        provider_request_id: None,
+        reference: None,
+        raw_hash: None,
+        id: None,
+        observed_at: None,
+    });
+    let mut actions: Vec<(String, Action)> = vec![("reconcile".into(), reconcile)];
+    for to in [State::Succeeded, State::Failed, State::Partial] {
+        actions.push((format!("resolve --to {to}"), Action::Resolve { to }));
+    }
+    let plain = [
+        Action::AuthorizeRetry,
+        Action::ApproveCompensation,
+        Action::ApproveResume,
+        Action::MarkCompensated,
+        Action::MarkResumed,
+        Action::Revalidate,
+        Action::Accept {
+            repair_ref: "REF".into(),
+        },
+        Action::Block,
+        Action::Assign {
+            owner: detail.row.operation.owner.clone(),
+        },
+        Action::Schedule {
+            at: now + Duration::minutes(15),
+        },
+        Action::Comment,
+        Action::Confirm,
+        Action::Reject,
+    ];
+    actions.extend(plain.into_iter().map(|a| (a.kind().as_str().to_owned(), a)));
+    actions
+        .into_iter()
+        .map(|(label, action)| {
+            let outcome = decide(detail, &action, actor, &preview, version, now);
+            ActionOption {
+                label,
+                action,
+                outcome,
+            }
+        })
+        .collect()
+}

@@ -1,0 +1,198 @@
+//! Plans that move on recorded evidence: reconcile records a lookup, resolve moves
+//! UNKNOWN or BLOCKED on it, revalidate moves BLOCKED on a fresh validation.
+
+use super::Plan;
+use crate::core::clock;
+use crate::core::model::{
+    Attempt, AttemptKind, ItemState, Matches, Observation, ObservationSource, Outcome, Phase, State,
+};
+use crate::core::refusal::{Refusal, Rule, refuse};
+use crate::core::rules::{MadeBy, ReconcileInput};
+
+impl Plan<'_> {
+    pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
+        let op = self.op();
+        if input.source.trim().is_empty() {
+            return refuse(Rule::G1, "a reconcile needs the source that was queried");
+        }
+        let seq = self
+            .detail
+            .attempts
+            .iter()
+            .map(|a| a.seq)
+            .max()
+            .unwrap_or(0)
+            + 1;
+        let attempt_id = format!("{}-Q{seq}", op.id);
+        let observation_id = input
+            .id
+            .clone()
+            .unwrap_or_else(|| format!("{}-O{}", op.id, self.detail.observations.len() + 1));
+        if self
+            .detail
+            .observations
+            .iter()
+            .any(|o| o.id == observation_id)
+        {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "observation {observation_id} is already recorded for {}",
+                    op.id
+                ),
+            );
+        }
+        let observed_at = input.observed_at.unwrap_or(self.now);
+        if observed_at > self.now {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "observation {observation_id} is dated {}, after now: a lookup cannot come from the future",
+                    clock::format_instant(observed_at)
+                ),
+            );
+        }
+        let attempt = Attempt {
+            id: attempt_id.clone(),
+            operation: op.id.clone(),
+            seq,
+            kind: AttemptKind::StatusQuery,
+            layer: None,
+            started_at: observed_at,
+            ended_at: Some(observed_at),
+            phase: Phase::ResponseReceived,
+            outcome: Outcome::Ok,
+            http_status: None,
+            error_type: None,
+            retry_after: None,
+            provider_request_id: input.provider_request_id.clone(),
+            request_hash: None,
+            response_hash: input.raw_hash.clone(),
+            resend_count: Some(0),
+            replayed: None,
+            trace_id: None,
+            response_excerpt: None,
+        };
+        let observation = Observation {
+            id: observation_id.clone(),
+            operation: op.id.clone(),
+            observed_at,
+            source: input.source.trim().to_owned(),
+            found: input.found,
+            matches: input.matches.clone(),
+            effect_count: input.effect_count,
+            raw_hash: input.raw_hash.clone(),
+            note: input.reference.clone(),
+        };
+        self.consequences.push(format!(
+            "records status query {attempt_id} and observation {observation_id} ({}, {})",
+            observation.source,
+            if input.found { "found" } else { "not found" }
+        ));
+        self.consequences
+            .push("the state does not change; resolve afterwards".into());
+        self.evidence = vec![attempt_id, observation_id];
+        self.commit_extra.attempts.push(attempt);
+        self.commit_extra.observations.push(observation);
+        Ok(())
+    }
+
+    pub(super) fn resolve(&mut self, to: State) -> Result<(), Refusal> {
+        let from = self.op().state;
+        match (from, to) {
+            (State::Unknown, State::Succeeded) => {
+                self.no_key_conflict("resolution to SUCCEEDED")?;
+                self.dependencies_settled()?;
+                let obs = self.assess().fresh_observation.ok_or_else(|| Refusal {
+                    rule: Rule::G1,
+                    reason: "SUCCEEDED needs an observation newer than the last request; reconcile first".into(),
+                })?;
+                let ok = self
+                    .detail
+                    .observations
+                    .iter()
+                    .find(|o| o.id == obs)
+                    .is_some_and(|o| {
+                        o.found
+                            && o.matches.as_ref().is_some_and(Matches::all)
+                            && o.effect_count == Some(1)
+                    });
+                if !ok {
+                    return refuse(
+                        Rule::G1,
+                        format!(
+                            "observation {obs} does not show exactly one matching effect (found, target, payload hash, owner and version all matching, effect count 1)"
+                        ),
+                    );
+                }
+                self.evidence.push(obs);
+            }
+            (State::Unknown, State::Failed) | (State::Blocked, State::Failed) => {
+                let assessment = self.assess();
+                let proof = assessment.non_application.clone();
+                let pre_execution = from == State::Blocked && !assessment.crossed_boundary;
+                match (proof, pre_execution) {
+                    (Some(obs), _) => self.evidence.push(obs),
+                    (None, true) => self.consequences.push(
+                        "no request ever crossed the execution boundary (pre-execution rejection)"
+                            .into(),
+                    ),
+                    (None, false) => {
+                        return refuse(
+                            Rule::G1,
+                            "FAILED needs proof of non-application: an observation newer than the last request, after the observation window, showing not found (or the provider's own status saying so)",
+                        );
+                    }
+                }
+            }
+            (State::Unknown, State::Partial) => {
+                self.no_key_conflict("resolution to PARTIAL")?;
+                let committed = self
+                    .detail
+                    .items
+                    .iter()
+                    .filter(|i| i.state == ItemState::Succeeded)
+                    .count();
+                if committed == 0 || committed == self.detail.items.len() {
+                    return refuse(
+                        Rule::G1,
+                        format!(
+                            "PARTIAL needs items showing a committed subset ({committed} of {} committed)",
+                            self.detail.items.len()
+                        ),
+                    );
+                }
+            }
+            _ => {
+                return refuse(
+                    Rule::G1,
+                    format!("resolve cannot move {from} to {to}; the table has no such row"),
+                );
+            }
+        }
+        self.transition(to, MadeBy::Reviewer)
+    }
+
+    pub(super) fn revalidate(&mut self) -> Result<(), Refusal> {
+        self.starts_from(
+            State::Blocked,
+            |op| format!("{} is {}, not BLOCKED", op.id, op.state),
+            "revalidation",
+        )?;
+        let since = self.detail.row.state_since;
+        let fresh =
+            self.detail.observations.iter().rev().find(|o| {
+                o.source == ObservationSource::VALIDATOR && o.found && o.observed_at > since
+            });
+        match fresh {
+            Some(o) => self.evidence.push(o.id.clone()),
+            None => {
+                return refuse(
+                    Rule::G1,
+                    "revalidation needs a fresh validation event (an observation with source `validator`) after the repair",
+                );
+            }
+        }
+        self.transition(State::Validated, MadeBy::Reviewer)
+    }
+}

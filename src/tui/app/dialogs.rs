@@ -1,0 +1,180 @@
+//! The marks, and the review and bulk triage dialogs' part of `update`:
+//! marking operations, opening a dialog, and taking the runner's answers to
+//! what a dialog asked (the status line, the marks, everything read again).
+
+use super::{App, Effect};
+use crate::core::ids::OperationId;
+use crate::core::triage::TriageLine;
+use crate::tui::screens::Modal;
+use crate::tui::screens::bulk::BulkDialog;
+use crate::tui::screens::review::{ReviewDialog, Verdict};
+
+impl App {
+    /// Space: marks or unmarks the selected operation, and moves down.
+    pub(super) fn mark(&mut self) -> Vec<Effect> {
+        match self.queue.toggle_mark() {
+            Some(marked) => {
+                let id = self
+                    .queue
+                    .selected_id
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let verb = if marked { "marked" } else { "unmarked" };
+                self.say(
+                    &format!("{id} {verb}; {} marked", self.queue.marked.len()),
+                    false,
+                );
+            }
+            None => self.say("nothing to mark: the list is empty", false),
+        }
+        self.step(1)
+    }
+
+    /// `a`: asks for every operation matching the filter and search.
+    pub(super) fn mark_all(&mut self) -> Vec<Effect> {
+        let generation = self.queue.marking.request(());
+        self.say("marking every operation that matches…", false);
+        vec![Effect::SelectAll {
+            generation,
+            filter: Box::new(self.queue.matching()),
+            actor: Box::new(self.actor.clone()),
+            now: self.now,
+        }]
+    }
+
+    /// `u`: unmarks everything (a mark-all still running is dropped).
+    pub(super) fn clear_marks(&mut self) -> Vec<Effect> {
+        let count = std::mem::take(&mut self.queue.marked).len();
+        self.queue.marking.cancel();
+        self.say(&format!("{count} unmarked"), false);
+        Vec::new()
+    }
+
+    /// `r`: the review dialog on the operation open (or selected).
+    pub(super) fn open_review(&mut self) -> Vec<Effect> {
+        let Some(loaded) = self.detail.current() else {
+            self.say("nothing to review: select a hold first", false);
+            return Vec::new();
+        };
+        let dialog = ReviewDialog::new(loaded.detail.clone(), &self.actor, self.now);
+        if dialog.allowed() == 0 {
+            self.say(
+                &format!(
+                    "no action is allowed on {} now; the dialog lists why",
+                    dialog.id()
+                ),
+                true,
+            );
+        }
+        self.modal = Some(Modal::Review(Box::new(dialog)));
+        Vec::new()
+    }
+
+    /// The apply answered: the verdict shows in the dialog, and the queue and the
+    /// detail are asked for again (the operation changed, by us or by someone else).
+    pub(super) fn reviewed(&mut self, generation: u64, verdict: Verdict) -> Vec<Effect> {
+        if !self.review_mut().is_some_and(|d| d.answered(generation)) {
+            return Vec::new();
+        }
+        let (text, alert) = match &verdict {
+            Verdict::Applied(applied) => (
+                format!(
+                    "{} applied to {} (audit #{})",
+                    applied.effect.action, applied.audit.draft.operation, applied.audit.seq
+                ),
+                false,
+            ),
+            Verdict::Refused { rule, reason } => (format!("refused: {rule}: {reason}"), true),
+            Verdict::Conflict { by, at, .. } => (
+                format!(
+                    "refused: G8: changed by {by} at {}; reloaded",
+                    crate::core::clock::format_instant(*at)
+                ),
+                true,
+            ),
+            Verdict::Failed(e) => (e.clone(), true),
+        };
+        self.say(&text, alert);
+        if let Some(dialog) = self.review_mut() {
+            dialog.finish(verdict);
+        }
+        self.review_reload = true;
+        self.refresh()
+    }
+
+    /// The mark-all selection answered: every match is marked too.
+    pub(super) fn selected_all(
+        &mut self,
+        generation: u64,
+        result: Result<Vec<OperationId>, String>,
+    ) -> Vec<Effect> {
+        if self.queue.marking.answer(generation).is_none() {
+            return Vec::new();
+        }
+        match result {
+            Ok(ids) => {
+                let matched = ids.len();
+                self.queue.marked.extend(ids);
+                self.say(
+                    &format!(
+                        "{matched} matching marked; {} marked in all",
+                        self.queue.marked.len()
+                    ),
+                    false,
+                );
+            }
+            Err(e) => self.say(&format!("cannot mark the matches: {e}"), true),
+        }
+        Vec::new()
+    }
+
+    /// `b`: the bulk dialog on the marked operations, read fresh.
+    pub(super) fn open_bulk(&mut self) -> Vec<Effect> {
+        if self.queue.marked.is_empty() {
+            self.say(
+                "nothing marked: space marks the selected operation, a all matching",
+                false,
+            );
+            return Vec::new();
+        }
+        let ids: Vec<OperationId> = self.queue.marked.iter().cloned().collect();
+        let (dialog, load) = BulkDialog::open(ids, &self.actor);
+        self.modal = Some(Modal::Bulk(Box::new(dialog)));
+        vec![load]
+    }
+
+    /// The bulk apply answered: each result shows in the dialog, the applied
+    /// operations are unmarked, and everything on screen is asked for again.
+    pub(super) fn bulk_applied(
+        &mut self,
+        generation: u64,
+        results: Vec<(TriageLine, Verdict)>,
+    ) -> Vec<Effect> {
+        if !self.bulk_mut().is_some_and(|d| d.answered(generation)) {
+            return Vec::new();
+        }
+        let applied: Vec<&OperationId> = results
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Applied(_)))
+            .map(|(line, _)| &line.id)
+            .collect();
+        for id in &applied {
+            self.queue.marked.remove(*id);
+        }
+        let refused = results.len() - applied.len();
+        let text = match refused {
+            0 => format!("bulk: all {} applied", applied.len()),
+            n => format!(
+                "bulk: {} applied, {n} not applied (still marked)",
+                applied.len()
+            ),
+        };
+        self.say(&text, refused > 0);
+        if let Some(dialog) = self.bulk_mut() {
+            dialog.finish(results);
+        }
+        self.review_reload = true;
+        self.refresh()
+    }
+}

@@ -1,0 +1,146 @@
+//! The console's protocol: every [`Message`] that reaches `update` (keys, polls,
+//! the runner's answers) and every [`Effect`] `update` asks the runner for. Each
+//! answer carries the tag its request got from a [`Latest`](super::latest::Latest).
+
+use std::time::Duration;
+
+use chrono::{DateTime, Utc};
+use crossterm::event::{KeyEvent, MouseEvent};
+
+use super::screens::audit::AuditPage;
+use super::screens::queue::{ListQuery, Listing};
+use super::screens::review::Verdict;
+use crate::core::ids::OperationId;
+use crate::core::metrics::Report;
+use crate::core::model::OperationDetail;
+use crate::core::rules::{Action, Actor, Rationale};
+use crate::core::triage::TriageLine;
+use crate::store::{Live, OperationFilter};
+
+/// Everything that can happen to the console.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Message {
+    /// A key the reviewer pressed.
+    Key(KeyEvent),
+    /// A mouse event: the wheel scrolls the pane under the pointer.
+    Mouse(MouseEvent),
+    /// The terminal now has this many columns and rows.
+    Resize(u16, u16),
+    /// The store's live status (the newest audit `seq`, a cheap change marker,
+    /// and whether the connection holds), sent when it moves and on every clock
+    /// tick with the time now.
+    Poll {
+        live: Result<Live, String>,
+        now: DateTime<Utc>,
+    },
+    /// The metrics report, answering the request tagged `generation`.
+    Metrics {
+        generation: u64,
+        result: Result<Box<Report>, String>,
+    },
+    /// The newest audit rows and the chain's status, answering the request
+    /// tagged `generation`.
+    Audit {
+        generation: u64,
+        result: Result<Box<AuditPage>, String>,
+    },
+    /// A page of the queue, answering the request tagged `generation`.
+    Listed {
+        generation: u64,
+        result: Result<Listing, String>,
+    },
+    /// One operation in full, answering the request tagged `generation`.
+    Loaded {
+        generation: u64,
+        result: Result<Box<OperationDetail>, String>,
+    },
+    /// The pause asked for by the [`Effect::Debounce`] tagged `generation` is
+    /// over: if nothing was typed since, the search runs.
+    Debounced { generation: u64 },
+    /// The answer of the review apply tagged `generation`.
+    Reviewed { generation: u64, verdict: Verdict },
+    /// Every operation matching the queue's filter and search, on every page,
+    /// answering the mark-all request tagged `generation`.
+    Selected {
+        generation: u64,
+        result: Result<Vec<OperationId>, String>,
+    },
+    /// The marked operations read for the bulk dialog, with the ones that could
+    /// not be read (and why), answering the request tagged `generation`.
+    BulkLoaded {
+        generation: u64,
+        result: Result<(Vec<OperationDetail>, Vec<String>), String>,
+    },
+    /// Each operation's result of the bulk apply tagged `generation`.
+    BulkApplied {
+        generation: u64,
+        results: Vec<(TriageLine, Verdict)>,
+    },
+}
+
+/// Work for the effects runner; its answers come back as messages carrying the
+/// same generation, so an answer to a request since replaced is dropped.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    /// Fetch one page of the queue and the header counts.
+    List {
+        generation: u64,
+        query: Box<ListQuery>,
+    },
+    /// Compute the metrics report over the operations of `tenants` (all when
+    /// `None`, G7) at `now`.
+    Metrics {
+        generation: u64,
+        tenants: Option<Vec<String>>,
+        now: DateTime<Utc>,
+    },
+    /// Read the newest audit rows (of `tenants`' operations when given, G7) and
+    /// verify the chain.
+    Audit {
+        generation: u64,
+        tenants: Option<Vec<String>>,
+    },
+    /// Fetch everything stored about one operation.
+    Load { generation: u64, id: OperationId },
+    /// Answer with [`Message::Debounced`] after `delay`, so that a search runs
+    /// once typing pauses rather than once per key.
+    Debounce { generation: u64, delay: Duration },
+    /// Apply a reviewer action confirmed in the dialog, against the version shown
+    /// (`expected`); answered by [`Message::Reviewed`].
+    Review {
+        generation: u64,
+        id: OperationId,
+        action: Box<Action>,
+        actor: Box<Actor>,
+        rationale: Rationale,
+        expected: i64,
+        now: DateTime<Utc>,
+    },
+    /// Select every operation matching `filter` that `actor` may see (G7), on
+    /// every page; answered by [`Message::Selected`].
+    SelectAll {
+        generation: u64,
+        filter: Box<OperationFilter>,
+        actor: Box<Actor>,
+        now: DateTime<Utc>,
+    },
+    /// Read the marked operations for the bulk dialog; answered by
+    /// [`Message::BulkLoaded`].
+    BulkLoad {
+        generation: u64,
+        ids: Vec<OperationId>,
+        actor: Box<Actor>,
+    },
+    /// Apply one action to every operation of a bulk selection, one audited
+    /// transition each; answered by [`Message::BulkApplied`].
+    BulkApply {
+        generation: u64,
+        selection: Vec<OperationDetail>,
+        action: Box<Action>,
+        actor: Box<Actor>,
+        rationale: Rationale,
+        now: DateTime<Utc>,
+    },
+    /// Leave the console.
+    Quit,
+}

@@ -1,0 +1,289 @@
+//! The audit tab: its state (the newest transitions, newest first, and the
+//! chain's verification status, both read by the runner, with the row under the
+//! cursor), its keys, and its drawing — the chain status above a table of the
+//! transitions. Asked for again whenever the store changes.
+
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Paragraph};
+
+use super::{Ctx, Outcome, Screen};
+use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::clock::format_instant;
+use crate::core::ids::OperationId;
+use crate::core::sanitize::Clean;
+use crate::tui::keymap::{self, Command, Context, Screen as Tab};
+use crate::tui::latest::Latest;
+use crate::tui::layout;
+use crate::tui::message::Effect;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{self, Column, DataTable, line, message, span};
+
+/// How many of the newest audit rows the tab holds.
+pub const AUDIT_WINDOW: u64 = 500;
+
+/// What the runner read for the tab.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuditPage {
+    /// Newest first.
+    pub rows: Vec<AuditRow>,
+    /// Rows in the log (the newest `seq`).
+    pub head: i64,
+    pub chain: ChainStatus,
+}
+
+/// The state of the audit tab.
+#[derive(Debug, Clone, Default)]
+pub struct AuditState {
+    pub page: Option<AuditPage>,
+    /// Why the last read failed, in words.
+    pub error: Option<String>,
+    pub selected: usize,
+    pending: Latest<()>,
+}
+
+impl AuditState {
+    /// Takes the answer to the request tagged `generation`, keeping the cursor on
+    /// the same row when it is still there; `false` when the request was replaced.
+    pub fn apply(&mut self, generation: u64, result: Result<AuditPage, String>) -> bool {
+        if self.pending.answer(generation).is_none() {
+            return false;
+        }
+        match result {
+            Ok(page) => {
+                let seq = self.selected_row().map(|r| r.seq);
+                self.selected = seq
+                    .and_then(|seq| page.rows.iter().position(|r| r.seq == seq))
+                    .unwrap_or(0);
+                self.page = Some(page);
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e),
+        }
+        true
+    }
+
+    pub fn rows(&self) -> &[AuditRow] {
+        self.page.as_ref().map_or(&[], |p| p.rows.as_slice())
+    }
+
+    pub fn selected_row(&self) -> Option<&AuditRow> {
+        self.rows().get(self.selected)
+    }
+
+    /// The operation of the row under the cursor.
+    pub fn selected_operation(&self) -> Option<OperationId> {
+        self.selected_row().map(|r| r.draft.operation.clone())
+    }
+
+    /// Moves the cursor by `delta`, within the rows.
+    pub fn step(&mut self, delta: i64) {
+        let last = i64::try_from(self.rows().len().saturating_sub(1)).unwrap_or(0);
+        let to = i64::try_from(self.selected)
+            .unwrap_or(0)
+            .saturating_add(delta)
+            .clamp(0, last);
+        self.selected = usize::try_from(to).unwrap_or(0);
+    }
+}
+
+impl Screen for AuditState {
+    fn context(&self) -> Context {
+        Context::Audit
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let rows = i64::from(layout::page_rows(ctx.size));
+        let delta = match keymap::lookup(Context::Audit, key) {
+            Some(Command::Up) => -1,
+            Some(Command::Down) => 1,
+            Some(Command::PageUp) => -rows,
+            Some(Command::PageDown) => rows,
+            Some(Command::Top) => i64::MIN / 2,
+            Some(Command::Bottom) => i64::MAX / 2,
+            Some(Command::SwitchTab) => return Outcome::Show(Tab::Held),
+            Some(Command::Open) => {
+                return self
+                    .selected_operation()
+                    .map_or_else(Outcome::done, Outcome::Open);
+            }
+            Some(Command::NextPane | Command::PrevPane) => return Outcome::done(),
+            _ => return Outcome::Pass,
+        };
+        self.step(delta);
+        Outcome::done()
+    }
+
+    fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        vec![Effect::Audit {
+            generation: self.pending.request(()),
+            tenants: ctx.actor.visible_tenants(),
+        }]
+    }
+
+    fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
+        Some(summary(self, ctx.theme))
+    }
+
+    fn name(&self) -> &'static str {
+        "the audit tab"
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        draw(frame, self, area, ctx.theme);
+    }
+}
+
+fn state_name(state: Option<crate::core::model::State>) -> &'static str {
+    state.map_or("-", |s| s.as_str())
+}
+
+const COLUMNS: &[Column<AuditRow, Theme>] = &[
+    Column {
+        header: "SEQ",
+        width: 5,
+        priority: 0,
+        cell: |r, _| (Clean::new(&r.seq.to_string()), Style::new()),
+    },
+    Column {
+        header: "TIME",
+        width: 20,
+        priority: 5,
+        cell: |r, _| (Clean::new(&format_instant(r.draft.at)), Style::new()),
+    },
+    Column {
+        header: "WHO",
+        width: 16,
+        priority: 4,
+        cell: |r, _| {
+            let who = match &r.draft.on_behalf_of {
+                Some(other) => format!("{} for {other}", r.draft.by),
+                None => r.draft.by.clone(),
+            };
+            (Clean::new(&who), Style::new())
+        },
+    },
+    Column {
+        header: "ROLE",
+        width: 8,
+        priority: 6,
+        cell: |r, theme| (Clean::new(r.draft.role.as_str()), theme.dim()),
+    },
+    Column {
+        header: "ACTION",
+        width: 20,
+        priority: 1,
+        cell: |r, theme| (Clean::new(&r.draft.action), theme.title()),
+    },
+    Column {
+        header: "FROM → TO",
+        width: 22,
+        priority: 3,
+        cell: |r, _| {
+            let text = match (r.draft.from, r.draft.to) {
+                (None, None) => "-".to_owned(),
+                // An action that changes no state records the state it left as is.
+                (Some(state), None) => format!("{} (unchanged)", state.as_str()),
+                (from, to) => format!("{} → {}", state_name(from), state_name(to)),
+            };
+            (Clean::new(&text), Style::new())
+        },
+    },
+    Column {
+        header: "OPERATION",
+        width: 9,
+        priority: 2,
+        cell: |r, _| (Clean::new(r.draft.operation.as_str()), Style::new()),
+    },
+    Column {
+        header: "RATIONALE",
+        width: 90,
+        priority: 7,
+        cell: |r, theme| match &r.draft.rationale {
+            Some(text) => (Clean::new(text), Style::new()),
+            None => (Clean::new("-"), theme.dim()),
+        },
+    },
+];
+
+/// Draws the tab in `area`.
+fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
+    let Some(page) = &state.page else {
+        let block = widgets::pane(theme, Clean::new(" Audit "), true);
+        let text = state.error.as_deref().map_or_else(
+            || "Reading the audit log…".to_owned(),
+            |e| format!("cannot read the audit log: {e}"),
+        );
+        message(frame, area, block, theme, &text);
+        return;
+    };
+    let shown = page.rows.len();
+    let title = if i64::try_from(shown).unwrap_or(i64::MAX) < page.head {
+        format!(
+            " Audit · newest {shown} of {} transitions · Enter opens the operation ",
+            page.head
+        )
+    } else {
+        format!(" Audit · {shown} transitions, newest first · Enter opens the operation ")
+    };
+    let block = widgets::pane(theme, Clean::new(&title), true);
+    let inner = layout::inner(area);
+    frame.render_widget(block, area);
+    let [status, table] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
+    let (text, style) = match &page.chain {
+        ChainStatus::Intact { rows, head } => (
+            match head {
+                Some((seq, hash)) => format!(
+                    "chain intact · {rows} rows verified · head seq {seq} {}…",
+                    hash.short(12)
+                ),
+                None => "chain intact · the log is empty".to_owned(),
+            },
+            theme.good(),
+        ),
+        ChainStatus::Broken { seq, reason } => (
+            format!("✗ CHAIN BROKEN at seq {seq}: {reason} (holdfast audit verify names it too)"),
+            theme.alert(),
+        ),
+    };
+    frame.render_widget(
+        Paragraph::new(line(vec![span(Clean::new(&text), style)])),
+        status,
+    );
+    if page.rows.is_empty() {
+        frame.render_widget(
+            Paragraph::new(line(vec![span(
+                Clean::new("No transition recorded yet."),
+                theme.dim(),
+            )])),
+            table,
+        );
+        return;
+    }
+    DataTable {
+        columns: COLUMNS,
+        rows: &page.rows,
+        context: &theme,
+        selected: Some(state.selected),
+    }
+    .draw(frame, table, Block::new(), theme);
+}
+
+/// The chain's status in a few words.
+fn summary(state: &AuditState, theme: Theme) -> Line<'static> {
+    let Some(page) = &state.page else {
+        return line(vec![span(Clean::new(" verifying…"), theme.dim())]);
+    };
+    let (text, style) = match &page.chain {
+        ChainStatus::Intact { rows, .. } => (format!("intact, {rows} rows"), theme.good()),
+        ChainStatus::Broken { seq, .. } => (format!("BROKEN at seq {seq}"), theme.alert()),
+    };
+    line(vec![
+        span(Clean::new(" chain "), theme.label()),
+        span(Clean::new(&text), style),
+    ])
+}

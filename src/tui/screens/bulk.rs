@@ -1,0 +1,576 @@
+//! The bulk triage dialog: its state (the marked operations as loaded, the action
+//! to apply to all of them, the rationale, the dry run split by bucket with each
+//! operation's decision, each operation's result once applied), its keys and its
+//! drawing. Two steps: the dry run is the confirm request, `Enter` on it is the
+//! confirmed apply. Nothing here awaits: loading and applying are effects the
+//! runner carries out.
+
+use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::style::Style;
+use ratatui::text::Line;
+use ratatui::widgets::{Block, Borders, Paragraph};
+
+use super::dialog::{self, Dialog, shell};
+use super::review::{Verdict, action_from_input, input_label, short};
+use super::{Ctx, Outcome, Screen};
+use crate::core::clock::format_instant;
+use crate::core::ids::OperationId;
+use crate::core::model::OperationDetail;
+use crate::core::rules::{Action, ActionKind, Actor, Rationale};
+use crate::core::sanitize::Clean;
+use crate::core::triage::{self, Bucket, TriageLine};
+use crate::tui::keymap::Context;
+use crate::tui::latest::Latest;
+use crate::tui::message::Effect;
+use crate::tui::theme::Theme;
+use crate::tui::widgets::{Doc, Prompt, line, max_scroll, span};
+
+/// The actions bulk triage offers, as `review --filter` does: every one but
+/// `reconcile`, which records one lookup of one operation.
+pub const KINDS: &[ActionKind] = &[
+    ActionKind::Block,
+    ActionKind::Comment,
+    ActionKind::Revalidate,
+    ActionKind::AuthorizeRetry,
+    ActionKind::ApproveCompensation,
+    ActionKind::ApproveResume,
+    ActionKind::MarkCompensated,
+    ActionKind::MarkResumed,
+    ActionKind::Resolve,
+    ActionKind::Accept,
+    ActionKind::Assign,
+    ActionKind::Schedule,
+    ActionKind::Confirm,
+    ActionKind::Reject,
+];
+
+/// Where the dialog is.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// The marked operations are being read.
+    Loading,
+    /// Choosing the action.
+    Pick,
+    /// Typing the one input the picked action needs (`resolve`'s state, an
+    /// owner, a time, a repair reference).
+    Input(Box<Prompt>),
+    /// Typing the rationale for the picked action.
+    Rationale(Box<Prompt>),
+    /// The dry run, waiting for the second step.
+    DryRun {
+        rationale: Rationale,
+        lines: Vec<TriageLine>,
+    },
+    /// The apply is running.
+    Applying,
+    /// Each operation's result, in the order of the dry run.
+    Done(Vec<(TriageLine, Verdict)>),
+}
+
+/// What the dialog asks the console to do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    Close,
+    /// Apply `action` to every operation of the selection, each against the
+    /// version it was read at.
+    Apply {
+        selection: Vec<OperationDetail>,
+        action: Box<Action>,
+        rationale: Rationale,
+    },
+}
+
+/// The open bulk dialog over the marked operations.
+#[derive(Debug, Clone)]
+pub struct BulkDialog {
+    /// The marked operations, by id.
+    pub ids: Vec<OperationId>,
+    /// Their details, once read.
+    pub selection: Vec<OperationDetail>,
+    /// Marked operations that could not be read (gone, or no longer visible).
+    pub missing: Vec<String>,
+    /// Index into [`KINDS`].
+    pub cursor: usize,
+    /// The action with its input, once read.
+    pub action: Option<Action>,
+    pub step: Step,
+    /// First line shown of a long dry run or result list.
+    pub scroll: u16,
+    /// A problem with what was typed.
+    pub error: Option<String>,
+    /// The load or apply the dialog waits on.
+    pending: Latest<()>,
+}
+
+impl BulkDialog {
+    /// Opens on the marked `ids`, with the effect that reads them fresh for
+    /// `actor`.
+    pub fn open(ids: Vec<OperationId>, actor: &Actor) -> (Self, Effect) {
+        let mut dialog = BulkDialog::new(ids.clone());
+        let effect = Effect::BulkLoad {
+            generation: dialog.pending.request(()),
+            ids,
+            actor: Box::new(actor.clone()),
+        };
+        (dialog, effect)
+    }
+
+    fn new(ids: Vec<OperationId>) -> Self {
+        BulkDialog {
+            ids,
+            selection: Vec::new(),
+            missing: Vec::new(),
+            cursor: 0,
+            action: None,
+            step: Step::Loading,
+            scroll: 0,
+            error: None,
+            pending: Latest::default(),
+        }
+    }
+
+    /// Whether `generation` answers the load or apply the dialog waits on (it
+    /// stops waiting then).
+    pub fn answered(&mut self, generation: u64) -> bool {
+        self.pending.answer(generation).is_some()
+    }
+
+    pub fn kind(&self) -> ActionKind {
+        KINDS.get(self.cursor).copied().unwrap_or(KINDS[0])
+    }
+
+    /// The marked operations as read; the ones that could not be read are named.
+    pub fn loaded(&mut self, selection: Vec<OperationDetail>, missing: Vec<String>) {
+        self.selection = selection;
+        self.missing = missing;
+        self.step = Step::Pick;
+    }
+
+    /// Reading the marked operations failed as a whole.
+    pub fn failed(&mut self, error: String) {
+        self.error = Some(error);
+        self.step = Step::Done(Vec::new());
+    }
+
+    /// Reads the picked action with its input; on to the rationale.
+    fn read_action(&mut self, text: &str) {
+        match action_from_input(self.kind(), text) {
+            Ok(action) => {
+                self.action = Some(action);
+                self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
+            }
+            Err(e) => self.error = Some(e),
+        }
+    }
+
+    /// Each operation's result.
+    pub fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) {
+        self.scroll = 0;
+        self.step = Step::Done(results);
+    }
+}
+
+impl Dialog for BulkDialog {
+    type Request = Request;
+    const CONTEXT: Context = Context::Bulk;
+
+    /// Whether keys are text now.
+    fn typing(&self) -> bool {
+        matches!(self.step, Step::Input(_) | Step::Rationale(_))
+    }
+
+    /// `Enter`: pick, dry run, or confirm, depending on the step.
+    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+        self.error = None;
+        match &self.step {
+            Step::Loading | Step::Applying => None,
+            Step::Pick if self.selection.is_empty() => {
+                self.error = Some("none of the marked operations can be read".to_owned());
+                None
+            }
+            Step::Pick => {
+                match input_label(self.kind()) {
+                    Some(label) => self.step = Step::Input(Box::new(Prompt::new(label, ""))),
+                    None => self.read_action(""),
+                }
+                None
+            }
+            Step::Input(input) => {
+                let text = input.text();
+                self.read_action(&text);
+                None
+            }
+            Step::Rationale(input) => {
+                let Some(action) = &self.action else {
+                    self.step = Step::Pick;
+                    return None;
+                };
+                match Rationale::parse(&input.text()) {
+                    Ok(rationale) => {
+                        let lines =
+                            triage::dry_run(&self.selection, action, actor, &rationale, now);
+                        self.scroll = 0;
+                        self.step = Step::DryRun { rationale, lines };
+                    }
+                    Err(e) => self.error = Some(e),
+                }
+                None
+            }
+            Step::DryRun { rationale, .. } => {
+                let action = self.action.clone()?;
+                let request = Request::Apply {
+                    selection: self.selection.clone(),
+                    action: Box::new(action),
+                    rationale: rationale.clone(),
+                };
+                self.step = Step::Applying;
+                Some(request)
+            }
+            Step::Done(_) => Some(Request::Close),
+        }
+    }
+
+    /// `Esc`: one step back; from the list, or once done, closes.
+    fn back(&mut self) -> Option<Request> {
+        self.error = None;
+        match &self.step {
+            Step::Pick | Step::Done(_) | Step::Loading => Some(Request::Close),
+            Step::Input(_) => {
+                self.step = Step::Pick;
+                None
+            }
+            Step::Rationale(_) => {
+                self.step = match input_label(self.kind()) {
+                    Some(label) => Step::Input(Box::new(Prompt::new(label, ""))),
+                    None => Step::Pick,
+                };
+                None
+            }
+            Step::DryRun { rationale, .. } => {
+                self.step = Step::Rationale(Box::new(Prompt::new("rationale", rationale.as_str())));
+                None
+            }
+            Step::Applying => None,
+        }
+    }
+
+    /// `↑`/`↓`: the action in the list, or the scroll of the dry run and results.
+    fn step_cursor(&mut self, delta: i64) {
+        match self.step {
+            Step::Pick => {
+                let last = KINDS.len().saturating_sub(1) as i64;
+                let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
+                self.cursor = usize::try_from(to).unwrap_or(0);
+            }
+            Step::DryRun { .. } | Step::Done(_) => {
+                let to = i64::from(self.scroll).saturating_add(delta).max(0);
+                self.scroll = u16::try_from(to).unwrap_or(u16::MAX);
+            }
+            _ => {}
+        }
+    }
+
+    /// A key typed into the input or the rationale.
+    fn type_key(&mut self, key: KeyEvent) {
+        if let Step::Input(input) | Step::Rationale(input) = &mut self.step {
+            input.input(key);
+        }
+    }
+
+    fn request(&mut self, request: Request, ctx: &Ctx) -> Outcome {
+        match request {
+            Request::Close => Outcome::Close,
+            Request::Apply {
+                selection,
+                action,
+                rationale,
+            } => Outcome::Done(vec![Effect::BulkApply {
+                generation: self.pending.request(()),
+                selection,
+                action,
+                actor: Box::new(ctx.actor.clone()),
+                rationale,
+                now: ctx.now,
+            }]),
+        }
+    }
+}
+
+impl Screen for BulkDialog {
+    fn context(&self) -> Context {
+        Context::Bulk
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        dialog::key(self, key, ctx)
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
+        draw(frame, ctx, self);
+    }
+}
+
+/// The buckets in the order the dry run lists them.
+const BUCKETS: [Bucket; 4] = [
+    Bucket::RetryEligible,
+    Bucket::NeedsReconciliation,
+    Bucket::NeedsCompensation,
+    Bucket::Blocked,
+];
+
+/// Width of the id column of the dry run and the results.
+const ID_WIDTH: usize = 10;
+
+fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &BulkDialog) {
+    let theme = ctx.theme;
+    let title = format!(
+        " Bulk triage · {} marked · {} ",
+        dialog.ids.len(),
+        dialog.kind()
+    );
+    let hint = match &dialog.step {
+        Step::Loading => "reading the marked operations… · Esc close",
+        Step::Pick => "↑↓ choose the action · Enter rationale · Esc close",
+        Step::Input(_) => "Enter on to the rationale · Esc back to the actions",
+        Step::Rationale(_) => "Enter dry run (nothing is written) · Esc back",
+        Step::DryRun { .. } => "Enter confirm and apply to all · ↑↓ scroll · Esc back",
+        Step::Applying => "applying…",
+        Step::Done(_) => "↑↓ scroll · Enter or Esc close",
+    };
+    let body = shell(frame, ctx, &title, dialog.error.as_deref(), hint);
+    let doc = match &dialog.step {
+        Step::Loading => {
+            let mut doc = Doc::default();
+            doc.blank();
+            doc.push(line(vec![span(
+                Clean::new(&format!(
+                    "reading the {} marked operations…",
+                    dialog.ids.len()
+                )),
+                theme.dim(),
+            )]));
+            doc
+        }
+        Step::Pick => pick(theme, dialog),
+        Step::Input(input) | Step::Rationale(input) => {
+            let [head, field] =
+                Layout::vertical([Constraint::Length(3), Constraint::Length(3)]).areas(body);
+            let mut doc = Doc::default();
+            doc.blank();
+            doc.push(action_line(theme, dialog));
+            frame.render_widget(Paragraph::new(doc.wrap(head.width)), head);
+            let block = Block::default()
+                .borders(Borders::ALL)
+                .border_style(theme.focused_border())
+                .title(span(
+                    Clean::new(&match &dialog.step {
+                        Step::Input(_) => format!("› {} ", input.label),
+                        _ => "› rationale (required, at least 10 characters) ".to_owned(),
+                    }),
+                    theme.focused_border(),
+                ));
+            let box_inner = block.inner(field);
+            frame.render_widget(block, field);
+            input.draw_aligned(frame, box_inner, theme, 0);
+            return;
+        }
+        Step::DryRun { lines, .. } => dry_run(theme, dialog, lines),
+        Step::Applying => {
+            let mut doc = Doc::default();
+            doc.blank();
+            doc.push(line(vec![span(
+                Clean::new(&format!(
+                    "applying {} to {} operations, one audited transition each…",
+                    dialog.kind(),
+                    dialog.selection.len()
+                )),
+                theme.dim(),
+            )]));
+            doc
+        }
+        Step::Done(results) => done(theme, results),
+    };
+    draw_scrolled(frame, body, doc.wrap(body.width), dialog.scroll);
+}
+
+/// Lines scrolled by `scroll`, never past the last one.
+fn draw_scrolled(frame: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scroll: u16) {
+    let scroll = scroll.min(max_scroll(lines.len(), area.height));
+    frame.render_widget(Paragraph::new(lines).scroll((scroll, 0)), area);
+}
+
+/// `action block on 3 operations`.
+fn action_line(theme: Theme, dialog: &BulkDialog) -> Line<'static> {
+    line(vec![
+        span(Clean::new("action "), theme.dim()),
+        span(Clean::new(dialog.kind().as_str()), theme.title()),
+        span(
+            Clean::new(&format!(" on {} operations", dialog.selection.len())),
+            theme.dim(),
+        ),
+    ])
+}
+
+/// The marked operations as read, the ones that could not be, and the actions.
+fn pick(theme: Theme, dialog: &BulkDialog) -> Doc {
+    let mut doc = Doc::default();
+    doc.blank();
+    let ids: Vec<&str> = dialog
+        .selection
+        .iter()
+        .map(|d| d.row.operation.id.as_str())
+        .collect();
+    doc.field(
+        theme,
+        "selection",
+        Clean::new(&format!("{} operations: {}", ids.len(), ids.join(" "))),
+        theme.plain(),
+    );
+    for missing in &dialog.missing {
+        doc.push_indented(
+            line(vec![span(
+                Clean::new(&format!("not included: {missing}")),
+                theme.warn(),
+            )]),
+            2,
+        );
+    }
+    doc.blank();
+    doc.push(line(vec![span(
+        Clean::new("action for all of them (the dry run shows where it is refused)"),
+        theme.title(),
+    )]));
+    for (i, kind) in KINDS.iter().enumerate() {
+        let (marker, style) = if i == dialog.cursor {
+            ("› ", theme.selected())
+        } else {
+            ("  ", theme.plain())
+        };
+        let asks = input_label(*kind).map_or(String::new(), |l| format!("  asks: {l}"));
+        doc.push(line(vec![
+            span(Clean::new(marker), theme.title()),
+            span(Clean::new(kind.as_str()), style),
+            span(Clean::new(&asks), theme.dim()),
+        ]));
+    }
+    doc
+}
+
+/// The dry run: a summary, then each bucket with its operations, the reason they
+/// are there, and the action's effect or refusal for each.
+fn dry_run(theme: Theme, dialog: &BulkDialog, lines: &[TriageLine]) -> Doc {
+    let allowed = lines.iter().filter(|l| l.outcome.is_ok()).count();
+    let mut doc = Doc::default();
+    doc.blank();
+    doc.push(line(vec![span(
+        Clean::new(&format!(
+            "dry run, nothing written: {} on {} operations · {allowed} allowed · {} refused",
+            dialog.kind(),
+            lines.len(),
+            lines.len() - allowed
+        )),
+        theme.title(),
+    )]));
+    for bucket in BUCKETS {
+        let members: Vec<&TriageLine> = lines.iter().filter(|l| l.bucket == bucket).collect();
+        doc.blank();
+        doc.push(line(vec![span(
+            Clean::new(&format!("{} ({})", bucket.title(), members.len())),
+            theme.title(),
+        )]));
+        for member in members {
+            doc.push_indented(
+                row(
+                    theme,
+                    member.id.as_str(),
+                    (
+                        format!("{:<11} ", member.state.as_str()),
+                        theme.state(member.state),
+                    ),
+                    (member.why.clone(), theme.dim()),
+                ),
+                u16::try_from(ID_WIDTH + 2).unwrap_or(0),
+            );
+            let (text, style) = match &member.outcome {
+                Ok(effect) => (format!("✓ allowed: {}", short(effect)), theme.good()),
+                Err(refusal) => (
+                    format!("✗ refused {}: {}", refusal.rule, refusal.reason),
+                    theme.alert(),
+                ),
+            };
+            doc.push_indented(
+                line(vec![
+                    span(Clean::new(&format!("  {:<ID_WIDTH$}", "")), theme.plain()),
+                    span(Clean::new(&text), style),
+                ]),
+                u16::try_from(ID_WIDTH + 4).unwrap_or(0),
+            );
+        }
+    }
+    doc
+}
+
+/// Each operation's result, after a summary.
+fn done(theme: Theme, results: &[(TriageLine, Verdict)]) -> Doc {
+    let applied = results
+        .iter()
+        .filter(|(_, v)| matches!(v, Verdict::Applied(_)))
+        .count();
+    let mut doc = Doc::default();
+    doc.blank();
+    doc.push(line(vec![span(
+        Clean::new(&format!(
+            "{applied} applied · {} not applied, of {}",
+            results.len() - applied,
+            results.len()
+        )),
+        theme.title(),
+    )]));
+    doc.blank();
+    for (member, verdict) in results {
+        let (text, style) = match verdict {
+            Verdict::Applied(a) => (
+                format!("applied  {}, audit #{}", short(&a.effect), a.audit.seq),
+                theme.good(),
+            ),
+            Verdict::Refused { rule, reason } => {
+                (format!("refused  {rule}: {reason}"), theme.alert())
+            }
+            Verdict::Conflict { by, at, .. } => (
+                format!(
+                    "conflict G8: changed by {by} at {}; nothing applied",
+                    format_instant(*at)
+                ),
+                theme.alert(),
+            ),
+            Verdict::Failed(message) => (format!("failed   {message}"), theme.alert()),
+        };
+        doc.push_indented(
+            row(
+                theme,
+                member.id.as_str(),
+                (format!("{:<21} ", member.bucket.title()), theme.dim()),
+                (text, style),
+            ),
+            u16::try_from(ID_WIDTH + 24).unwrap_or(0),
+        );
+    }
+    doc
+}
+
+/// One operation's line: its id, a column, and the text that wraps after them.
+fn row(
+    theme: Theme,
+    id: &str,
+    (column, column_style): (String, Style),
+    (text, style): (String, Style),
+) -> Line<'static> {
+    line(vec![
+        span(Clean::new(&format!("  {id:<ID_WIDTH$}")), theme.plain()),
+        span(Clean::new(&column), column_style),
+        span(Clean::new(&text), style),
+    ])
+}

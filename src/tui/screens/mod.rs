@@ -1,0 +1,130 @@
+//! The console's screens and dialogs, one file (or folder) each: its state, its
+//! keys and its drawing behind [`Screen`]. The [`Modal`] enum is the registration
+//! point of the screens drawn over the console; `App` holds the rest as fields.
+
+pub mod audit;
+pub mod bulk;
+pub mod detail;
+pub mod dialog;
+pub mod help;
+pub mod metrics;
+pub mod prompt;
+pub mod queue;
+pub mod review;
+
+use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+use ratatui::text::Line;
+
+use super::keymap::{Context, Screen as Tab};
+use super::message::Effect;
+use super::theme::Theme;
+use crate::core::ids::OperationId;
+use crate::core::rules::Actor;
+
+/// What a screen sees of the console while it takes a key or draws: read only,
+/// so a screen changes nothing but itself.
+#[derive(Debug, Clone, Copy)]
+pub struct Ctx<'a> {
+    /// Who is reviewing.
+    pub actor: &'a Actor,
+    pub now: DateTime<Utc>,
+    pub theme: Theme,
+    /// The whole terminal (wide screens lay panes side by side).
+    pub size: Rect,
+}
+
+/// What a key came to, for the console to carry out.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// Handled by the screen; these effects are to run (often none).
+    Done(Vec<Effect>),
+    /// Not the screen's key: the console's own keys get it.
+    Pass,
+    /// Close the screen (a dialog, the help overlay).
+    Close,
+    /// Leave the console.
+    Quit,
+    /// Open the help overlay over the screen.
+    Help,
+    /// Open this operation in the detail panes, `Esc` coming back to the screen.
+    Open(OperationId),
+    /// Show another tab.
+    Show(Tab),
+}
+
+impl Outcome {
+    /// Handled, with nothing to run.
+    pub fn done() -> Self {
+        Outcome::Done(Vec::new())
+    }
+}
+
+/// One screen of the console: its keys (returning what the console must do)
+/// and its drawing (from its own state and the context alone).
+pub trait Screen {
+    /// Where its keys are looked up, and what the help overlay lists.
+    fn context(&self) -> Context;
+    /// Takes one key.
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome;
+    /// The requests for the data it shows, when it comes on screen and whenever
+    /// the store moves (none for a screen that is handed its data).
+    fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
+        Vec::new()
+    }
+    /// Draws the screen into `area` (a dialog takes the frame's middle).
+    fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx);
+    /// What the query line under the tab bar says while a tab shows.
+    fn summary(&self, _ctx: &Ctx) -> Option<Line<'static>> {
+        None
+    }
+    /// How the status line names the screen (`opened F21 from the audit tab`).
+    fn name(&self) -> &'static str {
+        "the console"
+    }
+}
+
+/// The one screen drawn over the console, if any. Adding an overlay adds a
+/// variant here and an arm in [`Modal::screen`] / [`Modal::screen_mut`].
+#[derive(Debug, Clone)]
+pub enum Modal {
+    /// The search or filter prompt in the query line.
+    Prompt(Box<prompt::PromptState>),
+    /// The key overlay, over whatever was open under it.
+    Help(help::Help),
+    Review(Box<review::ReviewDialog>),
+    Bulk(Box<bulk::BulkDialog>),
+}
+
+impl Modal {
+    /// The dialog under the help overlay, or this one.
+    pub fn base(&self) -> &Modal {
+        match self {
+            Modal::Help(help) => help.under.as_deref().map_or(self, Modal::base),
+            other => other,
+        }
+    }
+
+    /// The same, to change.
+    pub fn base_mut(&mut self) -> &mut Modal {
+        match self {
+            Modal::Help(help::Help {
+                under: Some(under), ..
+            }) => under.base_mut(),
+            other => other,
+        }
+    }
+
+    /// The screen taking the keys; `None` for the prompt, whose keys change
+    /// the queue's query and are taken there.
+    pub fn screen_mut(&mut self) -> Option<&mut dyn Screen> {
+        match self {
+            Modal::Prompt(_) => None,
+            Modal::Help(help) => Some(help),
+            Modal::Review(dialog) => Some(dialog.as_mut()),
+            Modal::Bulk(dialog) => Some(dialog.as_mut()),
+        }
+    }
+}

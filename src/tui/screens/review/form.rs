@@ -1,0 +1,195 @@
+//! The review form's inputs: what each holds and how its text becomes part of an
+//! action (an owner, a time, a reconcile lookup). Bulk triage reads its one
+//! input the same way.
+
+use crate::core::clock::parse_instant;
+use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
+use crate::core::rules::{Action, ActionKind, ReconcileInput};
+use crate::tui::widgets::Prompt;
+
+/// What an input of the form holds, and how its text is read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FieldKind {
+    Owner,
+    At,
+    RepairRef,
+    Found,
+    MatchTarget,
+    MatchPayload,
+    MatchOwner,
+    MatchVersion,
+    EffectCount,
+    ProviderRequestId,
+    Source,
+    Reference,
+    Rationale,
+}
+
+impl FieldKind {
+    pub fn label(self) -> &'static str {
+        match self {
+            FieldKind::Owner => "new owner",
+            FieldKind::At => "next observation (RFC 3339)",
+            FieldKind::RepairRef => "manual repair reference",
+            FieldKind::Found => "found (y/n)",
+            FieldKind::MatchTarget => "target matches (y/n/blank)",
+            FieldKind::MatchPayload => "payload hash matches (y/n/blank)",
+            FieldKind::MatchOwner => "owner matches (y/n/blank)",
+            FieldKind::MatchVersion => "version matches (y/n/blank)",
+            FieldKind::EffectCount => "effect count (blank: unknown)",
+            FieldKind::ProviderRequestId => "provider request id",
+            FieldKind::Source => "source",
+            FieldKind::Reference => "reference (where you looked)",
+            FieldKind::Rationale => "rationale",
+        }
+    }
+
+    /// The inputs an action needs, the rationale last.
+    pub fn for_action(kind: ActionKind) -> Vec<FieldKind> {
+        use FieldKind as F;
+        let mut fields = match kind {
+            ActionKind::Assign => vec![F::Owner],
+            ActionKind::Schedule => vec![F::At],
+            ActionKind::Accept => vec![F::RepairRef],
+            ActionKind::Reconcile => vec![
+                F::Found,
+                F::MatchTarget,
+                F::MatchPayload,
+                F::MatchOwner,
+                F::MatchVersion,
+                F::EffectCount,
+                F::ProviderRequestId,
+                F::Source,
+                F::Reference,
+            ],
+            _ => Vec::new(),
+        };
+        fields.push(F::Rationale);
+        fields
+    }
+}
+
+/// One input of the form: the shared text-area wrapper with its meaning.
+#[derive(Debug, Clone)]
+pub struct Field {
+    pub kind: FieldKind,
+    pub input: Prompt,
+}
+
+/// The one input `kind` needs besides the rationale when it is the same for
+/// every operation (bulk triage), if any.
+pub fn input_label(kind: ActionKind) -> Option<&'static str> {
+    match kind {
+        ActionKind::Resolve => Some("resolve to (SUCCEEDED, FAILED, PARTIAL)"),
+        ActionKind::Accept => Some(FieldKind::RepairRef.label()),
+        ActionKind::Assign => Some(FieldKind::Owner.label()),
+        ActionKind::Schedule => Some(FieldKind::At.label()),
+        _ => None,
+    }
+}
+
+/// The action `kind` with its one input read from `text` (see [`input_label`]);
+/// kinds without an input ignore it. `reconcile` takes a form of its own.
+pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String> {
+    let text = text.trim();
+    Ok(match kind {
+        ActionKind::Resolve => Action::Resolve {
+            to: State::parse(&text.to_ascii_uppercase())
+                .ok_or_else(|| format!("resolve to {text:?}: one of {}", State::expected()))?,
+        },
+        ActionKind::Accept => Action::Accept {
+            repair_ref: required(text, "the manual repair reference")?,
+        },
+        ActionKind::Assign => Action::Assign {
+            owner: required(text, "the new owner")?,
+        },
+        ActionKind::Schedule => Action::Schedule {
+            at: parse_instant(text).map_err(|e| {
+                format!("next observation {text:?}: {e} (e.g. 2026-09-05T12:00:00Z)")
+            })?,
+        },
+        ActionKind::Reconcile => {
+            return Err(
+                "reconcile records one lookup of one operation: review it on its own".into(),
+            );
+        }
+        ActionKind::AuthorizeRetry => Action::AuthorizeRetry,
+        ActionKind::ApproveCompensation => Action::ApproveCompensation,
+        ActionKind::ApproveResume => Action::ApproveResume,
+        ActionKind::MarkCompensated => Action::MarkCompensated,
+        ActionKind::MarkResumed => Action::MarkResumed,
+        ActionKind::Revalidate => Action::Revalidate,
+        ActionKind::Block => Action::Block,
+        ActionKind::Comment => Action::Comment,
+        ActionKind::Confirm => Action::Confirm,
+        ActionKind::Reject => Action::Reject,
+    })
+}
+
+/// What an input starts with: the values the core's own default would use.
+pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
+    match kind {
+        FieldKind::Owner => detail.row.operation.owner.clone(),
+        FieldKind::Source => ObservationSource::PROVIDER_STATUS.to_owned(),
+        _ => String::new(),
+    }
+}
+
+fn required(text: &str, what: &str) -> Result<String, String> {
+    if text.is_empty() {
+        Err(format!("{what} is required"))
+    } else {
+        Ok(text.to_owned())
+    }
+}
+
+/// `y`/`yes`, `n`/`no`, or blank for "not looked at".
+fn yes_no(text: &str, what: &str) -> Result<Option<bool>, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "y" | "yes" => Ok(Some(true)),
+        "n" | "no" => Ok(Some(false)),
+        other => Err(format!("{what}: {other:?} is not y or n")),
+    }
+}
+
+pub fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileInput, String> {
+    let found = yes_no(&text(FieldKind::Found), "found")?
+        .ok_or_else(|| "found: say what the lookup showed, y or n".to_owned())?;
+    let matches = Matches {
+        target: yes_no(&text(FieldKind::MatchTarget), "target matches")?,
+        payload_hash: yes_no(&text(FieldKind::MatchPayload), "payload hash matches")?,
+        owner: yes_no(&text(FieldKind::MatchOwner), "owner matches")?,
+        version: yes_no(&text(FieldKind::MatchVersion), "version matches")?,
+    };
+    let any = [
+        matches.target,
+        matches.payload_hash,
+        matches.owner,
+        matches.version,
+    ]
+    .iter()
+    .any(Option::is_some);
+    let count = text(FieldKind::EffectCount);
+    let effect_count = if count.is_empty() {
+        None
+    } else {
+        Some(
+            count
+                .parse::<u32>()
+                .map_err(|_| format!("effect count {count:?} is not a whole number"))?,
+        )
+    };
+    let optional = |kind| Some(text(kind)).filter(|t: &String| !t.is_empty());
+    Ok(ReconcileInput {
+        source: required(&text(FieldKind::Source), "the source")?,
+        found,
+        matches: any.then_some(matches),
+        effect_count,
+        provider_request_id: optional(FieldKind::ProviderRequestId),
+        reference: optional(FieldKind::Reference),
+        raw_hash: None,
+        id: None,
+        observed_at: None,
+    })
+}

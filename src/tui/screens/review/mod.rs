@@ -1,0 +1,348 @@
+//! The review dialog: its state (the actions the core offers on one operation,
+//! allowed ones to pick and refused ones with their rule, the inputs the picked
+//! action needs and the rationale, the exact effect `rules::decide` answers
+//! before anything is written, the verdict of the apply), its keys and its
+//! drawing. Two steps, as in gitui: the preview is the confirm request, `Enter`
+//! on it is the confirmed action. Nothing here awaits: the apply is an effect
+//! the runner carries out.
+
+mod draw;
+pub mod form;
+
+use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
+use ratatui::Frame;
+use ratatui::layout::Rect;
+
+use super::dialog::{self, Dialog};
+use super::{Ctx, Outcome, Screen};
+use crate::core::ids::OperationId;
+use crate::core::model::OperationDetail;
+use crate::core::rules::{self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule};
+use crate::review::{Applied, ReviewError};
+use crate::tui::keymap::Context;
+use crate::tui::latest::Latest;
+use crate::tui::message;
+use crate::tui::widgets::Prompt;
+
+pub(super) use draw::short;
+pub use form::{Field, FieldKind, action_from_input, input_label};
+use form::{default_text, reconcile_input};
+
+/// The answer of an apply, as the dialog shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Written: the effect and its audit row.
+    Applied(Box<Applied>),
+    /// A guard refused it at commit time.
+    Refused { rule: Rule, reason: String },
+    /// Someone else changed the operation first (G8).
+    Conflict {
+        by: String,
+        at: DateTime<Utc>,
+        expected: i64,
+        current: i64,
+    },
+    /// The store could not be reached or the operation is not visible.
+    Failed(String),
+}
+
+impl From<Result<Applied, ReviewError>> for Verdict {
+    fn from(result: Result<Applied, ReviewError>) -> Self {
+        match result {
+            Ok(applied) => Verdict::Applied(Box::new(applied)),
+            Err(ReviewError::Refused(r)) => Verdict::Refused {
+                rule: r.rule,
+                reason: r.reason,
+            },
+            Err(ReviewError::Conflict {
+                by,
+                at,
+                expected,
+                current,
+                ..
+            }) => Verdict::Conflict {
+                by,
+                at,
+                expected,
+                current,
+            },
+            Err(e) => Verdict::Failed(e.to_string()),
+        }
+    }
+}
+
+/// Where the dialog is.
+#[derive(Debug, Clone)]
+pub enum Step {
+    /// Choosing among the actions.
+    Pick,
+    /// Filling the inputs of the picked action and the rationale.
+    Form { fields: Vec<Field>, focus: usize },
+    /// The exact effect, waiting for the second step.
+    Confirm {
+        fields: Vec<Field>,
+        action: Box<Action>,
+        rationale: Rationale,
+        effect: Box<Effect>,
+    },
+    /// The apply is running.
+    Applying { effect: Box<Effect> },
+    /// The apply answered.
+    Done(Verdict),
+}
+
+/// What the dialog asks the console to do after a key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Request {
+    /// Close the dialog.
+    Close,
+    /// Apply `action` against the version shown.
+    Apply {
+        id: OperationId,
+        action: Box<Action>,
+        rationale: Rationale,
+        expected: i64,
+    },
+}
+
+/// The open review dialog on one operation, at the version it was opened on.
+#[derive(Debug, Clone)]
+pub struct ReviewDialog {
+    pub detail: Box<OperationDetail>,
+    /// Allowed actions first, then the refused ones.
+    pub options: Vec<ActionOption>,
+    /// Index into `options` of the highlighted action.
+    pub cursor: usize,
+    pub step: Step,
+    /// A problem with what was typed (bad input, short rationale, refusal).
+    pub error: Option<String>,
+    /// The apply the dialog waits on.
+    applying: Latest<()>,
+}
+
+impl ReviewDialog {
+    /// Opens on `detail`, with every action decided now for `actor`.
+    pub fn new(detail: OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Self {
+        let mut options = rules::options(&detail, actor, now);
+        options.sort_by_key(|o| o.outcome.is_err());
+        ReviewDialog {
+            detail: Box::new(detail),
+            options,
+            cursor: 0,
+            step: Step::Pick,
+            error: None,
+            applying: Latest::default(),
+        }
+    }
+
+    pub fn id(&self) -> &OperationId {
+        &self.detail.row.operation.id
+    }
+
+    /// How many actions are allowed now.
+    pub fn allowed(&self) -> usize {
+        self.options.iter().filter(|o| o.outcome.is_ok()).count()
+    }
+
+    /// Whether `generation` answers the apply the dialog waits on (it stops
+    /// waiting then).
+    pub fn answered(&mut self, generation: u64) -> bool {
+        self.applying.answer(generation).is_some()
+    }
+
+    /// The verdict of the apply.
+    pub fn finish(&mut self, verdict: Verdict) {
+        self.step = Step::Done(verdict);
+    }
+
+    /// Reads the form into an action and a rationale, and decides it on the
+    /// version shown: the exact effect the confirm will commit.
+    fn preview(
+        &self,
+        fields: &[Field],
+        actor: &Actor,
+        now: DateTime<Utc>,
+    ) -> Result<(Action, Rationale, Effect), String> {
+        let option = self
+            .options
+            .get(self.cursor)
+            .ok_or_else(|| "no action is selected".to_owned())?;
+        let text = |kind: FieldKind| {
+            fields
+                .iter()
+                .find(|f| f.kind == kind)
+                .map(|f| f.input.text().trim().to_owned())
+                .unwrap_or_default()
+        };
+        let rationale = Rationale::parse(&text(FieldKind::Rationale))?;
+        let action = match &option.action {
+            Action::Assign { .. } => {
+                action_from_input(ActionKind::Assign, &text(FieldKind::Owner))?
+            }
+            Action::Schedule { .. } => {
+                action_from_input(ActionKind::Schedule, &text(FieldKind::At))?
+            }
+            Action::Accept { .. } => {
+                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef))?
+            }
+            Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
+            other => other.clone(),
+        };
+        let effect = rules::decide(
+            &self.detail,
+            &action,
+            actor,
+            &rationale,
+            self.detail.row.version,
+            now,
+        )
+        .map_err(|r| format!("refused: {}: {}", r.rule, r.reason))?;
+        Ok((action, rationale, effect))
+    }
+}
+
+impl Dialog for ReviewDialog {
+    type Request = Request;
+    const CONTEXT: Context = Context::Review;
+
+    fn typing(&self) -> bool {
+        matches!(self.step, Step::Form { .. })
+    }
+
+    /// `Enter`: pick, preview, or confirm, depending on the step.
+    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+        self.error = None;
+        match &mut self.step {
+            Step::Pick => {
+                let option = self
+                    .options
+                    .get(self.cursor)
+                    .filter(|o| o.outcome.is_ok())?;
+                let fields = FieldKind::for_action(option.action.kind())
+                    .into_iter()
+                    .map(|kind| Field {
+                        kind,
+                        input: Prompt::new(kind.label(), &default_text(kind, &self.detail)),
+                    })
+                    .collect::<Vec<_>>();
+                self.step = Step::Form { fields, focus: 0 };
+                None
+            }
+            Step::Form { fields, .. } => {
+                let fields = fields.clone();
+                match self.preview(&fields, actor, now) {
+                    Ok((action, rationale, effect)) => {
+                        self.step = Step::Confirm {
+                            fields,
+                            action: Box::new(action),
+                            rationale,
+                            effect: Box::new(effect),
+                        };
+                    }
+                    Err(message) => self.error = Some(message),
+                }
+                None
+            }
+            Step::Confirm {
+                action,
+                rationale,
+                effect,
+                ..
+            } => {
+                let request = Request::Apply {
+                    id: self.detail.row.operation.id.clone(),
+                    action: action.clone(),
+                    rationale: rationale.clone(),
+                    expected: self.detail.row.version,
+                };
+                self.step = Step::Applying {
+                    effect: effect.clone(),
+                };
+                Some(request)
+            }
+            Step::Applying { .. } => None,
+            Step::Done(_) => Some(Request::Close),
+        }
+    }
+
+    /// `Esc`: one step back; from the list, or once done, closes.
+    fn back(&mut self) -> Option<Request> {
+        self.error = None;
+        match std::mem::replace(&mut self.step, Step::Pick) {
+            Step::Pick | Step::Done(_) => Some(Request::Close),
+            Step::Form { .. } => None,
+            Step::Confirm { fields, .. } => {
+                let focus = fields.len().saturating_sub(1);
+                self.step = Step::Form { fields, focus };
+                None
+            }
+            applying @ Step::Applying { .. } => {
+                self.step = applying;
+                None
+            }
+        }
+    }
+
+    /// Moves the highlight among the allowed actions.
+    fn step_cursor(&mut self, delta: i64) {
+        if !matches!(self.step, Step::Pick) {
+            return;
+        }
+        let last = self.allowed().saturating_sub(1) as i64;
+        let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
+        self.cursor = usize::try_from(to).unwrap_or(0);
+    }
+
+    /// `Tab` / `S-Tab` between the inputs of the form.
+    fn next_field(&mut self, delta: i64) {
+        if let Step::Form { fields, focus } = &mut self.step {
+            let count = fields.len().max(1) as i64;
+            let to = (*focus as i64 + delta).rem_euclid(count);
+            *focus = usize::try_from(to).unwrap_or(0);
+        }
+    }
+
+    /// A key typed into the focused input.
+    fn type_key(&mut self, key: crossterm::event::KeyEvent) {
+        if let Step::Form { fields, focus } = &mut self.step
+            && let Some(field) = fields.get_mut(*focus)
+        {
+            field.input.input(key);
+        }
+    }
+
+    fn request(&mut self, request: Request, ctx: &Ctx) -> Outcome {
+        match request {
+            Request::Close => Outcome::Close,
+            Request::Apply {
+                id,
+                action,
+                rationale,
+                expected,
+            } => Outcome::Done(vec![message::Effect::Review {
+                generation: self.applying.request(()),
+                id,
+                action,
+                actor: Box::new(ctx.actor.clone()),
+                rationale,
+                expected,
+                now: ctx.now,
+            }]),
+        }
+    }
+}
+
+impl Screen for ReviewDialog {
+    fn context(&self) -> Context {
+        Context::Review
+    }
+
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        dialog::key(self, key, ctx)
+    }
+
+    fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
+        draw::draw(frame, ctx, self);
+    }
+}
