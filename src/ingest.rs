@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::store::{IngestMode, Store, StoreError};
+use crate::store::{IngestMode, Ingester, Store, StoreError};
 use crate::wire::{LineError, parse_stream};
 
 /// Where the records come from.
@@ -164,7 +164,7 @@ pub async fn ingest_source(
     store: &dyn Store,
     source: Source,
     rejects: Option<&Path>,
-    by: &str,
+    ingester: &Ingester,
     now: DateTime<Utc>,
 ) -> Result<IngestOutcome, IngestError> {
     let name = source.describe();
@@ -229,7 +229,7 @@ pub async fn ingest_source(
         // the file is reported at once, but commit nothing.
         (false, false) => IngestMode::DryRun,
     };
-    let report = store.ingest(parsed.records, mode, by, now).await;
+    let report = store.ingest_as(parsed.records, mode, ingester, now).await;
     if let Some(spinner) = working {
         spinner.finish_and_clear();
     }

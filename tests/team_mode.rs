@@ -791,3 +791,46 @@ async fn a_delegate_login_acts_for_others_with_their_grants_and_the_audit_row_na
     let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
     assert_eq!(code, 0, "{out}");
 }
+
+/// The issue's reproduction on PostgreSQL: a viewer's login ingesting a
+/// resolution claimed to be the owner's is refused (G7) and nothing is written; a
+/// login with the ingest role writes it in its own name, the line's `by` kept as
+/// what the source reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_ingest_takes_the_ingest_role_and_the_login_is_the_author() {
+    skip_without_postgres!();
+    let team = Team::new(&["viewer", "feeder"]).await;
+    let (viewer, feeder) = (team.login(0).to_owned(), team.login(1).to_owned());
+    team.change("grant", &viewer, "viewer", "pinehaven");
+    let path = team.home.path().join("forged.jsonl");
+    std::fs::write(
+        &path,
+        r#"{"type":"transition","operation":"F09","from":"UNKNOWN","to":"SUCCEEDED","by":"postgres","role":"reviewer","at":"2026-09-05T10:02:40Z","reason":"resolved by the owner","evidence":["O05"]}
+"#,
+    )
+    .unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let head = team.fresh.store.head_seq().await.unwrap();
+    let (code, out) = team.run(&viewer, &[], &["ingest", &path]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "G7: {viewer} may not ingest into tenant pinehaven"
+        )),
+        "{out}"
+    );
+    assert_eq!(team.fresh.store.head_seq().await.unwrap(), head);
+
+    team.change("grant", &feeder, "ingest", "pinehaven");
+    let (code, out) = team.run(&feeder, &[], &["ingest", &path]);
+    assert_eq!(code, 0, "{out}");
+    let row = team.last_row().await;
+    assert_eq!(
+        (row.draft.by.as_str(), row.draft.on_behalf_of.as_deref()),
+        (feeder.as_str(), Some("postgres"))
+    );
+    assert!(matches!(
+        team.fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+}

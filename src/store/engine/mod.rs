@@ -19,8 +19,8 @@ use tokio::sync::{OnceCell, watch};
 use super::plan::codec;
 use super::plan::copy::{Cell, CopyReport, Table};
 use super::{
-    IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store,
-    StoreError,
+    IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder,
+    Store, StoreError,
 };
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditRow, ChainStatus};
@@ -246,14 +246,14 @@ shared! {
             self.location.clone()
         }
 
-        async fn ingest(
+        async fn ingest_as(
             &self,
             records: Vec<Numbered>,
             mode: IngestMode,
-            by: &str,
+            ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
-            self.write_ingest(records, mode, by, now).await
+            self.write_ingest(records, mode, ingester, now).await
         }
 
         async fn list(

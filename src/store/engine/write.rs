@@ -1,7 +1,7 @@
 //! Writing: ingest plans, reviewer commits and grant changes, each in one
 //! transaction that reads the chain head first and appends its audit rows.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, Row, Transaction};
@@ -13,11 +13,12 @@ use crate::core::ids::Sha256;
 use crate::core::ledger;
 use crate::core::rules::Commit;
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
+use crate::store::plan::door;
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
 use crate::store::sql::held_states_sql;
-use crate::store::{IngestMode, IngestReport, StoreError};
-use crate::wire::{Numbered, Record};
+use crate::store::{IngestMode, IngestReport, Ingester, StoreError};
+use crate::wire::{LineError, Numbered, Record};
 
 /// The columns of a record a reviewer action adds.
 fn record_columns(record: Record) -> RecordColumns {
@@ -576,16 +577,47 @@ shared! {
             Ok(())
         }
 
+        /// The records `ingester` may not write (G7): those outside its tenants.
+        async fn refused_at_the_door(
+            conn: &mut DB::Connection,
+            records: &[Numbered],
+            ingester: &Ingester,
+        ) -> Result<Vec<LineError>, StoreError> {
+            let Some(tenants) = &ingester.tenants else {
+                return Ok(Vec::new());
+            };
+            let mut stored = HashMap::new();
+            for row in Self::select_in(
+                conn,
+                "SELECT id, tenant FROM operations WHERE id IN",
+                &door::operations(records),
+            )
+            .await?
+            {
+                stored.insert(Self::text(&row, "id")?, Self::text(&row, "tenant")?);
+            }
+            Ok(door::refused(records, &stored, &ingester.by, tenants))
+        }
+
         pub(super) async fn write_ingest(
             &self,
             records: Vec<Numbered>,
             mode: IngestMode,
-            by: &str,
+            ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
+            let by = ingester.by.as_str();
             let (mut tx, head) = self.begin_write().await?;
+            let refused = Self::refused_at_the_door(&mut tx, &records, ingester).await?;
+            let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
+            let records: Vec<Numbered> = records
+                .into_iter()
+                .filter(|n| !refused_lines.contains(&n.line))
+                .collect();
             let known = Self::known(&mut tx, &records).await?;
-            let plan = ingest_plan::plan(records, &known);
+            let mut plan = ingest_plan::plan(records, &known);
+            plan.rejected.extend(refused);
+            plan.rejected.sort_by_key(|e| e.line);
             if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
                 tx.rollback().await.map_err(db::<DB>)?;
                 return Ok(IngestReport {

@@ -6,6 +6,7 @@
 
 pub mod codec;
 pub mod copy;
+pub mod door;
 pub mod filter;
 pub mod ingest;
 pub mod rows;
