@@ -11,7 +11,8 @@ use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::Sha256;
 use crate::core::ledger;
-use crate::core::rules::Commit;
+use crate::core::model::ActionKind;
+use crate::core::rules::{Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::door;
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
@@ -499,6 +500,36 @@ shared! {
             })
         }
 
+        /// Whether `commit`, decided on an older version than `current`, may still be
+        /// applied: every change made since is one it did not rely on (G8).
+        async fn overtakes(
+            conn: &mut DB::Connection,
+            commit: &Commit,
+            current: i64,
+        ) -> Result<bool, StoreError> {
+            let missed = current - commit.expected_version;
+            let Some(kind) = ActionKind::parse(&commit.audit.action) else {
+                return Ok(false);
+            };
+            if missed <= 0 {
+                return Ok(false);
+            }
+            let rows = sqlx::query(
+                "SELECT action FROM audit WHERE operation = $1 AND action <> 'record' \
+                 ORDER BY seq DESC LIMIT $2",
+            )
+            .bind(commit.operation.as_str())
+            .bind(missed)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            let since: Vec<String> = rows
+                .iter()
+                .map(|row| Self::text(row, "action"))
+                .collect::<Result<_, _>>()?;
+            Ok(since.len() as i64 == missed && may_overtake(kind, &since))
+        }
+
         /// Applies the column changes of a commit to its operation and bumps its version.
         pub(super) async fn apply_changes(conn: &mut DB::Connection, commit: &Commit) -> Result<(), StoreError> {
             let id = commit.operation.as_str();
@@ -639,7 +670,7 @@ shared! {
             let (mut tx, head) = self.begin_write().await?;
             let id = commit.operation.as_str().to_owned();
             let current = sqlx::query(AssertSqlSafe(format!(
-                "SELECT version FROM operations WHERE id = $1{}",
+                "SELECT version, state FROM operations WHERE id = $1{}",
                 DB::FOR_UPDATE
             )))
             .bind(&id)
@@ -648,10 +679,17 @@ shared! {
             .map_err(db::<DB>)?
             .ok_or_else(|| StoreError::NotFound(commit.operation.clone()))?;
             let version: i64 = current.try_get("version").map_err(db::<DB>)?;
+            let mut commit = commit;
             if version != commit.expected_version {
-                let conflict = Self::conflict(&mut tx, &commit, version).await?;
-                tx.rollback().await.map_err(db::<DB>)?;
-                return Err(conflict);
+                if !Self::overtakes(&mut tx, &commit, version).await? {
+                    let conflict = Self::conflict(&mut tx, &commit, version).await?;
+                    tx.rollback().await.map_err(db::<DB>)?;
+                    return Err(conflict);
+                }
+                // Made on an older version that differs only in what it did not
+                // rely on: its row starts from the state the operation is in now.
+                let state = Self::text(&current, "state")?;
+                commit.audit.from = Some(codec::parse_state(&state)?);
             }
             Self::apply_changes(&mut tx, &commit).await?;
             let attempts: Vec<RecordColumns> = commit
