@@ -111,3 +111,60 @@ fn the_ingester_is_the_author_and_the_line_only_says_who_reported() {
     );
     cli.run("admin", &["audit", "verify"]).expect_code(0);
 }
+
+#[test]
+fn an_ingested_decision_passes_the_rules_of_review_or_is_refused_with_the_rule() {
+    let cli = granted();
+    cli.run(
+        "admin",
+        &[
+            "grant",
+            "feeder",
+            "--role",
+            "ingest",
+            "--tenant",
+            "pinehaven",
+        ],
+    )
+    .expect_code(0);
+    // O05 found the ticket: FAILED is exactly what review refuses here.
+    let failed = FORGED.replace(r#""to":"SUCCEEDED""#, r#""to":"FAILED""#);
+    let path = file(&cli, "failed.jsonl", &failed);
+    cli.run(
+        "admin",
+        &[
+            "grant",
+            "rev1",
+            "--role",
+            "reviewer",
+            "--tenant",
+            "pinehaven",
+        ],
+    )
+    .expect_code(0);
+    let head = cli.head();
+    let run = cli.run("feeder", &["ingest", &path]).expect_code(2);
+    assert!(
+        run.stderr.contains("line 1: to: G") && run.stderr.contains("holdfast review"),
+        "{}",
+        run.stderr
+    );
+    let review = cli.review("rev1", "F09", "resolve", &["--to", "FAILED"]);
+    assert_eq!(review.code, 3, "review refuses it too: {}", review.stderr);
+    let rule = |text: &str| {
+        text.split("G").nth(1).map(|r| {
+            r.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+    };
+    assert_eq!(
+        rule(&run.stderr),
+        rule(&review.stderr),
+        "the same rule:\n{}\n{}",
+        run.stderr,
+        review.stderr
+    );
+    assert_eq!(cli.state("admin", "F09"), "UNKNOWN");
+    assert_eq!(cli.head(), head);
+}

@@ -14,11 +14,11 @@ use crate::core::ledger;
 use crate::core::model::ActionKind;
 use crate::core::rules::{Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
-use crate::store::plan::door;
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
+use crate::store::plan::{decisions, door};
 use crate::store::sql::held_states_sql;
-use crate::store::{IngestMode, IngestReport, Ingester, StoreError};
+use crate::store::{IngestMode, IngestReport, Ingester, Scope, StoreError};
 use crate::wire::{LineError, Numbered, Record};
 
 /// The columns of a record a reviewer action adds.
@@ -608,6 +608,34 @@ shared! {
             Ok(())
         }
 
+        /// The reviewer decisions of `plan` on operations the store holds that the
+        /// decision function refuses, each as its line's error.
+        async fn judge_decisions(&self, known: &Known, plan: &Plan) -> Result<Vec<LineError>, StoreError> {
+            let mut out = Vec::new();
+            for history in &plan.histories {
+                let id = history.operation.as_str();
+                if history.created.is_some()
+                    || !known.operations.contains_key(id)
+                    || !history.transitions.iter().any(|t| decisions::action_for(t).is_some())
+                {
+                    continue;
+                }
+                let mut detail = self.read_detail(&Scope::Every, &history.operation).await?;
+                for t in &history.transitions {
+                    let line = plan
+                        .staged
+                        .iter()
+                        .find(|s| matches!(&s.record, Record::Transition(r) if r == t))
+                        .map_or(0, |s| s.line);
+                    if let Err(error) = decisions::judge(&mut detail, &plan.staged, t, line) {
+                        out.push(error);
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        }
+
         /// The records `ingester` may not write (G7): those outside its tenants.
         async fn refused_at_the_door(
             conn: &mut DB::Connection,
@@ -647,6 +675,27 @@ shared! {
                 .collect();
             let known = Self::known(&mut tx, &records).await?;
             let mut plan = ingest_plan::plan(records, &known);
+            let undecided = self.judge_decisions(&known, &plan).await?;
+            if !undecided.is_empty() {
+                // Planned again without the refused decisions: what follows one in
+                // its operation's history no longer chains and is refused with it.
+                let lines: BTreeSet<usize> = undecided.iter().map(|e| e.line).collect();
+                let kept: Vec<Numbered> = plan
+                    .staged
+                    .iter()
+                    .filter(|s| !lines.contains(&s.line))
+                    .map(|s| Numbered {
+                        line: s.line,
+                        record: s.record.clone(),
+                    })
+                    .collect();
+                let earlier = std::mem::take(&mut plan.rejected);
+                let unchanged = plan.unchanged;
+                plan = ingest_plan::plan(kept, &known);
+                plan.unchanged += unchanged;
+                plan.rejected.extend(earlier);
+                plan.rejected.extend(undecided);
+            }
             plan.rejected.extend(refused);
             plan.rejected.sort_by_key(|e| e.line);
             if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {

@@ -6,6 +6,7 @@
 
 pub mod codec;
 pub mod copy;
+pub mod decisions;
 pub mod door;
 pub mod filter;
 pub mod ingest;
