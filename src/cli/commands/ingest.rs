@@ -31,10 +31,11 @@ pub async fn ingest(
     )
     .await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {
         for error in outcome.errors() {
-            eprintln!("{error}");
+            // Field paths and reasons can quote the input (an unknown key, a tool).
+            eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
         }
         eprintln!("{}", outcome.summary());
     }
