@@ -10,16 +10,17 @@ use support::cli::Cli;
 /// A viewer's resolution of F09, claimed to be the owner's.
 const FORGED: &str = r#"{"type":"transition","operation":"F09","from":"UNKNOWN","to":"SUCCEEDED","by":"admin","role":"reviewer","at":"2026-09-05T10:02:40Z","reason":"resolved by the owner","evidence":["O05"]}"#;
 
+/// `admin` grants `who` the `role` on `tenant`.
+fn grant(cli: &Cli, who: &str, role: &str, tenant: &str) {
+    cli.run("admin", &["grant", who, "--role", role, "--tenant", tenant])
+        .expect_code(0);
+}
+
 /// The small fixture with `admin` owning pinehaven and `viewer1` viewing it.
 fn granted() -> Cli {
     let cli = Cli::with("small.jsonl");
-    for (who, role) in [("admin", "owner"), ("viewer1", "viewer")] {
-        cli.run(
-            "admin",
-            &["grant", who, "--role", role, "--tenant", "pinehaven"],
-        )
-        .expect_code(0);
-    }
+    grant(&cli, "admin", "owner", "pinehaven");
+    grant(&cli, "viewer1", "viewer", "pinehaven");
     cli
 }
 
@@ -48,18 +49,7 @@ fn a_viewer_cannot_resolve_by_ingest_and_nothing_is_written() {
 #[test]
 fn an_ingester_of_another_tenant_is_refused_line_by_line() {
     let cli = granted();
-    cli.run(
-        "admin",
-        &[
-            "grant",
-            "feeder",
-            "--role",
-            "ingest",
-            "--tenant",
-            "harborline",
-        ],
-    )
-    .expect_code(0);
+    grant(&cli, "feeder", "ingest", "harborline");
     let path = file(&cli, "forged.jsonl", FORGED);
     let rejects = cli.dir.path().join("rejects.jsonl");
     let run = cli
@@ -81,18 +71,7 @@ fn an_ingester_of_another_tenant_is_refused_line_by_line() {
 #[test]
 fn the_ingester_is_the_author_and_the_line_only_says_who_reported() {
     let cli = granted();
-    cli.run(
-        "admin",
-        &[
-            "grant",
-            "feeder",
-            "--role",
-            "ingest",
-            "--tenant",
-            "pinehaven",
-        ],
-    )
-    .expect_code(0);
+    grant(&cli, "feeder", "ingest", "pinehaven");
     let path = file(&cli, "forged.jsonl", FORGED);
     cli.run("feeder", &["ingest", &path]).expect_code(0);
     assert_eq!(cli.state("admin", "F09"), "SUCCEEDED");
@@ -115,33 +94,11 @@ fn the_ingester_is_the_author_and_the_line_only_says_who_reported() {
 #[test]
 fn an_ingested_decision_passes_the_rules_of_review_or_is_refused_with_the_rule() {
     let cli = granted();
-    cli.run(
-        "admin",
-        &[
-            "grant",
-            "feeder",
-            "--role",
-            "ingest",
-            "--tenant",
-            "pinehaven",
-        ],
-    )
-    .expect_code(0);
+    grant(&cli, "feeder", "ingest", "pinehaven");
     // O05 found the ticket: FAILED is exactly what review refuses here.
     let failed = FORGED.replace(r#""to":"SUCCEEDED""#, r#""to":"FAILED""#);
     let path = file(&cli, "failed.jsonl", &failed);
-    cli.run(
-        "admin",
-        &[
-            "grant",
-            "rev1",
-            "--role",
-            "reviewer",
-            "--tenant",
-            "pinehaven",
-        ],
-    )
-    .expect_code(0);
+    grant(&cli, "rev1", "reviewer", "pinehaven");
     let head = cli.head();
     let run = cli.run("feeder", &["ingest", &path]).expect_code(2);
     assert!(

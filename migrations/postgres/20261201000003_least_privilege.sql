@@ -40,10 +40,17 @@ $$;
 CREATE TRIGGER audit_written_by_login BEFORE INSERT ON audit
     FOR EACH ROW EXECUTE FUNCTION audit_by_login();
 
-CREATE FUNCTION operations_change_audited() RETURNS trigger
+-- An operation, and the records and proposals that hang off it, change only with
+-- an audit row of that operation in the same transaction (ingest writes a `record`
+-- row, a reviewer action its own row). The trigger's argument names the column
+-- that holds the operation's id. Contracts, dependencies and search terms belong
+-- to no decision and are left to the grants.
+CREATE FUNCTION change_audited() RETURNS trigger
 LANGUAGE plpgsql
 SET search_path = pg_catalog, public, pg_temp
 AS $$
+DECLARE
+    op_id TEXT := to_jsonb(NEW) ->> TG_ARGV[0];
 BEGIN
     IF TG_OP = 'UPDATE' AND (to_jsonb(NEW) - 'queued') = (to_jsonb(OLD) - 'queued') THEN
         RETURN NULL;
@@ -53,57 +60,30 @@ BEGIN
     END IF;
     IF NOT EXISTS (
         SELECT 1 FROM public.audit a
-        WHERE a.operation = NEW.id AND a.xmin = pg_current_xact_id()::xid
+        WHERE a.operation = op_id AND a.xmin = pg_current_xact_id()::xid
     ) THEN
-        RAISE EXCEPTION 'operation % changed without an audit row: every change is audited (G8)',
-            NEW.id
+        RAISE EXCEPTION 'a change to % of operation % has no audit row: every change is audited (G8)',
+            TG_TABLE_NAME, op_id
             USING ERRCODE = 'insufficient_privilege';
     END IF;
     RETURN NULL;
 END
 $$;
 
-CREATE CONSTRAINT TRIGGER operations_changes_are_audited
-    AFTER INSERT OR UPDATE ON operations
-    DEFERRABLE INITIALLY DEFERRED
-    FOR EACH ROW EXECUTE FUNCTION operations_change_audited();
-
--- Records and proposals hang off an operation: adding or changing one is audited
--- on that operation in the same transaction (ingest writes a `record` row, a
--- reviewer action its own row). Contracts, dependencies and search terms belong to
--- no decision and are left to the grants.
-CREATE FUNCTION record_change_audited() RETURNS trigger
-LANGUAGE plpgsql
-SET search_path = pg_catalog, public, pg_temp
-AS $$
-BEGIN
-    IF holdfast_trusted() THEN
-        RETURN NULL;
-    END IF;
-    IF NOT EXISTS (
-        SELECT 1 FROM public.audit a
-        WHERE a.operation = NEW.operation AND a.xmin = pg_current_xact_id()::xid
-    ) THEN
-        RAISE EXCEPTION '% of operation % changed without an audit row: every change is audited (G8)',
-            TG_TABLE_NAME, NEW.operation
-            USING ERRCODE = 'insufficient_privilege';
-    END IF;
-    RETURN NULL;
-END
-$$;
-
+CREATE CONSTRAINT TRIGGER operations_are_audited AFTER INSERT OR UPDATE ON operations
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('id');
 CREATE CONSTRAINT TRIGGER attempts_are_audited AFTER INSERT OR UPDATE ON attempts
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_change_audited();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('operation');
 CREATE CONSTRAINT TRIGGER observations_are_audited AFTER INSERT OR UPDATE ON observations
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_change_audited();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('operation');
 CREATE CONSTRAINT TRIGGER items_are_audited AFTER INSERT OR UPDATE ON items
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_change_audited();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('operation');
 CREATE CONSTRAINT TRIGGER expectations_are_audited AFTER INSERT OR UPDATE ON expectations
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_change_audited();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('operation');
 CREATE CONSTRAINT TRIGGER wire_transitions_are_audited AFTER INSERT OR UPDATE ON wire_transitions
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_change_audited();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('operation');
 CREATE CONSTRAINT TRIGGER proposals_are_audited AFTER INSERT OR UPDATE ON proposals
-    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION record_change_audited();
+    DEFERRABLE INITIALLY DEFERRED FOR EACH ROW EXECUTE FUNCTION change_audited('operation');
 
 -- The head moves only here; the function runs as its owner, so the application
 -- group needs no UPDATE on the head.
