@@ -12,6 +12,7 @@ pub mod ledger;
 pub mod matrix;
 pub mod metrics;
 pub mod model;
+pub mod names;
 pub mod redact;
 pub mod refusal;
 pub mod rules;

@@ -130,7 +130,7 @@ pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String>
 pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
     match kind {
         FieldKind::Owner => detail.row.operation.owner.clone(),
-        FieldKind::Source => ObservationSource::PROVIDER_STATUS.to_owned(),
+        FieldKind::Source => ObservationSource::ProviderStatus.to_string(),
         _ => String::new(),
     }
 }
@@ -182,7 +182,8 @@ pub fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileIn
     };
     let optional = |kind| Some(text(kind)).filter(|t: &String| !t.is_empty());
     Ok(ReconcileInput {
-        source: required(&text(FieldKind::Source), "the source")?,
+        source: ObservationSource::parse_hinted(&required(&text(FieldKind::Source), "the source")?)
+            .map_err(|e| format!("source: {e}"))?,
         found,
         matches: any.then_some(matches),
         effect_count,
