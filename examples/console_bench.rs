@@ -67,6 +67,7 @@ async fn main() -> anyhow::Result<()> {
     let store = &store;
     let options = Options {
         actor,
+        claimed: false,
         now: Utc::now(),
         frozen: true,
         color: true,

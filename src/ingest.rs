@@ -14,7 +14,7 @@ use serde::Serialize;
 
 use crate::core::names::count;
 use crate::store::plan::ingest::{own_operation, withheld_reason};
-use crate::store::{IngestMode, Store, StoreError};
+use crate::store::{IngestMode, Ingester, Store, StoreError};
 use crate::wire::{LineError, Numbered, parse_stream};
 
 /// Where the records come from.
@@ -198,7 +198,7 @@ pub async fn ingest_source(
     store: &dyn Store,
     source: Source,
     rejects: Option<&Path>,
-    by: &str,
+    ingester: &Ingester,
     now: DateTime<Utc>,
 ) -> Result<IngestOutcome, IngestError> {
     let name = source.describe();
@@ -268,7 +268,7 @@ pub async fn ingest_source(
         // the file is reported at once, but commit nothing.
         (false, false) => IngestMode::DryRun,
     };
-    let report = store.ingest(parsed.records, mode, by, now).await;
+    let report = store.ingest_as(parsed.records, mode, ingester, now).await;
     if let Some(spinner) = working {
         spinner.finish_and_clear();
     }

@@ -34,7 +34,7 @@ async fn run(kind: Kind, before: Option<&str>, bytes: &[u8], quarantine: bool) -
             fresh.store.as_ref(),
             Source::Path(path),
             None,
-            "test",
+            &holdfast::store::Ingester::anyone("test"),
             now(),
         )
         .await
@@ -49,7 +49,7 @@ async fn run(kind: Kind, before: Option<&str>, bytes: &[u8], quarantine: bool) -
         fresh.store.as_ref(),
         Source::Path(path),
         quarantine.then_some(rejects_path.as_path()),
-        "test",
+        &holdfast::store::Ingester::anyone("test"),
         now(),
     )
     .await

@@ -194,14 +194,17 @@ async fn an_empty_database_is_migrated_on_first_open_and_only_then() {
         .fetch_one(store.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 3, "initial, search and lookup claims");
+    let known = std::fs::read_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/migrations/postgres"))
+        .unwrap()
+        .count() as i64;
+    assert_eq!(applied, known, "every migration the build knows");
     store.pool().close().await;
     let again = PgStore::connect(&database.url).await.unwrap();
     let applied: i64 = sqlx::query_scalar("SELECT count(*) FROM _sqlx_migrations")
         .fetch_one(again.pool())
         .await
         .unwrap();
-    assert_eq!(applied, 3, "an up-to-date store is left as it is");
+    assert_eq!(applied, known, "an up-to-date store is left as it is");
     again.pool().close().await;
 }
 
@@ -255,16 +258,23 @@ fn application_grants(role: &str, database: &str) -> String {
         .replace("holdfast_db", database)
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_log() {
-    skip_without_postgres!();
-    let role = LoginRole::create("holdfast_app_test").await;
+/// A login `name` holding the README's application grants on a loaded store of
+/// its own. Drop the store before the login.
+async fn application_login(name: &str) -> (LoginRole, Fresh) {
+    let role = LoginRole::create(name).await;
     let fresh = loaded(Kind::Postgres).await;
     let database = fresh.database_name().unwrap().to_owned();
     fresh
         .execute(&application_grants(&role.name, &database))
         .await
         .unwrap();
+    (role, fresh)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_log() {
+    skip_without_postgres!();
+    let (role, fresh) = application_login("holdfast_app_test").await;
 
     let url = stores::url_for_login(&fresh.url, &role.name);
     let app = PgStore::connect(&url).await.unwrap();
@@ -272,16 +282,26 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         .ingest(
             records(&SMALL.replace("F10", "F11").replace("A017", "A018")),
             IngestMode::Quarantine,
-            "app",
+            &role.name,
             now(),
         )
         .await
         .unwrap();
     assert!(!report.committed.is_empty(), "{report:?}");
     let row = app
-        .commit(review::resolve_f09(&app, "lee").await)
+        .commit(review::resolve_f09(&app, &role.name).await)
         .await
         .unwrap();
+    let as_lee = decided(
+        &app,
+        "F11",
+        &Action::Comment,
+        &reviewer("lee"),
+        "written in somebody else's name",
+    )
+    .await;
+    let forged = app.commit(as_lee).await.unwrap_err();
+    assert!(forged.to_string().contains("own name"), "{forged}");
     let mut live = app.watch().await.unwrap();
     assert_eq!(live.borrow_and_update().head, row.seq);
 
@@ -292,6 +312,11 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         "TRUNCATE audit",
         "UPDATE chain_head SET seq = 0",
         "DROP TRIGGER audit_no_update ON audit",
+        "CREATE TEMP TABLE shadow (x int)",
+        "CREATE FUNCTION pg_temp.move_head() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$",
+        "CREATE FUNCTION public.move_head() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$",
     ] {
         let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(tamper))
             .execute(&mut as_app)
@@ -304,6 +329,103 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         ChainStatus::Intact { .. }
     ));
     app.pool().close().await;
+    drop(fresh);
+    drop(role);
+}
+
+/// The three ways a login of the application group forged history before the
+/// least-privilege migration, each refused now: an audit row in another's name
+/// (with a correct hash) together with the state it claims, a state changed with
+/// no audit row at all, and a temporary trigger moving the chain head.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_application_role_cannot_forge_history() {
+    skip_without_postgres!();
+    let (role, fresh) = application_login("holdfast_forger").await;
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let head = fresh.store.head_seq().await.unwrap();
+    let last = fresh.store.audit(head, 1).await.unwrap().remove(0);
+    let forged_as = |by: &str| {
+        let mut draft = last.draft.clone();
+        draft.action = "accept".into();
+        draft.to = Some(holdfast::core::model::State::Accepted);
+        by.clone_into(&mut draft.by);
+        holdfast::core::audit::seal(&last.hash, head + 1, draft)
+    };
+    let run = |sql: String| {
+        let url = url.clone();
+        async move {
+            let mut conn = PgConnection::connect(&url).await.unwrap();
+            let result = sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                .execute(&mut conn)
+                .await
+                .map(drop);
+            conn.close().await.unwrap();
+            result
+        }
+    };
+
+    // (a) alice's acceptance, correctly hashed, with the state it claims.
+    let refused = run(format!(
+        "BEGIN; {}; UPDATE operations SET state = 'ACCEPTED' WHERE id = 'F09'; COMMIT;",
+        stores::audit_insert_sql(&forged_as("alice"))
+    ))
+    .await
+    .unwrap_err();
+    assert!(refused.to_string().contains("own name"), "{refused}");
+
+    // (b) a state, an owner, a version changed with no audit row.
+    for change in [
+        "UPDATE operations SET state = 'ACCEPTED' WHERE id = 'F09'",
+        "UPDATE operations SET owner = 'mallory' WHERE id = 'F09'",
+        "UPDATE operations SET version = version + 1 WHERE id = 'F09'",
+        "INSERT INTO proposals (operation, action, proposed_by, proposed_at, rationale, status) \
+         VALUES ('F09', 'authorize-retry', 'alice', '2026-09-05T10:00:00Z', 'forged', 'pending')",
+    ] {
+        let refused = run(change.to_owned()).await.unwrap_err();
+        assert!(
+            refused.to_string().contains("has no audit row"),
+            "{change}: {refused}"
+        );
+    }
+
+    // (c) a temporary trigger that would fire at depth 2 and move the head.
+    let refused = run("CREATE TEMP TABLE relay (x int); \
+         CREATE FUNCTION pg_temp.move_head() RETURNS trigger LANGUAGE plpgsql AS \
+         $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$; \
+         CREATE TRIGGER relay_moves AFTER INSERT ON pg_temp.relay \
+         FOR EACH ROW EXECUTE FUNCTION pg_temp.move_head(); \
+         INSERT INTO pg_temp.relay VALUES (1);"
+        .to_owned())
+    .await
+    .unwrap_err();
+    assert!(
+        refused.to_string().contains("permission denied"),
+        "{refused}"
+    );
+    let refused = run("UPDATE chain_head SET seq = seq + 1000".to_owned())
+        .await
+        .unwrap_err();
+    assert!(
+        refused.to_string().contains("permission denied"),
+        "{refused}"
+    );
+
+    assert_eq!(fresh.store.head_seq().await.unwrap(), head);
+    assert_eq!(
+        fresh
+            .store
+            .detail(&id("F09"))
+            .await
+            .unwrap()
+            .row
+            .operation
+            .state,
+        holdfast::core::model::State::Unknown
+    );
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
     drop(fresh);
     drop(role);
 }
@@ -669,4 +791,47 @@ async fn a_delegate_login_acts_for_others_with_their_grants_and_the_audit_row_na
     refused_for(maya, for_maya(COMMENT));
     let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
     assert_eq!(code, 0, "{out}");
+}
+
+/// The issue's reproduction on PostgreSQL: a viewer's login ingesting a
+/// resolution claimed to be the owner's is refused (G7) and nothing is written; a
+/// login with the ingest role writes it in its own name, the line's `by` kept as
+/// what the source reported.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_ingest_takes_the_ingest_role_and_the_login_is_the_author() {
+    skip_without_postgres!();
+    let team = Team::new(&["viewer", "feeder"]).await;
+    let (viewer, feeder) = (team.login(0).to_owned(), team.login(1).to_owned());
+    team.change("grant", &viewer, "viewer", "pinehaven");
+    let path = team.home.path().join("forged.jsonl");
+    std::fs::write(
+        &path,
+        r#"{"type":"transition","operation":"F09","from":"UNKNOWN","to":"SUCCEEDED","by":"postgres","role":"reviewer","at":"2026-09-05T10:02:40Z","reason":"resolved by the owner","evidence":["O05"]}
+"#,
+    )
+    .unwrap();
+    let path = path.to_string_lossy().into_owned();
+    let head = team.fresh.store.head_seq().await.unwrap();
+    let (code, out) = team.run(&viewer, &[], &["ingest", &path]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains(&format!(
+            "G7: {viewer} may not ingest into tenant pinehaven"
+        )),
+        "{out}"
+    );
+    assert_eq!(team.fresh.store.head_seq().await.unwrap(), head);
+
+    team.change("grant", &feeder, "ingest", "pinehaven");
+    let (code, out) = team.run(&feeder, &[], &["ingest", &path]);
+    assert_eq!(code, 0, "{out}");
+    let row = team.last_row().await;
+    assert_eq!(
+        (row.draft.by.as_str(), row.draft.on_behalf_of.as_deref()),
+        (feeder.as_str(), Some("postgres"))
+    );
+    assert!(matches!(
+        team.fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
 }

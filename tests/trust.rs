@@ -124,8 +124,8 @@ fn an_undecodable_row_is_named_and_skipped_and_the_store_still_lists() {
             "UPDATE operations SET wire = replace(wire, '2026-09-05T10:00:30Z', '+10000-01-01T00:00:00Z') \
              WHERE id = 'F10'; \
              INSERT INTO audit SELECT seq + 1, 'F09', action, from_state, to_state, by_identity, role, \
-             policy, on_behalf_of, rationale, evidence, '+10000-01-01T00:00:00Z', hash, hash \
-             FROM audit WHERE seq = {head};"
+             policy, on_behalf_of, rationale, evidence, '+10000-01-01T00:00:00Z', hash, hash, \
+             encoding FROM audit WHERE seq = {head};"
         ),
     );
     let bad_row = head + 1;

@@ -550,3 +550,18 @@ async fn keys_typed_ahead_of_a_load_land_where_they_were_meant() {
         "a stale answer for F09 arriving first does not move the focus off F21's items"
     );
 }
+
+#[tokio::test]
+async fn a_claimed_identity_is_marked_in_the_header() {
+    for claimed in [false, true] {
+        let mut options = support::console::options(false);
+        options.claimed = claimed;
+        let app = holdfast::tui::app::App::new(options, ratatui::layout::Rect::new(0, 0, 200, 50));
+        let screen = support::console::text(support::console::render(&app).buffer());
+        assert_eq!(
+            screen.contains("rev:ana (--as, unchecked)"),
+            claimed,
+            "claimed={claimed}:\n{screen}"
+        );
+    }
+}

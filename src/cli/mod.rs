@@ -331,6 +331,13 @@ impl Context {
         .map_err(review::failure)
     }
 
+    /// Whether the acting identity is only claimed: named by `--as`,
+    /// `HOLDFAST_AS` or the config file on a store without logins (SQLite), where
+    /// nothing checks it. On PostgreSQL the database login acts, so it is not.
+    pub async fn claimed(&self, store: &dyn Store) -> anyhow::Result<bool> {
+        Ok(self.asked.is_some() && store.login().await?.is_none())
+    }
+
     /// The acting identity for `what`, which is done only in one's own name:
     /// refused (exit 3) when the actor would act for someone else.
     pub async fn own_name(&self, store: &dyn Store, what: &str) -> anyhow::Result<String> {

@@ -34,6 +34,7 @@ pub const GRANTABLE: &[Role] = &[
     Role::Approver,
     Role::Owner,
     Role::Delegate,
+    Role::Ingest,
 ];
 
 /// Checks an identity or tenant name: 1 to 128 characters, no whitespace, no

@@ -35,20 +35,37 @@ pub struct AuditDraft {
     pub at: DateTime<Utc>,
 }
 
+/// The canonical encoding new rows are hashed with (see [`canonical`]).
+pub const ENCODING: i64 = 2;
+
 /// A committed audit row.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditRow {
     pub seq: i64,
     #[serde(flatten)]
     pub draft: AuditDraft,
+    /// Which canonical encoding the row's hash is over: 1 for rows written before
+    /// encoding 2 existed, [`ENCODING`] for every row written since.
+    #[serde(default = "first_encoding")]
+    pub encoding: i64,
     pub prev_hash: Sha256,
     pub hash: Sha256,
 }
 
+fn first_encoding() -> i64 {
+    1
+}
+
 /// The canonical encoding of a row's content: one field per line, `name=value`, in
-/// a fixed order, with `\` and newlines escaped, `-` for an absent value. Changing
-/// this changes every hash, so it is versioned by [`GENESIS_TEXT`].
-pub fn canonical(seq: i64, draft: &AuditDraft) -> String {
+/// a fixed order, with `\` and newlines escaped, `-` for an absent value.
+///
+/// Encoding 1 joined the evidence list with commas, so `["a","b"]` and `["a,b"]`
+/// hashed alike; encoding 2 starts with an `encoding=2` line and writes the list
+/// as a JSON array, which tells them apart. A row keeps the encoding it was
+/// sealed with (stores written before encoding 2 still verify), and the verifier
+/// refuses a row whose encoding is older than the row before it, so no row can
+/// be moved back to the weaker one.
+pub fn canonical(encoding: i64, seq: i64, draft: &AuditDraft) -> String {
     fn esc(text: &str) -> String {
         text.replace('\\', "\\\\")
             .replace('\n', "\\n")
@@ -57,8 +74,17 @@ pub fn canonical(seq: i64, draft: &AuditDraft) -> String {
     fn opt(text: Option<&str>) -> String {
         text.map_or_else(|| "-".to_owned(), |t| format!("+{}", esc(t)))
     }
-    let evidence: Vec<String> = draft.evidence.iter().map(|e| esc(e)).collect();
-    [
+    let evidence = if encoding >= 2 {
+        serde_json::Value::from(draft.evidence.clone()).to_string()
+    } else {
+        let escaped: Vec<String> = draft.evidence.iter().map(|e| esc(e)).collect();
+        escaped.join(",")
+    };
+    let mut lines = Vec::with_capacity(13);
+    if encoding >= 2 {
+        lines.push(format!("encoding={encoding}"));
+    }
+    lines.extend([
         format!("seq={seq}"),
         format!("operation={}", esc(draft.operation.as_str())),
         format!("action={}", esc(&draft.action)),
@@ -69,25 +95,26 @@ pub fn canonical(seq: i64, draft: &AuditDraft) -> String {
         format!("policy={}", opt(draft.policy.as_deref())),
         format!("on_behalf_of={}", opt(draft.on_behalf_of.as_deref())),
         format!("rationale={}", opt(draft.rationale.as_deref())),
-        format!("evidence={}", evidence.join(",")),
+        format!("evidence={evidence}"),
         format!("at={}", format_instant(draft.at)),
-    ]
-    .join("\n")
+    ]);
+    lines.join("\n")
 }
 
 /// The hash of a row: SHA-256 over the previous hash, a newline and the row's
 /// canonical encoding.
-pub fn chain_hash(prev: &Sha256, seq: i64, draft: &AuditDraft) -> Sha256 {
-    let text = format!("{}\n{}", prev.as_str(), canonical(seq, draft));
+pub fn chain_hash(prev: &Sha256, encoding: i64, seq: i64, draft: &AuditDraft) -> Sha256 {
+    let text = format!("{}\n{}", prev.as_str(), canonical(encoding, seq, draft));
     Sha256::of(text.as_bytes())
 }
 
 /// Seals a draft as row `seq` after `prev`.
 pub fn seal(prev: &Sha256, seq: i64, draft: AuditDraft) -> AuditRow {
-    let hash = chain_hash(prev, seq, &draft);
+    let hash = chain_hash(prev, ENCODING, seq, &draft);
     AuditRow {
         seq,
         draft,
+        encoding: ENCODING,
         prev_hash: prev.clone(),
         hash,
     }
@@ -112,6 +139,7 @@ pub struct ChainVerifier {
     prev: Sha256,
     expected_seq: i64,
     rows: i64,
+    encoding: i64,
 }
 
 impl Default for ChainVerifier {
@@ -120,6 +148,7 @@ impl Default for ChainVerifier {
             prev: genesis(),
             expected_seq: 1,
             rows: 0,
+            encoding: 1,
         }
     }
 }
@@ -145,13 +174,20 @@ impl ChainVerifier {
                 "prev_hash does not equal the hash of the row before".into(),
             ));
         }
-        let recomputed = chain_hash(&self.prev, row.seq, &row.draft);
+        if !(self.encoding..=ENCODING).contains(&row.encoding) {
+            return Err(broken(format!(
+                "encoding {} where the chain is at encoding {} (known up to {ENCODING})",
+                row.encoding, self.encoding
+            )));
+        }
+        let recomputed = chain_hash(&self.prev, row.encoding, row.seq, &row.draft);
         if recomputed != row.hash {
             return Err(broken(
                 "hash does not match the row's content (the row was changed)".into(),
             ));
         }
         self.prev = row.hash.clone();
+        self.encoding = row.encoding;
         self.expected_seq += 1;
         self.rows += 1;
         Ok(())
@@ -239,7 +275,67 @@ mod tests {
     fn canonical_encoding_escapes_newlines_so_fields_cannot_be_forged() {
         let mut a = draft(1);
         a.rationale = Some("x\nby=rev:eve".into());
-        let text = canonical(1, &a);
+        let text = canonical(ENCODING, 1, &a);
         assert_eq!(text.lines().filter(|l| l.starts_with("by=")).count(), 1);
+    }
+
+    #[test]
+    fn evidence_lists_that_joined_alike_hash_apart() {
+        let mut split = draft(1);
+        split.evidence = vec!["a".into(), "b".into()];
+        let mut joined = draft(1);
+        joined.evidence = vec!["a,b".into()];
+        let prev = genesis();
+        assert_eq!(
+            chain_hash(&prev, 1, 1, &split),
+            chain_hash(&prev, 1, 1, &joined),
+            "encoding 1 is the weak one this replaces"
+        );
+        assert_ne!(
+            chain_hash(&prev, ENCODING, 1, &split),
+            chain_hash(&prev, ENCODING, 1, &joined)
+        );
+    }
+
+    /// Rows sealed with encoding 1 by an earlier holdfast.
+    fn first_encoding_chain(n: u32) -> Vec<AuditRow> {
+        let mut prev = genesis();
+        (1..=n)
+            .map(|i| {
+                let d = draft(i);
+                let hash = chain_hash(&prev, 1, i64::from(i), &d);
+                let row = AuditRow {
+                    seq: i64::from(i),
+                    draft: d,
+                    encoding: 1,
+                    prev_hash: prev.clone(),
+                    hash,
+                };
+                prev = row.hash.clone();
+                row
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_chain_begun_with_encoding_one_still_verifies_and_continues_with_two() {
+        let mut rows = first_encoding_chain(2);
+        // The first row's hash as the encoding-1 code computed it.
+        assert_eq!(
+            rows[0].hash.as_str(),
+            "sha256:8a7744fceba0278ce7fbb12634fac1455dc3dc9440e0eaafb02f500f893f2b6a"
+        );
+        let next = seal(&rows[1].hash, 3, draft(3));
+        rows.push(next);
+        assert!(matches!(verify(&rows), ChainStatus::Intact { rows: 3, .. }));
+    }
+
+    #[test]
+    fn a_row_cannot_go_back_to_encoding_one() {
+        let mut rows = chain(3);
+        let d = rows[2].draft.clone();
+        rows[2].encoding = 1;
+        rows[2].hash = chain_hash(&rows[1].hash, 1, 3, &d);
+        assert!(matches!(verify(&rows), ChainStatus::Broken { seq: 3, .. }));
     }
 }

@@ -184,7 +184,13 @@ fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
         to: state,
         seq: row.seq,
         action: row.draft.action.clone(),
-        by: row.draft.by.clone(),
+        // Whose transition it was: the identity a relayed or ingested row names
+        // as the source's, else its author.
+        by: row
+            .draft
+            .on_behalf_of
+            .clone()
+            .unwrap_or_else(|| row.draft.by.clone()),
         role: row.draft.role,
         at: row.draft.at,
         reason: row.draft.rationale.clone(),

@@ -8,6 +8,7 @@ pub mod clock;
 pub mod evidence;
 pub mod export;
 pub mod ids;
+pub mod ledger;
 pub mod lookup;
 pub mod matrix;
 pub mod metrics;

@@ -246,7 +246,8 @@ text_enum!(
 text_enum!(
     /// The role under which an identity acts. `delegate` is the one grant that
     /// permits no action of its own: on its tenant, the login holding it may act
-    /// for another identity, with that identity's grants.
+    /// for another identity, with that identity's grants. `ingest` permits no
+    /// review action either: its holder may feed wire records into the tenant.
     Role {
         System => "system",
         Viewer => "viewer",
@@ -255,6 +256,7 @@ text_enum!(
         Owner => "owner",
         Local => "local",
         Delegate => "delegate",
+        Ingest => "ingest",
     }
 );
 

@@ -212,6 +212,35 @@ pub enum IngestMode {
     DryRun,
 }
 
+/// Who ingests, and into which tenants: ingest is a door like any other, so once
+/// a store has grants it takes the `ingest` role on every tenant a file touches.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ingester {
+    /// The author of the audit rows the ingest writes.
+    pub by: String,
+    /// The tenants its records may belong to, sorted; `None` for any (single-user
+    /// mode).
+    pub tenants: Option<Vec<String>>,
+}
+
+impl Ingester {
+    /// `by` ingesting into any tenant, as in single-user mode.
+    pub fn anyone(by: &str) -> Ingester {
+        Ingester {
+            by: by.to_owned(),
+            tenants: None,
+        }
+    }
+
+    /// `actor` ingesting in its own name, into the tenants its grants allow.
+    pub fn of(actor: &crate::core::rules::Actor) -> Ingester {
+        Ingester {
+            by: actor.identity.clone(),
+            tenants: actor.ingest_tenants(),
+        }
+    }
+}
+
 /// What an ingest did.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct IngestReport {
@@ -248,14 +277,27 @@ pub trait Store: Send + Sync {
     /// Human-readable location (path or URL without password).
     fn location(&self) -> String;
 
-    /// Validates and commits wire records in one transaction.
+    /// Validates and commits wire records in one transaction, for `ingester`:
+    /// a record outside its tenants is refused like any other bad line.
+    async fn ingest_as(
+        &self,
+        records: Vec<Numbered>,
+        mode: IngestMode,
+        ingester: &Ingester,
+        now: DateTime<Utc>,
+    ) -> Result<IngestReport, StoreError>;
+
+    /// [`Store::ingest_as`] by `by` into any tenant, as in single-user mode.
     async fn ingest(
         &self,
         records: Vec<Numbered>,
         mode: IngestMode,
         by: &str,
         now: DateTime<Utc>,
-    ) -> Result<IngestReport, StoreError>;
+    ) -> Result<IngestReport, StoreError> {
+        self.ingest_as(records, mode, &Ingester::anyone(by), now)
+            .await
+    }
 
     /// One page of operations matching `filter`, plus the total that match.
     async fn list(

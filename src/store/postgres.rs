@@ -28,6 +28,16 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/20261130000001_search.sql"),
     ),
     (
+        20261201000002,
+        "audit_encoding",
+        include_str!("../../migrations/postgres/20261201000002_audit_encoding.sql"),
+    ),
+    (
+        20261201000003,
+        "least_privilege",
+        include_str!("../../migrations/postgres/20261201000003_least_privilege.sql"),
+    ),
+    (
         20261201000013,
         "lookup_claims",
         include_str!("../../migrations/postgres/20261201000013_lookup_claims.sql"),
@@ -60,7 +70,9 @@ pub fn known_schema() -> i64 {
 impl Backend for Postgres {
     const MIGRATIONS: &'static [(i64, &'static str, &'static str)] = MIGRATIONS;
     const BEGIN_WRITE: &'static str = "BEGIN";
-    const HEAD: &'static str = "SELECT seq, hash FROM chain_head FOR UPDATE";
+    // Through a function that runs as the owner: the application group holds no
+    // UPDATE on the head (see the least-privilege migration).
+    const HEAD: &'static str = "SELECT seq, hash FROM holdfast_lock_head()";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const AFTER_COPY: Option<&'static str> = Some(
         "SELECT setval(pg_get_serial_sequence('proposals', 'id'), \

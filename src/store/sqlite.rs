@@ -29,6 +29,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/20261130000001_search.sql"),
     ),
     (
+        20261201000002,
+        "audit_encoding",
+        include_str!("../../migrations/sqlite/20261201000002_audit_encoding.sql"),
+    ),
+    (
         20261201000013,
         "lookup_claims",
         include_str!("../../migrations/sqlite/20261201000013_lookup_claims.sql"),

@@ -47,6 +47,10 @@ pub struct Status {
 #[derive(Debug, Clone)]
 pub struct Options {
     pub actor: Actor,
+    /// The identity is only claimed (`--as`, `HOLDFAST_AS` or the config file on a
+    /// store without logins), not the OS user's or a database login: the header
+    /// says so, since nothing checked it.
+    pub claimed: bool,
     pub now: DateTime<Utc>,
     /// The clock is frozen (`--now`, the demo): shown in the header.
     pub frozen: bool,
@@ -60,6 +64,8 @@ pub struct Options {
 pub struct App {
     pub theme: Theme,
     pub actor: Actor,
+    /// See [`Options::claimed`].
+    pub claimed: bool,
     pub now: DateTime<Utc>,
     pub frozen: bool,
     pub size: Rect,
@@ -99,6 +105,7 @@ impl App {
             },
             queue: QueueState::new(options.actor.visible_tenants()),
             actor: options.actor,
+            claimed: options.claimed,
             now: options.now,
             frozen: options.frozen,
             size,

@@ -41,6 +41,8 @@ use runner::{Input, Runner};
 pub struct Console {
     /// Who is reviewing (role and granted tenants decide what is shown and allowed).
     pub actor: Actor,
+    /// The identity was only claimed with `--as` (see [`app::Options::claimed`]).
+    pub claimed: bool,
     /// Where "now" comes from: frozen for the demo and `--now`.
     pub clock: Clock,
     /// `NO_COLOR` or a monochrome theme: no colour, only bold/reverse/underline.
@@ -62,6 +64,7 @@ pub async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> 
     let mut app = App::new(
         Options {
             actor: console.actor,
+            claimed: console.claimed,
             now: console.clock.now(),
             frozen: console.clock.is_frozen(),
             color: !console.no_color,

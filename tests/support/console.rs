@@ -46,6 +46,7 @@ pub fn options(color: bool) -> Options {
 pub fn options_at(color: bool, now: DateTime<Utc>) -> Options {
     Options {
         actor: Actor::local("rev:ana", Some("RP03".into())),
+        claimed: false,
         now,
         frozen: true,
         color,

@@ -387,3 +387,33 @@ macro_rules! holdfast_on_both_backends {
         }
     };
 }
+
+fn quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "''"))
+}
+
+/// An INSERT of `row` as holdfast would write it.
+pub fn audit_insert_sql(row: &holdfast::core::audit::AuditRow) -> String {
+    let c = holdfast::store::plan::codec::AuditColumns::from_row(row);
+    let opt = |v: &Option<String>| v.as_deref().map_or("NULL".to_owned(), quoted);
+    format!(
+        "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
+         policy, on_behalf_of, rationale, evidence, at, encoding, prev_hash, hash) VALUES \
+         ({}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {}, {})",
+        c.seq,
+        quoted(&c.operation),
+        quoted(&c.action),
+        opt(&c.from_state),
+        opt(&c.to_state),
+        quoted(&c.by_identity),
+        quoted(&c.role),
+        opt(&c.policy),
+        opt(&c.on_behalf_of),
+        opt(&c.rationale),
+        quoted(&c.evidence),
+        quoted(&c.at),
+        c.encoding,
+        quoted(&c.prev_hash),
+        quoted(&c.hash),
+    )
+}

@@ -14,6 +14,7 @@ use crate::store::{OperationFilter, Page, Session, SortOrder, Store};
 pub async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
     let console = crate::tui::Console {
         actor: ctx.actor(store.as_ref()).await?,
+        claimed: ctx.claimed(store.as_ref()).await?,
         clock: ctx.clock,
         no_color: ctx.no_color(),
         log_path: Some(ctx.paths.log_file.clone()),

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 
 use crate::cli::{Context, exit};
+use crate::store::Ingester;
 
 pub async fn ingest(
     ctx: &Context,
@@ -12,15 +13,23 @@ pub async fn ingest(
     json: bool,
 ) -> anyhow::Result<u8> {
     let store = ctx.create_store().await?;
-    let by = ctx.own_name(store.as_ref(), "ingest").await?;
+    // Ingest is done in one's own name, into the tenants one holds `ingest` on.
+    let actor = ctx.actor(store.as_ref()).await?;
+    crate::cli::own_name(&actor, "ingest")?;
+    let ingester = Ingester::of(&actor);
     let source = if source == "-" {
         crate::ingest::Source::Stdin
     } else {
         crate::ingest::Source::Path(PathBuf::from(source))
     };
-    let outcome =
-        crate::ingest::ingest_source(store.as_ref(), source, rejects.as_deref(), &by, ctx.now())
-            .await?;
+    let outcome = crate::ingest::ingest_source(
+        store.as_ref(),
+        source,
+        rejects.as_deref(),
+        &ingester,
+        ctx.now(),
+    )
+    .await?;
     if json {
         println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {

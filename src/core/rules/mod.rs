@@ -7,6 +7,7 @@ mod approval;
 mod effect;
 mod options;
 mod plan;
+mod races;
 mod transitions;
 
 use chrono::{DateTime, Utc};
@@ -15,6 +16,7 @@ pub use self::action::{Action, Rationale, ReconcileInput};
 pub use self::approval::approval_binds;
 pub use self::effect::{Commit, Effect};
 pub use self::options::{ActionOption, options, prohibited};
+pub use self::races::may_overtake;
 pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
 pub use crate::core::actor::{Actor, permits};
 pub use crate::core::model::ActionKind;

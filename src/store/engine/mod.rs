@@ -4,8 +4,8 @@
 //! tables and columns. What differs — opening, the write lock, the chain head,
 //! error words, live updates — each backend says through [`Backend`]. This file
 //! holds that seam, the store type, the shared row plumbing and the [`Store`]
-//! impl, which routes each call to its concern: `migrate`, `read`, `write` and
-//! `copy`.
+//! impl, which routes each call to its concern: `migrate`, `read`, `verify`,
+//! `write` and `copy`.
 
 use std::fmt;
 use std::sync::Arc;
@@ -19,8 +19,8 @@ use tokio::sync::{OnceCell, watch};
 use super::plan::codec;
 use super::plan::copy::{Cell, CopyReport, Table};
 use super::{
-    IngestMode, IngestReport, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store,
-    StoreError,
+    IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder,
+    Store, StoreError,
 };
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditRow, ChainStatus};
@@ -148,7 +148,7 @@ struct Head {
 }
 
 const AUDIT_COLUMNS: &str = "seq, operation, action, from_state, to_state, by_identity, role, \
-     policy, on_behalf_of, rationale, evidence, at, prev_hash, hash";
+     policy, on_behalf_of, rationale, evidence, at, encoding, prev_hash, hash";
 
 /// Opens an `impl` block over [`SqlStore`] for every backend, with the driver
 /// bounds the shared SQL needs written here once: `shared! { impl { … } }` for
@@ -182,6 +182,7 @@ mod copy;
 mod lookup;
 mod migrate;
 mod read;
+mod verify;
 mod write;
 
 shared! {
@@ -248,14 +249,14 @@ shared! {
             self.location.clone()
         }
 
-        async fn ingest(
+        async fn ingest_as(
             &self,
             records: Vec<Numbered>,
             mode: IngestMode,
-            by: &str,
+            ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
-            self.write_ingest(records, mode, by, now).await
+            self.write_ingest(records, mode, ingester, now).await
         }
 
         async fn list(

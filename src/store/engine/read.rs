@@ -1,11 +1,11 @@
 //! Reading: listings and queue counts under a filter, one operation's detail,
-//! the audit log and its verification, the whole dataset, grants and the login.
+//! the audit log, the whole dataset, grants and the login.
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
-use crate::core::audit::{AuditRow, ChainStatus, ChainVerifier};
+use crate::core::audit::AuditRow;
 use crate::core::ids::OperationId;
 use crate::core::model::{
     ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
@@ -70,6 +70,7 @@ shared! {
                 rationale: row.try_get("rationale").map_err(db::<DB>)?,
                 evidence: row.try_get("evidence").map_err(db::<DB>)?,
                 at: row.try_get("at").map_err(db::<DB>)?,
+                encoding: row.try_get("encoding").map_err(db::<DB>)?,
                 prev_hash: row.try_get("prev_hash").map_err(db::<DB>)?,
                 hash: row.try_get("hash").map_err(db::<DB>)?,
             }
@@ -486,41 +487,6 @@ shared! {
                 .await
                 .map_err(db::<DB>)?;
             row.try_get("seq").map_err(db::<DB>)
-        }
-
-        pub(super) async fn read_verify(&self) -> Result<ChainStatus, StoreError> {
-            const CHUNK: i64 = 10_000;
-            let mut verifier = ChainVerifier::default();
-            let mut next = 1;
-            loop {
-                let rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq >= $1 ORDER BY seq LIMIT $2"
-                )))
-                .bind(next)
-                .bind(CHUNK)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?;
-                if rows.is_empty() {
-                    return Ok(verifier.finish());
-                }
-                for row in &rows {
-                    let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
-                    let decoded = match Self::audit_row(row) {
-                        Ok(decoded) => decoded,
-                        Err(e) => {
-                            return Ok(ChainStatus::Broken {
-                                seq,
-                                reason: format!("the row cannot be read: {e}"),
-                            });
-                        }
-                    };
-                    if let Err(broken) = verifier.push(&decoded) {
-                        return Ok(broken);
-                    }
-                    next = seq + 1;
-                }
-            }
         }
 
         pub(super) async fn read_dataset(&self, scope: &Scope) -> Result<Dataset, StoreError> {

@@ -1,7 +1,7 @@
 //! Writing: ingest plans, reviewer commits and grant changes, each in one
 //! transaction that reads the chain head first and appends its audit rows.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, Row, Transaction};
@@ -10,13 +10,16 @@ use super::{Head, db};
 use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::Sha256;
-use crate::core::rules::Commit;
+use crate::core::ledger;
+use crate::core::model::ActionKind;
+use crate::core::rules::{Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
+use crate::store::plan::{decisions, door};
 use crate::store::sql::held_states_sql;
-use crate::store::{IngestMode, IngestReport, StoreError};
-use crate::wire::{Numbered, Record};
+use crate::store::{IngestMode, IngestReport, Ingester, Scope, StoreError};
+use crate::wire::{LineError, Numbered, Record};
 
 /// The columns of a record a reviewer action adds.
 fn record_columns(record: Record) -> RecordColumns {
@@ -224,8 +227,8 @@ shared! {
             Self::insert_many(
                 conn,
                 "INSERT INTO audit (seq, operation, action, from_state, to_state, by_identity, role, \
-                 policy, on_behalf_of, rationale, evidence, at, prev_hash, hash) ",
-                14,
+                 policy, on_behalf_of, rationale, evidence, at, encoding, prev_hash, hash) ",
+                15,
                 &columns,
                 |b, c| {
                     b.push_bind(c.seq)
@@ -240,6 +243,7 @@ shared! {
                         .push_bind(c.rationale.clone())
                         .push_bind(c.evidence.clone())
                         .push_bind(c.at.clone())
+                        .push_bind(c.encoding)
                         .push_bind(c.prev_hash.clone())
                         .push_bind(c.hash.clone());
                 },
@@ -496,6 +500,36 @@ shared! {
             })
         }
 
+        /// Whether `commit`, decided on an older version than `current`, may still be
+        /// applied: every change made since is one it did not rely on (G8).
+        async fn overtakes(
+            conn: &mut DB::Connection,
+            commit: &Commit,
+            current: i64,
+        ) -> Result<bool, StoreError> {
+            let missed = current - commit.expected_version;
+            let Some(kind) = ActionKind::parse(&commit.audit.action) else {
+                return Ok(false);
+            };
+            if missed <= 0 {
+                return Ok(false);
+            }
+            let rows = sqlx::query(
+                "SELECT action FROM audit WHERE operation = $1 AND action <> 'record' \
+                 ORDER BY seq DESC LIMIT $2",
+            )
+            .bind(commit.operation.as_str())
+            .bind(missed)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            let since: Vec<String> = rows
+                .iter()
+                .map(|row| Self::text(row, "action"))
+                .collect::<Result<_, _>>()?;
+            Ok(since.len() as i64 == missed && may_overtake(kind, &since))
+        }
+
         /// Applies the column changes of a commit to its operation and bumps its version.
         pub(super) async fn apply_changes(conn: &mut DB::Connection, commit: &Commit) -> Result<(), StoreError> {
             let id = commit.operation.as_str();
@@ -574,16 +608,96 @@ shared! {
             Ok(())
         }
 
+        /// The reviewer decisions of `plan` on operations the store holds that the
+        /// decision function refuses, each as its line's error.
+        async fn judge_decisions(&self, known: &Known, plan: &Plan) -> Result<Vec<LineError>, StoreError> {
+            let mut out = Vec::new();
+            for history in &plan.histories {
+                let id = history.operation.as_str();
+                if history.created.is_some()
+                    || !known.operations.contains_key(id)
+                    || !history.transitions.iter().any(|t| decisions::action_for(t).is_some())
+                {
+                    continue;
+                }
+                let mut detail = self.read_detail(&Scope::Every, &history.operation).await?;
+                for t in &history.transitions {
+                    let line = plan
+                        .staged
+                        .iter()
+                        .find(|s| matches!(&s.record, Record::Transition(r) if r == t))
+                        .map_or(0, |s| s.line);
+                    if let Err(error) = decisions::judge(&mut detail, &plan.staged, t, line) {
+                        out.push(error);
+                        break;
+                    }
+                }
+            }
+            Ok(out)
+        }
+
+        /// The records `ingester` may not write (G7): those outside its tenants.
+        async fn refused_at_the_door(
+            conn: &mut DB::Connection,
+            records: &[Numbered],
+            ingester: &Ingester,
+        ) -> Result<Vec<LineError>, StoreError> {
+            let Some(tenants) = &ingester.tenants else {
+                return Ok(Vec::new());
+            };
+            let mut stored = HashMap::new();
+            for row in Self::select_in(
+                conn,
+                "SELECT id, tenant FROM operations WHERE id IN",
+                &door::operations(records),
+            )
+            .await?
+            {
+                stored.insert(Self::text(&row, "id")?, Self::text(&row, "tenant")?);
+            }
+            Ok(door::refused(records, &stored, &ingester.by, tenants))
+        }
+
         pub(super) async fn write_ingest(
             &self,
             records: Vec<Numbered>,
             mode: IngestMode,
-            by: &str,
+            ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
+            let by = ingester.by.as_str();
             let (mut tx, head) = self.begin_write().await?;
+            let refused = Self::refused_at_the_door(&mut tx, &records, ingester).await?;
+            let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
+            let records: Vec<Numbered> = records
+                .into_iter()
+                .filter(|n| !refused_lines.contains(&n.line))
+                .collect();
             let known = Self::known(&mut tx, &records).await?;
-            let plan = ingest_plan::plan(records, &known);
+            let mut plan = ingest_plan::plan(records, &known);
+            let undecided = self.judge_decisions(&known, &plan).await?;
+            if !undecided.is_empty() {
+                // Planned again without the refused decisions: what follows one in
+                // its operation's history no longer chains and is refused with it.
+                let lines: BTreeSet<usize> = undecided.iter().map(|e| e.line).collect();
+                let kept: Vec<Numbered> = plan
+                    .staged
+                    .iter()
+                    .filter(|s| !lines.contains(&s.line))
+                    .map(|s| Numbered {
+                        line: s.line,
+                        record: s.record.clone(),
+                    })
+                    .collect();
+                let earlier = std::mem::take(&mut plan.rejected);
+                let unchanged = plan.unchanged;
+                plan = ingest_plan::plan(kept, &known);
+                plan.unchanged += unchanged;
+                plan.rejected.extend(earlier);
+                plan.rejected.extend(undecided);
+            }
+            plan.rejected.extend(refused);
+            plan.rejected.sort_by_key(|e| e.line);
             if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
                 tx.rollback().await.map_err(db::<DB>)?;
                 return Ok(IngestReport {
@@ -605,7 +719,7 @@ shared! {
             let (mut tx, head) = self.begin_write().await?;
             let id = commit.operation.as_str().to_owned();
             let current = sqlx::query(AssertSqlSafe(format!(
-                "SELECT version FROM operations WHERE id = $1{}",
+                "SELECT version, state FROM operations WHERE id = $1{}",
                 DB::FOR_UPDATE
             )))
             .bind(&id)
@@ -614,10 +728,17 @@ shared! {
             .map_err(db::<DB>)?
             .ok_or_else(|| StoreError::NotFound(commit.operation.clone()))?;
             let version: i64 = current.try_get("version").map_err(db::<DB>)?;
+            let mut commit = commit;
             if version != commit.expected_version {
-                let conflict = Self::conflict(&mut tx, &commit, version).await?;
-                tx.rollback().await.map_err(db::<DB>)?;
-                return Err(conflict);
+                if !Self::overtakes(&mut tx, &commit, version).await? {
+                    let conflict = Self::conflict(&mut tx, &commit, version).await?;
+                    tx.rollback().await.map_err(db::<DB>)?;
+                    return Err(conflict);
+                }
+                // Made on an older version that differs only in what it did not
+                // rely on: its row starts from the state the operation is in now.
+                let state = Self::text(&current, "state")?;
+                commit.audit.from = Some(codec::parse_state(&state)?);
             }
             Self::apply_changes(&mut tx, &commit).await?;
             let attempts: Vec<RecordColumns> = commit
@@ -649,7 +770,14 @@ shared! {
                 tx.rollback().await.map_err(db::<DB>)?;
                 return Err(refused);
             }
-            let mut sealed = vec![seal(&head.hash, head.seq + 1, commit.audit.clone())];
+            // The row says what the commit changes besides the state (G8 covers
+            // them too): verify compares the stored owner with it.
+            let mut draft = commit.audit.clone();
+            draft.evidence.extend(ledger::change_evidence(
+                commit.new_owner.as_deref(),
+                commit.new_next_observation_at,
+            ));
+            let mut sealed = vec![seal(&head.hash, head.seq + 1, draft)];
             for draft in child_drafts(&commit) {
                 let last = &sealed[sealed.len() - 1];
                 let next = seal(&last.hash, last.seq + 1, draft);

@@ -134,6 +134,8 @@ pub struct AuditColumns {
     pub rationale: Option<String>,
     pub evidence: String,
     pub at: String,
+    /// The canonical encoding the hash is over ([`crate::core::audit::ENCODING`]).
+    pub encoding: i64,
     pub prev_hash: String,
     pub hash: String,
 }
@@ -154,6 +156,7 @@ impl AuditColumns {
             rationale: d.rationale.clone(),
             evidence: serde_json::Value::from(d.evidence.clone()).to_string(),
             at: crate::core::clock::format_instant(d.at),
+            encoding: row.encoding,
             prev_hash: row.prev_hash.as_str().to_owned(),
             hash: row.hash.as_str().to_owned(),
         }
@@ -185,6 +188,7 @@ impl AuditColumns {
                 evidence,
                 at: parse_instant(&self.at).map_err(|_| bad("time"))?,
             },
+            encoding: self.encoding,
             prev_hash: Sha256::parse(&self.prev_hash).map_err(|_| bad("prev_hash"))?,
             hash: Sha256::parse(&self.hash).map_err(|_| bad("hash"))?,
         })

@@ -192,6 +192,7 @@ pub const TABLES: &[Table] = &[
             ("rationale", Text),
             ("evidence", Text),
             ("at", Text),
+            ("encoding", Int),
             ("prev_hash", Text),
             ("hash", Text),
         ],

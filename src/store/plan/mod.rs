@@ -6,6 +6,8 @@
 
 pub mod codec;
 pub mod copy;
+pub mod decisions;
+pub mod door;
 pub mod filter;
 pub mod ingest;
 pub mod rows;

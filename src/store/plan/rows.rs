@@ -303,16 +303,19 @@ pub fn plan_rows(
                 now,
             ));
         }
+        // The identity that ingested is the row's author; who the source says made
+        // the transition, and under which role, is only what it reported: kept as
+        // `on_behalf_of` and `role`, as for a relayed decision.
         for t in &history.transitions {
             push(AuditDraft {
                 operation: history.operation.clone(),
                 action: "transition".into(),
                 from: Some(t.from),
                 to: Some(t.to),
-                by: t.by.clone(),
+                by: by.to_owned(),
                 role: t.role.unwrap_or(Role::System),
                 policy: None,
-                on_behalf_of: None,
+                on_behalf_of: Some(t.by.clone()),
                 rationale: t.reason.clone(),
                 evidence: t.evidence.clone(),
                 at: t.at,

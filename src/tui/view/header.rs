@@ -147,9 +147,19 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
     let clock = if app.frozen { "frozen" } else { "now" };
     let clock = format!("{clock} {} ", format_instant(app.now));
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
+    // A claimed identity is marked wherever the name is shown: nothing checked it.
+    let name = app.actor.name();
+    let who = if app.claimed {
+        format!("{name} (--as, unchecked)")
+    } else {
+        name.clone()
+    };
     let right = [
-        format!("{} · {clock}", app.actor.describe()),
-        format!("as {} · {clock}", app.actor.name()),
+        format!(
+            "{} · {clock}",
+            app.actor.describe().replacen(&name, &who, 1)
+        ),
+        format!("as {who} · {clock}"),
         clock,
     ]
     .into_iter()

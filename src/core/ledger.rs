@@ -1,0 +1,339 @@
+//! What the audit chain says the store holds — each operation's state, owner and
+//! version, and the grants — replayed row by row, so that `audit verify` finds a
+//! stored value changed behind the chain's back, not only an edited audit row.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use chrono::{DateTime, Utc};
+
+use super::access::LEDGER;
+use super::audit::AuditRow;
+use super::clock::format_instant;
+use super::model::{Grant, State};
+
+/// The evidence entry of an `assign` row that names the new owner.
+pub const OWNER: &str = "owner:";
+/// The evidence entry of a `schedule` row that names the next observation time.
+pub const NEXT_OBSERVATION: &str = "next_observation:";
+
+/// The action of the audit row written for records added to an operation that
+/// already exists: it changes no column, so it moves no version.
+const RECORD: &str = "record";
+
+/// The evidence entries that record what a commit changes besides the state: the
+/// new owner and the next observation time, so the chain says what they are.
+pub fn change_evidence(
+    new_owner: Option<&str>,
+    new_next_observation_at: Option<Option<DateTime<Utc>>>,
+) -> Vec<String> {
+    let mut entries = Vec::new();
+    if let Some(owner) = new_owner {
+        entries.push(format!("{OWNER}{owner}"));
+    }
+    if let Some(next) = new_next_observation_at {
+        let at = next.map_or_else(|| "none".to_owned(), format_instant);
+        entries.push(format!("{NEXT_OBSERVATION}{at}"));
+    }
+    entries
+}
+
+/// Where the chain leaves an operation's owner.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+enum Owner {
+    /// Never assigned: the owner it was created with.
+    #[default]
+    AsCreated,
+    Assigned(String),
+    /// Assigned by a row written before `assign` rows named the new owner
+    /// (encoding 1): the chain cannot say who owns it.
+    Unrecorded,
+}
+
+/// One operation as its audit rows leave it.
+#[derive(Debug, Clone, Default)]
+struct Entry {
+    state: Option<State>,
+    owner: Owner,
+    /// Every row but `record` rows bumped the version by one; creation sets 1.
+    version: i64,
+    last_seq: i64,
+}
+
+/// An operation as the store holds it, to compare with the chain.
+#[derive(Debug, Clone, Copy)]
+pub struct Stored<'a> {
+    pub id: &'a str,
+    pub state: State,
+    pub owner: &'a str,
+    /// The owner in the record it was created from.
+    pub created_owner: &'a str,
+    pub version: i64,
+}
+
+/// A stored value the chain does not account for: the audit row it disagrees
+/// with (or the head, when no row speaks of it) and what differs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Divergence {
+    pub seq: i64,
+    pub reason: String,
+}
+
+/// The chain replayed. Feed every row in `seq` order, then compare.
+#[derive(Debug, Clone, Default)]
+pub struct Ledger {
+    operations: BTreeMap<String, Entry>,
+    grants: BTreeSet<(String, String, String)>,
+    last_grant_seq: i64,
+    head: i64,
+}
+
+/// The value of the evidence entry starting with `prefix`.
+fn entry<'a>(row: &'a AuditRow, prefix: &str) -> Option<&'a str> {
+    row.draft
+        .evidence
+        .iter()
+        .rev()
+        .find_map(|e| e.strip_prefix(prefix))
+}
+
+impl Ledger {
+    pub fn push(&mut self, row: &AuditRow) {
+        self.head = row.seq;
+        let d = &row.draft;
+        if d.operation.as_str() == LEDGER {
+            self.last_grant_seq = row.seq;
+            let key = (
+                entry(row, "identity:").unwrap_or_default().to_owned(),
+                entry(row, "role:").unwrap_or_default().to_owned(),
+                entry(row, "tenant:").unwrap_or_default().to_owned(),
+            );
+            match d.action.as_str() {
+                "grant" => {
+                    self.grants.insert(key);
+                }
+                "revoke" => {
+                    self.grants.remove(&key);
+                }
+                _ => {}
+            }
+            return;
+        }
+        let op = self
+            .operations
+            .entry(d.operation.as_str().to_owned())
+            .or_default();
+        op.last_seq = row.seq;
+        if d.action != RECORD {
+            op.version += 1;
+        }
+        if let Some(to) = d.to {
+            op.state = Some(to);
+        }
+        if d.action == "assign" {
+            op.owner = entry(row, OWNER).map_or(Owner::Unrecorded, |o| Owner::Assigned(o.into()));
+        }
+    }
+
+    /// Compares one stored operation with what the chain says of it.
+    pub fn check(&self, stored: &Stored<'_>) -> Result<(), Divergence> {
+        let Some(op) = self.operations.get(stored.id) else {
+            return Err(Divergence {
+                seq: self.head,
+                reason: format!(
+                    "operation {} is stored but no audit row created it",
+                    stored.id
+                ),
+            });
+        };
+        let differs = |what: &str, stored_value: &str, chain: &str| Divergence {
+            seq: op.last_seq,
+            reason: format!(
+                "operation {}: the stored {what} is {stored_value} but its audit rows say {chain}",
+                stored.id
+            ),
+        };
+        let chain_state = op.state.map_or("nothing", State::as_str);
+        if op.state != Some(stored.state) {
+            return Err(differs("state", stored.state.as_str(), chain_state));
+        }
+        let owner = match &op.owner {
+            Owner::AsCreated => Some(stored.created_owner),
+            Owner::Assigned(owner) => Some(owner.as_str()),
+            Owner::Unrecorded => None,
+        };
+        if let Some(owner) = owner.filter(|o| *o != stored.owner) {
+            return Err(differs("owner", stored.owner, owner));
+        }
+        if op.version != stored.version {
+            return Err(differs(
+                "version",
+                &stored.version.to_string(),
+                &op.version.to_string(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// The first operation the chain created that `is_stored` says is gone.
+    pub fn check_none_missing(&self, is_stored: impl Fn(&str) -> bool) -> Result<(), Divergence> {
+        match self.operations.iter().find(|(id, _)| !is_stored(id)) {
+            Some((id, op)) => Err(Divergence {
+                seq: op.last_seq,
+                reason: format!("operation {id} has audit rows but is no longer stored"),
+            }),
+            None => Ok(()),
+        }
+    }
+
+    /// The seq of the newest row about `operation`, else the head.
+    pub fn last_seq_of(&self, operation: &str) -> i64 {
+        self.operations
+            .get(operation)
+            .map_or(self.head, |op| op.last_seq)
+    }
+
+    /// Compares the stored grants with the `grant` and `revoke` rows.
+    pub fn check_grants(&self, stored: &[Grant]) -> Result<(), Divergence> {
+        let stored: BTreeSet<(String, String, String)> = stored
+            .iter()
+            .map(|g| {
+                (
+                    g.identity.clone(),
+                    g.role.as_str().to_owned(),
+                    g.tenant.clone(),
+                )
+            })
+            .collect();
+        let describe = |(identity, role, tenant): &(String, String, String)| {
+            format!("{identity} as {role} on {tenant}")
+        };
+        if let Some(extra) = stored.difference(&self.grants).next() {
+            return Err(Divergence {
+                seq: if self.last_grant_seq > 0 {
+                    self.last_grant_seq
+                } else {
+                    self.head
+                },
+                reason: format!(
+                    "the grant of {} is stored but no grant row made it",
+                    describe(extra)
+                ),
+            });
+        }
+        if let Some(gone) = self.grants.difference(&stored).next() {
+            return Err(Divergence {
+                seq: self.last_grant_seq,
+                reason: format!(
+                    "the grant of {} was made by a grant row but is no longer stored",
+                    describe(gone)
+                ),
+            });
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::audit::{AuditDraft, genesis, seal};
+    use crate::core::clock::parse_instant;
+    use crate::core::ids::OperationId;
+    use crate::core::model::Role;
+
+    fn row(seq: i64, action: &str, to: Option<State>, evidence: &[&str]) -> AuditRow {
+        seal(
+            &genesis(),
+            seq,
+            AuditDraft {
+                operation: OperationId::parse("F09").unwrap(),
+                action: action.into(),
+                from: None,
+                to,
+                by: "rev:maya".into(),
+                role: Role::Reviewer,
+                policy: None,
+                on_behalf_of: None,
+                rationale: None,
+                evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+                at: parse_instant("2026-09-05T10:00:00Z").unwrap(),
+            },
+        )
+    }
+
+    fn stored(state: State, owner: &str, version: i64) -> Stored<'_> {
+        Stored {
+            id: "F09",
+            state,
+            owner,
+            created_owner: "integrations",
+            version,
+        }
+    }
+
+    fn ledger() -> Ledger {
+        let mut ledger = Ledger::default();
+        ledger.push(&row(1, "ingest", Some(State::Unknown), &["A017"]));
+        ledger.push(&row(2, "record", None, &["O05"]));
+        ledger.push(&row(3, "comment", None, &[]));
+        ledger
+    }
+
+    #[test]
+    fn a_store_that_matches_its_rows_checks() {
+        assert_eq!(
+            ledger().check(&stored(State::Unknown, "integrations", 2)),
+            Ok(())
+        );
+    }
+
+    #[test]
+    fn a_state_owner_or_version_changed_behind_the_chain_is_named() {
+        let ledger = ledger();
+        for changed in [
+            stored(State::Accepted, "integrations", 2),
+            stored(State::Unknown, "mallory", 2),
+            stored(State::Unknown, "integrations", 7),
+        ] {
+            let divergence = ledger.check(&changed).unwrap_err();
+            assert_eq!(divergence.seq, 3, "{}", divergence.reason);
+        }
+    }
+
+    #[test]
+    fn an_assign_row_names_the_owner_it_gave() {
+        let mut ledger = ledger();
+        let assign = change_evidence(Some("payments"), None);
+        let evidence: Vec<&str> = assign.iter().map(String::as_str).collect();
+        ledger.push(&row(4, "assign", None, &evidence));
+        assert_eq!(ledger.check(&stored(State::Unknown, "payments", 3)), Ok(()));
+        assert!(ledger.check(&stored(State::Unknown, "mallory", 3)).is_err());
+    }
+
+    #[test]
+    fn grants_must_be_what_the_grant_rows_made() {
+        let mut ledger = Ledger::default();
+        let mut grant = row(
+            1,
+            "grant",
+            None,
+            &["identity:ana", "role:owner", "tenant:p"],
+        );
+        grant.draft.operation = OperationId::parse(LEDGER).unwrap();
+        ledger.push(&grant);
+        let held = |identity: &str, role: Role| Grant {
+            identity: identity.into(),
+            role,
+            tenant: "p".into(),
+            granted_by: "ana".into(),
+            granted_at: parse_instant("2026-09-05T10:00:00Z").unwrap(),
+        };
+        assert_eq!(ledger.check_grants(&[held("ana", Role::Owner)]), Ok(()));
+        assert!(
+            ledger
+                .check_grants(&[held("ana", Role::Owner), held("eve", Role::Owner)])
+                .is_err()
+        );
+        assert!(ledger.check_grants(&[]).is_err());
+    }
+}
