@@ -320,13 +320,12 @@ mod screens {
                     generation,
                     selection,
                     action,
-                    actor,
                     rationale,
                     now,
                 } => Message::BulkApplied {
                     generation,
                     results: holdfast::core::triage::dry_run(
-                        &selection, &action, &actor, &rationale, now,
+                        &selection, &action, &app.actor, &rationale, now,
                     )
                     .into_iter()
                     .map(|line| {

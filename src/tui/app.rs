@@ -97,7 +97,7 @@ impl App {
             theme: Theme {
                 color: options.color,
             },
-            queue: QueueState::new(options.actor.visible_tenants()),
+            queue: QueueState::new(),
             actor: options.actor,
             now: options.now,
             frozen: options.frozen,

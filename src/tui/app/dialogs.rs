@@ -5,6 +5,7 @@
 use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::core::triage::TriageLine;
+use crate::tui::layout::Pane;
 use crate::tui::screens::Modal;
 use crate::tui::screens::bulk::BulkDialog;
 use crate::tui::screens::review::{ReviewDialog, Verdict};
@@ -38,8 +39,6 @@ impl App {
         vec![Effect::SelectAll {
             generation,
             filter: Box::new(self.queue.matching()),
-            actor: Box::new(self.actor.clone()),
-            now: self.now,
         }]
     }
 
@@ -53,6 +52,16 @@ impl App {
 
     /// `r`: the review dialog on the operation open (or selected).
     pub(super) fn open_review(&mut self) -> Vec<Effect> {
+        if let Some(screen) = self.page_screen()
+            && self.focus == Pane::Queue
+        {
+            let text = format!(
+                "r reviews an open operation: Enter opens one from {}",
+                screen.name()
+            );
+            self.say(&text, false);
+            return Vec::new();
+        }
         let Some(loaded) = self.detail.current() else {
             self.say("nothing to review: select a hold first", false);
             return Vec::new();
@@ -139,7 +148,7 @@ impl App {
             return Vec::new();
         }
         let ids: Vec<OperationId> = self.queue.marked.iter().cloned().collect();
-        let (dialog, load) = BulkDialog::open(ids, &self.actor);
+        let (dialog, load) = BulkDialog::open(ids);
         self.modal = Some(Modal::Bulk(Box::new(dialog)));
         vec![load]
     }

@@ -117,10 +117,9 @@ impl Screen for AuditState {
         Outcome::done()
     }
 
-    fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+    fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
         vec![Effect::Audit {
             generation: self.pending.request(()),
-            tenants: ctx.actor.visible_tenants(),
         }]
     }
 

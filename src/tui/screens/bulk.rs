@@ -106,14 +106,12 @@ pub struct BulkDialog {
 }
 
 impl BulkDialog {
-    /// Opens on the marked `ids`, with the effect that reads them fresh for
-    /// `actor`.
-    pub fn open(ids: Vec<OperationId>, actor: &Actor) -> (Self, Effect) {
+    /// Opens on the marked `ids`, with the effect that reads them fresh.
+    pub fn open(ids: Vec<OperationId>) -> (Self, Effect) {
         let mut dialog = BulkDialog::new(ids.clone());
         let effect = Effect::BulkLoad {
             generation: dialog.pending.request(()),
             ids,
-            actor: Box::new(actor.clone()),
         };
         (dialog, effect)
     }
@@ -291,7 +289,6 @@ impl Dialog for BulkDialog {
                 generation: self.pending.request(()),
                 selection,
                 action,
-                actor: Box::new(ctx.actor.clone()),
                 rationale,
                 now: ctx.now,
             }]),

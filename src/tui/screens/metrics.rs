@@ -208,7 +208,6 @@ impl Screen for MetricsState {
     fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
         vec![Effect::Metrics {
             generation: self.pending.request(()),
-            tenants: ctx.actor.visible_tenants(),
             now: ctx.now,
         }]
     }

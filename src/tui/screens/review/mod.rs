@@ -324,7 +324,6 @@ impl Dialog for ReviewDialog {
                 generation: self.applying.request(()),
                 id,
                 action,
-                actor: Box::new(ctx.actor.clone()),
                 rationale,
                 expected,
                 now: ctx.now,
