@@ -120,6 +120,8 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
         Context::Queue => " Keys · queue ",
         Context::Review => " Keys · review dialog ",
         Context::Bulk => " Keys · bulk triage ",
+        Context::Metrics => " Keys · metrics ",
+        Context::Audit => " Keys · audit ",
         _ => " Keys · detail ",
     };
     frame.render_widget(Clear, popup);
