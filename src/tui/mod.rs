@@ -11,6 +11,7 @@ pub mod keymap;
 pub mod latest;
 pub mod layout;
 pub mod message;
+pub mod opened;
 pub mod runner;
 pub mod screens;
 pub mod terminal;

@@ -8,7 +8,7 @@ pub mod timeline;
 
 use chrono::{DateTime, Utc};
 
-use super::detail::Frame;
+use super::opened::Frame;
 use super::layout::Pane;
 use super::theme::Theme;
 use crate::core::clock::{format_instant, human_duration};
