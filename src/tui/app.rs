@@ -5,8 +5,6 @@
 //! This file routes: messages to their handler, keys to the modal, the tab or
 //! the queue and detail keys; the handlers live in `app/` by part of the screen.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
@@ -88,8 +86,7 @@ pub struct App {
 /// Lines the mouse wheel scrolls a text pane by.
 const WHEEL_LINES: i64 = 3;
 
-/// How long typing must pause before the search runs.
-pub const SEARCH_PAUSE: Duration = Duration::from_millis(150);
+pub use super::screens::prompt::SEARCH_PAUSE;
 
 impl App {
     pub fn new(options: Options, size: Rect) -> Self {
@@ -334,9 +331,6 @@ impl App {
     }
 
     fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        if matches!(self.modal, Some(Modal::Prompt(_))) {
-            return self.prompt_key(key);
-        }
         if self.modal.is_some() {
             return self.modal_key(key);
         }
@@ -385,6 +379,7 @@ impl App {
             }
             Outcome::Open(id) => self.open_operation(id),
             Outcome::Show(screen) => self.show(screen),
+            Outcome::Narrow(narrow) => self.narrow(narrow),
         }
     }
 

@@ -53,6 +53,8 @@ pub enum Outcome {
     Open(OperationId),
     /// Show another tab.
     Show(Tab),
+    /// Change the queue's search or filter (the prompt's keys).
+    Narrow(prompt::Narrow),
 }
 
 impl Outcome {
@@ -117,11 +119,10 @@ impl Modal {
         }
     }
 
-    /// The screen taking the keys; `None` for the prompt, whose keys change
-    /// the queue's query and are taken there.
+    /// The screen taking the keys.
     pub fn screen_mut(&mut self) -> Option<&mut dyn Screen> {
         match self {
-            Modal::Prompt(_) => None,
+            Modal::Prompt(prompt) => Some(prompt.as_mut()),
             Modal::Help(help) => Some(help),
             Modal::Review(dialog) => Some(dialog.as_mut()),
             Modal::Bulk(dialog) => Some(dialog.as_mut()),

@@ -15,6 +15,7 @@ use crate::tui::app::App;
 use crate::tui::filter;
 use crate::tui::keymap::{Command, Context, Screen};
 use crate::tui::layout;
+use crate::tui::screens::Screen as _;
 use crate::tui::screens::queue::{Tab, sort_name};
 use crate::tui::widgets::{line, span};
 
@@ -107,7 +108,7 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         return;
     }
     if let Some(prompt) = app.prompt() {
-        prompt.input.draw(frame, query, theme);
+        prompt.draw(frame, query, &app.ctx());
         return;
     }
     let query_line = app
