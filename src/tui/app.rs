@@ -15,8 +15,8 @@ mod query;
 mod tabs;
 
 pub use super::message::{Effect, Message};
+pub use super::screens::Page;
 pub use super::screens::prompt::{PromptKind, PromptState};
-pub use tabs::Page;
 
 use super::keymap::{self, Context};
 use super::layout::{self, Areas, Pane};

@@ -24,48 +24,6 @@ pub enum Context {
     Bulk,
 }
 
-/// The tabs of the console, in the order of their keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Screen {
-    Held,
-    All,
-    Metrics,
-    Audit,
-}
-
-impl Screen {
-    pub const ALL: [Screen; 4] = [Screen::Held, Screen::All, Screen::Metrics, Screen::Audit];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Screen::Held => "Held queue",
-            Screen::All => "All operations",
-            Screen::Metrics => "Metrics",
-            Screen::Audit => "Audit",
-        }
-    }
-
-    /// The title on narrow screens.
-    pub fn short_title(self) -> &'static str {
-        match self {
-            Screen::Held => "Held",
-            Screen::All => "All",
-            Screen::Metrics => "Metrics",
-            Screen::Audit => "Audit",
-        }
-    }
-
-    /// The key that shows the tab.
-    pub fn key(self) -> char {
-        match self {
-            Screen::Held => '1',
-            Screen::All => '2',
-            Screen::Metrics => '3',
-            Screen::Audit => '4',
-        }
-    }
-}
-
 /// What a key asks the console to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -86,8 +44,9 @@ pub enum Command {
     ClearQuery,
     Sort,
     SwitchTab,
-    /// Show one tab.
-    Show(Screen),
+    /// Show the tab whose key this is (the tabs are registered in
+    /// [`crate::tui::screens::TABS`]).
+    Show(char),
     Reload,
     NextLink,
     PrevLink,
@@ -169,32 +128,20 @@ pub const BINDINGS: &[Binding] = &[
         C::Review,
         "review: the actions allowed now, their effect, confirm",
     ),
-    bind(
-        Global,
-        K::Char('1'),
-        "1",
-        C::Show(Screen::Held),
-        "held queue",
-    ),
-    bind(
-        Global,
-        K::Char('2'),
-        "2",
-        C::Show(Screen::All),
-        "all operations",
-    ),
+    bind(Global, K::Char('1'), "1", C::Show('1'), "held queue"),
+    bind(Global, K::Char('2'), "2", C::Show('2'), "all operations"),
     bind(
         Global,
         K::Char('3'),
         "3",
-        C::Show(Screen::Metrics),
+        C::Show('3'),
         "metrics and release gate",
     ),
     bind(
         Global,
         K::Char('4'),
         "4",
-        C::Show(Screen::Audit),
+        C::Show('4'),
         "audit log and chain status",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),

@@ -17,7 +17,7 @@ use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, Report};
 use crate::core::sanitize::Clean;
-use crate::tui::keymap::{self, Command, Context, Screen as Tab};
+use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
 use crate::tui::message::Effect;
@@ -172,7 +172,7 @@ impl Screen for MetricsState {
             Command::PageDown => rows,
             Command::Top => i64::MIN / 2,
             Command::Bottom => i64::MAX / 2,
-            Command::SwitchTab => return Outcome::Show(Tab::Held),
+            Command::SwitchTab => return Outcome::Show(super::HELD.key),
             // Enter on a figure lists the operations behind it; on one of
             // those, opens it.
             Command::Open if self.focus == MetricsFocus::Figures => {

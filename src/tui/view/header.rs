@@ -13,10 +13,11 @@ use crate::core::sanitize::Clean;
 use crate::store::Link;
 use crate::tui::app::App;
 use crate::tui::filter;
-use crate::tui::keymap::{Command, Context, Screen};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
 use crate::tui::screens::Screen as _;
 use crate::tui::screens::queue::{Tab, sort_name};
+use crate::tui::screens::{HELD, TABS};
 use crate::tui::widgets::{line, span};
 
 pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
@@ -26,21 +27,19 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     if wide {
         parts.push(span(Clean::new(" holdfast "), theme.title()));
     }
-    for screen in Screen::ALL {
-        let style = if screen == app.screen() {
+    let shown = app.screen();
+    for screen in TABS {
+        let style = if screen == shown {
             theme.selected().patch(theme.title())
         } else {
             theme.dim()
         };
         let name = if wide {
-            screen.title()
+            screen.title
         } else {
-            screen.short_title()
+            screen.short_title
         };
-        parts.push(span(
-            Clean::new(&format!(" {} {name} ", screen.key())),
-            style,
-        ));
+        parts.push(span(Clean::new(&format!(" {} {name} ", screen.key)), style));
     }
     parts.push(span(Clean::new(" │"), theme.dim()));
     match &app.queue.counts {
@@ -221,7 +220,7 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Open, "open"),
                     (Command::Back, "back"),
                     (Command::NextPane, "figures/operations"),
-                    (Command::Show(Screen::Held), "queue"),
+                    (Command::Show(HELD.key), "queue"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
@@ -231,8 +230,8 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                 &[
                     (Command::Down, "select"),
                     (Command::Open, "open operation"),
-                    (Command::Show(Screen::Held), "queue"),
-                    (Command::Show(Screen::Metrics), "metrics"),
+                    (Command::Show(HELD.key), "queue"),
+                    (Command::Show('3'), "metrics"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
