@@ -64,6 +64,8 @@ pub enum Command {
     Accept,
     /// Drop what was typed into the prompt and close it.
     Cancel,
+    /// Apply what a dialog previewed (a key distinct from `Enter`).
+    Apply,
 }
 
 /// One binding: in `context`, `key` (shown as `label`) runs `command`.
@@ -251,12 +253,20 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
+    bind(Help, K::Char('q'), "q", C::Help, "close help"),
     bind(
         Review,
         K::Enter,
         "Enter",
         C::Accept,
-        "pick the action / preview its effect / confirm",
+        "pick the action / preview its effect / confirm what changes no state",
+    ),
+    bind(
+        Review,
+        K::Char('y'),
+        "y",
+        C::Apply,
+        "confirm and apply a state change (high/critical: type the id)",
     ),
     bind(Review, K::Esc, "Esc", C::Cancel, "one step back; closes"),
     bind(Review, K::Tab, "Tab", C::NextPane, "next input"),
@@ -278,7 +288,8 @@ pub const BINDINGS: &[Binding] = &[
 ];
 
 /// The command `key` runs in `context`, looking at the context's own bindings first
-/// and then the global ones. The help overlay takes only its own keys and `q`.
+/// and then the global ones. The help overlay takes only its own keys (`q`
+/// closes it, as `Esc` does; `Ctrl-C` still quits).
 pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         return matches!(key.code, K::Char('c')).then_some(C::Quit);
@@ -290,8 +301,7 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
             .map(|b| b.command)
     };
     match context {
-        Help => found(Help).or_else(|| (key.code == K::Char('q')).then_some(C::Quit)),
-        Prompt | Review | Bulk => found(context),
+        Help | Prompt | Review | Bulk => found(context),
         ctx => found(ctx).or_else(|| found(Global)),
     }
 }

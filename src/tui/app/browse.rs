@@ -204,7 +204,7 @@ impl App {
             Command::MarkAll => self.mark_all(),
             Command::ClearMarks => self.clear_marks(),
             Command::Bulk => self.open_bulk(),
-            Command::Accept | Command::Cancel | Command::Show(_) => Vec::new(),
+            Command::Accept | Command::Cancel | Command::Apply | Command::Show(_) => Vec::new(),
         }
     }
 

@@ -27,6 +27,10 @@ pub trait Dialog {
     fn typing(&self) -> bool;
     fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Self::Request>;
     fn back(&mut self) -> Option<Self::Request>;
+    /// `y`: the distinct key that applies what changes state.
+    fn confirm(&mut self) -> Option<Self::Request> {
+        None
+    }
     fn step_cursor(&mut self, delta: i64);
     fn next_field(&mut self, _delta: i64) {}
     fn type_key(&mut self, key: KeyEvent);
@@ -47,6 +51,7 @@ pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
     let request = match command {
         Some(Command::Accept) => dialog.accept(ctx.actor, ctx.now),
         Some(Command::Cancel) => dialog.back(),
+        Some(Command::Apply) if !typing => dialog.confirm(),
         Some(Command::NextPane) => {
             dialog.next_field(1);
             None
