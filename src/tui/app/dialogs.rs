@@ -87,13 +87,18 @@ impl App {
             return Vec::new();
         }
         let (text, alert) = match &verdict {
-            Verdict::Applied(applied) => (
-                format!(
-                    "{} applied to {} (audit #{})",
+            Verdict::Applied(applied) => {
+                let done = if applied.effect.proposal_only {
+                    "proposal opened for"
+                } else {
+                    "applied to"
+                };
+                let text = format!(
+                    "{} {done} {} (audit #{})",
                     applied.effect.action, applied.audit.draft.operation, applied.audit.seq
-                ),
-                false,
-            ),
+                );
+                (text, false)
+            }
             Verdict::Refused { rule, reason } => (format!("refused: {rule}: {reason}"), true),
             Verdict::Conflict { by, at, .. } => (
                 format!(

@@ -543,10 +543,13 @@ fn behind(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect, foc
     frame.render_widget(block, area);
     if let Some(m) = state.metric() {
         frame.render_widget(
-            ratatui::widgets::Paragraph::new(line(vec![span(
-                Clean::new(&format!("counts {}", m.id.counts())),
-                theme.dim(),
-            )])),
+            ratatui::widgets::Paragraph::new(widgets::fit_line(
+                vec![span(
+                    Clean::new(&format!("counts {}", m.id.counts())),
+                    theme.dim(),
+                )],
+                what.width,
+            )),
             what,
         );
     }

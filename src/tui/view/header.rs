@@ -18,7 +18,7 @@ use crate::tui::layout;
 use crate::tui::screens::Screen as _;
 use crate::tui::screens::queue::{Tab, sort_name};
 use crate::tui::screens::{HELD, TABS};
-use crate::tui::widgets::{line, span};
+use crate::tui::widgets::{fit_line, line, span};
 
 pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     let theme = app.theme;
@@ -91,7 +91,7 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
             }
         }
     }
-    frame.render_widget(Paragraph::new(line(parts)), header);
+    frame.render_widget(Paragraph::new(fit_line(parts, header.width)), header);
 
     if let Link::Reconnecting { attempt } = app.link {
         let text = format!(
@@ -168,6 +168,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
 /// The status message, or the keys that matter here.
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
+    let width = usize::from(area.width.saturating_sub(1));
     let text = match (&app.status, app.prompt()) {
         (Some(status), _) => {
             let style = if status.alert {
@@ -194,12 +195,9 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         (None, None) if app.bulk().is_some() && !app.help_open() => {
             "bulk triage: its keys are on its last line".to_owned()
         }
-        (None, None) if app.help_open() => keymap_hint(
-            &[(Command::Help, "close help"), (Command::Quit, "quit")],
-            Context::Help,
-        ),
+        (None, None) if app.help_open() => "Esc or q close help · Ctrl-C quit".to_owned(),
         (None, None) => match app.help_context() {
-            Context::Queue => keymap_hint(
+            Context::Queue => fitted_hint(
                 &[
                     (Command::Open, "open"),
                     (Command::Mark, "mark"),
@@ -209,12 +207,15 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Sort, "sort"),
                     (Command::SwitchTab, "tab"),
                     (Command::NextPane, "pane"),
+                    (Command::Review, "review"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
                 Context::Queue,
+                3,
+                width,
             ),
-            Context::Metrics => keymap_hint(
+            Context::Metrics => fitted_hint(
                 &[
                     (Command::Down, "select"),
                     (Command::Open, "open"),
@@ -225,8 +226,10 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Quit, "quit"),
                 ],
                 Context::Metrics,
+                2,
+                width,
             ),
-            Context::Audit => keymap_hint(
+            Context::Audit => fitted_hint(
                 &[
                     (Command::Down, "select"),
                     (Command::Open, "open operation"),
@@ -236,18 +239,23 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Quit, "quit"),
                 ],
                 Context::Audit,
+                2,
+                width,
             ),
-            _ => keymap_hint(
+            _ => fitted_hint(
                 &[
                     (Command::NextPane, "pane"),
                     (Command::Down, "scroll"),
                     (Command::NextLink, "next link"),
                     (Command::Open, "follow"),
                     (Command::Back, "back"),
+                    (Command::Review, "review"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
                 Context::Detail,
+                3,
+                width,
             ),
         },
     };
@@ -258,4 +266,36 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         )])),
         area,
     );
+}
+
+/// The hints of `commands` in `context` within `width` columns: the last `keep`
+/// (the keys that matter everywhere: review, help, quit) always stay, and the
+/// ones before them give way from the middle, an ellipsis marking the cut.
+fn fitted_hint(
+    commands: &[(Command, &str)],
+    context: Context,
+    keep: usize,
+    width: usize,
+) -> String {
+    let items: Vec<String> = commands
+        .iter()
+        .map(|c| keymap_hint(std::slice::from_ref(c), context))
+        .filter(|hint| !hint.is_empty())
+        .collect();
+    let (head, tail) = items.split_at(items.len().saturating_sub(keep));
+    let mut head = head.to_vec();
+    let mut cut = false;
+    loop {
+        let mut parts: Vec<&str> = head.iter().map(String::as_str).collect();
+        if cut {
+            parts.push("…");
+        }
+        parts.extend(tail.iter().map(String::as_str));
+        let text = parts.join(" · ");
+        if text.chars().count() <= width || head.is_empty() {
+            return text;
+        }
+        head.pop();
+        cut = true;
+    }
 }

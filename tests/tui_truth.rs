@@ -1,0 +1,130 @@
+//! The console tells the truth and sets no trap for a tired hand: a distinct
+//! confirm key, the status line naming what really happened and keeping the
+//! keys that matter, help closing on `q`, and cut text marked as cut.
+
+mod support;
+
+use crossterm::event::KeyCode;
+use holdfast::core::ids::OperationId;
+use holdfast::core::model::State;
+use holdfast::tui::review::Step;
+use support::console::{DEMO, Harness, demo_now};
+
+/// Opens the dialog on `id`, picks the allowed action labelled `label` and
+/// previews it with `rationale`.
+async fn preview(h: &mut Harness, id: &str, label: &str, rationale: &str) {
+    h.select_id(id).await;
+    h.key(KeyCode::Char('r')).await;
+    let dialog = h.app.review.as_ref().expect("the dialog opens");
+    let at = dialog
+        .options
+        .iter()
+        .position(|o| o.label == label && o.outcome.is_ok())
+        .unwrap_or_else(|| panic!("{label} is not allowed on {id}"));
+    for _ in 0..at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    h.keys(rationale).await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(h), Step::Confirm { .. }), "{}", h.screen());
+}
+
+fn step(h: &Harness) -> &Step {
+    &h.app.review.as_ref().expect("the dialog is open").step
+}
+
+async fn state_of(h: &Harness, id: &str) -> State {
+    let id = OperationId::parse(id).unwrap();
+    h.store().detail(&id).await.unwrap().row.operation.state
+}
+
+#[tokio::test]
+async fn a_double_enter_does_not_change_state_and_y_does() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    assert_eq!(state_of(&h, "F23").await, State::Partial);
+    preview(&mut h, "F23", "block", "held until the owner answers").await;
+    assert!(h.screen().contains("y confirm and apply"), "{}", h.screen());
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Confirm { .. }));
+    assert_eq!(state_of(&h, "F23").await, State::Partial, "Enter applied");
+    assert!(h.screen().contains("press y to apply"), "{}", h.screen());
+    h.key(KeyCode::Char('y')).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    assert_eq!(state_of(&h, "F23").await, State::Blocked);
+}
+
+#[tokio::test]
+async fn a_high_risk_change_applies_only_once_its_id_is_typed() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    preview(&mut h, "F09", "block", "held until the provider answers").await;
+    assert!(h.screen().contains("type the id"), "{}", h.screen());
+    h.key(KeyCode::Char('y')).await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Confirm { .. }));
+    assert_eq!(state_of(&h, "F09").await, State::Unknown);
+    assert!(h.screen().contains("type F09 exactly"), "{}", h.screen());
+    h.key(KeyCode::Backspace).await;
+    h.keys("F09").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    assert_eq!(state_of(&h, "F09").await, State::Blocked);
+}
+
+#[tokio::test]
+async fn opening_a_proposal_says_proposal_opened_not_applied() {
+    let fixture = include_str!("fixtures/review.jsonl");
+    let now = holdfast::core::clock::parse_instant("2026-09-05T10:10:00Z").unwrap();
+    let mut h = Harness::at(fixture, now, 160, 45).await;
+    h.key(KeyCode::Char('2')).await;
+    preview(
+        &mut h,
+        "U3",
+        "authorize-retry",
+        "the provider shows no request",
+    )
+    .await;
+    h.keys("U3").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    let status = h.app.status.as_ref().unwrap().text.to_string();
+    assert!(status.contains("proposal opened for U3"), "{status}");
+    assert!(!status.contains("applied"), "{status}");
+}
+
+#[tokio::test]
+async fn the_status_line_keeps_review_help_and_quit_at_80_columns() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    let screen = h.screen();
+    let status = screen.lines().last().unwrap();
+    assert!(status.ends_with("r review · ? help · q quit"), "{status}");
+    assert!(status.contains(" … "), "cut in the middle: {status}");
+    h.key(KeyCode::Enter).await;
+    let screen = h.screen();
+    let status = screen.lines().last().unwrap();
+    assert!(status.ends_with("r review · ? help · q quit"), "{status}");
+}
+
+#[tokio::test]
+async fn q_in_help_closes_help_and_does_not_quit() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('?')).await;
+    assert!(h.app.help);
+    h.key(KeyCode::Char('q')).await;
+    assert!(!h.app.help, "help closed");
+    assert!(!h.quit, "the console is still open");
+    h.key(KeyCode::Char('q')).await;
+    assert!(h.quit, "q outside help quits");
+}
+
+#[tokio::test]
+async fn text_cut_to_its_column_ends_in_an_ellipsis() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('2')).await;
+    let screen = h.screen();
+    let header = screen.lines().next().unwrap();
+    assert!(header.trim_end().ends_with('…'), "{header}");
+    let cells_cut = screen.lines().skip(3).filter(|l| l.contains('…')).count();
+    assert!(cells_cut > 0, "{screen}");
+    assert!(!screen.contains("validation_faile "), "{screen}");
+}
