@@ -128,3 +128,61 @@ async fn text_cut_to_its_column_ends_in_an_ellipsis() {
     assert!(cells_cut > 0, "{screen}");
     assert!(!screen.contains("validation_faile "), "{screen}");
 }
+
+#[tokio::test]
+async fn g_and_shift_g_move_through_the_review_list() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F09").await;
+    h.key(KeyCode::Char('r')).await;
+    let allowed = h.app.review.as_ref().unwrap().allowed();
+    assert!(allowed > 1);
+    h.key(KeyCode::Char('G')).await;
+    assert_eq!(h.app.review.as_ref().unwrap().cursor, allowed - 1);
+    h.key(KeyCode::Char('g')).await;
+    assert_eq!(h.app.review.as_ref().unwrap().cursor, 0);
+}
+
+#[tokio::test]
+async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
+    use holdfast::tui::bulk::Step as BulkStep;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F09").await;
+    h.key(KeyCode::Char(' ')).await;
+    h.key(KeyCode::Char('b')).await;
+    let bulk = h.app.bulk.as_ref().unwrap();
+    assert_eq!(bulk.cursor, None);
+    assert!(bulk.kind().is_none());
+    h.key(KeyCode::Enter).await;
+    let bulk = h.app.bulk.as_ref().unwrap();
+    assert!(matches!(bulk.step, BulkStep::Pick), "Enter picks nothing");
+    assert!(
+        bulk.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("choose the action")
+    );
+    // Down to `assign`, which asks for an owner before the rationale.
+    let at = holdfast::tui::bulk::KINDS
+        .iter()
+        .position(|k| *k == holdfast::core::rules::ActionKind::Assign)
+        .unwrap();
+    for _ in 0..=at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(
+        h.app.bulk.as_ref().unwrap().step,
+        BulkStep::Input(_)
+    ));
+    h.keys("oncall-b").await;
+    h.key(KeyCode::Tab).await;
+    assert!(matches!(
+        h.app.bulk.as_ref().unwrap().step,
+        BulkStep::Rationale(_)
+    ));
+    h.key(KeyCode::BackTab).await;
+    assert!(matches!(
+        h.app.bulk.as_ref().unwrap().step,
+        BulkStep::Input(_)
+    ));
+}

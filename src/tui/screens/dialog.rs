@@ -68,6 +68,14 @@ pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
             dialog.step_cursor(1);
             None
         }
+        Some(Command::Top) if !typing => {
+            dialog.step_cursor(i64::MIN / 2);
+            None
+        }
+        Some(Command::Bottom) if !typing => {
+            dialog.step_cursor(i64::MAX / 2);
+            None
+        }
         Some(Command::Quit) => return Outcome::Quit,
         Some(Command::Help) if !typing => return Outcome::Help,
         _ if typing => {
