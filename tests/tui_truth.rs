@@ -186,3 +186,37 @@ async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
         BulkStep::Input(_)
     ));
 }
+
+#[tokio::test]
+async fn after_accepting_f32_the_panes_and_r_follow_the_queue_selection() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F32").await;
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('r')).await;
+    let dialog = h.app.review.as_ref().expect("the dialog opens");
+    let at = dialog
+        .options
+        .iter()
+        .position(|o| o.label == "accept" && o.outcome.is_ok())
+        .expect("accept is allowed on F32");
+    for _ in 0..at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    h.keys("REPAIR-7781").await;
+    h.key(KeyCode::Tab).await;
+    h.keys("repaired by hand, ticket REPAIR-7781").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Confirm { .. }), "{}", h.screen());
+    h.keys("F32").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    h.key(KeyCode::Esc).await;
+    assert_eq!(state_of(&h, "F32").await, State::Accepted);
+    let selected = h.selected().expect("the queue selects another hold");
+    assert_ne!(selected, "F32");
+    assert_eq!(h.open(), Some(selected.clone()), "the panes show the selection");
+    h.key(KeyCode::Char('r')).await;
+    let review = h.app.review.as_ref().expect("r opens a dialog");
+    assert_eq!(review.id().as_str(), selected, "r reviews the selected hold");
+}

@@ -71,6 +71,11 @@ impl App {
         if let Some(lost) = applied.lost
             && self.queue.selected_id.as_ref() != Some(&lost)
         {
+            // The panes showed the operation that left: they follow the new
+            // selection, so what is shown and what `r` reviews agree.
+            if self.detail.stack.first().is_some_and(|f| f.id == lost) {
+                self.focus = Pane::Queue;
+            }
             let now_on = self
                 .queue
                 .selected_id
