@@ -215,8 +215,39 @@ async fn after_accepting_f32_the_panes_and_r_follow_the_queue_selection() {
     assert_eq!(state_of(&h, "F32").await, State::Accepted);
     let selected = h.selected().expect("the queue selects another hold");
     assert_ne!(selected, "F32");
-    assert_eq!(h.open(), Some(selected.clone()), "the panes show the selection");
+    assert_eq!(
+        h.open(),
+        Some(selected.clone()),
+        "the panes show the selection"
+    );
     h.key(KeyCode::Char('r')).await;
     let review = h.app.review.as_ref().expect("r opens a dialog");
-    assert_eq!(review.id().as_str(), selected, "r reviews the selected hold");
+    assert_eq!(
+        review.id().as_str(),
+        selected,
+        "r reviews the selected hold"
+    );
+}
+
+#[tokio::test]
+async fn below_140_columns_a_tall_screen_stacks_the_detail_under_the_queue() {
+    let mut h = Harness::at(DEMO, demo_now(), 139, 60).await;
+    let selected = h.selected().unwrap();
+    let screen = h.screen();
+    assert!(
+        screen.contains(&format!("Evidence · {selected}")),
+        "{screen}"
+    );
+    assert!(screen.contains("Held queue"), "{screen}");
+    let blank = screen.lines().filter(|l| l.trim().is_empty()).count();
+    assert!(blank < 5, "{blank} blank rows:\n{screen}");
+    h.key(KeyCode::Tab).await;
+    let screen = h.screen();
+    assert!(screen.contains("Held queue"), "the queue stays:\n{screen}");
+    assert!(h.app.areas().evidence.is_some() && h.app.areas().queue.is_some());
+    h.key(KeyCode::Char('j')).await;
+    // An 80x24 screen still gives the body to one pane at a time.
+    h.resize(80, 24).await;
+    h.key(KeyCode::Esc).await;
+    assert!(h.app.areas().evidence.is_none());
 }

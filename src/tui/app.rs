@@ -191,7 +191,7 @@ impl App {
 
     /// Whether the detail is on screen (side by side, or opened).
     pub fn detail_visible(&self) -> bool {
-        layout::is_wide(self.size) || self.focus != Pane::Queue
+        layout::shows_detail(self.size) || self.focus != Pane::Queue
     }
 
     /// The search or filter prompt, when open.
