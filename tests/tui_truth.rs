@@ -251,3 +251,55 @@ async fn below_140_columns_a_tall_screen_stacks_the_detail_under_the_queue() {
     h.key(KeyCode::Esc).await;
     assert!(h.app.areas().evidence.is_none());
 }
+
+#[tokio::test]
+async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_acknowledged() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    assert!(!h.screen().contains("CHAIN BROKEN"));
+    h.fresh
+        .execute("DROP TRIGGER audit_no_update")
+        .await
+        .unwrap();
+    h.fresh
+        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
+        .await
+        .unwrap();
+    h.key(KeyCode::Char('R')).await;
+    for tab in ['1', '2', '3', '4', '1'] {
+        h.key(KeyCode::Char(tab)).await;
+        let screen = h.screen();
+        let header = screen.lines().next().unwrap();
+        assert!(
+            header.contains("AUDIT CHAIN BROKEN at seq 3"),
+            "{tab}: {header}"
+        );
+    }
+    h.select_id("F09").await;
+    h.key(KeyCode::Char('r')).await;
+    assert!(
+        h.app.review.is_none(),
+        "no review while the break is unacknowledged"
+    );
+    assert!(
+        h.screen().contains("refused: the audit chain is broken"),
+        "{}",
+        h.screen()
+    );
+    h.key(KeyCode::Char(' ')).await;
+    h.key(KeyCode::Char('b')).await;
+    assert!(h.app.bulk.is_none(), "no bulk triage either");
+    h.key(KeyCode::Char('A')).await;
+    assert!(
+        h.screen()
+            .lines()
+            .next()
+            .unwrap()
+            .contains("(acknowledged)")
+    );
+    h.select_id("F09").await;
+    h.key(KeyCode::Char('r')).await;
+    assert!(
+        h.app.review.is_some(),
+        "acknowledged: review is offered again"
+    );
+}

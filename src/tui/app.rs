@@ -18,6 +18,7 @@ pub use super::message::{Effect, Message};
 pub use super::screens::Page;
 pub use super::screens::prompt::{PromptKind, PromptState};
 
+use super::chain::Chain;
 use super::keymap::{self, Context};
 use super::layout::{self, Areas, Pane};
 use super::screens::audit::AuditState;
@@ -78,6 +79,8 @@ pub struct App {
     pub audit: AuditState,
     /// Whether the store's connection holds (a banner shows while it does not).
     pub link: Link,
+    /// The audit chain's status; a break shows on every screen.
+    pub chain: Chain,
     head: Option<i64>,
     /// The last poll could not reach the store (its message is on screen).
     unreachable: bool,
@@ -109,14 +112,24 @@ impl App {
             metrics: MetricsState::default(),
             audit: AuditState::default(),
             link: Link::Connected,
+            chain: Chain::default(),
             head: None,
             unreachable: false,
         }
     }
 
-    /// The first effects: the first page of the queue.
+    /// The first effects: the first page of the queue, and the chain verified.
     pub fn init(&mut self) -> Vec<Effect> {
-        self.list(None, true)
+        let mut effects = self.list(None, true);
+        effects.push(self.verify());
+        effects
+    }
+
+    /// A request to verify the audit chain.
+    fn verify(&mut self) -> Effect {
+        Effect::Verify {
+            generation: self.chain.request(),
+        }
     }
 
     /// Applies one message; returns the effects to run.
@@ -141,6 +154,23 @@ impl App {
             }
             Message::Audit { generation, result } => {
                 self.audit.apply(generation, result.map(|p| *p));
+                Vec::new()
+            }
+            Message::Verified { generation, result } => {
+                if self.chain.apply(generation, result) {
+                    match self.chain.broken() {
+                        Some((seq, reason)) => {
+                            let text = format!(
+                                "⚠ the audit chain is broken at seq {seq} ({reason}): no transition until A acknowledges it or it verifies again"
+                            );
+                            self.say(&text, true);
+                        }
+                        None if self.head.is_some() => {
+                            self.say("the audit chain verifies again", false)
+                        }
+                        None => {}
+                    }
+                }
                 Vec::new()
             }
             Message::Listed { generation, result } => self.listed(generation, result),
@@ -290,6 +320,7 @@ impl App {
         let mut effects = self.list(self.queue.selected_id.clone(), true);
         effects.extend(self.load_top());
         effects.extend(self.page_effects());
+        effects.push(self.verify());
         effects
     }
 

@@ -60,6 +60,8 @@ pub enum Command {
     ClearMarks,
     /// Open the bulk triage dialog on the marked operations.
     Bulk,
+    /// Acknowledge a broken audit chain, so that transitions are offered again.
+    AcknowledgeChain,
     /// Keep what was typed into the prompt and close it.
     Accept,
     /// Drop what was typed into the prompt and close it.
@@ -145,6 +147,13 @@ pub const BINDINGS: &[Binding] = &[
         "4",
         C::Show('4'),
         "audit log and chain status",
+    ),
+    bind(
+        Global,
+        K::Char('A'),
+        "A",
+        C::AcknowledgeChain,
+        "acknowledge a broken audit chain (transitions are refused until then)",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),

@@ -10,6 +10,7 @@ use crossterm::event::{KeyEvent, MouseEvent};
 use super::screens::audit::AuditPage;
 use super::screens::queue::{ListQuery, Listing};
 use super::screens::review::Verdict;
+use crate::core::audit::ChainStatus;
 use crate::core::ids::OperationId;
 use crate::core::metrics::Report;
 use crate::core::model::OperationDetail;
@@ -43,6 +44,11 @@ pub enum Message {
     Audit {
         generation: u64,
         result: Result<Box<AuditPage>, String>,
+    },
+    /// The audit chain's status, answering the verify tagged `generation`.
+    Verified {
+        generation: u64,
+        result: Result<ChainStatus, String>,
     },
     /// A page of the queue, answering the request tagged `generation`.
     Listed {
@@ -91,6 +97,9 @@ pub enum Effect {
     Metrics { generation: u64, now: DateTime<Utc> },
     /// Read the session's newest audit rows and verify the chain.
     Audit { generation: u64 },
+    /// Verify the audit chain (at start and whenever the store moves), so that
+    /// a broken chain shows on every screen.
+    Verify { generation: u64 },
     /// Fetch everything stored about one operation.
     Load { generation: u64, id: OperationId },
     /// Answer with [`Message::Debounced`] after `delay`, so that a search runs

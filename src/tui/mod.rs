@@ -5,6 +5,7 @@
 //! queued messages are handled.
 
 pub mod app;
+pub mod chain;
 pub mod doc;
 pub mod filter;
 pub mod keymap;

@@ -97,6 +97,16 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
                 result,
             })
         }
+        Effect::Verify { generation } => {
+            let result = session.verify().await.map_err(|e| {
+                tracing::warn!(error = %e, "verifying the audit chain failed");
+                e.to_string()
+            });
+            Some(Message::Verified {
+                generation: *generation,
+                result,
+            })
+        }
         Effect::Debounce { generation, delay } => {
             tokio::time::sleep(*delay).await;
             Some(Message::Debounced {

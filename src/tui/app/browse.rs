@@ -205,6 +205,19 @@ impl App {
                 Vec::new()
             }
             Command::Review => self.open_review(),
+            Command::AcknowledgeChain => {
+                match self.chain.broken() {
+                    Some((seq, _)) => {
+                        self.chain.acknowledged = true;
+                        let text = format!(
+                            "acknowledged: the audit chain stays broken at seq {seq}; transitions are offered again (holdfast audit verify shows the break)"
+                        );
+                        self.say(&text, true);
+                    }
+                    None => self.say("the audit chain is intact: nothing to acknowledge", false),
+                }
+                Vec::new()
+            }
             Command::Mark => self.mark(),
             Command::MarkAll => self.mark_all(),
             Command::ClearMarks => self.clear_marks(),

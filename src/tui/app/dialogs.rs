@@ -52,6 +52,9 @@ impl App {
 
     /// `r`: the review dialog on the operation open (or selected).
     pub(super) fn open_review(&mut self) -> Vec<Effect> {
+        if self.chain_refuses() {
+            return Vec::new();
+        }
         if let Some(screen) = self.page_screen()
             && self.focus == Pane::Queue
         {
@@ -78,6 +81,19 @@ impl App {
         }
         self.modal = Some(Modal::Review(Box::new(dialog)));
         Vec::new()
+    }
+
+    /// Whether a broken, unacknowledged audit chain refuses a dialog that could
+    /// write a transition; says why when it does.
+    fn chain_refuses(&mut self) -> bool {
+        let Some((seq, _)) = self.chain.broken().filter(|_| self.chain.refuses()) else {
+            return false;
+        };
+        let text = format!(
+            "refused: the audit chain is broken at seq {seq}; A acknowledges it (or R once it verifies again)"
+        );
+        self.say(&text, true);
+        true
     }
 
     /// The apply answered: the verdict shows in the dialog, and the queue and the
@@ -145,6 +161,9 @@ impl App {
 
     /// `b`: the bulk dialog on the marked operations, read fresh.
     pub(super) fn open_bulk(&mut self) -> Vec<Effect> {
+        if self.chain_refuses() {
+            return Vec::new();
+        }
         if self.queue.marked.is_empty() {
             self.say(
                 "nothing marked: space marks the selected operation, a all matching",

@@ -42,6 +42,14 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         parts.push(span(Clean::new(&format!(" {} {name} ", screen.key)), style));
     }
     parts.push(span(Clean::new(" │"), theme.dim()));
+    if let Some((seq, _)) = app.chain.broken() {
+        let text = if app.chain.acknowledged {
+            format!(" ⚠ AUDIT CHAIN BROKEN at seq {seq} (acknowledged) │")
+        } else {
+            format!(" ⚠ AUDIT CHAIN BROKEN at seq {seq}: transitions refused, A acknowledges │")
+        };
+        parts.push(span(Clean::new(&text), theme.alert()));
+    }
     match &app.queue.counts {
         None => parts.push(span(Clean::new(" counting…"), theme.dim())),
         Some(counts) => {
