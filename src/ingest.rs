@@ -4,7 +4,7 @@
 //! default: one bad line and nothing is committed. With a rejects file the good lines
 //! are committed and the bad ones are written there verbatim.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
 use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
 use std::path::{Path, PathBuf};
@@ -12,8 +12,9 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::store::plan::ingest::{own_operation, withheld_reason};
 use crate::store::{IngestMode, Store, StoreError};
-use crate::wire::{LineError, parse_stream};
+use crate::wire::{LineError, Numbered, parse_stream};
 
 /// Where the records come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -158,6 +159,38 @@ fn extract_lines(
     Ok(out)
 }
 
+/// Takes out of `records` every record of an operation a refused line names, so
+/// that a committed operation never lacks evidence its committed transitions cite;
+/// returns why each was refused.
+fn withhold_histories(
+    records: &mut Vec<Numbered>,
+    bad_lines: &[(usize, Vec<u8>)],
+) -> Vec<LineError> {
+    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
+    for (line, bytes) in bad_lines {
+        if let Some(op) = crate::wire::operation_named(bytes) {
+            refused.entry(op).or_insert(*line);
+        }
+    }
+    let mut errors = Vec::new();
+    records.retain(|numbered| {
+        let first =
+            own_operation(&numbered.record).and_then(|op| refused.get(op).map(|l| (op, *l)));
+        match first {
+            Some((op, line)) => {
+                errors.push(LineError {
+                    line: numbered.line,
+                    field: "-".into(),
+                    reason: withheld_reason(op, line),
+                });
+                false
+            }
+            None => true,
+        }
+    });
+    errors
+}
+
 /// Reads, parses and commits `source`. Without `rejects`, any bad line means nothing
 /// is committed; with it, good lines are committed and bad ones written to it.
 pub async fn ingest_source(
@@ -222,6 +255,11 @@ pub async fn ingest_source(
         }
     }
     let record_lines: Vec<usize> = parsed.records.iter().map(|r| r.line).collect();
+    let mut parsed = parsed;
+    if rejects.is_some() {
+        let withheld = withhold_histories(&mut parsed.records, &parsed.bad_lines);
+        parsed.errors.extend(withheld);
+    }
     let mode = match (rejects.is_some(), parsed.is_clean()) {
         (true, _) => IngestMode::Quarantine,
         (false, true) => IngestMode::Strict,

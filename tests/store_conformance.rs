@@ -105,10 +105,16 @@ async fn the_same_id_with_other_content_is_refused_and_nothing_is_committed(kind
         .ingest(records(&extra), IngestMode::Strict, "test", now())
         .await
         .unwrap();
-    assert_eq!(report.rejected.len(), 1, "{:?}", report.rejected);
+    assert_eq!(report.rejected.len(), 2, "{:?}", report.rejected);
     assert_eq!(report.rejected[0].line, 2);
     assert_eq!(report.rejected[0].field, "id");
     assert!(report.rejected[0].reason.contains("different content"));
+    // The new attempt is part of the refused operation's history.
+    assert_eq!(report.rejected[1].line, 4);
+    assert_eq!(
+        report.rejected[1].reason,
+        "part of operation F09's history, refused with line 2"
+    );
     assert!(report.committed.is_empty());
     assert!(store.detail(&id("F09")).await.unwrap().attempts.len() == 1);
 }

@@ -75,6 +75,10 @@ pub struct Config {
     /// The review policy version recorded on every audit row.
     pub policy: Option<String>,
     pub theme: Option<Theme>,
+    /// Extra secret patterns (`[[redact]]` tables with `kind` and `pattern`),
+    /// redacted on every output like the built-in ones.
+    #[serde(default)]
+    pub redact: Vec<crate::core::redact::ExtraPattern>,
 }
 
 impl Config {

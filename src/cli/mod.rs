@@ -4,6 +4,7 @@
 
 pub mod commands;
 pub mod config;
+pub mod json;
 pub mod render;
 
 pub use commands::console::DEMO_PACKET;
@@ -91,8 +92,7 @@ pub struct Cli {
 }
 
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
-    parse_instant(text)
-        .map_err(|e| format!("{e}: use RFC 3339 with an offset, like 2026-09-05T10:30:00Z"))
+    parse_instant(text).map_err(|e| format!("{text:?} {e}"))
 }
 
 #[derive(Debug, Subcommand)]
@@ -373,11 +373,17 @@ pub fn main() -> ExitCode {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
             let code = e.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
-            tracing::error!(error = %format!("{e:#}"), "command failed");
+            let text = format!("{e:#}");
+            tracing::error!(
+                error = %crate::core::sanitize::sanitize(&text),
+                "command failed"
+            );
+            // Errors can quote input (a path, a value): neutralized line by line.
+            let text = crate::core::sanitize::sanitize_lines(&text).join("\n");
             if code == exit::REFUSED {
-                eprintln!("{e:#}");
+                eprintln!("{text}");
             } else {
-                eprintln!("holdfast: {e:#}");
+                eprintln!("holdfast: {text}");
             }
             ExitCode::from(code)
         }
@@ -401,9 +407,28 @@ fn init_logging(paths: &Paths) -> Option<tracing_appender::non_blocking::WorkerG
     Some(guard)
 }
 
+/// The subcommand's name, for the log (`console` without one).
+fn command_name(command: Option<&Command>) -> String {
+    command.map_or_else(
+        || "console".to_owned(),
+        |c| {
+            format!("{c:?}")
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect()
+        },
+    )
+}
+
 async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
     let config = Config::load(&paths.config_file)
         .map_err(|e| Failure::new(exit::BAD_INPUT, e.to_string()))?;
+    crate::core::redact::install(&config.redact).map_err(|e| {
+        Failure::new(
+            exit::BAD_INPUT,
+            format!("config file {}: {e}", paths.config_file.display()),
+        )
+    })?;
     let asked = cli.as_identity.clone().or_else(|| config.identity.clone());
     let clock = cli.now.map_or(Clock::System, Clock::Frozen);
     let ctx = Context {
@@ -415,7 +440,9 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         db: cli.db.clone(),
         database_url: cli.database_url.clone(),
     };
-    tracing::info!(command = ?cli.command, "start");
+    // Only the command's name: its arguments hold free text (rationales,
+    // references) that must never reach the log.
+    tracing::info!(command = command_name(cli.command.as_ref()), "start");
     match cli.command {
         None => commands::console::console(&ctx, ctx.open_store().await?).await,
         Some(Command::Demo { print }) => commands::console::demo(ctx, print).await,

@@ -1,7 +1,7 @@
 //! The one clock every time-dependent rule and display reads. Frozen, it is the
 //! seed's deterministic clock K02: tests, snapshots and the demo run on it.
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, Datelike, Utc};
 
 /// Where "now" comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +25,70 @@ impl Clock {
     }
 }
 
-/// Parses an RFC 3339 instant with an offset into UTC.
-pub fn parse_instant(text: &str) -> Result<DateTime<Utc>, chrono::ParseError> {
-    DateTime::parse_from_rfc3339(text).map(|t| t.with_timezone(&Utc))
+/// Why a text is not an instant holdfast accepts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum InstantError {
+    #[error("must be an RFC 3339 time with an offset, like 2026-09-05T10:00:00Z")]
+    Format,
+    #[error("has {0} fraction digits; at most 9 (nanoseconds) are allowed")]
+    Fraction(usize),
+    #[error("is outside the years 0001 to 9999 in UTC, the instants a store can keep")]
+    Range,
+}
+
+/// Parses an RFC 3339 instant with an offset into UTC: `YYYY-MM-DDTHH:MM:SS`, an
+/// optional fraction of 1 to 9 digits, then `Z` or `±HH:MM`. A space for `T`, a
+/// longer fraction and any instant outside the years 0001..=9999 once in UTC are
+/// refused, so that every accepted instant is written back by [`format_instant`]
+/// in a form this function reads again.
+pub fn parse_instant(text: &str) -> Result<DateTime<Utc>, InstantError> {
+    let b = text.as_bytes();
+    let digits = |range: std::ops::Range<usize>| {
+        b.get(range)
+            .is_some_and(|part| part.iter().all(u8::is_ascii_digit))
+    };
+    let shape = digits(0..4)
+        && b.get(4) == Some(&b'-')
+        && digits(5..7)
+        && b.get(7) == Some(&b'-')
+        && digits(8..10)
+        && matches!(b.get(10), Some(b'T' | b't'))
+        && digits(11..13)
+        && b.get(13) == Some(&b':')
+        && digits(14..16)
+        && b.get(16) == Some(&b':')
+        && digits(17..19);
+    if !shape {
+        return Err(InstantError::Format);
+    }
+    let mut rest = 19;
+    if b.get(rest) == Some(&b'.') {
+        let count = b[rest + 1..]
+            .iter()
+            .take_while(|c| c.is_ascii_digit())
+            .count();
+        if count == 0 {
+            return Err(InstantError::Format);
+        }
+        if count > 9 {
+            return Err(InstantError::Fraction(count));
+        }
+        rest += 1 + count;
+    }
+    let zone = &b[rest..];
+    let zone_ok = matches!(zone, [b'Z' | b'z'])
+        || matches!(zone, [b'+' | b'-', h1, h2, b':', m1, m2]
+            if [h1, h2, m1, m2].iter().all(|c| c.is_ascii_digit()));
+    if !zone_ok {
+        return Err(InstantError::Format);
+    }
+    let at = DateTime::parse_from_rfc3339(text)
+        .map_err(|_| InstantError::Format)?
+        .with_timezone(&Utc);
+    if !(1..=9999).contains(&at.year()) || text.starts_with("0000") {
+        return Err(InstantError::Range);
+    }
+    Ok(at)
 }
 
 /// Formats an instant the one way holdfast writes them (RFC 3339, UTC, `Z`).
@@ -62,6 +123,43 @@ mod tests {
         assert_eq!(clock.now(), clock.now());
         assert_eq!(format_instant(at), "2026-09-05T10:00:00Z");
         assert!(parse_instant("2026-09-05T10:00:00").is_err());
+    }
+
+    #[test]
+    fn instants_outside_what_a_store_round_trips_are_refused() {
+        for text in [
+            "9999-12-31T23:59:59-23:59",
+            "0000-06-01T00:00:00Z",
+            "0001-01-01T00:30:00+01:00",
+        ] {
+            assert_eq!(parse_instant(text), Err(InstantError::Range), "{text}");
+        }
+        for text in ["9999-12-31T23:59:59Z", "0001-01-01T00:00:00Z"] {
+            let at = parse_instant(text).unwrap();
+            assert_eq!(parse_instant(&format_instant(at)), Ok(at), "{text}");
+        }
+    }
+
+    #[test]
+    fn instants_keep_the_rfc_3339_shape_the_readme_names() {
+        assert_eq!(
+            parse_instant("2026-09-05 10:00:00Z"),
+            Err(InstantError::Format)
+        );
+        assert_eq!(
+            parse_instant("2026-09-05T10:00:00.1234567891Z"),
+            Err(InstantError::Fraction(10))
+        );
+        assert_eq!(
+            parse_instant("2026-09-05T10:00:00.Z"),
+            Err(InstantError::Format)
+        );
+        assert_eq!(
+            parse_instant("2026-09-05T10:00:00+0200"),
+            Err(InstantError::Format)
+        );
+        let at = parse_instant("2026-09-05T10:00:00.123456789+02:00").unwrap();
+        assert_eq!(format_instant(at), "2026-09-05T08:00:00.123456789Z");
     }
 
     #[test]

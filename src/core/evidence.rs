@@ -161,7 +161,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
             .and_then(|c| c.idempotency.retention_hours);
         let expires_at = first_request
             .zip(retention)
-            .map(|(t, h)| t + chrono::Duration::hours(i64::from(h)));
+            .and_then(|(t, h)| t.checked_add_signed(chrono::Duration::hours(i64::from(h))));
         KeyView {
             key: key.clone(),
             scope,

@@ -5,7 +5,10 @@
 //!
 //! Nothing secret goes in: the store holds payloads only as hashes, and untrusted
 //! tool output only as its quarantined excerpt, which is exported sanitized (G10),
-//! like every note.
+//! like every note. Every string value is exported with its secrets redacted
+//! ([`super::redact`]), hashes are computed over the redacted document, and each
+//! redacted value is listed in `redactions` with the SHA-256 of the value as stored,
+//! so the evidence stays checkable against the original.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -18,7 +21,8 @@ use super::clock::format_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
-use super::sanitize::sanitize;
+use super::redact::{Redaction, redact_value};
+use super::sanitize::{neutralize, sanitize};
 
 /// The format name written into every export.
 pub const FORMAT: &str = "holdfast-evidence-v1";
@@ -51,6 +55,9 @@ pub struct Export {
     pub as_of: DateTime<Utc>,
     pub exported_by: String,
     pub bundles: Vec<BundleExport>,
+    /// Every string value that held a secret: its path in this document, the kinds
+    /// found, and the SHA-256 of the value as stored.
+    pub redactions: Vec<Redaction>,
     /// The hash of the whole document's canonical JSON without this field.
     pub content_hash: Sha256,
 }
@@ -104,53 +111,62 @@ pub fn content_hash(document: &Value) -> Sha256 {
     Sha256::of(canonical_json(&value).as_bytes())
 }
 
-/// Hashes a serializable document whose hash field is still a placeholder.
-fn hash_of<T: Serialize>(document: &T) -> Sha256 {
-    match serde_json::to_value(document) {
-        Ok(value) => content_hash(&value),
+/// A serializable document as JSON with its secrets redacted, and what was.
+fn redacted<T: Serialize>(document: &T) -> (Value, Vec<Redaction>) {
+    let mut value = match serde_json::to_value(document) {
+        Ok(value) => value,
         Err(e) => unreachable!("export documents always serialize: {e}"),
-    }
+    };
+    let found = redact_value(&mut value);
+    (value, found)
 }
 
+/// Hashes a serializable document, as exported (redacted), whose hash field is
+/// still a placeholder.
+fn hash_of<T: Serialize>(document: &T) -> Sha256 {
+    content_hash(&redacted(document).0)
+}
+
+/// Untrusted text with its controls made visible; its secrets are redacted with
+/// the whole document.
 fn clean(text: &str) -> String {
-    sanitize(text).into_owned()
+    neutralize(text).into_owned()
 }
 
-/// One hold's export, as `actor` sees it at `now`.
-pub fn bundle_export(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> BundleExport {
-    let mut bundle = evidence::bundle(detail, actor, now);
-    for o in &mut bundle.observations {
-        o.note = o.note.as_deref().map(clean);
-    }
-    let attempts = detail
-        .attempts
-        .iter()
-        .map(|a| Attempt {
-            response_excerpt: a.response_excerpt.as_deref().map(clean),
-            ..a.clone()
-        })
-        .collect();
-    let observations = detail
-        .observations
-        .iter()
-        .map(|o| Observation {
-            note: o.note.as_deref().map(clean),
-            ..o.clone()
-        })
-        .collect();
-    let mut export = BundleExport {
-        bundle,
-        attempts,
+/// A hold's evidence as stored, before it is neutralized and hashed.
+fn stored_bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> BundleExport {
+    BundleExport {
+        bundle: evidence::bundle(detail, actor, now),
+        attempts: detail.attempts.clone(),
         items: detail.items.clone(),
-        observations,
+        observations: detail.observations.clone(),
         transitions: detail.audit.clone(),
         content_hash: super::audit::genesis(),
-    };
+    }
+}
+
+/// Neutralizes a bundle's untrusted text and hashes it as exported.
+fn seal(mut export: BundleExport) -> BundleExport {
+    for o in &mut export.bundle.observations {
+        o.note = o.note.as_deref().map(clean);
+    }
+    for a in &mut export.attempts {
+        a.response_excerpt = a.response_excerpt.as_deref().map(clean);
+    }
+    for o in &mut export.observations {
+        o.note = o.note.as_deref().map(clean);
+    }
     export.content_hash = hash_of(&export);
     export
 }
 
-/// The export of `details` by `actor` at `now`, each bundle and the whole hashed.
+/// One hold's export, as `actor` sees it at `now`.
+pub fn bundle_export(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> BundleExport {
+    seal(stored_bundle(detail, actor, now))
+}
+
+/// The export of `details` by `actor` at `now`, each bundle and the whole hashed;
+/// `redactions` hash the values as stored.
 pub fn build(details: &[OperationDetail], actor: &Actor, now: DateTime<Utc>) -> Export {
     let mut export = Export {
         format: FORMAT.to_owned(),
@@ -158,10 +174,16 @@ pub fn build(details: &[OperationDetail], actor: &Actor, now: DateTime<Utc>) -> 
         exported_by: actor.identity.clone(),
         bundles: details
             .iter()
-            .map(|d| bundle_export(d, actor, now))
+            .map(|d| stored_bundle(d, actor, now))
             .collect(),
+        redactions: Vec::new(),
         content_hash: super::audit::genesis(),
     };
+    export.redactions = redacted(&export).1;
+    export.bundles = std::mem::take(&mut export.bundles)
+        .into_iter()
+        .map(seal)
+        .collect();
     export.content_hash = hash_of(&export);
     export
 }

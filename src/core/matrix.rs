@@ -361,7 +361,7 @@ pub fn assess(
         (Some(c), Some(_), Some(first)) => c
             .idempotency
             .retention_hours
-            .map(|h| first + Duration::hours(i64::from(h)))
+            .and_then(|h| first.checked_add_signed(Duration::hours(i64::from(h))))
             .filter(|expiry| *expiry <= at),
         _ => None,
     };

@@ -17,6 +17,9 @@
 //!   characters, other format characters, line/paragraph separators, fillers and
 //!   noncharacters) becomes `⟨U+XXXX⟩`.
 //!
+//! Secrets are redacted on the same way out ([`super::redact`]), so no credential
+//! a provider echoed reaches a terminal either.
+//!
 //! The marker characters are themselves printable, so sanitizing is idempotent, and
 //! text without any of the above comes back borrowed and unchanged.
 
@@ -30,9 +33,19 @@ const ST8: char = '\u{9c}';
 const OPEN: char = '⟦';
 const CLOSE: char = '⟧';
 
-/// Returns `text` with every control character, escape sequence and invisible code
-/// point replaced by visible marker text (see the module header).
+/// Returns `text` with every secret replaced by its `‹redacted:KIND›` marker
+/// ([`super::redact`]) and every control character, escape sequence and invisible
+/// code point replaced by visible marker text (see the module header).
 pub fn sanitize(text: &str) -> Cow<'_, str> {
+    match super::redact::redact(text) {
+        Cow::Borrowed(text) => neutralize(text),
+        Cow::Owned(redacted) => Cow::Owned(neutralize(&redacted).into_owned()),
+    }
+}
+
+/// The control-character half of [`sanitize`], for text whose secrets are
+/// redacted on its own way out (a JSON document redacted as a whole).
+pub fn neutralize(text: &str) -> Cow<'_, str> {
     if !text.chars().any(needs_marking) {
         return Cow::Borrowed(text);
     }
@@ -58,10 +71,44 @@ pub fn sanitize(text: &str) -> Cow<'_, str> {
 
 /// Splits untrusted multi-line text (notes, excerpts) into lines on `\n` or `\r\n`
 /// and sanitizes each; a CR anywhere else stays a visible `␍`.
+/// Secrets are redacted in the whole text first, so that a block spread over lines
+/// (a PEM key) is found as one.
 pub fn sanitize_lines(text: &str) -> Vec<Cow<'_, str>> {
+    match super::redact::redact(text) {
+        Cow::Borrowed(text) => split_lines(text).map(neutralize).collect(),
+        Cow::Owned(redacted) => split_lines(&redacted)
+            .map(|line| Cow::Owned(neutralize(line).into_owned()))
+            .collect(),
+    }
+}
+
+fn split_lines(text: &str) -> impl Iterator<Item = &str> {
     text.split('\n')
-        .map(|line| sanitize(line.strip_suffix('\r').unwrap_or(line)))
-        .collect()
+        .map(|line| line.strip_suffix('\r').unwrap_or(line))
+}
+
+/// JSON text made safe to print without changing what it says: every code point
+/// above the C0 range that [`sanitize`] would mark (DEL, C1 controls such as the
+/// 8-bit CSI U+009B, invisible and direction-changing code points) is written as
+/// its `\uXXXX` escape, as a surrogate pair above U+FFFF. serde_json already
+/// escapes C0 controls, and such code points only ever occur inside strings.
+pub fn json_for_terminal(json: &str) -> Cow<'_, str> {
+    let marked = |c: char| c > '\u{1f}' && needs_marking(c);
+    if !json.chars().any(marked) {
+        return Cow::Borrowed(json);
+    }
+    let mut out = String::with_capacity(json.len() + 16);
+    for c in json.chars() {
+        if marked(c) {
+            let mut units = [0u16; 2];
+            for unit in c.encode_utf16(&mut units) {
+                let _ = write!(out, "\\u{unit:04x}");
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    Cow::Owned(out)
 }
 
 /// Text that has passed [`sanitize`]: the only kind of text the console draws.
@@ -274,6 +321,20 @@ fn is_noncharacter(c: char) -> bool {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn json_for_terminal_escapes_c1_and_invisible_code_points_only() {
+        let value = serde_json::json!({"e": "a\u{9b}2J\u{7f}\u{202e}\u{e0041}é\n"});
+        let text = serde_json::to_string(&value).unwrap();
+        let safe = json_for_terminal(&text);
+        assert_eq!(safe, r#"{"e":"a\u009b2J\u007f\u202e\udb40\udc41é\n"}"#);
+        let back: serde_json::Value = serde_json::from_str(&safe).unwrap();
+        assert_eq!(back, value);
+        assert!(matches!(
+            json_for_terminal(r#"{"a":"é"}"#),
+            Cow::Borrowed(_)
+        ));
+    }
 
     #[test]
     fn whole_escape_sequences_become_visible_text() {

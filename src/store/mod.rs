@@ -5,6 +5,7 @@ pub mod engine;
 pub mod plan;
 pub mod postgres;
 pub mod session;
+pub mod skipped;
 pub mod sql;
 pub mod sqlite;
 
@@ -322,6 +323,10 @@ pub trait Store: Send + Sync {
     /// refuses with [`StoreError::GrantsChanged`] when the grants no longer match
     /// the change's `basis` ([`crate::core::access::basis`]).
     async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError>;
+
+    /// The rows reads skipped since the last call because they could not be
+    /// decoded, each as `TABLE KEY: reason`; a command prints them as warnings.
+    fn take_skipped(&self) -> Vec<String>;
 
     /// Live updates: a receiver whose value moves whenever anyone commits a change
     /// (and whenever the connection is lost or back). Every call shares one

@@ -57,6 +57,11 @@ impl Session {
         &self.actor
     }
 
+    /// The rows this session's reads skipped as unreadable ([`Store::take_skipped`]).
+    pub fn take_skipped(&self) -> Vec<String> {
+        self.store.take_skipped()
+    }
+
     pub fn scope(&self) -> &Scope {
         &self.scope
     }

@@ -1,6 +1,7 @@
 //! Wire format v1 (DESIGN §5): JSON Lines records, `"type"` first, parsed strictly
 //! into the core's typed records and written back in the same shape.
 
+mod owner;
 mod read;
 mod stream;
 #[cfg(test)]
@@ -8,6 +9,7 @@ mod tests;
 mod tree;
 mod write;
 
+pub use owner::operation_named;
 pub use read::{MAX_KEY_CHARS, MAX_LINE_BYTES, MAX_TEXT_BYTES, TYPES, parse_line};
 pub use stream::{KEEP_LIMIT, ParsedStream, parse_stream};
 pub use tree::MAX_DEPTH;

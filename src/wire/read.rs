@@ -206,6 +206,9 @@ fn read_record(entries: &Entries<'_>, sink: &mut Sink) -> Option<Record> {
         what: "",
         allowed: &[],
     };
+    if entries.first().is_some_and(|(k, _)| k != "type") && top.present("type") {
+        sink.push("type", "must be the first field of the line");
+    }
     let kind = top.req(sink, "type", |n| {
         let s = string(n)?;
         TYPES
@@ -274,7 +277,7 @@ fn read_operation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Operation> {
     let actor = o.req(sink, "actor", key);
     let tool = o.req(sink, "tool", key);
     let action = o.req(sink, "action", key);
-    let target = o.req(sink, "target", text);
+    let target = o.req(sink, "target", untrusted);
     let payload_hash = o.req(sink, "payload_hash", hash);
     let intent_hash = o.opt(sink, "intent_hash", hash);
     let risk = o.req(sink, "risk", choice::<Risk>);
@@ -303,7 +306,7 @@ fn read_operation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Operation> {
         })
     });
     let idempotency_key = o.opt(sink, "idempotency_key", key);
-    let business_key = o.opt(sink, "business_key", key);
+    let business_key = o.opt(sink, "business_key", evidence_key);
     let correlation_id = o.opt(sink, "correlation_id", key);
     let owner = o.req(sink, "owner", key);
     let max_attempts = o.opt(sink, "max_attempts", int(1, U32_MAX));
@@ -377,9 +380,9 @@ fn read_attempt(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Attempt> {
     let phase = o.req(sink, "phase", choice::<Phase>);
     let outcome = o.req(sink, "outcome", choice::<Outcome>);
     let http_status = o.opt(sink, "http_status", int(100, 599));
-    let error_type = o.opt(sink, "error_type", key);
+    let error_type = o.opt(sink, "error_type", evidence_key);
     let retry_after = o.opt(sink, "retry_after", time);
-    let provider_request_id = o.opt(sink, "provider_request_id", key);
+    let provider_request_id = o.opt(sink, "provider_request_id", evidence_key);
     let request_hash = o.opt(sink, "request_hash", hash);
     let response_hash = o.opt(sink, "response_hash", hash);
     let resend_count = o.opt(sink, "resend_count", int(0, U32_MAX));
@@ -720,6 +723,17 @@ fn int<T: TryFrom<u64>>(min: u64, max: u64) -> impl Fn(&Node<'_>) -> Result<T, S
 
 /// An id or key: 1 to 128 characters, no control characters.
 fn key(node: &Node<'_>) -> Result<String, String> {
+    let s = evidence_key(node)?;
+    if let Some(c) = s.chars().find(|c| c.is_control()) {
+        return Err(format!("must not contain control characters (found {c:?})"));
+    }
+    Ok(s)
+}
+
+/// A key that a provider or the calling tool reported (an error type, a request
+/// id, a business key): evidence, kept byte-exact with any control characters in
+/// it (sanitized on display); 1 to 128 characters.
+fn evidence_key(node: &Node<'_>) -> Result<String, String> {
     let s = string(node)?;
     if s.is_empty() {
         return Err("must not be empty".into());
@@ -729,9 +743,6 @@ fn key(node: &Node<'_>) -> Result<String, String> {
         return Err(format!(
             "is {count} characters long; at most {MAX_KEY_CHARS} are allowed"
         ));
-    }
-    if let Some(c) = s.chars().find(|c| c.is_control()) {
-        return Err(format!("must not contain control characters (found {c:?})"));
     }
     Ok(s.to_owned())
 }
@@ -776,9 +787,7 @@ fn hash(node: &Node<'_>) -> Result<Sha256, String> {
 }
 
 fn time(node: &Node<'_>) -> Result<DateTime<Utc>, String> {
-    parse_instant(string(node)?).map_err(|_| {
-        "must be an RFC 3339 time with an offset, like 2026-09-05T10:00:00Z".to_owned()
-    })
+    parse_instant(string(node)?).map_err(|e| e.to_string())
 }
 
 /// The closed enumerations of the model, read by their stable text.

@@ -219,7 +219,11 @@ fn untrusted_text_with_control_characters_round_trips() {
 
 #[test]
 fn unknown_fields_are_each_refused_with_the_allowed_list() {
-    let line = with("attempt", "extra", Some("1")).replacen('{', r#"{"more":[],"#, 1);
+    let line = with("attempt", "extra", Some("1")).replacen(
+        r#""type":"attempt","#,
+        r#""type":"attempt","more":[],"#,
+        1,
+    );
     let errors = errors(&line);
     let fields: Vec<&str> = errors.iter().map(|e| e.field.as_str()).collect();
     assert_eq!(fields, ["more", "extra"]);
@@ -612,7 +616,6 @@ fn text_ids_and_keys_are_capped_and_clean() {
             r#""k\u0007""#,
             "control characters",
         ),
-        ("operation", "target", r#""queue\r7""#, "control characters"),
         ("transition", "by", r#""""#, "must not be empty"),
     ]);
     let note = with("observation", "note", Some(r#""bell\u0007\nline""#));
@@ -788,4 +791,56 @@ fn a_stream_refuses_long_lines_keeping_them_verbatim_up_to_the_limit() {
     );
     assert_eq!(parsed.bad_lines, [(2, long)]);
     assert_eq!(parsed.unkept, [3]);
+}
+
+#[test]
+fn type_must_be_the_first_field() {
+    let line = r#"{"operation":"F21","type":"item","index":0,"state":"unknown"}"#;
+    refused(line, "type", "must be the first field of the line");
+}
+
+#[test]
+fn instants_outside_the_readme_form_or_the_storable_years_are_refused() {
+    for (value, reason) in [
+        (r#""2026-09-05 10:00:01Z""#, "must be an RFC 3339 time"),
+        (
+            r#""2026-09-05T10:00:01.0000000001Z""#,
+            "at most 9 (nanoseconds)",
+        ),
+        (r#""0000-01-01T00:00:00Z""#, "years 0001 to 9999"),
+        (r#""9999-12-31T23:59:59-23:59""#, "years 0001 to 9999"),
+    ] {
+        refused(
+            &with("attempt", "started_at", Some(value)),
+            "started_at",
+            reason,
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_of_an_objects_seventeenth_key_is_refused() {
+    let deadline = r#""2026-09-05T10:05:00Z","deadline":"2026-09-05T12:00:00Z""#;
+    let line = with("operation", "deadline", Some(deadline));
+    refused(&line, "deadline", "duplicate key");
+}
+
+#[test]
+fn provider_originated_text_is_kept_byte_exact() {
+    let hostile = "x\u{1b}]52;c;AAAA\u{7}\u{9b}2J\r\u{202e}";
+    let json = serde_json::Value::from(hostile).to_string();
+    for (kind, field) in [
+        ("operation", "target"),
+        ("operation", "business_key"),
+        ("attempt", "error_type"),
+        ("attempt", "provider_request_id"),
+        ("attempt", "response_excerpt"),
+        ("observation", "note"),
+    ] {
+        let line = with(kind, field, Some(&json));
+        let record = parse_line(line.as_bytes(), 1).unwrap_or_else(|e| panic!("{field}: {e:?}"));
+        let value = to_value(&record);
+        assert_eq!(value[field], hostile, "{field}");
+        assert_eq!(parse_line(write_line(&record).as_bytes(), 1), Ok(record));
+    }
 }

@@ -223,7 +223,10 @@ impl<'de> Visitor<'de> for NodeSeed<'_> {
                 None => {
                     let dup = entries.iter().any(|(k, _)| *k == key);
                     if entries.len() >= SCAN_LIMIT {
-                        seen = Some(entries.iter().map(|(k, _)| k.clone()).collect());
+                        let mut set: HashSet<Cow<'de, str>> =
+                            entries.iter().map(|(k, _)| k.clone()).collect();
+                        set.insert(key.clone());
+                        seen = Some(set);
                     }
                     dup
                 }
@@ -340,6 +343,25 @@ mod tests {
             parse(&text),
             Err(TreeError::DuplicateKey { path: "k3".into() })
         );
+    }
+
+    #[test]
+    fn a_duplicate_of_the_key_that_switches_to_the_set_is_found() {
+        for keys in [SCAN_LIMIT, SCAN_LIMIT + 1, SCAN_LIMIT + 2] {
+            let mut text = String::from("{");
+            for i in 0..keys {
+                text.push_str(&format!("\"k{i}\":0,"));
+            }
+            let last = keys - 1;
+            text.push_str(&format!("\"k{last}\":1}}"));
+            assert_eq!(
+                parse(&text),
+                Err(TreeError::DuplicateKey {
+                    path: format!("k{last}")
+                }),
+                "{keys} keys"
+            );
+        }
     }
 
     #[test]

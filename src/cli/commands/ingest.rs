@@ -22,10 +22,11 @@ pub async fn ingest(
         crate::ingest::ingest_source(store.as_ref(), source, rejects.as_deref(), &by, ctx.now())
             .await?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&outcome)?);
+        println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {
         for error in outcome.errors() {
-            eprintln!("{error}");
+            // Field paths and reasons can quote the input (an unknown key, a tool).
+            eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
         }
         eprintln!("{}", outcome.summary());
     }

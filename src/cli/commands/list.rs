@@ -68,12 +68,13 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         limit: args.limit.clamp(1, 10_000),
     };
     let (rows, total) = session.list(&filter, sort, page).await?;
+    super::warn_skipped(&session);
     if args.json {
         let ops: Vec<serde_json::Value> = rows
             .iter()
             .map(|r| crate::wire::to_value(&crate::wire::Record::Operation(r.operation.clone())))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&ops)?);
+        println!("{}", crate::cli::json::pretty(&ops)?);
     } else {
         print!(
             "{}{}",

@@ -9,3 +9,13 @@ pub mod list;
 pub mod report;
 pub mod review;
 pub mod show;
+
+/// Warns on stderr about every row the command's reads skipped as unreadable.
+pub fn warn_skipped(session: &crate::store::Session) {
+    for what in session.take_skipped() {
+        eprintln!(
+            "warning: skipped unreadable {}; run `holdfast audit verify`",
+            crate::core::sanitize::sanitize(&what)
+        );
+    }
+}

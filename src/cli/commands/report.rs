@@ -15,9 +15,11 @@ use crate::core::sanitize::sanitize;
 pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let report = metrics::report(&session.dataset().await?, ctx.now());
+    let data = session.dataset().await?;
+    super::warn_skipped(&session);
+    let report = metrics::report(&data, ctx.now());
     if json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        println!("{}", crate::cli::json::pretty(&report)?);
     } else {
         print!(
             "{}{}",

@@ -585,7 +585,7 @@ pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let shown = session.grants().await?;
     let single_user = actor.single_user();
     if json {
-        println!("{}", serde_json::to_string_pretty(&shown)?);
+        println!("{}", crate::cli::json::pretty(&shown)?);
     } else {
         print!(
             "{}{}",
@@ -622,9 +622,10 @@ pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
             ));
         }
     };
+    super::warn_skipped(&session);
     let export = crate::core::export::build(&details, actor, now);
     let text = match args.format {
-        ExportFormat::Json => format!("{}\n", serde_json::to_string_pretty(&export)?),
+        ExportFormat::Json => format!("{}\n", crate::cli::json::pretty(&export)?),
         ExportFormat::Markdown => crate::core::export::markdown(&export),
     };
     match &args.out {

@@ -14,6 +14,7 @@ async fn load(
     let detail = crate::review::load(&session, &id)
         .await
         .map_err(review::failure)?;
+    super::warn_skipped(&session);
     Ok((detail, session.actor().clone()))
 }
 
@@ -21,7 +22,7 @@ pub async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
     let (detail, actor) = load(ctx, id).await?;
     let bundle = crate::core::evidence::bundle(&detail, &actor, ctx.now());
     if json {
-        println!("{}", serde_json::to_string_pretty(&bundle)?);
+        println!("{}", crate::cli::json::pretty(&bundle)?);
     } else {
         print!(
             "{}{}",
@@ -40,7 +41,7 @@ pub async fn timeline(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8>
             .iter()
             .map(|a| crate::wire::to_value(&crate::wire::Record::Attempt(a.clone())))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        println!("{}", crate::cli::json::pretty(&rows)?);
     } else {
         print!("{}", render::timeline(&detail, ctx.now()));
     }

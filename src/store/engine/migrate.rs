@@ -42,6 +42,7 @@ shared! {
                 pool,
                 location,
                 live: Arc::new(OnceCell::new()),
+                skipped: crate::store::skipped::Skipped::default(),
             };
             store.migrate().await?;
             Ok(store)

@@ -107,6 +107,7 @@ pub struct SqlStore<DB: Database> {
     pub(crate) pool: Pool<DB>,
     pub(crate) location: String,
     live: Arc<OnceCell<watch::Receiver<Live>>>,
+    skipped: crate::store::skipped::Skipped,
 }
 
 impl<DB: Database> Clone for SqlStore<DB> {
@@ -115,6 +116,7 @@ impl<DB: Database> Clone for SqlStore<DB> {
             pool: self.pool.clone(),
             location: self.location.clone(),
             live: Arc::clone(&self.live),
+            skipped: self.skipped.clone(),
         }
     }
 }
@@ -319,6 +321,10 @@ shared! {
 
         async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
             self.write_grant(change).await
+        }
+
+        fn take_skipped(&self) -> Vec<String> {
+            self.skipped.take()
         }
 
         async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {

@@ -39,6 +39,21 @@ where
     qb
 }
 
+/// Reads a row's key column as text (ids are text, `seq` an integer), for
+/// naming a row that cannot be decoded.
+fn key_of<R: Row>(column: &'static str) -> impl Fn(&R) -> Option<String>
+where
+    for<'s> &'s str: sqlx::ColumnIndex<R>,
+    for<'q> String: sqlx::Decode<'q, R::Database> + sqlx::Type<R::Database>,
+    for<'q> i64: sqlx::Decode<'q, R::Database> + sqlx::Type<R::Database>,
+{
+    move |row| {
+        row.try_get::<String, _>(column)
+            .ok()
+            .or_else(|| row.try_get::<i64, _>(column).ok().map(|n| n.to_string()))
+    }
+}
+
 shared! {
     impl {
         pub(super) fn audit_row(row: &DB::Row) -> Result<AuditRow, StoreError> {
@@ -150,12 +165,10 @@ shared! {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db::<DB>)?;
-            rows.iter()
-                .map(|row| {
-                    let wire: String = row.try_get("wire").map_err(db::<DB>)?;
-                    decode(&wire)
-                })
-                .collect()
+            Ok(self.skipped.keep(table, &rows, |_| None, |row| {
+                let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+                decode(&wire)
+            }))
         }
 
         pub(super) async fn load_row(
@@ -278,10 +291,9 @@ shared! {
             qb.push(" OFFSET ");
             qb.push_bind(i64::try_from(page.offset).unwrap_or(i64::MAX));
             let rows = qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?;
-            let rows = rows
-                .iter()
-                .map(Self::operation_row)
-                .collect::<Result<Vec<_>, _>>()?;
+            let rows = self
+                .skipped
+                .keep("operation", &rows, key_of("id"), Self::operation_row);
 
             let mut count: QueryBuilder<DB> =
                 QueryBuilder::new("SELECT count(*) AS n FROM operations o WHERE 1 = 1");
@@ -397,16 +409,16 @@ shared! {
             )
             .await?
             .pop();
-            let audit = sqlx::query(AssertSqlSafe(format!(
+            let rows = sqlx::query(AssertSqlSafe(format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 ORDER BY seq"
             )))
             .bind(key)
             .fetch_all(&mut *conn)
             .await
-            .map_err(db::<DB>)?
-            .iter()
-            .map(Self::audit_row)
-            .collect::<Result<Vec<_>, _>>()?;
+            .map_err(db::<DB>)?;
+            let audit = self
+                .skipped
+                .keep("audit row", &rows, key_of("seq"), Self::audit_row);
             let children = Self::children(&mut conn, key).await?;
 
             let mut dependencies = Vec::new();
@@ -463,7 +475,9 @@ shared! {
             .fetch_all(&self.pool)
             .await
             .map_err(db::<DB>)?;
-            rows.iter().map(Self::audit_row).collect()
+            Ok(self
+                .skipped
+                .keep("audit row", &rows, key_of("seq"), Self::audit_row))
         }
 
         pub(super) async fn read_head_seq(&self) -> Result<i64, StoreError> {
@@ -515,38 +529,37 @@ shared! {
             );
             push_tenants(&mut select, "tenant", scope);
             select.push(" ORDER BY id");
-            let mut operations = Vec::new();
-            for row in select
+            let rows = select
                 .build()
                 .fetch_all(&self.pool)
                 .await
-                .map_err(db::<DB>)?
-            {
+                .map_err(db::<DB>)?;
+            let operations = self.skipped.keep("operation", &rows, key_of("id"), |row| {
                 let wire: String = row.try_get("wire").map_err(db::<DB>)?;
                 let state: String = row.try_get("state").map_err(db::<DB>)?;
                 let owner: String = row.try_get("owner").map_err(db::<DB>)?;
-                operations.push(codec::current_operation(
+                codec::current_operation(
                     &wire,
                     Current {
                         state: &state,
                         owner: &owner,
                         next_observation_ms: row.try_get("next_observation_ms").map_err(db::<DB>)?,
                     },
-                )?);
-            }
+                )
+            });
             let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
             ));
             push_operations_of(&mut select, "operation", scope);
             select.push(" ORDER BY seq");
-            let audit = select
+            let rows = select
                 .build()
                 .fetch_all(&self.pool)
                 .await
-                .map_err(db::<DB>)?
-                .iter()
-                .map(Self::audit_row)
-                .collect::<Result<Vec<_>, _>>()?;
+                .map_err(db::<DB>)?;
+            let audit = self
+                .skipped
+                .keep("audit row", &rows, key_of("seq"), Self::audit_row);
             let mut select: QueryBuilder<DB> = QueryBuilder::new(
                 "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
                  FROM proposals WHERE 1 = 1",
@@ -606,7 +619,9 @@ shared! {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db::<DB>)?;
-            rows.iter().map(Self::audit_row).collect()
+            Ok(self
+                .skipped
+                .keep("audit row", &rows, key_of("seq"), Self::audit_row))
         }
 
         pub(super) async fn read_login(&self) -> Result<Option<String>, StoreError> {

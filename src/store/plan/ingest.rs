@@ -138,6 +138,24 @@ fn references(record: &Record) -> Vec<&str> {
     }
 }
 
+/// Why a record is refused with an earlier refused line of its operation.
+pub fn withheld_reason(op: &str, line: usize) -> String {
+    format!("part of operation {op}'s history, refused with line {line}")
+}
+
+/// The operation whose history a record is part of (none for a contract).
+pub fn own_operation(record: &Record) -> Option<&str> {
+    match record {
+        Record::Contract(_) => None,
+        Record::Operation(o) => Some(o.id.as_str()),
+        Record::Attempt(a) => Some(a.operation.as_str()),
+        Record::Item(i) => Some(i.operation.as_str()),
+        Record::Observation(o) => Some(o.operation.as_str()),
+        Record::Transition(t) => Some(t.operation.as_str()),
+        Record::Expectation(e) => Some(e.operation.as_str()),
+    }
+}
+
 /// A new record to write, with its line and content hash.
 #[derive(Debug, Clone)]
 pub struct Staged {
@@ -366,6 +384,33 @@ impl Planner<'_> {
         changed
     }
 
+    /// A refused record takes the rest of its operation's batch with it, so that a
+    /// committed operation never lacks a record one of its committed transitions
+    /// cites. Returns whether anything new was refused.
+    fn refuse_with_operation(&mut self) -> bool {
+        let mut refused: BTreeMap<&str, usize> = BTreeMap::new();
+        for numbered in self.records {
+            if self.rejected.contains_key(&numbered.line)
+                && let Some(op) = own_operation(&numbered.record)
+            {
+                refused.entry(op).or_insert(numbered.line);
+            }
+        }
+        let mut changed = false;
+        for index in 0..self.records.len() {
+            if !self.is_live(index) {
+                continue;
+            }
+            let numbered = &self.records[index];
+            if let Some(op) = own_operation(&numbered.record)
+                && let Some(&first) = refused.get(op)
+            {
+                changed |= self.reject(numbered.line, "-", withheld_reason(op, first));
+            }
+        }
+        changed
+    }
+
     /// Walks each operation's transitions through the state machine. Returns the
     /// histories, refusing lines that break it.
     fn check_histories(&mut self) -> (Vec<History>, bool) {
@@ -519,8 +564,9 @@ pub fn plan(records: Vec<Numbered>, known: &Known) -> Plan {
     planner.check_identity();
     let histories = loop {
         let references_changed = planner.check_references();
+        let withheld = planner.refuse_with_operation();
         let (histories, histories_changed) = planner.check_histories();
-        if !references_changed && !histories_changed {
+        if !references_changed && !withheld && !histories_changed {
             break histories;
         }
     };

@@ -1,0 +1,105 @@
+use super::*;
+
+const PLANTED: &str = include_str!("../../../tests/fixtures/planted_secrets.tsv");
+
+/// (kind, text, raw secrets) of every planted secret.
+fn planted() -> Vec<(&'static str, String, Vec<&'static str>)> {
+    PLANTED
+        .lines()
+        .filter(|l| !l.starts_with('#'))
+        .map(|l| {
+            let mut parts = l.split('\t');
+            let kind = parts.next().unwrap();
+            let text = parts.next().unwrap().replace('⏎', "\n");
+            (kind, text, parts.collect())
+        })
+        .collect()
+}
+
+#[test]
+fn every_builtin_pattern_compiles() {
+    let redactor = Redactor::builtin();
+    assert_eq!(redactor.detectors.len(), BUILTIN.len());
+    assert_eq!(redactor.any.len(), BUILTIN.len());
+}
+
+#[test]
+fn every_planted_secret_is_replaced_by_its_marker() {
+    let redactor = Redactor::builtin();
+    for (kind, text, raws) in planted() {
+        let out = redactor.redact(&text);
+        for raw in raws {
+            assert!(!out.contains(raw), "{kind}: {raw} survives in {out}");
+        }
+        assert!(out.contains(&marker(kind)), "{kind}: {out}");
+        assert_eq!(redactor.redact(&out), out, "redacting twice changes {out}");
+    }
+}
+
+#[test]
+fn ids_hashes_and_ordinary_text_are_untouched() {
+    let redactor = Redactor::builtin();
+    for text in [
+        "3f2504e0-4f89-11d3-9a0c-0305e82c3301",
+        "sha256:ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb",
+        "commit 0123456789abcdef0123456789abcdef01234567",
+        "F09 A017 req_8f3a2b1c ticket-queue:7 case-4411 k-F09 tr-1 svc:relay-desk",
+        "basic authentication failed; the bearer of this note is maya",
+        "https://status.example.com/v1/requests/req_8f3a2b1c?view=full",
+        "password reset requested, token expired",
+        "AKIA is how AWS key ids start",
+    ] {
+        assert_eq!(redactor.redact(text), text);
+    }
+}
+
+#[test]
+fn a_url_keeps_its_user_and_host() {
+    assert_eq!(
+        Redactor::builtin().redact("https://app:pw123456@db:5432/x"),
+        "https://app:‹redacted:url_password›@db:5432/x"
+    );
+}
+
+#[test]
+fn extra_patterns_from_the_config_are_used_and_checked() {
+    let extra = |kind: &str, pattern: &str| ExtraPattern {
+        kind: kind.into(),
+        pattern: pattern.into(),
+    };
+    let redactor =
+        Redactor::with_extra(&[extra("acme_token", r"acme-(?P<s>[0-9a-f]{16})")]).unwrap();
+    assert_eq!(
+        redactor.redact("use acme-0123456789abcdef now"),
+        "use acme-‹redacted:acme_token› now"
+    );
+    assert!(matches!(
+        Redactor::with_extra(&[extra("Bad Kind", "x")]),
+        Err(PatternError::Kind(_))
+    ));
+    assert!(matches!(
+        Redactor::with_extra(&[extra("k", "(")]),
+        Err(PatternError::Pattern { .. })
+    ));
+    assert!(matches!(
+        Redactor::with_extra(&[extra("k", "x*")]),
+        Err(PatternError::Pattern { .. })
+    ));
+}
+
+#[test]
+fn a_json_document_is_redacted_with_the_hash_of_each_original_value() {
+    let original = "see ghp_aBcDeFgHiJkLmNoPqRsTuVwXyZ0123456789";
+    let mut doc = serde_json::json!({"a": [{"note": original}], "id": "F09"});
+    let found = redact_value(&mut doc);
+    assert_eq!(
+        found,
+        [Redaction {
+            path: "a[0].note".into(),
+            kinds: vec!["github_token".into()],
+            original_sha256: Sha256::of(original.as_bytes()),
+        }]
+    );
+    assert_eq!(doc["a"][0]["note"], "see ‹redacted:github_token›");
+    assert_eq!(doc["id"], "F09");
+}
