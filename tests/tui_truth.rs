@@ -303,3 +303,111 @@ async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_ack
         "acknowledged: review is offered again"
     );
 }
+
+/// Opens the dialog on `id` at the form of the allowed action `label`.
+async fn form(h: &mut Harness, id: &str, label: &str) {
+    h.select_id(id).await;
+    h.key(KeyCode::Char('r')).await;
+    let dialog = h.app.review.as_ref().expect("the dialog opens");
+    let at = dialog
+        .options
+        .iter()
+        .position(|o| o.label == label && o.outcome.is_ok())
+        .unwrap_or_else(|| panic!("{label} is not allowed on {id}"));
+    for _ in 0..at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(h), Step::Form { .. }), "{}", h.screen());
+}
+
+/// Moves the form's focus to the input of `kind` and returns its text.
+async fn focus(h: &mut Harness, kind: holdfast::tui::review::FieldKind) {
+    for _ in 0..20 {
+        if let Step::Form { fields, focus } = step(h)
+            && fields[*focus].kind == kind
+        {
+            return;
+        }
+        h.key(KeyCode::Tab).await;
+    }
+    panic!("no {kind:?} input");
+}
+
+fn field_text(h: &Harness, kind: holdfast::tui::review::FieldKind) -> String {
+    let Step::Form { fields, .. } = step(h) else {
+        panic!("not on the form")
+    };
+    fields.iter().find(|f| f.kind == kind).unwrap().input.text()
+}
+
+#[tokio::test]
+async fn the_reconcile_source_is_picked_from_its_values_never_typed() {
+    use holdfast::tui::review::FieldKind;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "reconcile").await;
+    focus(&mut h, FieldKind::Source).await;
+    assert_eq!(field_text(&h, FieldKind::Source), "provider_status");
+    h.keys("downstrem").await;
+    assert_eq!(field_text(&h, FieldKind::Source), "provider_status");
+    h.key(KeyCode::Right).await;
+    assert_eq!(field_text(&h, FieldKind::Source), "business_key");
+    h.key(KeyCode::Left).await;
+    h.key(KeyCode::Left).await;
+    assert_eq!(field_text(&h, FieldKind::Source), "target_record");
+}
+
+#[tokio::test]
+async fn the_reconcile_dialog_takes_a_raw_response_hash() {
+    use holdfast::core::rules::Action;
+    use holdfast::tui::review::FieldKind;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "reconcile").await;
+    h.keys("n").await;
+    focus(&mut h, FieldKind::RawHash).await;
+    h.keys("sha256:nothex").await;
+    focus(&mut h, FieldKind::Rationale).await;
+    h.keys("the provider shows no such request").await;
+    h.key(KeyCode::Enter).await;
+    let error = h
+        .app
+        .review
+        .as_ref()
+        .unwrap()
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(error.contains("raw response hash"), "{error}");
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    focus(&mut h, FieldKind::RawHash).await;
+    for _ in 0.."sha256:nothex".len() {
+        h.key(KeyCode::Backspace).await;
+    }
+    h.keys(&hash).await;
+    h.key(KeyCode::Enter).await;
+    let Step::Confirm { action, .. } = step(&h) else {
+        panic!("no preview:\n{}", h.screen())
+    };
+    let Action::Reconcile(input) = action.as_ref() else {
+        panic!("{action:?}")
+    };
+    assert_eq!(input.raw_hash.as_ref().map(ToString::to_string), Some(hash));
+}
+
+#[tokio::test]
+async fn the_next_observation_takes_a_relative_time() {
+    use holdfast::core::rules::Action;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "schedule").await;
+    h.keys("+30m").await;
+    h.key(KeyCode::Tab).await;
+    h.keys("provider asked us to wait half an hour").await;
+    h.key(KeyCode::Enter).await;
+    let Step::Confirm { action, .. } = step(&h) else {
+        panic!("no preview:\n{}", h.screen())
+    };
+    let Action::Schedule { at } = action.as_ref() else {
+        panic!("{action:?}")
+    };
+    assert_eq!(*at, demo_now() + chrono::TimeDelta::minutes(30));
+}

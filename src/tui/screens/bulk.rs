@@ -161,12 +161,12 @@ impl BulkDialog {
     }
 
     /// Reads the picked action with its input; on to the rationale.
-    fn read_action(&mut self, text: &str) {
+    fn read_action(&mut self, text: &str, now: DateTime<Utc>) {
         let Some(kind) = self.kind() else {
             self.step = Step::Pick;
             return;
         };
-        match action_from_input(kind, text) {
+        match action_from_input(kind, text, now) {
             Ok(action) => {
                 self.action = Some(action);
                 self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
@@ -207,13 +207,13 @@ impl Dialog for BulkDialog {
                 };
                 match input_label(kind) {
                     Some(label) => self.step = Step::Input(Box::new(Prompt::new(label, ""))),
-                    None => self.read_action(""),
+                    None => self.read_action("", now),
                 }
                 None
             }
             Step::Input(input) => {
                 let text = input.text();
-                self.read_action(&text);
+                self.read_action(&text, now);
                 None
             }
             Step::Rationale(input) => {
@@ -283,12 +283,12 @@ impl Dialog for BulkDialog {
     }
 
     /// `Tab` from the action's input on to the rationale, `S-Tab` back.
-    fn next_field(&mut self, delta: i64) {
+    fn next_field(&mut self, delta: i64, now: DateTime<Utc>) {
         self.error = None;
         match &self.step {
             Step::Input(input) if delta > 0 => {
                 let text = input.text();
-                self.read_action(&text);
+                self.read_action(&text, now);
             }
             Step::Rationale(_) if delta < 0 => {
                 self.back();

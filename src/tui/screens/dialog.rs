@@ -32,7 +32,7 @@ pub trait Dialog {
         None
     }
     fn step_cursor(&mut self, delta: i64);
-    fn next_field(&mut self, _delta: i64) {}
+    fn next_field(&mut self, _delta: i64, _now: DateTime<Utc>) {}
     fn type_key(&mut self, key: KeyEvent);
     /// What the console does for the dialog's `request` (close it, or run the
     /// effect the dialog now waits on).
@@ -53,11 +53,11 @@ pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
         Some(Command::Cancel) => dialog.back(),
         Some(Command::Apply) if !typing => dialog.confirm(),
         Some(Command::NextPane) => {
-            dialog.next_field(1);
+            dialog.next_field(1, ctx.now);
             None
         }
         Some(Command::PrevPane) => {
-            dialog.next_field(-1);
+            dialog.next_field(-1, ctx.now);
             None
         }
         Some(Command::Up) if !typing => {

@@ -2,7 +2,10 @@
 //! action (an owner, a time, a reconcile lookup). Bulk triage reads its one
 //! input the same way.
 
+use chrono::{DateTime, Utc};
+
 use crate::core::clock::parse_instant;
+use crate::core::ids::Sha256;
 use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
 use crate::core::rules::{Action, ActionKind, ReconcileInput};
 use crate::tui::widgets::Prompt;
@@ -22,6 +25,9 @@ pub enum FieldKind {
     ProviderRequestId,
     Source,
     Reference,
+    /// The hash of the raw response looked at, so that the observation is
+    /// complete evidence.
+    RawHash,
     Rationale,
 }
 
@@ -29,7 +35,7 @@ impl FieldKind {
     pub fn label(self) -> &'static str {
         match self {
             FieldKind::Owner => "new owner",
-            FieldKind::At => "next observation (RFC 3339)",
+            FieldKind::At => "next observation (+30m, -2h, +1d or RFC 3339)",
             FieldKind::RepairRef => "manual repair reference",
             FieldKind::Found => "found (y/n)",
             FieldKind::MatchTarget => "target matches (y/n/blank)",
@@ -38,8 +44,9 @@ impl FieldKind {
             FieldKind::MatchVersion => "version matches (y/n/blank)",
             FieldKind::EffectCount => "effect count (blank: unknown)",
             FieldKind::ProviderRequestId => "provider request id",
-            FieldKind::Source => "source",
+            FieldKind::Source => "source (← → choose)",
             FieldKind::Reference => "reference (where you looked)",
+            FieldKind::RawHash => "raw response hash (sha256:…)",
             FieldKind::Rationale => "rationale",
         }
     }
@@ -61,6 +68,7 @@ impl FieldKind {
                 F::ProviderRequestId,
                 F::Source,
                 F::Reference,
+                F::RawHash,
             ],
             _ => Vec::new(),
         };
@@ -69,11 +77,43 @@ impl FieldKind {
     }
 }
 
+/// The observation sources a reconcile may name: the source input offers these
+/// and nothing else (a typo cannot become a source no rule recognises).
+pub const SOURCES: [&str; 5] = [
+    ObservationSource::PROVIDER_STATUS,
+    ObservationSource::BUSINESS_KEY,
+    ObservationSource::DOWNSTREAM,
+    ObservationSource::VALIDATOR,
+    ObservationSource::TARGET_RECORD,
+];
+
 /// One input of the form: the shared text-area wrapper with its meaning.
 #[derive(Debug, Clone)]
 pub struct Field {
     pub kind: FieldKind,
     pub input: Prompt,
+}
+
+impl Field {
+    /// Takes one key: typed into a text input; on a pick list (the source),
+    /// `←`/`→` (or space) move through its values and other keys do nothing.
+    pub fn key(&mut self, key: crossterm::event::KeyEvent) {
+        use crossterm::event::KeyCode;
+        if self.kind != FieldKind::Source {
+            self.input.input(key);
+            return;
+        }
+        let delta: i64 = match key.code {
+            KeyCode::Right | KeyCode::Char(' ') => 1,
+            KeyCode::Left => -1,
+            _ => return,
+        };
+        let text = self.input.text();
+        let at = SOURCES.iter().position(|s| *s == text).unwrap_or(0) as i64;
+        let next = (at + delta).rem_euclid(SOURCES.len() as i64);
+        let value = SOURCES[usize::try_from(next).unwrap_or(0)];
+        self.input = Prompt::new(self.kind.label(), value);
+    }
 }
 
 /// The one input `kind` needs besides the rationale when it is the same for
@@ -90,7 +130,11 @@ pub fn input_label(kind: ActionKind) -> Option<&'static str> {
 
 /// The action `kind` with its one input read from `text` (see [`input_label`]);
 /// kinds without an input ignore it. `reconcile` takes a form of its own.
-pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String> {
+pub fn action_from_input(
+    kind: ActionKind,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<Action, String> {
     let text = text.trim();
     Ok(match kind {
         ActionKind::Resolve => Action::Resolve {
@@ -104,9 +148,7 @@ pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String>
             owner: required(text, "the new owner")?,
         },
         ActionKind::Schedule => Action::Schedule {
-            at: parse_instant(text).map_err(|e| {
-                format!("next observation {text:?}: {e} (e.g. 2026-09-05T12:00:00Z)")
-            })?,
+            at: read_instant(text, now)?,
         },
         ActionKind::Reconcile => {
             return Err(
@@ -133,6 +175,38 @@ pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
         FieldKind::Source => ObservationSource::PROVIDER_STATUS.to_owned(),
         _ => String::new(),
     }
+}
+
+/// An instant typed as an offset from `now` (`+30m`, `-2h`, `+1d`, `+90s`) or
+/// in RFC 3339.
+pub fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    let offset = text
+        .strip_prefix('+')
+        .map(|rest| (1, rest))
+        .or_else(|| text.strip_prefix('-').map(|rest| (-1, rest)));
+    if let Some((sign, rest)) = offset {
+        let unit = rest.chars().last().unwrap_or(' ');
+        let seconds = match unit {
+            's' => 1,
+            'm' => 60,
+            'h' => 3600,
+            'd' => 86_400,
+            _ => 0,
+        };
+        let count = rest[..rest.len() - unit.len_utf8().min(rest.len())]
+            .parse::<i64>()
+            .ok()
+            .filter(|_| seconds > 0);
+        return count
+            .and_then(|n| n.checked_mul(seconds * sign))
+            .and_then(chrono::TimeDelta::try_seconds)
+            .and_then(|delta| now.checked_add_signed(delta))
+            .ok_or_else(|| {
+                format!("next observation {text:?}: a whole number then s, m, h or d, e.g. +30m")
+            });
+    }
+    parse_instant(text)
+        .map_err(|e| format!("next observation {text:?}: {e} (e.g. +30m or 2026-09-05T12:00:00Z)"))
 }
 
 fn required(text: &str, what: &str) -> Result<String, String> {
@@ -188,7 +262,11 @@ pub fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileIn
         effect_count,
         provider_request_id: optional(FieldKind::ProviderRequestId),
         reference: optional(FieldKind::Reference),
-        raw_hash: None,
+        raw_hash: optional(FieldKind::RawHash)
+            .map(|text| {
+                Sha256::parse(&text).map_err(|e| format!("raw response hash {text:?}: {e}"))
+            })
+            .transpose()?,
         id: None,
         observed_at: None,
     })

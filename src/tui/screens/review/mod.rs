@@ -216,13 +216,13 @@ impl ReviewDialog {
         let rationale = Rationale::parse(&text(FieldKind::Rationale))?;
         let action = match &option.action {
             Action::Assign { .. } => {
-                action_from_input(ActionKind::Assign, &text(FieldKind::Owner))?
+                action_from_input(ActionKind::Assign, &text(FieldKind::Owner), now)?
             }
             Action::Schedule { .. } => {
-                action_from_input(ActionKind::Schedule, &text(FieldKind::At))?
+                action_from_input(ActionKind::Schedule, &text(FieldKind::At), now)?
             }
             Action::Accept { .. } => {
-                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef))?
+                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef), now)?
             }
             Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
             other => other.clone(),
@@ -382,7 +382,7 @@ impl Dialog for ReviewDialog {
     }
 
     /// `Tab` / `S-Tab` between the inputs of the form.
-    fn next_field(&mut self, delta: i64) {
+    fn next_field(&mut self, delta: i64, _now: DateTime<Utc>) {
         if let Step::Form { fields, focus } = &mut self.step {
             let count = fields.len().max(1) as i64;
             let to = (*focus as i64 + delta).rem_euclid(count);
@@ -395,7 +395,7 @@ impl Dialog for ReviewDialog {
         match &mut self.step {
             Step::Form { fields, focus } => {
                 if let Some(field) = fields.get_mut(*focus) {
-                    field.input.input(key);
+                    field.key(key);
                 }
             }
             Step::Confirm {
