@@ -13,18 +13,7 @@ use support::console::{DEMO, Harness, demo_now};
 /// Opens the dialog on `id`, picks the allowed action labelled `label` and
 /// previews it with `rationale`.
 async fn preview(h: &mut Harness, id: &str, label: &str, rationale: &str) {
-    h.select_id(id).await;
-    h.key(KeyCode::Char('r')).await;
-    let dialog = h.app.review.as_ref().expect("the dialog opens");
-    let at = dialog
-        .options
-        .iter()
-        .position(|o| o.label == label && o.outcome.is_ok())
-        .unwrap_or_else(|| panic!("{label} is not allowed on {id}"));
-    for _ in 0..at {
-        h.key(KeyCode::Down).await;
-    }
-    h.key(KeyCode::Enter).await;
+    form(h, id, label).await;
     h.keys(rationale).await;
     h.key(KeyCode::Enter).await;
     assert!(matches!(step(h), Step::Confirm { .. }), "{}", h.screen());
