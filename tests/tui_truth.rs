@@ -400,3 +400,25 @@ async fn the_next_observation_takes_a_relative_time() {
     };
     assert_eq!(*at, demo_now() + chrono::TimeDelta::minutes(30));
 }
+
+#[tokio::test]
+async fn search_and_filter_work_from_inside_a_hold() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F09").await;
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('f')).await;
+    assert!(h.app.prompt.is_some(), "f opens the filter inside a hold");
+    h.keys("risk:low").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.app.prompt.is_none());
+    assert!(h.app.queue.total > 0);
+    assert!(!h.ids().contains(&"F09".to_owned()), "{:?}", h.ids());
+    assert_eq!(
+        h.open(),
+        h.selected(),
+        "the panes follow the narrowed queue"
+    );
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('/')).await;
+    assert!(h.app.prompt.is_some(), "/ opens the search inside a hold");
+}

@@ -219,6 +219,20 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind(
         Detail,
+        K::Char('/'),
+        "/",
+        C::Search,
+        "search the queue (back to it)",
+    ),
+    bind(
+        Detail,
+        K::Char('f'),
+        "f",
+        C::Filter,
+        "filter the queue (back to it)",
+    ),
+    bind(
+        Detail,
         K::Char('n'),
         "n",
         C::NextLink,
@@ -362,7 +376,8 @@ mod tests {
         assert_eq!(lookup(Detail, key(K::Esc)), Some(C::Back));
         assert_eq!(lookup(Queue, key(K::Esc)), Some(C::ClearQuery));
         assert_eq!(lookup(Detail, key(K::Char('j'))), Some(C::Down));
-        assert_eq!(lookup(Detail, key(K::Char('/'))), None);
+        assert_eq!(lookup(Detail, key(K::Char('/'))), Some(C::Search));
+        assert_eq!(lookup(Detail, key(K::Char('s'))), None);
         assert_eq!(lookup(Help, key(K::Char('j'))), None);
         assert_eq!(
             lookup(Queue, KeyEvent::new(K::Char('c'), KeyModifiers::CONTROL)),
@@ -375,6 +390,6 @@ mod tests {
         let queue = help(Queue);
         assert!(queue.iter().any(|(k, _)| *k == "/"));
         assert!(queue.iter().any(|(k, _)| *k == "q"));
-        assert!(!help(Detail).iter().any(|(k, _)| *k == "/"));
+        assert!(!help(Detail).iter().any(|(k, _)| *k == "s"));
     }
 }

@@ -3,12 +3,20 @@
 
 use super::{App, Effect, PromptKind, PromptState};
 use crate::tui::filter;
+use crate::tui::layout::Pane;
 use crate::tui::screens::Modal;
 use crate::tui::screens::prompt::Narrow;
 
 impl App {
     /// `/` or `f`: the prompt, starting from the search or filter in force.
     pub(super) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
+        // From inside a hold: back to the queue, whose list the query narrows
+        // (the panes follow its selection again).
+        let mut effects = Vec::new();
+        if self.focus != Pane::Queue {
+            self.focus = Pane::Queue;
+            effects = self.sync_root();
+        }
         let before = match kind {
             PromptKind::Search => self.queue.search.clone(),
             PromptKind::Filter => filter::describe(&self.queue.filter),
@@ -23,7 +31,7 @@ impl App {
                 false,
             );
         }
-        Vec::new()
+        effects
     }
 
     /// Changes the queue's query as a prompt key asked.
