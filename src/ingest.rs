@@ -12,6 +12,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::core::names::count;
 use crate::store::plan::ingest::{own_operation, withheld_reason};
 use crate::store::{IngestMode, Store, StoreError};
 use crate::wire::{LineError, Numbered, parse_stream};
@@ -102,13 +103,13 @@ impl IngestOutcome {
         };
         let committed: u64 = self.committed.iter().map(|(_, n)| n).sum();
         let mut line = format!(
-            "{}: {} lines; records {}; committed {committed} ({}); unchanged {}; rejected {} lines",
+            "{}: {}; records {}; committed {committed} ({}); unchanged {}; rejected {}",
             self.source,
-            self.lines,
+            count(self.lines, "line", "lines"),
             list(&self.parsed),
             list(&self.committed),
             self.unchanged,
-            self.rejected_lines(),
+            count(self.rejected_lines(), "line", "lines"),
         );
         if self.refused() && !self.committed_any {
             line.push_str(" — nothing committed (fix the lines above, or pass --rejects FILE to commit the good lines)");

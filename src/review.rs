@@ -20,11 +20,13 @@ use crate::store::{OperationFilter, Page, Session, SortOrder, Store, StoreError}
 pub enum ReviewError {
     /// No such operation, or none the actor may see (G7 hides other tenants'
     /// operations entirely; `visible` is then the actor's tenants).
-    #[error("{}", hidden_message(.id, .visible.as_deref()))]
+    #[error("{}{}", hidden_message(.id, .visible.as_deref()), did_you_mean(.suggestion.as_ref()))]
     NotFound {
         id: OperationId,
         /// The actor's tenants, when grants restrict what it sees.
         visible: Option<Vec<String>>,
+        /// A visible id one typo away (`F09` for `f09`): ids stay exact.
+        suggestion: Option<OperationId>,
     },
     /// A guard refused the action.
     #[error("refused: {}: {}", .0.rule, .0.reason)]
@@ -54,6 +56,10 @@ fn hidden_message(id: &OperationId, visible: Option<&[String]>) -> String {
             tenants.join(", ")
         ),
     }
+}
+
+fn did_you_mean(suggestion: Option<&OperationId>) -> String {
+    suggestion.map_or_else(String::new, |id| format!("; did you mean {id}?"))
 }
 
 impl ReviewError {
@@ -88,7 +94,11 @@ impl From<StoreError> for ReviewError {
                 expected,
                 current,
             },
-            StoreError::NotFound(id) => ReviewError::NotFound { id, visible: None },
+            StoreError::NotFound(id) => ReviewError::NotFound {
+                id,
+                visible: None,
+                suggestion: None,
+            },
             other => ReviewError::Store(other),
         }
     }
@@ -129,6 +139,28 @@ pub async fn identify(
     }
 }
 
+/// How many ids sharing the typed id's first characters a near-miss hint looks at.
+const NEAR_ID_CANDIDATES: u64 = 500;
+
+/// A visible operation id one typo away from `id`, for a hint. Only ids the
+/// session may see are candidates, so a hint never leaks another tenant's id.
+async fn near_id(session: &Session, id: &OperationId) -> Option<OperationId> {
+    let typed = id.as_str();
+    let stem: String = typed.chars().take(2).collect();
+    let filter = OperationFilter {
+        search: Some(stem),
+        ..OperationFilter::default()
+    };
+    let page = Page {
+        offset: 0,
+        limit: NEAR_ID_CANDIDATES,
+    };
+    let (rows, _) = session.list(&filter, SortOrder::Id, page).await.ok()?;
+    let ids: Vec<&str> = rows.iter().map(|r| r.operation.id.as_str()).collect();
+    crate::core::names::nearest(typed, ids.iter().copied())
+        .and_then(|near| OperationId::parse(near).ok())
+}
+
 /// One operation, if the session's actor may see it (G7).
 pub async fn load(session: &Session, id: &OperationId) -> Result<OperationDetail, ReviewError> {
     match session.detail(id).await {
@@ -136,6 +168,7 @@ pub async fn load(session: &Session, id: &OperationId) -> Result<OperationDetail
         Err(StoreError::NotFound(_)) => Err(ReviewError::NotFound {
             id: id.clone(),
             visible: session.actor().visible_tenants(),
+            suggestion: near_id(session, id).await,
         }),
         Err(e) => Err(e.into()),
     }
@@ -255,6 +288,7 @@ pub async fn triage_apply(
             None => Err(ReviewError::NotFound {
                 id: line.id.clone(),
                 visible: actor.visible_tenants(),
+                suggestion: None,
             }),
         };
         out.push((line, result));

@@ -102,12 +102,12 @@ fn request(seq: u32, at: i64, phase: Phase, outcome: Outcome) -> Attempt {
     }
 }
 
-fn observation(oid: &str, at: i64, source: &str, found: bool) -> Observation {
+fn observation(oid: &str, at: i64, source: ObservationSource, found: bool) -> Observation {
     Observation {
         id: oid.into(),
         operation: id("F09"),
         observed_at: t(at),
-        source: source.into(),
+        source,
         found,
         matches: found.then_some(Matches {
             target: Some(true),
@@ -171,7 +171,7 @@ fn reconciled(d: &mut OperationDetail) {
     d.observations.push(observation(
         "O1",
         200,
-        ObservationSource::PROVIDER_STATUS,
+        ObservationSource::ProviderStatus,
         false,
     ));
 }
@@ -288,7 +288,7 @@ fn unknown_resolves_to_succeeded_on_a_fresh_matching_observation() {
     d.observations.push(observation(
         "O1",
         5,
-        ObservationSource::PROVIDER_STATUS,
+        ObservationSource::ProviderStatus,
         true,
     ));
     assert_eq!(
@@ -305,7 +305,7 @@ fn unknown_resolves_to_succeeded_on_a_fresh_matching_observation() {
     d.observations.push(observation(
         "O2",
         200,
-        ObservationSource::PROVIDER_STATUS,
+        ObservationSource::ProviderStatus,
         true,
     ));
     let effect = run(
@@ -338,15 +338,23 @@ fn unknown_resolves_to_succeeded_on_a_fresh_matching_observation() {
 #[test]
 fn unknown_resolves_to_failed_only_with_proof_of_non_application() {
     let mut d = detail(State::Unknown);
-    d.observations
-        .push(observation("O1", 60, "target_record", false));
+    d.observations.push(observation(
+        "O1",
+        60,
+        ObservationSource::TargetRecord,
+        false,
+    ));
     assert_eq!(
         refused_by(run(&d, Action::Resolve { to: State::Failed }, &local())),
         Rule::G1,
         "a not-found inside the observation window is not proof"
     );
-    d.observations
-        .push(observation("O2", 200, "target_record", false));
+    d.observations.push(observation(
+        "O2",
+        200,
+        ObservationSource::TargetRecord,
+        false,
+    ));
     let effect = run(&d, Action::Resolve { to: State::Failed }, &local()).unwrap();
     assert_eq!(effect.to, Some(State::Failed));
 }
@@ -406,7 +414,7 @@ fn g3_a_key_conflict_allows_only_accept_or_failed() {
     let mut d = detail(State::Blocked);
     d.key_conflicts = vec![id("F10")];
     d.observations
-        .push(observation("V1", 200, ObservationSource::VALIDATOR, true));
+        .push(observation("V1", 200, ObservationSource::Validator, true));
     assert_eq!(refused_by(run(&d, Action::Revalidate, &local())), Rule::G3);
     let mut u = detail(State::Unknown);
     u.key_conflicts = vec![id("F10")];
@@ -447,7 +455,7 @@ fn g4_no_compensated_without_a_succeeded_child_and_downstream_evidence() {
         Rule::G4
     );
     d.observations
-        .push(observation("D1", 250, ObservationSource::DOWNSTREAM, true));
+        .push(observation("D1", 250, ObservationSource::Downstream, true));
     let effect = run(&d, Action::MarkCompensated, &local()).unwrap();
     assert_eq!(effect.to, Some(State::Compensated));
     assert_eq!(effect.commit.audit.evidence, vec!["F09-C1", "D1"]);
@@ -591,7 +599,7 @@ fn g9_an_operation_that_depends_on_a_held_one_cannot_be_confirmed() {
     d.observations.push(observation(
         "O1",
         200,
-        ObservationSource::PROVIDER_STATUS,
+        ObservationSource::ProviderStatus,
         true,
     ));
     assert_eq!(
@@ -683,7 +691,7 @@ fn g12_after_key_retention_reconcile_by_business_key_first() {
     d.observations.push(observation(
         "B1",
         250,
-        ObservationSource::BUSINESS_KEY,
+        ObservationSource::BusinessKey,
         false,
     ));
     let effect = run(&d, Action::AuthorizeRetry, &local()).unwrap();
@@ -694,7 +702,7 @@ fn g12_after_key_retention_reconcile_by_business_key_first() {
 fn reconcile_records_a_status_query_and_an_observation_without_moving_state() {
     let d = detail(State::Unknown);
     let input = ReconcileInput {
-        source: "provider_status".into(),
+        source: ObservationSource::ProviderStatus,
         found: true,
         matches: Some(Matches {
             target: Some(true),
@@ -929,8 +937,8 @@ fn matrix_timeout_depends_on_the_phase_reached_and_observations() {
         );
     }
     let sent = request(1, 10, Phase::RequestSent, Outcome::Timeout);
-    let not_found = observation("O1", 200, ObservationSource::PROVIDER_STATUS, false);
-    let found = observation("O1", 200, ObservationSource::PROVIDER_STATUS, true);
+    let not_found = observation("O1", 200, ObservationSource::ProviderStatus, false);
+    let found = observation("O1", 200, ObservationSource::ProviderStatus, true);
     assert_eq!(
         matrix_for(m, sent.clone(), vec![not_found]),
         Decision::RetryNow
@@ -1088,7 +1096,7 @@ fn a_past_retry_is_judged_on_what_was_known_before_it() {
     let reconciled = vec![observation(
         "O1",
         60,
-        ObservationSource::PROVIDER_STATUS,
+        ObservationSource::ProviderStatus,
         false,
     )];
     let after = matrix::assess_before(

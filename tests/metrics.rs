@@ -175,7 +175,7 @@ fn observation(op: &str, n: u32, when: &str, found: bool, effects: Option<u32>) 
         id: format!("O-{op}-x{n}"),
         operation: id(op),
         observed_at: at(when),
-        source: ObservationSource::TARGET_RECORD.into(),
+        source: ObservationSource::TargetRecord,
         found,
         matches: found.then_some(Matches {
             target: Some(true),
@@ -579,7 +579,7 @@ async fn partial_recovery_credits_only_verified_recoveries() {
         |rec| {
             let mut check = observation("F23", 2, "2026-09-05T11:20:00Z", true, Some(1));
             if let Record::Observation(o) = &mut check {
-                o.source = ObservationSource::DOWNSTREAM.into();
+                o.source = ObservationSource::Downstream;
             }
             push(rec, check);
             operation(rec, "F23").state = State::Compensated;

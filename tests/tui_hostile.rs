@@ -207,7 +207,7 @@ mod screens {
                 id: h.next(),
                 operation: op.id.clone(),
                 observed_at: t(200 + n),
-                source: h.next(),
+                source: ObservationSource::ALL[usize::from(n % 2 == 0)],
                 found: n == 1,
                 matches: Some(Matches {
                     target: Some(true),

@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use crate::core::clock::{Clock, parse_instant};
+use crate::core::clock::{Clock, TimeSpec};
 use crate::core::ids::OperationId;
 use crate::core::rules::Actor;
 use crate::store::{Location, Session, Store, StoreError};
@@ -77,8 +77,16 @@ pub struct Cli {
     #[arg(long, global = true, env = "HOLDFAST_DATABASE_URL", value_name = "URL")]
     pub database_url: Option<String>,
 
-    /// Freeze the clock at this RFC 3339 instant (deterministic runs and snapshots).
-    #[arg(long, global = true, env = "HOLDFAST_NOW", value_name = "TIME", value_parser = parse_now)]
+    /// Freeze the clock at this RFC 3339 instant, or at a time relative to the
+    /// system clock (`-2h`, `+30m`): deterministic runs and snapshots.
+    #[arg(
+        long,
+        global = true,
+        env = "HOLDFAST_NOW",
+        value_name = "TIME",
+        value_parser = parse_now,
+        allow_hyphen_values = true
+    )]
     pub now: Option<DateTime<Utc>>,
 
     /// Act as this identity (default: the config file's `identity`, else the OS
@@ -91,8 +99,9 @@ pub struct Cli {
     pub command: Option<Command>,
 }
 
+/// `--now`: an instant, or a time relative to the system clock (`-2h`).
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
-    parse_instant(text).map_err(|e| format!("{text:?} {e}"))
+    TimeSpec::parse(text).map(|t| t.resolve(Utc::now()))
 }
 
 #[derive(Debug, Subcommand)]
@@ -119,12 +128,14 @@ pub enum Command {
     /// Show the evidence bundle of one operation.
     Show {
         id: String,
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// Show the attempts and status queries of one operation in order.
     Timeline {
         id: String,
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
@@ -137,6 +148,7 @@ pub enum Command {
     Revoke(review::GrantArgs),
     /// List the grants (none: single-user mode).
     Grants {
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
@@ -155,6 +167,7 @@ pub enum Command {
     },
     /// The seven metrics, the release gate and the operational figures.
     Report {
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
@@ -170,8 +183,10 @@ pub struct ListArgs {
     /// `held` (default), `all`, or a state; repeatable.
     #[arg(long, value_name = "STATE")]
     pub state: Vec<String>,
+    /// A tenant; repeatable.
     #[arg(long)]
     pub tenant: Vec<String>,
+    /// An owner; repeatable.
     #[arg(long)]
     pub owner: Vec<String>,
     /// A failure mode (`timeout_unknown`, …); repeatable.
@@ -183,12 +198,16 @@ pub struct ListArgs {
     /// The start of a word of an id, target, key or provider request id (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
+    /// The order of the rows.
     #[arg(long, value_enum, default_value_t = SortArg::Urgency)]
     pub sort: SortArg,
+    /// At most this many rows (0: none, only the count).
     #[arg(long, default_value_t = 50)]
     pub limit: u64,
+    /// Skip this many rows first.
     #[arg(long, default_value_t = 0)]
     pub offset: u64,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -209,11 +228,13 @@ pub enum AuditCommand {
         /// (the file holds `SEQ HASH`).
         #[arg(long, value_name = "FILE")]
         digest: Option<PathBuf>,
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },
     /// Print the chain head (`SEQ HASH`) to keep outside the database.
     Digest {
+        /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,
     },

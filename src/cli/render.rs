@@ -7,9 +7,10 @@ use std::fmt::Write as _;
 
 use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::{format_instant, human_duration, relative};
 use crate::core::evidence::{EvidenceBundle, describe_observation};
 use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
+use crate::core::names::count;
 use crate::core::rules::{ActionKind, Actor, Effect, Refusal};
 use crate::core::sanitize::sanitize;
 use crate::core::triage::{Bucket, TriageLine};
@@ -164,7 +165,7 @@ pub fn effect(effect: &Effect, row: Option<&AuditRow>) -> String {
     let draft = row.map_or(&effect.commit.audit, |r| &r.draft);
     let _ = writeln!(
         out,
-        "  audit      {}{} by {} as {}, policy {}, at {}",
+        "  audit      {}{} by {} in role {}, policy {}, at {}",
         row.map_or_else(|| "would write ".to_owned(), |r| format!("seq {} ", r.seq)),
         clean(&draft.action),
         clean(&draft.by),
@@ -314,7 +315,7 @@ pub fn grant_change(request: &GrantRequest, changed: Option<&(GrantChange, Audit
             }
             let _ = writeln!(
                 out,
-                "  audit seq {} by {} as {}, hash {}",
+                "  audit seq {} by {} in role {}, hash {}",
                 row.seq,
                 clean(&row.draft.by),
                 row.draft.role,
@@ -371,12 +372,38 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             b.version
         ),
     );
+    if let Some(why) = &b.why_held {
+        let label = if b.state.is_held() {
+            "why held".to_owned()
+        } else {
+            format!("why {}", b.state)
+        };
+        field(
+            &label,
+            format!(
+                "{}{}",
+                clean(&why.headline()),
+                why.reason
+                    .as_deref()
+                    .map_or_else(String::new, |r| format!(": {}", clean(r)))
+            ),
+        );
+        for e in &why.evidence {
+            field(
+                "  evidence",
+                match &e.what {
+                    Some(what) => format!("{} ({})", clean(&e.id), clean(what)),
+                    None => clean(&e.id),
+                },
+            );
+        }
+    }
     field(
         "in state since",
         format!(
-            "{} ({} ago)",
+            "{} ({})",
             format_instant(b.state_since),
-            human_duration((now - b.state_since).num_seconds())
+            relative(b.state_since, now)
         ),
     );
     field(
@@ -485,15 +512,19 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     field("owner", clean(&b.owner));
     field(
         "next observation",
-        format!(
-            "{}{}",
-            when(b.next_observation_at),
-            if b.next_observation_overdue {
-                " (OVERDUE)"
-            } else {
-                ""
-            }
-        ),
+        match b.next_observation_at {
+            None => "-".to_owned(),
+            Some(t) => format!(
+                "{} ({}{})",
+                format_instant(t),
+                relative(t, now),
+                if b.next_observation_overdue {
+                    ", OVERDUE"
+                } else {
+                    ""
+                }
+            ),
+        },
     );
     field(
         "failure mode",
@@ -584,9 +615,11 @@ pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
     let queries = detail.attempts.len() - requests;
     let _ = writeln!(
         out,
-        "{} — 1 logical operation, {} physical rows ({requests} requests, {queries} status queries)",
+        "{} — 1 logical operation, {} ({}, {})",
         clean(op.id.as_str()),
-        detail.attempts.len()
+        count(detail.attempts.len(), "physical row", "physical rows"),
+        count(requests, "request", "requests"),
+        count(queries, "status query", "status queries")
     );
     let origin = op.created_at;
     let offset = |t: DateTime<Utc>| format!("+{}", human_duration((t - origin).num_seconds()));

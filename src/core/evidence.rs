@@ -7,11 +7,12 @@ use serde::Serialize;
 
 use super::clock::format_instant;
 use super::ids::{OperationId, Sha256};
-use super::matrix::{self, Recommendation};
+use super::matrix::{self, Decision, Recommendation};
 use super::model::{
-    AttemptKind, ChildLink, FailureMode, Matches, OperationDetail, ProposalStatus, Relation, Risk,
-    State,
+    AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, OperationDetail,
+    ProposalStatus, Relation, Risk, Role, State,
 };
+use super::names::count;
 use super::rules::{self, Actor, Rule};
 
 /// The approval and whether it still binds this exact call (G11).
@@ -44,7 +45,7 @@ pub struct KeyView {
 pub struct ObservationView {
     pub id: String,
     pub observed_at: DateTime<Utc>,
-    pub source: String,
+    pub source: ObservationSource,
     pub found: bool,
     pub matches: Option<Matches>,
     pub effect_count: Option<u32>,
@@ -68,11 +69,11 @@ impl BudgetView {
     /// `1 of 3 used, 0 status queries`, with why the budget is spent when it is.
     pub fn summary(&self) -> String {
         format!(
-            "{} of {} used, {} status queries{}",
+            "{} of {} used, {}{}",
             self.attempts_used,
             self.max_attempts
                 .map_or_else(|| "-".into(), |m| m.to_string()),
-            self.status_queries,
+            count(self.status_queries, "status query", "status queries"),
             self.exhausted
                 .as_ref()
                 .map_or_else(String::new, |e| format!(" — {e}"))
@@ -91,11 +92,121 @@ pub struct ActionView {
     pub reason: Option<String>,
 }
 
+/// Why the operation is in its current state: the transition that moved it
+/// there, with its reason and evidence (DESIGN §4). It comes first in every
+/// rendering of the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct WhyHeld {
+    pub from: Option<State>,
+    pub to: State,
+    /// The audit row that records the move.
+    pub seq: i64,
+    pub action: String,
+    pub by: String,
+    pub role: Role,
+    pub at: DateTime<Utc>,
+    /// The reason given for the move (the wire transition's `reason`, or a
+    /// reviewer's rationale).
+    pub reason: Option<String>,
+    pub evidence: Vec<EvidenceRef>,
+}
+
+/// One piece of evidence a transition names, with what it is when this
+/// operation's own records say so.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct EvidenceRef {
+    pub id: String,
+    /// `request, request_sent, timeout` for an attempt, the observation in words;
+    /// `None` for a record this operation does not hold.
+    pub what: Option<String>,
+}
+
+impl WhyHeld {
+    /// `VALIDATED → BLOCKED by svc:policy-gate (system) at …`.
+    pub fn headline(&self) -> String {
+        format!(
+            "{} → {} by {} ({}) at {}",
+            self.from.map_or_else(|| "-".to_owned(), |s| s.to_string()),
+            self.to,
+            self.by,
+            self.role,
+            format_instant(self.at)
+        )
+    }
+}
+
+impl WhyHeld {
+    /// The headline, the reason and the evidence on one line, for exports.
+    pub fn summary(&self) -> String {
+        let mut text = self.headline();
+        if let Some(reason) = &self.reason {
+            text.push_str(&format!(": {reason}"));
+        }
+        if !self.evidence.is_empty() {
+            let evidence: Vec<String> = self
+                .evidence
+                .iter()
+                .map(|e| match &e.what {
+                    Some(what) => format!("{} ({what})", e.id),
+                    None => e.id.clone(),
+                })
+                .collect();
+            text.push_str(&format!("; evidence {}", evidence.join(", ")));
+        }
+        text
+    }
+}
+
+/// The transition into the operation's current state, from its audit rows.
+fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
+    let state = detail.row.operation.state;
+    let row = detail
+        .audit
+        .iter()
+        .rev()
+        .find(|r| r.draft.to == Some(state))?;
+    let what = |id: &str| -> Option<String> {
+        let bare = id.strip_prefix("attempt:").unwrap_or(id);
+        if let Some(a) = detail.attempts.iter().find(|a| a.id == bare) {
+            return Some(format!("{}, {}, {}", a.kind, a.phase, a.outcome));
+        }
+        if let Some(o) = detail.observations.iter().find(|o| o.id == bare) {
+            return Some(describe_observation(o));
+        }
+        detail
+            .children
+            .iter()
+            .find(|c| c.id.as_str() == bare)
+            .map(|c| format!("{}, {}", c.relation, c.state))
+    };
+    Some(WhyHeld {
+        from: row.draft.from,
+        to: state,
+        seq: row.seq,
+        action: row.draft.action.clone(),
+        by: row.draft.by.clone(),
+        role: row.draft.role,
+        at: row.draft.at,
+        reason: row.draft.rationale.clone(),
+        evidence: row
+            .draft
+            .evidence
+            .iter()
+            .map(|id| EvidenceRef {
+                id: id.clone(),
+                what: what(id),
+            })
+            .collect(),
+    })
+}
+
 /// Everything a reviewer needs to decide about one hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EvidenceBundle {
     pub id: OperationId,
     pub state: State,
+    /// Why it is in this state: the transition into it, first of all.
+    pub why_held: Option<WhyHeld>,
     pub version: i64,
     pub state_since: DateTime<Utc>,
     pub tenant: String,
@@ -177,7 +288,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         .map(|o| ObservationView {
             id: o.id.clone(),
             observed_at: o.observed_at,
-            source: o.source.clone(),
+            source: o.source,
             found: o.found,
             matches: o.matches.clone(),
             effect_count: o.effect_count,
@@ -237,6 +348,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
     EvidenceBundle {
         id: op.id.clone(),
         state: op.state,
+        why_held: why_held(detail),
         version: detail.row.version,
         state_since: detail.row.state_since,
         tenant: op.tenant.clone(),
@@ -260,7 +372,17 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         next_observation_overdue: op.state.is_held()
             && op.next_observation_at.is_some_and(|t| t < now),
         failure_mode: op.failure_mode,
-        recommendation: assessment.recommendation,
+        recommendation: if op.state.is_terminal() {
+            Recommendation {
+                decision: Decision::DoNotRetry,
+                reason: format!(
+                    "{} is terminal: nothing is left to recommend; the history stays in the timeline",
+                    op.state
+                ),
+            }
+        } else {
+            assessment.recommendation
+        },
         prohibited: rules::prohibited(detail, now),
         actions,
         parent: op.parent.clone().zip(op.relation),
@@ -289,7 +411,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
 
 /// One observation in words: `found, all fields match, 1 effect (provider_status)`.
 pub fn describe_observation(o: &super::model::Observation) -> String {
-    describe(o.found, o.matches.as_ref(), o.effect_count, &o.source)
+    describe(o.found, o.matches.as_ref(), o.effect_count, o.source)
 }
 
 impl ObservationView {
@@ -299,7 +421,7 @@ impl ObservationView {
             self.found,
             self.matches.as_ref(),
             self.effect_count,
-            &self.source,
+            self.source,
         )
     }
 }
@@ -308,7 +430,7 @@ fn describe(
     found: bool,
     matches: Option<&Matches>,
     effect_count: Option<u32>,
-    source: &str,
+    source: ObservationSource,
 ) -> String {
     let mut text = if found {
         "found".to_owned()

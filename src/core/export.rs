@@ -288,6 +288,12 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
             ),
         ),
         (
+            "why held",
+            b.why_held
+                .as_ref()
+                .map_or_else(|| "-".into(), |w| md(&w.summary())),
+        ),
+        (
             "tenant / actor",
             format!("{} / {}", md(&b.tenant), md(&b.actor)),
         ),

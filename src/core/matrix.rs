@@ -117,7 +117,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if input.key_conflict {
         return rec(
             DoNotRetry,
-            "the idempotency key was used with a different payload (G3): no retry, no automated repair; accept or resolve to FAILED",
+            "the idempotency key was used with a different payload (G3): no retry, no automated repair",
         );
     }
     let Some(mode) = input.mode else {
@@ -126,7 +126,7 @@ pub fn recommend(input: &RetryInput) -> Recommendation {
     if let Some(why) = &input.budget_exhausted {
         return rec(
             HoldForOwner,
-            format!("{why}: a new session never resets it; accept, fail or block"),
+            format!("{why}: a new session never resets it; no retry remains, the owner decides"),
         );
     }
     match mode {
@@ -353,7 +353,7 @@ pub fn assess(
     let non_application = fresh
         .filter(|o| {
             !o.found
-                && (o.source == ObservationSource::PROVIDER_STATUS
+                && (o.source == ObservationSource::ProviderStatus
                     || window_end.is_none_or(|w| o.observed_at >= w))
         })
         .map(|o| o.id.clone());
@@ -369,7 +369,7 @@ pub fn assess(
         observations
             .iter()
             .filter(|o| {
-                o.source == ObservationSource::BUSINESS_KEY
+                o.source == ObservationSource::BusinessKey
                     && !o.found
                     && o.observed_at >= expiry
                     && o.observed_at <= at

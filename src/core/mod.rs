@@ -11,6 +11,7 @@ pub mod ids;
 pub mod matrix;
 pub mod metrics;
 pub mod model;
+pub mod names;
 pub mod redact;
 pub mod refusal;
 pub mod rules;

@@ -28,6 +28,31 @@ macro_rules! text_enum {
                 match text { $($text => Some($name::$variant),)+ _ => None }
             }
 
+            /// Parses the text form in any ASCII case (`unknown` for `UNKNOWN`):
+            /// how people type it.
+            pub fn parse_any_case(text: &str) -> Option<Self> {
+                Self::ALL
+                    .iter()
+                    .copied()
+                    .find(|v| v.as_str().eq_ignore_ascii_case(text.trim()))
+            }
+
+            /// The accepted value nearest to a mistyped one, for a hint.
+            pub fn nearest(text: &str) -> Option<Self> {
+                crate::core::names::nearest(text, Self::ALL.iter().map(|v| v.as_str()))
+                    .and_then(Self::parse)
+            }
+
+            /// Parses the text form in any case; the error names the accepted
+            /// values and, for a near miss, the one meant.
+            pub fn parse_hinted(text: &str) -> Result<Self, String> {
+                Self::parse_any_case(text).ok_or_else(|| {
+                    let hint = Self::nearest(text)
+                        .map_or_else(String::new, |v| format!("did you mean {v}? "));
+                    format!("{:?} is not one of the values: {hint}one of {}", text.trim(), Self::expected())
+                })
+            }
+
             /// The accepted values, for error messages.
             pub fn expected() -> String {
                 [$($text),+].join(", ")
@@ -371,9 +396,8 @@ pub struct Observation {
     pub id: String,
     pub operation: OperationId,
     pub observed_at: DateTime<Utc>,
-    /// Where the observation came from; see [`ObservationSource`] for the ones the
-    /// rules give meaning to.
-    pub source: String,
+    /// Where the observation came from.
+    pub source: ObservationSource,
     pub found: bool,
     pub matches: Option<Matches>,
     pub effect_count: Option<u32>,
@@ -381,23 +405,23 @@ pub struct Observation {
     pub note: Option<String>,
 }
 
-/// Observation sources the rules recognise; any other source is recorded and shown
-/// but proves nothing beyond what its fields say.
-pub struct ObservationSource;
-
-impl ObservationSource {
-    /// The provider's own status or operation endpoint: a `found: false` from it is
-    /// provider proof of non-application.
-    pub const PROVIDER_STATUS: &'static str = "provider_status";
-    /// A lookup of the target by business key (needed after key retention, G12).
-    pub const BUSINESS_KEY: &'static str = "business_key";
-    /// A check of downstream consequences (needed before COMPENSATED, G4).
-    pub const DOWNSTREAM: &'static str = "downstream";
-    /// A fresh run of the validators (needed before revalidating a BLOCKED one).
-    pub const VALIDATOR: &'static str = "validator";
-    /// A read of the authoritative business record.
-    pub const TARGET_RECORD: &'static str = "target_record";
-}
+text_enum!(
+    /// Where an observation came from: the closed set the rules give meaning to.
+    /// `provider_status`: the provider's own status or operation endpoint (its
+    /// `found: false` is the provider's proof of non-application); `business_key`:
+    /// a lookup of the target by business key (needed after key retention, G12);
+    /// `downstream`: a check of downstream consequences (needed before
+    /// COMPENSATED, G4); `validator`: a fresh run of the validators (needed before
+    /// revalidating a BLOCKED one); `target_record`: a read of the authoritative
+    /// business record.
+    ObservationSource {
+        ProviderStatus => "provider_status",
+        BusinessKey => "business_key",
+        Downstream => "downstream",
+        Validator => "validator",
+        TargetRecord => "target_record",
+    }
+);
 
 /// One state change as recorded in the audit log or received on the wire.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

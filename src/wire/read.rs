@@ -10,8 +10,8 @@ use crate::core::clock::parse_instant;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
     Approval, Attempt, AttemptKind, Contract, Expectation, FailureMode, IdempotencyContract, Item,
-    ItemState, Layer, Matches, Observation, Operation, Outcome, Phase, Relation, Risk, Role, State,
-    TransitionRecord,
+    ItemState, Layer, Matches, Observation, ObservationSource, Operation, Outcome, Phase, Relation,
+    Risk, Role, State, TransitionRecord,
 };
 
 /// The longest line accepted, in bytes (1 MiB).
@@ -433,7 +433,7 @@ fn read_observation(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Observation> {
     let id = o.req(sink, "id", key);
     let operation = o.req(sink, "operation", operation_id);
     let observed_at = o.req(sink, "observed_at", time);
-    let source = o.req(sink, "source", key);
+    let source = o.req(sink, "source", choice::<ObservationSource>);
     let found = o.req(sink, "found", boolean);
     let matches = o.opt(sink, "matches", object).map(|entries| {
         let n = o.nested(entries, "matches.", "matches", MATCHES_FIELDS);
@@ -819,7 +819,8 @@ choice!(
     Layer,
     ItemState,
     Relation,
-    Role
+    Role,
+    ObservationSource
 );
 
 fn choice<T: Choice>(node: &Node<'_>) -> Result<T, String> {

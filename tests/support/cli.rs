@@ -34,6 +34,18 @@ impl Run {
         self
     }
 
+    /// Panics with the whole output unless a guard refused with `rule` (exit 3,
+    /// `refused: Gn: …` on stderr).
+    pub fn refused(self, rule: &str) -> Run {
+        let run = self.expect_code(3);
+        assert!(
+            run.stderr.starts_with(&format!("refused: {rule}: ")),
+            "expected a {rule} refusal:\n{}",
+            run.stderr
+        );
+        run
+    }
+
     /// The stdout as JSON.
     pub fn json(&self) -> serde_json::Value {
         serde_json::from_str(&self.stdout)
@@ -63,8 +75,30 @@ impl Cli {
         cli
     }
 
+    /// A store holding the demo packet the binary ships.
+    pub fn demo() -> Cli {
+        let cli = Cli::empty();
+        let path = format!("{}/assets/demo/tc094.jsonl", env!("CARGO_MANIFEST_DIR"));
+        cli.run("loader", &["ingest", &path]).expect_code(0);
+        cli
+    }
+
+    /// Runs `holdfast ARGS` as `identity` with the clock frozen at `now`.
+    pub fn run_at(&self, now: &str, identity: &str, args: &[&str]) -> Run {
+        Run::from(
+            self.command_at(now, identity, args)
+                .output()
+                .expect("run holdfast"),
+        )
+    }
+
     /// The command to run `holdfast ARGS` as `identity`.
     pub fn command(&self, identity: &str, args: &[&str]) -> Command {
+        self.command_at(NOW, identity, args)
+    }
+
+    /// The command to run `holdfast ARGS` as `identity` at `now`.
+    pub fn command_at(&self, now: &str, identity: &str, args: &[&str]) -> Command {
         let mut command = Command::new(env!("CARGO_BIN_EXE_holdfast"));
         command
             .env_remove("HOLDFAST_DB")
@@ -76,7 +110,7 @@ impl Cli {
             .arg("--db")
             .arg(&self.db)
             .arg("--now")
-            .arg(NOW)
+            .arg(now)
             .arg("--as")
             .arg(identity)
             .args(args);

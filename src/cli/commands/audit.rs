@@ -71,7 +71,11 @@ pub async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
             };
             if let (Some((seq, hash)), Ok(_)) = (&saved, &verdict) {
                 match session.chain_link_from(*seq).await? {
-                    Some((found, link)) if found == *seq && &link == hash => {}
+                    Some((found, link)) if found == *seq && &link == hash => {
+                        verdict = verdict.map(|text| {
+                            format!("{text}; matches the saved digest (seq {seq} {hash})")
+                        });
+                    }
                     Some(_) => {
                         verdict = Err(format!(
                             "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"

@@ -4,25 +4,28 @@ use crate::cli::{Context, Failure, ListArgs, SortArg, exit, render};
 use crate::core::model::{FailureMode, Risk, State};
 use crate::store::{OperationFilter, Page, SortOrder};
 
-fn parse_list<T>(
+/// Parses repeated `--WHAT` values in any case; a near miss names the value meant.
+fn parse_list<T: std::fmt::Display>(
     values: &[String],
     what: &str,
     parse: fn(&str) -> Option<T>,
+    nearest: fn(&str) -> Option<T>,
     expected: String,
 ) -> anyhow::Result<Vec<T>> {
     values
         .iter()
         .map(|v| {
             parse(v).ok_or_else(|| {
-                Failure::bad_input(format!("--{what} {v}: must be one of: {expected}"))
+                let hint = nearest(v).map_or_else(String::new, |n| format!("did you mean {n}? "));
+                Failure::bad_input(format!("--{what} {v}: {hint}must be one of: {expected}"))
             })
         })
         .collect()
 }
 
 pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
-    let (queue, states) = match args
-        .state
+    let words: Vec<String> = args.state.iter().map(|s| s.to_ascii_lowercase()).collect();
+    let (queue, states) = match words
         .iter()
         .map(String::as_str)
         .collect::<Vec<_>>()
@@ -35,7 +38,8 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
             parse_list(
                 &args.state,
                 "state",
-                State::parse,
+                State::parse_any_case,
+                State::nearest,
                 format!("held, all, {}", State::expected()),
             )?,
         ),
@@ -48,10 +52,17 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         modes: parse_list(
             &args.mode,
             "mode",
-            FailureMode::parse,
+            FailureMode::parse_any_case,
+            FailureMode::nearest,
             FailureMode::expected(),
         )?,
-        risks: parse_list(&args.risk, "risk", Risk::parse, Risk::expected())?,
+        risks: parse_list(
+            &args.risk,
+            "risk",
+            Risk::parse_any_case,
+            Risk::nearest,
+            Risk::expected(),
+        )?,
         search: args.search.clone(),
         ..OperationFilter::default()
     };
@@ -65,7 +76,7 @@ pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     let actor = session.actor();
     let page = Page {
         offset: args.offset,
-        limit: args.limit.clamp(1, 10_000),
+        limit: args.limit.min(10_000),
     };
     let (rows, total) = session.list(&filter, sort, page).await?;
     super::warn_skipped(&session);

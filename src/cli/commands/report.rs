@@ -8,6 +8,7 @@ use crate::cli::{Context, exit};
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::ids::OperationId;
 use crate::core::metrics::{self, Report};
+use crate::core::names::count;
 use crate::core::sanitize::sanitize;
 
 /// Computes the report over the tenants the acting identity sees (the whole store
@@ -127,10 +128,10 @@ pub fn render(report: &Report) -> String {
     let a = &o.amplification;
     let _ = writeln!(
         out,
-        "  amplification {} attempts ({} requests, {} status queries) / {} logical = {} per operation; compound worst case {}",
-        a.physical_attempts,
-        a.requests,
-        a.status_queries,
+        "  amplification {} ({}, {}) / {} logical = {} per operation; compound worst case {}",
+        count(a.physical_attempts, "attempt", "attempts"),
+        count(a.requests, "request", "requests"),
+        count(a.status_queries, "status query", "status queries"),
         a.logical_operations,
         a.per_logical
             .map_or_else(|| "-".into(), |p| format!("{p:.2}")),

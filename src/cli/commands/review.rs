@@ -9,8 +9,9 @@ use clap::{Args, ValueEnum};
 use std::io::BufReader;
 use std::path::PathBuf;
 
-use crate::cli::{Context, Failure, exit, parse_id, parse_now, render};
+use crate::cli::{Context, Failure, exit, parse_id, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
+use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
 use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
@@ -45,9 +46,9 @@ pub struct ReviewArgs {
     /// `assign`: the new owner.
     #[arg(long, value_name = "OWNER")]
     pub owner: Option<String>,
-    /// `schedule`: when to observe next (RFC 3339).
-    #[arg(long, value_name = "TIME", value_parser = parse_now)]
-    pub at: Option<DateTime<Utc>>,
+    /// `schedule`: when to observe next (RFC 3339, or relative to now: `+30m`).
+    #[arg(long, value_name = "TIME", value_parser = TimeSpec::parse, allow_hyphen_values = true)]
+    pub at: Option<TimeSpec>,
     /// `accept`: the manual-repair reference (ticket, runbook).
     #[arg(long, value_name = "REF")]
     pub repair_ref: Option<String>,
@@ -62,8 +63,8 @@ pub struct ReviewArgs {
     pub not_found: bool,
     /// `reconcile`: where the lookup was made (default provider_status; also
     /// business_key, downstream, validator, target_record).
-    #[arg(long, value_name = "SOURCE")]
-    pub source: Option<String>,
+    #[arg(long, value_name = "SOURCE", value_parser = ObservationSource::parse_hinted)]
+    pub source: Option<ObservationSource>,
     /// `reconcile`: fields that matched the intent (target, payload_hash, owner,
     /// version, or `all`); comma-separated or repeated.
     #[arg(long = "match", value_name = "FIELDS", value_delimiter = ',')]
@@ -86,6 +87,7 @@ pub struct ReviewArgs {
     /// Refuse (G8) unless the operation is still at this version, as shown by `show`.
     #[arg(long, value_name = "N")]
     pub expected_version: Option<i64>,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -106,6 +108,7 @@ pub struct GrantArgs {
     /// Why; recorded on the audit row.
     #[arg(long, value_name = "TEXT")]
     pub rationale: Option<String>,
+    /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,
 }
@@ -253,10 +256,7 @@ fn reconcile_inputs(
             })
             .transpose()?;
         return Ok(vec![ReconcileInput {
-            source: args
-                .source
-                .clone()
-                .unwrap_or_else(|| ObservationSource::PROVIDER_STATUS.to_owned()),
+            source: args.source.unwrap_or(ObservationSource::ProviderStatus),
             found: args.found,
             matches: matches(args)?,
             effect_count: args.effect_count,
@@ -327,6 +327,7 @@ fn actions(
     kind: ActionKind,
     args: &ReviewArgs,
     id: Option<&OperationId>,
+    now: DateTime<Utc>,
 ) -> anyhow::Result<Vec<Action>> {
     if let Some((flag, owner)) = action_flags(args).into_iter().find(|(_, k)| *k != kind) {
         return Err(Failure::bad_input(format!(
@@ -342,7 +343,7 @@ fn actions(
             .collect()),
         ActionKind::Resolve => {
             let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
-            let to = State::parse(&text.to_ascii_uppercase()).ok_or_else(|| {
+            let to = State::parse_any_case(text).ok_or_else(|| {
                 Failure::bad_input(format!(
                     "--to {text}: must be one of: {}",
                     State::expected()
@@ -367,7 +368,7 @@ fn actions(
             owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
         }),
         ActionKind::Schedule => one(Action::Schedule {
-            at: args.at.ok_or_else(|| missing("--at TIME"))?,
+            at: args.at.ok_or_else(|| missing("--at TIME"))?.resolve(now),
         }),
         ActionKind::Comment => one(Action::Comment),
         ActionKind::Confirm => one(Action::Confirm),
@@ -378,8 +379,10 @@ fn actions(
 fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
     ActionKind::parse(text).ok_or_else(|| {
         let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+        let hint =
+            ActionKind::nearest(text).map_or_else(String::new, |k| format!(" did you mean `{k}`?"));
         Failure::bad_input(format!(
-            "unknown action {text:?}: one of {}",
+            "unknown action {text:?}:{hint} one of {}",
             names.join(", ")
         ))
     })
@@ -422,7 +425,7 @@ async fn one(
     kind: ActionKind,
     args: &ReviewArgs,
 ) -> anyhow::Result<u8> {
-    let actions = actions(kind, args, Some(&id))?;
+    let actions = actions(kind, args, Some(&id), ctx.now())?;
     let rationale = rationale(args)?;
     let session = ctx.session().await?;
     let now = ctx.now();
@@ -486,7 +489,7 @@ async fn bulk(
         ));
     }
     let filter = selection_filter(filter_text)?;
-    let action = actions(kind, args, None)?
+    let action = actions(kind, args, None, ctx.now())?
         .pop()
         .ok_or_else(|| Failure::bad_input("no action"))?;
     let rationale = rationale(args)?;

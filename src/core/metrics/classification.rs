@@ -93,7 +93,7 @@ impl Index<'_> {
             });
         };
         let downstream = v.observations.iter().any(|o| {
-            o.source == ObservationSource::DOWNSTREAM && o.observed_at >= child.created_at
+            o.source == ObservationSource::Downstream && o.observed_at >= child.created_at
         });
         if downstream {
             Ok(())

@@ -6,7 +6,9 @@ use super::facts::{FigureFacts, Verdict};
 use super::findings::{CrossTenant, Taint};
 use super::result::MetricId;
 use super::view::View;
-use crate::core::model::{FailureMode, Outcome, Phase, Relation, State};
+use std::collections::BTreeSet;
+
+use crate::core::model::{ActionKind, FailureMode, Outcome, Phase, Relation, Role, State};
 
 impl Index<'_> {
     /// The seven figures' facts, in the order the seed reports them.
@@ -144,13 +146,43 @@ fn containment(v: &View<'_>) -> Verdict {
     )
 }
 
+/// The ids of the status queries and observations a person recorded: the
+/// evidence a reviewer's `reconcile` audit row names.
+fn entered_by_person<'v>(v: &'v View<'_>) -> BTreeSet<&'v str> {
+    v.audit
+        .iter()
+        .filter(|r| {
+            r.draft.action == ActionKind::Reconcile.as_str() && r.draft.role != Role::System
+        })
+        .flat_map(|r| r.draft.evidence.iter().map(String::as_str))
+        .collect()
+}
+
 /// The fields an attempt or observation lacks, named `A017.provider_request_id`.
+/// A status query a reviewer recorded was made by a person, not a client: it
+/// needs no layer, trace id, request hash or transport fields, and its
+/// observation is complete with either the raw answer's hash or a reference to
+/// where the reviewer looked.
 pub(super) fn missing_evidence(v: &View<'_>) -> Vec<String> {
     let mut missing = Vec::new();
     if v.entered(State::Sent) && v.requests().next().is_none() {
         missing.push("a request attempt".to_owned());
     }
+    let by_person = entered_by_person(v);
     for a in &v.attempts {
+        if by_person.contains(a.id.as_str()) {
+            let fields = [
+                ("ended_at", a.ended_at.is_some()),
+                ("resend_count", a.resend_count.is_some()),
+            ];
+            missing.extend(
+                fields
+                    .iter()
+                    .filter(|(_, present)| !present)
+                    .map(|(name, _)| format!("{}.{name}", a.id)),
+            );
+            continue;
+        }
         let answered = matches!(a.phase, Phase::Acknowledged | Phase::ResponseReceived);
         let fields = [
             ("ended_at", a.ended_at.is_some()),
@@ -185,8 +217,16 @@ pub(super) fn missing_evidence(v: &View<'_>) -> Vec<String> {
                 .iter()
                 .all(Option::is_some)
         });
+        let sourced = if by_person.contains(o.id.as_str()) {
+            (
+                "raw_hash_or_reference",
+                o.raw_hash.is_some() || o.note.is_some(),
+            )
+        } else {
+            ("raw_hash", o.raw_hash.is_some())
+        };
         let fields = [
-            ("raw_hash", o.raw_hash.is_some()),
+            sourced,
             ("matches", !o.found || matched),
             ("effect_count", !o.found || o.effect_count.is_some()),
         ];

@@ -5,12 +5,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::ids::Sha256;
-use crate::core::model::{ActionKind, Matches, Observation, State};
+use crate::core::model::{ActionKind, Matches, Observation, ObservationSource, State};
 
 /// What a status lookup showed, as a reviewer enters it for `reconcile`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ReconcileInput {
-    pub source: String,
+    pub source: ObservationSource,
     pub found: bool,
     pub matches: Option<Matches>,
     pub effect_count: Option<u32>,
@@ -30,7 +30,7 @@ impl ReconcileInput {
     /// same record counts whether it arrives by ingest or by a reviewer.
     pub fn from_observation(o: &Observation) -> ReconcileInput {
         ReconcileInput {
-            source: o.source.clone(),
+            source: o.source,
             found: o.found,
             matches: o.matches.clone(),
             effect_count: o.effect_count,

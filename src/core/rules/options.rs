@@ -74,7 +74,7 @@ pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> V
     let preview = Rationale::preview();
     let version = detail.row.version;
     let reconcile = Action::Reconcile(ReconcileInput {
-        source: ObservationSource::PROVIDER_STATUS.into(),
+        source: ObservationSource::ProviderStatus,
         found: false,
         matches: None,
         effect_count: None,

@@ -10,7 +10,9 @@ mod settle;
 use chrono::{DateTime, Utc};
 
 use super::transitions::transition_makers;
-use super::{Action, ActionKind, Actor, Commit, Effect, MadeBy, Rationale, join_ids, prohibited};
+use super::{
+    Action, ActionKind, Actor, Commit, Effect, MadeBy, Rationale, decide_with, join_ids, prohibited,
+};
 use crate::core::audit::AuditDraft;
 use crate::core::ids::OperationId;
 use crate::core::matrix::{self, Assessment};
@@ -128,11 +130,53 @@ impl<'a> Plan<'a> {
         refuse(
             Rule::G3,
             format!(
-                "idempotency key {} is also used by {} with a different payload: no {what}; only accept or resolve to FAILED",
+                "idempotency key {} is also used by {} with a different payload: no {what}; {}",
                 self.op().idempotency_key.as_deref().unwrap_or("-"),
-                join_ids(&self.detail.key_conflicts)
+                join_ids(&self.detail.key_conflicts),
+                self.remaining()
             ),
         )
+    }
+
+    /// Whether [`decide_with`] allows `action` to this actor now: what a refusal
+    /// may point to.
+    fn allows(&self, action: &Action) -> bool {
+        decide_with(
+            self.detail,
+            action,
+            self.actor,
+            self.rationale,
+            self.detail.row.version,
+            self.now,
+            false,
+        )
+        .is_ok()
+    }
+
+    /// What is left once a retry or repair is refused: of accept, resolve to
+    /// FAILED and block, those [`decide_with`] allows this actor now, in words.
+    /// A refusal names only actions that would be allowed.
+    fn remaining(&self) -> String {
+        let candidates = [
+            (
+                "accept",
+                Action::Accept {
+                    repair_ref: "REF".into(),
+                },
+            ),
+            ("resolve --to FAILED", Action::Resolve { to: State::Failed }),
+            ("block", Action::Block),
+        ];
+        let allowed: Vec<&str> = candidates
+            .iter()
+            .filter(|(_, action)| self.allows(action))
+            .map(|(label, _)| *label)
+            .collect();
+        match allowed.as_slice() {
+            [] => "nothing else is open to you now".into(),
+            [one] => format!("only {one} remains"),
+            [init @ .., last] => format!("only {} or {last} remain", init.join(", ")),
+        }
     }
 
     /// The guard every repair and revalidation starts with: the operation is in

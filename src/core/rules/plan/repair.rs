@@ -14,10 +14,7 @@ impl Plan<'_> {
     fn within_budget(&self) -> Result<(), Refusal> {
         let a = self.assess();
         if let Some(why) = a.budget_exhausted() {
-            return refuse(
-                Rule::G5,
-                format!("{why}: only accept, resolve to FAILED or block remain"),
-            );
+            return refuse(Rule::G5, format!("{why}: {}", self.remaining()));
         }
         Ok(())
     }
@@ -123,7 +120,9 @@ impl Plan<'_> {
         }
     }
 
-    fn no_open_child(&self, relation: Relation) -> Result<(), Refusal> {
+    /// One child of `relation` at a time: `rule` names the guard a second one
+    /// would break.
+    fn no_open_child(&self, relation: Relation, rule: Rule) -> Result<(), Refusal> {
         if let Some(c) = self
             .detail
             .children
@@ -131,8 +130,28 @@ impl Plan<'_> {
             .find(|c| c.relation == relation && !c.state.is_terminal())
         {
             return refuse(
-                Rule::G1,
+                rule,
                 format!("{} ({relation}) is still {}: one at a time", c.id, c.state),
+            );
+        }
+        Ok(())
+    }
+
+    /// G4: once a compensation has succeeded, a second one would revert the
+    /// effect twice.
+    fn no_succeeded_compensation(&self) -> Result<(), Refusal> {
+        if let Some(c) = self
+            .detail
+            .children
+            .iter()
+            .find(|c| c.relation == Relation::CompensationOf && c.state == State::Succeeded)
+        {
+            return refuse(
+                Rule::G4,
+                format!(
+                    "compensation {} already SUCCEEDED: a second one would revert the effect twice",
+                    c.id
+                ),
             );
         }
         Ok(())
@@ -160,7 +179,8 @@ impl Plan<'_> {
                 format!("the contract of {} names no compensating action", op.tool),
             );
         };
-        self.no_open_child(Relation::CompensationOf)?;
+        self.no_succeeded_compensation()?;
+        self.no_open_child(Relation::CompensationOf, Rule::G4)?;
         let id = self.child_id('C');
         let child = self.new_child(id.clone(), Relation::CompensationOf, &inverse);
         self.consequences.push(format!(
@@ -218,7 +238,7 @@ impl Plan<'_> {
         if todo.is_empty() {
             return refuse(Rule::G1, "no uncommitted items are left to resume");
         }
-        self.no_open_child(Relation::ResumeOf)?;
+        self.no_open_child(Relation::ResumeOf, Rule::G1)?;
         let id = self.child_id('R');
         let child = self.new_child(id.clone(), Relation::ResumeOf, &op.action);
         let indexes: Vec<String> = todo.iter().map(|i| i.index.to_string()).collect();

@@ -12,9 +12,6 @@ use crate::core::rules::{MadeBy, ReconcileInput};
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
         let op = self.op();
-        if input.source.trim().is_empty() {
-            return refuse(Rule::G1, "a reconcile needs the source that was queried");
-        }
         let seq = self
             .detail
             .attempts
@@ -77,7 +74,7 @@ impl Plan<'_> {
             id: observation_id.clone(),
             operation: op.id.clone(),
             observed_at,
-            source: input.source.trim().to_owned(),
+            source: input.source,
             found: input.found,
             matches: input.matches.clone(),
             effect_count: input.effect_count,
@@ -89,8 +86,20 @@ impl Plan<'_> {
             observation.source,
             if input.found { "found" } else { "not found" }
         ));
-        self.consequences
-            .push("the state does not change; resolve afterwards".into());
+        self.consequences.push(
+            if matches!(op.state, State::Unknown | State::Blocked) {
+                "the state does not change; resolve afterwards on what it shows"
+            } else {
+                "the state does not change"
+            }
+            .into(),
+        );
+        if let Some(next) = op.next_observation_at.filter(|t| *t <= self.now) {
+            self.consequences.push(format!(
+                "the next observation ({}) stays overdue until a new one is scheduled (schedule --at +30m)",
+                clock::format_instant(next)
+            ));
+        }
         self.evidence = vec![attempt_id, observation_id];
         self.commit_extra.attempts.push(attempt);
         self.commit_extra.observations.push(observation);
@@ -182,7 +191,7 @@ impl Plan<'_> {
         let since = self.detail.row.state_since;
         let fresh =
             self.detail.observations.iter().rev().find(|o| {
-                o.source == ObservationSource::VALIDATOR && o.found && o.observed_at > since
+                o.source == ObservationSource::Validator && o.found && o.observed_at > since
             });
         match fresh {
             Some(o) => self.evidence.push(o.id.clone()),

@@ -4,7 +4,7 @@
 use super::Plan;
 use crate::core::model::{ItemState, ObservationSource, Relation, State};
 use crate::core::refusal::{Refusal, Rule, refuse};
-use crate::core::rules::MadeBy;
+use crate::core::rules::{Action, MadeBy};
 
 impl Plan<'_> {
     pub(super) fn mark_compensated(&mut self) -> Result<(), Refusal> {
@@ -27,13 +27,16 @@ impl Plan<'_> {
                         "compensation {} is {}, not SUCCEEDED: {} stays PARTIAL",
                         c.id, c.state, op.id
                     ),
-                    None => "no compensation operation exists: approve one first".to_owned(),
+                    None if self.allows(&Action::ApproveCompensation) => {
+                        "no compensation operation exists: approve one first".to_owned()
+                    }
+                    None => "no compensation operation exists".to_owned(),
                 },
             );
         };
         let downstream =
             self.detail.observations.iter().rev().find(|o| {
-                o.source == ObservationSource::DOWNSTREAM && o.observed_at >= op.created_at
+                o.source == ObservationSource::Downstream && o.observed_at >= op.created_at
             });
         let Some(downstream) = downstream else {
             return refuse(

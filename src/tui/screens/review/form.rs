@@ -4,7 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
-use crate::core::clock::parse_instant;
+use crate::core::clock::TimeSpec;
 use crate::core::ids::Sha256;
 use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
 use crate::core::rules::{Action, ActionKind, ReconcileInput};
@@ -79,13 +79,7 @@ impl FieldKind {
 
 /// The observation sources a reconcile may name: the source input offers these
 /// and nothing else (a typo cannot become a source no rule recognises).
-pub const SOURCES: [&str; 5] = [
-    ObservationSource::PROVIDER_STATUS,
-    ObservationSource::BUSINESS_KEY,
-    ObservationSource::DOWNSTREAM,
-    ObservationSource::VALIDATOR,
-    ObservationSource::TARGET_RECORD,
-];
+pub const SOURCES: &[ObservationSource] = ObservationSource::ALL;
 
 /// One input of the form: the shared text-area wrapper with its meaning.
 #[derive(Debug, Clone)]
@@ -109,10 +103,10 @@ impl Field {
             _ => return,
         };
         let text = self.input.text();
-        let at = SOURCES.iter().position(|s| *s == text).unwrap_or(0) as i64;
+        let at = SOURCES.iter().position(|s| s.as_str() == text).unwrap_or(0) as i64;
         let next = (at + delta).rem_euclid(SOURCES.len() as i64);
         let value = SOURCES[usize::try_from(next).unwrap_or(0)];
-        self.input = Prompt::new(self.kind.label(), value);
+        self.input = Prompt::new(self.kind.label(), value.as_str());
     }
 }
 
@@ -172,41 +166,16 @@ pub fn action_from_input(
 pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
     match kind {
         FieldKind::Owner => detail.row.operation.owner.clone(),
-        FieldKind::Source => ObservationSource::PROVIDER_STATUS.to_owned(),
+        FieldKind::Source => ObservationSource::ProviderStatus.to_string(),
         _ => String::new(),
     }
 }
 
-/// An instant typed as an offset from `now` (`+30m`, `-2h`, `+1d`, `+90s`) or
-/// in RFC 3339.
+/// An instant typed as an offset from `now` (`+30m`, `-2h`) or in RFC 3339.
 pub fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
-    let offset = text
-        .strip_prefix('+')
-        .map(|rest| (1, rest))
-        .or_else(|| text.strip_prefix('-').map(|rest| (-1, rest)));
-    if let Some((sign, rest)) = offset {
-        let unit = rest.chars().last().unwrap_or(' ');
-        let seconds = match unit {
-            's' => 1,
-            'm' => 60,
-            'h' => 3600,
-            'd' => 86_400,
-            _ => 0,
-        };
-        let count = rest[..rest.len() - unit.len_utf8().min(rest.len())]
-            .parse::<i64>()
-            .ok()
-            .filter(|_| seconds > 0);
-        return count
-            .and_then(|n| n.checked_mul(seconds * sign))
-            .and_then(chrono::TimeDelta::try_seconds)
-            .and_then(|delta| now.checked_add_signed(delta))
-            .ok_or_else(|| {
-                format!("next observation {text:?}: a whole number then s, m, h or d, e.g. +30m")
-            });
-    }
-    parse_instant(text)
-        .map_err(|e| format!("next observation {text:?}: {e} (e.g. +30m or 2026-09-05T12:00:00Z)"))
+    TimeSpec::parse(text)
+        .map(|spec| spec.resolve(now))
+        .map_err(|e| format!("next observation {text:?}: {e}"))
 }
 
 fn required(text: &str, what: &str) -> Result<String, String> {
@@ -256,7 +225,8 @@ pub fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileIn
     };
     let optional = |kind| Some(text(kind)).filter(|t: &String| !t.is_empty());
     Ok(ReconcileInput {
-        source: required(&text(FieldKind::Source), "the source")?,
+        source: ObservationSource::parse_hinted(&required(&text(FieldKind::Source), "the source")?)
+            .map_err(|e| format!("source: {e}"))?,
         found,
         matches: any.then_some(matches),
         effect_count,

@@ -1,0 +1,79 @@
+//! Names as a tired reviewer types and reads them: the nearest known name to a
+//! near miss, for "did you mean" hints on ids, actions and enumerations alike, and
+//! a count with its noun in the right number.
+
+/// `1 line`, `3 lines`, `1 status query`: a count with its noun in the right number.
+pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
+    if n == N::from(1) {
+        format!("{n} {one}")
+    } else {
+        format!("{n} {many}")
+    }
+}
+
+/// The known name closest to `typed`, ignoring ASCII case, when it is close
+/// enough to be a typo (at most one edit in three characters, and at least one
+/// allowed); `None` for an exact match or nothing near.
+pub fn nearest<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    let typed_lower = typed.to_ascii_lowercase();
+    let budget = (typed.chars().count() / 3).max(1);
+    known
+        .into_iter()
+        .filter(|k| *k != typed)
+        .map(|k| (distance(&typed_lower, &k.to_ascii_lowercase()), k))
+        .filter(|(d, _)| *d <= budget)
+        .min_by_key(|(d, k)| (*d, *k))
+        .map(|(_, k)| k)
+}
+
+/// Edit distance (insertions, deletions, substitutions and swaps of neighbours)
+/// between two strings, by characters.
+fn distance(a: &str, b: &str) -> usize {
+    let a: Vec<char> = a.chars().collect();
+    let b: Vec<char> = b.chars().collect();
+    let mut rows = vec![vec![0usize; b.len() + 1]; a.len() + 1];
+    for (i, row) in rows.iter_mut().enumerate() {
+        row[0] = i;
+    }
+    for (j, cell) in rows[0].iter_mut().enumerate() {
+        *cell = j;
+    }
+    for i in 1..=a.len() {
+        for j in 1..=b.len() {
+            let cost = usize::from(a[i - 1] != b[j - 1]);
+            let mut best = (rows[i - 1][j] + 1)
+                .min(rows[i][j - 1] + 1)
+                .min(rows[i - 1][j - 1] + cost);
+            if i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1] {
+                best = best.min(rows[i - 2][j - 2] + 1);
+            }
+            rows[i][j] = best;
+        }
+    }
+    rows[a.len()][b.len()]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{count, nearest};
+
+    #[test]
+    fn one_is_singular_and_every_other_count_plural() {
+        assert_eq!(count(1u32, "line", "lines"), "1 line");
+        assert_eq!(count(0usize, "line", "lines"), "0 lines");
+        assert_eq!(
+            count(2u64, "status query", "status queries"),
+            "2 status queries"
+        );
+    }
+
+    #[test]
+    fn a_near_miss_finds_its_name_and_a_stranger_finds_none() {
+        let actions = ["authorize-retry", "accept", "block"];
+        assert_eq!(nearest("authorise-retry", actions), Some("authorize-retry"));
+        assert_eq!(nearest("f09", ["F09", "F10"]), Some("F09"));
+        assert_eq!(nearest("F9", ["F09", "F19"]), Some("F09"));
+        assert_eq!(nearest("zebra", actions), None);
+        assert_eq!(nearest("block", actions), None);
+    }
+}
