@@ -42,7 +42,8 @@ async fn dry_run(h: &mut Harness, ids: &[&str], kind: ActionKind) {
     h.key(KeyCode::Char('b')).await;
     assert!(matches!(step(h), Step::Pick), "{}", h.screen());
     let at = KINDS.iter().position(|k| *k == kind).unwrap();
-    for _ in 0..at {
+    // The dialog opens on no action: the first ↓ lands on the first.
+    for _ in 0..=at {
         h.key(KeyCode::Down).await;
     }
     h.key(KeyCode::Enter).await;
@@ -108,16 +109,13 @@ async fn mark_two_dry_run_confirm_and_each_result_is_reported() {
     h.key(KeyCode::Char('?')).await;
     let help = h.screen();
     assert!(help.contains("Keys · bulk triage"), "{help}");
-    assert!(
-        help.contains("pick the action / dry run / apply / close"),
-        "{help}"
-    );
+    assert!(help.contains("pick the action / dry run / close"), "{help}");
     h.key(KeyCode::Char('?')).await;
     assert!(!h.app.help);
     assert!(matches!(step(&h), Step::DryRun { .. }));
     assert_eq!(state_of(&h, "F09").await, State::Unknown);
 
-    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('y')).await;
     let Step::Done(results) = step(&h) else {
         panic!("not done:\n{}", h.screen())
     };
@@ -237,7 +235,8 @@ async fn an_action_with_an_input_asks_for_it_once_for_all() {
     }
     h.key(KeyCode::Char('b')).await;
     let at = KINDS.iter().position(|k| *k == ActionKind::Assign).unwrap();
-    for _ in 0..at {
+    // The dialog opens on no action: the first ↓ lands on the first.
+    for _ in 0..=at {
         h.key(KeyCode::Down).await;
     }
     assert!(h.screen().contains("asks: new owner"), "{}", h.screen());
@@ -259,7 +258,7 @@ async fn an_action_with_an_input_asks_for_it_once_for_all() {
         panic!("no dry run:\n{}", h.screen())
     };
     assert!(lines.iter().all(|l| l.outcome.is_ok()), "{lines:?}");
-    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('y')).await;
     assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
     for id in ["F09", "F27"] {
         let detail = h
@@ -280,6 +279,7 @@ async fn a_short_rationale_is_refused_and_nothing_marked_opens_nothing() {
     h.select_id("F09").await;
     h.key(KeyCode::Char(' ')).await;
     h.key(KeyCode::Char('b')).await;
+    h.key(KeyCode::Down).await;
     h.key(KeyCode::Enter).await;
     h.keys("too short").await;
     h.key(KeyCode::Enter).await;

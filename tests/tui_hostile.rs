@@ -324,13 +324,12 @@ mod screens {
                     generation,
                     selection,
                     action,
-                    actor,
                     rationale,
                     now,
                 } => Message::BulkApplied {
                     generation,
                     results: holdfast::core::triage::dry_run(
-                        &selection, &action, &actor, &rationale, now,
+                        &selection, &action, &app.actor, &rationale, now,
                     )
                     .into_iter()
                     .map(|line| {
@@ -343,7 +342,10 @@ mod screens {
                 },
                 // The hostile fixture is one operation on the queue; the tabs
                 // are not opened here.
-                Effect::Quit | Effect::Metrics { .. } | Effect::Audit { .. } => continue,
+                Effect::Quit
+                | Effect::Metrics { .. }
+                | Effect::Audit { .. }
+                | Effect::Verify { .. } => continue,
             };
             queue.extend(app.update(message));
         }
@@ -428,13 +430,14 @@ mod screens {
             key(&mut app, KeyCode::Char(' '), &detail);
             key(&mut app, KeyCode::Char('b'), &detail);
             let mut seen = draw(&app);
+            key(&mut app, KeyCode::Down, &detail);
             key(&mut app, KeyCode::Enter, &detail);
             for c in "hostile packet triage".chars() {
                 key(&mut app, KeyCode::Char(c), &detail);
             }
             key(&mut app, KeyCode::Enter, &detail);
             seen.push_str(&draw(&app));
-            key(&mut app, KeyCode::Enter, &detail);
+            key(&mut app, KeyCode::Char('y'), &detail);
             let done = draw(&app);
             assert!(done.contains("⟦␛[2J⟧store says ⟨U+202E"), "{done}");
             seen.push_str(&done);

@@ -69,6 +69,8 @@ async fn block_from_the_dialog_previews_confirms_and_audits() {
         State::Unknown,
         "nothing written before the confirm"
     );
+    // F09 is high risk: the confirm is its id typed, then Enter.
+    h.keys("F09").await;
     h.key(KeyCode::Enter).await;
     assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
     let (after, _, now_audits) = state_of(&h, "F09").await;

@@ -155,3 +155,38 @@ async fn a_lost_connection_shows_a_banner_and_its_return_reads_everything_again(
         "{screen}"
     );
 }
+
+#[tokio::test]
+async fn help_on_the_metrics_and_audit_tabs_names_the_tab() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.key(KeyCode::Char('3')).await;
+    h.key(KeyCode::Char('?')).await;
+    let screen = h.screen();
+    assert!(screen.contains("Keys · metrics"), "{screen}");
+    assert!(!screen.contains("Keys · detail"), "{screen}");
+    h.key(KeyCode::Esc).await;
+    h.key(KeyCode::Char('4')).await;
+    h.key(KeyCode::Char('?')).await;
+    let screen = h.screen();
+    assert!(screen.contains("Keys · audit"), "{screen}");
+}
+
+#[tokio::test]
+async fn r_on_a_tab_opens_no_hidden_dialog_and_says_how_to_review() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.key(KeyCode::Char('4')).await;
+    h.key(KeyCode::Char('r')).await;
+    assert!(h.app.review.is_none(), "no dialog opens behind the tab");
+    let screen = h.screen();
+    assert!(screen.contains("Enter opens one from"), "{screen}");
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.focus, Pane::Evidence);
+    h.key(KeyCode::Char('r')).await;
+    let review = h
+        .app
+        .review
+        .clone()
+        .expect("the operation opened is reviewed");
+    assert_eq!(Some(review.id().to_string()), h.open());
+    assert!(h.screen().contains(&format!("Review {}", review.id())));
+}

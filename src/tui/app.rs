@@ -5,8 +5,6 @@
 //! This file routes: messages to their handler, keys to the modal, the tab or
 //! the queue and detail keys; the handlers live in `app/` by part of the screen.
 
-use std::time::Duration;
-
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
@@ -17,9 +15,10 @@ mod query;
 mod tabs;
 
 pub use super::message::{Effect, Message};
+pub use super::screens::Page;
 pub use super::screens::prompt::{PromptKind, PromptState};
-pub use tabs::Page;
 
+use super::chain::Chain;
 use super::keymap::{self, Context};
 use super::layout::{self, Areas, Pane};
 use super::screens::audit::AuditState;
@@ -86,6 +85,8 @@ pub struct App {
     pub audit: AuditState,
     /// Whether the store's connection holds (a banner shows while it does not).
     pub link: Link,
+    /// The audit chain's status; a break shows on every screen.
+    pub chain: Chain,
     head: Option<i64>,
     /// The last poll could not reach the store (its message is on screen).
     unreachable: bool,
@@ -94,8 +95,7 @@ pub struct App {
 /// Lines the mouse wheel scrolls a text pane by.
 const WHEEL_LINES: i64 = 3;
 
-/// How long typing must pause before the search runs.
-pub const SEARCH_PAUSE: Duration = Duration::from_millis(150);
+pub use super::screens::prompt::SEARCH_PAUSE;
 
 impl App {
     pub fn new(options: Options, size: Rect) -> Self {
@@ -103,7 +103,7 @@ impl App {
             theme: Theme {
                 color: options.color,
             },
-            queue: QueueState::new(options.actor.visible_tenants()),
+            queue: QueueState::new(),
             actor: options.actor,
             claimed: options.claimed,
             now: options.now,
@@ -119,14 +119,24 @@ impl App {
             metrics: MetricsState::default(),
             audit: AuditState::default(),
             link: Link::Connected,
+            chain: Chain::default(),
             head: None,
             unreachable: false,
         }
     }
 
-    /// The first effects: the first page of the queue.
+    /// The first effects: the first page of the queue, and the chain verified.
     pub fn init(&mut self) -> Vec<Effect> {
-        self.list(None, true)
+        let mut effects = self.list(None, true);
+        effects.push(self.verify());
+        effects
+    }
+
+    /// A request to verify the audit chain.
+    fn verify(&mut self) -> Effect {
+        Effect::Verify {
+            generation: self.chain.request(),
+        }
     }
 
     /// Applies one message; returns the effects to run.
@@ -151,6 +161,23 @@ impl App {
             }
             Message::Audit { generation, result } => {
                 self.audit.apply(generation, result.map(|p| *p));
+                Vec::new()
+            }
+            Message::Verified { generation, result } => {
+                if self.chain.apply(generation, result) {
+                    match self.chain.broken() {
+                        Some((seq, reason)) => {
+                            let text = format!(
+                                "⚠ the audit chain is broken at seq {seq} ({reason}): no transition until A acknowledges it or it verifies again"
+                            );
+                            self.say(&text, true);
+                        }
+                        None if self.head.is_some() => {
+                            self.say("the audit chain verifies again", false)
+                        }
+                        None => {}
+                    }
+                }
                 Vec::new()
             }
             Message::Listed { generation, result } => self.listed(generation, result),
@@ -204,7 +231,7 @@ impl App {
 
     /// Whether the detail is on screen (side by side, or opened).
     pub fn detail_visible(&self) -> bool {
-        layout::is_wide(self.size) || self.focus != Pane::Queue
+        layout::shows_detail(self.size) || self.focus != Pane::Queue
     }
 
     /// The search or filter prompt, when open.
@@ -305,6 +332,7 @@ impl App {
         let mut effects = self.list(self.queue.selected_id.clone(), true);
         effects.extend(self.load_top());
         effects.extend(self.page_effects());
+        effects.push(self.verify());
         effects
     }
 
@@ -346,9 +374,6 @@ impl App {
     }
 
     fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        if matches!(self.modal, Some(Modal::Prompt(_))) {
-            return self.prompt_key(key);
-        }
         if self.modal.is_some() {
             return self.modal_key(key);
         }
@@ -397,6 +422,7 @@ impl App {
             }
             Outcome::Open(id) => self.open_operation(id),
             Outcome::Show(screen) => self.show(screen),
+            Outcome::Narrow(narrow) => self.narrow(narrow),
         }
     }
 

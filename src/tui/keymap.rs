@@ -26,48 +26,6 @@ pub enum Context {
     Lookup,
 }
 
-/// The tabs of the console, in the order of their keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Screen {
-    Held,
-    All,
-    Metrics,
-    Audit,
-}
-
-impl Screen {
-    pub const ALL: [Screen; 4] = [Screen::Held, Screen::All, Screen::Metrics, Screen::Audit];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Screen::Held => "Held queue",
-            Screen::All => "All operations",
-            Screen::Metrics => "Metrics",
-            Screen::Audit => "Audit",
-        }
-    }
-
-    /// The title on narrow screens.
-    pub fn short_title(self) -> &'static str {
-        match self {
-            Screen::Held => "Held",
-            Screen::All => "All",
-            Screen::Metrics => "Metrics",
-            Screen::Audit => "Audit",
-        }
-    }
-
-    /// The key that shows the tab.
-    pub fn key(self) -> char {
-        match self {
-            Screen::Held => '1',
-            Screen::All => '2',
-            Screen::Metrics => '3',
-            Screen::Audit => '4',
-        }
-    }
-}
-
 /// What a key asks the console to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Command {
@@ -88,8 +46,9 @@ pub enum Command {
     ClearQuery,
     Sort,
     SwitchTab,
-    /// Show one tab.
-    Show(Screen),
+    /// Show the tab whose key this is (the tabs are registered in
+    /// [`crate::tui::screens::TABS`]).
+    Show(char),
     Reload,
     NextLink,
     PrevLink,
@@ -105,10 +64,14 @@ pub enum Command {
     ClearMarks,
     /// Open the bulk triage dialog on the marked operations.
     Bulk,
+    /// Acknowledge a broken audit chain, so that transitions are offered again.
+    AcknowledgeChain,
     /// Keep what was typed into the prompt and close it.
     Accept,
     /// Drop what was typed into the prompt and close it.
     Cancel,
+    /// Apply what a dialog previewed (a key distinct from `Enter`).
+    Apply,
 }
 
 /// One binding: in `context`, `key` (shown as `label`) runs `command`.
@@ -180,33 +143,28 @@ pub const BINDINGS: &[Binding] = &[
         C::LookUp,
         "look the hold up at the provider now; shows the answer and what it allows",
     ),
-    bind(
-        Global,
-        K::Char('1'),
-        "1",
-        C::Show(Screen::Held),
-        "held queue",
-    ),
-    bind(
-        Global,
-        K::Char('2'),
-        "2",
-        C::Show(Screen::All),
-        "all operations",
-    ),
+    bind(Global, K::Char('1'), "1", C::Show('1'), "held queue"),
+    bind(Global, K::Char('2'), "2", C::Show('2'), "all operations"),
     bind(
         Global,
         K::Char('3'),
         "3",
-        C::Show(Screen::Metrics),
+        C::Show('3'),
         "metrics and release gate",
     ),
     bind(
         Global,
         K::Char('4'),
         "4",
-        C::Show(Screen::Audit),
+        C::Show('4'),
         "audit log and chain status",
+    ),
+    bind(
+        Global,
+        K::Char('A'),
+        "A",
+        C::AcknowledgeChain,
+        "acknowledge a broken audit chain (transitions are refused until then)",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
@@ -272,6 +230,20 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind(
         Detail,
+        K::Char('/'),
+        "/",
+        C::Search,
+        "search the queue (back to it)",
+    ),
+    bind(
+        Detail,
+        K::Char('f'),
+        "f",
+        C::Filter,
+        "filter the queue (back to it)",
+    ),
+    bind(
+        Detail,
         K::Char('n'),
         "n",
         C::NextLink,
@@ -315,12 +287,20 @@ pub const BINDINGS: &[Binding] = &[
     ),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
+    bind(Help, K::Char('q'), "q", C::Help, "close help"),
     bind(
         Review,
         K::Enter,
         "Enter",
         C::Accept,
-        "pick the action / preview its effect / confirm",
+        "pick the action / preview its effect / confirm what changes no state",
+    ),
+    bind(
+        Review,
+        K::Char('y'),
+        "y",
+        C::Apply,
+        "confirm and apply a state change (high/critical: type the id)",
     ),
     bind(Review, K::Esc, "Esc", C::Cancel, "one step back; closes"),
     bind(Review, K::Tab, "Tab", C::NextPane, "next input"),
@@ -332,8 +312,17 @@ pub const BINDINGS: &[Binding] = &[
         K::Enter,
         "Enter",
         C::Accept,
-        "pick the action / dry run / apply / close",
+        "pick the action / dry run / close",
     ),
+    bind(
+        Bulk,
+        K::Char('y'),
+        "y",
+        C::Apply,
+        "apply to all after the dry run",
+    ),
+    bind(Bulk, K::Tab, "Tab", C::NextPane, "next input"),
+    bind(Bulk, K::BackTab, "S-Tab", C::PrevPane, "previous input"),
     bind(Bulk, K::Esc, "Esc", C::Cancel, "one step back; closes"),
     bind(Bulk, K::Up, "↑", C::Up, "previous action / scroll"),
     bind(Bulk, K::Down, "↓", C::Down, "next action / scroll"),
@@ -344,7 +333,8 @@ pub const BINDINGS: &[Binding] = &[
 ];
 
 /// The command `key` runs in `context`, looking at the context's own bindings first
-/// and then the global ones. The help overlay takes only its own keys and `q`.
+/// and then the global ones. The help overlay takes only its own keys (`q`
+/// closes it, as `Esc` does; `Ctrl-C` still quits).
 pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         return matches!(key.code, K::Char('c')).then_some(C::Quit);
@@ -356,8 +346,7 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
             .map(|b| b.command)
     };
     match context {
-        Help => found(Help).or_else(|| (key.code == K::Char('q')).then_some(C::Quit)),
-        Prompt | Review | Bulk => found(context),
+        Help | Prompt | Review | Bulk => found(context),
         ctx => found(ctx).or_else(|| found(Global)),
     }
 }
@@ -400,7 +389,8 @@ mod tests {
         assert_eq!(lookup(Detail, key(K::Esc)), Some(C::Back));
         assert_eq!(lookup(Queue, key(K::Esc)), Some(C::ClearQuery));
         assert_eq!(lookup(Detail, key(K::Char('j'))), Some(C::Down));
-        assert_eq!(lookup(Detail, key(K::Char('/'))), None);
+        assert_eq!(lookup(Detail, key(K::Char('/'))), Some(C::Search));
+        assert_eq!(lookup(Detail, key(K::Char('s'))), None);
         assert_eq!(lookup(Help, key(K::Char('j'))), None);
         assert_eq!(
             lookup(Queue, KeyEvent::new(K::Char('c'), KeyModifiers::CONTROL)),
@@ -413,6 +403,6 @@ mod tests {
         let queue = help(Queue);
         assert!(queue.iter().any(|(k, _)| *k == "/"));
         assert!(queue.iter().any(|(k, _)| *k == "q"));
-        assert!(!help(Detail).iter().any(|(k, _)| *k == "/"));
+        assert!(!help(Detail).iter().any(|(k, _)| *k == "s"));
     }
 }

@@ -2,8 +2,11 @@
 //! that `update` (page sizes, scroll limits, what the mouse is over) and the views
 //! (what to draw where) can never disagree.
 //!
-//! Below [`WIDE`] columns the panes stack: the queue fills the body, and opening a
-//! hold shows one detail pane at a time under a strip naming them. From [`WIDE`]
+//! Below [`WIDE`] columns the panes stack: one detail pane at a time under a strip
+//! naming them. With [`TALL`] rows or more the queue keeps the top of the body
+//! and the detail pane (the evidence while the queue has the focus) sits under
+//! it; on a shorter screen the queue fills the body and opening a hold gives it
+//! to the detail pane. From [`WIDE`]
 //! columns on, the queue spans the top with every column, and below it the
 //! evidence sits side by side with the timeline and, when the hold has any, the
 //! items under the timeline.
@@ -12,6 +15,9 @@ use ratatui::layout::{Constraint, Layout, Position, Rect};
 
 /// Width from which the panes sit side by side.
 pub const WIDE: u16 = 140;
+
+/// Height from which a narrow screen shows the queue and a detail pane stacked.
+pub const TALL: u16 = 40;
 
 /// Rows above the body: the title with tabs and counts, and the query line.
 const HEADER_ROWS: u16 = 2;
@@ -74,6 +80,11 @@ pub fn is_wide(size: Rect) -> bool {
     size.width >= WIDE
 }
 
+/// Whether a detail pane is on screen while the queue has the focus.
+pub fn shows_detail(size: Rect) -> bool {
+    is_wide(size) || size.height >= TALL
+}
+
 /// The areas for a screen of `size`, with `focus` on one pane and `items` telling
 /// whether the open hold has an item ledger to show.
 pub fn areas(size: Rect, focus: Pane, items: bool) -> Areas {
@@ -109,11 +120,20 @@ pub fn areas(size: Rect, focus: Pane, items: bool) -> Areas {
         }
         return out;
     }
-    if focus == Pane::Queue {
+    let tall = size.height >= TALL;
+    if focus == Pane::Queue && !tall {
         out.queue = Some(body);
         return out;
     }
-    let [strip, pane] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(body);
+    let rest = if tall {
+        let [top, rest] =
+            Layout::vertical([Constraint::Percentage(40), Constraint::Percentage(60)]).areas(body);
+        out.queue = Some(top);
+        rest
+    } else {
+        body
+    };
+    let [strip, pane] = Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(rest);
     out.strip = Some(strip);
     match focus {
         Pane::Queue | Pane::Evidence => out.evidence = Some(pane),

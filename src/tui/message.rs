@@ -11,10 +11,11 @@ use super::screens::audit::AuditPage;
 use super::screens::lookup::LookupShown;
 use super::screens::queue::{ListQuery, Listing};
 use super::screens::review::Verdict;
+use crate::core::audit::ChainStatus;
 use crate::core::ids::OperationId;
 use crate::core::metrics::Report;
 use crate::core::model::OperationDetail;
-use crate::core::rules::{Action, Actor, Rationale};
+use crate::core::rules::{Action, Rationale};
 use crate::core::triage::TriageLine;
 use crate::store::{Live, OperationFilter};
 
@@ -44,6 +45,11 @@ pub enum Message {
     Audit {
         generation: u64,
         result: Result<Box<AuditPage>, String>,
+    },
+    /// The audit chain's status, answering the verify tagged `generation`.
+    Verified {
+        generation: u64,
+        result: Result<ChainStatus, String>,
     },
     /// A page of the queue, answering the request tagged `generation`.
     Listed {
@@ -93,19 +99,13 @@ pub enum Effect {
         generation: u64,
         query: Box<ListQuery>,
     },
-    /// Compute the metrics report over the operations of `tenants` (all when
-    /// `None`, G7) at `now`.
-    Metrics {
-        generation: u64,
-        tenants: Option<Vec<String>>,
-        now: DateTime<Utc>,
-    },
-    /// Read the newest audit rows (of `tenants`' operations when given, G7) and
-    /// verify the chain.
-    Audit {
-        generation: u64,
-        tenants: Option<Vec<String>>,
-    },
+    /// Compute the metrics report over the session's operations at `now`.
+    Metrics { generation: u64, now: DateTime<Utc> },
+    /// Read the session's newest audit rows and verify the chain.
+    Audit { generation: u64 },
+    /// Verify the audit chain (at start and whenever the store moves), so that
+    /// a broken chain shows on every screen.
+    Verify { generation: u64 },
     /// Fetch everything stored about one operation.
     Load { generation: u64, id: OperationId },
     /// Answer with [`Message::Debounced`] after `delay`, so that a search runs
@@ -117,7 +117,6 @@ pub enum Effect {
         generation: u64,
         id: OperationId,
         action: Box<Action>,
-        actor: Box<Actor>,
         rationale: Rationale,
         expected: i64,
         now: DateTime<Utc>,
@@ -131,20 +130,17 @@ pub enum Effect {
         now: DateTime<Utc>,
         frozen: bool,
     },
-    /// Select every operation matching `filter` that `actor` may see (G7), on
-    /// every page; answered by [`Message::Selected`].
+    /// Select every operation matching `filter` in the session's tenants (G7),
+    /// on every page; answered by [`Message::Selected`].
     SelectAll {
         generation: u64,
         filter: Box<OperationFilter>,
-        actor: Box<Actor>,
-        now: DateTime<Utc>,
     },
     /// Read the marked operations for the bulk dialog; answered by
     /// [`Message::BulkLoaded`].
     BulkLoad {
         generation: u64,
         ids: Vec<OperationId>,
-        actor: Box<Actor>,
     },
     /// Apply one action to every operation of a bulk selection, one audited
     /// transition each; answered by [`Message::BulkApplied`].
@@ -152,7 +148,6 @@ pub enum Effect {
         generation: u64,
         selection: Vec<OperationDetail>,
         action: Box<Action>,
-        actor: Box<Actor>,
         rationale: Rationale,
         now: DateTime<Utc>,
     },

@@ -5,12 +5,14 @@
 //! queued messages are handled.
 
 pub mod app;
+pub mod chain;
 pub mod doc;
 pub mod filter;
 pub mod keymap;
 pub mod latest;
 pub mod layout;
 pub mod message;
+pub mod opened;
 pub mod runner;
 pub mod screens;
 pub mod terminal;

@@ -36,8 +36,7 @@ pub async fn audit_page(session: &Session) -> Result<AuditPage, StoreError> {
 
 /// Runs one effect through `session` and returns the message answering it (`None`
 /// for [`Effect::Quit`], which the loop handles itself). Every read is the
-/// session's, in its tenants; the actor and tenants an effect names are the
-/// console's own and are not consulted.
+/// session's, in its tenants, and every write is the session's actor's.
 pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
     match effect {
         Effect::List { generation, query } => {
@@ -75,11 +74,7 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
                 result,
             })
         }
-        Effect::Metrics {
-            generation,
-            tenants: _,
-            now,
-        } => {
+        Effect::Metrics { generation, now } => {
             let result = session
                 .dataset()
                 .await
@@ -93,15 +88,22 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
                 result,
             })
         }
-        Effect::Audit {
-            generation,
-            tenants: _,
-        } => {
+        Effect::Audit { generation } => {
             let result = audit_page(session).await.map(Box::new).map_err(|e| {
                 tracing::warn!(error = %e, "reading the audit log failed");
                 e.to_string()
             });
             Some(Message::Audit {
+                generation: *generation,
+                result,
+            })
+        }
+        Effect::Verify { generation } => {
+            let result = session.verify().await.map_err(|e| {
+                tracing::warn!(error = %e, "verifying the audit chain failed");
+                e.to_string()
+            });
+            Some(Message::Verified {
                 generation: *generation,
                 result,
             })
@@ -116,7 +118,6 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
             generation,
             id,
             action,
-            actor: _,
             rationale,
             expected,
             now,
@@ -130,12 +131,7 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
                 verdict: Verdict::from(result),
             })
         }
-        Effect::SelectAll {
-            generation,
-            filter,
-            actor: _,
-            now: _,
-        } => {
+        Effect::SelectAll { generation, filter } => {
             let result = review::select(session, filter)
                 .await
                 .map(|details| details.into_iter().map(|d| d.row.operation.id).collect())
@@ -148,11 +144,7 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
                 result,
             })
         }
-        Effect::BulkLoad {
-            generation,
-            ids,
-            actor: _,
-        } => {
+        Effect::BulkLoad { generation, ids } => {
             let mut selection = Vec::with_capacity(ids.len());
             let mut missing = Vec::new();
             let mut failed = None;
@@ -176,7 +168,6 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
             generation,
             selection,
             action,
-            actor: _,
             rationale,
             now,
         } => {

@@ -22,6 +22,36 @@ pub fn line(parts: Vec<Span<'static>>) -> Line<'static> {
     Line::from(parts)
 }
 
+/// A line of sanitized pieces cut to `width` columns, an ellipsis where it was
+/// cut (the pieces are already clean, so cutting one keeps it clean).
+pub fn fit_line(parts: Vec<Span<'static>>, width: u16) -> Line<'static> {
+    let width_of = |part: &Span| {
+        u16::try_from(unicode_width::UnicodeWidthStr::width(part.content.as_ref()))
+            .unwrap_or(u16::MAX)
+    };
+    let total = parts.iter().map(width_of).fold(0u16, u16::saturating_add);
+    if total <= width {
+        return Line::from(parts);
+    }
+    // One column is kept for the ellipsis.
+    let mut left = width.saturating_sub(1);
+    let mut out = Vec::new();
+    for part in parts {
+        let w = width_of(&part);
+        if w <= left {
+            left -= w;
+            out.push(part);
+            continue;
+        }
+        out.push(span(
+            ellipsis(&Clean::new(part.content.as_ref()), left + 1),
+            part.style,
+        ));
+        break;
+    }
+    Line::from(out)
+}
+
 /// Width of the label column of [`field`] lines.
 pub const LABEL_WIDTH: u16 = 18;
 
@@ -229,7 +259,7 @@ impl<R, C> DataTable<'_, R, C> {
         let rows = self.rows.iter().map(|row| {
             Row::new(shown.iter().map(|&i| {
                 let (text, style) = (self.columns[i].cell)(row, self.context);
-                Cell::from(span(text, style))
+                Cell::from(span(ellipsis(&text, self.columns[i].width), style))
             }))
         });
         let widths: Vec<Constraint> = shown
@@ -243,6 +273,29 @@ impl<R, C> DataTable<'_, R, C> {
         let mut state = TableState::default().with_selected(self.selected);
         frame.render_stateful_widget(table, area, &mut state);
     }
+}
+
+/// `text` cut to `width` columns, its last column an ellipsis when it was cut.
+pub fn ellipsis(text: &Clean, width: u16) -> Clean {
+    use unicode_width::UnicodeWidthChar;
+    let width = usize::from(width);
+    if unicode_width::UnicodeWidthStr::width(text.as_str()) <= width {
+        return text.clone();
+    }
+    let mut out = String::new();
+    let mut used = 0;
+    for c in text.as_str().chars() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > width {
+            break;
+        }
+        used += w;
+        out.push(c);
+    }
+    if width > 0 {
+        out.push('…');
+    }
+    Clean::new(&out)
 }
 
 /// The one text-area wrapper: a single-line input with a label, used by search and
@@ -355,5 +408,18 @@ mod tests {
         assert_eq!(wrapped[0].spans[1].content, "c");
         assert_eq!(max_scroll(10, 4), 6);
         assert_eq!(max_scroll(3, 4), 0);
+    }
+}
+
+#[cfg(test)]
+mod ellipsis_tests {
+    use super::*;
+
+    #[test]
+    fn a_cut_text_ends_in_an_ellipsis_and_a_fitting_one_is_left_alone() {
+        let text = Clean::new("validation_failed");
+        assert_eq!(ellipsis(&text, 16).as_str(), "validation_fail…");
+        assert_eq!(ellipsis(&text, 17).as_str(), "validation_failed");
+        assert_eq!(ellipsis(&text, 0).as_str(), "");
     }
 }

@@ -71,6 +71,11 @@ impl App {
         if let Some(lost) = applied.lost
             && self.queue.selected_id.as_ref() != Some(&lost)
         {
+            // The panes showed the operation that left: they follow the new
+            // selection, so what is shown and what `r` reviews agree.
+            if self.detail.stack.first().is_some_and(|f| f.id == lost) {
+                self.focus = Pane::Queue;
+            }
             let now_on = self
                 .queue
                 .selected_id
@@ -201,11 +206,24 @@ impl App {
             }
             Command::Review => self.open_review(),
             Command::LookUp => self.look_up(),
+            Command::AcknowledgeChain => {
+                match self.chain.broken() {
+                    Some((seq, _)) => {
+                        self.chain.acknowledged = true;
+                        let text = format!(
+                            "acknowledged: the audit chain stays broken at seq {seq}; transitions are offered again (holdfast audit verify shows the break)"
+                        );
+                        self.say(&text, true);
+                    }
+                    None => self.say("the audit chain is intact: nothing to acknowledge", false),
+                }
+                Vec::new()
+            }
             Command::Mark => self.mark(),
             Command::MarkAll => self.mark_all(),
             Command::ClearMarks => self.clear_marks(),
             Command::Bulk => self.open_bulk(),
-            Command::Accept | Command::Cancel | Command::Show(_) => Vec::new(),
+            Command::Accept | Command::Cancel | Command::Apply | Command::Show(_) => Vec::new(),
         }
     }
 

@@ -5,6 +5,7 @@
 use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::core::triage::TriageLine;
+use crate::tui::layout::Pane;
 use crate::tui::screens::Modal;
 use crate::tui::screens::bulk::BulkDialog;
 use crate::tui::screens::lookup::{LookupScreen, LookupShown};
@@ -39,8 +40,6 @@ impl App {
         vec![Effect::SelectAll {
             generation,
             filter: Box::new(self.queue.matching()),
-            actor: Box::new(self.actor.clone()),
-            now: self.now,
         }]
     }
 
@@ -54,6 +53,19 @@ impl App {
 
     /// `r`: the review dialog on the operation open (or selected).
     pub(super) fn open_review(&mut self) -> Vec<Effect> {
+        if self.chain_refuses() {
+            return Vec::new();
+        }
+        if let Some(screen) = self.page_screen()
+            && self.focus == Pane::Queue
+        {
+            let text = format!(
+                "r reviews an open operation: Enter opens one from {}",
+                screen.name()
+            );
+            self.say(&text, false);
+            return Vec::new();
+        }
         let Some(loaded) = self.detail.current() else {
             self.say("nothing to review: select a hold first", false);
             return Vec::new();
@@ -72,6 +84,19 @@ impl App {
         Vec::new()
     }
 
+    /// Whether a broken, unacknowledged audit chain refuses a dialog that could
+    /// write a transition; says why when it does.
+    fn chain_refuses(&mut self) -> bool {
+        let Some((seq, _)) = self.chain.broken().filter(|_| self.chain.refuses()) else {
+            return false;
+        };
+        let text = format!(
+            "refused: the audit chain is broken at seq {seq}; A acknowledges it (or R once it verifies again)"
+        );
+        self.say(&text, true);
+        true
+    }
+
     /// The apply answered: the verdict shows in the dialog, and the queue and the
     /// detail are asked for again (the operation changed, by us or by someone else).
     pub(super) fn reviewed(&mut self, generation: u64, verdict: Verdict) -> Vec<Effect> {
@@ -79,13 +104,18 @@ impl App {
             return Vec::new();
         }
         let (text, alert) = match &verdict {
-            Verdict::Applied(applied) => (
-                format!(
-                    "{} applied to {} (audit #{})",
+            Verdict::Applied(applied) => {
+                let done = if applied.effect.proposal_only {
+                    "proposal opened for"
+                } else {
+                    "applied to"
+                };
+                let text = format!(
+                    "{} {done} {} (audit #{})",
                     applied.effect.action, applied.audit.draft.operation, applied.audit.seq
-                ),
-                false,
-            ),
+                );
+                (text, false)
+            }
             Verdict::Refused { rule, reason } => (format!("refused: {rule}: {reason}"), true),
             Verdict::Conflict { by, at, .. } => (
                 format!(
@@ -176,6 +206,9 @@ impl App {
 
     /// `b`: the bulk dialog on the marked operations, read fresh.
     pub(super) fn open_bulk(&mut self) -> Vec<Effect> {
+        if self.chain_refuses() {
+            return Vec::new();
+        }
         if self.queue.marked.is_empty() {
             self.say(
                 "nothing marked: space marks the selected operation, a all matching",
@@ -184,7 +217,7 @@ impl App {
             return Vec::new();
         }
         let ids: Vec<OperationId> = self.queue.marked.iter().cloned().collect();
-        let (dialog, load) = BulkDialog::open(ids, &self.actor);
+        let (dialog, load) = BulkDialog::open(ids);
         self.modal = Some(Modal::Bulk(Box::new(dialog)));
         vec![load]
     }

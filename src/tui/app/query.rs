@@ -1,27 +1,27 @@
-//! The search and filter prompt's part of `update`: opening it, and its keys,
-//! which change the queue's query (a typed search runs once typing pauses).
+//! The search and filter prompt's part of `update`: opening it, and carrying out
+//! what its keys come to on the queue's query.
 
-use crossterm::event::KeyEvent;
-
-use super::{App, Effect, PromptKind, PromptState, SEARCH_PAUSE};
+use super::{App, Effect, PromptKind, PromptState};
 use crate::tui::filter;
-use crate::tui::keymap::{self, Command, Context};
+use crate::tui::layout::Pane;
 use crate::tui::screens::Modal;
+use crate::tui::screens::prompt::Narrow;
 
 impl App {
     /// `/` or `f`: the prompt, starting from the search or filter in force.
     pub(super) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
+        // From inside a hold: back to the queue, whose list the query narrows
+        // (the panes follow its selection again).
+        let mut effects = Vec::new();
+        if self.focus != Pane::Queue {
+            self.focus = Pane::Queue;
+            effects = self.sync_root();
+        }
         let before = match kind {
             PromptKind::Search => self.queue.search.clone(),
             PromptKind::Filter => filter::describe(&self.queue.filter),
         };
-        let label = match kind {
-            PromptKind::Search => "search",
-            PromptKind::Filter => "filter",
-        };
-        self.modal = Some(Modal::Prompt(Box::new(PromptState::new(
-            kind, label, before,
-        ))));
+        self.modal = Some(Modal::Prompt(Box::new(PromptState::new(kind, before))));
         if kind == PromptKind::Filter {
             self.say(
                 &format!(
@@ -31,67 +31,47 @@ impl App {
                 false,
             );
         }
-        Vec::new()
+        effects
     }
 
-    pub(super) fn prompt_key(&mut self, key: KeyEvent) -> Vec<Effect> {
-        let Some(Modal::Prompt(prompt)) = self.modal.as_mut() else {
-            return Vec::new();
-        };
-        let kind = prompt.kind;
-        match keymap::lookup(Context::Prompt, key) {
-            Some(Command::Quit) => vec![Effect::Quit],
-            Some(Command::Accept) => {
-                let text = prompt.input.text();
-                if kind == PromptKind::Search {
-                    let paused = prompt.pause.cancel().is_some();
-                    self.modal = None;
-                    if paused {
-                        self.queue.restart();
-                        return self.list(None, false);
-                    }
-                    return Vec::new();
-                }
-                match filter::parse(&text) {
-                    Ok(parsed) => {
-                        self.modal = None;
-                        self.status = None;
-                        if parsed == self.queue.filter {
-                            return Vec::new();
-                        }
-                        self.queue.filter = parsed;
-                        self.queue.restart();
-                        self.list(None, false)
-                    }
-                    Err(e) => {
-                        self.say(&e, true);
-                        Vec::new()
-                    }
-                }
+    /// Changes the queue's query as a prompt key asked.
+    pub(super) fn narrow(&mut self, narrow: Narrow) -> Vec<Effect> {
+        match narrow {
+            Narrow::Typing(text, pause) => {
+                self.queue.search = text;
+                vec![pause]
             }
-            Some(Command::Cancel) => {
-                let before = prompt.before.clone();
-                let touched = prompt.touched;
+            Narrow::Search { relist } => {
                 self.modal = None;
-                self.status = None;
-                if kind == PromptKind::Search && touched {
-                    self.queue.search = before;
+                if relist {
                     self.queue.restart();
                     return self.list(None, false);
                 }
                 Vec::new()
             }
-            _ => {
-                if !prompt.input.input(key) || kind != PromptKind::Search {
+            Narrow::Filter(parsed) => {
+                self.modal = None;
+                self.status = None;
+                if parsed == self.queue.filter {
                     return Vec::new();
                 }
-                prompt.touched = true;
-                self.queue.search = prompt.input.text();
-                let generation = prompt.pause.request(());
-                vec![Effect::Debounce {
-                    generation,
-                    delay: SEARCH_PAUSE,
-                }]
+                self.queue.filter = parsed;
+                self.queue.restart();
+                self.list(None, false)
+            }
+            Narrow::Restore(before) => {
+                self.modal = None;
+                self.status = None;
+                let Some(before) = before else {
+                    return Vec::new();
+                };
+                self.queue.search = before;
+                self.queue.restart();
+                self.list(None, false)
+            }
+            Narrow::Invalid(why) => {
+                self.say(&why, true);
+                Vec::new()
             }
         }
     }

@@ -1,5 +1,5 @@
-//! The tabs: which one shows, the registration of the screens shown in place of
-//! the queue ([`App::page_screen`]), showing one, opening
+//! The tabs: which one shows, the screen each page shows in place of the queue
+//! ([`App::page_screen`], beside the tab table `screens::TABS`), showing one, opening
 //! an operation from one in the detail panes, and the store's connection
 //! status. Each tab owns its keys, requests and drawing in `tui/screens/`.
 
@@ -8,30 +8,19 @@ use crossterm::event::KeyEvent;
 use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::store::Link;
-use crate::tui::keymap::Screen;
 use crate::tui::layout::Pane;
-use crate::tui::screens::queue::Tab;
-use crate::tui::screens::{Ctx, Modal, Outcome, Screen as ScreenTrait};
-
-/// What the body of the console shows.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Page {
-    /// The held queue or all operations (the queue's own tab decides).
-    #[default]
-    Queue,
-    Metrics,
-    Audit,
-}
+use crate::tui::screens::{self, Ctx, Modal, Outcome, Page, Screen as ScreenTrait, TabSpec};
 
 impl App {
     /// The tab the header marks as shown.
-    pub fn screen(&self) -> Screen {
-        match (self.page, self.queue.tab) {
-            (Page::Metrics, _) => Screen::Metrics,
-            (Page::Audit, _) => Screen::Audit,
-            (Page::Queue, Tab::Held) => Screen::Held,
-            (Page::Queue, Tab::All) => Screen::All,
-        }
+    pub fn screen(&self) -> TabSpec {
+        let shown =
+            |t: &&TabSpec| t.page == self.page && t.list.is_none_or(|list| list == self.queue.tab);
+        screens::TABS
+            .iter()
+            .find(shown)
+            .copied()
+            .unwrap_or(screens::HELD)
     }
 
     /// The screen shown in place of the queue on the page chosen, if any: the
@@ -72,21 +61,19 @@ impl App {
         }
     }
 
-    /// Shows one tab; the queue tabs list again, the others ask for their data.
-    pub(super) fn show(&mut self, screen: Screen) -> Vec<Effect> {
+    /// Shows the tab of `key`; the queue tabs list again, the others ask for
+    /// their data.
+    pub(super) fn show(&mut self, key: char) -> Vec<Effect> {
+        let Some(shown) = screens::tab(key) else {
+            return Vec::new();
+        };
         self.focus = Pane::Queue;
         if let Some(Modal::Help(help)) = self.modal.take() {
             self.modal = help.under.map(|under| *under);
         }
-        let (page, tab) = match screen {
-            Screen::Held => (Page::Queue, Some(Tab::Held)),
-            Screen::All => (Page::Queue, Some(Tab::All)),
-            Screen::Metrics => (Page::Metrics, None),
-            Screen::Audit => (Page::Audit, None),
-        };
-        self.page = page;
+        self.page = shown.page;
         let mut effects = Vec::new();
-        if let Some(tab) = tab
+        if let Some(tab) = shown.list
             && tab != self.queue.tab
         {
             self.queue.tab = tab;

@@ -13,7 +13,7 @@ use crate::core::clock::{format_instant, human_duration};
 use crate::core::evidence::EvidenceBundle;
 use crate::core::model::Matches;
 use crate::core::sanitize::Clean;
-use crate::tui::screens::detail::{Frame, Loaded};
+use crate::tui::opened::{Frame, Loaded};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, LABEL_WIDTH, line, span};
 

@@ -8,8 +8,8 @@ pub mod timeline;
 
 use chrono::{DateTime, Utc};
 
-use super::detail::Frame;
 use super::layout::Pane;
+use super::opened::Frame;
 use super::theme::Theme;
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::sanitize::Clean;

@@ -12,7 +12,7 @@ use super::opt;
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::model::{Attempt, AttemptKind, OperationDetail, Outcome};
 use crate::core::sanitize::Clean;
-use crate::tui::screens::detail::Loaded;
+use crate::tui::opened::Loaded;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, line, span};
 

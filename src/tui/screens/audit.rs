@@ -15,7 +15,7 @@ use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::clock::format_instant;
 use crate::core::ids::OperationId;
 use crate::core::sanitize::Clean;
-use crate::tui::keymap::{self, Command, Context, Screen as Tab};
+use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
 use crate::tui::message::Effect;
@@ -104,7 +104,7 @@ impl Screen for AuditState {
             Some(Command::PageDown) => rows,
             Some(Command::Top) => i64::MIN / 2,
             Some(Command::Bottom) => i64::MAX / 2,
-            Some(Command::SwitchTab) => return Outcome::Show(Tab::Held),
+            Some(Command::SwitchTab) => return Outcome::Show(super::HELD.key),
             Some(Command::Open) => {
                 return self
                     .selected_operation()
@@ -117,10 +117,9 @@ impl Screen for AuditState {
         Outcome::done()
     }
 
-    fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+    fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
         vec![Effect::Audit {
             generation: self.pending.request(()),
-            tenants: ctx.actor.visible_tenants(),
         }]
     }
 

@@ -92,8 +92,9 @@ pub struct BulkDialog {
     pub selection: Vec<OperationDetail>,
     /// Marked operations that could not be read (gone, or no longer visible).
     pub missing: Vec<String>,
-    /// Index into [`KINDS`].
-    pub cursor: usize,
+    /// Index into [`KINDS`]; the dialog opens on none, so that an action is
+    /// always chosen, never taken by default.
+    pub cursor: Option<usize>,
     /// The action with its input, once read.
     pub action: Option<Action>,
     pub step: Step,
@@ -106,14 +107,12 @@ pub struct BulkDialog {
 }
 
 impl BulkDialog {
-    /// Opens on the marked `ids`, with the effect that reads them fresh for
-    /// `actor`.
-    pub fn open(ids: Vec<OperationId>, actor: &Actor) -> (Self, Effect) {
+    /// Opens on the marked `ids`, with the effect that reads them fresh.
+    pub fn open(ids: Vec<OperationId>) -> (Self, Effect) {
         let mut dialog = BulkDialog::new(ids.clone());
         let effect = Effect::BulkLoad {
             generation: dialog.pending.request(()),
             ids,
-            actor: Box::new(actor.clone()),
         };
         (dialog, effect)
     }
@@ -123,7 +122,7 @@ impl BulkDialog {
             ids,
             selection: Vec::new(),
             missing: Vec::new(),
-            cursor: 0,
+            cursor: None,
             action: None,
             step: Step::Loading,
             scroll: 0,
@@ -138,8 +137,14 @@ impl BulkDialog {
         self.pending.answer(generation).is_some()
     }
 
-    pub fn kind(&self) -> ActionKind {
-        KINDS.get(self.cursor).copied().unwrap_or(KINDS[0])
+    /// The action chosen, if any.
+    pub fn kind(&self) -> Option<ActionKind> {
+        self.cursor.and_then(|at| KINDS.get(at).copied())
+    }
+
+    /// The action chosen in words.
+    fn kind_name(&self) -> &'static str {
+        self.kind().map_or("no action chosen", ActionKind::as_str)
     }
 
     /// The marked operations as read; the ones that could not be read are named.
@@ -156,8 +161,12 @@ impl BulkDialog {
     }
 
     /// Reads the picked action with its input; on to the rationale.
-    fn read_action(&mut self, text: &str) {
-        match action_from_input(self.kind(), text) {
+    fn read_action(&mut self, text: &str, now: DateTime<Utc>) {
+        let Some(kind) = self.kind() else {
+            self.step = Step::Pick;
+            return;
+        };
+        match action_from_input(kind, text, now) {
             Ok(action) => {
                 self.action = Some(action);
                 self.step = Step::Rationale(Box::new(Prompt::new("rationale", "")));
@@ -192,15 +201,19 @@ impl Dialog for BulkDialog {
                 None
             }
             Step::Pick => {
-                match input_label(self.kind()) {
+                let Some(kind) = self.kind() else {
+                    self.error = Some("choose the action first: ↑↓ move through the list".into());
+                    return None;
+                };
+                match input_label(kind) {
                     Some(label) => self.step = Step::Input(Box::new(Prompt::new(label, ""))),
-                    None => self.read_action(""),
+                    None => self.read_action("", now),
                 }
                 None
             }
             Step::Input(input) => {
                 let text = input.text();
-                self.read_action(&text);
+                self.read_action(&text, now);
                 None
             }
             Step::Rationale(input) => {
@@ -219,7 +232,19 @@ impl Dialog for BulkDialog {
                 }
                 None
             }
+            Step::DryRun { .. } => {
+                self.error = Some("press y to apply to all: Enter does not".into());
+                None
+            }
+            Step::Done(_) => Some(Request::Close),
+        }
+    }
+
+    /// `y`: applies the action of the dry run to every operation.
+    fn confirm(&mut self) -> Option<Request> {
+        match &self.step {
             Step::DryRun { rationale, .. } => {
+                self.error = None;
                 let action = self.action.clone()?;
                 let request = Request::Apply {
                     selection: self.selection.clone(),
@@ -229,7 +254,7 @@ impl Dialog for BulkDialog {
                 self.step = Step::Applying;
                 Some(request)
             }
-            Step::Done(_) => Some(Request::Close),
+            _ => None,
         }
     }
 
@@ -243,7 +268,7 @@ impl Dialog for BulkDialog {
                 None
             }
             Step::Rationale(_) => {
-                self.step = match input_label(self.kind()) {
+                self.step = match self.kind().and_then(input_label) {
                     Some(label) => Step::Input(Box::new(Prompt::new(label, ""))),
                     None => Step::Pick,
                 };
@@ -257,13 +282,33 @@ impl Dialog for BulkDialog {
         }
     }
 
+    /// `Tab` from the action's input on to the rationale, `S-Tab` back.
+    fn next_field(&mut self, delta: i64, now: DateTime<Utc>) {
+        self.error = None;
+        match &self.step {
+            Step::Input(input) if delta > 0 => {
+                let text = input.text();
+                self.read_action(&text, now);
+            }
+            Step::Rationale(_) if delta < 0 => {
+                self.back();
+            }
+            _ => {}
+        }
+    }
+
     /// `↑`/`↓`: the action in the list, or the scroll of the dry run and results.
     fn step_cursor(&mut self, delta: i64) {
         match self.step {
             Step::Pick => {
                 let last = KINDS.len().saturating_sub(1) as i64;
-                let to = (self.cursor as i64).saturating_add(delta).clamp(0, last);
-                self.cursor = usize::try_from(to).unwrap_or(0);
+                // From no action, moving down starts above the first and
+                // moving up below the last.
+                let from = self
+                    .cursor
+                    .map_or(if delta < 0 { last + 1 } else { -1 }, |at| at as i64);
+                let to = from.saturating_add(delta).clamp(0, last);
+                self.cursor = Some(usize::try_from(to).unwrap_or(0));
             }
             Step::DryRun { .. } | Step::Done(_) => {
                 let to = i64::from(self.scroll).saturating_add(delta).max(0);
@@ -291,7 +336,6 @@ impl Dialog for BulkDialog {
                 generation: self.pending.request(()),
                 selection,
                 action,
-                actor: Box::new(ctx.actor.clone()),
                 rationale,
                 now: ctx.now,
             }]),
@@ -329,14 +373,14 @@ fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &BulkDialog) {
     let title = format!(
         " Bulk triage · {} marked · {} ",
         dialog.ids.len(),
-        dialog.kind()
+        dialog.kind_name()
     );
     let hint = match &dialog.step {
         Step::Loading => "reading the marked operations… · Esc close",
         Step::Pick => "↑↓ choose the action · Enter rationale · Esc close",
-        Step::Input(_) => "Enter on to the rationale · Esc back to the actions",
-        Step::Rationale(_) => "Enter dry run (nothing is written) · Esc back",
-        Step::DryRun { .. } => "Enter confirm and apply to all · ↑↓ scroll · Esc back",
+        Step::Input(_) => "Enter or Tab on to the rationale · Esc back to the actions",
+        Step::Rationale(_) => "Enter dry run (nothing is written) · S-Tab or Esc back",
+        Step::DryRun { .. } => "y confirm and apply to all (Enter does not) · ↑↓ scroll · Esc back",
         Step::Applying => "applying…",
         Step::Done(_) => "↑↓ scroll · Enter or Esc close",
     };
@@ -384,7 +428,7 @@ fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &BulkDialog) {
             doc.push(line(vec![span(
                 Clean::new(&format!(
                     "applying {} to {} operations, one audited transition each…",
-                    dialog.kind(),
+                    dialog.kind_name(),
                     dialog.selection.len()
                 )),
                 theme.dim(),
@@ -406,7 +450,7 @@ fn draw_scrolled(frame: &mut Frame, area: Rect, lines: Vec<Line<'static>>, scrol
 fn action_line(theme: Theme, dialog: &BulkDialog) -> Line<'static> {
     line(vec![
         span(Clean::new("action "), theme.dim()),
-        span(Clean::new(dialog.kind().as_str()), theme.title()),
+        span(Clean::new(dialog.kind_name()), theme.title()),
         span(
             Clean::new(&format!(" on {} operations", dialog.selection.len())),
             theme.dim(),
@@ -444,7 +488,7 @@ fn pick(theme: Theme, dialog: &BulkDialog) -> Doc {
         theme.title(),
     )]));
     for (i, kind) in KINDS.iter().enumerate() {
-        let (marker, style) = if i == dialog.cursor {
+        let (marker, style) = if Some(i) == dialog.cursor {
             ("› ", theme.selected())
         } else {
             ("  ", theme.plain())
@@ -468,7 +512,7 @@ fn dry_run(theme: Theme, dialog: &BulkDialog, lines: &[TriageLine]) -> Doc {
     doc.push(line(vec![span(
         Clean::new(&format!(
             "dry run, nothing written: {} on {} operations · {allowed} allowed · {} refused",
-            dialog.kind(),
+            dialog.kind_name(),
             lines.len(),
             lines.len() - allowed
         )),

@@ -27,8 +27,12 @@ pub trait Dialog {
     fn typing(&self) -> bool;
     fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Self::Request>;
     fn back(&mut self) -> Option<Self::Request>;
+    /// `y`: the distinct key that applies what changes state.
+    fn confirm(&mut self) -> Option<Self::Request> {
+        None
+    }
     fn step_cursor(&mut self, delta: i64);
-    fn next_field(&mut self, _delta: i64) {}
+    fn next_field(&mut self, _delta: i64, _now: DateTime<Utc>) {}
     fn type_key(&mut self, key: KeyEvent);
     /// What the console does for the dialog's `request` (close it, or run the
     /// effect the dialog now waits on).
@@ -47,12 +51,13 @@ pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
     let request = match command {
         Some(Command::Accept) => dialog.accept(ctx.actor, ctx.now),
         Some(Command::Cancel) => dialog.back(),
+        Some(Command::Apply) if !typing => dialog.confirm(),
         Some(Command::NextPane) => {
-            dialog.next_field(1);
+            dialog.next_field(1, ctx.now);
             None
         }
         Some(Command::PrevPane) => {
-            dialog.next_field(-1);
+            dialog.next_field(-1, ctx.now);
             None
         }
         Some(Command::Up) if !typing => {
@@ -61,6 +66,14 @@ pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
         }
         Some(Command::Down) if !typing => {
             dialog.step_cursor(1);
+            None
+        }
+        Some(Command::Top) if !typing => {
+            dialog.step_cursor(i64::MIN / 2);
+            None
+        }
+        Some(Command::Bottom) if !typing => {
+            dialog.step_cursor(i64::MAX / 2);
             None
         }
         Some(Command::Quit) => return Outcome::Quit,

@@ -121,6 +121,8 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
         Context::Review => " Keys · review dialog ",
         Context::Bulk => " Keys · bulk triage ",
         Context::Lookup => " Keys · lookup ",
+        Context::Metrics => " Keys · metrics ",
+        Context::Audit => " Keys · audit ",
         _ => " Keys · detail ",
     };
     frame.render_widget(Clear, popup);

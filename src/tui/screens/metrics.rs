@@ -17,7 +17,7 @@ use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, Report};
 use crate::core::sanitize::Clean;
-use crate::tui::keymap::{self, Command, Context, Screen as Tab};
+use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
 use crate::tui::message::Effect;
@@ -172,7 +172,7 @@ impl Screen for MetricsState {
             Command::PageDown => rows,
             Command::Top => i64::MIN / 2,
             Command::Bottom => i64::MAX / 2,
-            Command::SwitchTab => return Outcome::Show(Tab::Held),
+            Command::SwitchTab => return Outcome::Show(super::HELD.key),
             // Enter on a figure lists the operations behind it; on one of
             // those, opens it.
             Command::Open if self.focus == MetricsFocus::Figures => {
@@ -208,7 +208,6 @@ impl Screen for MetricsState {
     fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
         vec![Effect::Metrics {
             generation: self.pending.request(()),
-            tenants: ctx.actor.visible_tenants(),
             now: ctx.now,
         }]
     }
@@ -544,10 +543,13 @@ fn behind(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect, foc
     frame.render_widget(block, area);
     if let Some(m) = state.metric() {
         frame.render_widget(
-            ratatui::widgets::Paragraph::new(line(vec![span(
-                Clean::new(&format!("counts {}", m.id.counts())),
-                theme.dim(),
-            )])),
+            ratatui::widgets::Paragraph::new(widgets::fit_line(
+                vec![span(
+                    Clean::new(&format!("counts {}", m.id.counts())),
+                    theme.dim(),
+                )],
+                what.width,
+            )),
             what,
         );
     }

@@ -19,11 +19,74 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 
-use super::keymap::{Context, Screen as Tab};
+use super::keymap::Context;
 use super::message::Effect;
 use super::theme::Theme;
 use crate::core::ids::OperationId;
 use crate::core::rules::Actor;
+
+/// What the body of the console shows.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Page {
+    /// The held queue or all operations (the queue's own list decides).
+    #[default]
+    Queue,
+    Metrics,
+    Audit,
+}
+
+/// One tab of the tab bar: its key, its titles, the page it shows and, for the
+/// queue, which list.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct TabSpec {
+    pub key: char,
+    pub title: &'static str,
+    /// The title on narrow screens.
+    pub short_title: &'static str,
+    pub page: Page,
+    pub list: Option<queue::Tab>,
+}
+
+/// Every tab, in the order of their keys: the one registration point of a
+/// screen shown as a tab (with its arm in `App::page_screen`).
+pub const TABS: [TabSpec; 4] = [
+    TabSpec {
+        key: '1',
+        title: "Held queue",
+        short_title: "Held",
+        page: Page::Queue,
+        list: Some(queue::Tab::Held),
+    },
+    TabSpec {
+        key: '2',
+        title: "All operations",
+        short_title: "All",
+        page: Page::Queue,
+        list: Some(queue::Tab::All),
+    },
+    TabSpec {
+        key: '3',
+        title: "Metrics",
+        short_title: "Metrics",
+        page: Page::Metrics,
+        list: None,
+    },
+    TabSpec {
+        key: '4',
+        title: "Audit",
+        short_title: "Audit",
+        page: Page::Audit,
+        list: None,
+    },
+];
+
+/// The held queue's tab, where the other tabs come back to.
+pub const HELD: TabSpec = TABS[0];
+
+/// The tab shown by `key`, if any.
+pub fn tab(key: char) -> Option<&'static TabSpec> {
+    TABS.iter().find(|t| t.key == key)
+}
 
 /// What a screen sees of the console while it takes a key or draws: read only,
 /// so a screen changes nothing but itself.
@@ -52,8 +115,10 @@ pub enum Outcome {
     Help,
     /// Open this operation in the detail panes, `Esc` coming back to the screen.
     Open(OperationId),
-    /// Show another tab.
-    Show(Tab),
+    /// Show the tab whose key this is (see [`TABS`]).
+    Show(char),
+    /// Change the queue's search or filter (the prompt's keys).
+    Narrow(prompt::Narrow),
 }
 
 impl Outcome {
@@ -120,15 +185,36 @@ impl Modal {
         }
     }
 
-    /// The screen taking the keys; `None` for the prompt, whose keys change
-    /// the queue's query and are taken there.
+    /// The screen taking the keys.
     pub fn screen_mut(&mut self) -> Option<&mut dyn Screen> {
         match self {
-            Modal::Prompt(_) => None,
+            Modal::Prompt(prompt) => Some(prompt.as_mut()),
             Modal::Help(help) => Some(help),
             Modal::Review(dialog) => Some(dialog.as_mut()),
             Modal::Bulk(dialog) => Some(dialog.as_mut()),
             Modal::Lookup(screen) => Some(screen.as_mut()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tui::keymap::{BINDINGS, Command};
+
+    #[test]
+    fn every_tab_has_its_key_bound_and_every_bound_tab_exists() {
+        for t in TABS {
+            assert!(
+                BINDINGS.iter().any(|b| b.command == Command::Show(t.key)),
+                "tab {} has no binding",
+                t.key
+            );
+        }
+        for b in BINDINGS {
+            if let Command::Show(key) = b.command {
+                assert!(tab(key).is_some(), "{key} shows no tab");
+            }
         }
     }
 }

@@ -103,8 +103,6 @@ pub struct QueueState {
     /// The terms typed after `f` (search kept apart).
     pub filter: OperationFilter,
     pub search: String,
-    /// Tenants the reviewer may see (G7); `None` for every tenant.
-    pub visible_tenants: Option<Vec<String>>,
     /// The page on screen and where it starts in the listing.
     pub rows: Vec<OperationRow>,
     pub rows_offset: u64,
@@ -124,14 +122,19 @@ pub struct QueueState {
     pending: Latest<Pending>,
 }
 
+impl Default for QueueState {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl QueueState {
-    pub fn new(visible_tenants: Option<Vec<String>>) -> Self {
+    pub fn new() -> Self {
         QueueState {
             tab: Tab::Held,
             sort: SortOrder::Urgency,
             filter: OperationFilter::default(),
             search: String::new(),
-            visible_tenants,
             rows: Vec::new(),
             rows_offset: 0,
             total: 0,
@@ -175,10 +178,7 @@ impl QueueState {
         recount: bool,
         now: DateTime<Utc>,
     ) -> (u64, ListQuery) {
-        let counts = (recount || self.counts.is_none()).then(|| OperationFilter {
-            visible_tenants: self.visible_tenants.clone(),
-            ..OperationFilter::default()
-        });
+        let counts = (recount || self.counts.is_none()).then(OperationFilter::default);
         let filter = self.matching();
         let generation = self.pending.request(Pending {
             offset: self.offset,
@@ -216,7 +216,6 @@ impl QueueState {
         OperationFilter {
             queue: self.tab == Tab::Held,
             search: (!search.is_empty()).then(|| search.to_owned()),
-            visible_tenants: self.visible_tenants.clone(),
             ..self.filter.clone()
         }
     }

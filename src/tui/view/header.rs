@@ -13,10 +13,12 @@ use crate::core::sanitize::Clean;
 use crate::store::Link;
 use crate::tui::app::App;
 use crate::tui::filter;
-use crate::tui::keymap::{Command, Context, Screen};
+use crate::tui::keymap::{Command, Context};
 use crate::tui::layout;
+use crate::tui::screens::Screen as _;
 use crate::tui::screens::queue::{Tab, sort_name};
-use crate::tui::widgets::{line, span};
+use crate::tui::screens::{HELD, TABS};
+use crate::tui::widgets::{fit_line, line, span};
 
 pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     let theme = app.theme;
@@ -25,23 +27,29 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     if wide {
         parts.push(span(Clean::new(" holdfast "), theme.title()));
     }
-    for screen in Screen::ALL {
-        let style = if screen == app.screen() {
+    let shown = app.screen();
+    for screen in TABS {
+        let style = if screen == shown {
             theme.selected().patch(theme.title())
         } else {
             theme.dim()
         };
         let name = if wide {
-            screen.title()
+            screen.title
         } else {
-            screen.short_title()
+            screen.short_title
         };
-        parts.push(span(
-            Clean::new(&format!(" {} {name} ", screen.key())),
-            style,
-        ));
+        parts.push(span(Clean::new(&format!(" {} {name} ", screen.key)), style));
     }
     parts.push(span(Clean::new(" │"), theme.dim()));
+    if let Some((seq, _)) = app.chain.broken() {
+        let text = if app.chain.acknowledged {
+            format!(" ⚠ AUDIT CHAIN BROKEN at seq {seq} (acknowledged) │")
+        } else {
+            format!(" ⚠ AUDIT CHAIN BROKEN at seq {seq}: transitions refused, A acknowledges │")
+        };
+        parts.push(span(Clean::new(&text), theme.alert()));
+    }
     match &app.queue.counts {
         None => parts.push(span(Clean::new(" counting…"), theme.dim())),
         Some(counts) => {
@@ -91,7 +99,7 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
             }
         }
     }
-    frame.render_widget(Paragraph::new(line(parts)), header);
+    frame.render_widget(Paragraph::new(fit_line(parts, header.width)), header);
 
     if let Link::Reconnecting { attempt } = app.link {
         let text = format!(
@@ -107,7 +115,7 @@ pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         return;
     }
     if let Some(prompt) = app.prompt() {
-        prompt.input.draw(frame, query, theme);
+        prompt.draw(frame, query, &app.ctx());
         return;
     }
     let query_line = app
@@ -178,6 +186,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
 /// The status message, or the keys that matter here.
 pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
+    let width = usize::from(area.width.saturating_sub(1));
     let text = match (&app.status, app.prompt()) {
         (Some(status), _) => {
             let style = if status.alert {
@@ -204,12 +213,9 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         (None, None) if app.bulk().is_some() && !app.help_open() => {
             "bulk triage: its keys are on its last line".to_owned()
         }
-        (None, None) if app.help_open() => keymap_hint(
-            &[(Command::Help, "close help"), (Command::Quit, "quit")],
-            Context::Help,
-        ),
+        (None, None) if app.help_open() => "Esc or q close help · Ctrl-C quit".to_owned(),
         (None, None) => match app.help_context() {
-            Context::Queue => keymap_hint(
+            Context::Queue => fitted_hint(
                 &[
                     (Command::Open, "open"),
                     (Command::Mark, "mark"),
@@ -219,45 +225,55 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Sort, "sort"),
                     (Command::SwitchTab, "tab"),
                     (Command::NextPane, "pane"),
+                    (Command::Review, "review"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
                 Context::Queue,
+                3,
+                width,
             ),
-            Context::Metrics => keymap_hint(
+            Context::Metrics => fitted_hint(
                 &[
                     (Command::Down, "select"),
                     (Command::Open, "open"),
                     (Command::Back, "back"),
                     (Command::NextPane, "figures/operations"),
-                    (Command::Show(Screen::Held), "queue"),
+                    (Command::Show(HELD.key), "queue"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
                 Context::Metrics,
+                2,
+                width,
             ),
-            Context::Audit => keymap_hint(
+            Context::Audit => fitted_hint(
                 &[
                     (Command::Down, "select"),
                     (Command::Open, "open operation"),
-                    (Command::Show(Screen::Held), "queue"),
-                    (Command::Show(Screen::Metrics), "metrics"),
+                    (Command::Show(HELD.key), "queue"),
+                    (Command::Show('3'), "metrics"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
                 Context::Audit,
+                2,
+                width,
             ),
-            _ => keymap_hint(
+            _ => fitted_hint(
                 &[
                     (Command::NextPane, "pane"),
                     (Command::Down, "scroll"),
                     (Command::NextLink, "next link"),
                     (Command::Open, "follow"),
                     (Command::Back, "back"),
+                    (Command::Review, "review"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
                 ],
                 Context::Detail,
+                3,
+                width,
             ),
         },
     };
@@ -268,4 +284,36 @@ pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
         )])),
         area,
     );
+}
+
+/// The hints of `commands` in `context` within `width` columns: the last `keep`
+/// (the keys that matter everywhere: review, help, quit) always stay, and the
+/// ones before them give way from the middle, an ellipsis marking the cut.
+fn fitted_hint(
+    commands: &[(Command, &str)],
+    context: Context,
+    keep: usize,
+    width: usize,
+) -> String {
+    let items: Vec<String> = commands
+        .iter()
+        .map(|c| keymap_hint(std::slice::from_ref(c), context))
+        .filter(|hint| !hint.is_empty())
+        .collect();
+    let (head, tail) = items.split_at(items.len().saturating_sub(keep));
+    let mut head = head.to_vec();
+    let mut cut = false;
+    loop {
+        let mut parts: Vec<&str> = head.iter().map(String::as_str).collect();
+        if cut {
+            parts.push("…");
+        }
+        parts.extend(tail.iter().map(String::as_str));
+        let text = parts.join(" · ");
+        if text.chars().count() <= width || head.is_empty() {
+            return text;
+        }
+        head.pop();
+        cut = true;
+    }
 }

@@ -12,7 +12,7 @@ use ratatui::layout::Rect;
 use ratatui::widgets::Paragraph;
 
 use super::app::{App, Page};
-use super::layout::Pane;
+use super::layout::{Areas, Pane};
 use super::screens::{Modal, Screen, queue};
 use super::widgets::{self, span};
 use crate::core::sanitize::Clean;
@@ -28,12 +28,24 @@ pub fn draw(frame: &mut Frame, app: &App) {
             ..areas.query
         };
         draw_page(frame, app, body);
-        header::draw_status(frame, app, areas.status);
-        if let Some(Modal::Help(help)) = &app.modal {
-            help.draw(frame, frame.area(), &app.ctx());
-        }
-        return;
+    } else {
+        draw_queue_and_detail(frame, app, &areas);
     }
+    header::draw_status(frame, app, areas.status);
+    let ctx = app.ctx();
+    match app.modal.as_ref().map(Modal::base) {
+        Some(Modal::Review(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        Some(Modal::Bulk(dialog)) => dialog.draw(frame, frame.area(), &ctx),
+        Some(Modal::Lookup(screen)) => screen.draw(frame, frame.area(), &ctx),
+        _ => {}
+    }
+    if let Some(Modal::Help(help)) = &app.modal {
+        help.draw(frame, frame.area(), &ctx);
+    }
+}
+
+/// The queue (or the tab it came from) with the detail panes beside or under it.
+fn draw_queue_and_detail(frame: &mut Frame, app: &App, areas: &Areas) {
     if let Some(area) = areas.queue {
         draw_page(frame, app, area);
     }
@@ -51,17 +63,6 @@ pub fn draw(frame: &mut Frame, app: &App) {
                 app.queue.is_loaded(),
             );
         }
-    }
-    header::draw_status(frame, app, areas.status);
-    let ctx = app.ctx();
-    match app.modal.as_ref().map(Modal::base) {
-        Some(Modal::Review(dialog)) => dialog.draw(frame, frame.area(), &ctx),
-        Some(Modal::Bulk(dialog)) => dialog.draw(frame, frame.area(), &ctx),
-        Some(Modal::Lookup(screen)) => screen.draw(frame, frame.area(), &ctx),
-        _ => {}
-    }
-    if let Some(Modal::Help(help)) = &app.modal {
-        help.draw(frame, frame.area(), &ctx);
     }
 }
 

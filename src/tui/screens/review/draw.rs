@@ -8,7 +8,7 @@ use ratatui::text::Line;
 use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::form::FieldKind;
-use super::{ReviewDialog, Step, Verdict};
+use super::{Confirm, ReviewDialog, Step, Verdict};
 use crate::core::clock::format_instant;
 use crate::core::rules::Effect;
 use crate::core::sanitize::Clean;
@@ -30,7 +30,7 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
     let hint = match &dialog.step {
         Step::Pick => "↑↓ choose · Enter inputs and rationale · Esc close",
         Step::Form { .. } => "Tab next input · Enter preview the effect · Esc back to the actions",
-        Step::Confirm { .. } => "Enter confirm and apply · Esc back to the inputs",
+        Step::Confirm { confirm, .. } => confirm.hint(),
         Step::Applying { .. } => "applying…",
         Step::Done(_) => "Enter or Esc close",
     };
@@ -96,7 +96,10 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
             }
         }
         Step::Confirm {
-            effect, rationale, ..
+            effect,
+            rationale,
+            confirm,
+            ..
         } => {
             let mut doc = effect_doc(theme, effect);
             doc.field(
@@ -105,7 +108,13 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
                 Clean::new(rationale.as_str()),
                 theme.plain(),
             );
-            draw_lines(frame, body, doc.wrap(body.width), 0);
+            let typed_rows = u16::from(matches!(confirm, Confirm::TypeId(_)));
+            let [effect_area, typed_area] =
+                Layout::vertical([Constraint::Min(0), Constraint::Length(typed_rows)]).areas(body);
+            draw_lines(frame, effect_area, doc.wrap(body.width), 0);
+            if let Confirm::TypeId(typed) = confirm {
+                typed.draw(frame, typed_area, theme);
+            }
         }
         Step::Applying { effect } => {
             draw_lines(frame, body, effect_doc(theme, effect).wrap(body.width), 0);

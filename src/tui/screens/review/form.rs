@@ -2,7 +2,10 @@
 //! action (an owner, a time, a reconcile lookup). Bulk triage reads its one
 //! input the same way.
 
-use crate::core::clock::parse_instant;
+use chrono::{DateTime, Utc};
+
+use crate::core::clock::TimeSpec;
+use crate::core::ids::Sha256;
 use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
 use crate::core::rules::{Action, ActionKind, ReconcileInput};
 use crate::tui::widgets::Prompt;
@@ -22,6 +25,9 @@ pub enum FieldKind {
     ProviderRequestId,
     Source,
     Reference,
+    /// The hash of the raw response looked at, so that the observation is
+    /// complete evidence.
+    RawHash,
     Rationale,
 }
 
@@ -29,7 +35,7 @@ impl FieldKind {
     pub fn label(self) -> &'static str {
         match self {
             FieldKind::Owner => "new owner",
-            FieldKind::At => "next observation (RFC 3339)",
+            FieldKind::At => "next observation (+30m, -2h, +1d or RFC 3339)",
             FieldKind::RepairRef => "manual repair reference",
             FieldKind::Found => "found (y/n)",
             FieldKind::MatchTarget => "target matches (y/n/blank)",
@@ -38,8 +44,9 @@ impl FieldKind {
             FieldKind::MatchVersion => "version matches (y/n/blank)",
             FieldKind::EffectCount => "effect count (blank: unknown)",
             FieldKind::ProviderRequestId => "provider request id",
-            FieldKind::Source => "source",
+            FieldKind::Source => "source (← → choose)",
             FieldKind::Reference => "reference (where you looked)",
+            FieldKind::RawHash => "raw response hash (sha256:…)",
             FieldKind::Rationale => "rationale",
         }
     }
@@ -61,6 +68,7 @@ impl FieldKind {
                 F::ProviderRequestId,
                 F::Source,
                 F::Reference,
+                F::RawHash,
             ],
             _ => Vec::new(),
         };
@@ -69,11 +77,45 @@ impl FieldKind {
     }
 }
 
+/// The observation sources a reviewer's reconcile may name: the source input
+/// offers these and nothing else (a typo cannot become a source no rule
+/// recognises). `status_lookup` is not among them: only a lookup holdfast made
+/// itself (`o`) records that source, with the lag rules it carries.
+pub const SOURCES: &[ObservationSource] = &[
+    ObservationSource::ProviderStatus,
+    ObservationSource::BusinessKey,
+    ObservationSource::Downstream,
+    ObservationSource::Validator,
+    ObservationSource::TargetRecord,
+];
+
 /// One input of the form: the shared text-area wrapper with its meaning.
 #[derive(Debug, Clone)]
 pub struct Field {
     pub kind: FieldKind,
     pub input: Prompt,
+}
+
+impl Field {
+    /// Takes one key: typed into a text input; on a pick list (the source),
+    /// `←`/`→` (or space) move through its values and other keys do nothing.
+    pub fn key(&mut self, key: crossterm::event::KeyEvent) {
+        use crossterm::event::KeyCode;
+        if self.kind != FieldKind::Source {
+            self.input.input(key);
+            return;
+        }
+        let delta: i64 = match key.code {
+            KeyCode::Right | KeyCode::Char(' ') => 1,
+            KeyCode::Left => -1,
+            _ => return,
+        };
+        let text = self.input.text();
+        let at = SOURCES.iter().position(|s| s.as_str() == text).unwrap_or(0) as i64;
+        let next = (at + delta).rem_euclid(SOURCES.len() as i64);
+        let value = SOURCES[usize::try_from(next).unwrap_or(0)];
+        self.input = Prompt::new(self.kind.label(), value.as_str());
+    }
 }
 
 /// The one input `kind` needs besides the rationale when it is the same for
@@ -90,7 +132,11 @@ pub fn input_label(kind: ActionKind) -> Option<&'static str> {
 
 /// The action `kind` with its one input read from `text` (see [`input_label`]);
 /// kinds without an input ignore it. `reconcile` takes a form of its own.
-pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String> {
+pub fn action_from_input(
+    kind: ActionKind,
+    text: &str,
+    now: DateTime<Utc>,
+) -> Result<Action, String> {
     let text = text.trim();
     Ok(match kind {
         ActionKind::Resolve => Action::Resolve {
@@ -104,9 +150,7 @@ pub fn action_from_input(kind: ActionKind, text: &str) -> Result<Action, String>
             owner: required(text, "the new owner")?,
         },
         ActionKind::Schedule => Action::Schedule {
-            at: parse_instant(text).map_err(|e| {
-                format!("next observation {text:?}: {e} (e.g. 2026-09-05T12:00:00Z)")
-            })?,
+            at: read_instant(text, now)?,
         },
         ActionKind::Reconcile => {
             return Err(
@@ -133,6 +177,13 @@ pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
         FieldKind::Source => ObservationSource::ProviderStatus.to_string(),
         _ => String::new(),
     }
+}
+
+/// An instant typed as an offset from `now` (`+30m`, `-2h`) or in RFC 3339.
+pub fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+    TimeSpec::parse(text)
+        .map(|spec| spec.resolve(now))
+        .map_err(|e| format!("next observation {text:?}: {e}"))
 }
 
 fn required(text: &str, what: &str) -> Result<String, String> {
@@ -189,7 +240,11 @@ pub fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileIn
         effect_count,
         provider_request_id: optional(FieldKind::ProviderRequestId),
         reference: optional(FieldKind::Reference),
-        raw_hash: None,
+        raw_hash: optional(FieldKind::RawHash)
+            .map(|text| {
+                Sha256::parse(&text).map_err(|e| format!("raw response hash {text:?}: {e}"))
+            })
+            .transpose()?,
         id: None,
         observed_at: None,
     })

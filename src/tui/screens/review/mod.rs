@@ -2,9 +2,12 @@
 //! allowed ones to pick and refused ones with their rule, the inputs the picked
 //! action needs and the rationale, the exact effect `rules::decide` answers
 //! before anything is written, the verdict of the apply), its keys and its
-//! drawing. Two steps, as in gitui: the preview is the confirm request, `Enter`
-//! on it is the confirmed action. Nothing here awaits: the apply is an effect
-//! the runner carries out.
+//! drawing. Two steps, as in gitui: the preview is the confirm request, and a
+//! distinct key confirms it, so a double `Enter` cannot apply: `y` for an
+//! action that changes the state (or opens a proposal), the operation's id typed
+//! for one of high or critical risk; `Enter` still confirms an action that
+//! changes no state (a comment, an owner). Nothing here awaits: the apply is an
+//! effect the runner carries out.
 
 mod draw;
 pub mod form;
@@ -17,7 +20,7 @@ use ratatui::layout::Rect;
 use super::dialog::{self, Dialog};
 use super::{Ctx, Outcome, Screen};
 use crate::core::ids::OperationId;
-use crate::core::model::OperationDetail;
+use crate::core::model::{OperationDetail, Risk};
 use crate::core::rules::{self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule};
 use crate::review::{Applied, ReviewError};
 use crate::tui::keymap::Context;
@@ -85,11 +88,46 @@ pub enum Step {
         action: Box<Action>,
         rationale: Rationale,
         effect: Box<Effect>,
+        /// How the reviewer confirms it.
+        confirm: Confirm,
     },
     /// The apply is running.
     Applying { effect: Box<Effect> },
     /// The apply answered.
     Done(Verdict),
+}
+
+/// How the effect previewed is confirmed.
+#[derive(Debug, Clone)]
+pub enum Confirm {
+    /// It changes no state: `Enter` (or `y`) applies.
+    Enter,
+    /// It changes the state or opens a proposal: only `y` applies.
+    Key,
+    /// It changes the state of a high or critical operation: the id, typed
+    /// here, then `Enter`.
+    TypeId(Box<Prompt>),
+}
+
+impl Confirm {
+    /// How `effect` on an operation of `risk` is confirmed.
+    pub fn of(effect: &Effect, risk: Risk) -> Self {
+        let changes = effect.to.is_some() || effect.proposal_only;
+        match (changes, risk.needs_four_eyes()) {
+            (false, _) => Confirm::Enter,
+            (true, false) => Confirm::Key,
+            (true, true) => Confirm::TypeId(Box::new(Prompt::new("type the id to apply", ""))),
+        }
+    }
+
+    /// The keys of the confirm step, for the dialog's last line.
+    pub fn hint(&self) -> &'static str {
+        match self {
+            Confirm::Enter => "Enter or y confirm and apply · Esc back to the inputs",
+            Confirm::Key => "y confirm and apply (Enter does not) · Esc back to the inputs",
+            Confirm::TypeId(_) => "type the id, then Enter to apply · Esc back to the inputs",
+        }
+    }
 }
 
 /// What the dialog asks the console to do after a key.
@@ -178,13 +216,13 @@ impl ReviewDialog {
         let rationale = Rationale::parse(&text(FieldKind::Rationale))?;
         let action = match &option.action {
             Action::Assign { .. } => {
-                action_from_input(ActionKind::Assign, &text(FieldKind::Owner))?
+                action_from_input(ActionKind::Assign, &text(FieldKind::Owner), now)?
             }
             Action::Schedule { .. } => {
-                action_from_input(ActionKind::Schedule, &text(FieldKind::At))?
+                action_from_input(ActionKind::Schedule, &text(FieldKind::At), now)?
             }
             Action::Accept { .. } => {
-                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef))?
+                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef), now)?
             }
             Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
             other => other.clone(),
@@ -202,12 +240,44 @@ impl ReviewDialog {
     }
 }
 
+impl ReviewDialog {
+    /// The apply of the effect previewed; the dialog waits on it.
+    fn apply(&mut self) -> Option<Request> {
+        let Step::Confirm {
+            action,
+            rationale,
+            effect,
+            ..
+        } = &self.step
+        else {
+            return None;
+        };
+        let request = Request::Apply {
+            id: self.detail.row.operation.id.clone(),
+            action: action.clone(),
+            rationale: rationale.clone(),
+            expected: self.detail.row.version,
+        };
+        self.step = Step::Applying {
+            effect: effect.clone(),
+        };
+        Some(request)
+    }
+}
+
 impl Dialog for ReviewDialog {
     type Request = Request;
     const CONTEXT: Context = Context::Review;
 
     fn typing(&self) -> bool {
-        matches!(self.step, Step::Form { .. })
+        matches!(
+            self.step,
+            Step::Form { .. }
+                | Step::Confirm {
+                    confirm: Confirm::TypeId(_),
+                    ..
+                }
+        )
     }
 
     /// `Enter`: pick, preview, or confirm, depending on the step.
@@ -233,11 +303,13 @@ impl Dialog for ReviewDialog {
                 let fields = fields.clone();
                 match self.preview(&fields, actor, now) {
                     Ok((action, rationale, effect)) => {
+                        let confirm = Confirm::of(&effect, self.detail.row.operation.risk);
                         self.step = Step::Confirm {
                             fields,
                             action: Box::new(action),
                             rationale,
                             effect: Box::new(effect),
+                            confirm,
                         };
                     }
                     Err(message) => self.error = Some(message),
@@ -245,24 +317,39 @@ impl Dialog for ReviewDialog {
                 None
             }
             Step::Confirm {
-                action,
-                rationale,
-                effect,
+                confirm: Confirm::Key,
                 ..
             } => {
-                let request = Request::Apply {
-                    id: self.detail.row.operation.id.clone(),
-                    action: action.clone(),
-                    rationale: rationale.clone(),
-                    expected: self.detail.row.version,
-                };
-                self.step = Step::Applying {
-                    effect: effect.clone(),
-                };
-                Some(request)
+                self.error = Some("press y to apply: Enter does not change the state".into());
+                None
             }
+            Step::Confirm {
+                confirm: Confirm::TypeId(typed),
+                ..
+            } if typed.text().trim() != self.detail.row.operation.id.as_str() => {
+                self.error = Some(format!(
+                    "type {} exactly, then Enter, to apply",
+                    self.detail.row.operation.id
+                ));
+                None
+            }
+            Step::Confirm { .. } => self.apply(),
             Step::Applying { .. } => None,
             Step::Done(_) => Some(Request::Close),
+        }
+    }
+
+    /// `y`: applies the effect previewed, unless its id must be typed.
+    fn confirm(&mut self) -> Option<Request> {
+        match &self.step {
+            Step::Confirm {
+                confirm: Confirm::Enter | Confirm::Key,
+                ..
+            } => {
+                self.error = None;
+                self.apply()
+            }
+            _ => None,
         }
     }
 
@@ -295,7 +382,7 @@ impl Dialog for ReviewDialog {
     }
 
     /// `Tab` / `S-Tab` between the inputs of the form.
-    fn next_field(&mut self, delta: i64) {
+    fn next_field(&mut self, delta: i64, _now: DateTime<Utc>) {
         if let Step::Form { fields, focus } = &mut self.step {
             let count = fields.len().max(1) as i64;
             let to = (*focus as i64 + delta).rem_euclid(count);
@@ -305,10 +392,19 @@ impl Dialog for ReviewDialog {
 
     /// A key typed into the focused input.
     fn type_key(&mut self, key: crossterm::event::KeyEvent) {
-        if let Step::Form { fields, focus } = &mut self.step
-            && let Some(field) = fields.get_mut(*focus)
-        {
-            field.input.input(key);
+        match &mut self.step {
+            Step::Form { fields, focus } => {
+                if let Some(field) = fields.get_mut(*focus) {
+                    field.key(key);
+                }
+            }
+            Step::Confirm {
+                confirm: Confirm::TypeId(typed),
+                ..
+            } => {
+                typed.input(key);
+            }
+            _ => {}
         }
     }
 
@@ -324,7 +420,6 @@ impl Dialog for ReviewDialog {
                 generation: self.applying.request(()),
                 id,
                 action,
-                actor: Box::new(ctx.actor.clone()),
                 rationale,
                 expected,
                 now: ctx.now,

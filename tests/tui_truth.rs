@@ -1,0 +1,424 @@
+//! The console tells the truth and sets no trap for a tired hand: a distinct
+//! confirm key, the status line naming what really happened and keeping the
+//! keys that matter, help closing on `q`, and cut text marked as cut.
+
+mod support;
+
+use crossterm::event::KeyCode;
+use holdfast::core::ids::OperationId;
+use holdfast::core::model::State;
+use holdfast::tui::review::Step;
+use support::console::{DEMO, Harness, demo_now};
+
+/// Opens the dialog on `id`, picks the allowed action labelled `label` and
+/// previews it with `rationale`.
+async fn preview(h: &mut Harness, id: &str, label: &str, rationale: &str) {
+    form(h, id, label).await;
+    h.keys(rationale).await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(h), Step::Confirm { .. }), "{}", h.screen());
+}
+
+fn step(h: &Harness) -> &Step {
+    &h.app.review.as_ref().expect("the dialog is open").step
+}
+
+async fn state_of(h: &Harness, id: &str) -> State {
+    let id = OperationId::parse(id).unwrap();
+    h.store().detail(&id).await.unwrap().row.operation.state
+}
+
+#[tokio::test]
+async fn a_double_enter_does_not_change_state_and_y_does() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    assert_eq!(state_of(&h, "F23").await, State::Partial);
+    preview(&mut h, "F23", "block", "held until the owner answers").await;
+    assert!(h.screen().contains("y confirm and apply"), "{}", h.screen());
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Confirm { .. }));
+    assert_eq!(state_of(&h, "F23").await, State::Partial, "Enter applied");
+    assert!(h.screen().contains("press y to apply"), "{}", h.screen());
+    h.key(KeyCode::Char('y')).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    assert_eq!(state_of(&h, "F23").await, State::Blocked);
+}
+
+#[tokio::test]
+async fn a_high_risk_change_applies_only_once_its_id_is_typed() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    preview(&mut h, "F09", "block", "held until the provider answers").await;
+    assert!(h.screen().contains("type the id"), "{}", h.screen());
+    h.key(KeyCode::Char('y')).await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Confirm { .. }));
+    assert_eq!(state_of(&h, "F09").await, State::Unknown);
+    assert!(h.screen().contains("type F09 exactly"), "{}", h.screen());
+    h.key(KeyCode::Backspace).await;
+    h.keys("F09").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    assert_eq!(state_of(&h, "F09").await, State::Blocked);
+}
+
+#[tokio::test]
+async fn opening_a_proposal_says_proposal_opened_not_applied() {
+    let fixture = include_str!("fixtures/review.jsonl");
+    let now = holdfast::core::clock::parse_instant("2026-09-05T10:10:00Z").unwrap();
+    let mut h = Harness::at(fixture, now, 160, 45).await;
+    h.key(KeyCode::Char('2')).await;
+    preview(
+        &mut h,
+        "U3",
+        "authorize-retry",
+        "the provider shows no request",
+    )
+    .await;
+    h.keys("U3").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    let status = h.app.status.as_ref().unwrap().text.to_string();
+    assert!(status.contains("proposal opened for U3"), "{status}");
+    assert!(!status.contains("applied"), "{status}");
+}
+
+#[tokio::test]
+async fn the_status_line_keeps_review_help_and_quit_at_80_columns() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    let screen = h.screen();
+    let status = screen.lines().last().unwrap();
+    assert!(status.ends_with("r review · ? help · q quit"), "{status}");
+    assert!(status.contains(" … "), "cut in the middle: {status}");
+    h.key(KeyCode::Enter).await;
+    let screen = h.screen();
+    let status = screen.lines().last().unwrap();
+    assert!(status.ends_with("r review · ? help · q quit"), "{status}");
+}
+
+#[tokio::test]
+async fn q_in_help_closes_help_and_does_not_quit() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('?')).await;
+    assert!(h.app.help);
+    h.key(KeyCode::Char('q')).await;
+    assert!(!h.app.help, "help closed");
+    assert!(!h.quit, "the console is still open");
+    h.key(KeyCode::Char('q')).await;
+    assert!(h.quit, "q outside help quits");
+}
+
+#[tokio::test]
+async fn text_cut_to_its_column_ends_in_an_ellipsis() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('2')).await;
+    let screen = h.screen();
+    let header = screen.lines().next().unwrap();
+    assert!(header.trim_end().ends_with('…'), "{header}");
+    let cells_cut = screen.lines().skip(3).filter(|l| l.contains('…')).count();
+    assert!(cells_cut > 0, "{screen}");
+    assert!(!screen.contains("validation_faile "), "{screen}");
+}
+
+#[tokio::test]
+async fn g_and_shift_g_move_through_the_review_list() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F09").await;
+    h.key(KeyCode::Char('r')).await;
+    let allowed = h.app.review.as_ref().unwrap().allowed();
+    assert!(allowed > 1);
+    h.key(KeyCode::Char('G')).await;
+    assert_eq!(h.app.review.as_ref().unwrap().cursor, allowed - 1);
+    h.key(KeyCode::Char('g')).await;
+    assert_eq!(h.app.review.as_ref().unwrap().cursor, 0);
+}
+
+#[tokio::test]
+async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
+    use holdfast::tui::bulk::Step as BulkStep;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F09").await;
+    h.key(KeyCode::Char(' ')).await;
+    h.key(KeyCode::Char('b')).await;
+    let bulk = h.app.bulk.as_ref().unwrap();
+    assert_eq!(bulk.cursor, None);
+    assert!(bulk.kind().is_none());
+    h.key(KeyCode::Enter).await;
+    let bulk = h.app.bulk.as_ref().unwrap();
+    assert!(matches!(bulk.step, BulkStep::Pick), "Enter picks nothing");
+    assert!(
+        bulk.error
+            .as_deref()
+            .unwrap_or("")
+            .contains("choose the action")
+    );
+    // Down to `assign`, which asks for an owner before the rationale.
+    let at = holdfast::tui::bulk::KINDS
+        .iter()
+        .position(|k| *k == holdfast::core::rules::ActionKind::Assign)
+        .unwrap();
+    for _ in 0..=at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(
+        h.app.bulk.as_ref().unwrap().step,
+        BulkStep::Input(_)
+    ));
+    h.keys("oncall-b").await;
+    h.key(KeyCode::Tab).await;
+    assert!(matches!(
+        h.app.bulk.as_ref().unwrap().step,
+        BulkStep::Rationale(_)
+    ));
+    h.key(KeyCode::BackTab).await;
+    assert!(matches!(
+        h.app.bulk.as_ref().unwrap().step,
+        BulkStep::Input(_)
+    ));
+}
+
+#[tokio::test]
+async fn after_accepting_f32_the_panes_and_r_follow_the_queue_selection() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F32").await;
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('r')).await;
+    let dialog = h.app.review.as_ref().expect("the dialog opens");
+    let at = dialog
+        .options
+        .iter()
+        .position(|o| o.label == "accept" && o.outcome.is_ok())
+        .expect("accept is allowed on F32");
+    for _ in 0..at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    h.keys("REPAIR-7781").await;
+    h.key(KeyCode::Tab).await;
+    h.keys("repaired by hand, ticket REPAIR-7781").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Confirm { .. }), "{}", h.screen());
+    h.keys("F32").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    h.key(KeyCode::Esc).await;
+    assert_eq!(state_of(&h, "F32").await, State::Accepted);
+    let selected = h.selected().expect("the queue selects another hold");
+    assert_ne!(selected, "F32");
+    assert_eq!(
+        h.open(),
+        Some(selected.clone()),
+        "the panes show the selection"
+    );
+    h.key(KeyCode::Char('r')).await;
+    let review = h.app.review.as_ref().expect("r opens a dialog");
+    assert_eq!(
+        review.id().as_str(),
+        selected,
+        "r reviews the selected hold"
+    );
+}
+
+#[tokio::test]
+async fn below_140_columns_a_tall_screen_stacks_the_detail_under_the_queue() {
+    let mut h = Harness::at(DEMO, demo_now(), 139, 60).await;
+    let selected = h.selected().unwrap();
+    let screen = h.screen();
+    assert!(
+        screen.contains(&format!("Evidence · {selected}")),
+        "{screen}"
+    );
+    assert!(screen.contains("Held queue"), "{screen}");
+    let blank = screen.lines().filter(|l| l.trim().is_empty()).count();
+    assert!(blank < 5, "{blank} blank rows:\n{screen}");
+    h.key(KeyCode::Tab).await;
+    let screen = h.screen();
+    assert!(screen.contains("Held queue"), "the queue stays:\n{screen}");
+    assert!(h.app.areas().evidence.is_some() && h.app.areas().queue.is_some());
+    h.key(KeyCode::Char('j')).await;
+    // An 80x24 screen still gives the body to one pane at a time.
+    h.resize(80, 24).await;
+    h.key(KeyCode::Esc).await;
+    assert!(h.app.areas().evidence.is_none());
+}
+
+#[tokio::test]
+async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_acknowledged() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    assert!(!h.screen().contains("CHAIN BROKEN"));
+    h.fresh
+        .execute("DROP TRIGGER audit_no_update")
+        .await
+        .unwrap();
+    h.fresh
+        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
+        .await
+        .unwrap();
+    h.key(KeyCode::Char('R')).await;
+    for tab in ['1', '2', '3', '4', '1'] {
+        h.key(KeyCode::Char(tab)).await;
+        let screen = h.screen();
+        let header = screen.lines().next().unwrap();
+        assert!(
+            header.contains("AUDIT CHAIN BROKEN at seq 3"),
+            "{tab}: {header}"
+        );
+    }
+    h.select_id("F09").await;
+    h.key(KeyCode::Char('r')).await;
+    assert!(
+        h.app.review.is_none(),
+        "no review while the break is unacknowledged"
+    );
+    assert!(
+        h.screen().contains("refused: the audit chain is broken"),
+        "{}",
+        h.screen()
+    );
+    h.key(KeyCode::Char(' ')).await;
+    h.key(KeyCode::Char('b')).await;
+    assert!(h.app.bulk.is_none(), "no bulk triage either");
+    h.key(KeyCode::Char('A')).await;
+    assert!(
+        h.screen()
+            .lines()
+            .next()
+            .unwrap()
+            .contains("(acknowledged)")
+    );
+    h.select_id("F09").await;
+    h.key(KeyCode::Char('r')).await;
+    assert!(
+        h.app.review.is_some(),
+        "acknowledged: review is offered again"
+    );
+}
+
+/// Opens the dialog on `id` at the form of the allowed action `label`.
+async fn form(h: &mut Harness, id: &str, label: &str) {
+    h.select_id(id).await;
+    h.key(KeyCode::Char('r')).await;
+    let dialog = h.app.review.as_ref().expect("the dialog opens");
+    let at = dialog
+        .options
+        .iter()
+        .position(|o| o.label == label && o.outcome.is_ok())
+        .unwrap_or_else(|| panic!("{label} is not allowed on {id}"));
+    for _ in 0..at {
+        h.key(KeyCode::Down).await;
+    }
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(h), Step::Form { .. }), "{}", h.screen());
+}
+
+/// Moves the form's focus to the input of `kind` and returns its text.
+async fn focus(h: &mut Harness, kind: holdfast::tui::review::FieldKind) {
+    for _ in 0..20 {
+        if let Step::Form { fields, focus } = step(h)
+            && fields[*focus].kind == kind
+        {
+            return;
+        }
+        h.key(KeyCode::Tab).await;
+    }
+    panic!("no {kind:?} input");
+}
+
+fn field_text(h: &Harness, kind: holdfast::tui::review::FieldKind) -> String {
+    let Step::Form { fields, .. } = step(h) else {
+        panic!("not on the form")
+    };
+    fields.iter().find(|f| f.kind == kind).unwrap().input.text()
+}
+
+#[tokio::test]
+async fn the_reconcile_source_is_picked_from_its_values_never_typed() {
+    use holdfast::tui::review::FieldKind;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "reconcile").await;
+    focus(&mut h, FieldKind::Source).await;
+    assert_eq!(field_text(&h, FieldKind::Source), "provider_status");
+    h.keys("downstrem").await;
+    assert_eq!(field_text(&h, FieldKind::Source), "provider_status");
+    h.key(KeyCode::Right).await;
+    assert_eq!(field_text(&h, FieldKind::Source), "business_key");
+    h.key(KeyCode::Left).await;
+    h.key(KeyCode::Left).await;
+    assert_eq!(field_text(&h, FieldKind::Source), "target_record");
+}
+
+#[tokio::test]
+async fn the_reconcile_dialog_takes_a_raw_response_hash() {
+    use holdfast::core::rules::Action;
+    use holdfast::tui::review::FieldKind;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "reconcile").await;
+    h.keys("n").await;
+    focus(&mut h, FieldKind::RawHash).await;
+    h.keys("sha256:nothex").await;
+    focus(&mut h, FieldKind::Rationale).await;
+    h.keys("the provider shows no such request").await;
+    h.key(KeyCode::Enter).await;
+    let error = h
+        .app
+        .review
+        .as_ref()
+        .unwrap()
+        .error
+        .clone()
+        .unwrap_or_default();
+    assert!(error.contains("raw response hash"), "{error}");
+    let hash = format!("sha256:{}", "ab".repeat(32));
+    focus(&mut h, FieldKind::RawHash).await;
+    for _ in 0.."sha256:nothex".len() {
+        h.key(KeyCode::Backspace).await;
+    }
+    h.keys(&hash).await;
+    h.key(KeyCode::Enter).await;
+    let Step::Confirm { action, .. } = step(&h) else {
+        panic!("no preview:\n{}", h.screen())
+    };
+    let Action::Reconcile(input) = action.as_ref() else {
+        panic!("{action:?}")
+    };
+    assert_eq!(input.raw_hash.as_ref().map(ToString::to_string), Some(hash));
+}
+
+#[tokio::test]
+async fn the_next_observation_takes_a_relative_time() {
+    use holdfast::core::rules::Action;
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "schedule").await;
+    h.keys("+30m").await;
+    h.key(KeyCode::Tab).await;
+    h.keys("provider asked us to wait half an hour").await;
+    h.key(KeyCode::Enter).await;
+    let Step::Confirm { action, .. } = step(&h) else {
+        panic!("no preview:\n{}", h.screen())
+    };
+    let Action::Schedule { at } = action.as_ref() else {
+        panic!("{action:?}")
+    };
+    assert_eq!(*at, demo_now() + chrono::TimeDelta::minutes(30));
+}
+
+#[tokio::test]
+async fn search_and_filter_work_from_inside_a_hold() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F09").await;
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('f')).await;
+    assert!(h.app.prompt.is_some(), "f opens the filter inside a hold");
+    h.keys("risk:low").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.app.prompt.is_none());
+    assert!(h.app.queue.total > 0);
+    assert!(!h.ids().contains(&"F09".to_owned()), "{:?}", h.ids());
+    assert_eq!(
+        h.open(),
+        h.selected(),
+        "the panes follow the narrowed queue"
+    );
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('/')).await;
+    assert!(h.app.prompt.is_some(), "/ opens the search inside a hold");
+}
