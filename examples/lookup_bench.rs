@@ -81,6 +81,7 @@ async fn main() -> anyhow::Result<()> {
             rationale: Rationale::parse("scheduled lookup, benchmark")
                 .map_err(anyhow::Error::msg)?,
             clock: Clock::Frozen(now),
+            at_least: None,
         }),
         looker: Looker::new(LookupConfig::default())?,
         limiter: RateLimiter::new(LookupSettings::default()),

@@ -1,6 +1,7 @@
 //! holdfast: a terminal console for held operations of AI-agent tool calls.
 #![forbid(unsafe_code)]
 
+pub mod autonomy;
 pub mod cli;
 pub mod core;
 pub mod drill;

@@ -142,6 +142,7 @@ fn detail(state: State) -> OperationDetail {
         dependencies: vec![],
         proposals: vec![],
         key_conflicts: vec![],
+        autonomy: holdfast::core::autonomy::Level::Manual,
     }
 }
 

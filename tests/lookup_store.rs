@@ -222,6 +222,7 @@ fn observer_at(
             session: Session::new(store, Actor::local("svc:observer", None)),
             rationale: Rationale::parse("scheduled lookup by the observer").unwrap(),
             clock: Clock::Frozen(at),
+            at_least: None,
         }),
         looker: Looker::new(LookupConfig::default()).unwrap(),
         limiter: RateLimiter::new(LookupSettings::default()),

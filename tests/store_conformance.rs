@@ -668,7 +668,7 @@ async fn due_lookups_are_scoped_and_each_slot_is_claimed_once(kind: Kind) {
         .await
         .unwrap();
     let every = holdfast::store::Scope::Every;
-    let due = store.due_lookups(&every, now(), 10).await.unwrap();
+    let due = store.due_lookups(&every, now(), None, 10).await.unwrap();
     assert_eq!(
         due,
         [id("L1"), id("L2")],
@@ -677,7 +677,7 @@ async fn due_lookups_are_scoped_and_each_slot_is_claimed_once(kind: Kind) {
     let other = holdfast::store::Scope::from(Some(vec!["harbor".to_owned()]));
     assert!(
         store
-            .due_lookups(&other, now(), 10)
+            .due_lookups(&other, now(), None, 10)
             .await
             .unwrap()
             .is_empty()
@@ -697,7 +697,7 @@ async fn due_lookups_are_scoped_and_each_slot_is_claimed_once(kind: Kind) {
             .unwrap()
     );
     assert_eq!(
-        store.due_lookups(&every, now(), 10).await.unwrap(),
+        store.due_lookups(&every, now(), None, 10).await.unwrap(),
         [id("L2")]
     );
     let later = lease + chrono::Duration::seconds(1);

@@ -276,6 +276,7 @@ mod screens {
                 status: ProposalStatus::Pending,
             }],
             key_conflicts: vec![id("F95")],
+            autonomy: holdfast::core::autonomy::Level::Manual,
         }
     }
 

@@ -177,6 +177,11 @@ pub enum Command {
     /// Run the seed's fault-injection program (sixteen cases, two per failure
     /// mode) against a simulated provider, into a store; exit 0 only if all pass.
     Drill(commands::drill::DrillArgs),
+    /// Each tool's autonomy level: list them, or (owner) set one, audited.
+    Autonomy {
+        #[command(subcommand)]
+        command: commands::autonomy::AutonomyCommand,
+    },
     /// Run the drill's simulated provider alone, on a loopback address.
     SimProvider(commands::drill::SimProviderArgs),
     /// Print shell completions.
@@ -514,6 +519,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Drill(args)) => commands::drill::drill(&ctx, args).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
+        Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());

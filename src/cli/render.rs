@@ -424,6 +424,7 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         format!("{} / {}", clean(&b.tool), clean(&b.action)),
     );
     field("status lookup", clean(&b.status_lookup));
+    field("autonomy", clean(&b.autonomy.describe()));
     field("target", clean(&b.target));
     field("risk", b.risk.to_string());
     field(

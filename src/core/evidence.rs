@@ -206,6 +206,20 @@ fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
     })
 }
 
+/// A tool's autonomy level in the bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AutonomyView {
+    pub level: super::autonomy::Level,
+    pub meaning: String,
+}
+
+impl AutonomyView {
+    /// `manual: a person runs every lookup and every piece of work`.
+    pub fn describe(&self) -> String {
+        format!("{}: {}", self.level, self.meaning)
+    }
+}
+
 /// Everything a reviewer needs to decide about one hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct EvidenceBundle {
@@ -220,6 +234,8 @@ pub struct EvidenceBundle {
     pub tool: String,
     /// How the tool's status is looked up, or that it has no status path.
     pub status_lookup: String,
+    /// The tool's autonomy level and what it lets holdfast do on its own.
+    pub autonomy: AutonomyView,
     pub action: String,
     pub target: String,
     pub risk: Risk,
@@ -366,6 +382,10 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
             || "unknown: no contract is recorded for the tool".to_owned(),
             |c| c.status_lookup.describe(),
         ),
+        autonomy: AutonomyView {
+            level: detail.autonomy,
+            meaning: detail.autonomy.meaning().to_owned(),
+        },
         action: op.action.clone(),
         target: op.target.clone(),
         risk: op.risk,

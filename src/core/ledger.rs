@@ -8,6 +8,9 @@ use chrono::{DateTime, Utc};
 
 use super::access::LEDGER;
 use super::audit::AuditRow;
+use super::autonomy::{
+    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
+};
 use super::clock::format_instant;
 use super::model::{Grant, State};
 
@@ -84,6 +87,11 @@ pub struct Ledger {
     operations: BTreeMap<String, Entry>,
     grants: BTreeSet<(String, String, String)>,
     last_grant_seq: i64,
+    /// Each tool's level as the `autonomy-set` rows leave it, with the row's seq.
+    levels: BTreeMap<String, (String, i64)>,
+    last_level_seq: i64,
+    /// Each recorded drill's evidence entries, as its row wrote them.
+    drills: Vec<(i64, Vec<String>)>,
     head: i64,
 }
 
@@ -115,6 +123,21 @@ impl Ledger {
                     self.grants.remove(&key);
                 }
                 _ => {}
+            }
+            return;
+        }
+        if d.operation.as_str() == AUTONOMY_LEDGER {
+            self.last_level_seq = row.seq;
+            if d.action == SET_ACTION {
+                let tool = entry(row, "tool:").unwrap_or_default().to_owned();
+                let level = entry(row, "level:").unwrap_or_default().to_owned();
+                self.levels.insert(tool, (level, row.seq));
+            }
+            return;
+        }
+        if d.operation.as_str() == DRILL_LEDGER {
+            if d.action == DRILL_ACTION {
+                self.drills.push((row.seq, d.evidence.clone()));
             }
             return;
         }
@@ -227,6 +250,90 @@ impl Ledger {
                     "the grant of {} was made by a grant row but is no longer stored",
                     describe(gone)
                 ),
+            });
+        }
+        Ok(())
+    }
+}
+
+impl Ledger {
+    /// Compares the stored autonomy levels with the `autonomy-set` rows: every
+    /// stored level is the one its tool's newest row set, and every tool a row
+    /// raised above manual still has its row.
+    pub fn check_levels(&self, stored: &[ToolLevel]) -> Result<(), Divergence> {
+        for level in stored {
+            match self.levels.get(&level.tool) {
+                Some((chain, seq)) if chain != level.level.as_str() => {
+                    return Err(Divergence {
+                        seq: *seq,
+                        reason: format!(
+                            "tool {}: the stored autonomy level is {} but its audit rows say {chain}",
+                            level.tool, level.level
+                        ),
+                    });
+                }
+                Some(_) => {}
+                None => {
+                    return Err(Divergence {
+                        seq: if self.last_level_seq > 0 {
+                            self.last_level_seq
+                        } else {
+                            self.head
+                        },
+                        reason: format!(
+                            "tool {}: an autonomy level ({}) is stored but no autonomy-set row made it",
+                            level.tool, level.level
+                        ),
+                    });
+                }
+            }
+        }
+        for (tool, (level, seq)) in &self.levels {
+            if !stored.iter().any(|l| &l.tool == tool) {
+                return Err(Divergence {
+                    seq: *seq,
+                    reason: format!(
+                        "tool {tool}: an autonomy-set row set {level} but no level is stored"
+                    ),
+                });
+            }
+        }
+        Ok(())
+    }
+
+    /// Compares the stored drill results with the `drill` rows, one for one.
+    pub fn check_drills(&self, stored: &[(i64, DrillResult)]) -> Result<(), Divergence> {
+        for (seq, drill) in stored {
+            match self.drills.iter().find(|(s, _)| s == seq) {
+                Some((_, evidence)) if *evidence == drill.evidence() => {}
+                Some(_) => {
+                    return Err(Divergence {
+                        seq: *seq,
+                        reason: format!(
+                            "tool {}: the stored drill result differs from the drill row that recorded it",
+                            drill.tool
+                        ),
+                    });
+                }
+                None => {
+                    return Err(Divergence {
+                        seq: self.head,
+                        reason: format!(
+                            "tool {}: a drill result is stored under seq {seq}, which is no drill row",
+                            drill.tool
+                        ),
+                    });
+                }
+            }
+        }
+        if let Some((seq, _)) = self
+            .drills
+            .iter()
+            .find(|(s, _)| !stored.iter().any(|(t, _)| t == s))
+        {
+            return Err(Divergence {
+                seq: *seq,
+                reason: "a drill row recorded a result that is no longer stored".into(),
             });
         }
         Ok(())

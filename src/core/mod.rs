@@ -4,6 +4,7 @@
 pub mod access;
 pub mod actor;
 pub mod audit;
+pub mod autonomy;
 pub mod clock;
 pub mod evidence;
 pub mod export;

@@ -569,6 +569,8 @@ pub struct OperationDetail {
     /// Other operations with the same idempotency key (same tenant) but a different
     /// payload hash (G3).
     pub key_conflicts: Vec<OperationId>,
+    /// The tool's autonomy level (DESIGN §9.4).
+    pub autonomy: super::autonomy::Level,
 }
 
 /// One grant: `identity` holds `role` on `tenant` (G6, G7). A store without any

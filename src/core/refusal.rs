@@ -18,6 +18,16 @@ pub enum Rule {
     G10,
     G11,
     G12,
+    /// Autonomy (DESIGN §9.4): a raise needs a status lookup holdfast can make.
+    A1,
+    /// Autonomy: a raise needs the tool's latest drill to cover all eight modes
+    /// with every case passing.
+    A2,
+    /// Autonomy: a raise is refused while a veto on the tool's operations is open.
+    A3,
+    /// Autonomy: what holdfast or an agent does on its own is bounded by the
+    /// tool's level.
+    A4,
 }
 
 impl fmt::Display for Rule {

@@ -13,12 +13,15 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::lookup::StatusLookup;
 use crate::core::matrix;
 use crate::core::metrics::{self, Report};
+use crate::core::model::Contract;
 use crate::core::model::{
     Approval, AttemptKind, FailureMode, Layer, Observation, ObservationSource, Operation,
     OperationDetail, Phase, Relation, Risk, Role, State, TransitionRecord,
 };
+use crate::executor::lookup::LookupSpec;
 use crate::executor::transport::{LiteralResolver, Resolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Run, RunOutcome, Settings};
 use crate::sim::case::{Case, DeliveryKind, On, Recovery, SIM_PLACEHOLDER};
@@ -48,6 +51,65 @@ pub const DRILL_IDENTITY: &str = "svc:drill";
 /// The seed's sixteen cases.
 pub fn seed_cases() -> Result<Vec<Case>, Vec<LineError>> {
     parse_cases(SEED_CASES)
+}
+
+/// The seed's cases under one tool's own contract (`holdfast drill --tool`): every
+/// case runs with that contract (its method, idempotency, retryable list, owner,
+/// attempts and budget) and its status lookup's timeout, lag window, not-found
+/// statuses, URL path and field pointers, which the simulated provider emulates
+/// under [`crate::sim::provider::EMULATED`]. What each case injects and expects
+/// stays the seed's. One adjustment keeps an injection meaningful: a delivery
+/// scripted to arrive after the case's key retention window arrives the same
+/// time after the tool's window instead (the key-expiry injection).
+pub fn under_contract(cases: &[Case], contract: &Contract) -> Result<Vec<Case>, String> {
+    let Some(spec) = contract.status_lookup.spec() else {
+        return Err(format!(
+            "tool {}'s contract has no status lookup object (DESIGN §9.1); the drill needs one to emulate",
+            contract.tool
+        ));
+    };
+    let template = spec.url.as_str();
+    let after_scheme = template.find("://").map_or(0, |i| i + 3);
+    let rest = template[after_scheme..]
+        .find(['/', '?'])
+        .map_or("", |i| &template[after_scheme + i..]);
+    let lookup = LookupSpec {
+        method: "GET".to_owned(),
+        url: format!("{SIM_PLACEHOLDER}{}{rest}", crate::sim::provider::EMULATED),
+        auth: None,
+        timeout_ms: u64::from(spec.timeout_ms()),
+        lag_seconds: u64::from(spec.lag_seconds()),
+        not_found_status: spec.not_found_status.clone().unwrap_or_else(|| vec![404]),
+        fields: spec
+            .fields
+            .named()
+            .into_iter()
+            .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), p.as_str().to_owned())))
+            .collect(),
+    };
+    let mut drilled = contract.clone();
+    drilled.status_lookup = StatusLookup::ByHand;
+    Ok(cases
+        .iter()
+        .map(|case| {
+            let mut case = case.clone();
+            if let (Some(from), Some(to)) = (
+                case.contract.idempotency.retention_hours,
+                drilled.idempotency.retention_hours,
+            ) {
+                let window = u64::from(from) * 3600;
+                for delivery in &mut case.operation.deliveries {
+                    if delivery.after_seconds > window {
+                        delivery.after_seconds =
+                            delivery.after_seconds - window + u64::from(to) * 3600;
+                    }
+                }
+            }
+            case.contract = drilled.clone();
+            case.lookup = Some(lookup.clone());
+            case
+        })
+        .collect())
 }
 
 /// Why a drill could not run (a failing case is a result, not an error).

@@ -92,7 +92,6 @@ pub fn build_url(
     op: &Operation,
     provider_request_id: Option<&str>,
 ) -> Result<String, String> {
-    let mut url = template.to_owned();
     let values: [(&str, Option<&str>); 6] = [
         ("provider_request_id", provider_request_id),
         ("idempotency_key", op.idempotency_key.as_deref()),
@@ -101,12 +100,19 @@ pub fn build_url(
         ("operation", Some(op.id.as_str())),
         ("tenant", Some(op.tenant.as_str())),
     ];
+    fill(template, &values)
+        .map_err(|name| format!("the lookup needs {name}, which operation {} lacks", op.id))
+}
+
+/// Fills every `{name}` of `template` with its value in `values`, percent-encoded;
+/// the name of the first placeholder without a value is the error. The simulated
+/// provider fills a contract's template the same way to know what was asked.
+pub fn fill<'a>(template: &str, values: &[(&'a str, Option<&str>)]) -> Result<String, &'a str> {
+    let mut url = template.to_owned();
     for (name, value) in values {
         let placeholder = format!("{{{name}}}");
         if url.contains(&placeholder) {
-            let value = value.ok_or_else(|| {
-                format!("the lookup needs {name}, which operation {} lacks", op.id)
-            })?;
+            let value = value.ok_or(*name)?;
             url = url.replace(&placeholder, &encode(value));
         }
     }

@@ -108,6 +108,9 @@ pub struct SessionObserver {
     pub session: Session,
     pub rationale: Rationale,
     pub clock: Clock,
+    /// Only tools at this autonomy level or above (DESIGN §9.4): `observe --watch`
+    /// asks for `native`; a one-shot `observe` a person runs asks for none.
+    pub at_least: Option<crate::core::autonomy::Level>,
 }
 
 #[async_trait]
@@ -115,7 +118,7 @@ impl ObserveStore for SessionObserver {
     async fn due(&self, now: DateTime<Utc>, limit: usize) -> anyhow::Result<Vec<Due>> {
         let ids = self
             .session
-            .due_lookups(now, u64::try_from(limit).unwrap_or(u64::MAX))
+            .due_lookups(now, self.at_least, u64::try_from(limit).unwrap_or(u64::MAX))
             .await?;
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {

@@ -203,8 +203,13 @@ impl Provider {
     /// The router of the provider's endpoints.
     pub fn router(&self) -> Router {
         Router::new()
-            .route("/cases/{case}/ops", post(write).put(write).patch(write))
+            .route(
+                "/cases/{case}/ops",
+                post(write).put(write).patch(write).delete(write),
+            )
             .route("/cases/{case}/records", get(status))
+            .route("/cases/{case}/lookup", get(emulated_status))
+            .route("/cases/{case}/lookup/{*rest}", get(emulated_status))
             .route("/cases/{case}/counters", get(counters))
             .with_state(self.clone())
     }
@@ -355,7 +360,12 @@ fn json_response(status: u16, request_id: &str, body: &Value, replayed: bool) ->
 
 /// The scripted answer: its status, headers and body; a record override is applied
 /// to `record`.
-fn scripted(answer: &Answer, request_id: &str, record: Option<&Value>) -> Response {
+fn scripted(
+    answer: &Answer,
+    request_id: &str,
+    record: Option<&Value>,
+    shaped: &dyn Fn(Value) -> Value,
+) -> Response {
     let body = match (&answer.record, record, &answer.body) {
         (Some(overrides), Some(Value::Object(base)), _) => {
             let mut merged = base.clone();
@@ -364,7 +374,7 @@ fn scripted(answer: &Answer, request_id: &str, record: Option<&Value>) -> Respon
                     inner.insert(k.clone(), v.clone());
                 }
             }
-            Value::Object(merged).to_string()
+            shaped(Value::Object(merged)).to_string()
         }
         (_, _, Some(Value::String(raw))) => raw.clone(),
         (_, _, Some(other)) => other.to_string(),
@@ -490,6 +500,7 @@ async fn write(
                     &scripted_answer,
                     &request_id,
                     processed.as_ref().map(|p| &p.body),
+                    &|body| body,
                 ),
             }
         }
@@ -647,31 +658,152 @@ async fn status(
     Extension(killer): Extension<Killer>,
     Query(query): Query<StatusQuery>,
 ) -> Response {
-    let (n, rule, found) = {
-        let mut cases = provider.lock();
-        let Some(state) = cases.get_mut(&case) else {
-            return not_found();
-        };
-        state.status_n += 1;
-        state.counters.status_queries += 1;
-        let n = state.status_n;
+    let matches = |state: &CaseState, r: &StoredRecord| {
         let key_record = query
             .idempotency_key
             .as_ref()
             .and_then(|k| state.keys.get(k))
             .map(|e| e.request_id.clone());
+        query
+            .business_key
+            .as_ref()
+            .is_some_and(|k| r.business_key.as_ref() == Some(k))
+            || query.operation.as_ref().is_some_and(|o| &r.operation == o)
+            || key_record.as_ref().is_some_and(|id| &r.request_id == id)
+    };
+    status_answer(&provider, &case, &killer, &matches, None).await
+}
+
+/// The path under a case where a contract's own lookup is emulated
+/// (`holdfast drill --tool`): the contract's path and query follow it.
+pub const EMULATED: &str = "/lookup";
+
+/// The standard pointers of a status body, by the field names of DESIGN §9.1.
+const STANDARD: &[(&str, &str)] = &[
+    ("target", "/record/target"),
+    ("payload_hash", "/record/payload_hash"),
+    ("tenant", "/record/tenant"),
+    ("version", "/record/version"),
+    ("effect_count", "/count"),
+    ("provider_request_id", "/record/request_id"),
+];
+
+/// Writes `value` at the JSON Pointer `pointer` in `root`, making objects on the
+/// way (a non-object on the way is replaced).
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let tokens: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|t| t.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let Some((last, path)) = tokens.split_last() else {
+        *root = value;
+        return;
+    };
+    let mut at = root;
+    for token in path {
+        if !at.is_object() {
+            *at = json!({});
+        }
+        let Value::Object(map) = at else { return };
+        at = map.entry(token.clone()).or_insert_with(|| json!({}));
+    }
+    if !at.is_object() {
+        *at = json!({});
+    }
+    if let Value::Object(map) = at {
+        map.insert(last.clone(), value);
+    }
+}
+
+/// A record body in the shape a contract's `fields` read: the standard body, with
+/// each field's value also placed where the contract's pointer looks for it.
+fn shape(body: Value, fields: &BTreeMap<String, String>) -> Value {
+    let mut out = body.clone();
+    for (name, pointer) in fields {
+        let Some(standard) = STANDARD.iter().find(|(n, _)| n == name).map(|(_, p)| *p) else {
+            continue;
+        };
+        if let Some(value) = body.pointer(standard) {
+            set_pointer(&mut out, pointer, value.clone());
+        }
+    }
+    out
+}
+
+/// A status query under a contract's own lookup: the record whose identity, put
+/// into the contract's URL template, gives the URL asked for.
+async fn emulated_status(
+    State(provider): State<Provider>,
+    Path(params): Path<BTreeMap<String, String>>,
+    Extension(killer): Extension<Killer>,
+    uri: axum::http::Uri,
+) -> Response {
+    let Some(case) = params.get("case").cloned() else {
+        return not_found();
+    };
+    let prefix = case_path(&case);
+    let asked = uri
+        .path_and_query()
+        .map_or("", |p| p.as_str())
+        .strip_prefix(prefix.as_str())
+        .unwrap_or_default()
+        .to_owned();
+    let (template, fields) = {
+        let cases = provider.lock();
+        match cases.get(&case).and_then(|c| c.case.lookup.clone()) {
+            Some(spec) => (spec.url, spec.fields),
+            None => return not_found(),
+        }
+    };
+    let Some(template) = template
+        .strip_prefix(super::case::SIM_PLACEHOLDER)
+        .map(str::to_owned)
+    else {
+        return not_found();
+    };
+    let matches = |state: &CaseState, r: &StoredRecord| {
+        let key = state
+            .keys
+            .iter()
+            .find(|(_, e)| e.request_id == r.request_id)
+            .map(|(k, _)| k.as_str());
+        let values: [(&str, Option<&str>); 6] = [
+            ("provider_request_id", Some(r.request_id.as_str())),
+            ("idempotency_key", key),
+            ("business_key", r.business_key.as_deref()),
+            ("target", Some(r.target.as_str())),
+            ("operation", Some(r.operation.as_str())),
+            ("tenant", Some(r.tenant.as_str())),
+        ];
+        crate::executor::lookup::fill(&template, &values).is_ok_and(|url| url == asked)
+    };
+    status_answer(&provider, &case, &killer, &matches, Some(&fields)).await
+}
+
+/// Answers the `n`th status query of `case`: the records `matches` picks, under
+/// the case's script; `shape` puts the body in a contract's own shape.
+async fn status_answer(
+    provider: &Provider,
+    case: &str,
+    killer: &Killer,
+    matches: &(dyn Fn(&CaseState, &StoredRecord) -> bool + Sync),
+    fields: Option<&BTreeMap<String, String>>,
+) -> Response {
+    let (n, rule, found) = {
+        let mut cases = provider.lock();
+        let Some(state) = cases.get_mut(case) else {
+            return not_found();
+        };
+        state.status_n += 1;
+        state.counters.status_queries += 1;
+        let n = state.status_n;
+        let state = &*state;
         let matching: Vec<&StoredRecord> = state
             .records
             .iter()
             .filter(|r| !r.reversed)
-            .filter(|r| {
-                query
-                    .business_key
-                    .as_ref()
-                    .is_some_and(|k| r.business_key.as_ref() == Some(k))
-                    || query.operation.as_ref().is_some_and(|o| &r.operation == o)
-                    || key_record.as_ref().is_some_and(|id| &r.request_id == id)
-            })
+            .filter(|r| matches(state, r))
             .collect();
         let found = matching
             .first()
@@ -679,17 +811,21 @@ async fn status(
         (n, state.rule(On::Status, n), found)
     };
     let request_id = format!("status-{case}-{n}");
+    let shaped = |body: Value| match fields {
+        Some(fields) => shape(body, fields),
+        None => body,
+    };
     let normal = |found: Option<Value>| match found {
-        Some(body) => json_response(200, &request_id, &body, false),
+        Some(body) => json_response(200, &request_id, &shaped(body), false),
         None => not_found(),
     };
     match rule.map(|r| r.respond) {
-        Some(Respond::Word(Word::Drop)) => drop_connection(&provider, &case, &killer).await,
+        Some(Respond::Word(Word::Drop)) => drop_connection(provider, case, killer).await,
         Some(Respond::Word(Word::Hang)) => {
             tokio::time::sleep(HANG_FOR).await;
             normal(found)
         }
-        Some(Respond::Answer(answer)) => scripted(&answer, &request_id, found.as_ref()),
+        Some(Respond::Answer(answer)) => scripted(&answer, &request_id, found.as_ref(), &shaped),
         Some(Respond::Word(Word::Record | Word::DnsFailure)) | None => normal(found),
     }
 }

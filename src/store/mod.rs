@@ -22,7 +22,8 @@ use serde::Serialize;
 use tokio::sync::watch;
 
 use crate::core::access::GrantChange;
-use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
+use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
 use crate::core::ids::OperationId;
 pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
@@ -57,6 +58,11 @@ pub enum StoreError {
     },
     #[error("the grants changed while this change was decided; run it again")]
     GrantsChanged,
+    /// A tool's autonomy level moved while a change of it was decided.
+    #[error(
+        "tool {tool}'s autonomy level changed to {now} while this change was decided; run it again"
+    )]
+    AutonomyChanged { tool: String, now: String },
     #[error("the store is busy (another process holds it); try again")]
     Busy,
     #[error("the database cannot be reached ({0}); check the connection and try again")]
@@ -377,13 +383,37 @@ pub trait Store: Send + Sync {
 
     /// Ids of held operations in `scope` whose status lookup holdfast makes itself
     /// and whose next observation is due at `now`, soonest first, at most
-    /// `limit`; a slot that a live claim holds is left out.
+    /// `limit`; a slot that a live claim holds is left out. With `at_least`, only
+    /// operations of tools at that autonomy level or above (DESIGN §9.4).
     async fn due_lookups(
         &self,
         scope: &Scope,
         now: DateTime<Utc>,
+        at_least: Option<Level>,
         limit: u64,
     ) -> Result<Vec<OperationId>, StoreError>;
+
+    /// Every tool's stored autonomy level; a tool not listed is at `manual`.
+    async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError>;
+
+    /// Writes one level change with its audit row, in one transaction; refuses
+    /// with [`StoreError::AutonomyChanged`] when the tool's level is no longer the
+    /// change's `from`.
+    async fn set_autonomy(&self, change: LevelChange) -> Result<AuditRow, StoreError>;
+
+    /// Recorded drill results (`holdfast drill --tool`), oldest first, each with
+    /// the seq of the audit row that recorded it; only `tool`'s when named.
+    async fn drill_results(
+        &self,
+        tool: Option<&str>,
+    ) -> Result<Vec<(i64, DrillResult)>, StoreError>;
+
+    /// Records one drill result with its audit row `draft`, in one transaction.
+    async fn record_drill(
+        &self,
+        result: DrillResult,
+        draft: AuditDraft,
+    ) -> Result<AuditRow, StoreError>;
 
     /// Claims the lookup of `id` for the slot `slot` (its scheduled instant) for
     /// `by` until `until`: `true` when this call holds it now, `false` when a live

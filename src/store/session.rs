@@ -156,9 +156,12 @@ impl Session {
     pub async fn due_lookups(
         &self,
         now: DateTime<Utc>,
+        at_least: Option<crate::core::autonomy::Level>,
         limit: u64,
     ) -> Result<Vec<OperationId>, StoreError> {
-        self.store.due_lookups(&self.scope, now, limit).await
+        self.store
+            .due_lookups(&self.scope, now, at_least, limit)
+            .await
     }
 
     /// Claims one lookup slot for this session's actor (see

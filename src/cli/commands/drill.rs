@@ -7,6 +7,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::cli::{Context, Failure, exit};
+use crate::core::autonomy::{DrillResult, covered};
 use crate::core::clock::format_instant;
 use crate::executor::ExecClock;
 use crate::sim::{Case, Provider, parse_cases};
@@ -20,6 +21,12 @@ pub struct DrillArgs {
     /// Print the cases, metrics and release gate as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Run the sixteen injections under this tool's own contract, read from the
+    /// store (`--db`/`--database-url` name that store), and record the result
+    /// there for the autonomy gate; the drill's own operations go to a fresh
+    /// store of their own.
+    #[arg(long, value_name = "TOOL", conflicts_with = "cases")]
+    pub tool: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -44,8 +51,92 @@ fn read_cases(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
     })
 }
 
+/// A fresh drill store in the data dir, named after `what` and the time.
+fn fresh_store(ctx: &Context, what: &str) -> Location {
+    let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S%.3f");
+    let name: String = what
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    Location::Sqlite(ctx.paths.data_dir.join(format!("drill-{name}{stamp}.db")))
+}
+
+/// `holdfast drill --tool TOOL`: the seed's injections under the tool's contract,
+/// the result recorded for the tool.
+async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8> {
+    let store = ctx.open_store().await?;
+    let actor = ctx.actor(store.as_ref()).await?;
+    let dataset = store.dataset().await?;
+    let Some(contract) = dataset.contracts.iter().find(|c| c.tool == tool) else {
+        return Err(Failure::new(
+            exit::ERROR,
+            format!("{} holds no contract for tool {tool}", store.location()),
+        )
+        .into());
+    };
+    let seed = crate::drill::seed_cases().map_err(|errors| {
+        Failure::new(
+            exit::ERROR,
+            format!("the built-in cases do not parse: {}", errors[0]),
+        )
+    })?;
+    let cases =
+        crate::drill::under_contract(&seed, contract).map_err(|e| Failure::new(exit::ERROR, e))?;
+    let location = fresh_store(ctx, &format!("{tool}-"));
+    let scratch = location.open().await?;
+    let outcome = crate::drill::run(scratch.as_ref(), &cases).await?;
+    let result = DrillResult {
+        tool: tool.to_owned(),
+        at: ctx.now(),
+        cases: u32::try_from(outcome.cases.len()).unwrap_or(u32::MAX),
+        passed: u32::try_from(outcome.cases.iter().filter(|c| c.pass).count()).unwrap_or(u32::MAX),
+        modes: covered(outcome.cases.iter().map(|c| c.mode)),
+        failed: outcome
+            .cases
+            .iter()
+            .filter(|c| !c.pass)
+            .map(|c| c.id.clone())
+            .collect(),
+        drill_store: scratch.location(),
+        by: actor.identity.clone(),
+    };
+    let row = crate::autonomy::record_drill(store.as_ref(), &actor, result.clone(), ctx.now())
+        .await
+        .map_err(crate::cli::review::failure)?;
+    if json {
+        let mut value = outcome.to_json();
+        value["tool"] = serde_json::json!({"result": result, "audit_seq": row.seq});
+        println!("{}", serde_json::to_string_pretty(&value)?);
+    } else {
+        print!("{}", crate::drill::table::render(&outcome));
+        println!(
+            "tool {tool}: {} of {} cases passed, {} of 8 failure modes covered; recorded in {} (audit seq {})",
+            result.passed,
+            result.cases,
+            result.modes.len(),
+            store.location(),
+            row.seq
+        );
+        if let Err(why) = result.check() {
+            println!("this drill does not open autonomy gate A2: {why}");
+        }
+    }
+    eprintln!(
+        "drill store {}; open it with `holdfast --db …`",
+        scratch.location()
+    );
+    Ok(if outcome.all_pass() {
+        exit::OK
+    } else {
+        exit::ERROR
+    })
+}
+
 /// Runs the drill; exit 0 only when every case passes.
 pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
+    if let Some(tool) = &args.tool {
+        return drill_tool(ctx, tool, args.json).await;
+    }
     let mut cases = crate::drill::seed_cases().map_err(|errors| {
         Failure::new(
             exit::ERROR,
@@ -66,8 +157,7 @@ pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
     let location = if ctx.database_url.is_some() || ctx.db.is_some() {
         ctx.store_location()?
     } else {
-        let stamp = chrono::Utc::now().format("%Y%m%dT%H%M%S");
-        Location::Sqlite(ctx.paths.data_dir.join(format!("drill-{stamp}.db")))
+        fresh_store(ctx, "")
     };
     let store = location.open().await?;
     let outcome = crate::drill::run(store.as_ref(), &cases).await?;

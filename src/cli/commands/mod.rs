@@ -2,6 +2,7 @@
 //! arguments are defined with the rest of the command line in [`super`].
 
 pub mod audit;
+pub mod autonomy;
 pub mod console;
 pub mod copy;
 pub mod drill;

@@ -62,6 +62,9 @@ pub async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
             session: Session::new(store, actor),
             rationale,
             clock: ctx.clock,
+            at_least: args
+                .watch
+                .then_some(crate::core::autonomy::Capability::ScheduledLookup.needs()),
         }),
         looker,
         limiter: RateLimiter::new(ctx.config.lookup.clone()),

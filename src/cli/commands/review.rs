@@ -400,7 +400,7 @@ fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
 
 /// Prints a refusal or conflict on stderr (and as JSON on stdout with `--json`)
 /// and gives its exit code; any other error is returned.
-fn report_refusal(error: ReviewError, json: bool) -> anyhow::Result<u8> {
+pub(crate) fn report_refusal(error: ReviewError, json: bool) -> anyhow::Result<u8> {
     let Some(rule) = error.rule() else {
         return Err(failure(error));
     };

@@ -82,6 +82,23 @@ fn decide_with(
         );
     }
     let role = actor.role_for(&op.tenant, kind)?;
+    if crate::core::autonomy::is_agent(actor.principal()) && !confirming {
+        use crate::core::model::ActionKind::{ApproveCompensation, ApproveResume, AuthorizeRetry};
+        if !matches!(kind, AuthorizeRetry | ApproveCompensation | ApproveResume) {
+            return refuse(
+                Rule::A4,
+                format!(
+                    "{} is an agent identity: agents only open proposals (authorize-retry, approve-compensation, approve-resume) for a person to confirm",
+                    actor.principal()
+                ),
+            );
+        }
+        crate::core::autonomy::require(
+            &op.tool,
+            detail.autonomy,
+            crate::core::autonomy::Capability::AgentProposal,
+        )?;
+    }
     if op.state.is_terminal() && kind != ActionKind::Comment {
         return refuse(
             Rule::G1,

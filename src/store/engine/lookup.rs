@@ -6,6 +6,7 @@ use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
 use super::db;
+use crate::core::autonomy::Level;
 use crate::core::ids::OperationId;
 use crate::store::plan::codec::{self, ms};
 use crate::store::sql::{held_states_sql, push_tenants};
@@ -21,6 +22,7 @@ shared! {
             &self,
             scope: &Scope,
             now: DateTime<Utc>,
+            at_least: Option<Level>,
             limit: u64,
         ) -> Result<Vec<OperationId>, StoreError> {
             let now = ms(now);
@@ -38,6 +40,11 @@ shared! {
             );
             qb.push_bind(now);
             qb.push(")");
+            if let Some(level) = at_least {
+                qb.push(" AND o.tool IN (SELECT tool FROM autonomy WHERE level_rank >= ");
+                qb.push_bind(level.rank());
+                qb.push(")");
+            }
             push_tenants(&mut qb, "o.tenant", scope);
             qb.push(" ORDER BY o.next_observation_ms, o.id LIMIT ");
             qb.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));

@@ -23,7 +23,8 @@ use super::{
     Store, StoreError,
 };
 use crate::core::access::GrantChange;
-use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
+use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
 use crate::core::rules::Commit;
@@ -178,6 +179,7 @@ macro_rules! shared {
     };
 }
 
+mod autonomy;
 mod copy;
 mod lookup;
 mod migrate;
@@ -344,9 +346,34 @@ shared! {
             &self,
             scope: &Scope,
             now: DateTime<Utc>,
+            at_least: Option<Level>,
             limit: u64,
         ) -> Result<Vec<OperationId>, StoreError> {
-            self.read_due_lookups(scope, now, limit).await
+            self.read_due_lookups(scope, now, at_least, limit).await
+        }
+
+        async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            Self::all_levels(&mut conn).await
+        }
+
+        async fn set_autonomy(&self, change: LevelChange) -> Result<AuditRow, StoreError> {
+            self.write_level(change).await
+        }
+
+        async fn drill_results(
+            &self,
+            tool: Option<&str>,
+        ) -> Result<Vec<(i64, DrillResult)>, StoreError> {
+            self.read_drills(tool).await
+        }
+
+        async fn record_drill(
+            &self,
+            result: DrillResult,
+            draft: AuditDraft,
+        ) -> Result<AuditRow, StoreError> {
+            self.write_drill(result, draft).await
         }
 
         async fn claim_lookup(

@@ -381,6 +381,19 @@ shared! {
             )
             .await?
             .pop();
+            let autonomy = match sqlx::query("SELECT level FROM autonomy WHERE tool = $1")
+                .bind(op.tool.as_str())
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db::<DB>)?
+            {
+                Some(row) => {
+                    let level = Self::text(&row, "level")?;
+                    crate::core::autonomy::Level::parse(&level)
+                        .ok_or_else(|| codec::corrupt(format!("autonomy level {level:?}")))?
+                }
+                None => crate::core::autonomy::Level::Manual,
+            };
             let attempts = Self::wires(
                 &mut conn,
                 "SELECT wire FROM attempts WHERE operation = $1 ORDER BY seq, id",
@@ -464,6 +477,7 @@ shared! {
                 dependencies,
                 proposals,
                 key_conflicts,
+                autonomy,
             })
         }
 

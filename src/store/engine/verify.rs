@@ -1,6 +1,6 @@
 //! Verification: the walk over the audit chain, then the comparison of what is
 //! stored — each operation's state, owner and version, every record against its
-//! `record_hash`, the grants — with what the chain says, so that an edit made
+//! `record_hash`, the grants, the autonomy levels and drill results — with what the chain says, so that an edit made
 //! behind the store's back is found wherever it was made.
 
 use std::collections::HashSet;
@@ -161,7 +161,13 @@ shared! {
                 }
             }
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            Ok(ledger.check_grants(&Self::all_grants(&mut conn).await?))
+            if let Err(divergence) = ledger.check_grants(&Self::all_grants(&mut conn).await?) {
+                return Ok(Err(divergence));
+            }
+            if let Err(divergence) = ledger.check_levels(&Self::all_levels(&mut conn).await?) {
+                return Ok(Err(divergence));
+            }
+            Ok(ledger.check_drills(&self.read_drills(None).await?))
         }
     }
 }

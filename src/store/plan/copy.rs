@@ -177,6 +177,33 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "autonomy",
+        order: "tool",
+        columns: &[
+            ("tool", Text),
+            ("level", Text),
+            ("level_rank", Int),
+            ("set_by", Text),
+            ("set_at", Text),
+            ("rationale", Text),
+        ],
+    },
+    Table {
+        name: "drill_runs",
+        order: "seq",
+        columns: &[
+            ("seq", Int),
+            ("tool", Text),
+            ("run_at", Text),
+            ("cases", Int),
+            ("passed", Int),
+            ("modes", Text),
+            ("failed", Text),
+            ("drill_store", Text),
+            ("recorded_by", Text),
+        ],
+    },
+    Table {
         name: "audit",
         order: "seq",
         columns: &[

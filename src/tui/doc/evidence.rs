@@ -205,6 +205,12 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
         Clean::new(&b.status_lookup),
         lookup_style,
     );
+    doc.field(
+        theme,
+        "autonomy",
+        Clean::new(&b.autonomy.describe()),
+        theme.plain(),
+    );
     doc.field(theme, "target", Clean::new(&b.target), theme.plain());
     let four_eyes = if b.risk.needs_four_eyes() {
         " (retry and compensation need a second approver)"

@@ -29,8 +29,13 @@ impl<'a> Plan<'a> {
         }
         check(self)?;
         let four_eyes = self.op().risk.needs_four_eyes();
-        if !self.confirming && (four_eyes || !matches!(self.role, Role::Approver | Role::Local)) {
-            let why = if four_eyes {
+        let agent = crate::core::autonomy::is_agent(self.actor.principal());
+        if !self.confirming
+            && (four_eyes || agent || !matches!(self.role, Role::Approver | Role::Local))
+        {
+            let why = if agent {
+                format!("{} is an agent; a person confirms", self.actor.principal())
+            } else if four_eyes {
                 format!(
                     "risk {} needs a second, different approver to confirm",
                     self.op().risk

@@ -1,0 +1,561 @@
+//! Autonomy per tool (DESIGN §9.4; seed 001's ladder manual → native → automation
+//! → agent): the levels, what each lets holdfast do on its own, the three gates a
+//! raise must pass, and the audited decision on a change. Like grants, autonomy
+//! changes and drill results are rows of the one audit chain, under the reserved
+//! ledger ids [`AUTONOMY_LEDGER`] and [`DRILL_LEDGER`], so `audit verify` covers them.
+
+use std::collections::BTreeSet;
+
+use chrono::{DateTime, Utc};
+use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::actor::Actor;
+use super::audit::AuditDraft;
+use super::clock::format_instant;
+use super::ids::OperationId;
+use super::lookup::StatusLookup;
+use super::model::{Contract, FailureMode, Role, State, text_enum};
+use super::refusal::{Refusal, Rule};
+use super::rules::Rationale;
+
+/// The audit rows of autonomy changes carry this in their `operation` column.
+pub const AUTONOMY_LEDGER: &str = "holdfast:autonomy";
+/// The audit rows of drill results recorded for a tool carry this.
+pub const DRILL_LEDGER: &str = "holdfast:drills";
+/// The action name of an autonomy change in the audit log.
+pub const SET_ACTION: &str = "autonomy-set";
+/// The action name of a recorded drill in the audit log.
+pub const DRILL_ACTION: &str = "drill";
+
+text_enum!(
+    /// How much holdfast does on its own for one tool, lowest first.
+    Level {
+        Manual => "manual",
+        Native => "native",
+        Automation => "automation",
+        Agent => "agent",
+    }
+);
+
+impl Level {
+    /// The level's position on the ladder (0 for manual), as the store keeps it
+    /// beside the name so a query can ask for "native or above".
+    pub fn rank(self) -> i64 {
+        match self {
+            Level::Manual => 0,
+            Level::Native => 1,
+            Level::Automation => 2,
+            Level::Agent => 3,
+        }
+    }
+
+    /// What the level lets holdfast do on its own, in words.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            Level::Manual => "a person runs every lookup and every piece of work",
+            Level::Native => "scheduled lookups run by themselves (reads only)",
+            Level::Automation => "scheduled lookups run, and workers may claim approved work",
+            Level::Agent => {
+                "scheduled lookups run, workers claim approved work, and an agent identity may open proposals (a person still confirms)"
+            }
+        }
+    }
+}
+
+/// Something holdfast (or a non-person identity) does for a tool without a
+/// person asking for it this time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Capability {
+    /// `observe --watch` looks the tool's holds up on their schedule.
+    ScheduledLookup,
+    /// A worker claims approved work (retries, compensations, resumes).
+    ClaimWork,
+    /// An agent identity opens a proposal on one of the tool's operations.
+    AgentProposal,
+}
+
+impl Capability {
+    /// The lowest level that permits it.
+    pub fn needs(self) -> Level {
+        match self {
+            Capability::ScheduledLookup => Level::Native,
+            Capability::ClaimWork => Level::Automation,
+            Capability::AgentProposal => Level::Agent,
+        }
+    }
+
+    fn words(self) -> &'static str {
+        match self {
+            Capability::ScheduledLookup => "scheduled lookups",
+            Capability::ClaimWork => "workers claiming its work",
+            Capability::AgentProposal => "an agent identity opening proposals",
+        }
+    }
+}
+
+/// Whether a tool at `level` permits `capability`.
+pub fn permits(level: Level, capability: Capability) -> bool {
+    level >= capability.needs()
+}
+
+/// [`permits`] as a refusal naming rule A4, for the doors that act on it (the
+/// work protocol's claim, an agent's proposal).
+pub fn require(tool: &str, level: Level, capability: Capability) -> Result<(), Refusal> {
+    if permits(level, capability) {
+        return Ok(());
+    }
+    Err(Refusal {
+        rule: Rule::A4,
+        reason: format!(
+            "tool {tool} is at autonomy level {level}; {} needs {} or above (an owner raises it with `holdfast autonomy set {tool} {} --rationale …`)",
+            capability.words(),
+            capability.needs(),
+            capability.needs()
+        ),
+    })
+}
+
+/// The prefix of identities that are agents rather than people or services.
+pub const AGENT_PREFIX: &str = "agent:";
+
+/// Whether `identity` names an agent.
+pub fn is_agent(identity: &str) -> bool {
+    identity.starts_with(AGENT_PREFIX)
+}
+
+/// A tool's stored level: who set it, when and why. A tool without one is at
+/// [`Level::Manual`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolLevel {
+    pub tool: String,
+    pub level: Level,
+    pub set_by: String,
+    pub set_at: DateTime<Utc>,
+    pub rationale: String,
+}
+
+/// The level of `tool` in `levels`, manual when it has none.
+pub fn level_of(levels: &[ToolLevel], tool: &str) -> Level {
+    levels
+        .iter()
+        .find(|l| l.tool == tool)
+        .map_or(Level::Manual, |l| l.level)
+}
+
+/// One drill run for a tool, as recorded in its store: how many of the
+/// injections ran and passed, and which failure modes they covered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DrillResult {
+    pub tool: String,
+    pub at: DateTime<Utc>,
+    pub cases: u32,
+    pub passed: u32,
+    /// The failure modes the cases covered (a mode counts when at least one case
+    /// of it ran), in [`FailureMode::ALL`] order.
+    pub modes: Vec<FailureMode>,
+    /// Ids of the cases that failed.
+    pub failed: Vec<String>,
+    /// Where the drill's own operations were written (a store of its own).
+    pub drill_store: String,
+    pub by: String,
+}
+
+impl DrillResult {
+    /// Why this drill does not satisfy gate A2, or `Ok` when every mode was
+    /// covered and every case passed.
+    pub fn check(&self) -> Result<(), String> {
+        let missing: Vec<&str> = FailureMode::ALL
+            .iter()
+            .filter(|m| !self.modes.contains(m))
+            .map(|m| m.as_str())
+            .collect();
+        if !missing.is_empty() {
+            return Err(format!(
+                "its latest drill ({}) did not cover {}",
+                format_instant(self.at),
+                missing.join(", ")
+            ));
+        }
+        if self.passed != self.cases || !self.failed.is_empty() {
+            return Err(format!(
+                "its latest drill ({}) passed {} of {} cases (failed: {})",
+                format_instant(self.at),
+                self.passed,
+                self.cases,
+                self.failed.join(", ")
+            ));
+        }
+        Ok(())
+    }
+
+    /// The audit row that records it: `tool:`, `cases:`, `passed:`, `modes:`,
+    /// `failed:` and `store:` entries, which verify compares with the stored row.
+    pub fn draft(&self, role: Role, policy: Option<String>) -> AuditDraft {
+        AuditDraft {
+            operation: ledger_id(DRILL_LEDGER),
+            action: DRILL_ACTION.to_owned(),
+            from: None,
+            to: None,
+            by: self.by.clone(),
+            role,
+            policy,
+            on_behalf_of: None,
+            rationale: None,
+            evidence: self.evidence(),
+            at: self.at,
+        }
+    }
+
+    /// The evidence entries of its audit row.
+    pub fn evidence(&self) -> Vec<String> {
+        vec![
+            format!("tool:{}", self.tool),
+            format!("cases:{}", self.cases),
+            format!("passed:{}", self.passed),
+            format!(
+                "modes:{}",
+                self.modes
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect::<Vec<_>>()
+                    .join(",")
+            ),
+            format!("failed:{}", self.failed.join(",")),
+            format!("store:{}", self.drill_store),
+        ]
+    }
+}
+
+/// The modes `modes` covers, each once, in [`FailureMode::ALL`] order.
+pub fn covered(modes: impl IntoIterator<Item = FailureMode>) -> Vec<FailureMode> {
+    let set: BTreeSet<FailureMode> = modes.into_iter().collect();
+    FailureMode::ALL
+        .iter()
+        .copied()
+        .filter(|m| set.contains(m))
+        .collect()
+}
+
+/// The id the ledger rows carry.
+pub fn ledger_id(ledger: &str) -> OperationId {
+    OperationId::parse(ledger).unwrap_or_else(|_| unreachable!("ledger ids are valid ids"))
+}
+
+/// A veto on one of the tool's operations that is still open: the release gate
+/// found it (DESIGN §6) and the operation has not reached a terminal state.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct OpenVeto {
+    pub operation: OperationId,
+    pub state: State,
+    /// The veto kinds, as the release gate names them.
+    pub kinds: Vec<String>,
+}
+
+/// Everything the gates of a raise read, gathered by the caller from the store.
+#[derive(Debug, Clone, Default)]
+pub struct Gates<'a> {
+    /// The tool's contract, if the store holds one.
+    pub contract: Option<&'a Contract>,
+    /// The tool's latest recorded drill.
+    pub drill: Option<&'a DrillResult>,
+    /// Open vetoes on the tool's operations.
+    pub vetoes: Vec<OpenVeto>,
+    /// The tenants of the tool's operations (whose owners the change touches).
+    pub tenants: Vec<String>,
+}
+
+/// A tool's standing against the three gates, for `autonomy list`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Standing {
+    /// `None` when the gate passes, else why not.
+    pub lookup: Option<String>,
+    pub drill: Option<String>,
+    pub veto: Option<String>,
+}
+
+impl Standing {
+    pub fn raisable(&self) -> bool {
+        self.lookup.is_none() && self.drill.is_none() && self.veto.is_none()
+    }
+}
+
+/// Checks the three gates of a raise of `tool`; the first that fails is refused
+/// with its rule (A1 lookup, A2 drill, A3 veto).
+pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
+    let lookup = match gates.contract.map(|c| &c.status_lookup) {
+        None => Some(format!("the store holds no contract for tool {tool}")),
+        Some(StatusLookup::Http(_)) => None,
+        Some(StatusLookup::ByHand) => Some(format!(
+            "tool {tool}'s contract says a lookup exists but not how to make it; give status_lookup the object of DESIGN §9.1"
+        )),
+        Some(StatusLookup::None) => Some(format!(
+            "tool {tool}'s contract has no status lookup; the lack of a status path limits autonomy"
+        )),
+    };
+    let drill = match gates.drill {
+        None => Some(format!(
+            "tool {tool} has no recorded drill; run `holdfast drill --tool {tool}`"
+        )),
+        Some(d) => d.check().err(),
+    };
+    let veto = (!gates.vetoes.is_empty()).then(|| {
+        let named: Vec<String> = gates
+            .vetoes
+            .iter()
+            .map(|v| format!("{} ({}, {})", v.operation, v.state, v.kinds.join("+")))
+            .collect();
+        format!(
+            "{} open veto(es) on tool {tool}'s operations: {}; settle them first",
+            gates.vetoes.len(),
+            named.join(", ")
+        )
+    });
+    Standing {
+        lookup,
+        drill,
+        veto,
+    }
+}
+
+/// What someone asks: put `tool` at `level`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LevelRequest {
+    pub tool: String,
+    pub level: Level,
+}
+
+/// An allowed change, ready for the store: the new row, the level it was decided
+/// on (the store refuses the change when it moved in between) and its audit row.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LevelChange {
+    pub from: Level,
+    pub to: ToolLevel,
+    pub consequences: Vec<String>,
+    pub audit: AuditDraft,
+}
+
+/// The role `actor` changes `tool`'s level with: the local user in single-user
+/// mode; otherwise an owner of every tenant the tool's operations belong to (of
+/// some tenant when it has none yet), acting in its own name (G6).
+pub fn owner_role(
+    actor: &Actor,
+    tool: &str,
+    tenants: &[String],
+    what: &str,
+) -> Result<Role, Refusal> {
+    if actor.on_behalf_of.is_some() {
+        super::access::own_name(actor, what)?;
+    }
+    let Some(grants) = &actor.grants else {
+        return Ok(Role::Local);
+    };
+    let owns = |tenant: &str| {
+        grants
+            .iter()
+            .any(|g| g.role == Role::Owner && g.tenant == tenant)
+    };
+    let missing: Vec<&str> = tenants
+        .iter()
+        .map(String::as_str)
+        .filter(|t| !owns(t))
+        .collect();
+    let owner_anywhere = grants.iter().any(|g| g.role == Role::Owner);
+    if !missing.is_empty() || !owner_anywhere {
+        return Err(Refusal {
+            rule: Rule::G6,
+            reason: if missing.is_empty() {
+                format!(
+                    "{what} for tool {tool} is an owner's decision; {} is an owner nowhere",
+                    actor.identity
+                )
+            } else {
+                format!(
+                    "{what} for tool {tool} is an owner's decision on every tenant its operations belong to; {} is not an owner of {}",
+                    actor.identity,
+                    missing.join(", ")
+                )
+            },
+        });
+    }
+    Ok(Role::Owner)
+}
+
+/// Decides a change of `tool`'s level from `current` to the requested one.
+/// `Ok(None)`: it is already there. Raising needs every gate (A1–A3); lowering is
+/// always allowed to an owner.
+pub fn decide_level(
+    actor: &Actor,
+    current: Level,
+    request: &LevelRequest,
+    gates: &Gates<'_>,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> Result<Option<LevelChange>, Refusal> {
+    let LevelRequest { tool, level } = request;
+    let role = owner_role(actor, tool, &gates.tenants, "changing autonomy")?;
+    if *level == current {
+        return Ok(None);
+    }
+    let raising = *level > current;
+    if raising {
+        let standing = standing(tool, gates);
+        for (rule, why) in [
+            (Rule::A1, standing.lookup),
+            (Rule::A2, standing.drill),
+            (Rule::A3, standing.veto),
+        ] {
+            if let Some(why) = why {
+                return Err(Refusal {
+                    rule,
+                    reason: format!(
+                        "raising tool {tool} from {current} to {level} is refused: {why}"
+                    ),
+                });
+            }
+        }
+    }
+    let to = ToolLevel {
+        tool: tool.clone(),
+        level: *level,
+        set_by: actor.identity.clone(),
+        set_at: now,
+        rationale: rationale.as_str().to_owned(),
+    };
+    let consequences = vec![format!(
+        "tool {tool} is at {level} (was {current}): {}",
+        level.meaning()
+    )];
+    let audit = AuditDraft {
+        operation: ledger_id(AUTONOMY_LEDGER),
+        action: SET_ACTION.to_owned(),
+        from: None,
+        to: None,
+        by: actor.identity.clone(),
+        role,
+        policy: actor.policy.clone(),
+        on_behalf_of: None,
+        rationale: Some(rationale.as_str().to_owned()),
+        evidence: vec![
+            format!("tool:{tool}"),
+            format!("from:{current}"),
+            format!("level:{level}"),
+        ],
+        at: now,
+    };
+    Ok(Some(LevelChange {
+        from: current,
+        to,
+        consequences,
+        audit,
+    }))
+}
+
+impl fmt::Display for Standing {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let failing: Vec<String> = [
+            ("A1", &self.lookup),
+            ("A2", &self.drill),
+            ("A3", &self.veto),
+        ]
+        .into_iter()
+        .filter_map(|(rule, why)| why.as_ref().map(|w| format!("{rule}: {w}")))
+        .collect();
+        if failing.is_empty() {
+            f.write_str("may be raised")
+        } else {
+            f.write_str(&failing.join("; "))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::parse_instant;
+    use crate::core::model::Grant;
+
+    fn at() -> DateTime<Utc> {
+        parse_instant("2026-09-05T10:00:00Z").expect("instant")
+    }
+
+    fn drill(passed: u32, modes: &[FailureMode]) -> DrillResult {
+        DrillResult {
+            tool: "T06".into(),
+            at: at(),
+            cases: 16,
+            passed,
+            modes: modes.to_vec(),
+            failed: if passed == 16 {
+                vec![]
+            } else {
+                vec!["T1".into()]
+            },
+            drill_store: "sqlite:/tmp/d.db".into(),
+            by: "maya".into(),
+        }
+    }
+
+    #[test]
+    fn the_ladder_orders_and_bounds_capabilities() {
+        assert!(Level::Manual < Level::Native && Level::Automation < Level::Agent);
+        assert!(!permits(Level::Manual, Capability::ScheduledLookup));
+        assert!(permits(Level::Native, Capability::ScheduledLookup));
+        assert!(!permits(Level::Native, Capability::ClaimWork));
+        assert!(permits(Level::Automation, Capability::ClaimWork));
+        assert!(!permits(Level::Automation, Capability::AgentProposal));
+        assert!(permits(Level::Agent, Capability::AgentProposal));
+        assert_eq!(
+            require("T06", Level::Native, Capability::ClaimWork)
+                .unwrap_err()
+                .rule,
+            Rule::A4
+        );
+    }
+
+    #[test]
+    fn a_drill_counts_only_when_it_covered_every_mode_and_passed_every_case() {
+        assert!(drill(16, FailureMode::ALL).check().is_ok());
+        assert!(drill(15, FailureMode::ALL).check().is_err());
+        let err = drill(16, &FailureMode::ALL[..7]).check().unwrap_err();
+        assert!(err.contains("unsafe_output"), "{err}");
+    }
+
+    #[test]
+    fn owners_of_every_tenant_of_the_tool_decide() {
+        let grant = |identity: &str, role: Role, tenant: &str| Grant {
+            identity: identity.into(),
+            role,
+            tenant: tenant.into(),
+            granted_by: "maya".into(),
+            granted_at: at(),
+        };
+        let all = [
+            grant("maya", Role::Owner, "p"),
+            grant("maya", Role::Owner, "n"),
+            grant("bo", Role::Owner, "p"),
+            grant("kai", Role::Approver, "p"),
+        ];
+        let tenants = vec!["p".to_owned(), "n".to_owned()];
+        let actor = |who: &str| Actor::from_grants(who, None, &all);
+        assert_eq!(
+            owner_role(&actor("maya"), "T06", &tenants, "x"),
+            Ok(Role::Owner)
+        );
+        assert_eq!(
+            owner_role(&actor("bo"), "T06", &tenants, "x")
+                .unwrap_err()
+                .rule,
+            Rule::G6
+        );
+        assert_eq!(
+            owner_role(&actor("kai"), "T06", &[], "x").unwrap_err().rule,
+            Rule::G6
+        );
+        assert_eq!(
+            owner_role(&Actor::local("me", None), "T06", &tenants, "x"),
+            Ok(Role::Local)
+        );
+    }
+}

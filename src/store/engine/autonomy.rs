@@ -1,0 +1,176 @@
+//! Autonomy per tool and the drill results its gate reads: the stored levels, a
+//! level change with its audit row, and a drill result with its audit row, each
+//! in one write transaction.
+
+use sqlx::Row;
+
+use super::db;
+use crate::core::audit::{AuditDraft, AuditRow, seal};
+use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
+use crate::core::clock::{format_instant, parse_instant};
+use crate::core::model::FailureMode;
+use crate::store::StoreError;
+use crate::store::plan::codec;
+
+/// Splits a stored comma list; empty text is an empty list.
+fn list(text: &str) -> Vec<String> {
+    text.split(',')
+        .filter(|s| !s.is_empty())
+        .map(str::to_owned)
+        .collect()
+}
+
+shared! {
+    impl {
+        /// Every stored level, by tool.
+        pub(super) async fn all_levels(conn: &mut DB::Connection) -> Result<Vec<ToolLevel>, StoreError> {
+            let rows = sqlx::query(
+                "SELECT tool, level, set_by, set_at, rationale FROM autonomy ORDER BY tool",
+            )
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    let level = Self::text(row, "level")?;
+                    let at = Self::text(row, "set_at")?;
+                    Ok(ToolLevel {
+                        tool: Self::text(row, "tool")?,
+                        level: Level::parse(&level)
+                            .ok_or_else(|| codec::corrupt(format!("autonomy level {level:?}")))?,
+                        set_by: Self::text(row, "set_by")?,
+                        set_at: parse_instant(&at)
+                            .map_err(|_| codec::corrupt(format!("autonomy time {at:?}")))?,
+                        rationale: Self::text(row, "rationale")?,
+                    })
+                })
+                .collect()
+        }
+
+        /// Every recorded drill result with the seq of the row that recorded it,
+        /// oldest first; only `tool`'s when one is named.
+        pub(super) async fn read_drills(
+            &self,
+            tool: Option<&str>,
+        ) -> Result<Vec<(i64, DrillResult)>, StoreError> {
+            let rows = match tool {
+                Some(tool) => sqlx::query(
+                    "SELECT seq, tool, run_at, cases, passed, modes, failed, drill_store, recorded_by \
+                     FROM drill_runs WHERE tool = $1 ORDER BY seq",
+                )
+                .bind(tool)
+                .fetch_all(&self.pool)
+                .await,
+                None => sqlx::query(
+                    "SELECT seq, tool, run_at, cases, passed, modes, failed, drill_store, recorded_by \
+                     FROM drill_runs ORDER BY seq",
+                )
+                .fetch_all(&self.pool)
+                .await,
+            }
+            .map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    let at = Self::text(row, "run_at")?;
+                    let count = |column: &str| -> Result<u32, StoreError> {
+                        let n: i64 = row.try_get(column).map_err(db::<DB>)?;
+                        u32::try_from(n).map_err(|_| codec::corrupt(format!("drill {column} {n}")))
+                    };
+                    let modes = list(&Self::text(row, "modes")?)
+                        .iter()
+                        .map(|m| {
+                            FailureMode::parse(m)
+                                .ok_or_else(|| codec::corrupt(format!("drill mode {m:?}")))
+                        })
+                        .collect::<Result<Vec<_>, _>>()?;
+                    let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
+                    Ok((
+                        seq,
+                        DrillResult {
+                            tool: Self::text(row, "tool")?,
+                            at: parse_instant(&at)
+                                .map_err(|_| codec::corrupt(format!("drill time {at:?}")))?,
+                            cases: count("cases")?,
+                            passed: count("passed")?,
+                            modes,
+                            failed: list(&Self::text(row, "failed")?),
+                            drill_store: Self::text(row, "drill_store")?,
+                            by: Self::text(row, "recorded_by")?,
+                        },
+                    ))
+                })
+                .collect()
+        }
+
+        /// Writes a level change and its audit row; refused with
+        /// [`StoreError::AutonomyChanged`] when the level moved since the decision.
+        pub(super) async fn write_level(&self, change: LevelChange) -> Result<AuditRow, StoreError> {
+            let (mut tx, head) = self.begin_write().await?;
+            let current = Self::all_levels(&mut tx)
+                .await?
+                .into_iter()
+                .find(|l| l.tool == change.to.tool)
+                .map_or(Level::Manual, |l| l.level);
+            if current != change.from {
+                tx.rollback().await.map_err(db::<DB>)?;
+                return Err(StoreError::AutonomyChanged {
+                    tool: change.to.tool.clone(),
+                    now: current.as_str().to_owned(),
+                });
+            }
+            let to = &change.to;
+            sqlx::query("DELETE FROM autonomy WHERE tool = $1")
+                .bind(to.tool.as_str())
+                .execute(&mut *tx)
+                .await
+                .map_err(db::<DB>)?;
+            sqlx::query(
+                "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(to.tool.as_str())
+            .bind(to.level.as_str())
+            .bind(to.level.rank())
+            .bind(to.set_by.as_str())
+            .bind(format_instant(to.set_at))
+            .bind(to.rationale.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db::<DB>)?;
+            let row = seal(&head.hash, head.seq + 1, change.audit);
+            Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(row)
+        }
+
+        /// Writes a drill result under the seq of its audit row.
+        pub(super) async fn write_drill(
+            &self,
+            result: DrillResult,
+            draft: AuditDraft,
+        ) -> Result<AuditRow, StoreError> {
+            let (mut tx, head) = self.begin_write().await?;
+            let row = seal(&head.hash, head.seq + 1, draft);
+            let modes: Vec<&str> = result.modes.iter().map(|m| m.as_str()).collect();
+            sqlx::query(
+                "INSERT INTO drill_runs (seq, tool, run_at, cases, passed, modes, failed, \
+                 drill_store, recorded_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+            )
+            .bind(row.seq)
+            .bind(result.tool.as_str())
+            .bind(format_instant(result.at))
+            .bind(i64::from(result.cases))
+            .bind(i64::from(result.passed))
+            .bind(modes.join(","))
+            .bind(result.failed.join(","))
+            .bind(result.drill_store.as_str())
+            .bind(result.by.as_str())
+            .execute(&mut *tx)
+            .await
+            .map_err(db::<DB>)?;
+            Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(row)
+        }
+    }
+}
