@@ -42,6 +42,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "lookup_claims",
         include_str!("../../migrations/postgres/20261201000013_lookup_claims.sql"),
     ),
+    (
+        20261201000030,
+        "autonomy",
+        include_str!("../../migrations/postgres/20261201000030_autonomy.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
