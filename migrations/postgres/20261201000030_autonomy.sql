@@ -5,7 +5,7 @@
 CREATE TABLE autonomy (
     tool      TEXT PRIMARY KEY NOT NULL,
     level     TEXT NOT NULL,
-    level_rank INTEGER NOT NULL,
+    level_rank BIGINT NOT NULL,
     set_by    TEXT NOT NULL,
     set_at    TEXT NOT NULL,
     rationale TEXT NOT NULL
@@ -17,8 +17,8 @@ CREATE TABLE drill_runs (
     seq         BIGINT PRIMARY KEY NOT NULL,
     tool        TEXT NOT NULL,
     run_at      TEXT NOT NULL,
-    cases       INTEGER NOT NULL,
-    passed      INTEGER NOT NULL,
+    cases       BIGINT NOT NULL,
+    passed      BIGINT NOT NULL,
     modes       TEXT NOT NULL,
     failed      TEXT NOT NULL,
     drill_store TEXT NOT NULL,
