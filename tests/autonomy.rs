@@ -78,16 +78,24 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
     let maya = local();
     // T03's lookup is done by hand: no raise (A1).
     assert_eq!(set(store, &maya, "T03", Level::Native).await, Err(Rule::A1));
-    assert_eq!(set(store, &maya, "NOPE", Level::Native).await, Err(Rule::A1));
+    assert_eq!(
+        set(store, &maya, "NOPE", Level::Native).await,
+        Err(Rule::A1)
+    );
     // T06 has a lookup but no drill, then drills that do not count (A2).
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A2));
     record_drill(store, &maya, drill("T06", 15, FailureMode::ALL), now())
         .await
         .unwrap();
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A2));
-    record_drill(store, &maya, drill("T06", 16, &FailureMode::ALL[..7]), now())
-        .await
-        .unwrap();
+    record_drill(
+        store,
+        &maya,
+        drill("T06", 16, &FailureMode::ALL[..7]),
+        now(),
+    )
+    .await
+    .unwrap();
     assert_eq!(set(store, &maya, "T06", Level::Agent).await, Err(Rule::A2));
     // A full passing drill of another tool does not count for T06.
     record_drill(store, &maya, drill("T03", 16, FailureMode::ALL), now())
@@ -108,7 +116,15 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
     let accept = Action::Accept {
         repair_ref: "INC-4411".into(),
     };
-    let effect = decide(&detail, &accept, &maya, &rationale(), detail.row.version, now()).unwrap();
+    let effect = decide(
+        &detail,
+        &accept,
+        &maya,
+        &rationale(),
+        detail.row.version,
+        now(),
+    )
+    .unwrap();
     store.commit(effect.commit).await.unwrap();
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(false));
@@ -118,11 +134,17 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
         .await
         .unwrap();
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
-    assert_eq!(set(store, &maya, "T06", Level::Automation).await, Err(Rule::A2));
+    assert_eq!(
+        set(store, &maya, "T06", Level::Automation).await,
+        Err(Rule::A2)
+    );
     assert_eq!(set(store, &maya, "T06", Level::Manual).await, Ok(true));
     let levels = store.autonomy_levels().await.unwrap();
     assert_eq!(levels.len(), 1);
-    assert_eq!((levels[0].tool.as_str(), levels[0].level), ("T06", Level::Manual));
+    assert_eq!(
+        (levels[0].tool.as_str(), levels[0].level),
+        ("T06", Level::Manual)
+    );
     assert_eq!(levels[0].set_by, "maya");
     // Every change and every drill is a row of the chain, and verify agrees.
     let audit = store.audit(1, 1000).await.unwrap();
@@ -140,7 +162,10 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
             "tool:T06 from:native level:manual",
         ]
     );
-    assert_eq!(audit.iter().filter(|r| r.draft.action == "drill").count(), 5);
+    assert_eq!(
+        audit.iter().filter(|r| r.draft.action == "drill").count(),
+        5
+    );
     intact(store).await;
 }
 
@@ -157,7 +182,10 @@ async fn verify_finds_a_level_or_drill_changed_behind_the_chain(kind: Kind) {
         .execute("UPDATE drill_runs SET passed = 15")
         .await
         .unwrap();
-    assert!(matches!(store.verify().await.unwrap(), ChainStatus::Broken { .. }));
+    assert!(matches!(
+        store.verify().await.unwrap(),
+        ChainStatus::Broken { .. }
+    ));
     fresh
         .execute("UPDATE drill_runs SET passed = 16")
         .await
@@ -181,7 +209,11 @@ async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
     let store = fresh.store.clone();
     let maya = local();
     let session = Session::new(store.clone(), maya.clone());
-    for (who, role) in [("maya", Role::Owner), ("bo", Role::Approver), ("kai", Role::Owner)] {
+    for (who, role) in [
+        ("maya", Role::Owner),
+        ("bo", Role::Approver),
+        ("kai", Role::Owner),
+    ] {
         let tenant = if who == "kai" { "harbor" } else { "pinehaven" };
         let request = GrantRequest {
             op: GrantOp::Grant,
@@ -196,8 +228,14 @@ async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
     let grants = store.grants().await.unwrap();
     let as_ = |who: &str| Actor::from_grants(who, None, &grants);
     // bo approves but owns nothing; kai owns another tenant than T06's.
-    assert_eq!(set(store.as_ref(), &as_("bo"), "T06", Level::Manual).await, Err(Rule::G6));
-    assert_eq!(set(store.as_ref(), &as_("kai"), "T06", Level::Manual).await, Err(Rule::G6));
+    assert_eq!(
+        set(store.as_ref(), &as_("bo"), "T06", Level::Manual).await,
+        Err(Rule::G6)
+    );
+    assert_eq!(
+        set(store.as_ref(), &as_("kai"), "T06", Level::Manual).await,
+        Err(Rule::G6)
+    );
     let refused = record_drill(
         store.as_ref(),
         &as_("bo"),
@@ -216,7 +254,10 @@ async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
     .unwrap();
     // maya owns pinehaven, the only tenant of T06's operations: her refusal is
     // the gate's, not the role's.
-    assert_eq!(set(store.as_ref(), &as_("maya"), "T06", Level::Native).await, Err(Rule::A3));
+    assert_eq!(
+        set(store.as_ref(), &as_("maya"), "T06", Level::Native).await,
+        Err(Rule::A3)
+    );
     intact(store.as_ref()).await;
 }
 
@@ -240,7 +281,15 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
     let accept = Action::Accept {
         repair_ref: "INC-4411".into(),
     };
-    let effect = decide(&detail, &accept, &maya, &rationale(), detail.row.version, now()).unwrap();
+    let effect = decide(
+        &detail,
+        &accept,
+        &maya,
+        &rationale(),
+        detail.row.version,
+        now(),
+    )
+    .unwrap();
     store.commit(effect.commit).await.unwrap();
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     let watched = store
@@ -259,7 +308,12 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
     let detail = store.detail(&id("F62")).await.unwrap();
     assert_eq!(detail.autonomy, Level::Native);
     let bundle = holdfast::core::evidence::bundle(&detail, &maya, now());
-    assert!(bundle.autonomy.describe().starts_with("native: scheduled lookups"));
+    assert!(
+        bundle
+            .autonomy
+            .describe()
+            .starts_with("native: scheduled lookups")
+    );
 }
 
 async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
@@ -267,9 +321,16 @@ async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
     let store = fresh.store.as_ref();
     let agent = Actor::local("agent:refunds", None);
     let decide_as = |detail: &holdfast::core::model::OperationDetail, action: &Action| {
-        decide(detail, action, &agent, &rationale(), detail.row.version, now())
-            .map(|e| e.commit.open_proposal.is_some())
-            .map_err(|r| r.rule)
+        decide(
+            detail,
+            action,
+            &agent,
+            &rationale(),
+            detail.row.version,
+            now(),
+        )
+        .map(|e| e.commit.open_proposal.is_some())
+        .map_err(|r| r.rule)
     };
     let mut detail = store.detail(&id("F62")).await.unwrap();
     assert_eq!(detail.autonomy, Level::Manual);

@@ -29,14 +29,16 @@ fn standing(cli: &Cli, tool: &str) -> serde_json::Value {
 #[test]
 fn a_drill_under_the_tools_contract_passes_and_opens_the_raise() {
     let cli = tools();
-    cli.run("owner", &["autonomy", "set", "T06", "native", "--rationale", RATIONALE])
-        .refused("A2");
-    let run = cli
-        .run("owner", &["drill", "--tool", "T06"])
-        .expect_code(0);
+    cli.run(
+        "owner",
+        &["autonomy", "set", "T06", "native", "--rationale", RATIONALE],
+    )
+    .refused("A2");
+    let run = cli.run("owner", &["drill", "--tool", "T06"]).expect_code(0);
     assert!(run.stdout.contains("16 of 16 cases pass"), "{}", run.stdout);
     assert!(
-        run.stdout.contains("tool T06: 16 of 16 cases passed, 8 of 8 failure modes covered"),
+        run.stdout
+            .contains("tool T06: 16 of 16 cases passed, 8 of 8 failure modes covered"),
         "{}",
         run.stdout
     );
@@ -45,10 +47,16 @@ fn a_drill_under_the_tools_contract_passes_and_opens_the_raise() {
     assert_eq!(t06["drill"]["modes"].as_array().unwrap().len(), 8);
     assert_eq!(t06["level"], "manual");
     // The drill's operations went to a store of their own, not the tool's store.
-    let listed = cli.run("owner", &["list", "--state", "all", "--json"]).expect_code(0).json();
+    let listed = cli
+        .run("owner", &["list", "--state", "all", "--json"])
+        .expect_code(0)
+        .json();
     assert!(listed.as_array().unwrap().is_empty(), "{listed}");
-    cli.run("owner", &["autonomy", "set", "T06", "native", "--rationale", RATIONALE])
-        .expect_code(0);
+    cli.run(
+        "owner",
+        &["autonomy", "set", "T06", "native", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
     assert_eq!(standing(&cli, "T06")["level"], "native");
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
 }
@@ -56,7 +64,9 @@ fn a_drill_under_the_tools_contract_passes_and_opens_the_raise() {
 #[test]
 fn a_contract_that_does_not_retry_a_failed_name_lookup_fails_its_drill_and_stays_manual() {
     let cli = tools();
-    let run = cli.run("owner", &["drill", "--tool", "T07", "--json"]).expect_code(1);
+    let run = cli
+        .run("owner", &["drill", "--tool", "T07", "--json"])
+        .expect_code(1);
     let out = run.json();
     let failed: Vec<&str> = out["cases"]
         .as_array()
@@ -66,21 +76,37 @@ fn a_contract_that_does_not_retry_a_failed_name_lookup_fails_its_drill_and_stays
         .map(|c| c["id"].as_str().unwrap())
         .collect();
     assert_eq!(failed, ["E1"], "dns_failure is not retryable for T07");
-    assert_eq!(out["tool"]["result"]["failed"].as_array().unwrap().len(), failed.len());
-    cli.run("owner", &["autonomy", "set", "T07", "native", "--rationale", RATIONALE])
-        .refused("A2");
+    assert_eq!(
+        out["tool"]["result"]["failed"].as_array().unwrap().len(),
+        failed.len()
+    );
+    cli.run(
+        "owner",
+        &["autonomy", "set", "T07", "native", "--rationale", RATIONALE],
+    )
+    .refused("A2");
 }
 
 #[test]
 fn a_tool_without_a_lookup_object_has_no_drill_and_no_raise() {
     let cli = tools();
     let run = cli.run("owner", &["drill", "--tool", "T08"]).expect_code(1);
-    assert!(run.stderr.contains("no status lookup object"), "{}", run.stderr);
-    cli.run("owner", &["autonomy", "set", "T08", "native", "--rationale", RATIONALE])
-        .refused("A1");
+    assert!(
+        run.stderr.contains("no status lookup object"),
+        "{}",
+        run.stderr
+    );
+    cli.run(
+        "owner",
+        &["autonomy", "set", "T08", "native", "--rationale", RATIONALE],
+    )
+    .refused("A1");
     // Lowering (here: setting the level it already has) is never refused.
     let run = cli
-        .run("owner", &["autonomy", "set", "T08", "manual", "--rationale", RATIONALE])
+        .run(
+            "owner",
+            &["autonomy", "set", "T08", "manual", "--rationale", RATIONALE],
+        )
         .expect_code(0);
     assert!(run.stdout.contains("already at manual"), "{}", run.stdout);
 }

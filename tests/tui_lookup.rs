@@ -114,3 +114,28 @@ async fn o_looks_the_hold_up_and_shows_what_it_now_allows() {
         assert_eq!(refusal.rule.to_string(), "G7");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn o_reads_answers_under_the_lookup_config_like_the_command_line() {
+    let p = Provider::start("").await;
+    let now = parse_instant("2026-09-05T10:10:00Z").unwrap();
+    let mut h = Harness::at(&packet(&p), now, 200, 50).await;
+    // The same answer that resolves L-match under the default limit is over a
+    // 64-byte `[lookup] body_limit_bytes`: an attempt, and nothing proved.
+    h.lookup.body_limit_bytes = Some(64);
+    h.select_id("L-match").await;
+    h.key(KeyCode::Char('o')).await;
+    let screen = h.render().to_string();
+    assert!(screen.contains("body_too_large"), "{screen}");
+    assert!(!screen.contains("SUCCEEDED is allowed"), "{screen}");
+    let detail = h
+        .store()
+        .detail(&holdfast::core::ids::OperationId::parse("L-match").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(detail.observations.len(), 0);
+    assert_eq!(
+        detail.attempts.last().and_then(|a| a.error_type.as_deref()),
+        Some("body_too_large")
+    );
+}

@@ -15,8 +15,8 @@ pub use limit::{LookupSettings, ProviderSettings, RateLimiter};
 pub use observe::{Due, ObserveLine, ObserveOptions, ObserveStore, Observer};
 pub use redact::{redact_secret, redact_url};
 pub use service::{
-    LookupError, Recorded, SessionObserver, last_provider_request_id, look_up, record, spec_of,
-    summary,
+    LookupError, Recorded, SessionObserver, last_provider_request_id, look_up, look_up_paced,
+    record, spec_of, summary,
 };
 
 use std::error::Error as _;

@@ -62,8 +62,25 @@ pub async fn look_up(
     id: &OperationId,
     rationale: &Rationale,
 ) -> Result<Recorded, LookupError> {
+    look_up_paced(session, looker, None, secrets, clock, id, rationale).await
+}
+
+/// [`look_up`], waiting first for the provider's turn under `limiter` (the
+/// `[lookup]` rates of the config), as the console and `review --lookup` do.
+pub async fn look_up_paced(
+    session: &Session,
+    looker: &Looker,
+    limiter: Option<&super::RateLimiter>,
+    secrets: &dyn Secrets,
+    clock: Clock,
+    id: &OperationId,
+    rationale: &Rationale,
+) -> Result<Recorded, LookupError> {
     let detail = review::load(session, id).await?;
     let spec = spec_of(&detail)?;
+    if let Some(limiter) = limiter {
+        limiter.acquire(&spec.provider()).await;
+    }
     let call = looker
         .look_up(
             spec,

@@ -51,6 +51,9 @@ pub struct Console {
     pub no_color: bool,
     /// The log file, named in the help overlay.
     pub log_path: Option<PathBuf>,
+    /// The `[lookup]` config: `o` reads bodies up to its limit and paces each
+    /// provider at its rate, like `observe` and `review --lookup`.
+    pub lookup: crate::lookup::LookupSettings,
 }
 
 /// Runs the console on `store` until the reviewer quits. The terminal is restored
@@ -62,7 +65,8 @@ pub async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> 
     let _input = Input::spawn(tx.clone()).context("cannot read the terminal")?;
     let session = Arc::new(Session::new(store, console.actor.clone()));
     let poller = runner::spawn_poller(Arc::clone(&session), console.clock, tx.clone());
-    let runner = Runner::new(session, tx);
+    let lookups = Arc::new(runner::Lookups::new(console.lookup.clone())?);
+    let runner = Runner::new(session, lookups, tx);
     let mut app = App::new(
         Options {
             actor: console.actor,

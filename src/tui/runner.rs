@@ -38,6 +38,21 @@ pub async fn audit_page(session: &Session) -> Result<AuditPage, StoreError> {
 /// for [`Effect::Quit`], which the loop handles itself). Every read is the
 /// session's, in its tenants, and every write is the session's actor's.
 pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
+    match Lookups::new(crate::lookup::LookupSettings::default()) {
+        Ok(lookups) => perform_with(session, &lookups, effect).await,
+        Err(error) => {
+            tracing::error!(%error, "cannot build the lookup client");
+            None
+        }
+    }
+}
+
+/// [`perform`] with the console's lookup client and pacing.
+pub async fn perform_with(
+    session: &Session,
+    lookups: &Lookups,
+    effect: &Effect,
+) -> Option<Message> {
     match effect {
         Effect::List { generation, query } => {
             let counts = async {
@@ -199,7 +214,7 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
             };
             Some(Message::LookedUp {
                 generation: *generation,
-                result: look_up(session, id, clock).await.map(Box::new),
+                result: look_up(session, lookups, id, clock).await.map(Box::new),
             })
         }
         Effect::Quit => None,
@@ -209,16 +224,16 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
 /// One lookup of `id`, recorded through the review service, as the screen shows it.
 async fn look_up(
     session: &Session,
+    lookups: &Lookups,
     id: &crate::core::ids::OperationId,
     clock: Clock,
 ) -> Result<LookupShown, String> {
     let rationale = crate::core::rules::Rationale::parse("status lookup from the console")
         .map_err(|e| e.clone())?;
-    let looker = crate::lookup::Looker::new(crate::lookup::LookupConfig::default())
-        .map_err(|e| e.to_string())?;
-    let recorded = crate::lookup::look_up(
+    let recorded = crate::lookup::look_up_paced(
         session,
-        &looker,
+        &lookups.looker,
+        Some(&lookups.limiter),
         &crate::lookup::EnvSecrets,
         clock,
         id,
@@ -249,12 +264,34 @@ async fn look_up(
 /// Spawns effects on tasks whose answers come back on the message channel.
 pub struct Runner {
     session: Arc<Session>,
+    lookups: Arc<Lookups>,
     tx: UnboundedSender<Message>,
 }
 
+/// What `o` looks up with: the HTTP client built from the `[lookup]` config (its
+/// body limit) and the per-provider pacing of its rates, shared by every lookup
+/// the console makes, as `observe` and `review --lookup` use them.
+pub struct Lookups {
+    pub looker: crate::lookup::Looker,
+    pub limiter: crate::lookup::RateLimiter,
+}
+
+impl Lookups {
+    pub fn new(settings: crate::lookup::LookupSettings) -> anyhow::Result<Lookups> {
+        Ok(Lookups {
+            looker: crate::lookup::Looker::new(settings.client())?,
+            limiter: crate::lookup::RateLimiter::new(settings),
+        })
+    }
+}
+
 impl Runner {
-    pub fn new(session: Arc<Session>, tx: UnboundedSender<Message>) -> Self {
-        Runner { session, tx }
+    pub fn new(session: Arc<Session>, lookups: Arc<Lookups>, tx: UnboundedSender<Message>) -> Self {
+        Runner {
+            session,
+            lookups,
+            tx,
+        }
     }
 
     /// Starts `effect`; returns `false` for [`Effect::Quit`].
@@ -263,9 +300,10 @@ impl Runner {
             return false;
         }
         let session = Arc::clone(&self.session);
+        let lookups = Arc::clone(&self.lookups);
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            if let Some(message) = perform(&session, &effect).await {
+            if let Some(message) = perform_with(&session, &lookups, &effect).await {
                 let _ = tx.send(message);
             }
         });

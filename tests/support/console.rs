@@ -13,7 +13,7 @@ use holdfast::store::{IngestMode, Link, Live, Session, Store};
 use holdfast::tui::app::{App, Effect, Message, Options, PromptState};
 use holdfast::tui::bulk::BulkDialog;
 use holdfast::tui::review::ReviewDialog;
-use holdfast::tui::runner::perform;
+use holdfast::tui::runner::perform_with;
 use holdfast::tui::view;
 use holdfast::wire::parse_stream;
 use ratatui::Terminal;
@@ -131,6 +131,8 @@ pub struct Harness {
     pub now: DateTime<Utc>,
     /// Whether the console asked to quit.
     pub quit: bool,
+    /// The `[lookup]` config the console's `o` runs under.
+    pub lookup: holdfast::lookup::LookupSettings,
 }
 
 impl Harness {
@@ -156,6 +158,7 @@ impl Harness {
             fresh,
             now,
             quit: false,
+            lookup: holdfast::lookup::LookupSettings::default(),
         };
         let effects = harness.app.init();
         harness.settle(effects).await;
@@ -184,7 +187,8 @@ impl Harness {
                 _ => {}
             }
             let session = Session::new(self.store(), self.app.actor.clone());
-            if let Some(message) = perform(&session, &effect).await {
+            let lookups = holdfast::tui::runner::Lookups::new(self.lookup.clone()).unwrap();
+            if let Some(message) = perform_with(&session, &lookups, &effect).await {
                 queue.extend(self.app.update(message));
             }
         }

@@ -18,6 +18,7 @@ pub async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8>
         clock: ctx.clock,
         no_color: ctx.no_color(),
         log_path: Some(ctx.paths.log_file.clone()),
+        lookup: ctx.config.lookup.clone(),
     };
     crate::tui::run(store, console).await?;
     Ok(exit::OK)

@@ -496,9 +496,11 @@ async fn lookup(ctx: &Context, id: &OperationId, args: &ReviewArgs) -> anyhow::R
     let session = ctx.session().await?;
     let looker = crate::lookup::Looker::new(ctx.config.lookup.client())
         .map_err(|e| Failure::new(exit::ERROR, e.to_string()))?;
-    let recorded = crate::lookup::look_up(
+    let limiter = crate::lookup::RateLimiter::new(ctx.config.lookup.clone());
+    let recorded = crate::lookup::look_up_paced(
         &session,
         &looker,
+        Some(&limiter),
         &crate::lookup::EnvSecrets,
         ctx.clock,
         id,
