@@ -13,7 +13,12 @@ use std::time::Instant;
 
 use axum::Router;
 use axum::routing::get;
+use holdfast::core::audit::AuditDraft;
+use holdfast::core::autonomy::{
+    AUTONOMY_LEDGER, Capability, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
+};
 use holdfast::core::clock::{Clock, parse_instant};
+use holdfast::core::model::Role;
 use holdfast::core::rules::{Actor, Rationale};
 use holdfast::lookup::{
     EnvSecrets, Looker, LookupConfig, LookupSettings, ObserveOptions, Observer, RateLimiter,
@@ -75,13 +80,47 @@ async fn main() -> anyhow::Result<()> {
     store
         .ingest(parsed.records, IngestMode::Strict, "bench", now)
         .await?;
+    // `observe --watch` looks up only tools at `native` or above. The bench puts
+    // B01 there through the store as a fixture (the gates of a raise are tested
+    // elsewhere), so the rounds below ask exactly what `--watch` asks.
+    let level = Level::Native;
+    store
+        .set_autonomy(LevelChange {
+            from: Level::Manual,
+            to: ToolLevel {
+                tool: "B01".into(),
+                level,
+                set_by: "bench".into(),
+                set_at: now,
+                rationale: "benchmark fixture".into(),
+            },
+            consequences: Vec::new(),
+            audit: AuditDraft {
+                operation: ledger_id(AUTONOMY_LEDGER),
+                action: SET_ACTION.into(),
+                from: None,
+                to: None,
+                by: "bench".into(),
+                role: Role::Local,
+                policy: None,
+                on_behalf_of: None,
+                rationale: Some("benchmark fixture".into()),
+                evidence: vec![
+                    "tool:B01".into(),
+                    "from:manual".into(),
+                    "level:native".into(),
+                ],
+                at: now,
+            },
+        })
+        .await?;
     let observer = Observer {
         store: Arc::new(SessionObserver {
             session: Session::new(store, Actor::local("svc:observer", None)),
             rationale: Rationale::parse("scheduled lookup, benchmark")
                 .map_err(anyhow::Error::msg)?,
             clock: Clock::Frozen(now),
-            at_least: None,
+            at_least: Some(Capability::ScheduledLookup.needs()),
         }),
         looker: Looker::new(LookupConfig::default())?,
         limiter: RateLimiter::new(LookupSettings::default()),
