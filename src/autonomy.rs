@@ -17,6 +17,19 @@ use crate::core::rules::Rationale;
 use crate::review::ReviewError;
 use crate::store::{Store, StoreError};
 
+/// The tenants of `tool`'s operations in `dataset`, sorted.
+fn tenants_of(dataset: &Dataset, tool: &str) -> Vec<String> {
+    let mut tenants: Vec<String> = dataset
+        .operations
+        .iter()
+        .filter(|o| o.tool == tool)
+        .map(|o| o.tenant.clone())
+        .collect();
+    tenants.sort();
+    tenants.dedup();
+    tenants
+}
+
 /// How often a change is decided again when another one landed first.
 const ATTEMPTS: usize = 3;
 
@@ -91,16 +104,7 @@ impl Snapshot {
 
     /// The tenants of `tool`'s operations, sorted.
     pub fn tenants(&self, tool: &str) -> Vec<String> {
-        let mut tenants: Vec<String> = self
-            .dataset
-            .operations
-            .iter()
-            .filter(|o| o.tool == tool)
-            .map(|o| o.tenant.clone())
-            .collect();
-        tenants.sort();
-        tenants.dedup();
-        tenants
+        tenants_of(&self.dataset, tool)
     }
 
     pub fn gates(&self, tool: &str) -> Gates<'_> {
@@ -191,19 +195,8 @@ pub async fn record_drill(
     result: DrillResult,
     now: DateTime<Utc>,
 ) -> Result<AuditRow, ReviewError> {
-    let snapshot_tenants = {
-        let dataset = store.dataset().await?;
-        let mut tenants: Vec<String> = dataset
-            .operations
-            .iter()
-            .filter(|o| o.tool == result.tool)
-            .map(|o| o.tenant.clone())
-            .collect();
-        tenants.sort();
-        tenants.dedup();
-        tenants
-    };
-    let role = autonomy::owner_role(actor, &result.tool, &snapshot_tenants, "recording a drill")
+    let tenants = tenants_of(&store.dataset().await?, &result.tool);
+    let role = autonomy::owner_role(actor, &result.tool, &tenants, "recording a drill")
         .map_err(ReviewError::Refused)?;
     let result = DrillResult {
         by: actor.identity.clone(),

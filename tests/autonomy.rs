@@ -67,6 +67,24 @@ fn drill(tool: &str, passed: u32, modes: &[FailureMode]) -> DrillResult {
     }
 }
 
+/// F60's owner accepts it with a manual repair: its veto is no longer open.
+async fn settle_f60(store: &dyn Store, owner: &Actor) {
+    let detail = store.detail(&id("F60")).await.unwrap();
+    let accept = Action::Accept {
+        repair_ref: "INC-4411".into(),
+    };
+    let effect = decide(
+        &detail,
+        &accept,
+        owner,
+        &rationale(),
+        detail.row.version,
+        now(),
+    )
+    .unwrap();
+    store.commit(effect.commit).await.unwrap();
+}
+
 async fn intact(store: &dyn Store) {
     let status = store.verify().await.unwrap();
     assert!(matches!(status, ChainStatus::Intact { .. }), "{status:?}");
@@ -112,20 +130,7 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
     assert_eq!(vetoes[0].operation, id("F60"));
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A3));
     // The owner settles F60 (accepted with a manual repair): the veto closes.
-    let detail = store.detail(&id("F60")).await.unwrap();
-    let accept = Action::Accept {
-        repair_ref: "INC-4411".into(),
-    };
-    let effect = decide(
-        &detail,
-        &accept,
-        &maya,
-        &rationale(),
-        detail.row.version,
-        now(),
-    )
-    .unwrap();
-    store.commit(effect.commit).await.unwrap();
+    settle_f60(store, &maya).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(false));
     assert_eq!(set(store, &maya, "T06", Level::Agent).await, Ok(true));
@@ -277,20 +282,7 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
     record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
         .await
         .unwrap();
-    let detail = store.detail(&id("F60")).await.unwrap();
-    let accept = Action::Accept {
-        repair_ref: "INC-4411".into(),
-    };
-    let effect = decide(
-        &detail,
-        &accept,
-        &maya,
-        &rationale(),
-        detail.row.version,
-        now(),
-    )
-    .unwrap();
-    store.commit(effect.commit).await.unwrap();
+    settle_f60(store, &maya).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     let watched = store
         .due_lookups(&every, now(), Some(Level::Native), 10)

@@ -17,7 +17,7 @@ use holdfast::lookup::{
     SessionObserver,
 };
 use holdfast::store::{IngestMode, Session};
-use support::provider::{Provider, TOKEN, holds};
+use support::provider::{Provider, TOKEN, due_holds, holds};
 use support::review::{id, records};
 use support::stores::{self, Fresh, Kind};
 
@@ -233,26 +233,6 @@ fn observer_at(
             ..ObserveOptions::default()
         },
     }
-}
-
-/// A store with `n` due T06 holds whose lookups all find the record.
-async fn due_holds(kind: Kind, p: &Provider, n: usize) -> Fresh {
-    let fresh = stores::fresh(kind).await;
-    let ids: Vec<(String, String)> = (0..n)
-        .map(|i| (format!("D{i:03}"), format!("match:{i}")))
-        .collect();
-    let pairs: Vec<(&str, &str)> = ids.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let packet = format!(
-        "{}\n{}",
-        p.contract("T06", 2000, 60),
-        holds("T06", &pairs, "2026-09-05T10:02:00Z")
-    );
-    fresh
-        .store
-        .ingest(records(&packet), IngestMode::Strict, "test", now())
-        .await
-        .unwrap();
-    fresh
 }
 
 /// Every hold was asked about once, and shows one lookup by `svc:observer`.

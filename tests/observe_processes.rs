@@ -9,33 +9,12 @@ mod support;
 use std::process::{Command, Stdio};
 
 use holdfast::core::model::AttemptKind;
-use holdfast::store::IngestMode;
-use support::provider::{Provider, TOKEN, holds};
-use support::review::{id, now, records};
+use support::provider::{Provider, TOKEN, due_holds};
+use support::review::id;
 use support::stores::{self, Fresh, Kind};
 
 /// The clock every observer process runs at: past every hold's next observation.
 const AT: &str = "2026-09-05T10:10:00Z";
-
-async fn due_holds(kind: Kind, p: &Provider, n: usize) -> Fresh {
-    let fresh = stores::fresh(kind).await;
-    let ids: Vec<(String, String)> = (0..n)
-        .map(|i| (format!("D{i:03}"), format!("match:{i}")))
-        .collect();
-    let pairs: Vec<(&str, &str)> = ids.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
-    let packet = format!(
-        "{}\n{}",
-        p.contract("T06", 2000, 60),
-        holds("T06", &pairs, "2026-09-05T10:02:00Z")
-    );
-    let report = fresh
-        .store
-        .ingest(records(&packet), IngestMode::Strict, "test", now())
-        .await
-        .unwrap();
-    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
-    fresh
-}
 
 /// `holdfast observe ARGS` on `fresh`'s store, with the provider's token in its
 /// environment.

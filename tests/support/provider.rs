@@ -200,3 +200,28 @@ pub fn holds(tool: &str, holds: &[(&str, &str)], next: &str) -> String {
     }
     out
 }
+
+/// A store with `n` due T06 holds whose lookups all find the record.
+pub async fn due_holds(kind: super::stores::Kind, p: &Provider, n: usize) -> super::stores::Fresh {
+    let fresh = super::stores::fresh(kind).await;
+    let ids: Vec<(String, String)> = (0..n)
+        .map(|i| (format!("D{i:03}"), format!("match:{i}")))
+        .collect();
+    let pairs: Vec<(&str, &str)> = ids.iter().map(|(a, b)| (a.as_str(), b.as_str())).collect();
+    let packet = format!(
+        "{}\n{}",
+        p.contract("T06", 2000, 60),
+        holds("T06", &pairs, "2026-09-05T10:02:00Z")
+    );
+    fresh
+        .store
+        .ingest(
+            super::review::records(&packet),
+            holdfast::store::IngestMode::Strict,
+            "test",
+            super::review::now(),
+        )
+        .await
+        .unwrap();
+    fresh
+}
