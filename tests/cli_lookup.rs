@@ -319,6 +319,17 @@ async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exi
         ],
     )
     .expect_code(0);
+    // `--watch` acts on its own: only for a tool at `native` or above.
+    let store = holdfast::store::Location::Sqlite(cli.db.clone())
+        .open_existing()
+        .await
+        .unwrap();
+    support::review::put_at_level(
+        store.as_ref(),
+        "T06",
+        holdfast::core::autonomy::Level::Native,
+    )
+    .await;
     let started = std::time::Instant::now();
     let watched = run(
         &cli,

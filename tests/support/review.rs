@@ -88,3 +88,40 @@ pub async fn resolve_f09(store: &dyn Store, identity: &str) -> Commit {
     )
     .await
 }
+
+/// Puts `tool` at `level` through the store, as a fixture: the gates of a raise
+/// are what `tests/autonomy.rs` tests; here only what the level bounds matters.
+pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::autonomy::Level) {
+    use holdfast::core::autonomy::{
+        AUTONOMY_LEDGER, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
+    };
+    let change = LevelChange {
+        from: Level::Manual,
+        to: ToolLevel {
+            tool: tool.into(),
+            level,
+            set_by: "fixture".into(),
+            set_at: now(),
+            rationale: "test fixture".into(),
+        },
+        consequences: Vec::new(),
+        audit: holdfast::core::audit::AuditDraft {
+            operation: ledger_id(AUTONOMY_LEDGER),
+            action: SET_ACTION.into(),
+            from: None,
+            to: None,
+            by: "fixture".into(),
+            role: holdfast::core::model::Role::Local,
+            policy: None,
+            on_behalf_of: None,
+            rationale: Some("test fixture".into()),
+            evidence: vec![
+                format!("tool:{tool}"),
+                "from:manual".into(),
+                format!("level:{level}"),
+            ],
+            at: now(),
+        },
+    };
+    store.set_autonomy(change).await.unwrap();
+}
