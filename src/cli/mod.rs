@@ -177,6 +177,12 @@ pub enum Command {
     /// Run the seed's fault-injection program (sixteen cases, two per failure
     /// mode) against a simulated provider, into a store; exit 0 only if all pass.
     Drill(commands::drill::DrillArgs),
+    /// Approved work for workers (DESIGN §9.2): claim it under a lease, keep the
+    /// lease alive, complete it with the records of what was done, or release it.
+    Work {
+        #[command(subcommand)]
+        command: commands::work::WorkCommand,
+    },
     /// Run the drill's simulated provider alone, on a loopback address.
     SimProvider(commands::drill::SimProviderArgs),
     /// Print shell completions.
@@ -513,6 +519,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         }) => copy::run(args).await,
         Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Drill(args)) => commands::drill::drill(&ctx, args).await,
+        Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();

@@ -30,7 +30,7 @@ pub fn permits(role: Role, kind: ActionKind) -> bool {
     );
     match role {
         Role::Local => true,
-        Role::System | Role::Viewer | Role::Delegate | Role::Ingest => false,
+        Role::System | Role::Viewer | Role::Delegate | Role::Ingest | Role::Worker => false,
         Role::Reviewer => reviewer,
         Role::Approver => reviewer || matches!(kind, Confirm | Reject),
         Role::Owner => matches!(kind, Accept | Assign),
@@ -127,6 +127,21 @@ impl Actor {
             let mut tenants: Vec<String> = grants
                 .iter()
                 .filter(|g| g.role == Role::Ingest)
+                .map(|g| g.tenant.clone())
+                .collect();
+            tenants.sort();
+            tenants.dedup();
+            tenants
+        })
+    }
+
+    /// The tenants this actor may claim work in: those it holds the `worker`
+    /// role on, sorted; `None` means every tenant (single-user mode).
+    pub fn work_tenants(&self) -> Option<Vec<String>> {
+        self.grants.as_ref().map(|grants| {
+            let mut tenants: Vec<String> = grants
+                .iter()
+                .filter(|g| g.role == Role::Worker)
                 .map(|g| g.tenant.clone())
                 .collect();
             tenants.sort();

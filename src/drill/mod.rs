@@ -4,6 +4,7 @@
 //! what the store holds, then computes the metrics and the release gate.
 
 pub mod table;
+pub mod work;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
