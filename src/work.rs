@@ -23,7 +23,7 @@ pub use crate::core::work::{Holder, Lease, LeaseStatus};
 pub enum WorkError {
     /// A guard refused it: G8 for a lease that is lost or another's, G6/G7 for
     /// an identity that may not work there.
-    #[error(transparent)]
+    #[error("refused: {}: {}", .0.rule, .0.reason)]
     Refused(Refusal),
     /// The input is unusable (a worker name, a lease length).
     #[error("{0}")]
