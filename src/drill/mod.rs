@@ -22,7 +22,7 @@ use crate::core::model::{
 };
 use crate::executor::transport::{LiteralResolver, Resolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Run, RunOutcome, Settings};
-use crate::sim::case::{Case, DeliveryKind, On, Recovery, SIM_PLACEHOLDER};
+use crate::sim::case::{Case, DeliveryKind, On, Recovery};
 use crate::sim::{Counters, Provider, Running, parse_cases};
 use crate::store::{IngestMode, Store, StoreError};
 use crate::wire::{LineError, Numbered, Record, parse_line, write_line};
@@ -317,10 +317,8 @@ impl Bench<'_> {
     }
 
     fn job(&self, operation: Operation, payload: Value, items: Vec<u32>, layer: Layer) -> Job {
-        let lookup = self.case.lookup.clone().map(|mut spec| {
-            spec.url = spec.url.replace(SIM_PLACEHOLDER, &self.base);
-            spec
-        });
+        // Checked when the case was read, with the same shape of URL.
+        let lookup = self.case.lookup_spec(&self.base).ok().flatten();
         Job {
             operation,
             contract: self.case.contract.clone(),

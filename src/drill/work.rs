@@ -18,7 +18,6 @@ use crate::core::ids::OperationId;
 use crate::core::model::{Layer, OperationDetail, Relation, State};
 use crate::executor::transport::{LiteralResolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Settings};
-use crate::sim::case::SIM_PLACEHOLDER;
 use crate::sim::{Case, Provider};
 use crate::store::{Session, StoreError};
 use crate::wire::{Numbered, Record, parse_line, write_line};
@@ -80,10 +79,8 @@ fn job(detail: &OperationDetail, case: &Case, base: &str) -> Job {
         Some(Relation::ResumeOf) => detail.items.iter().map(|i| i.index).collect(),
         _ => Vec::new(),
     };
-    let lookup = case.lookup.clone().map(|mut spec| {
-        spec.url = spec.url.replace(SIM_PLACEHOLDER, base);
-        spec
-    });
+    // Checked when the case was read, with the same shape of URL.
+    let lookup = case.lookup_spec(base).ok().flatten();
     Job {
         inverse_of: match op.relation {
             Some(Relation::CompensationOf) => op.parent.clone(),
