@@ -337,6 +337,25 @@ impl Context {
         .map_err(review::failure)
     }
 
+    /// The acting identity of a service command (`observe`, `drill --work`):
+    /// the identity asked for, else `service` on a store without logins; on
+    /// PostgreSQL the database login acts unless another is asked for.
+    pub async fn service_actor(&self, store: &dyn Store, service: &str) -> anyhow::Result<Actor> {
+        let asked = match (&self.asked, store.login().await?) {
+            (Some(asked), _) => Some(asked.clone()),
+            (None, None) => Some(service.to_owned()),
+            (None, Some(_)) => None,
+        };
+        crate::review::identify(
+            store,
+            asked.as_deref(),
+            &self.local_user,
+            self.config.policy.clone(),
+        )
+        .await
+        .map_err(review::failure)
+    }
+
     /// Whether the acting identity is only claimed: named by `--as`,
     /// `HOLDFAST_AS` or the config file on a store without logins (SQLite), where
     /// nothing checks it. On PostgreSQL the database login acts, so it is not.

@@ -123,25 +123,21 @@ impl Actor {
     /// The tenants this actor may ingest into: those it holds the `ingest` role
     /// on, sorted; `None` means every tenant (single-user mode).
     pub fn ingest_tenants(&self) -> Option<Vec<String>> {
-        self.grants.as_ref().map(|grants| {
-            let mut tenants: Vec<String> = grants
-                .iter()
-                .filter(|g| g.role == Role::Ingest)
-                .map(|g| g.tenant.clone())
-                .collect();
-            tenants.sort();
-            tenants.dedup();
-            tenants
-        })
+        self.tenants_with(Role::Ingest)
     }
 
     /// The tenants this actor may claim work in: those it holds the `worker`
     /// role on, sorted; `None` means every tenant (single-user mode).
     pub fn work_tenants(&self) -> Option<Vec<String>> {
+        self.tenants_with(Role::Worker)
+    }
+
+    /// The tenants this actor holds `role` on, sorted; `None` in single-user mode.
+    fn tenants_with(&self, role: Role) -> Option<Vec<String>> {
         self.grants.as_ref().map(|grants| {
             let mut tenants: Vec<String> = grants
                 .iter()
-                .filter(|g| g.role == Role::Worker)
+                .filter(|g| g.role == role)
                 .map(|g| g.tenant.clone())
                 .collect();
             tenants.sort();

@@ -13,14 +13,13 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::json;
 
-use super::{DRILL_IDENTITY, DrillError, REAL_TIMEOUT};
+use super::{DrillError, REAL_TIMEOUT};
 use crate::core::ids::OperationId;
 use crate::core::model::{Layer, OperationDetail, Relation, State};
 use crate::executor::transport::{LiteralResolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Settings};
 use crate::sim::{Case, Provider};
 use crate::store::{Session, StoreError};
-use crate::wire::{Numbered, Record, parse_line, write_line};
 use crate::work::{self, Holder, Lease, WorkError};
 
 /// The worker name the drill's executor claims under.
@@ -106,29 +105,6 @@ fn job(detail: &OperationDetail, case: &Case, base: &str) -> Job {
         },
         operation: op,
     }
-}
-
-/// Records as wire lines, parsed back, as a worker's file would arrive.
-fn numbered(records: &[Record]) -> Result<Vec<Numbered>, DrillError> {
-    records
-        .iter()
-        .enumerate()
-        .map(|(index, record)| {
-            parse_line(write_line(record).as_bytes(), index + 1)
-                .map(|record| Numbered {
-                    line: index + 1,
-                    record,
-                })
-                .map_err(|errors| DrillError::Case {
-                    case: DRILL_IDENTITY.to_owned(),
-                    reason: errors
-                        .iter()
-                        .map(ToString::to_string)
-                        .collect::<Vec<_>>()
-                        .join("; "),
-                })
-        })
-        .collect()
 }
 
 fn refused(error: WorkError) -> DrillError {
@@ -229,7 +205,15 @@ async fn serve_one(
     }
     let job = job(&detail, case, &running.case_url(&case.id));
     let run = executor.carry_out(&job, executor.prepare(&job)).await;
-    let completion = work::complete(session, &holder, numbered(&run.records())?, now)
+    let lines = super::wire_lines(&run.records()).map_err(|errors| DrillError::Refused {
+        case: case.id.clone(),
+        errors: errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    })?;
+    let completion = work::complete(session, &holder, lines, now)
         .await
         .map_err(refused)?;
     if !completion.report.rejected.is_empty() {

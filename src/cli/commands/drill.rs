@@ -103,19 +103,9 @@ async fn serve_work(ctx: &Context, cases: &[Case], json: bool) -> anyhow::Result
     let store = ctx.open_store().await?;
     // The executor acts as the drill's service identity unless told otherwise;
     // on PostgreSQL the database login acts.
-    let asked = match (&ctx.asked, store.login().await?) {
-        (Some(asked), _) => Some(asked.clone()),
-        (None, None) => Some(crate::drill::DRILL_IDENTITY.to_owned()),
-        (None, Some(_)) => None,
-    };
-    let actor = crate::review::identify(
-        store.as_ref(),
-        asked.as_deref(),
-        &ctx.local_user,
-        ctx.config.policy.clone(),
-    )
-    .await
-    .map_err(crate::cli::review::failure)?;
+    let actor = ctx
+        .service_actor(store.as_ref(), crate::drill::DRILL_IDENTITY)
+        .await?;
     crate::cli::own_name(&actor, "work")?;
     let session = Session::new(store, actor);
     let served = crate::drill::work::serve(&session, cases, ctx.now()).await?;

@@ -5,7 +5,7 @@
 //! PostgreSQL the candidates are selected `FOR UPDATE SKIP LOCKED` besides.
 
 use chrono::Duration;
-use sqlx::{AssertSqlSafe, QueryBuilder, Row, Transaction};
+use sqlx::{QueryBuilder, Row, Transaction};
 
 use super::{Head, db};
 use crate::core::audit::{AuditRow, seal};
@@ -62,37 +62,20 @@ shared! {
             row.as_ref().map(Self::lease_of).transpose()
         }
 
-        /// Every lease, for `audit verify`.
+        /// Every lease, for `audit verify` (one whose operation is gone too).
         pub(super) async fn read_all_leases(
             conn: &mut DB::Connection,
         ) -> Result<Vec<Lease>, StoreError> {
-            let rows = sqlx::query(AssertSqlSafe(format!(
-                "SELECT {LEASE_COLUMNS} FROM work_leases l LEFT JOIN operations o \
-                 ON o.id = l.operation ORDER BY l.operation"
-            )))
+            let rows = sqlx::query(
+                "SELECT l.operation, l.worker, l.generation, l.claimed_ms, l.expires_ms, l.status, \
+                 COALESCE(o.tenant, '') AS tenant, COALESCE(o.tool, '') AS tool \
+                 FROM work_leases l LEFT JOIN operations o ON o.id = l.operation \
+                 ORDER BY l.operation",
+            )
             .fetch_all(&mut *conn)
             .await
             .map_err(db::<DB>)?;
-            rows.iter()
-                .map(|row| {
-                    // A lease whose operation is gone still compares with the chain.
-                    let tenant: Option<String> = row.try_get("tenant").map_err(db::<DB>)?;
-                    let tool: Option<String> = row.try_get("tool").map_err(db::<DB>)?;
-                    let status = Self::text(row, "status")?;
-                    Ok(Lease {
-                        operation: codec::parse_id(&Self::text(row, "operation")?)?,
-                        tenant: tenant.unwrap_or_default(),
-                        tool: tool.unwrap_or_default(),
-                        worker: Self::text(row, "worker")?,
-                        generation: row.try_get("generation").map_err(db::<DB>)?,
-                        claimed_at: from_ms(row.try_get("claimed_ms").map_err(db::<DB>)?)?,
-                        expires_at: from_ms(row.try_get("expires_ms").map_err(db::<DB>)?)?,
-                        status: LeaseStatus::parse(&status).ok_or_else(|| {
-                            codec::corrupt(format!("unknown lease status {status:?}"))
-                        })?,
-                    })
-                })
-                .collect()
+            rows.iter().map(Self::lease_of).collect()
         }
 
         pub(super) async fn read_lease_in(
