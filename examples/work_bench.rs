@@ -9,6 +9,13 @@
 //! cargo run --release --example work_bench -- 2000 16 postgres://postgres@127.0.0.1:5432/bench
 //! ```
 //! The PostgreSQL database must exist and be empty (it is migrated here).
+//!
+//! Measured 2026-12-01 on the shared 2-core build machine under a load average
+//! of about 21, with a debug build (`target/debug/examples/work_bench 2000 16
+//! postgres://…`; the release build did not finish in time): SQLite 57 claims/s,
+//! PostgreSQL 7 claims/s, every piece handed out once. Each claim is one audited
+//! transaction taken in turn on the chain head, and claimed work stays APPROVED
+//! until completed, so a claim walks past the pieces already leased.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
