@@ -92,14 +92,7 @@ async fn a_short_rationale_is_refused_with_its_message() {
     h.keys("too short").await;
     h.key(KeyCode::Enter).await;
     assert!(matches!(step(&h), Step::Form { .. }));
-    let error = h
-        .app
-        .review
-        .as_ref()
-        .unwrap()
-        .error
-        .clone()
-        .unwrap_or_default();
+    let error = h.review_error();
     assert!(error.contains("at least 10 characters"), "{error}");
     assert!(h.screen().contains("at least 10"), "{}", h.screen());
 }

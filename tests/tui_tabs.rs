@@ -116,14 +116,7 @@ async fn the_audit_tab_shows_transitions_newest_first_and_a_tampered_chain() {
     let screen = h.screen();
     assert!(screen.contains("chain intact"), "{screen}");
 
-    h.fresh
-        .execute("DROP TRIGGER audit_no_update")
-        .await
-        .unwrap();
-    h.fresh
-        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
-        .await
-        .unwrap();
+    h.tamper_audit().await;
     h.key(KeyCode::Char('R')).await;
     let screen = h.screen();
     assert!(screen.contains("CHAIN BROKEN at seq 3"), "{screen}");

@@ -212,6 +212,30 @@ impl Harness {
         self.send(Message::Poll { live, now }).await;
     }
 
+    /// Rewrites audit row 3 behind the store's back (its append-only trigger
+    /// dropped first), as a tampered database would hold it.
+    pub async fn tamper_audit(&self) {
+        self.fresh
+            .execute("DROP TRIGGER audit_no_update")
+            .await
+            .unwrap();
+        self.fresh
+            .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
+            .await
+            .unwrap();
+    }
+
+    /// What the review dialog says is wrong with what was typed ("" if nothing).
+    pub fn review_error(&self) -> String {
+        self.app
+            .review
+            .as_ref()
+            .expect("the dialog is open")
+            .error
+            .clone()
+            .unwrap_or_default()
+    }
+
     /// The state the queue shows for `id`, if it is on the page.
     pub fn row_state(&self, id: &str) -> Option<holdfast::core::model::State> {
         self.app
