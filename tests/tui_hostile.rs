@@ -295,6 +295,7 @@ mod screens {
                             held_by_dependency: 1,
                             pending_proposals: 1,
                         }),
+                        elsewhere: None,
                     }),
                 },
                 Effect::Load { generation, .. } => Message::Loaded {

@@ -203,7 +203,7 @@ pub struct ListArgs {
     /// A risk tier (`low` … `critical`); repeatable.
     #[arg(long)]
     pub risk: Vec<String>,
-    /// The start of a word of an id, target, key or provider request id (case-insensitive).
+    /// The start of a word of an id, target, key or provider request id, or text in the state, tenant, tool, owner or failure mode (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
     /// The order of the rows.

@@ -109,6 +109,13 @@ pub const BINDINGS: &[Binding] = &[
     bind(Global, K::Char('?'), "?", C::Help, "this help"),
     bind(
         Global,
+        K::Char('r'),
+        "r",
+        C::Review,
+        "review: the actions allowed now, their effect, confirm",
+    ),
+    bind(
+        Global,
         K::Tab,
         "Tab",
         C::NextPane,
@@ -128,13 +135,6 @@ pub const BINDINGS: &[Binding] = &[
         "t",
         C::SwitchTab,
         "switch tab: held queue / all operations",
-    ),
-    bind(
-        Global,
-        K::Char('r'),
-        "r",
-        C::Review,
-        "review: the actions allowed now, their effect, confirm",
     ),
     bind(
         Global,
@@ -182,7 +182,7 @@ pub const BINDINGS: &[Binding] = &[
         K::Char('/'),
         "/",
         C::Search,
-        "search id, target, keys, provider ids",
+        "search ids, keys and the columns shown",
     ),
     bind(
         Queue,
@@ -285,6 +285,16 @@ pub const BINDINGS: &[Binding] = &[
         C::Open,
         "open the row's operation",
     ),
+    bind(Help, K::Char('j'), "j k", C::Down, "scroll these keys"),
+    bind(Help, K::Down, "", C::Down, ""),
+    bind(Help, K::Char('k'), "", C::Up, ""),
+    bind(Help, K::Up, "", C::Up, ""),
+    bind(Help, K::PageDown, "", C::PageDown, ""),
+    bind(Help, K::PageUp, "", C::PageUp, ""),
+    bind(Help, K::Char('g'), "", C::Top, ""),
+    bind(Help, K::Home, "", C::Top, ""),
+    bind(Help, K::Char('G'), "", C::Bottom, ""),
+    bind(Help, K::End, "", C::Bottom, ""),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
     bind(Help, K::Char('q'), "q", C::Help, "close help"),
@@ -391,7 +401,8 @@ mod tests {
         assert_eq!(lookup(Detail, key(K::Char('j'))), Some(C::Down));
         assert_eq!(lookup(Detail, key(K::Char('/'))), Some(C::Search));
         assert_eq!(lookup(Detail, key(K::Char('s'))), None);
-        assert_eq!(lookup(Help, key(K::Char('j'))), None);
+        assert_eq!(lookup(Help, key(K::Char('j'))), Some(C::Down));
+        assert_eq!(lookup(Help, key(K::Char('x'))), None);
         assert_eq!(
             lookup(Queue, KeyEvent::new(K::Char('c'), KeyModifiers::CONTROL)),
             Some(C::Quit)

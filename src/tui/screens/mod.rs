@@ -20,6 +20,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use super::keymap::Context;
+use super::layout::Pane;
 use super::message::Effect;
 use super::theme::Theme;
 use crate::core::ids::OperationId;
@@ -98,6 +99,9 @@ pub struct Ctx<'a> {
     pub theme: Theme,
     /// The whole terminal (wide screens lay panes side by side).
     pub size: Rect,
+    /// The pane with the keys: the queue (or the tab shown in its place), or
+    /// one of the detail panes.
+    pub focus: Pane,
 }
 
 /// What a key came to, for the console to carry out.
@@ -107,8 +111,15 @@ pub enum Outcome {
     Done(Vec<Effect>),
     /// Not the screen's key: the console's own keys get it.
     Pass,
-    /// Close the screen (a dialog, the help overlay).
+    /// Close the screen (a dialog, the help overlay; the detail panes go back
+    /// to the queue).
     Close,
+    /// Handled: say `text` on the status line and run `effects`.
+    Say {
+        text: String,
+        alert: bool,
+        effects: Vec<Effect>,
+    },
     /// Leave the console.
     Quit,
     /// Open the help overlay over the screen.
@@ -125,6 +136,15 @@ impl Outcome {
     /// Handled, with nothing to run.
     pub fn done() -> Self {
         Outcome::Done(Vec::new())
+    }
+
+    /// Handled: `text` on the status line, `effects` to run.
+    pub fn say(text: impl Into<String>, alert: bool, effects: Vec<Effect>) -> Self {
+        Outcome::Say {
+            text: text.into(),
+            alert,
+            effects,
+        }
     }
 }
 
