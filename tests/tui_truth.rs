@@ -585,3 +585,42 @@ async fn at_80x24_help_shows_review_and_scrolls_to_every_key() {
     assert!(!h.app.help);
     assert!(!h.quit);
 }
+
+#[tokio::test]
+async fn an_intact_chain_at_start_is_not_announced_as_verifying_again() {
+    use holdfast::core::audit::ChainStatus;
+    use holdfast::store::{Link, Live};
+    use holdfast::tui::app::{App, Effect, Message};
+    let mut app = App::new(
+        support::console::options_at(true, demo_now()),
+        ratatui::layout::Rect::new(0, 0, 160, 45),
+    );
+    let verify = app
+        .init()
+        .into_iter()
+        .find_map(|e| match e {
+            Effect::Verify { generation } => Some(generation),
+            _ => None,
+        })
+        .expect("the chain is verified at start");
+    // The watcher's first report can come before the verify answers.
+    app.update(Message::Poll {
+        live: Ok(Live {
+            head: 3,
+            link: Link::Connected,
+        }),
+        now: demo_now(),
+    });
+    app.update(Message::Verified {
+        generation: verify,
+        result: Ok(ChainStatus::Intact {
+            rows: 3,
+            head: None,
+        }),
+    });
+    let said = app.status.as_ref().map(|s| s.text.to_string());
+    assert!(
+        !said.as_deref().unwrap_or("").contains("verifies again"),
+        "{said:?}"
+    );
+}

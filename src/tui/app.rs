@@ -179,6 +179,8 @@ impl App {
                 Vec::new()
             }
             Message::Verified { generation, result } => {
+                // The first answer is no news: "verifies again" only follows a break.
+                let was_broken = self.chain.broken().is_some();
                 if self.chain.apply(generation, result) {
                     match self.chain.broken() {
                         Some((seq, reason)) => {
@@ -187,9 +189,7 @@ impl App {
                             );
                             self.say(&text, true);
                         }
-                        None if self.head.is_some() => {
-                            self.say("the audit chain verifies again", false)
-                        }
+                        None if was_broken => self.say("the audit chain verifies again", false),
                         None => {}
                     }
                 }

@@ -131,7 +131,7 @@ shared! {
         /// Fetches `SELECT wire …` rows bound to one key and decodes each.
         pub(super) async fn wires<T>(
             conn: &mut DB::Connection,
-            sql: &'static str,
+            sql: impl sqlx::SqlSafeStr,
             bind: &str,
             decode: fn(&str) -> Result<T, StoreError>,
         ) -> Result<Vec<T>, StoreError> {
@@ -157,19 +157,8 @@ shared! {
             key: &str,
             decode: fn(&str) -> Result<T, StoreError>,
         ) -> Result<Vec<T>, StoreError> {
-            let rows = sqlx::query(AssertSqlSafe(format!(
-                "SELECT wire FROM {table} WHERE operation = $1 ORDER BY {order}"
-            )))
-            .bind(key)
-            .fetch_all(&mut *conn)
-            .await
-            .map_err(db::<DB>)?;
-            rows.iter()
-                .map(|row| {
-                    let wire: String = row.try_get("wire").map_err(db::<DB>)?;
-                    decode(&wire)
-                })
-                .collect()
+            let sql = format!("SELECT wire FROM {table} WHERE operation = $1 ORDER BY {order}");
+            Self::wires(conn, AssertSqlSafe(sql), key, decode).await
         }
 
         /// Audit rows as read, those that cannot be decoded set aside (and

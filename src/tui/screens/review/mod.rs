@@ -260,17 +260,10 @@ impl ReviewDialog {
             }
         };
         let expected = follow_up.version;
-        let effect = match rules::decide(
-            &self.detail,
-            &action,
-            actor,
-            &rationale,
-            self.detail.row.version,
-            now,
-        ) {
+        let effect = match self.decide(&action, actor, &rationale, now) {
             Ok(effect) => effect,
-            Err(r) => {
-                self.error = Some(format!("refused: {}: {}", r.rule, r.reason));
+            Err(message) => {
+                self.error = Some(message);
                 return None;
             }
         };
@@ -284,6 +277,25 @@ impl ReviewDialog {
             rationale,
             expected,
         })
+    }
+
+    /// What `action` does on the version shown, or the refusal in words.
+    fn decide(
+        &self,
+        action: &Action,
+        actor: &Actor,
+        rationale: &Rationale,
+        now: DateTime<Utc>,
+    ) -> Result<Effect, String> {
+        rules::decide(
+            &self.detail,
+            action,
+            actor,
+            rationale,
+            self.detail.row.version,
+            now,
+        )
+        .map_err(|r| format!("refused: {}: {}", r.rule, r.reason))
     }
 
     /// Reads the form into an action and a rationale, and decides it on the
@@ -319,15 +331,7 @@ impl ReviewDialog {
             Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
             other => other.clone(),
         };
-        let effect = rules::decide(
-            &self.detail,
-            &action,
-            actor,
-            &rationale,
-            self.detail.row.version,
-            now,
-        )
-        .map_err(|r| format!("refused: {}: {}", r.rule, r.reason))?;
+        let effect = self.decide(&action, actor, &rationale, now)?;
         Ok((action, rationale, effect))
     }
 }
