@@ -6,12 +6,12 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::review::Step;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Actor, Rationale};
 use holdfast::review;
 use holdfast::store::Session;
-use holdfast::tui::review::Step;
 use support::console::{DEMO, Harness, demo_now};
 
 /// Opens the dialog on `id` and highlights the allowed action labelled `label`.

@@ -6,11 +6,11 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::app::Page;
+use holdfast::console::layout::Pane;
+use holdfast::console::metrics_tab::MetricsFocus;
 use holdfast::core::metrics::MetricId;
 use holdfast::store::Link;
-use holdfast::tui::app::Page;
-use holdfast::tui::layout::Pane;
-use holdfast::tui::metrics_tab::MetricsFocus;
 use support::console::{DEMO, Harness, demo_now, ingest};
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];

@@ -5,9 +5,9 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::review::Step;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
-use holdfast::tui::review::Step;
 use support::console::{DEMO, Harness, demo_now};
 
 /// Opens the dialog on `id`, picks the allowed action labelled `label` and
@@ -133,7 +133,7 @@ async fn g_and_shift_g_move_through_the_review_list() {
 
 #[tokio::test]
 async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
-    use holdfast::tui::bulk::Step as BulkStep;
+    use holdfast::console::bulk::Step as BulkStep;
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     h.select_id("F09").await;
     h.key(KeyCode::Char(' ')).await;
@@ -151,7 +151,7 @@ async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
             .contains("choose the action")
     );
     // Down to `assign`, which asks for an owner before the rationale.
-    let at = holdfast::tui::bulk::KINDS
+    let at = holdfast::console::bulk::KINDS
         .iter()
         .position(|k| *k == holdfast::core::rules::ActionKind::Assign)
         .unwrap();
@@ -304,7 +304,7 @@ async fn form(h: &mut Harness, id: &str, label: &str) {
 }
 
 /// Moves the form's focus to the input of `kind` and returns its text.
-async fn focus(h: &mut Harness, kind: holdfast::tui::review::FieldKind) {
+async fn focus(h: &mut Harness, kind: holdfast::console::review::FieldKind) {
     for _ in 0..20 {
         if let Step::Form { fields, focus } = step(h)
             && fields[*focus].kind == kind
@@ -316,7 +316,7 @@ async fn focus(h: &mut Harness, kind: holdfast::tui::review::FieldKind) {
     panic!("no {kind:?} input");
 }
 
-fn field_text(h: &Harness, kind: holdfast::tui::review::FieldKind) -> String {
+fn field_text(h: &Harness, kind: holdfast::console::review::FieldKind) -> String {
     let Step::Form { fields, .. } = step(h) else {
         panic!("not on the form")
     };
@@ -325,7 +325,7 @@ fn field_text(h: &Harness, kind: holdfast::tui::review::FieldKind) -> String {
 
 #[tokio::test]
 async fn the_reconcile_source_is_picked_from_its_values_never_typed() {
-    use holdfast::tui::review::FieldKind;
+    use holdfast::console::review::FieldKind;
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     form(&mut h, "F09", "reconcile").await;
     focus(&mut h, FieldKind::Source).await;
@@ -341,8 +341,8 @@ async fn the_reconcile_source_is_picked_from_its_values_never_typed() {
 
 #[tokio::test]
 async fn the_reconcile_dialog_takes_a_raw_response_hash() {
+    use holdfast::console::review::FieldKind;
     use holdfast::core::rules::Action;
-    use holdfast::tui::review::FieldKind;
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     form(&mut h, "F09", "reconcile").await;
     h.keys("n").await;
@@ -486,7 +486,7 @@ async fn a_search_with_no_match_here_says_where_it_matches() {
 
 /// Records a reconcile on `id` (not found, the default source) and confirms it.
 async fn reconcile(h: &mut Harness, id: &str) {
-    use holdfast::tui::review::FieldKind;
+    use holdfast::console::review::FieldKind;
     form(h, id, "reconcile").await;
     h.keys("n").await;
     focus(h, FieldKind::Rationale).await;
@@ -554,7 +554,7 @@ async fn esc_skips_the_next_observation_after_a_reconcile() {
 
 #[tokio::test]
 async fn at_80x24_help_shows_review_and_scrolls_to_every_key() {
-    use holdfast::tui::keymap::{self, Context};
+    use holdfast::console::keymap::{self, Context};
     let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
     h.key(KeyCode::Char('?')).await;
     let first = h.screen();
@@ -588,9 +588,9 @@ async fn at_80x24_help_shows_review_and_scrolls_to_every_key() {
 
 #[tokio::test]
 async fn an_intact_chain_at_start_is_not_announced_as_verifying_again() {
+    use holdfast::console::app::{App, Effect, Message};
     use holdfast::core::audit::ChainStatus;
     use holdfast::store::{Link, Live};
-    use holdfast::tui::app::{App, Effect, Message};
     let mut app = App::new(
         support::console::options_at(true, demo_now()),
         ratatui::layout::Rect::new(0, 0, 160, 45),

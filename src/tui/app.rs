@@ -29,9 +29,9 @@ mod dialogs;
 mod query;
 mod tabs;
 
-pub use super::message::{Effect, Message};
-pub use super::screens::Page;
-pub use super::screens::prompt::{PromptKind, PromptState};
+pub(crate) use super::message::{Effect, Message};
+pub(crate) use super::screens::Page;
+pub(crate) use super::screens::prompt::{PromptKind, PromptState};
 
 use super::chain::Chain;
 use super::keymap::{self, Context};
@@ -109,8 +109,6 @@ pub struct App {
 
 /// Lines the mouse wheel scrolls a text pane by.
 const WHEEL_LINES: i64 = 3;
-
-pub use super::screens::prompt::SEARCH_PAUSE;
 
 impl App {
     pub fn new(options: Options, size: Rect) -> Self {

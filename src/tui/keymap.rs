@@ -28,7 +28,7 @@ pub enum Context {
 
 /// What a key asks the console to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     Quit,
     Help,
     Up,
@@ -75,7 +75,7 @@ pub enum Command {
 }
 
 /// One binding: in `context`, `key` (shown as `label`) runs `command`.
-pub struct Binding {
+pub(crate) struct Binding {
     pub context: Context,
     pub key: KeyCode,
     pub label: &'static str,
@@ -104,7 +104,7 @@ use Context::{Audit, Bulk, Detail, Global, Help, Lookup, Metrics, Prompt, Queue,
 use KeyCode as K;
 
 /// Every binding of the console.
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     bind(Global, K::Char('q'), "q", C::Quit, "quit"),
     bind(Global, K::Char('?'), "?", C::Help, "this help"),
     bind(
@@ -345,7 +345,7 @@ pub const BINDINGS: &[Binding] = &[
 /// The command `key` runs in `context`, looking at the context's own bindings first
 /// and then the global ones. The help overlay takes only its own keys (`q`
 /// closes it, as `Esc` does; `Ctrl-C` still quits).
-pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
+pub(crate) fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         return matches!(key.code, K::Char('c')).then_some(C::Quit);
     }
@@ -363,7 +363,7 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
 
 /// The key shown for `command` in `context` (its own bindings, then the global
 /// ones), for the hints in the status bar.
-pub fn label(context: Context, command: Command) -> Option<&'static str> {
+pub(crate) fn label(context: Context, command: Command) -> Option<&'static str> {
     let find = |ctx: Context| {
         BINDINGS
             .iter()

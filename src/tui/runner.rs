@@ -24,7 +24,7 @@ use crate::review;
 use crate::store::{OperationFilter, Session, StoreError};
 
 /// How often the watcher reports the time (and the live status with it).
-pub const POLL_EVERY: Duration = Duration::from_millis(500);
+pub(crate) const POLL_EVERY: Duration = Duration::from_millis(500);
 
 /// The newest audit rows the session may see (G7), newest first, and the chain's
 /// status (the chain is verified whole).
@@ -282,18 +282,18 @@ async fn look_up(
 }
 
 /// Spawns effects on tasks whose answers come back on the message channel.
-pub struct Runner {
+pub(crate) struct Runner {
     session: Arc<Session>,
     tx: UnboundedSender<Message>,
 }
 
 impl Runner {
-    pub fn new(session: Arc<Session>, tx: UnboundedSender<Message>) -> Self {
+    pub(crate) fn new(session: Arc<Session>, tx: UnboundedSender<Message>) -> Self {
         Runner { session, tx }
     }
 
     /// Starts `effect`; returns `false` for [`Effect::Quit`].
-    pub fn run(&self, effect: Effect) -> bool {
+    pub(crate) fn run(&self, effect: Effect) -> bool {
         if effect == Effect::Quit {
             return false;
         }
@@ -313,7 +313,7 @@ impl Runner {
 /// [`POLL_EVERY`] with the time now. When the store cannot be watched at all the
 /// error is reported and watching is tried again on the next tick. Ends when the
 /// console stops listening.
-pub fn spawn_poller(
+pub(crate) fn spawn_poller(
     session: Arc<Session>,
     clock: Clock,
     tx: UnboundedSender<Message>,
@@ -361,14 +361,14 @@ pub fn spawn_poller(
 }
 
 /// The thread reading terminal events; stopped and joined when dropped.
-pub struct Input {
+pub(crate) struct Input {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Input {
     /// Starts reading keys, mouse events and resizes into `tx`.
-    pub fn spawn(tx: UnboundedSender<Message>) -> std::io::Result<Self> {
+    pub(crate) fn spawn(tx: UnboundedSender<Message>) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()

@@ -19,7 +19,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, LABEL_WIDTH, line, span};
 
 /// The pane's lines for the operation `frame` shows.
-pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> Doc {
+pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> Doc {
     let b = &loaded.bundle;
     let mut doc = Doc::default();
     doc.push(line(vec![

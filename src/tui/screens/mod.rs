@@ -2,16 +2,16 @@
 //! keys and its drawing behind [`Screen`]. The [`Modal`] enum is the registration
 //! point of the screens drawn over the console; `App` holds the rest as fields.
 
-pub mod audit;
-pub mod bulk;
-pub mod detail;
-pub mod dialog;
-pub mod help;
-pub mod lookup;
-pub mod metrics;
-pub mod prompt;
-pub mod queue;
-pub mod review;
+pub(crate) mod audit;
+pub(crate) mod bulk;
+pub(crate) mod detail;
+pub(crate) mod dialog;
+pub(crate) mod help;
+pub(crate) mod lookup;
+pub(crate) mod metrics;
+pub(crate) mod prompt;
+pub(crate) mod queue;
+pub(crate) mod review;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -50,7 +50,7 @@ pub struct TabSpec {
 
 /// Every tab, in the order of their keys: the one registration point of a
 /// screen shown as a tab (with its arm in `App::page_screen`).
-pub const TABS: [TabSpec; 4] = [
+pub(crate) const TABS: [TabSpec; 4] = [
     TabSpec {
         key: '1',
         title: "Held queue",
@@ -82,10 +82,10 @@ pub const TABS: [TabSpec; 4] = [
 ];
 
 /// The held queue's tab, where the other tabs come back to.
-pub const HELD: TabSpec = TABS[0];
+pub(crate) const HELD: TabSpec = TABS[0];
 
 /// The tab shown by `key`, if any.
-pub fn tab(key: char) -> Option<&'static TabSpec> {
+pub(crate) fn tab(key: char) -> Option<&'static TabSpec> {
     TABS.iter().find(|t| t.key == key)
 }
 

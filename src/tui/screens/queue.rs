@@ -55,7 +55,7 @@ impl Tab {
 }
 
 /// The sort orders `s` cycles through, in order.
-pub const SORTS: [SortOrder; 4] = [
+pub(crate) const SORTS: [SortOrder; 4] = [
     SortOrder::Urgency,
     SortOrder::Age,
     SortOrder::Id,
@@ -63,7 +63,7 @@ pub const SORTS: [SortOrder; 4] = [
 ];
 
 /// The name a sort order is shown under.
-pub fn sort_name(sort: SortOrder) -> &'static str {
+pub(crate) fn sort_name(sort: SortOrder) -> &'static str {
     match sort {
         SortOrder::Urgency => "urgency",
         SortOrder::Age => "age",
@@ -569,7 +569,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
 ];
 
 /// Draws the page on screen in `area`, the selection highlighted.
-pub fn draw(queue: &QueueState, frame: &mut Frame, area: Rect, ctx: &Ctx, focused: bool) {
+pub(crate) fn draw(queue: &QueueState, frame: &mut Frame, area: Rect, ctx: &Ctx, focused: bool) {
     let theme = ctx.theme;
     let mut title = format!(" {} · {} ", queue.tab.title(), match_count(queue));
     if !queue.marked.is_empty() {

@@ -23,7 +23,7 @@ use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout::{self, Pane};
 use crate::tui::message::Effect;
-pub use crate::tui::opened::{Frame, Link, LinkKind, Loaded, Scroll, links};
+pub(crate) use crate::tui::opened::{Frame, Loaded};
 use crate::tui::widgets::max_scroll;
 
 /// What a detail answer did to the frame it was for.

@@ -20,7 +20,7 @@ use crate::tui::widgets::{Doc, line, span};
 /// Width of the labels of the form's inputs.
 const INPUT_LABEL: u16 = 34;
 
-pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
+pub(super) fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
     let theme = ctx.theme;
     let op = &dialog.detail.row;
     let title = format!(

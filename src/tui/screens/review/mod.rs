@@ -10,7 +10,7 @@
 //! effect the runner carries out.
 
 mod draw;
-pub mod form;
+pub(crate) mod form;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -29,7 +29,7 @@ use crate::tui::message;
 use crate::tui::widgets::Prompt;
 
 pub(super) use draw::short;
-pub use form::{Field, FieldKind, action_from_input, input_label};
+pub(crate) use form::{Field, FieldKind, action_from_input, input_label};
 use form::{default_text, reconcile_input};
 
 /// The answer of an apply, as the dialog shows it.
@@ -132,7 +132,7 @@ impl Confirm {
 
 /// What the dialog asks the console to do after a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     /// Close the dialog.
     Close,
     /// Apply `action` against the version shown.
@@ -175,7 +175,7 @@ pub struct FollowUp {
 }
 
 /// What the follow-up offers first.
-pub const FOLLOW_UP_DEFAULT: &str = "+30m";
+pub(crate) const FOLLOW_UP_DEFAULT: &str = "+30m";
 
 impl ReviewDialog {
     /// Opens on `detail`, with every action decided now for `actor`.
