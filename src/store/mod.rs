@@ -141,7 +141,9 @@ pub struct OperationFilter {
     pub risks: Vec<Risk>,
     /// Case-insensitive start of a word (after `:` `/` `-` `.` `@` `_` or a space)
     /// of the id, target, idempotency/business/correlation keys or a provider
-    /// request id: one index range on any store size.
+    /// request id (one index range), or text anywhere in a column the console's
+    /// queue shows: state, tenant, tool, owner, failure mode, or the start of a
+    /// risk tier.
     pub search: Option<String>,
     /// Tenants the acting identity may see (G7); `None` means every tenant.
     pub visible_tenants: Option<Vec<String>>,

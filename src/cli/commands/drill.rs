@@ -13,7 +13,7 @@ use crate::sim::{Case, Provider, parse_cases};
 use crate::store::{Location, Session};
 
 #[derive(Debug, Args)]
-pub struct DrillArgs {
+pub(crate) struct DrillArgs {
     /// More cases (JSON Lines, DESIGN §9.3), run after the sixteen built in.
     #[arg(long, value_name = "FILE")]
     pub cases: Option<PathBuf>,
@@ -30,7 +30,7 @@ pub struct DrillArgs {
 }
 
 #[derive(Debug, Args)]
-pub struct SimProviderArgs {
+pub(crate) struct SimProviderArgs {
     /// The loopback address to listen on (port 0: a free port).
     #[arg(long, default_value = "127.0.0.1:8710", value_name = "ADDR")]
     pub listen: SocketAddr,
@@ -52,7 +52,7 @@ fn read_cases(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
 }
 
 /// Runs the drill; exit 0 only when every case passes.
-pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
+pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
     let mut cases = crate::drill::seed_cases().map_err(|errors| {
         Failure::new(
             exit::ERROR,
@@ -141,7 +141,7 @@ async fn serve_work(ctx: &Context, cases: &[Case], json: bool) -> anyhow::Result
 }
 
 /// Serves the simulated provider until interrupted.
-pub async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
+pub(crate) async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
     let cases = read_cases(&args.cases)?;
     let provider = Provider::new();
     for case in &cases {

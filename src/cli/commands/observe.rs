@@ -14,11 +14,11 @@ use crate::lookup::{
 use crate::store::Session;
 
 /// The identity the observer acts as on a store without logins.
-pub const OBSERVER: &str = "svc:observer";
+pub(crate) const OBSERVER: &str = "svc:observer";
 
 /// `holdfast observe`.
 #[derive(Debug, Args)]
-pub struct ObserveArgs {
+pub(crate) struct ObserveArgs {
     /// Keep going: look holds up as their next observation comes due, until
     /// interrupted (or `--duration` ends).
     #[arg(long)]
@@ -34,7 +34,7 @@ pub struct ObserveArgs {
     pub json: bool,
 }
 
-pub async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
+pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
     let store = ctx.open_store().await?;
     let actor = ctx.service_actor(store.as_ref(), OBSERVER).await?;
     let rationale = Rationale::parse(if args.watch {

@@ -14,7 +14,7 @@ use crate::store::Session;
 use crate::work::{self, Holder, Lease, WorkError};
 
 #[derive(Debug, Subcommand)]
-pub enum WorkCommand {
+pub(crate) enum WorkCommand {
     /// Hand out approved work not under a live lease, oldest first.
     Claim(ClaimArgs),
     /// Keep a lease alive (refused once it is lost).
@@ -33,7 +33,7 @@ pub enum WorkCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct ClaimArgs {
+pub(crate) struct ClaimArgs {
     /// The worker's name, repeated on every later step of its leases.
     #[arg(long, value_name = "NAME")]
     pub worker: String,
@@ -53,7 +53,7 @@ const fn work_max() -> i64 {
 }
 
 #[derive(Debug, Args)]
-pub struct StepArgs {
+pub(crate) struct StepArgs {
     /// The operation the lease is on.
     pub id: String,
     /// The worker that claimed it.
@@ -122,7 +122,7 @@ fn holder(step: &StepArgs) -> anyhow::Result<Holder> {
     })
 }
 
-pub async fn work(ctx: &Context, command: WorkCommand) -> anyhow::Result<u8> {
+pub(crate) async fn work(ctx: &Context, command: WorkCommand) -> anyhow::Result<u8> {
     let session = session(ctx).await?;
     let now = ctx.now();
     match command {
