@@ -8,6 +8,7 @@ pub mod codec;
 pub mod copy;
 pub mod decisions;
 pub mod door;
+pub mod chunk;
 pub mod filter;
 pub mod ingest;
 pub mod rows;
