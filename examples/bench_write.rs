@@ -158,7 +158,10 @@ fn run(program: &Path, args: &[&str], stdin: Option<&Path>) -> Result<Run> {
     } else {
         Command::new(program)
     };
-    command.args(args).stdout(Stdio::piped()).stderr(Stdio::piped());
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     if let Some(path) = stdin {
         command.stdin(std::fs::File::open(path)?);
     }
@@ -234,7 +237,9 @@ fn main() -> Result<()> {
             .position(|a| a == name)
             .and_then(|i| args.get(i + 1).cloned())
     };
-    let ops: u64 = value("--ops").and_then(|v| v.parse().ok()).unwrap_or(100_000);
+    let ops: u64 = value("--ops")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
     let dir = value("--dir")
         .map(PathBuf::from)
         .unwrap_or_else(|| std::env::temp_dir().join(format!("bench-write-{ops}")));

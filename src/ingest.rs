@@ -286,8 +286,10 @@ struct Scan {
 fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
     let mut out = Scan::default();
     let mut reach = Reach::default();
-    out.lines = each_line(input.reader()?, &mut |read| progress.bytes(read), &mut |line| {
-        match line {
+    out.lines = each_line(
+        input.reader()?,
+        &mut |read| progress.bytes(read),
+        &mut |line| match line {
             Line::Record(numbered) => {
                 let name = numbered.record.type_name();
                 match out.parsed.iter_mut().find(|(t, _)| t == name) {
@@ -317,8 +319,8 @@ fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
                     }
                 }
             }
-        }
-    })?;
+        },
+    )?;
     out.reach = std::sync::Arc::new(reach);
     Ok(out)
 }
@@ -367,18 +369,28 @@ enum Pass {
     Quarantine,
 }
 
-/// One pass over the input after the scan, batch by batch.
-#[allow(clippy::too_many_arguments)]
-async fn run_pass(
-    store: &dyn Store,
-    input: &Input,
-    scan: &Scan,
-    pass: Pass,
+/// What every pass after the scan shares.
+struct Passes<'a> {
+    store: &'a dyn Store,
+    input: &'a Input,
+    scan: &'a Scan,
     batch_records: usize,
-    ingester: &Ingester,
+    ingester: &'a Ingester,
     now: DateTime<Utc>,
-    progress: &Progress,
-) -> Result<Totals, IngestError> {
+    progress: &'a Progress,
+}
+
+/// One pass over the input after the scan, batch by batch.
+async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError> {
+    let Passes {
+        store,
+        input,
+        scan,
+        batch_records,
+        ingester,
+        now,
+        progress,
+    } = *passes;
     let mode = match pass {
         Pass::Judge => IngestMode::DryRun,
         Pass::Commit => IngestMode::Strict,
@@ -474,7 +486,9 @@ async fn run_pass(
         let mut report = store.ingest_as(batch, mode, ingester, now).await?;
         if pass == Pass::Judge && !contract_lines.is_empty() {
             report.unchanged -= contract_share.unchanged.min(report.unchanged);
-            report.rejected.retain(|e| !contract_lines.contains(&e.line));
+            report
+                .rejected
+                .retain(|e| !contract_lines.contains(&e.line));
         }
         progress.advance(size);
         totals.batches += usize::from(pass != Pass::Judge);
@@ -552,31 +566,19 @@ pub async fn ingest_in_batches(
     let scan = scan(&input, &progress).map_err(read_error)?;
 
     let mut rejected = scan.errors.clone();
+    let passes = Passes {
+        store,
+        input: &input,
+        scan: &scan,
+        batch_records,
+        ingester,
+        now,
+        progress: &progress,
+    };
     let totals = if rejects.is_some() {
-        run_pass(
-            store,
-            &input,
-            &scan,
-            Pass::Quarantine,
-            batch_records,
-            ingester,
-            now,
-            &progress,
-        )
-        .await
+        run_pass(&passes, Pass::Quarantine).await
     } else {
-        let judged = run_pass(
-            store,
-            &input,
-            &scan,
-            Pass::Judge,
-            batch_records,
-            ingester,
-            now,
-            &progress,
-        )
-        .await;
-        match judged {
+        match run_pass(&passes, Pass::Judge).await {
             Ok(judged) if !rejected.is_empty() || !judged.rejected.is_empty() => {
                 // Nothing is committed; every problem of the input is reported.
                 Ok(Totals {
@@ -584,19 +586,7 @@ pub async fn ingest_in_batches(
                     ..judged
                 })
             }
-            Ok(_) => {
-                run_pass(
-                    store,
-                    &input,
-                    &scan,
-                    Pass::Commit,
-                    batch_records,
-                    ingester,
-                    now,
-                    &progress,
-                )
-                .await
-            }
+            Ok(_) => run_pass(&passes, Pass::Commit).await,
             Err(e) => Err(e),
         }
     };
@@ -627,8 +617,8 @@ pub async fn ingest_in_batches(
             .map(|e| e.line)
             .filter(|line| !scan.unkept.contains(line))
             .collect();
-        let lines = extract_lines(input.reader().map_err(read_error)?, &wanted)
-            .map_err(read_error)?;
+        let lines =
+            extract_lines(input.reader().map_err(read_error)?, &wanted).map_err(read_error)?;
         let write = || -> io::Result<()> {
             let mut file = io::BufWriter::new(File::create(path)?);
             for (_, bytes) in &lines {

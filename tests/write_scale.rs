@@ -257,10 +257,15 @@ async fn mark_all_reads_the_matching_ids_in_scope_and_in_order(kind: Kind) {
         )
         .await
         .unwrap();
-    let urgency = every.matching_ids(&queue, SortOrder::Urgency).await.unwrap();
+    let urgency = every
+        .matching_ids(&queue, SortOrder::Urgency)
+        .await
+        .unwrap();
     assert_eq!(
         urgency,
-        rows.iter().map(|r| r.operation.id.clone()).collect::<Vec<_>>()
+        rows.iter()
+            .map(|r| r.operation.id.clone())
+            .collect::<Vec<_>>()
     );
     let scoped = OperationFilter {
         visible_tenants: Some(vec!["tenant-b".to_owned()]),
@@ -300,7 +305,10 @@ async fn a_copy_pages_by_key_through_tables_larger_than_a_page(kind: Kind) {
         seen.extend(rows.into_iter().map(|row| table.key_of(&row)));
     }
     assert_eq!(seen.len(), 1_200);
-    assert!(seen.windows(2).all(|w| format!("{:?}", w[0]) < format!("{:?}", w[1])));
+    assert!(
+        seen.windows(2)
+            .all(|w| format!("{:?}", w[0]) < format!("{:?}", w[1]))
+    );
 
     let target = stores::sqlite().await;
     let report = target.store.load_from(fresh.store.as_ref()).await.unwrap();

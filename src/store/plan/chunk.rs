@@ -113,18 +113,18 @@ mod tests {
     use super::*;
     use crate::wire::parse_stream;
 
-    const CONTRACT: &str = r#"{"type":"contract","tool":"T01","version":"IC01","action":"a.b","method":"POST","idempotency":{"supported":true,"scope":"tenant","retention_hours":24},"status_lookup":true,"retryable":[],"compensation":null,"owner":"o","max_attempts":3,"budget_seconds":600}"#;
+    const CONTRACT: &str = r#"{"type":"contract","tool":"S01","version":"IC01","action":"record.write","method":"POST","idempotency":{"supported":true,"scope":"tenant","retention_hours":24},"status_lookup":true,"retryable":["http_503"],"compensation":"record.delete","owner":"integrations","max_attempts":3,"budget_seconds":600}"#;
 
     fn operation(id: &str) -> String {
+        let payload = crate::core::ids::Sha256::of(id.as_bytes());
         format!(
-            r#"{{"type":"operation","id":"{id}","tenant":"t","actor":"a","tool":"T01","action":"a.b","target":"x","payload_hash":"sha256:{}","risk":"low","idempotency_key":"k-{id}","business_key":"b","correlation_id":"c","owner":"o","max_attempts":3,"deadline":"2026-09-05T10:10:00Z","failure_mode":"timeout_unknown","state":"UNKNOWN","next_observation_at":"2026-09-05T10:05:00Z","created_at":"2026-09-05T10:00:00Z"}}"#,
-            "0".repeat(64)
+            r#"{{"type":"operation","id":"{id}","tenant":"tenant-a","actor":"svc:test","tool":"S01","action":"record.write","target":"record:{id}.invalid","payload_hash":"{payload}","risk":"low","idempotency_key":"k-{id}","business_key":"b-{id}","correlation_id":"c-{id}","owner":"team-a","max_attempts":3,"deadline":"2026-09-05T11:00:00Z","failure_mode":"timeout_unknown","state":"UNKNOWN","next_observation_at":"2026-09-05T10:05:00Z","created_at":"2026-09-05T10:00:00Z"}}"#
         )
     }
 
     fn attempt(id: &str, op: &str) -> String {
         format!(
-            r#"{{"type":"attempt","id":"{id}","operation":"{op}","seq":1,"kind":"request","layer":"sdk","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout"}}"#
+            r#"{{"type":"attempt","id":"{id}","operation":"{op}","seq":1,"kind":"request","layer":"sdk","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout","provider_request_id":"prq-{id}"}}"#
         )
     }
 
@@ -162,7 +162,7 @@ mod tests {
             attempt("A2", "F01"),
             operation("F04"),
         ];
-        let got = batches(records(lines), 1);
+        let got = batches(records(&lines), 1);
         // F01 spans lines 2..6, so nothing between may be cut off; the contract
         // (line 1) ties nothing and stands alone.
         assert_eq!(got, vec![vec![1], vec![2, 3, 4, 5, 6], vec![7]]);
@@ -176,7 +176,7 @@ mod tests {
             operation("F02"),
             attempt("A1", "F02"),
         ];
-        let got = batches(records(lines), 1);
+        let got = batches(records(&lines), 1);
         assert_eq!(got, vec![vec![1, 2, 3, 4]]);
     }
 
@@ -188,7 +188,7 @@ mod tests {
                 [operation(&id), attempt(&format!("A{n}"), &id)]
             })
             .collect();
-        let got = batches(records(lines), 5);
+        let got = batches(records(&lines), 5);
         assert_eq!(
             got.iter().map(Vec::len).collect::<Vec<_>>(),
             vec![6, 6, 6, 2]

@@ -4,11 +4,11 @@
 //! table list a copy walks. The driver code in [`super::engine`] only binds and
 //! runs what these produce.
 
+pub mod chunk;
 pub mod codec;
 pub mod copy;
 pub mod decisions;
 pub mod door;
-pub mod chunk;
 pub mod filter;
 pub mod ingest;
 pub mod rows;
