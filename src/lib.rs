@@ -12,3 +12,4 @@ pub mod sim;
 pub mod store;
 pub mod tui;
 pub mod wire;
+pub mod work;

@@ -12,3 +12,4 @@ pub mod door;
 pub mod filter;
 pub mod ingest;
 pub mod rows;
+pub mod work;
