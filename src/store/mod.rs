@@ -321,6 +321,14 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<QueueCounts, StoreError>;
 
+    /// The ids of every operation matching `filter`, in `sort` order, read in
+    /// one statement over the operations table alone (mark-all).
+    async fn matching_ids(
+        &self,
+        filter: &OperationFilter,
+        sort: SortOrder,
+    ) -> Result<Vec<OperationId>, StoreError>;
+
     /// One operation of any tenant.
     async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
         self.detail_in(&Scope::Every, id).await
@@ -435,11 +443,13 @@ pub trait Store: Send + Sync {
     /// Gives the holder's live lease back, with its audit row.
     async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError>;
 
-    /// One page of a table's rows, every value as stored, for [`Store::load_from`].
+    /// One page of a table's rows, every value as stored, for [`Store::load_from`]:
+    /// the first `limit` rows in the table's order after the row whose key cells
+    /// are `after` (keyset paging: each page is an index range, however deep).
     async fn table_rows(
         &self,
         table: &'static Table,
-        offset: u64,
+        after: Option<&[Cell]>,
         limit: u64,
     ) -> Result<Vec<Vec<Cell>>, StoreError>;
 

@@ -83,6 +83,15 @@ impl Session {
         self.store.list(&self.scoped(filter), sort, page).await
     }
 
+    /// The ids of every operation in scope matching `filter`, in `sort` order.
+    pub async fn matching_ids(
+        &self,
+        filter: &OperationFilter,
+        sort: SortOrder,
+    ) -> Result<Vec<OperationId>, StoreError> {
+        self.store.matching_ids(&self.scoped(filter), sort).await
+    }
+
     /// Queue counts of the operations in scope matching `filter`.
     pub async fn counts(
         &self,

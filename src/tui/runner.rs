@@ -167,9 +167,9 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
             })
         }
         Effect::SelectAll { generation, filter } => {
-            let result = review::select(session, filter)
+            let result = session
+                .matching_ids(filter, crate::store::SortOrder::Urgency)
                 .await
-                .map(|details| details.into_iter().map(|d| d.row.operation.id).collect())
                 .map_err(|e| {
                     tracing::warn!(error = %e, "selecting the matches failed");
                     e.to_string()

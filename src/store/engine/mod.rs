@@ -273,6 +273,14 @@ shared! {
             self.read_list(filter, sort, page).await
         }
 
+        async fn matching_ids(
+            &self,
+            filter: &OperationFilter,
+            sort: SortOrder,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            self.read_matching_ids(filter, sort).await
+        }
+
         async fn counts(
             &self,
             filter: &OperationFilter,
@@ -400,15 +408,11 @@ shared! {
         async fn table_rows(
             &self,
             table: &'static Table,
-            offset: u64,
+            after: Option<&[Cell]>,
             limit: u64,
         ) -> Result<Vec<Vec<Cell>>, StoreError> {
-            self.table_page(
-                table,
-                i64::try_from(offset).unwrap_or(i64::MAX),
-                i64::try_from(limit).unwrap_or(i64::MAX),
-            )
-            .await
+            self.table_page(table, after, i64::try_from(limit).unwrap_or(i64::MAX))
+                .await
         }
 
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {

@@ -2,6 +2,7 @@
 //! the audit log, the whole dataset, grants and the login.
 
 use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
@@ -292,6 +293,24 @@ shared! {
                     })
                 })
                 .collect()
+        }
+
+        /// Ids only, in one statement: nothing but the operations table is read.
+        pub(super) async fn read_matching_ids(
+            &self,
+            filter: &OperationFilter,
+            sort: SortOrder,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            let mut qb: QueryBuilder<DB> =
+                QueryBuilder::new("SELECT o.id FROM operations o WHERE 1 = 1");
+            push_filter(&mut qb, filter);
+            qb.push(order_by(sort));
+            let mut rows = qb.build().fetch(&self.pool);
+            let mut ids = Vec::new();
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                ids.push(codec::parse_id(&Self::text(&row, "id")?)?);
+            }
+            Ok(ids)
         }
 
         pub(super) async fn read_list(

@@ -4,6 +4,7 @@
 //! table list a copy walks. The driver code in [`super::engine`] only binds and
 //! runs what these produce.
 
+pub mod chunk;
 pub mod codec;
 pub mod copy;
 pub mod decisions;
