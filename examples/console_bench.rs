@@ -14,12 +14,12 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use holdfast::console::app::{App, Effect, Message, Options};
+use holdfast::console::runner::perform;
+use holdfast::console::view;
 use holdfast::core::rules::Actor;
 use holdfast::store::Session;
 use holdfast::store::sqlite::SqliteStore;
-use holdfast::tui::app::{App, Effect, Message, Options};
-use holdfast::tui::runner::perform;
-use holdfast::tui::view;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;

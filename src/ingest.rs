@@ -1,21 +1,35 @@
-//! Ingest from a file or stdin: read and parse wire format v1 line by line, let the
-//! store plan and commit the batch in one transaction, and account for every line —
-//! committed, already stored, or refused with its line, field and rule. Strict by
-//! default: one bad line and nothing is committed. With a rejects file the good lines
-//! are committed and the bad ones are written there verbatim.
+//! Ingest from a file or stdin, streamed: read and parse wire format v1 line by
+//! line, let the store plan and commit it in batches of whole operation histories
+//! (each batch one short transaction, so a concurrent reviewer waits at most one
+//! batch), and account for every line — committed, already stored, or refused
+//! with its line, field and rule. Memory follows the batch, not the file.
+//!
+//! Three passes over the input (stdin is spooled to a temporary file first):
+//! the first parses every line and notes where each operation's records end
+//! ([`crate::store::plan::chunk`]); in strict mode (the default) the second
+//! judges every batch without committing, so that one bad line anywhere means
+//! nothing is committed; the last commits batch by batch. With a rejects file the
+//! judging pass is skipped: the good lines are committed, a refused line takes the
+//! rest of its operation's history with it, and the bad lines are written to the
+//! rejects file verbatim.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
-use std::io::{self, BufRead, BufReader, IsTerminal, Read, Write};
+use std::io::{self, BufRead, BufReader, IsTerminal, Write};
 use std::path::{Path, PathBuf};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::names::count;
+use crate::store::plan::chunk::{Batcher, Reach};
 use crate::store::plan::ingest::{own_operation, withheld_reason};
-use crate::store::{IngestMode, Ingester, Store, StoreError};
-use crate::wire::{LineError, Numbered, parse_stream};
+use crate::store::{IngestMode, IngestReport, Ingester, Store, StoreError};
+use crate::wire::{Line, LineError, Numbered, Record, each_line};
+
+/// Records per batch: large enough that the per-transaction cost vanishes, small
+/// enough that a batch's transaction holds the write lock for well under a second.
+pub const BATCH_RECORDS: usize = 20_000;
 
 /// Where the records come from.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -67,6 +81,10 @@ pub struct IngestOutcome {
     pub committed_any: bool,
     /// Where refused lines went, when a rejects file was asked for.
     pub rejects_file: Option<String>,
+    /// Batches committed, each in its own transaction.
+    pub batches: usize,
+    /// Records in the largest batch handed to the store: what memory follows.
+    pub largest_batch: usize,
 }
 
 impl IngestOutcome {
@@ -113,6 +131,8 @@ impl IngestOutcome {
         );
         if self.refused() && !self.committed_any {
             line.push_str(" — nothing committed (fix the lines above, or pass --rejects FILE to commit the good lines)");
+        } else if self.refused() && self.rejects_file.is_none() {
+            line.push_str(" — the store changed while this input was committed: the batches before the first refused line are committed, nothing after it; fix the lines above and ingest again (committed records are unchanged the second time)");
         }
         if let Some(file) = &self.rejects_file {
             line.push_str(&format!(" — refused lines written to {file}"));
@@ -121,25 +141,375 @@ impl IngestOutcome {
     }
 }
 
-/// A progress bar on stderr for large inputs, only when stderr is a terminal.
-fn progress_bar(total: Option<u64>) -> Option<indicatif::ProgressBar> {
-    const LARGE: u64 = 4 * 1024 * 1024;
-    if !io::stderr().is_terminal() || total.is_some_and(|t| t < LARGE) {
-        return None;
+/// The style of a progress bar that counts records, with their rate and an ETA.
+fn records_style(verb: &str) -> Option<indicatif::ProgressStyle> {
+    indicatif::ProgressStyle::with_template(&format!(
+        "{{spinner}} {verb} {{human_pos}}/{{human_len}} records [{{bar:30}}] {{per_sec}} eta {{eta}}"
+    ))
+    .map(|s| s.progress_chars("=> "))
+    .ok()
+}
+
+/// A progress bar on stderr for large inputs, only when stderr is a terminal: bytes
+/// while the input is first read, then records with their rate and an ETA.
+struct Progress {
+    bar: Option<indicatif::ProgressBar>,
+}
+
+impl Progress {
+    fn new(size: u64) -> Progress {
+        const LARGE: u64 = 4 * 1024 * 1024;
+        if !io::stderr().is_terminal() || size < LARGE {
+            return Progress { bar: None };
+        }
+        let bar = indicatif::ProgressBar::new(size);
+        let style = indicatif::ProgressStyle::with_template(
+            "{spinner} reading {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
+        )
+        .map(|s| s.progress_chars("=> "));
+        if let Ok(style) = style {
+            bar.set_style(style);
+        }
+        bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
+        Progress { bar: Some(bar) }
     }
-    let bar = match total {
-        Some(total) => indicatif::ProgressBar::new(total),
-        None => indicatif::ProgressBar::new_spinner(),
+
+    fn bytes(&self, read: u64) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(read);
+        }
+    }
+
+    /// Starts counting `total` records under `verb`.
+    fn records(&self, verb: &str, total: u64) {
+        if let Some(bar) = &self.bar {
+            bar.reset();
+            bar.set_length(total);
+            bar.set_position(0);
+            if let Some(style) = records_style(verb) {
+                bar.set_style(style);
+            }
+        }
+    }
+
+    fn advance(&self, records: usize) {
+        if let Some(bar) = &self.bar {
+            bar.inc(records as u64);
+        }
+    }
+
+    fn finish(&self) {
+        if let Some(bar) = &self.bar {
+            bar.finish_and_clear();
+        }
+    }
+}
+
+/// The input as a file that can be read more than once: the file itself, or
+/// stdin spooled to a temporary file removed when this is dropped.
+struct Input {
+    path: PathBuf,
+    spooled: bool,
+}
+
+impl Input {
+    fn open(source: &Source) -> io::Result<Input> {
+        match source {
+            Source::Path(path) => {
+                File::open(path)?;
+                Ok(Input {
+                    path: path.clone(),
+                    spooled: false,
+                })
+            }
+            Source::Stdin => {
+                let stamp = std::time::SystemTime::now()
+                    .duration_since(std::time::UNIX_EPOCH)
+                    .map_or(0, |d| d.as_nanos());
+                let path = std::env::temp_dir().join(format!(
+                    "holdfast-ingest-{}-{stamp}.jsonl",
+                    std::process::id()
+                ));
+                let input = Input {
+                    path,
+                    spooled: true,
+                };
+                let mut file = io::BufWriter::new(
+                    std::fs::OpenOptions::new()
+                        .write(true)
+                        .create_new(true)
+                        .open(&input.path)?,
+                );
+                io::copy(&mut io::stdin().lock(), &mut file)?;
+                file.flush()?;
+                Ok(input)
+            }
+        }
+    }
+
+    fn reader(&self) -> io::Result<BufReader<File>> {
+        Ok(BufReader::with_capacity(1 << 16, File::open(&self.path)?))
+    }
+
+    fn size(&self) -> u64 {
+        std::fs::metadata(&self.path).map_or(0, |m| m.len())
+    }
+}
+
+impl Drop for Input {
+    fn drop(&mut self) {
+        if self.spooled {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}
+
+/// What the first pass learns: every line judged on its own, and where each
+/// operation's records end.
+#[derive(Default)]
+struct Scan {
+    lines: usize,
+    /// Records that parsed, per type in order of first appearance.
+    parsed: Vec<(String, u64)>,
+    records: u64,
+    /// Every reason every unparseable line was refused.
+    errors: Vec<LineError>,
+    /// Unparseable lines too long to keep for a rejects file.
+    unkept: BTreeSet<usize>,
+    /// Operations an unparseable line names, with the first such line.
+    refused_operations: BTreeMap<String, usize>,
+    /// The contracts, committed before everything else.
+    contracts: Vec<Numbered>,
+    reach: std::sync::Arc<Reach>,
+}
+
+fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
+    let mut out = Scan::default();
+    let mut reach = Reach::default();
+    out.lines = each_line(
+        input.reader()?,
+        &mut |read| progress.bytes(read),
+        &mut |line| match line {
+            Line::Record(numbered) => {
+                let name = numbered.record.type_name();
+                match out.parsed.iter_mut().find(|(t, _)| t == name) {
+                    Some((_, n)) => *n += 1,
+                    None => out.parsed.push((name.to_owned(), 1)),
+                }
+                out.records += 1;
+                reach.note(&numbered);
+                if matches!(numbered.record, Record::Contract(_)) {
+                    out.contracts.push(numbered);
+                }
+            }
+            Line::Bad {
+                line,
+                errors,
+                bytes,
+            } => {
+                out.errors.extend(errors);
+                match bytes {
+                    Some(bytes) => {
+                        if let Some(op) = crate::wire::operation_named(bytes) {
+                            out.refused_operations.entry(op).or_insert(line);
+                        }
+                    }
+                    None => {
+                        out.unkept.insert(line);
+                    }
+                }
+            }
+        },
+    )?;
+    out.reach = std::sync::Arc::new(reach);
+    Ok(out)
+}
+
+/// Adds one batch's report to the running totals.
+#[derive(Default)]
+struct Totals {
+    committed: BTreeMap<String, u64>,
+    unchanged: u64,
+    rejected: Vec<LineError>,
+    batches: usize,
+    largest: usize,
+}
+
+impl Totals {
+    fn add(&mut self, report: IngestReport) {
+        for (kind, n) in report.committed {
+            *self.committed.entry(kind).or_default() += n;
+        }
+        self.unchanged += report.unchanged;
+        self.rejected.extend(report.rejected);
+    }
+
+    /// Committed counts in wire order of types.
+    fn committed(&self) -> Vec<(String, u64)> {
+        crate::wire::TYPES
+            .iter()
+            .filter_map(|t| {
+                self.committed
+                    .get(*t)
+                    .filter(|n| **n > 0)
+                    .map(|n| ((*t).to_owned(), *n))
+            })
+            .collect()
+    }
+}
+
+/// How a pass hands its batches to the store.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Pass {
+    /// Judge every batch, commit nothing (the contracts are judged with each).
+    Judge,
+    /// Commit batch by batch; stop at the first batch the store refuses.
+    Commit,
+    /// Commit batch by batch, keeping the good lines.
+    Quarantine,
+}
+
+/// What every pass after the scan shares.
+struct Passes<'a> {
+    store: &'a dyn Store,
+    input: &'a Input,
+    scan: &'a Scan,
+    batch_records: usize,
+    ingester: &'a Ingester,
+    now: DateTime<Utc>,
+    progress: &'a Progress,
+}
+
+/// One pass over the input after the scan, batch by batch.
+async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError> {
+    let Passes {
+        store,
+        input,
+        scan,
+        batch_records,
+        ingester,
+        now,
+        progress,
+    } = *passes;
+    let mode = match pass {
+        Pass::Judge => IngestMode::DryRun,
+        Pass::Commit => IngestMode::Strict,
+        Pass::Quarantine => IngestMode::Quarantine,
     };
-    let style = indicatif::ProgressStyle::with_template(
-        "{spinner} reading {bytes}/{total_bytes} [{bar:30}] {bytes_per_sec} eta {eta}",
-    )
-    .map(|s| s.progress_chars("=> "));
-    if let Ok(style) = style {
-        bar.set_style(style);
+    progress.records(
+        if pass == Pass::Judge {
+            "checking"
+        } else {
+            "committing"
+        },
+        scan.records,
+    );
+    let mut totals = Totals::default();
+    // The contracts first, on their own: in a judging pass their share of each
+    // batch's report is taken out again, as they are judged with every batch.
+    let mut contract_share = IngestReport::default();
+    if !scan.contracts.is_empty() {
+        let report = store
+            .ingest_as(scan.contracts.clone(), mode, ingester, now)
+            .await?;
+        progress.advance(scan.contracts.len());
+        totals.batches += usize::from(pass != Pass::Judge);
+        totals.largest = scan.contracts.len();
+        contract_share.unchanged = report.unchanged;
+        let stop = pass == Pass::Commit && !report.rejected.is_empty();
+        totals.add(report);
+        if stop {
+            return Ok(totals);
+        }
     }
-    bar.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-    Some(bar)
+    let contract_lines: BTreeSet<usize> = scan.contracts.iter().map(|n| n.line).collect();
+
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Numbered>>(1);
+    let reader = input.reader().map_err(|error| IngestError::Read {
+        source_name: input.path.display().to_string(),
+        error,
+    })?;
+    let withheld = Vec::<LineError>::new();
+    let withheld = std::sync::Arc::new(std::sync::Mutex::new(withheld));
+    let refused_operations = scan.refused_operations.clone();
+    let quarantine = pass == Pass::Quarantine;
+    // Parsing runs on its own thread and hands over whole batches, so that the
+    // next batch is read while the store commits this one.
+    let reading = {
+        let withheld = std::sync::Arc::clone(&withheld);
+        let reach = std::sync::Arc::clone(&scan.reach);
+        std::thread::spawn(move || -> io::Result<()> {
+            let mut batcher = Batcher::new(&reach, batch_records);
+            let mut closed = false;
+            each_line(reader, &mut |_| {}, &mut |line| {
+                let Line::Record(numbered) = line else {
+                    return;
+                };
+                if closed || matches!(numbered.record, Record::Contract(_)) {
+                    return;
+                }
+                if quarantine
+                    && let Some(op) = own_operation(&numbered.record)
+                    && let Some(first) = refused_operations.get(op)
+                {
+                    if let Ok(mut withheld) = withheld.lock() {
+                        withheld.push(LineError {
+                            line: numbered.line,
+                            field: "-".into(),
+                            reason: withheld_reason(op, *first),
+                        });
+                    }
+                    return;
+                }
+                if let Some(batch) = batcher.push(numbered) {
+                    closed = sender.blocking_send(batch).is_err();
+                }
+            })?;
+            let last = batcher.finish();
+            if !closed && !last.is_empty() {
+                let _ = sender.blocking_send(last);
+            }
+            Ok(())
+        })
+    };
+    while let Some(batch) = receiver.recv().await {
+        let size = batch.len();
+        totals.largest = totals.largest.max(size);
+        let batch = match pass {
+            Pass::Judge => {
+                let mut with = scan.contracts.clone();
+                with.extend(batch);
+                with
+            }
+            _ => batch,
+        };
+        let mut report = store.ingest_as(batch, mode, ingester, now).await?;
+        if pass == Pass::Judge && !contract_lines.is_empty() {
+            report.unchanged -= contract_share.unchanged.min(report.unchanged);
+            report
+                .rejected
+                .retain(|e| !contract_lines.contains(&e.line));
+        }
+        progress.advance(size);
+        totals.batches += usize::from(pass != Pass::Judge);
+        let stop = pass == Pass::Commit && !report.rejected.is_empty();
+        totals.add(report);
+        if stop {
+            break;
+        }
+    }
+    drop(receiver);
+    let read = reading
+        .join()
+        .map_err(|_| IngestError::Store(StoreError::Other("the input reader stopped".into())))?;
+    read.map_err(|error| IngestError::Read {
+        source_name: input.path.display().to_string(),
+        error,
+    })?;
+    if let Ok(mut withheld) = withheld.lock() {
+        totals.rejected.append(&mut withheld);
+    }
+    Ok(totals)
 }
 
 /// The verbatim bytes of the given lines (1-based), without their `\n`.
@@ -148,6 +518,9 @@ fn extract_lines(
     wanted: &BTreeSet<usize>,
 ) -> io::Result<Vec<(usize, Vec<u8>)>> {
     let mut out = Vec::new();
+    if wanted.is_empty() {
+        return Ok(out);
+    }
     for (index, line) in reader.split(b'\n').enumerate() {
         let line = line?;
         if wanted.contains(&(index + 1)) {
@@ -160,40 +533,9 @@ fn extract_lines(
     Ok(out)
 }
 
-/// Takes out of `records` every record of an operation a refused line names, so
-/// that a committed operation never lacks evidence its committed transitions cite;
-/// returns why each was refused.
-fn withhold_histories(
-    records: &mut Vec<Numbered>,
-    bad_lines: &[(usize, Vec<u8>)],
-) -> Vec<LineError> {
-    let mut refused: BTreeMap<String, usize> = BTreeMap::new();
-    for (line, bytes) in bad_lines {
-        if let Some(op) = crate::wire::operation_named(bytes) {
-            refused.entry(op).or_insert(*line);
-        }
-    }
-    let mut errors = Vec::new();
-    records.retain(|numbered| {
-        let first =
-            own_operation(&numbered.record).and_then(|op| refused.get(op).map(|l| (op, *l)));
-        match first {
-            Some((op, line)) => {
-                errors.push(LineError {
-                    line: numbered.line,
-                    field: "-".into(),
-                    reason: withheld_reason(op, line),
-                });
-                false
-            }
-            None => true,
-        }
-    });
-    errors
-}
-
-/// Reads, parses and commits `source`. Without `rejects`, any bad line means nothing
-/// is committed; with it, good lines are committed and bad ones written to it.
+/// Reads, parses and commits `source` in batches of [`BATCH_RECORDS`]. Without
+/// `rejects`, any bad line means nothing is committed; with it, good lines are
+/// committed and bad ones written to it.
 pub async fn ingest_source(
     store: &dyn Store,
     source: Source,
@@ -201,113 +543,82 @@ pub async fn ingest_source(
     ingester: &Ingester,
     now: DateTime<Utc>,
 ) -> Result<IngestOutcome, IngestError> {
+    ingest_in_batches(store, source, rejects, ingester, now, BATCH_RECORDS).await
+}
+
+/// [`ingest_source`] with batches of about `batch_records` records (a batch only
+/// ends where no operation's history continues past it).
+pub async fn ingest_in_batches(
+    store: &dyn Store,
+    source: Source,
+    rejects: Option<&Path>,
+    ingester: &Ingester,
+    now: DateTime<Utc>,
+    batch_records: usize,
+) -> Result<IngestOutcome, IngestError> {
     let name = source.describe();
     let read_error = |error: io::Error| IngestError::Read {
         source_name: name.clone(),
         error,
     };
-    // Stdin cannot be read twice; it is kept in memory when its refused lines may
-    // be needed again for the rejects file.
-    let mut stdin_copy: Option<Vec<u8>> = None;
-    let (reader, size): (Box<dyn BufRead>, Option<u64>) = match &source {
-        Source::Path(path) => {
-            let file = File::open(path).map_err(read_error)?;
-            let size = file.metadata().ok().map(|m| m.len());
-            (Box::new(BufReader::with_capacity(1 << 16, file)), size)
-        }
-        Source::Stdin if rejects.is_some() => {
-            let mut buffer = Vec::new();
-            io::stdin()
-                .lock()
-                .read_to_end(&mut buffer)
-                .map_err(read_error)?;
-            let size = buffer.len() as u64;
-            stdin_copy = Some(buffer.clone());
-            (Box::new(io::Cursor::new(buffer)), Some(size))
-        }
-        Source::Stdin => (Box::new(BufReader::new(io::stdin())), None),
-    };
-    let bar = progress_bar(size);
-    let parsed = parse_stream(reader, &mut |bytes| {
-        if let Some(bar) = &bar {
-            bar.set_position(bytes);
-        }
-    })
-    .map_err(read_error)?;
-    // Checking and committing a large batch takes a while too: say so.
-    let working = bar.map(|bar| {
-        bar.finish_and_clear();
-        let spinner = indicatif::ProgressBar::new_spinner();
-        spinner.set_draw_target(indicatif::ProgressDrawTarget::stderr());
-        spinner.set_message(format!(
-            "checking and committing {} records in one transaction",
-            parsed.records.len()
-        ));
-        spinner.enable_steady_tick(std::time::Duration::from_millis(120));
-        spinner
-    });
+    let input = Input::open(&source).map_err(read_error)?;
+    let progress = Progress::new(input.size());
+    let scan = scan(&input, &progress).map_err(read_error)?;
 
-    let mut parsed_counts: Vec<(String, u64)> = Vec::new();
-    for record in &parsed.records {
-        let name = record.record.type_name();
-        match parsed_counts.iter_mut().find(|(t, _)| t == name) {
-            Some((_, n)) => *n += 1,
-            None => parsed_counts.push((name.to_owned(), 1)),
-        }
-    }
-    let record_lines: Vec<usize> = parsed.records.iter().map(|r| r.line).collect();
-    let mut parsed = parsed;
-    if rejects.is_some() {
-        let withheld = withhold_histories(&mut parsed.records, &parsed.bad_lines);
-        parsed.errors.extend(withheld);
-    }
-    let mode = match (rejects.is_some(), parsed.is_clean()) {
-        (true, _) => IngestMode::Quarantine,
-        (false, true) => IngestMode::Strict,
-        // Bad lines already: still judge the good ones, so that every problem of
-        // the file is reported at once, but commit nothing.
-        (false, false) => IngestMode::DryRun,
+    let mut rejected = scan.errors.clone();
+    let passes = Passes {
+        store,
+        input: &input,
+        scan: &scan,
+        batch_records,
+        ingester,
+        now,
+        progress: &progress,
     };
-    let report = store.ingest_as(parsed.records, mode, ingester, now).await;
-    if let Some(spinner) = working {
-        spinner.finish_and_clear();
-    }
-    let report = report?;
-    let mut rejected = parsed.errors;
-    rejected.extend(report.rejected);
+    let totals = if rejects.is_some() {
+        run_pass(&passes, Pass::Quarantine).await
+    } else {
+        match run_pass(&passes, Pass::Judge).await {
+            Ok(judged) if !rejected.is_empty() || !judged.rejected.is_empty() => {
+                // Nothing is committed; every problem of the input is reported.
+                Ok(Totals {
+                    committed: BTreeMap::new(),
+                    ..judged
+                })
+            }
+            Ok(_) => run_pass(&passes, Pass::Commit).await,
+            Err(e) => Err(e),
+        }
+    };
+    progress.finish();
+    let totals = totals?;
+    rejected.extend(totals.rejected.iter().cloned());
     rejected.sort_by_key(|e| e.line);
-    let committed_any = report.committed.iter().any(|(_, n)| *n > 0);
+    let committed = totals.committed();
+    let committed_any = !committed.is_empty();
 
     let mut outcome = IngestOutcome {
         source: name.clone(),
-        lines: parsed.lines,
-        parsed: parsed_counts,
-        committed: report.committed,
-        unchanged: report.unchanged,
+        lines: scan.lines,
+        parsed: scan.parsed,
+        committed,
+        unchanged: totals.unchanged,
         rejected,
         committed_any,
         rejects_file: None,
+        batches: totals.batches,
+        largest_batch: totals.largest,
     };
 
     if let Some(path) = rejects {
-        let refused_records: BTreeSet<usize> = outcome
+        let wanted: BTreeSet<usize> = outcome
             .rejected
             .iter()
             .map(|e| e.line)
-            .filter(|line| record_lines.binary_search(line).is_ok())
+            .filter(|line| !scan.unkept.contains(line))
             .collect();
-        let mut lines = parsed.bad_lines;
-        if !refused_records.is_empty() {
-            let again: Box<dyn BufRead> = match (&source, stdin_copy) {
-                (Source::Path(p), _) => {
-                    Box::new(BufReader::new(File::open(p).map_err(read_error)?))
-                }
-                (Source::Stdin, Some(buffer)) => Box::new(io::Cursor::new(buffer)),
-                (Source::Stdin, None) => Box::new(io::Cursor::new(Vec::new())),
-            };
-            lines.extend(extract_lines(again, &refused_records).map_err(read_error)?);
-        }
-        lines.sort_by_key(|(line, _)| *line);
+        let lines =
+            extract_lines(input.reader().map_err(read_error)?, &wanted).map_err(read_error)?;
         let write = || -> io::Result<()> {
             let mut file = io::BufWriter::new(File::create(path)?);
             for (_, bytes) in &lines {

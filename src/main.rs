@@ -6,7 +6,7 @@ use std::panic::PanicHookInfo;
 
 fn main() -> std::process::ExitCode {
     quiet_on_closed_pipe();
-    holdfast::cli::main()
+    holdfast::run_command_line()
 }
 
 /// Installs a panic hook that exits with 0 when the panic is a write to a closed

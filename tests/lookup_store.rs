@@ -72,6 +72,24 @@ async fn store_with(kind: Kind, p: &Provider, scenarios: &[&str]) -> Fresh {
 }
 
 /// What an action would do now: `Ok(())`, or the rule that refuses it.
+/// Looks up the hold of each scenario once, through the review service.
+async fn look_up_each(fresh: &Fresh, scenarios: &[&str]) {
+    let session = Session::new(fresh.store.clone(), actor());
+    let looker = Looker::new(LookupConfig::default()).unwrap();
+    for s in scenarios {
+        holdfast::lookup::look_up(
+            &session,
+            &looker,
+            &TestSecrets,
+            Clock::Frozen(now()),
+            &id(&format!("L-{s}")),
+            &rationale(),
+        )
+        .await
+        .unwrap();
+    }
+}
+
 fn allowed(detail: &holdfast::core::model::OperationDetail, action: Action) -> Result<(), Rule> {
     decide(
         detail,
@@ -304,20 +322,7 @@ async fn the_token_is_in_no_byte_of_the_store_or_an_export() {
         &["match", "echo", "badjson", "unavailable"],
     )
     .await;
-    let session = Session::new(fresh.store.clone(), actor());
-    let looker = Looker::new(LookupConfig::default()).unwrap();
-    for s in ["match", "echo", "badjson", "unavailable"] {
-        holdfast::lookup::look_up(
-            &session,
-            &looker,
-            &TestSecrets,
-            Clock::Frozen(now()),
-            &id(&format!("L-{s}")),
-            &rationale(),
-        )
-        .await
-        .unwrap();
-    }
+    look_up_each(&fresh, &["match", "echo", "badjson", "unavailable"]).await;
     let seen = p.auth_seen();
     assert_eq!(seen.len(), 4);
     assert!(
@@ -388,20 +393,7 @@ async fn findings_of_lookups_count_in_the_release_gate() {
     use holdfast::core::metrics::{self, VetoKind};
     let p = Provider::start("").await;
     let fresh = store_with(Kind::Sqlite, &p, &["match", "dup", "tenant"]).await;
-    let session = Session::new(fresh.store.clone(), actor());
-    let looker = Looker::new(LookupConfig::default()).unwrap();
-    for s in ["match", "dup", "tenant"] {
-        holdfast::lookup::look_up(
-            &session,
-            &looker,
-            &TestSecrets,
-            Clock::Frozen(now()),
-            &id(&format!("L-{s}")),
-            &rationale(),
-        )
-        .await
-        .unwrap();
-    }
+    look_up_each(&fresh, &["match", "dup", "tenant"]).await;
     let report = metrics::report(&fresh.store.dataset().await.unwrap(), now());
     let kinds = |op: &str| -> Vec<VetoKind> {
         report

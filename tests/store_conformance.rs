@@ -225,6 +225,50 @@ async fn a_stale_version_is_refused_with_who_changed_it(kind: Kind) {
     ));
 }
 
+async fn search_matches_the_columns_the_queue_shows(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let report = store
+        .ingest(
+            records(support::console::PACKET),
+            IngestMode::Strict,
+            "test",
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let search = |needle: &str| OperationFilter {
+        search: Some(needle.into()),
+        ..OperationFilter::default()
+    };
+    let (rows, _) = first_page(store, &search("BILLING"), SortOrder::Id, 50).await;
+    let ids: Vec<&str> = rows.iter().map(|r| r.operation.id.as_str()).collect();
+    assert_eq!(ids, ["F21", "F22", "F23"], "an owner, in any case");
+    let (rows, _) = first_page(store, &search("northw"), SortOrder::Id, 50).await;
+    assert_eq!(rows.len(), 3);
+    assert!(rows.iter().all(|r| r.operation.tenant == "northwind"));
+    let (rows, _) = first_page(store, &search("duplicate_re"), SortOrder::Id, 50).await;
+    assert!(
+        rows.iter().any(|r| r.operation.id.as_str() == "F30"),
+        "a failure mode"
+    );
+    let (rows, _) = first_page(store, &search("critical"), SortOrder::Id, 50).await;
+    let ids: Vec<&str> = rows.iter().map(|r| r.operation.id.as_str()).collect();
+    assert_eq!(ids, ["F21", "F22", "F23"], "a risk tier");
+    let (rows, _) = first_page(store, &search("bil_ing"), SortOrder::Id, 50).await;
+    assert!(rows.is_empty(), "`_` separates words: it is no wildcard");
+    let scoped = OperationFilter {
+        visible_tenants: Some(vec!["lakeshore".into()]),
+        ..search("billing")
+    };
+    let (rows, total) = first_page(store, &scoped, SortOrder::Id, 50).await;
+    assert!(
+        rows.is_empty() && total == 0,
+        "the tenant scope still applies"
+    );
+}
+
 async fn search_finds_targets_keys_and_provider_ids(kind: Kind) {
     let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
@@ -725,6 +769,7 @@ holdfast_on_both_backends!(
     transitions_pass_the_state_machine_and_must_end_in_the_declared_state,
     a_stale_version_is_refused_with_who_changed_it,
     search_finds_targets_keys_and_provider_ids,
+    search_matches_the_columns_the_queue_shows,
     the_audit_log_refuses_edits_and_verify_names_a_row_changed_behind_its_back,
     a_store_from_a_newer_version_is_refused,
     sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition,

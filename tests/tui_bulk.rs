@@ -6,12 +6,12 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::bulk::{KINDS, Step};
+use holdfast::console::review::Verdict;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::{Grant, Role, State};
 use holdfast::core::rules::{ActionKind, Actor};
 use holdfast::store::{OperationFilter, Page, SortOrder};
-use holdfast::tui::bulk::{KINDS, Step};
-use holdfast::tui::review::Verdict;
 use support::console::{DEMO, Harness, PACKET, demo_now, now, options};
 
 fn step(h: &Harness) -> &Step {

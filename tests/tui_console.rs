@@ -6,7 +6,7 @@
 mod support;
 
 use crossterm::event::KeyCode;
-use holdfast::tui::layout::Pane;
+use holdfast::console::layout::Pane;
 use ratatui::style::Color;
 use support::console::{DEMO, Harness, PACKET, demo_now, ingest, now};
 
@@ -162,7 +162,11 @@ async fn search_narrows_as_you_type_and_esc_restores() {
     h.key(KeyCode::Char('/')).await;
     h.keys("zzz").await;
     assert_eq!(h.app.queue.total, 0);
-    assert!(h.screen().contains("Nothing matches"));
+    assert!(
+        h.screen().contains("No operation you can see matches"),
+        "{}",
+        h.screen()
+    );
     h.key(KeyCode::Esc).await;
     assert_eq!(
         h.app.queue.search, "case-44",
@@ -366,14 +370,14 @@ async fn no_color_draws_without_any_colour() {
     for color in [true, false] {
         let fresh = support::stores::sqlite().await;
         ingest(fresh.store.as_ref(), PACKET).await;
-        let mut app = holdfast::tui::app::App::new(
+        let mut app = holdfast::console::app::App::new(
             support::console::options(color),
             ratatui::layout::Rect::new(0, 0, 200, 50),
         );
         let mut effects = app.init();
         let session = holdfast::store::Session::new(fresh.store.clone(), app.actor.clone());
         while let Some(effect) = effects.pop() {
-            if let Some(message) = holdfast::tui::runner::perform(&session, &effect).await {
+            if let Some(message) = holdfast::console::runner::perform(&session, &effect).await {
                 effects.extend(app.update(message));
             }
         }
@@ -421,7 +425,7 @@ async fn a_timeline_spanning_decades_draws_without_hanging() {
 #[tokio::test]
 async fn an_unreachable_store_is_said_and_its_return_too() {
     let mut h = Harness::new(PACKET, 80, 24).await;
-    h.send(holdfast::tui::app::Message::Poll {
+    h.send(holdfast::console::app::Message::Poll {
         live: Err("the store is busy (another process holds it); try again".into()),
         now: now(),
     })
@@ -438,7 +442,7 @@ async fn an_unreachable_store_is_said_and_its_return_too() {
 #[tokio::test]
 async fn a_search_runs_once_typing_pauses_not_once_per_key() {
     use crossterm::event::{KeyEvent, KeyModifiers};
-    use holdfast::tui::app::{Effect, Message};
+    use holdfast::console::app::{Effect, Message};
     let mut h = Harness::new(PACKET, 80, 24).await;
     h.key(KeyCode::Char('/')).await;
     let mut pauses = Vec::new();
@@ -509,7 +513,7 @@ async fn a_reviewer_sees_only_the_tenants_granted() {
 #[tokio::test]
 async fn keys_typed_ahead_of_a_load_land_where_they_were_meant() {
     use crossterm::event::{KeyEvent, KeyModifiers};
-    use holdfast::tui::app::Message;
+    use holdfast::console::app::Message;
     let mut h = Harness::new(PACKET, 80, 24).await;
     let press = |code| Message::Key(KeyEvent::new(code, KeyModifiers::NONE));
     let mut pending = Vec::new();
@@ -556,7 +560,8 @@ async fn a_claimed_identity_is_marked_in_the_header() {
     for claimed in [false, true] {
         let mut options = support::console::options(false);
         options.claimed = claimed;
-        let app = holdfast::tui::app::App::new(options, ratatui::layout::Rect::new(0, 0, 200, 50));
+        let app =
+            holdfast::console::app::App::new(options, ratatui::layout::Rect::new(0, 0, 200, 50));
         let screen = support::console::text(support::console::render(&app).buffer());
         assert_eq!(
             screen.contains("rev:ana (--as, unchecked)"),

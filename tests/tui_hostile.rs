@@ -102,14 +102,14 @@ mod screens {
     use super::support::hostile::{CORPUS, Sink, replay};
     use chrono::{DateTime, Duration, Utc};
     use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+    use holdfast::console::app::{App, Effect, Message};
+    use holdfast::console::layout::Pane;
+    use holdfast::console::queue::Listing;
+    use holdfast::console::view;
     use holdfast::core::clock::parse_instant;
     use holdfast::core::ids::{OperationId, Sha256};
     use holdfast::core::model::*;
     use holdfast::store::QueueCounts;
-    use holdfast::tui::app::{App, Effect, Message};
-    use holdfast::tui::layout::Pane;
-    use holdfast::tui::queue::Listing;
-    use holdfast::tui::view;
     use ratatui::layout::Rect;
     use ratatui::{Terminal, TerminalOptions, Viewport};
 
@@ -296,6 +296,7 @@ mod screens {
                             held_by_dependency: 1,
                             pending_proposals: 1,
                         }),
+                        elsewhere: None,
                     }),
                 },
                 Effect::Load { generation, .. } => Message::Loaded {
@@ -305,7 +306,7 @@ mod screens {
                 Effect::Debounce { generation, .. } => Message::Debounced { generation },
                 Effect::Review { generation, .. } => Message::Reviewed {
                     generation,
-                    verdict: holdfast::tui::review::Verdict::Failed(
+                    verdict: holdfast::console::review::Verdict::Failed(
                         "\u{1b}[2Jstore says \u{202e}no".into(),
                     ),
                 },
@@ -334,7 +335,7 @@ mod screens {
                     )
                     .into_iter()
                     .map(|line| {
-                        let verdict = holdfast::tui::review::Verdict::Failed(
+                        let verdict = holdfast::console::review::Verdict::Failed(
                             "\u{1b}[2Jstore says \u{202e}no".into(),
                         );
                         (line, verdict)

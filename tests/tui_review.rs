@@ -6,12 +6,12 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::review::Step;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Actor, Rationale};
 use holdfast::review;
 use holdfast::store::Session;
-use holdfast::tui::review::Step;
 use support::console::{DEMO, Harness, demo_now};
 
 /// Opens the dialog on `id` and highlights the allowed action labelled `label`.
@@ -92,14 +92,7 @@ async fn a_short_rationale_is_refused_with_its_message() {
     h.keys("too short").await;
     h.key(KeyCode::Enter).await;
     assert!(matches!(step(&h), Step::Form { .. }));
-    let error = h
-        .app
-        .review
-        .as_ref()
-        .unwrap()
-        .error
-        .clone()
-        .unwrap_or_default();
+    let error = h.review_error();
     assert!(error.contains("at least 10 characters"), "{error}");
     assert!(h.screen().contains("at least 10"), "{}", h.screen());
 }

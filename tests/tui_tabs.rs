@@ -6,11 +6,11 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::app::Page;
+use holdfast::console::layout::Pane;
+use holdfast::console::metrics_tab::MetricsFocus;
 use holdfast::core::metrics::MetricId;
 use holdfast::store::Link;
-use holdfast::tui::app::Page;
-use holdfast::tui::layout::Pane;
-use holdfast::tui::metrics_tab::MetricsFocus;
 use support::console::{DEMO, Harness, demo_now, ingest};
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
@@ -116,14 +116,7 @@ async fn the_audit_tab_shows_transitions_newest_first_and_a_tampered_chain() {
     let screen = h.screen();
     assert!(screen.contains("chain intact"), "{screen}");
 
-    h.fresh
-        .execute("DROP TRIGGER audit_no_update")
-        .await
-        .unwrap();
-    h.fresh
-        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
-        .await
-        .unwrap();
+    h.tamper_audit().await;
     h.key(KeyCode::Char('R')).await;
     let screen = h.screen();
     assert!(screen.contains("CHAIN BROKEN at seq 3"), "{screen}");

@@ -5,9 +5,9 @@
 mod support;
 
 use crossterm::event::KeyCode;
+use holdfast::console::review::Step;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
-use holdfast::tui::review::Step;
 use support::console::{DEMO, Harness, demo_now};
 
 /// Opens the dialog on `id`, picks the allowed action labelled `label` and
@@ -133,7 +133,7 @@ async fn g_and_shift_g_move_through_the_review_list() {
 
 #[tokio::test]
 async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
-    use holdfast::tui::bulk::Step as BulkStep;
+    use holdfast::console::bulk::Step as BulkStep;
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     h.select_id("F09").await;
     h.key(KeyCode::Char(' ')).await;
@@ -151,7 +151,7 @@ async fn the_bulk_dialog_opens_on_no_action_and_tab_moves_between_its_inputs() {
             .contains("choose the action")
     );
     // Down to `assign`, which asks for an owner before the rationale.
-    let at = holdfast::tui::bulk::KINDS
+    let at = holdfast::console::bulk::KINDS
         .iter()
         .position(|k| *k == holdfast::core::rules::ActionKind::Assign)
         .unwrap();
@@ -245,14 +245,7 @@ async fn below_140_columns_a_tall_screen_stacks_the_detail_under_the_queue() {
 async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_acknowledged() {
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     assert!(!h.screen().contains("CHAIN BROKEN"));
-    h.fresh
-        .execute("DROP TRIGGER audit_no_update")
-        .await
-        .unwrap();
-    h.fresh
-        .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
-        .await
-        .unwrap();
+    h.tamper_audit().await;
     h.key(KeyCode::Char('R')).await;
     for tab in ['1', '2', '3', '4', '1'] {
         h.key(KeyCode::Char(tab)).await;
@@ -311,7 +304,7 @@ async fn form(h: &mut Harness, id: &str, label: &str) {
 }
 
 /// Moves the form's focus to the input of `kind` and returns its text.
-async fn focus(h: &mut Harness, kind: holdfast::tui::review::FieldKind) {
+async fn focus(h: &mut Harness, kind: holdfast::console::review::FieldKind) {
     for _ in 0..20 {
         if let Step::Form { fields, focus } = step(h)
             && fields[*focus].kind == kind
@@ -323,7 +316,7 @@ async fn focus(h: &mut Harness, kind: holdfast::tui::review::FieldKind) {
     panic!("no {kind:?} input");
 }
 
-fn field_text(h: &Harness, kind: holdfast::tui::review::FieldKind) -> String {
+fn field_text(h: &Harness, kind: holdfast::console::review::FieldKind) -> String {
     let Step::Form { fields, .. } = step(h) else {
         panic!("not on the form")
     };
@@ -332,7 +325,7 @@ fn field_text(h: &Harness, kind: holdfast::tui::review::FieldKind) -> String {
 
 #[tokio::test]
 async fn the_reconcile_source_is_picked_from_its_values_never_typed() {
-    use holdfast::tui::review::FieldKind;
+    use holdfast::console::review::FieldKind;
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     form(&mut h, "F09", "reconcile").await;
     focus(&mut h, FieldKind::Source).await;
@@ -348,8 +341,8 @@ async fn the_reconcile_source_is_picked_from_its_values_never_typed() {
 
 #[tokio::test]
 async fn the_reconcile_dialog_takes_a_raw_response_hash() {
+    use holdfast::console::review::FieldKind;
     use holdfast::core::rules::Action;
-    use holdfast::tui::review::FieldKind;
     let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
     form(&mut h, "F09", "reconcile").await;
     h.keys("n").await;
@@ -358,14 +351,7 @@ async fn the_reconcile_dialog_takes_a_raw_response_hash() {
     focus(&mut h, FieldKind::Rationale).await;
     h.keys("the provider shows no such request").await;
     h.key(KeyCode::Enter).await;
-    let error = h
-        .app
-        .review
-        .as_ref()
-        .unwrap()
-        .error
-        .clone()
-        .unwrap_or_default();
+    let error = h.review_error();
     assert!(error.contains("raw response hash"), "{error}");
     let hash = format!("sha256:{}", "ab".repeat(32));
     focus(&mut h, FieldKind::RawHash).await;
@@ -421,4 +407,220 @@ async fn search_and_filter_work_from_inside_a_hold() {
     h.key(KeyCode::Enter).await;
     h.key(KeyCode::Char('/')).await;
     assert!(h.app.prompt.is_some(), "/ opens the search inside a hold");
+}
+
+#[tokio::test]
+async fn the_evidence_pane_says_why_a_hold_is_blocked_first() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.select_id("F32").await;
+    h.key(KeyCode::Enter).await;
+    let screen = h.screen();
+    let why = screen.find("Why held").expect("a why-held section");
+    let reason = screen
+        .find("G10/G11: recipient and wording come from quarantined")
+        .expect("the reason of the move into BLOCKED");
+    let decision = screen.find("Decision").expect("the decision section");
+    assert!(why < reason && reason < decision, "{screen}");
+    assert!(
+        screen.contains("VALIDATED → BLOCKED by svc:policy-gate"),
+        "{screen}"
+    );
+    assert!(screen.contains("A047"), "{screen}");
+}
+
+/// Types `text` after `/` and closes the prompt with Enter.
+async fn search(h: &mut Harness, text: &str) {
+    h.key(KeyCode::Char('/')).await;
+    h.keys(text).await;
+    h.key(KeyCode::Enter).await;
+}
+
+#[tokio::test]
+async fn search_finds_an_owner_shown_in_the_queue() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    search(&mut h, "billing").await;
+    let mut ids = h.ids();
+    ids.sort();
+    assert_eq!(ids, ["F08", "F15", "F27"], "{}", h.screen());
+    search(&mut h, "BLOCK").await;
+    assert!(
+        h.app
+            .queue
+            .rows
+            .iter()
+            .all(|r| r.operation.state == State::Blocked),
+        "{:?}",
+        h.ids()
+    );
+}
+
+#[tokio::test]
+async fn a_search_with_no_match_here_says_where_it_matches() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    search(&mut h, "knowledge").await;
+    assert_eq!(h.app.queue.total, 0);
+    assert_eq!(
+        h.app.queue.empty_hint().as_deref(),
+        Some(
+            "No match for “knowledge” in the held queue; 1 match in state SUCCEEDED (1): press 2 for all operations."
+        )
+    );
+    assert!(
+        h.screen().contains("No match for “knowledge”"),
+        "{}",
+        h.screen()
+    );
+    h.key(KeyCode::Char('2')).await;
+    assert_eq!(h.ids(), ["F31"], "the key it names finds it");
+
+    h.key(KeyCode::Esc).await;
+    assert!(h.app.queue.search.is_empty(), "Esc clears the search");
+    search(&mut h, "nowhere-at-all").await;
+    assert_eq!(
+        h.app.queue.empty_hint().as_deref(),
+        Some(
+            "No operation you can see matches “nowhere-at-all” in any state. Esc clears the search."
+        )
+    );
+}
+
+/// Records a reconcile on `id` (not found, the default source) and confirms it.
+async fn reconcile(h: &mut Harness, id: &str) {
+    use holdfast::console::review::FieldKind;
+    form(h, id, "reconcile").await;
+    h.keys("n").await;
+    focus(h, FieldKind::Rationale).await;
+    h.keys("the provider shows no such request").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(h), Step::Confirm { .. }), "{}", h.screen());
+    h.key(KeyCode::Char('y')).await;
+    assert!(matches!(step(h), Step::Done(_)), "{}", h.screen());
+}
+
+async fn next_observation(h: &Harness, id: &str) -> Option<chrono::DateTime<chrono::Utc>> {
+    let id = OperationId::parse(id).unwrap();
+    h.store()
+        .detail(&id)
+        .await
+        .unwrap()
+        .row
+        .operation
+        .next_observation_at
+}
+
+#[tokio::test]
+async fn after_a_reconcile_the_next_observation_is_offered_and_set_through_review() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    let before = next_observation(&h, "F09").await;
+    assert!(before.is_some_and(|t| t < demo_now()), "F09 starts overdue");
+    reconcile(&mut h, "F09").await;
+    let screen = h.screen();
+    assert!(screen.contains("next observation in"), "{screen}");
+    assert!(screen.contains("+30m"), "{screen}");
+    assert!(screen.contains("Esc skip"), "{screen}");
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    assert!(h.app.review.as_ref().unwrap().follow_up.is_none());
+    assert_eq!(
+        next_observation(&h, "F09").await,
+        Some(demo_now() + chrono::TimeDelta::minutes(30))
+    );
+    let id = OperationId::parse("F09").unwrap();
+    let audit = h.store().detail(&id).await.unwrap().audit;
+    let last = audit.last().unwrap();
+    assert_eq!(last.draft.action, "schedule");
+    assert!(
+        last.draft
+            .rationale
+            .as_deref()
+            .is_some_and(|r| r.contains("after the reconcile")),
+        "{last:?}"
+    );
+    h.key(KeyCode::Esc).await;
+    assert!(h.app.review.is_none());
+    assert!(!h.screen().contains("OVERDUE"), "{}", h.screen());
+}
+
+#[tokio::test]
+async fn esc_skips_the_next_observation_after_a_reconcile() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    let before = next_observation(&h, "F09").await;
+    reconcile(&mut h, "F09").await;
+    assert!(h.app.review.as_ref().unwrap().follow_up.is_some());
+    h.key(KeyCode::Esc).await;
+    assert!(h.app.review.is_none(), "Esc closes the dialog");
+    assert_eq!(next_observation(&h, "F09").await, before);
+}
+
+#[tokio::test]
+async fn at_80x24_help_shows_review_and_scrolls_to_every_key() {
+    use holdfast::console::keymap::{self, Context};
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.key(KeyCode::Char('?')).await;
+    let first = h.screen();
+    assert!(first.contains(" r       review: the actions"), "{first}");
+    assert!(
+        first.contains("more line"),
+        "says that more is below:\n{first}"
+    );
+    let mut seen = first.clone();
+    for _ in 0..40 {
+        h.key(KeyCode::Char('j')).await;
+        seen.push_str(&h.screen());
+    }
+    assert!(h.app.help, "j scrolls, it does not close help");
+    for (key, what) in keymap::help(Context::Queue) {
+        let first_words: String = what
+            .split_whitespace()
+            .take(2)
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(
+            seen.contains(&format!(" {key} ")) && seen.contains(&first_words),
+            "{key} ({what}) never shows:\n{seen}"
+        );
+    }
+    assert!(h.screen().contains("above"), "{}", h.screen());
+    h.key(KeyCode::Char('q')).await;
+    assert!(!h.app.help);
+    assert!(!h.quit);
+}
+
+#[tokio::test]
+async fn an_intact_chain_at_start_is_not_announced_as_verifying_again() {
+    use holdfast::console::app::{App, Effect, Message};
+    use holdfast::core::audit::ChainStatus;
+    use holdfast::store::{Link, Live};
+    let mut app = App::new(
+        support::console::options_at(true, demo_now()),
+        ratatui::layout::Rect::new(0, 0, 160, 45),
+    );
+    let verify = app
+        .init()
+        .into_iter()
+        .find_map(|e| match e {
+            Effect::Verify { generation } => Some(generation),
+            _ => None,
+        })
+        .expect("the chain is verified at start");
+    // The watcher's first report can come before the verify answers.
+    app.update(Message::Poll {
+        live: Ok(Live {
+            head: 3,
+            link: Link::Connected,
+        }),
+        now: demo_now(),
+    });
+    app.update(Message::Verified {
+        generation: verify,
+        result: Ok(ChainStatus::Intact {
+            rows: 3,
+            head: None,
+        }),
+    });
+    let said = app.status.as_ref().map(|s| s.text.to_string());
+    assert!(
+        !said.as_deref().unwrap_or("").contains("verifies again"),
+        "{said:?}"
+    );
 }

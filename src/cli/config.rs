@@ -5,19 +5,19 @@ use serde::Deserialize;
 use std::path::{Path, PathBuf};
 
 /// Environment variables that move holdfast's folders (tests use them).
-pub const ENV_CONFIG: &str = "HOLDFAST_CONFIG";
-pub const ENV_DATA_DIR: &str = "HOLDFAST_DATA_DIR";
+pub(crate) const ENV_CONFIG: &str = "HOLDFAST_CONFIG";
+pub(crate) const ENV_DATA_DIR: &str = "HOLDFAST_DATA_DIR";
 
 /// The folders holdfast uses, from `directories` unless overridden.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Paths {
+pub(crate) struct Paths {
     pub config_file: PathBuf,
     pub data_dir: PathBuf,
     pub log_file: PathBuf,
 }
 
 impl Paths {
-    pub fn discover() -> Paths {
+    pub(crate) fn discover() -> Paths {
         let dirs = directories::ProjectDirs::from("", "", "holdfast");
         let data_dir = std::env::var_os(ENV_DATA_DIR)
             .map(PathBuf::from)
@@ -42,12 +42,12 @@ impl Paths {
     }
 
     /// The default embedded store.
-    pub fn default_store(&self) -> PathBuf {
+    pub(crate) fn default_store(&self) -> PathBuf {
         self.data_dir.join("holdfast.db")
     }
 
     /// The store `holdfast demo` recreates on every run.
-    pub fn demo_store(&self) -> PathBuf {
+    pub(crate) fn demo_store(&self) -> PathBuf {
         self.data_dir.join("demo.db")
     }
 }
@@ -55,7 +55,7 @@ impl Paths {
 /// Colours on screen.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Theme {
+pub(crate) enum Theme {
     #[default]
     Default,
     /// No colours (also chosen by `NO_COLOR`).
@@ -65,7 +65,7 @@ pub enum Theme {
 /// The config file's contents; every key is optional.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Config {
+pub(crate) struct Config {
     /// Path of the default SQLite store.
     pub store: Option<PathBuf>,
     /// A `postgres://` URL for a team store.
@@ -87,7 +87,7 @@ pub struct Config {
 impl Config {
     /// Reads the config file; a missing file is an empty config, a broken one an
     /// error that names the file and the problem.
-    pub fn load(path: &Path) -> anyhow::Result<Config> {
+    pub(crate) fn load(path: &Path) -> anyhow::Result<Config> {
         match std::fs::read_to_string(path) {
             Ok(text) => toml::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display())),
@@ -101,7 +101,7 @@ impl Config {
 }
 
 /// The OS user, for the default identity.
-pub fn os_user() -> String {
+pub(crate) fn os_user() -> String {
     ["USER", "USERNAME", "LOGNAME"]
         .iter()
         .find_map(|v| std::env::var(v).ok().filter(|s| !s.is_empty()))

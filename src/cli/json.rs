@@ -6,7 +6,7 @@ use serde::Serialize;
 
 /// `value` as pretty JSON with every secret redacted and no raw control or
 /// invisible code point.
-pub fn pretty<T: Serialize>(value: &T) -> anyhow::Result<String> {
+pub(crate) fn pretty<T: Serialize>(value: &T) -> anyhow::Result<String> {
     let mut value = serde_json::to_value(value)?;
     crate::core::redact::redact_value(&mut value);
     let text = serde_json::to_string_pretty(&value)?;

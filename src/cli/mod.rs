@@ -2,13 +2,13 @@
 //! rely on, with the dispatch to [`commands`]. Every command opens the store, asks
 //! the core, and prints text or `--json`; none of them re-implements a rule.
 
-pub mod commands;
-pub mod config;
-pub mod json;
-pub mod render;
+pub(crate) mod commands;
+pub(crate) mod config;
+pub(crate) mod json;
+pub(crate) mod render;
 
 pub use commands::console::DEMO_PACKET;
-pub use commands::{copy, report, review};
+pub(crate) use commands::{copy, report, review};
 
 use chrono::{DateTime, Utc};
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand, ValueEnum};
@@ -23,22 +23,22 @@ use crate::store::{Location, Session, Store, StoreError};
 use config::{Config, Paths, Theme};
 
 /// Exit codes, as documented in the README.
-pub mod exit {
+pub(crate) mod exit {
     /// Success.
-    pub const OK: u8 = 0;
+    pub(crate) const OK: u8 = 0;
     /// Something went wrong (store unreachable, file unreadable, no such operation).
-    pub const ERROR: u8 = 1;
+    pub(crate) const ERROR: u8 = 1;
     /// Bad input: a usage error, or an ingest with bad lines (nothing committed).
-    pub const BAD_INPUT: u8 = 2;
+    pub(crate) const BAD_INPUT: u8 = 2;
     /// A guard refused the action; the refusal names its rule.
-    pub const REFUSED: u8 = 3;
+    pub(crate) const REFUSED: u8 = 3;
     /// The audit chain does not verify, or does not match a saved digest.
-    pub const INTEGRITY: u8 = 4;
+    pub(crate) const INTEGRITY: u8 = 4;
 }
 
 impl Failure {
     /// Bad input (exit 2) with a message.
-    pub fn bad_input(message: impl Into<String>) -> anyhow::Error {
+    pub(crate) fn bad_input(message: impl Into<String>) -> anyhow::Error {
         Failure::new(exit::BAD_INPUT, message).into()
     }
 }
@@ -46,13 +46,13 @@ impl Failure {
 /// An error that carries its exit code.
 #[derive(Debug, thiserror::Error)]
 #[error("{message}")]
-pub struct Failure {
+pub(crate) struct Failure {
     pub code: u8,
     pub message: String,
 }
 
 impl Failure {
-    pub fn new(code: u8, message: impl Into<String>) -> Self {
+    pub(crate) fn new(code: u8, message: impl Into<String>) -> Self {
         Failure {
             code,
             message: message.into(),
@@ -67,7 +67,7 @@ impl Failure {
     about = "A terminal console for held operations: agent tool calls that ended UNKNOWN, PARTIAL or BLOCKED.",
     long_about = None,
 )]
-pub struct Cli {
+pub(crate) struct Cli {
     /// The SQLite store to use (default: holdfast.db in the data dir).
     #[arg(long, global = true, env = "HOLDFAST_DB", value_name = "PATH")]
     pub db: Option<PathBuf>,
@@ -105,7 +105,7 @@ fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Load the fictional TC094 packet into a fresh demo store and open it.
     Demo {
         /// Print the held queue instead of opening the console.
@@ -182,6 +182,12 @@ pub enum Command {
         #[command(subcommand)]
         command: commands::autonomy::AutonomyCommand,
     },
+    /// Approved work for workers (DESIGN §9.2): claim it under a lease, keep the
+    /// lease alive, complete it with the records of what was done, or release it.
+    Work {
+        #[command(subcommand)]
+        command: commands::work::WorkCommand,
+    },
     /// Run the drill's simulated provider alone, on a loopback address.
     SimProvider(commands::drill::SimProviderArgs),
     /// Print shell completions.
@@ -192,7 +198,7 @@ pub enum Command {
 }
 
 #[derive(Debug, Args)]
-pub struct ListArgs {
+pub(crate) struct ListArgs {
     /// `held` (default), `all`, or a state; repeatable.
     #[arg(long, value_name = "STATE")]
     pub state: Vec<String>,
@@ -208,7 +214,7 @@ pub struct ListArgs {
     /// A risk tier (`low` … `critical`); repeatable.
     #[arg(long)]
     pub risk: Vec<String>,
-    /// The start of a word of an id, target, key or provider request id (case-insensitive).
+    /// The start of a word of an id, target, key or provider request id, or text in the state, tenant, tool, owner or failure mode (case-insensitive).
     #[arg(long)]
     pub search: Option<String>,
     /// The order of the rows.
@@ -226,7 +232,7 @@ pub struct ListArgs {
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
-pub enum SortArg {
+pub(crate) enum SortArg {
     Urgency,
     Age,
     Id,
@@ -234,7 +240,7 @@ pub enum SortArg {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum AuditCommand {
+pub(crate) enum AuditCommand {
     /// Walk the whole chain; exit 4 naming the first broken seq.
     Verify {
         /// Also check the chain still contains a head printed earlier by `audit digest`
@@ -254,7 +260,7 @@ pub enum AuditCommand {
 }
 
 #[derive(Debug, Subcommand)]
-pub enum DbCommand {
+pub(crate) enum DbCommand {
     /// Create the store if needed and apply pending migrations.
     Migrate,
     /// Copy everything, audit chain included, from one store into a new one.
@@ -262,7 +268,7 @@ pub enum DbCommand {
 }
 
 /// Everything a command needs besides its own arguments.
-pub struct Context {
+pub(crate) struct Context {
     pub paths: Paths,
     pub config: Config,
     pub clock: Clock,
@@ -276,13 +282,13 @@ pub struct Context {
 }
 
 impl Context {
-    pub fn now(&self) -> DateTime<Utc> {
+    pub(crate) fn now(&self) -> DateTime<Utc> {
         self.clock.now()
     }
 
     /// The store this invocation works on: `--database-url`, else `--db`, else the
     /// config file's `database_url`, else its `store`, else the default file.
-    pub fn store_location(&self) -> Result<Location, StoreError> {
+    pub(crate) fn store_location(&self) -> Result<Location, StoreError> {
         if let Some(url) = &self.database_url {
             return Location::parse(url);
         }
@@ -302,19 +308,19 @@ impl Context {
 
     /// Opens the store, which must exist: a mistyped `--db` is refused (exit 1)
     /// rather than answered from a new empty store.
-    pub async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
+    pub(crate) async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
         open_existing(&self.store_location()?).await
     }
 
     /// Opens the store, creating it when it is not there: only for the commands
     /// that fill or prepare one (`ingest`, `db migrate`, `demo`).
-    pub async fn create_store(&self) -> anyhow::Result<Arc<dyn Store>> {
+    pub(crate) async fn create_store(&self) -> anyhow::Result<Arc<dyn Store>> {
         Ok(self.store_location()?.open().await?)
     }
 
     /// The store as the acting identity sees it: every read and write of a
     /// command that works on existing data goes through this session (G7).
-    pub async fn session(&self) -> anyhow::Result<Session> {
+    pub(crate) async fn session(&self) -> anyhow::Result<Session> {
         let store = self.open_store().await?;
         let actor = self.actor(store.as_ref()).await?;
         Ok(Session::new(store, actor))
@@ -325,7 +331,7 @@ impl Context {
     /// `delegate` role; refused otherwise, exit 3), on SQLite the identity asked
     /// for or the OS user. With no grants at all the store is in single-user mode
     /// and that user may do everything.
-    pub async fn actor(&self, store: &dyn Store) -> anyhow::Result<Actor> {
+    pub(crate) async fn actor(&self, store: &dyn Store) -> anyhow::Result<Actor> {
         crate::review::identify(
             store,
             self.asked.as_deref(),
@@ -336,20 +342,37 @@ impl Context {
         .map_err(review::failure)
     }
 
+    /// The acting identity of a service command (`observe`, `drill --work`):
+    /// the identity asked for, else `service` on a store without logins; on
+    /// PostgreSQL the database login acts unless another is asked for.
+    pub(crate) async fn service_actor(
+        &self,
+        store: &dyn Store,
+        service: &str,
+    ) -> anyhow::Result<Actor> {
+        let asked = match (&self.asked, store.login().await?) {
+            (Some(asked), _) => Some(asked.clone()),
+            (None, None) => Some(service.to_owned()),
+            (None, Some(_)) => None,
+        };
+        crate::review::identify(
+            store,
+            asked.as_deref(),
+            &self.local_user,
+            self.config.policy.clone(),
+        )
+        .await
+        .map_err(review::failure)
+    }
+
     /// Whether the acting identity is only claimed: named by `--as`,
     /// `HOLDFAST_AS` or the config file on a store without logins (SQLite), where
     /// nothing checks it. On PostgreSQL the database login acts, so it is not.
-    pub async fn claimed(&self, store: &dyn Store) -> anyhow::Result<bool> {
+    pub(crate) async fn claimed(&self, store: &dyn Store) -> anyhow::Result<bool> {
         Ok(self.asked.is_some() && store.login().await?.is_none())
     }
 
-    /// The acting identity for `what`, which is done only in one's own name:
-    /// refused (exit 3) when the actor would act for someone else.
-    pub async fn own_name(&self, store: &dyn Store, what: &str) -> anyhow::Result<String> {
-        own_name(&self.actor(store).await?, what)
-    }
-
-    pub fn no_color(&self) -> bool {
+    pub(crate) fn no_color(&self) -> bool {
         std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty())
             || self.config.theme == Some(Theme::Mono)
     }
@@ -357,7 +380,7 @@ impl Context {
 
 /// `actor`'s own identity for `what`, which is done only in one's own name:
 /// refused (exit 3) when the actor would act for someone else.
-pub fn own_name(actor: &Actor, what: &str) -> anyhow::Result<String> {
+pub(crate) fn own_name(actor: &Actor, what: &str) -> anyhow::Result<String> {
     crate::core::access::own_name(actor, what)
         .map(str::to_owned)
         .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
@@ -365,7 +388,7 @@ pub fn own_name(actor: &Actor, what: &str) -> anyhow::Result<String> {
 
 /// Opens a store that must exist; a missing one is an error (exit 1) that says
 /// how to create one.
-pub async fn open_existing(location: &Location) -> anyhow::Result<Arc<dyn Store>> {
+pub(crate) async fn open_existing(location: &Location) -> anyhow::Result<Arc<dyn Store>> {
     match location.open_existing().await {
         Err(StoreError::Missing(place)) => Err(Failure::new(
             exit::ERROR,
@@ -518,6 +541,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         }) => copy::run(args).await,
         Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Drill(args)) => commands::drill::drill(&ctx, args).await,
+        Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
         Some(Command::Completions { shell }) => {
@@ -529,6 +553,6 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
 }
 
 /// Parses an operation id typed on the command line.
-pub fn parse_id(id: &str) -> anyhow::Result<OperationId> {
+pub(crate) fn parse_id(id: &str) -> anyhow::Result<OperationId> {
     OperationId::parse(id).map_err(|e| Failure::bad_input(format!("operation id {id:?} {e}")))
 }

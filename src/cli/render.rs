@@ -17,7 +17,7 @@ use crate::core::triage::{Bucket, TriageLine};
 use crate::review::{Applied, ReviewError};
 
 /// `text` sanitized for the terminal (G10).
-pub fn clean(text: &str) -> String {
+pub(crate) fn clean(text: &str) -> String {
     sanitize(text).into_owned()
 }
 
@@ -42,7 +42,7 @@ fn cell(text: &str, width: usize) -> String {
 }
 
 /// The queue as a table, one line per operation.
-pub fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> String {
+pub(crate) fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> String {
     let mut out = String::new();
     let header = [
         ("STATE", 10),
@@ -123,12 +123,12 @@ pub fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> String {
 
 /// The first line of `list` and `show`: who is acting, with which rights (or
 /// single-user mode).
-pub fn actor_header(actor: &Actor) -> String {
+pub(crate) fn actor_header(actor: &Actor) -> String {
     format!("acting as {}\n", clean(&actor.describe()))
 }
 
 /// The exact effect of an action: applied with its audit row, or a preview.
-pub fn effect(effect: &Effect, row: Option<&AuditRow>) -> String {
+pub(crate) fn effect(effect: &Effect, row: Option<&AuditRow>) -> String {
     let mut out = String::new();
     let id = clean(effect.commit.operation.as_str());
     let headline = match (row, effect.proposal_only) {
@@ -198,7 +198,7 @@ fn outcome_words(outcome: &Result<Effect, Refusal>) -> String {
 
 /// The dry run of bulk triage: the selection split into the four buckets, each
 /// operation with why it is there and what the action would do.
-pub fn triage(filter: &str, action: ActionKind, lines: &[TriageLine]) -> String {
+pub(crate) fn triage(filter: &str, action: ActionKind, lines: &[TriageLine]) -> String {
     let mut out = String::new();
     let _ = writeln!(
         out,
@@ -240,7 +240,7 @@ pub fn triage(filter: &str, action: ActionKind, lines: &[TriageLine]) -> String 
 }
 
 /// Bulk triage applied: each operation's result, then the totals.
-pub fn triage_applied(
+pub(crate) fn triage_applied(
     filter: &str,
     action: ActionKind,
     results: &[(TriageLine, Result<Applied, ReviewError>)],
@@ -287,7 +287,10 @@ pub fn triage_applied(
 }
 
 /// The result of `grant` or `revoke`.
-pub fn grant_change(request: &GrantRequest, changed: Option<&(GrantChange, AuditRow)>) -> String {
+pub(crate) fn grant_change(
+    request: &GrantRequest,
+    changed: Option<&(GrantChange, AuditRow)>,
+) -> String {
     let mut out = String::new();
     let (identity, tenant) = (clean(&request.identity), clean(&request.tenant));
     match changed {
@@ -327,7 +330,7 @@ pub fn grant_change(request: &GrantRequest, changed: Option<&(GrantChange, Audit
 }
 
 /// The grants as a table.
-pub fn grants(grants: &[Grant], single_user: bool) -> String {
+pub(crate) fn grants(grants: &[Grant], single_user: bool) -> String {
     let mut out = String::new();
     if single_user {
         let _ = writeln!(
@@ -359,7 +362,7 @@ pub fn grants(grants: &[Grant], single_user: bool) -> String {
 
 /// The evidence bundle as labelled sections.
 /// A lookup's result, field by field.
-pub fn lookup(call: &crate::core::lookup::LookupCall) -> String {
+pub(crate) fn lookup(call: &crate::core::lookup::LookupCall) -> String {
     let mut out = String::new();
     for (label, value) in call.rows() {
         let _ = writeln!(out, "  {label:<22} {}", clean(&value));
@@ -367,7 +370,7 @@ pub fn lookup(call: &crate::core::lookup::LookupCall) -> String {
     out
 }
 
-pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
+pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "  {name:<22} {value}");
@@ -615,7 +618,7 @@ pub fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
 
 /// The attempts and status queries in order, with durations and gaps, and the
 /// observations, next observation and deadline placed among them.
-pub fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
+pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
     let op = &detail.row.operation;
     let mut out = String::new();
     let requests = detail

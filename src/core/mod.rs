@@ -20,3 +20,4 @@ pub mod refusal;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;
+pub mod work;

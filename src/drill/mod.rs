@@ -4,6 +4,7 @@
 //! what the store holds, then computes the metrics and the release gate.
 
 pub mod table;
+pub mod work;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,7 +22,6 @@ use crate::core::model::{
     Approval, AttemptKind, FailureMode, Layer, Observation, ObservationSource, Operation,
     OperationDetail, Phase, Relation, Risk, Role, State, TransitionRecord,
 };
-use crate::executor::lookup::LookupSpec;
 use crate::executor::transport::{LiteralResolver, Resolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Run, RunOutcome, Settings};
 use crate::sim::case::{Case, DeliveryKind, On, Recovery, SIM_PLACEHOLDER};
@@ -73,20 +73,29 @@ pub fn under_contract(cases: &[Case], contract: &Contract) -> Result<Vec<Case>, 
     let rest = template[after_scheme..]
         .find(['/', '?'])
         .map_or("", |i| &template[after_scheme + i..]);
-    let lookup = LookupSpec {
-        method: "GET".to_owned(),
-        url: format!("{SIM_PLACEHOLDER}{}{rest}", crate::sim::provider::EMULATED),
-        auth: None,
-        timeout_ms: u64::from(spec.timeout_ms()),
-        lag_seconds: u64::from(spec.lag_seconds()),
-        not_found_status: spec.not_found_status.clone().unwrap_or_else(|| vec![404]),
-        fields: spec
-            .fields
-            .named()
-            .into_iter()
-            .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), p.as_str().to_owned())))
-            .collect(),
-    };
+    let mut lookup = crate::sim::case::RawLookup::new();
+    lookup.insert("method".into(), json!("GET"));
+    lookup.insert(
+        "url".into(),
+        json!(format!(
+            "{SIM_PLACEHOLDER}{}{rest}",
+            crate::sim::provider::EMULATED
+        )),
+    );
+    lookup.insert("timeout_ms".into(), json!(spec.timeout_ms()));
+    lookup.insert("lag_seconds".into(), json!(spec.lag_seconds()));
+    if let Some(statuses) = &spec.not_found_status {
+        lookup.insert("not_found_status".into(), json!(statuses));
+    }
+    let fields: serde_json::Map<String, Value> = spec
+        .fields
+        .named()
+        .into_iter()
+        .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), json!(p.as_str()))))
+        .collect();
+    if !fields.is_empty() {
+        lookup.insert("fields".into(), Value::Object(fields));
+    }
     let mut drilled = contract.clone();
     drilled.status_lookup = StatusLookup::ByHand;
     Ok(cases
@@ -259,11 +268,32 @@ pub async fn record(
     records: &[Record],
     now: DateTime<Utc>,
 ) -> Result<(), DrillError> {
+    let refused = |errors: &[LineError]| DrillError::Refused {
+        case: case.to_owned(),
+        errors: errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    let numbered = wire_lines(records).map_err(|errors| refused(&errors))?;
+    let report = store
+        .ingest(numbered, IngestMode::Strict, DRILL_IDENTITY, now)
+        .await?;
+    if report.rejected.is_empty() {
+        Ok(())
+    } else {
+        Err(refused(&report.rejected))
+    }
+}
+
+/// Records as a file would carry them: each written as a wire line and parsed
+/// back, numbered from 1.
+pub fn wire_lines(records: &[Record]) -> Result<Vec<Numbered>, Vec<LineError>> {
     let mut numbered = Vec::with_capacity(records.len());
     let mut errors = Vec::new();
     for (index, record) in records.iter().enumerate() {
-        let line = write_line(record);
-        match parse_line(line.as_bytes(), index + 1) {
+        match parse_line(write_line(record).as_bytes(), index + 1) {
             Ok(record) => numbered.push(Numbered {
                 line: index + 1,
                 record,
@@ -272,22 +302,9 @@ pub async fn record(
         }
     }
     if errors.is_empty() {
-        let report = store
-            .ingest(numbered, IngestMode::Strict, DRILL_IDENTITY, now)
-            .await?;
-        errors = report.rejected;
-    }
-    if errors.is_empty() {
-        Ok(())
+        Ok(numbered)
     } else {
-        Err(DrillError::Refused {
-            case: case.to_owned(),
-            errors: errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        })
+        Err(errors)
     }
 }
 
@@ -378,10 +395,8 @@ impl Bench<'_> {
     }
 
     fn job(&self, operation: Operation, payload: Value, items: Vec<u32>, layer: Layer) -> Job {
-        let lookup = self.case.lookup.clone().map(|mut spec| {
-            spec.url = spec.url.replace(SIM_PLACEHOLDER, &self.base);
-            spec
-        });
+        // Checked when the case was read, with the same shape of URL.
+        let lookup = self.case.lookup_spec(&self.base).ok().flatten();
         Job {
             operation,
             contract: self.case.contract.clone(),

@@ -16,7 +16,7 @@ const SECRET_WORDS: &[&str] = &[
 ];
 
 /// What a redacted value reads as.
-pub const REDACTED: &str = "[redacted]";
+pub(super) const REDACTED: &str = "[redacted]";
 
 /// The URL with the value of every query parameter whose name names a secret
 /// replaced by `[redacted]`. Identity keys (`business_key`, `idempotency_key`) are

@@ -21,6 +21,7 @@ use tokio::sync::{Notify, oneshot};
 use tower::ServiceExt as _;
 
 use super::case::{Answer, Case, On, Respond, Rule, Word};
+use crate::core::lookup::Placeholder;
 use crate::executor::clock::ExecClock;
 
 /// How long a `hang` answer waits before it is sent (past any client timeout the
@@ -678,6 +679,10 @@ async fn status(
 /// (`holdfast drill --tool`): the contract's path and query follow it.
 pub const EMULATED: &str = "/lookup";
 
+/// The base an emulated lookup's template is read with here, to render the URL a
+/// record would be asked at and compare it with the path and query asked.
+const EMULATED_BASE: &str = "http://sim.invalid";
+
 /// The standard pointers of a status body, by the field names of DESIGN §9.1.
 const STANDARD: &[(&str, &str)] = &[
     ("target", "/record/target"),
@@ -749,34 +754,37 @@ async fn emulated_status(
         .strip_prefix(prefix.as_str())
         .unwrap_or_default()
         .to_owned();
-    let (template, fields) = {
+    let spec = {
         let cases = provider.lock();
-        match cases.get(&case).and_then(|c| c.case.lookup.clone()) {
-            Some(spec) => (spec.url, spec.fields),
-            None => return not_found(),
+        match cases.get(&case).map(|c| c.case.lookup_spec(EMULATED_BASE)) {
+            Some(Ok(Some(spec))) => spec,
+            _ => return not_found(),
         }
     };
-    let Some(template) = template
-        .strip_prefix(super::case::SIM_PLACEHOLDER)
-        .map(str::to_owned)
-    else {
-        return not_found();
-    };
+    let fields: BTreeMap<String, String> = spec
+        .fields
+        .named()
+        .into_iter()
+        .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), p.as_str().to_owned())))
+        .collect();
     let matches = |state: &CaseState, r: &StoredRecord| {
         let key = state
             .keys
             .iter()
             .find(|(_, e)| e.request_id == r.request_id)
             .map(|(k, _)| k.as_str());
-        let values: [(&str, Option<&str>); 6] = [
-            ("provider_request_id", Some(r.request_id.as_str())),
-            ("idempotency_key", key),
-            ("business_key", r.business_key.as_deref()),
-            ("target", Some(r.target.as_str())),
-            ("operation", Some(r.operation.as_str())),
-            ("tenant", Some(r.tenant.as_str())),
-        ];
-        crate::executor::lookup::fill(&template, &values).is_ok_and(|url| url == asked)
+        let url = spec.url.render_with(|p| {
+            match p {
+                Placeholder::ProviderRequestId => Some(r.request_id.as_str()),
+                Placeholder::IdempotencyKey => key,
+                Placeholder::BusinessKey => r.business_key.as_deref(),
+                Placeholder::Target => Some(r.target.as_str()),
+                Placeholder::Operation => Some(r.operation.as_str()),
+                Placeholder::Tenant => Some(r.tenant.as_str()),
+            }
+            .filter(|v| !v.is_empty())
+        });
+        url.is_ok_and(|url| url.strip_prefix(EMULATED_BASE) == Some(asked.as_str()))
     };
     status_answer(&provider, &case, &killer, &matches, Some(&fields)).await
 }

@@ -8,9 +8,11 @@ pub mod session;
 pub mod skipped;
 pub mod sql;
 pub mod sqlite;
+pub mod work;
 
 pub use plan::{copy, filter};
 pub use session::Session;
+pub use work::{Completion, WorkClaim, WorkStep};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -29,6 +31,7 @@ pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
 use crate::core::model::{Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
+use crate::core::work::Lease;
 use crate::wire::{LineError, Numbered};
 use copy::{Cell, CopyReport, Table};
 
@@ -74,6 +77,9 @@ pub enum StoreError {
     Open { location: String, reason: String },
     #[error("store error: {0}")]
     Other(String),
+    /// A guard refused the change (a lease lost or held by another worker).
+    #[error(transparent)]
+    Refused(#[from] crate::core::refusal::Refusal),
 }
 
 /// Where a store lives: a SQLite file or a PostgreSQL database.
@@ -141,7 +147,9 @@ pub struct OperationFilter {
     pub risks: Vec<Risk>,
     /// Case-insensitive start of a word (after `:` `/` `-` `.` `@` `_` or a space)
     /// of the id, target, idempotency/business/correlation keys or a provider
-    /// request id: one index range on any store size.
+    /// request id (one index range), or text anywhere in a column the console's
+    /// queue shows: state, tenant, tool, owner, failure mode, or the start of a
+    /// risk tier.
     pub search: Option<String>,
     /// Tenants the acting identity may see (G7); `None` means every tenant.
     pub visible_tenants: Option<Vec<String>>,
@@ -319,6 +327,14 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<QueueCounts, StoreError>;
 
+    /// The ids of every operation matching `filter`, in `sort` order, read in
+    /// one statement over the operations table alone (mark-all).
+    async fn matching_ids(
+        &self,
+        filter: &OperationFilter,
+        sort: SortOrder,
+    ) -> Result<Vec<OperationId>, StoreError>;
+
     /// One operation of any tenant.
     async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
         self.detail_in(&Scope::Every, id).await
@@ -427,11 +443,43 @@ pub trait Store: Send + Sync {
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
 
-    /// One page of a table's rows, every value as stored, for [`Store::load_from`].
+    /// Claims up to `claim.limit` pieces of work (operations in `APPROVED` in
+    /// the claim's tenants, not under a live lease), oldest first, each with its
+    /// audit row, in one transaction: a piece is handed to one claimer only.
+    async fn claim_work(&self, claim: &WorkClaim) -> Result<Vec<Lease>, StoreError>;
+
+    /// The lease on `id`, if it is in `scope` and was ever claimed.
+    async fn lease(&self, scope: &Scope, id: &OperationId) -> Result<Option<Lease>, StoreError>;
+
+    /// Extends the holder's live lease to `length` from now (by default the
+    /// length it was claimed or last renewed for), with its audit row;
+    /// [`StoreError::Refused`] (G8) when the holder no longer holds it.
+    async fn renew_work(
+        &self,
+        step: &WorkStep,
+        length: Option<chrono::Duration>,
+    ) -> Result<Lease, StoreError>;
+
+    /// Takes the holder's records for its operation through the ingest path
+    /// (every line for that operation, strict), completes the lease and appends
+    /// its audit row, all in one transaction; [`StoreError::Refused`] (G8) when
+    /// the holder no longer holds the lease.
+    async fn complete_work(
+        &self,
+        step: &WorkStep,
+        records: Vec<Numbered>,
+    ) -> Result<Completion, StoreError>;
+
+    /// Gives the holder's live lease back, with its audit row.
+    async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError>;
+
+    /// One page of a table's rows, every value as stored, for [`Store::load_from`]:
+    /// the first `limit` rows in the table's order after the row whose key cells
+    /// are `after` (keyset paging: each page is an index range, however deep).
     async fn table_rows(
         &self,
         table: &'static Table,
-        offset: u64,
+        after: Option<&[Cell]>,
         limit: u64,
     ) -> Result<Vec<Vec<Cell>>, StoreError>;
 

@@ -6,7 +6,7 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 use super::plan::codec::risk_rank;
 use super::plan::rows::prefix_range;
 use super::{OperationFilter, Scope, SortOrder};
-use crate::core::model::State;
+use crate::core::model::{Risk, State};
 
 /// The held states as an SQL list literal (they are fixed identifiers, not input).
 pub fn held_states_sql() -> String {
@@ -18,8 +18,11 @@ pub fn held_states_sql() -> String {
 }
 
 /// Appends ` AND column IN (…)` for a non-empty list.
-fn push_in<'a, DB, T>(qb: &mut QueryBuilder<DB>, column: &str, values: impl IntoIterator<Item = T>)
-where
+pub(crate) fn push_in<'a, DB, T>(
+    qb: &mut QueryBuilder<DB>,
+    column: &str,
+    values: impl IntoIterator<Item = T>,
+) where
     DB: Database,
     T: Encode<'a, DB> + Type<DB> + 'a,
 {
@@ -68,12 +71,69 @@ where
     }
     if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
         let (low, high) = prefix_range(search);
-        qb.push(" AND o.id IN (SELECT s.operation FROM search_terms s WHERE s.term >= ");
+        qb.push(" AND (o.id IN (SELECT s.operation FROM search_terms s WHERE s.term >= ");
         qb.push_bind(low);
         qb.push(" AND s.term < ");
         qb.push_bind(high);
         qb.push(")");
+        let pattern = word_pattern(search);
+        for column in VISIBLE_COLUMNS {
+            qb.push(format_args!(" OR {} LIKE ", words(column)));
+            qb.push_bind(pattern.clone());
+            qb.push(" ESCAPE '!'");
+        }
+        let needle = search.trim();
+        let risks: Vec<i64> = Risk::ALL
+            .iter()
+            .filter(|r| r.as_str().starts_with(&needle.to_ascii_lowercase()))
+            .map(|r| risk_rank(*r))
+            .collect();
+        if !risks.is_empty() {
+            qb.push(" OR o.risk_rank IN (");
+            let mut list = qb.separated(", ");
+            for rank in risks {
+                list.push_bind(rank);
+            }
+            list.push_unseparated(")");
+        }
+        qb.push(")");
     }
+}
+
+/// The text columns the console's queue shows, which a search also matches by
+/// the start of any of their words (the id, target and keys are matched the same
+/// way through the `search_terms` index; these are short and few per operation).
+const VISIBLE_COLUMNS: [&str; 5] = ["o.state", "o.tenant", "o.tool", "o.owner", "o.failure_mode"];
+
+/// Characters that start a word, as in the search terms index.
+const SEPARATORS: [char; 6] = ['_', '-', '.', ':', '/', '@'];
+
+/// `column` as SQL text of space-separated words with a space in front,
+/// lowercased: `duplicate_replay` reads ` duplicate replay`.
+fn words(column: &str) -> String {
+    let mut sql = format!("LOWER({column})");
+    for sep in SEPARATORS {
+        sql = format!("REPLACE({sql}, '{sep}', ' ')");
+    }
+    format!("(' ' || {sql})")
+}
+
+/// The `LIKE … ESCAPE '!'` pattern of a word start over [`words`]: `% needle%`,
+/// the needle lowercased, its separators spaces, its wildcards escaped.
+fn word_pattern(needle: &str) -> String {
+    let mut pattern = String::from("% ");
+    for c in needle.trim().to_lowercase().chars() {
+        match c {
+            c if SEPARATORS.contains(&c) => pattern.push(' '),
+            '%' | '!' => {
+                pattern.push('!');
+                pattern.push(c);
+            }
+            c => pattern.push(c),
+        }
+    }
+    pattern.push('%');
+    pattern
 }
 
 /// The `ORDER BY` of a listing; every order ends on the id so pages are stable.
@@ -116,5 +176,18 @@ where
         ));
         push_tenants(qb, "t.tenant", scope);
         qb.push(")");
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{word_pattern, words};
+
+    #[test]
+    fn a_search_pattern_starts_a_word_and_escapes_like_wildcards() {
+        assert_eq!(word_pattern(" Billing "), "% billing%");
+        assert_eq!(word_pattern("duplicate_re"), "% duplicate re%");
+        assert_eq!(word_pattern("50%!off"), "% 50!%!!off%");
+        assert!(words("o.owner").starts_with("(' ' || REPLACE("));
     }
 }

@@ -2,28 +2,43 @@
 //! resize, poll and store answer arrives as a [`Message`]; `update` changes the
 //! state and returns the [`Effect`]s to run (store queries, quitting). Nothing here
 //! awaits, draws or touches the store, so every flow can be driven by a test.
-//! This file routes: messages to their handler, keys to the modal, the tab or
-//! the queue and detail keys; the handlers live in `app/` by part of the screen.
+//! This file routes: messages to their handler, keys to the modal, the tab, or
+//! the queue or detail screen with the focus, then the console's commands; the
+//! handlers live in `app/` by part of the screen.
 
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyEvent, KeyEventKind, MouseEvent, MouseEventKind};
 use ratatui::layout::Rect;
+
+/// What a screen sees of the console, built from `App`'s fields so that a
+/// screen field can be borrowed mutably beside it.
+macro_rules! ctx {
+    ($app:expr) => {
+        $crate::tui::screens::Ctx {
+            actor: &$app.actor,
+            now: $app.now,
+            theme: $app.theme,
+            size: $app.size,
+            focus: $app.focus,
+        }
+    };
+}
 
 mod browse;
 mod dialogs;
 mod query;
 mod tabs;
 
-pub use super::message::{Effect, Message};
-pub use super::screens::Page;
-pub use super::screens::prompt::{PromptKind, PromptState};
+pub(crate) use super::message::{Effect, Message};
+pub(crate) use super::screens::Page;
+pub(crate) use super::screens::prompt::{PromptKind, PromptState};
 
 use super::chain::Chain;
 use super::keymap::{self, Context};
 use super::layout::{self, Areas, Pane};
 use super::screens::audit::AuditState;
 use super::screens::bulk::BulkDialog;
-use super::screens::detail::{DetailState, Loaded};
+use super::screens::detail::DetailState;
 use super::screens::help::Help;
 use super::screens::metrics::MetricsState;
 use super::screens::queue::QueueState;
@@ -95,8 +110,6 @@ pub struct App {
 /// Lines the mouse wheel scrolls a text pane by.
 const WHEEL_LINES: i64 = 3;
 
-pub use super::screens::prompt::SEARCH_PAUSE;
-
 impl App {
     pub fn new(options: Options, size: Rect) -> Self {
         App {
@@ -164,6 +177,8 @@ impl App {
                 Vec::new()
             }
             Message::Verified { generation, result } => {
+                // The first answer is no news: "verifies again" only follows a break.
+                let was_broken = self.chain.broken().is_some();
                 if self.chain.apply(generation, result) {
                     match self.chain.broken() {
                         Some((seq, reason)) => {
@@ -172,9 +187,7 @@ impl App {
                             );
                             self.say(&text, true);
                         }
-                        None if self.head.is_some() => {
-                            self.say("the audit chain verifies again", false)
-                        }
+                        None if was_broken => self.say("the audit chain verifies again", false),
                         None => {}
                     }
                 }
@@ -226,7 +239,7 @@ impl App {
 
     /// Whether the operation open has an items pane.
     pub fn has_items(&self) -> bool {
-        self.detail.current().is_some_and(Loaded::has_items)
+        self.detail.has_items()
     }
 
     /// Whether the detail is on screen (side by side, or opened).
@@ -284,6 +297,7 @@ impl App {
             now: self.now,
             theme: self.theme,
             size: self.size,
+            focus: self.focus,
         }
     }
 
@@ -382,8 +396,15 @@ impl App {
         };
         self.status = None;
         match self.tab_key(key) {
-            Outcome::Pass => self.command(command),
-            outcome => self.outcome(outcome),
+            Outcome::Pass => {}
+            outcome => return self.outcome(outcome),
+        }
+        // The queue's and the detail's own keys, while one of them shows.
+        let browsing = self.page == Page::Queue || self.focus != Pane::Queue;
+        let handled = if browsing { self.browse_key(key) } else { None };
+        match handled {
+            Some(effects) => effects,
+            None => self.command(command),
         }
     }
 
@@ -395,6 +416,7 @@ impl App {
             now: self.now,
             theme: self.theme,
             size: self.size,
+            focus: self.focus,
         };
         let Some(screen) = self.modal.as_mut().and_then(Modal::screen_mut) else {
             return Vec::new();
@@ -407,6 +429,14 @@ impl App {
     fn outcome(&mut self, outcome: Outcome) -> Vec<Effect> {
         match outcome {
             Outcome::Done(effects) => effects,
+            Outcome::Say {
+                text,
+                alert,
+                effects,
+            } => {
+                self.say(&text, alert);
+                effects
+            }
             Outcome::Pass => Vec::new(),
             Outcome::Quit => vec![Effect::Quit],
             Outcome::Help => {
@@ -428,11 +458,11 @@ impl App {
 
     /// The help overlay over what is open now, listing its keys.
     fn open_help(&mut self) {
-        let help = Help {
-            context: self.help_context(),
-            under: self.modal.take().map(Box::new),
-            log_path: self.log_path.clone(),
-        };
+        let help = Help::new(
+            self.help_context(),
+            self.modal.take().map(Box::new),
+            self.log_path.clone(),
+        );
         self.modal = Some(Modal::Help(help));
     }
 

@@ -1,4 +1,4 @@
 //! The filter the reviewer types after `f`; the parser is shared with the command
 //! line's bulk triage and export, in [`crate::store::filter`].
 
-pub use crate::store::filter::{FIELDS, describe, parse};
+pub(crate) use crate::store::filter::{FIELDS, describe, parse};

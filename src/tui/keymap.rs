@@ -28,7 +28,7 @@ pub enum Context {
 
 /// What a key asks the console to do.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Command {
+pub(crate) enum Command {
     Quit,
     Help,
     Up,
@@ -75,7 +75,7 @@ pub enum Command {
 }
 
 /// One binding: in `context`, `key` (shown as `label`) runs `command`.
-pub struct Binding {
+pub(crate) struct Binding {
     pub context: Context,
     pub key: KeyCode,
     pub label: &'static str,
@@ -104,9 +104,16 @@ use Context::{Audit, Bulk, Detail, Global, Help, Lookup, Metrics, Prompt, Queue,
 use KeyCode as K;
 
 /// Every binding of the console.
-pub const BINDINGS: &[Binding] = &[
+pub(crate) const BINDINGS: &[Binding] = &[
     bind(Global, K::Char('q'), "q", C::Quit, "quit"),
     bind(Global, K::Char('?'), "?", C::Help, "this help"),
+    bind(
+        Global,
+        K::Char('r'),
+        "r",
+        C::Review,
+        "review: the actions allowed now, their effect, confirm",
+    ),
     bind(
         Global,
         K::Tab,
@@ -128,13 +135,6 @@ pub const BINDINGS: &[Binding] = &[
         "t",
         C::SwitchTab,
         "switch tab: held queue / all operations",
-    ),
-    bind(
-        Global,
-        K::Char('r'),
-        "r",
-        C::Review,
-        "review: the actions allowed now, their effect, confirm",
     ),
     bind(
         Global,
@@ -182,7 +182,7 @@ pub const BINDINGS: &[Binding] = &[
         K::Char('/'),
         "/",
         C::Search,
-        "search id, target, keys, provider ids",
+        "search ids, keys and the columns shown",
     ),
     bind(
         Queue,
@@ -285,6 +285,16 @@ pub const BINDINGS: &[Binding] = &[
         C::Open,
         "open the row's operation",
     ),
+    bind(Help, K::Char('j'), "j k", C::Down, "scroll these keys"),
+    bind(Help, K::Down, "", C::Down, ""),
+    bind(Help, K::Char('k'), "", C::Up, ""),
+    bind(Help, K::Up, "", C::Up, ""),
+    bind(Help, K::PageDown, "", C::PageDown, ""),
+    bind(Help, K::PageUp, "", C::PageUp, ""),
+    bind(Help, K::Char('g'), "", C::Top, ""),
+    bind(Help, K::Home, "", C::Top, ""),
+    bind(Help, K::Char('G'), "", C::Bottom, ""),
+    bind(Help, K::End, "", C::Bottom, ""),
     bind(Help, K::Esc, "Esc", C::Help, "close help"),
     bind(Help, K::Char('?'), "?", C::Help, "close help"),
     bind(Help, K::Char('q'), "q", C::Help, "close help"),
@@ -335,7 +345,7 @@ pub const BINDINGS: &[Binding] = &[
 /// The command `key` runs in `context`, looking at the context's own bindings first
 /// and then the global ones. The help overlay takes only its own keys (`q`
 /// closes it, as `Esc` does; `Ctrl-C` still quits).
-pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
+pub(crate) fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
     if key.modifiers.contains(KeyModifiers::CONTROL) {
         return matches!(key.code, K::Char('c')).then_some(C::Quit);
     }
@@ -353,7 +363,7 @@ pub fn lookup(context: Context, key: KeyEvent) -> Option<Command> {
 
 /// The key shown for `command` in `context` (its own bindings, then the global
 /// ones), for the hints in the status bar.
-pub fn label(context: Context, command: Command) -> Option<&'static str> {
+pub(crate) fn label(context: Context, command: Command) -> Option<&'static str> {
     let find = |ctx: Context| {
         BINDINGS
             .iter()
@@ -391,7 +401,8 @@ mod tests {
         assert_eq!(lookup(Detail, key(K::Char('j'))), Some(C::Down));
         assert_eq!(lookup(Detail, key(K::Char('/'))), Some(C::Search));
         assert_eq!(lookup(Detail, key(K::Char('s'))), None);
-        assert_eq!(lookup(Help, key(K::Char('j'))), None);
+        assert_eq!(lookup(Help, key(K::Char('j'))), Some(C::Down));
+        assert_eq!(lookup(Help, key(K::Char('x'))), None);
         assert_eq!(
             lookup(Queue, KeyEvent::new(K::Char('c'), KeyModifiers::CONTROL)),
             Some(C::Quit)

@@ -14,10 +14,10 @@
 use ratatui::layout::{Constraint, Layout, Position, Rect};
 
 /// Width from which the panes sit side by side.
-pub const WIDE: u16 = 140;
+pub(crate) const WIDE: u16 = 140;
 
 /// Height from which a narrow screen shows the queue and a detail pane stacked.
-pub const TALL: u16 = 40;
+pub(crate) const TALL: u16 = 40;
 
 /// Rows above the body: the title with tabs and counts, and the query line.
 const HEADER_ROWS: u16 = 2;
@@ -76,18 +76,18 @@ impl Areas {
 }
 
 /// Whether `size` is wide enough for side-by-side panes.
-pub fn is_wide(size: Rect) -> bool {
+pub(crate) fn is_wide(size: Rect) -> bool {
     size.width >= WIDE
 }
 
 /// Whether a detail pane is on screen while the queue has the focus.
-pub fn shows_detail(size: Rect) -> bool {
+pub(crate) fn shows_detail(size: Rect) -> bool {
     is_wide(size) || size.height >= TALL
 }
 
 /// The areas for a screen of `size`, with `focus` on one pane and `items` telling
 /// whether the open hold has an item ledger to show.
-pub fn areas(size: Rect, focus: Pane, items: bool) -> Areas {
+pub(crate) fn areas(size: Rect, focus: Pane, items: bool) -> Areas {
     let [header, query, body, status] = Layout::vertical([
         Constraint::Length(1),
         Constraint::Length(HEADER_ROWS - 1),
@@ -145,14 +145,14 @@ pub fn areas(size: Rect, focus: Pane, items: bool) -> Areas {
 
 /// Rows of the queue table (its page size) on a screen of `size`; the tabs page
 /// by the same.
-pub fn page_rows(size: Rect) -> u16 {
+pub(crate) fn page_rows(size: Rect) -> u16 {
     areas(size, Pane::Queue, false)
         .queue
         .map_or(1, |r| inner(r).height.saturating_sub(1).max(1))
 }
 
 /// The area inside a pane's border.
-pub fn inner(area: Rect) -> Rect {
+pub(crate) fn inner(area: Rect) -> Rect {
     Rect {
         x: area.x.saturating_add(1),
         y: area.y.saturating_add(1),

@@ -4,26 +4,25 @@
 //! answers with messages, and [`view::draw`] paints from the state alone, once the
 //! queued messages are handled.
 
-pub mod app;
-pub mod chain;
-pub mod doc;
-pub mod filter;
-pub mod keymap;
-pub mod latest;
-pub mod layout;
-pub mod message;
-pub mod opened;
-pub mod runner;
-pub mod screens;
-pub mod terminal;
-pub mod theme;
-pub mod view;
-pub mod widgets;
+pub(crate) mod app;
+pub(crate) mod chain;
+pub(crate) mod doc;
+pub(crate) mod filter;
+pub(crate) mod keymap;
+pub(crate) mod latest;
+pub(crate) mod layout;
+pub(crate) mod message;
+pub(crate) mod opened;
+pub(crate) mod runner;
+pub(crate) mod screens;
+pub(crate) mod terminal;
+pub(crate) mod theme;
+pub(crate) mod view;
+pub(crate) mod widgets;
 
 /// The screens under the names they had before they moved to `screens/`.
-pub use screens::audit as audit_tab;
-pub use screens::metrics as metrics_tab;
-pub use screens::{bulk, detail, queue, review};
+pub(crate) use screens::audit as audit_tab;
+pub(crate) use screens::{queue, review};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -40,7 +39,7 @@ use runner::{Input, Runner};
 
 /// How the command line starts the console.
 #[derive(Debug, Clone)]
-pub struct Console {
+pub(crate) struct Console {
     /// Who is reviewing (role and granted tenants decide what is shown and allowed).
     pub actor: Actor,
     /// The identity was only claimed with `--as` (see [`app::Options::claimed`]).
@@ -58,7 +57,7 @@ pub struct Console {
 
 /// Runs the console on `store` until the reviewer quits. The terminal is restored
 /// on return, on error and on panic.
-pub async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> {
+pub(crate) async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> {
     let (mut terminal, _guard) = terminal::enter().context("cannot take over the terminal")?;
     let size = terminal.size().context("cannot read the terminal size")?;
     let (tx, mut rx) = mpsc::unbounded_channel();

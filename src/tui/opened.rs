@@ -65,7 +65,7 @@ impl Link {
 }
 
 /// Every link of a bundle, parent first.
-pub fn links(bundle: &EvidenceBundle) -> Vec<Link> {
+pub(crate) fn links(bundle: &EvidenceBundle) -> Vec<Link> {
     let parent = bundle.parent.iter().map(|(id, relation)| Link {
         id: id.clone(),
         kind: LinkKind::Parent(*relation),

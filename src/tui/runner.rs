@@ -14,16 +14,17 @@ use tokio::task::JoinHandle;
 
 use super::app::{Effect, Message};
 use super::audit_tab::{AUDIT_WINDOW, AuditPage};
-use super::queue::Listing;
+use super::queue::{ListQuery, Listing};
 use super::review::Verdict;
 use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
 use crate::core::metrics;
+use crate::core::model::State;
 use crate::review;
-use crate::store::{Session, StoreError};
+use crate::store::{OperationFilter, Session, StoreError};
 
 /// How often the watcher reports the time (and the live status with it).
-pub const POLL_EVERY: Duration = Duration::from_millis(500);
+pub(crate) const POLL_EVERY: Duration = Duration::from_millis(500);
 
 /// The newest audit rows the session may see (G7), newest first, and the chain's
 /// status (the chain is verified whole).
@@ -32,6 +33,31 @@ pub async fn audit_page(session: &Session) -> Result<AuditPage, StoreError> {
     let rows = session.audit_latest(AUDIT_WINDOW).await?;
     let chain = session.verify().await?;
     Ok(AuditPage { rows, head, chain })
+}
+
+/// For a search that matched nothing in a narrowed listing: what it matches in
+/// each state with no tab or filter (the session's tenant scope still applies).
+async fn elsewhere(
+    session: &Session,
+    query: &ListQuery,
+    total: u64,
+) -> Result<Option<Vec<(State, u64)>>, StoreError> {
+    let Some(search) = query.filter.search.clone() else {
+        return Ok(None);
+    };
+    let search_only = OperationFilter {
+        search: Some(search),
+        ..OperationFilter::default()
+    };
+    if total > 0 {
+        return Ok(None);
+    }
+    if query.filter == search_only {
+        // The listing was the search alone: it matches nowhere.
+        return Ok(Some(Vec::new()));
+    }
+    let counts = session.counts(&search_only, query.now).await?;
+    Ok(Some(counts.by_state))
 }
 
 /// Runs one effect through `session` and returns the message answering it (`None`
@@ -63,13 +89,22 @@ pub async fn perform_with(
             };
             let (listing, counts) =
                 tokio::join!(session.list(&query.filter, query.sort, query.page), counts);
-            let result = match (listing, counts) {
-                (Ok((rows, total)), Ok(counts)) => Ok(Listing {
-                    rows,
-                    total,
-                    counts,
-                }),
-                (Err(e), _) | (_, Err(e)) => {
+            let listing = match (listing, counts) {
+                (Ok((rows, total)), Ok(counts)) => {
+                    elsewhere(session, query, total)
+                        .await
+                        .map(|elsewhere| Listing {
+                            rows,
+                            total,
+                            counts,
+                            elsewhere,
+                        })
+                }
+                (Err(e), _) | (_, Err(e)) => Err(e),
+            };
+            let result = match listing {
+                Ok(listing) => Ok(listing),
+                Err(e) => {
                     tracing::warn!(error = %e, "listing failed");
                     Err(e.to_string())
                 }
@@ -147,9 +182,9 @@ pub async fn perform_with(
             })
         }
         Effect::SelectAll { generation, filter } => {
-            let result = review::select(session, filter)
+            let result = session
+                .matching_ids(filter, crate::store::SortOrder::Urgency)
                 .await
-                .map(|details| details.into_iter().map(|d| d.row.operation.id).collect())
                 .map_err(|e| {
                     tracing::warn!(error = %e, "selecting the matches failed");
                     e.to_string()
@@ -262,7 +297,7 @@ async fn look_up(
 }
 
 /// Spawns effects on tasks whose answers come back on the message channel.
-pub struct Runner {
+pub(crate) struct Runner {
     session: Arc<Session>,
     lookups: Arc<Lookups>,
     tx: UnboundedSender<Message>,
@@ -286,7 +321,11 @@ impl Lookups {
 }
 
 impl Runner {
-    pub fn new(session: Arc<Session>, lookups: Arc<Lookups>, tx: UnboundedSender<Message>) -> Self {
+    pub(crate) fn new(
+        session: Arc<Session>,
+        lookups: Arc<Lookups>,
+        tx: UnboundedSender<Message>,
+    ) -> Self {
         Runner {
             session,
             lookups,
@@ -295,7 +334,7 @@ impl Runner {
     }
 
     /// Starts `effect`; returns `false` for [`Effect::Quit`].
-    pub fn run(&self, effect: Effect) -> bool {
+    pub(crate) fn run(&self, effect: Effect) -> bool {
         if effect == Effect::Quit {
             return false;
         }
@@ -316,7 +355,7 @@ impl Runner {
 /// [`POLL_EVERY`] with the time now. When the store cannot be watched at all the
 /// error is reported and watching is tried again on the next tick. Ends when the
 /// console stops listening.
-pub fn spawn_poller(
+pub(crate) fn spawn_poller(
     session: Arc<Session>,
     clock: Clock,
     tx: UnboundedSender<Message>,
@@ -364,14 +403,14 @@ pub fn spawn_poller(
 }
 
 /// The thread reading terminal events; stopped and joined when dropped.
-pub struct Input {
+pub(crate) struct Input {
     stop: Arc<AtomicBool>,
     thread: Option<std::thread::JoinHandle<()>>,
 }
 
 impl Input {
     /// Starts reading keys, mouse events and resizes into `tx`.
-    pub fn spawn(tx: UnboundedSender<Message>) -> std::io::Result<Self> {
+    pub(crate) fn spawn(tx: UnboundedSender<Message>) -> std::io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = Arc::clone(&stop);
         let thread = std::thread::Builder::new()

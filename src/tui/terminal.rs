@@ -15,7 +15,7 @@ use ratatui::Terminal;
 use ratatui::backend::CrosstermBackend;
 
 /// Restores the terminal when dropped.
-pub struct Guard(());
+pub(crate) struct Guard(());
 
 impl Drop for Guard {
     fn drop(&mut self) {
@@ -24,7 +24,7 @@ impl Drop for Guard {
 }
 
 /// Takes the terminal over; it is given back when the guard drops or on panic.
-pub fn enter() -> io::Result<(Terminal<CrosstermBackend<Stdout>>, Guard)> {
+pub(crate) fn enter() -> io::Result<(Terminal<CrosstermBackend<Stdout>>, Guard)> {
     install_panic_hook();
     enable_raw_mode()?;
     let guard = Guard(());
@@ -34,7 +34,7 @@ pub fn enter() -> io::Result<(Terminal<CrosstermBackend<Stdout>>, Guard)> {
 }
 
 /// Gives the terminal back: every step is tried even if one fails.
-pub fn restore() {
+pub(crate) fn restore() {
     let raw = disable_raw_mode();
     let screen = execute!(
         io::stdout(),

@@ -13,18 +13,18 @@ use super::theme::Theme;
 use crate::core::sanitize::Clean;
 
 /// A styled piece of sanitized text.
-pub fn span(text: Clean, style: Style) -> Span<'static> {
+pub(crate) fn span(text: Clean, style: Style) -> Span<'static> {
     Span::styled(text.into_string(), style)
 }
 
 /// A line of sanitized pieces.
-pub fn line(parts: Vec<Span<'static>>) -> Line<'static> {
+pub(crate) fn line(parts: Vec<Span<'static>>) -> Line<'static> {
     Line::from(parts)
 }
 
 /// A line of sanitized pieces cut to `width` columns, an ellipsis where it was
 /// cut (the pieces are already clean, so cutting one keeps it clean).
-pub fn fit_line(parts: Vec<Span<'static>>, width: u16) -> Line<'static> {
+pub(crate) fn fit_line(parts: Vec<Span<'static>>, width: u16) -> Line<'static> {
     let width_of = |part: &Span| {
         u16::try_from(unicode_width::UnicodeWidthStr::width(part.content.as_ref()))
             .unwrap_or(u16::MAX)
@@ -53,10 +53,10 @@ pub fn fit_line(parts: Vec<Span<'static>>, width: u16) -> Line<'static> {
 }
 
 /// Width of the label column of [`field`] lines.
-pub const LABEL_WIDTH: u16 = 18;
+pub(crate) const LABEL_WIDTH: u16 = 18;
 
 /// `label: value` with the label dimmed.
-pub fn field(theme: Theme, label: &str, value: Clean, style: Style) -> Line<'static> {
+pub(crate) fn field(theme: Theme, label: &str, value: Clean, style: Style) -> Line<'static> {
     line(vec![
         span(
             Clean::new(&format!(
@@ -70,7 +70,7 @@ pub fn field(theme: Theme, label: &str, value: Clean, style: Style) -> Line<'sta
 }
 
 /// A bordered block with a title; the border is bright when the pane has focus.
-pub fn pane(theme: Theme, title: Clean, focused: bool) -> Block<'static> {
+pub(crate) fn pane(theme: Theme, title: Clean, focused: bool) -> Block<'static> {
     let border = if focused {
         theme.focused_border()
     } else {
@@ -86,42 +86,33 @@ pub fn pane(theme: Theme, title: Clean, focused: bool) -> Block<'static> {
 /// it is wrapped. Wrapping here, rather than in the paragraph, gives the exact
 /// height the scroll limits need.
 #[derive(Debug, Clone, Default)]
-pub struct Doc {
+pub(crate) struct Doc {
     lines: Vec<(Line<'static>, u16)>,
 }
 
 impl Doc {
     /// A line whose continuation is indented by two columns.
-    pub fn push(&mut self, line: Line<'static>) {
+    pub(crate) fn push(&mut self, line: Line<'static>) {
         self.lines.push((line, 2));
     }
 
     /// A line whose continuation is indented by `indent` columns.
-    pub fn push_indented(&mut self, line: Line<'static>, indent: u16) {
+    pub(crate) fn push_indented(&mut self, line: Line<'static>, indent: u16) {
         self.lines.push((line, indent));
     }
 
     /// A [`field`] line; its value wraps under itself.
-    pub fn field(&mut self, theme: Theme, label: &str, value: Clean, style: Style) {
+    pub(crate) fn field(&mut self, theme: Theme, label: &str, value: Clean, style: Style) {
         self.lines
             .push((field(theme, label, value, style), LABEL_WIDTH));
     }
 
-    pub fn blank(&mut self) {
+    pub(crate) fn blank(&mut self) {
         self.lines.push((Line::default(), 0));
     }
 
-    /// The number of lines before wrapping.
-    pub fn len(&self) -> usize {
-        self.lines.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.lines.is_empty()
-    }
-
     /// Every line cut to `width` columns, long ones continued on indented lines.
-    pub fn wrap(&self, width: u16) -> Vec<Line<'static>> {
+    pub(crate) fn wrap(&self, width: u16) -> Vec<Line<'static>> {
         self.lines
             .iter()
             .flat_map(|(line, indent)| wrap(line, width, *indent))
@@ -132,7 +123,7 @@ impl Doc {
 /// Cuts one line into lines of at most `width` columns, preferring to break after a
 /// space in the second half of a line; continuation lines start with `indent`
 /// spaces (dropped when the width is too small for them).
-pub fn wrap(line: &Line<'static>, width: u16, indent: u16) -> Vec<Line<'static>> {
+pub(crate) fn wrap(line: &Line<'static>, width: u16, indent: u16) -> Vec<Line<'static>> {
     let width = usize::from(width.max(1));
     let indent = if usize::from(indent) * 2 < width {
         usize::from(indent)
@@ -193,12 +184,12 @@ pub fn wrap(line: &Line<'static>, width: u16, indent: u16) -> Vec<Line<'static>>
 }
 
 /// The largest useful scroll offset for `height` wrapped lines in `rows` rows.
-pub fn max_scroll(height: usize, rows: u16) -> u16 {
+pub(crate) fn max_scroll(height: usize, rows: u16) -> u16 {
     u16::try_from(height.saturating_sub(usize::from(rows))).unwrap_or(u16::MAX)
 }
 
 /// Draws already wrapped lines in a block, scrolled by `scroll` rows (clamped).
-pub fn draw_lines(
+pub(crate) fn draw_lines(
     frame: &mut Frame,
     area: Rect,
     block: Block<'static>,
@@ -214,7 +205,7 @@ pub fn draw_lines(
 /// One column of a [`DataTable`]: a header, a width, a priority (columns with the
 /// highest number are dropped first when the area is narrow) and how to get the
 /// cell of one row.
-pub struct Column<R, C> {
+pub(crate) struct Column<R, C> {
     pub header: &'static str,
     pub width: u16,
     pub priority: u8,
@@ -223,7 +214,7 @@ pub struct Column<R, C> {
 
 /// The one table widget: rows of any type through a list of columns, showing only
 /// the columns that fit, with the selected row highlighted.
-pub struct DataTable<'a, R, C> {
+pub(crate) struct DataTable<'a, R, C> {
     pub columns: &'a [Column<R, C>],
     pub rows: &'a [R],
     pub context: &'a C,
@@ -248,7 +239,7 @@ impl<R, C> DataTable<'_, R, C> {
         chosen
     }
 
-    pub fn draw(&self, frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme) {
+    pub(crate) fn draw(&self, frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme) {
         let inner = block.inner(area);
         let shown = self.fitting(inner.width);
         let header = Row::new(
@@ -276,7 +267,7 @@ impl<R, C> DataTable<'_, R, C> {
 }
 
 /// `text` cut to `width` columns, its last column an ellipsis when it was cut.
-pub fn ellipsis(text: &Clean, width: u16) -> Clean {
+pub(crate) fn ellipsis(text: &Clean, width: u16) -> Clean {
     use unicode_width::UnicodeWidthChar;
     let width = usize::from(width);
     if unicode_width::UnicodeWidthStr::width(text.as_str()) <= width {
@@ -354,7 +345,13 @@ impl Prompt {
 }
 
 /// A short message inside a pane.
-pub fn message(frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme, text: &str) {
+pub(crate) fn message(
+    frame: &mut Frame,
+    area: Rect,
+    block: Block<'static>,
+    theme: Theme,
+    text: &str,
+) {
     let inner = super::layout::inner(area);
     let mut doc = Doc::default();
     for piece in Clean::lines(text) {

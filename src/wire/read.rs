@@ -24,7 +24,7 @@ pub const MAX_TEXT_BYTES: usize = 65_536;
 /// The longest id or key, in characters.
 pub const MAX_KEY_CHARS: usize = 128;
 /// At most this many errors are listed for one line; a last one says how many more.
-pub const MAX_ERRORS_PER_LINE: usize = 32;
+pub(super) const MAX_ERRORS_PER_LINE: usize = 32;
 
 /// The largest value of the integer fields (they are stored as `u32`).
 const U32_MAX: u64 = u32::MAX as u64;
@@ -214,7 +214,7 @@ pub fn parse_line(bytes: &[u8], line: usize) -> Result<Record, Vec<LineError>> {
 }
 
 /// The reason given for a line longer than [`MAX_LINE_BYTES`].
-pub fn too_long_reason(len: u64) -> String {
+pub(super) fn too_long_reason(len: u64) -> String {
     format!("line is {len} bytes long; at most {MAX_LINE_BYTES} bytes (1 MiB) are allowed")
 }
 

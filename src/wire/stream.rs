@@ -41,13 +41,63 @@ impl ParsedStream {
     }
 }
 
+/// One judged line of a stream, handed to the sink of [`each_line`] as it is read.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "a line is moved once into its batch; boxing the record would add an allocation per ingested line"
+)]
+#[derive(Debug)]
+pub enum Line<'a> {
+    /// A line that parsed.
+    Record(Numbered),
+    /// A bad line: every reason, and its verbatim bytes (without its `\n`) when
+    /// they were kept (a line over [`KEEP_LIMIT`] bytes is not).
+    Bad {
+        line: usize,
+        errors: Vec<LineError>,
+        bytes: Option<&'a [u8]>,
+    },
+}
+
 /// Reads every line of `reader`; blank lines (whitespace only) are skipped and a
 /// trailing `\r` is ignored. `progress` hears the number of bytes read so far.
 pub fn parse_stream<R: BufRead>(
-    mut reader: R,
+    reader: R,
     progress: &mut dyn FnMut(u64),
 ) -> io::Result<ParsedStream> {
-    let mut state = Lines::default();
+    let mut out = ParsedStream::default();
+    out.lines = each_line(reader, progress, &mut |line| match line {
+        Line::Record(numbered) => out.records.push(numbered),
+        Line::Bad {
+            line,
+            errors,
+            bytes,
+        } => {
+            out.errors.extend(errors);
+            match bytes {
+                Some(bytes) => out.bad_lines.push((line, bytes.to_vec())),
+                None => out.unkept.push(line),
+            }
+        }
+    })?;
+    Ok(out)
+}
+
+/// Reads `reader` line by line like [`parse_stream`], but hands each judged line
+/// to `sink` as soon as it is read instead of keeping it: memory stays bounded by
+/// the longest line whatever the size of the input. Returns how many lines the
+/// input has, blank ones included.
+pub fn each_line<R: BufRead>(
+    mut reader: R,
+    progress: &mut dyn FnMut(u64),
+    sink: &mut dyn FnMut(Line<'_>),
+) -> io::Result<usize> {
+    let mut state = Lines {
+        sink,
+        lines: 0,
+        pending: Vec::new(),
+        pending_len: 0,
+    };
     let mut read: u64 = 0;
     let mut reported: u64 = 0;
     loop {
@@ -85,19 +135,19 @@ pub fn parse_stream<R: BufRead>(
         }
     }
     progress(read);
-    Ok(state.out)
+    Ok(state.lines)
 }
 
-#[derive(Default)]
-struct Lines {
-    out: ParsedStream,
+struct Lines<'s> {
+    sink: &'s mut dyn FnMut(Line<'_>),
+    lines: usize,
     /// The bytes gathered of a line that spans reader buffers.
     pending: Vec<u8>,
     /// The length of that line so far, kept or not.
     pending_len: u64,
 }
 
-impl Lines {
+impl Lines<'_> {
     fn gather(&mut self, bytes: &[u8]) {
         self.pending_len += bytes.len() as u64;
         if self.pending_len <= KEEP_LIMIT as u64 {
@@ -120,8 +170,8 @@ impl Lines {
 
     /// Handles one complete line; `bytes` is the whole line when `kept`.
     fn finish(&mut self, bytes: &[u8], len: u64, kept: bool) {
-        self.out.lines += 1;
-        let line = self.out.lines;
+        self.lines += 1;
+        let line = self.lines;
         let body = bytes.strip_suffix(b"\r").unwrap_or(bytes);
         let body_len = if kept { body.len() as u64 } else { len };
         let errors = if body_len > MAX_LINE_BYTES as u64 {
@@ -135,17 +185,16 @@ impl Lines {
         } else {
             match parse_line(body, line) {
                 Ok(record) => {
-                    self.out.records.push(Numbered { line, record });
+                    (self.sink)(Line::Record(Numbered { line, record }));
                     return;
                 }
                 Err(errors) => errors,
             }
         };
-        self.out.errors.extend(errors);
-        if kept {
-            self.out.bad_lines.push((line, bytes.to_vec()));
-        } else {
-            self.out.unkept.push(line);
-        }
+        (self.sink)(Line::Bad {
+            line,
+            errors,
+            bytes: kept.then_some(bytes),
+        });
     }
 }

@@ -18,7 +18,7 @@ const SCAN_LIMIT: usize = 16;
 
 /// One JSON value.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Node<'a> {
+pub(crate) enum Node<'a> {
     Null,
     Bool(bool),
     UInt(u64),
@@ -31,7 +31,7 @@ pub enum Node<'a> {
 
 impl Node<'_> {
     /// The JSON type in words, for error messages.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match self {
             Node::Null => "null",
             Node::Bool(_) => "a boolean",
@@ -46,7 +46,7 @@ impl Node<'_> {
 
 /// Why a line is not an acceptable JSON tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum TreeError {
+pub(crate) enum TreeError {
     /// Not JSON at all; the column is 1-based, in bytes.
     Syntax { column: usize, message: String },
     /// A key appears twice in one object; `path` names the second occurrence.
@@ -57,7 +57,7 @@ pub enum TreeError {
 
 /// Parses one line of JSON text into a [`Node`], refusing duplicate keys at any
 /// depth, nesting deeper than [`MAX_DEPTH`] and anything after the value.
-pub fn parse(text: &str) -> Result<Node<'_>, TreeError> {
+pub(crate) fn parse(text: &str) -> Result<Node<'_>, TreeError> {
     let mut ctx = Ctx::default();
     let mut de = serde_json::Deserializer::from_str(text);
     let node = NodeSeed { ctx: &mut ctx }

@@ -7,14 +7,14 @@ use std::sync::Arc;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers, MouseEvent, MouseEventKind};
+use holdfast::console::app::{App, Effect, Message, Options, PromptState};
+use holdfast::console::bulk::BulkDialog;
+use holdfast::console::review::ReviewDialog;
+use holdfast::console::runner::{Lookups, perform_with};
+use holdfast::console::view;
 use holdfast::core::clock::parse_instant;
 use holdfast::core::rules::Actor;
 use holdfast::store::{IngestMode, Link, Live, Session, Store};
-use holdfast::tui::app::{App, Effect, Message, Options, PromptState};
-use holdfast::tui::bulk::BulkDialog;
-use holdfast::tui::review::ReviewDialog;
-use holdfast::tui::runner::perform_with;
-use holdfast::tui::view;
 use holdfast::wire::parse_stream;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -27,7 +27,7 @@ use super::stores::{self, Fresh};
 pub const PACKET: &str = include_str!("../fixtures/console.jsonl");
 
 /// The demo packet `holdfast demo` loads.
-pub const DEMO: &str = holdfast::cli::DEMO_PACKET;
+pub const DEMO: &str = holdfast::DEMO_PACKET;
 
 /// The frozen instant the fixture tests run at.
 pub fn now() -> DateTime<Utc> {
@@ -187,7 +187,7 @@ impl Harness {
                 _ => {}
             }
             let session = Session::new(self.store(), self.app.actor.clone());
-            let lookups = holdfast::tui::runner::Lookups::new(self.lookup.clone()).unwrap();
+            let lookups = Lookups::new(self.lookup.clone()).unwrap();
             if let Some(message) = perform_with(&session, &lookups, &effect).await {
                 queue.extend(self.app.update(message));
             }
@@ -214,6 +214,30 @@ impl Harness {
             .map_err(|e| e.to_string());
         let now = self.now;
         self.send(Message::Poll { live, now }).await;
+    }
+
+    /// Rewrites audit row 3 behind the store's back (its append-only trigger
+    /// dropped first), as a tampered database would hold it.
+    pub async fn tamper_audit(&self) {
+        self.fresh
+            .execute("DROP TRIGGER audit_no_update")
+            .await
+            .unwrap();
+        self.fresh
+            .execute("UPDATE audit SET rationale = 'nothing happened' WHERE seq = 3")
+            .await
+            .unwrap();
+    }
+
+    /// What the review dialog says is wrong with what was typed ("" if nothing).
+    pub fn review_error(&self) -> String {
+        self.app
+            .review
+            .as_ref()
+            .expect("the dialog is open")
+            .error
+            .clone()
+            .unwrap_or_default()
     }
 
     /// The state the queue shows for `id`, if it is on the page.

@@ -31,7 +31,7 @@ fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
     Ok((seq, hash))
 }
 
-pub async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
+pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     match command {
         AuditCommand::Digest { json } => {

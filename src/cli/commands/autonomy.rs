@@ -11,7 +11,7 @@ use crate::core::clock::format_instant;
 use crate::core::rules::Rationale;
 
 #[derive(Debug, Subcommand)]
-pub enum AutonomyCommand {
+pub(crate) enum AutonomyCommand {
     /// Every tool the store knows: its level, its lookup, its latest drill, open
     /// vetoes, and whether a raise would pass the gates.
     List {
@@ -27,7 +27,7 @@ pub enum AutonomyCommand {
 }
 
 #[derive(Debug, Args)]
-pub struct SetArgs {
+pub(crate) struct SetArgs {
     /// The tool, as its contract names it (`T06`).
     pub tool: String,
     /// `manual`, `native`, `automation` or `agent`.
@@ -45,7 +45,7 @@ fn parse_level(text: &str) -> Result<Level, String> {
     Level::parse_hinted(text)
 }
 
-pub async fn autonomy(ctx: &Context, command: AutonomyCommand) -> anyhow::Result<u8> {
+pub(crate) async fn autonomy(ctx: &Context, command: AutonomyCommand) -> anyhow::Result<u8> {
     match command {
         AutonomyCommand::List { json } => list(ctx, json).await,
         AutonomyCommand::Set(args) => set(ctx, args).await,

@@ -11,7 +11,7 @@ use crate::cli::{Context, exit, render};
 use crate::core::clock::{Clock, format_instant};
 use crate::store::{OperationFilter, Page, Session, SortOrder, Store};
 
-pub async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
+pub(crate) async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
     let console = crate::tui::Console {
         actor: ctx.actor(store.as_ref()).await?,
         claimed: ctx.claimed(store.as_ref()).await?,
@@ -52,7 +52,7 @@ async fn held_page(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<Strin
 /// The demo packet, shipped inside the binary so `holdfast demo` works anywhere.
 pub const DEMO_PACKET: &str = include_str!("../../../assets/demo/tc094.jsonl");
 
-pub async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
+pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
     let path = ctx.db.clone().unwrap_or_else(|| ctx.paths.demo_store());
     for suffix in ["", "-wal", "-shm"] {
         let file = PathBuf::from(format!("{}{suffix}", path.display()));

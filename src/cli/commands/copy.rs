@@ -10,7 +10,7 @@ use crate::core::audit::ChainStatus;
 use crate::store::Location;
 
 #[derive(Debug, Args)]
-pub struct CopyArgs {
+pub(crate) struct CopyArgs {
     /// The store to copy: `sqlite:PATH` or `postgres://USER@HOST/DATABASE`.
     #[arg(long, value_name = "STORE")]
     pub from: String,
@@ -36,7 +36,7 @@ fn intact(status: ChainStatus, which: &Location) -> Result<(i64, String), Failur
     }
 }
 
-pub async fn run(args: CopyArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(args: CopyArgs) -> anyhow::Result<u8> {
     let bad = |e: crate::store::StoreError| Failure::new(exit::BAD_INPUT, e.to_string());
     let from = Location::parse(&args.from).map_err(bad)?;
     let to = Location::parse(&args.to).map_err(bad)?;

@@ -11,10 +11,10 @@ use crate::core::autonomy::{DrillResult, covered};
 use crate::core::clock::format_instant;
 use crate::executor::ExecClock;
 use crate::sim::{Case, Provider, parse_cases};
-use crate::store::Location;
+use crate::store::{Location, Session};
 
 #[derive(Debug, Args)]
-pub struct DrillArgs {
+pub(crate) struct DrillArgs {
     /// More cases (JSON Lines, DESIGN §9.3), run after the sixteen built in.
     #[arg(long, value_name = "FILE")]
     pub cases: Option<PathBuf>,
@@ -25,12 +25,19 @@ pub struct DrillArgs {
     /// store (`--db`/`--database-url` name that store), and record the result
     /// there for the autonomy gate; the drill's own operations go to a fresh
     /// store of their own.
-    #[arg(long, value_name = "TOOL", conflicts_with = "cases")]
+    #[arg(long, value_name = "TOOL", conflicts_with_all = ["cases", "work"])]
     pub tool: Option<String>,
+    /// Serve approved work instead: the reference executor claims the store's
+    /// approved retries, compensations and resumes through the work protocol
+    /// (`holdfast work`), executes them against the simulated provider under
+    /// their case's contract and completes them with their evidence. Runs on
+    /// the store `--db` / `--database-url` name (a drill's store).
+    #[arg(long)]
+    pub work: bool,
 }
 
 #[derive(Debug, Args)]
-pub struct SimProviderArgs {
+pub(crate) struct SimProviderArgs {
     /// The loopback address to listen on (port 0: a free port).
     #[arg(long, default_value = "127.0.0.1:8710", value_name = "ADDR")]
     pub listen: SocketAddr,
@@ -133,7 +140,7 @@ async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8>
 }
 
 /// Runs the drill; exit 0 only when every case passes.
-pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
+pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
     if let Some(tool) = &args.tool {
         return drill_tool(ctx, tool, args.json).await;
     }
@@ -153,6 +160,9 @@ pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
             )));
         }
         cases.append(&mut more);
+    }
+    if args.work {
+        return serve_work(ctx, &cases, args.json).await;
     }
     let location = if ctx.database_url.is_some() || ctx.db.is_some() {
         ctx.store_location()?
@@ -178,8 +188,50 @@ pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
     })
 }
 
+/// `drill --work`: the executor serves the store's approved work.
+async fn serve_work(ctx: &Context, cases: &[Case], json: bool) -> anyhow::Result<u8> {
+    let store = ctx.open_store().await?;
+    // The executor acts as the drill's service identity unless told otherwise;
+    // on PostgreSQL the database login acts.
+    let actor = ctx
+        .service_actor(store.as_ref(), crate::drill::DRILL_IDENTITY)
+        .await?;
+    crate::cli::own_name(&actor, "work")?;
+    let session = Session::new(store, actor);
+    let served = crate::drill::work::serve(&session, cases, ctx.now()).await?;
+    if json {
+        println!(
+            "{}",
+            crate::cli::json::pretty(&serde_json::json!({ "served": served }))?
+        );
+    } else if served.is_empty() {
+        println!("no approved work to serve in {}", session.location());
+    } else {
+        println!(
+            "{:<14} {:<6} {:>5} {:<10} {:>8} {:>7}  note",
+            "operation", "case", "lease", "state", "requests", "effects"
+        );
+        for s in &served {
+            println!(
+                "{}",
+                crate::cli::render::clean(&format!(
+                    "{:<14} {:<6} {:>5} {:<10} {:>8} {:>7}  {}",
+                    s.operation.as_str(),
+                    s.case.as_deref().unwrap_or("-"),
+                    s.lease,
+                    s.state.as_str(),
+                    s.requests,
+                    s.effects,
+                    s.released.as_deref().unwrap_or("")
+                ))
+            );
+        }
+    }
+    Ok(exit::OK)
+}
+
 /// Serves the simulated provider until interrupted.
-pub async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
+pub(crate) async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
     let cases = read_cases(&args.cases)?;
     let provider = Provider::new();
     for case in &cases {

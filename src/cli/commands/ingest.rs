@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use crate::cli::{Context, exit};
 use crate::store::Ingester;
 
-pub async fn ingest(
+pub(crate) async fn ingest(
     ctx: &Context,
     source: &str,
     rejects: Option<PathBuf>,

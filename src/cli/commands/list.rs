@@ -23,7 +23,7 @@ fn parse_list<T: std::fmt::Display>(
         .collect()
 }
 
-pub async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
+pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     let words: Vec<String> = args.state.iter().map(|s| s.to_ascii_lowercase()).collect();
     let (queue, states) = match words
         .iter()

@@ -1,20 +1,21 @@
 //! The commands' bodies, one command (or a tight group) per file; their
 //! arguments are defined with the rest of the command line in [`super`].
 
-pub mod audit;
-pub mod autonomy;
-pub mod console;
-pub mod copy;
-pub mod drill;
-pub mod ingest;
-pub mod list;
-pub mod observe;
-pub mod report;
-pub mod review;
-pub mod show;
+pub(crate) mod audit;
+pub(crate) mod autonomy;
+pub(crate) mod console;
+pub(crate) mod copy;
+pub(crate) mod drill;
+pub(crate) mod ingest;
+pub(crate) mod list;
+pub(crate) mod observe;
+pub(crate) mod report;
+pub(crate) mod review;
+pub(crate) mod show;
+pub(crate) mod work;
 
 /// Warns on stderr about every row the command's reads skipped as unreadable.
-pub fn warn_skipped(session: &crate::store::Session) {
+pub(crate) fn warn_skipped(session: &crate::store::Session) {
     for what in session.take_skipped() {
         eprintln!(
             "warning: skipped unreadable {}; run `holdfast audit verify`",

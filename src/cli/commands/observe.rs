@@ -14,11 +14,11 @@ use crate::lookup::{
 use crate::store::Session;
 
 /// The identity the observer acts as on a store without logins.
-pub const OBSERVER: &str = "svc:observer";
+pub(crate) const OBSERVER: &str = "svc:observer";
 
 /// `holdfast observe`.
 #[derive(Debug, Args)]
-pub struct ObserveArgs {
+pub(crate) struct ObserveArgs {
     /// Keep going: look holds up as their next observation comes due, until
     /// interrupted (or `--duration` ends).
     #[arg(long)]
@@ -34,21 +34,9 @@ pub struct ObserveArgs {
     pub json: bool,
 }
 
-pub async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
+pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
     let store = ctx.open_store().await?;
-    let asked = match (&ctx.asked, store.login().await?) {
-        (Some(asked), _) => Some(asked.clone()),
-        (None, None) => Some(OBSERVER.to_owned()),
-        (None, Some(_)) => None,
-    };
-    let actor = crate::review::identify(
-        store.as_ref(),
-        asked.as_deref(),
-        &ctx.local_user,
-        ctx.config.policy.clone(),
-    )
-    .await
-    .map_err(crate::cli::review::failure)?;
+    let actor = ctx.service_actor(store.as_ref(), OBSERVER).await?;
     let rationale = Rationale::parse(if args.watch {
         "scheduled status lookup by observe --watch"
     } else {

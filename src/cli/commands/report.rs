@@ -13,7 +13,7 @@ use crate::core::sanitize::sanitize;
 
 /// Computes the report over the tenants the acting identity sees (the whole store
 /// in single-user mode, G7) at the context's clock and prints it.
-pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
+pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
     let data = session.dataset().await?;
@@ -47,7 +47,7 @@ fn age(seconds: Option<i64>) -> String {
 
 /// The report as plain text. Reasons name stored ids and states; they pass the
 /// sanitizer all the same, like every text printed (G10).
-pub fn render(report: &Report) -> String {
+pub(crate) fn render(report: &Report) -> String {
     let mut out = String::new();
     let ops = report.operational.logical_operations;
     let _ = writeln!(

@@ -22,7 +22,7 @@ use crate::wire::Record;
 
 /// `holdfast review`.
 #[derive(Debug, Args)]
-pub struct ReviewArgs {
+pub(crate) struct ReviewArgs {
     /// `ID ACTION`, or only `ACTION` with `--filter`. ACTION is one of: reconcile,
     /// resolve, authorize-retry, approve-compensation, approve-resume,
     /// mark-compensated, mark-resumed, revalidate, accept, block, assign, schedule,
@@ -98,7 +98,7 @@ pub struct ReviewArgs {
 
 /// `holdfast grant` and `holdfast revoke`.
 #[derive(Debug, Args)]
-pub struct GrantArgs {
+pub(crate) struct GrantArgs {
     /// The identity (as given by `--as`, the config file or the OS user; on
     /// PostgreSQL, the database login).
     #[arg(value_parser = access::parse_name)]
@@ -119,7 +119,7 @@ pub struct GrantArgs {
 
 /// `holdfast export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// The operations to export.
     #[arg(value_name = "ID")]
     pub ids: Vec<String>,
@@ -135,7 +135,7 @@ pub struct ExportArgs {
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     Json,
     Markdown,
 }
@@ -148,7 +148,7 @@ fn parse_role(text: &str) -> Result<Role, String> {
 
 /// Turns a reviewer-facing error into the exit code it documents: 3 for a
 /// refusal or a G8 conflict, 1 for anything else.
-pub fn failure(error: ReviewError) -> anyhow::Error {
+pub(crate) fn failure(error: ReviewError) -> anyhow::Error {
     let code = if error.rule().is_some() {
         exit::REFUSED
     } else {
@@ -416,7 +416,7 @@ pub(crate) fn report_refusal(error: ReviewError, json: bool) -> anyhow::Result<u
 }
 
 /// `holdfast review`.
-pub async fn review(ctx: &Context, args: ReviewArgs) -> anyhow::Result<u8> {
+pub(crate) async fn review(ctx: &Context, args: ReviewArgs) -> anyhow::Result<u8> {
     match (args.filter.clone(), args.words.as_slice()) {
         (Some(filter), [action]) => bulk(ctx, &filter, parse_kind(action)?, &args).await,
         (Some(_), _) => Err(Failure::bad_input(
@@ -603,7 +603,7 @@ async fn bulk(
 }
 
 /// `holdfast grant` and `holdfast revoke`.
-pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Result<u8> {
+pub(crate) async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Result<u8> {
     let rationale = args
         .rationale
         .as_deref()
@@ -648,7 +648,7 @@ pub async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow::Resul
 }
 
 /// `holdfast grants`: the grants on the tenants the acting identity sees.
-pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
+pub(crate) async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
     let shown = session.grants().await?;
@@ -666,7 +666,7 @@ pub async fn grants(ctx: &Context, json: bool) -> anyhow::Result<u8> {
 }
 
 /// `holdfast export`.
-pub async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
+pub(crate) async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
     let now = ctx.now();

@@ -18,7 +18,7 @@ async fn load(
     Ok((detail, session.actor().clone()))
 }
 
-pub async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
+pub(crate) async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
     let (detail, actor) = load(ctx, id).await?;
     let bundle = crate::core::evidence::bundle(&detail, &actor, ctx.now());
     if json {
@@ -33,7 +33,7 @@ pub async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
     Ok(exit::OK)
 }
 
-pub async fn timeline(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
+pub(crate) async fn timeline(ctx: &Context, id: &str, json: bool) -> anyhow::Result<u8> {
     let (detail, _) = load(ctx, id).await?;
     if json {
         let rows: Vec<serde_json::Value> = detail

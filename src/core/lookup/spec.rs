@@ -189,12 +189,23 @@ impl UrlTemplate {
         op: &Operation,
         provider_request_id: Option<&str>,
     ) -> Result<String, Placeholder> {
+        self.render_with(|p| p.value(op, provider_request_id))
+    }
+
+    /// The URL with every slot filled by `value`, percent-encoded; the first
+    /// placeholder without a value is the error. [`UrlTemplate::render`] fills it
+    /// from an operation, the simulated provider from a record it holds, to know
+    /// which record an emulated lookup asks for.
+    pub(crate) fn render_with<'a>(
+        &self,
+        value: impl Fn(Placeholder) -> Option<&'a str>,
+    ) -> Result<String, Placeholder> {
         let mut out = String::with_capacity(self.text.len() + 32);
         for part in &self.parts {
             match part {
                 Part::Text(t) => out.push_str(t),
                 Part::Slot(p) => {
-                    let value = p.value(op, provider_request_id).ok_or(*p)?;
+                    let value = value(*p).ok_or(*p)?;
                     percent_encode(value, &mut out);
                 }
             }

@@ -1,7 +1,7 @@
 //! Copying: one page of a table's rows as stored, and filling an empty store
 //! with everything another one holds, in one transaction.
 
-use sqlx::{AssertSqlSafe, QueryBuilder, Row};
+use sqlx::{QueryBuilder, Row};
 
 use super::db;
 use crate::store::plan::copy::{Cell, ColumnKind, CopyReport, TABLES, Table};
@@ -9,25 +9,34 @@ use crate::store::{Store, StoreError};
 
 shared! {
     impl {
-        /// Reads one page of a table's rows, every column as a cell.
+        /// Reads one page of a table's rows, every column as a cell: the rows after
+        /// the key `after` in the table's order, by keyset (never `OFFSET`).
         pub(super) async fn table_page(
             &self,
             table: &Table,
-            offset: i64,
+            after: Option<&[Cell]>,
             limit: i64,
         ) -> Result<Vec<Vec<Cell>>, StoreError> {
-            let sql = format!(
-                "SELECT {} FROM {} ORDER BY {} LIMIT $1 OFFSET $2",
+            let keys = table.key_columns();
+            let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT {} FROM {}",
                 table.column_list(),
-                table.name,
-                table.order
-            );
-            let rows = sqlx::query(AssertSqlSafe(sql))
-                .bind(limit)
-                .bind(offset)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?;
+                table.name
+            ));
+            if let Some(after) = after {
+                qb.push(format_args!(" WHERE ({}) > (", keys.join(", ")));
+                let mut values = qb.separated(", ");
+                for cell in after {
+                    match cell {
+                        Cell::Int(value) => values.push_bind(*value),
+                        Cell::Text(value) => values.push_bind(value.clone()),
+                    };
+                }
+                qb.push(")");
+            }
+            qb.push(format_args!(" ORDER BY {} LIMIT ", table.order));
+            qb.push_bind(limit);
+            let rows = qb.build().fetch_all(&self.pool).await.map_err(db::<DB>)?;
             rows.iter()
                 .map(|row| {
                     table
@@ -88,9 +97,11 @@ shared! {
             let mut report = CopyReport::default();
             for table in TABLES {
                 let mut copied = 0;
+                let mut after: Option<Vec<Cell>> = None;
                 loop {
-                    let rows = source.table_rows(table, copied, PAGE).await?;
+                    let rows = source.table_rows(table, after.as_deref(), PAGE).await?;
                     let n = rows.len() as u64;
+                    after = rows.last().map(|row| table.key_of(row));
                     Self::insert_cells(&mut tx, table, rows).await?;
                     copied += n;
                     if n < PAGE {

@@ -19,8 +19,8 @@ use tokio::sync::{OnceCell, watch};
 use super::plan::codec;
 use super::plan::copy::{Cell, CopyReport, Table};
 use super::{
-    IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder,
-    Store, StoreError,
+    Completion, IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts,
+    Scope, SortOrder, Store, StoreError, WorkClaim, WorkStep,
 };
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
@@ -28,6 +28,7 @@ use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
 use crate::core::rules::Commit;
+use crate::core::work::Lease;
 use crate::wire::Numbered;
 
 pub use migrate::known_schema;
@@ -44,6 +45,9 @@ pub trait Backend: Database {
     const HEAD: &'static str;
     /// Appended to a `SELECT` whose rows the transaction is about to change.
     const FOR_UPDATE: &'static str;
+    /// Appended to the `SELECT` of a claim's candidates (the operations aliased
+    /// `o`): rows another transaction holds are skipped, not waited for.
+    const SKIP_LOCKED: &'static str;
     /// Run after a copy wrote explicit proposal ids, so new ones follow them.
     const AFTER_COPY: Option<&'static str>;
     /// Reads the database login a connection was authenticated as (a text column
@@ -185,6 +189,7 @@ mod lookup;
 mod migrate;
 mod read;
 mod verify;
+mod work;
 mod write;
 
 shared! {
@@ -268,6 +273,14 @@ shared! {
             page: Page,
         ) -> Result<(Vec<OperationRow>, u64), StoreError> {
             self.read_list(filter, sort, page).await
+        }
+
+        async fn matching_ids(
+            &self,
+            filter: &OperationFilter,
+            sort: SortOrder,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            self.read_matching_ids(filter, sort).await
         }
 
         async fn counts(
@@ -387,18 +400,46 @@ shared! {
             self.write_claim_lookup(id, slot, by, now, until).await
         }
 
+        async fn claim_work(&self, claim: &WorkClaim) -> Result<Vec<Lease>, StoreError> {
+            self.write_claim_work(claim).await
+        }
+
+        async fn lease(
+            &self,
+            scope: &Scope,
+            id: &OperationId,
+        ) -> Result<Option<Lease>, StoreError> {
+            self.read_lease_in(scope, id).await
+        }
+
+        async fn renew_work(
+            &self,
+            step: &WorkStep,
+            length: Option<chrono::Duration>,
+        ) -> Result<Lease, StoreError> {
+            self.write_renew_work(step, length).await
+        }
+
+        async fn complete_work(
+            &self,
+            step: &WorkStep,
+            records: Vec<Numbered>,
+        ) -> Result<Completion, StoreError> {
+            self.write_complete_work(step, records).await
+        }
+
+        async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError> {
+            self.write_release_work(step).await
+        }
+
         async fn table_rows(
             &self,
             table: &'static Table,
-            offset: u64,
+            after: Option<&[Cell]>,
             limit: u64,
         ) -> Result<Vec<Vec<Cell>>, StoreError> {
-            self.table_page(
-                table,
-                i64::try_from(offset).unwrap_or(i64::MAX),
-                i64::try_from(limit).unwrap_or(i64::MAX),
-            )
-            .await
+            self.table_page(table, after, i64::try_from(limit).unwrap_or(i64::MAX))
+                .await
         }
 
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {

@@ -2,6 +2,7 @@
 //! the audit log, the whole dataset, grants and the login.
 
 use chrono::{DateTime, Utc};
+use futures_util::TryStreamExt;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
@@ -13,6 +14,9 @@ use crate::core::model::{
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
 use crate::store::sql::{held_states_sql, order_by, push_filter, push_operations_of, push_tenants};
 use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
+
+/// The columns of a proposal row, as [`Proposal`] decodes them.
+const PROPOSAL_COLUMNS: &str = "id, operation, action, proposed_by, proposed_at, rationale, status";
 
 /// The columns of a listing row, before the filter. The held dependencies a row
 /// names are those in `scope` (G7): another tenant's hold is not shown.
@@ -128,7 +132,7 @@ shared! {
         /// Fetches `SELECT wire …` rows bound to one key and decodes each.
         pub(super) async fn wires<T>(
             conn: &mut DB::Connection,
-            sql: &'static str,
+            sql: impl sqlx::SqlSafeStr,
             bind: &str,
             decode: fn(&str) -> Result<T, StoreError>,
         ) -> Result<Vec<T>, StoreError> {
@@ -143,6 +147,26 @@ shared! {
                     decode(&wire)
                 })
                 .collect()
+        }
+
+        /// The `wire` rows of `table` that belong to operation `key`, in `order`,
+        /// decoded: one operation's attempts, items, observations, expectation.
+        pub(super) async fn wires_of<T>(
+            conn: &mut DB::Connection,
+            table: &'static str,
+            order: &'static str,
+            key: &str,
+            decode: fn(&str) -> Result<T, StoreError>,
+        ) -> Result<Vec<T>, StoreError> {
+            let sql = format!("SELECT wire FROM {table} WHERE operation = $1 ORDER BY {order}");
+            Self::wires(conn, AssertSqlSafe(sql), key, decode).await
+        }
+
+        /// Audit rows as read, those that cannot be decoded set aside (and
+        /// counted) rather than failing the read.
+        pub(super) fn audit_rows(&self, rows: &[DB::Row]) -> Vec<AuditRow> {
+            self.skipped
+                .keep("audit row", rows, key_of("seq"), Self::audit_row)
         }
 
         /// Fetches every `SELECT wire FROM table` row of operations in `scope`
@@ -211,13 +235,7 @@ shared! {
                     id: codec::parse_id(&child_id)?,
                     relation,
                     state: codec::parse_state(&state)?,
-                    items: Self::wires(
-                        conn,
-                        "SELECT wire FROM items WHERE operation = $1 ORDER BY idx",
-                        &child_id,
-                        codec::item,
-                    )
-                    .await?,
+                    items: Self::wires_of(conn, "items", "idx", &child_id, codec::item).await?,
                 });
             }
             Ok(children)
@@ -275,6 +293,24 @@ shared! {
                     })
                 })
                 .collect()
+        }
+
+        /// Ids only, in one statement: nothing but the operations table is read.
+        pub(super) async fn read_matching_ids(
+            &self,
+            filter: &OperationFilter,
+            sort: SortOrder,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            let mut qb: QueryBuilder<DB> =
+                QueryBuilder::new("SELECT o.id FROM operations o WHERE 1 = 1");
+            push_filter(&mut qb, filter);
+            qb.push(order_by(sort));
+            let mut rows = qb.build().fetch(&self.pool);
+            let mut ids = Vec::new();
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                ids.push(codec::parse_id(&Self::text(&row, "id")?)?);
+            }
+            Ok(ids)
         }
 
         pub(super) async fn read_list(
@@ -394,35 +430,21 @@ shared! {
                 }
                 None => crate::core::autonomy::Level::Manual,
             };
-            let attempts = Self::wires(
+            let attempts =
+                Self::wires_of(&mut conn, "attempts", "seq, id", key, codec::attempt).await?;
+            let items = Self::wires_of(&mut conn, "items", "idx", key, codec::item).await?;
+            let observations = Self::wires_of(
                 &mut conn,
-                "SELECT wire FROM attempts WHERE operation = $1 ORDER BY seq, id",
-                key,
-                codec::attempt,
-            )
-            .await?;
-            let items = Self::wires(
-                &mut conn,
-                "SELECT wire FROM items WHERE operation = $1 ORDER BY idx",
-                key,
-                codec::item,
-            )
-            .await?;
-            let observations = Self::wires(
-                &mut conn,
-                "SELECT wire FROM observations WHERE operation = $1 ORDER BY observed_ms, id",
+                "observations",
+                "observed_ms, id",
                 key,
                 codec::observation,
             )
             .await?;
-            let expectation = Self::wires(
-                &mut conn,
-                "SELECT wire FROM expectations WHERE operation = $1",
-                key,
-                codec::expectation,
-            )
-            .await?
-            .pop();
+            let expectation =
+                Self::wires_of(&mut conn, "expectations", "operation", key, codec::expectation)
+                    .await?
+                    .pop();
             let rows = sqlx::query(AssertSqlSafe(format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 ORDER BY seq"
             )))
@@ -430,9 +452,7 @@ shared! {
             .fetch_all(&mut *conn)
             .await
             .map_err(db::<DB>)?;
-            let audit = self
-                .skipped
-                .keep("audit row", &rows, key_of("seq"), Self::audit_row);
+            let audit = self.audit_rows(&rows);
             let children = Self::children(&mut conn, key).await?;
 
             let mut dependencies = Vec::new();
@@ -452,10 +472,9 @@ shared! {
                 }
             }
 
-            let proposals = sqlx::query(
-                "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
-                 FROM proposals WHERE operation = $1 ORDER BY id",
-            )
+            let proposals = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE operation = $1 ORDER BY id"
+            )))
             .bind(key)
             .fetch_all(&mut *conn)
             .await
@@ -490,9 +509,7 @@ shared! {
             .fetch_all(&self.pool)
             .await
             .map_err(db::<DB>)?;
-            Ok(self
-                .skipped
-                .keep("audit row", &rows, key_of("seq"), Self::audit_row))
+            Ok(self.audit_rows(&rows))
         }
 
         pub(super) async fn read_head_seq(&self) -> Result<i64, StoreError> {
@@ -537,13 +554,10 @@ shared! {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db::<DB>)?;
-            let audit = self
-                .skipped
-                .keep("audit row", &rows, key_of("seq"), Self::audit_row);
-            let mut select: QueryBuilder<DB> = QueryBuilder::new(
-                "SELECT id, operation, action, proposed_by, proposed_at, rationale, status \
-                 FROM proposals WHERE 1 = 1",
-            );
+            let audit = self.audit_rows(&rows);
+            let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE 1 = 1"
+            ));
             push_operations_of(&mut select, "operation", scope);
             select.push(" ORDER BY id");
             let proposals = select
@@ -599,9 +613,7 @@ shared! {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db::<DB>)?;
-            Ok(self
-                .skipped
-                .keep("audit row", &rows, key_of("seq"), Self::audit_row))
+            Ok(self.audit_rows(&rows))
         }
 
         pub(super) async fn read_login(&self) -> Result<Option<String>, StoreError> {

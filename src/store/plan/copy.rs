@@ -24,12 +24,30 @@ pub enum Cell {
 #[derive(Debug)]
 pub struct Table {
     pub name: &'static str,
-    /// A total order over the rows (the primary key), for paging.
+    /// A total order over the rows (the primary key, plain column names), for
+    /// keyset paging.
     pub order: &'static str,
     pub columns: &'static [(&'static str, ColumnKind)],
 }
 
 impl Table {
+    /// The columns of the table's order (its primary key), in order.
+    pub fn key_columns(&self) -> Vec<&'static str> {
+        self.order.split(',').map(str::trim).collect()
+    }
+
+    /// The key cells of one of its rows (as [`Store::table_rows`] returns them),
+    /// to page on after it.
+    ///
+    /// [`Store::table_rows`]: crate::store::Store::table_rows
+    pub fn key_of(&self, row: &[Cell]) -> Vec<Cell> {
+        self.key_columns()
+            .into_iter()
+            .filter_map(|key| self.columns.iter().position(|(name, _)| *name == key))
+            .filter_map(|index| row.get(index).cloned())
+            .collect()
+    }
+
     /// The column names, comma-separated.
     pub fn column_list(&self) -> String {
         let names: Vec<&str> = self.columns.iter().map(|(name, _)| *name).collect();
@@ -177,6 +195,19 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "work_leases",
+        order: "operation",
+        columns: &[
+            ("operation", Text),
+            ("worker", Text),
+            ("generation", Int),
+            ("claimed_ms", Int),
+            ("expires_ms", Int),
+            ("length_ms", Int),
+            ("status", Text),
+        ],
+    },
+    Table {
         name: "autonomy",
         order: "tool",
         columns: &[
@@ -230,4 +261,28 @@ pub const TABLES: &[Table] = &[
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct CopyReport {
     pub tables: Vec<(&'static str, u64)>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_table_pages_on_key_columns_it_has() {
+        for table in TABLES {
+            let keys = table.key_columns();
+            assert!(!keys.is_empty(), "{}", table.name);
+            for key in &keys {
+                assert!(
+                    table.columns.iter().any(|(name, _)| name == key),
+                    "{}: order column {key} is not a copied column",
+                    table.name
+                );
+            }
+            let row: Vec<Cell> = (0..table.columns.len())
+                .map(|i| Cell::Int(Some(i as i64)))
+                .collect();
+            assert_eq!(table.key_of(&row).len(), keys.len(), "{}", table.name);
+        }
+    }
 }

@@ -4,6 +4,7 @@
 //! table list a copy walks. The driver code in [`super::engine`] only binds and
 //! runs what these produce.
 
+pub mod chunk;
 pub mod codec;
 pub mod copy;
 pub mod decisions;
@@ -11,3 +12,4 @@ pub mod door;
 pub mod filter;
 pub mod ingest;
 pub mod rows;
+pub mod work;

@@ -1,37 +1,57 @@
-//! The queue and detail part of `update`: the console's own keys (selection,
-//! paging, panes, following links and going back), the queue's list requests
-//! and answers, and the detail's loads, with the detail following the queue's
-//! selection while the queue has the focus.
+//! The queue and the detail together: a key goes to the one with the focus
+//! (their own keys live in `screens/queue.rs` and `screens/detail/`), then to
+//! the console's commands that reach across screens (panes, opening, search,
+//! review, reload); the detail follows the queue's selection; the answers to
+//! list and load requests are taken here.
+
+use crossterm::event::KeyEvent;
 
 use super::{App, Effect, PromptKind};
 use crate::core::ids::OperationId;
 use crate::core::model::OperationDetail;
-use crate::tui::doc;
 use crate::tui::keymap::Command;
 use crate::tui::layout::{self, Pane};
-use crate::tui::screens::detail::{Applied as DetailApplied, Loaded};
-use crate::tui::screens::queue::{Listing, SORTS, Tab};
-use crate::tui::widgets::max_scroll;
+use crate::tui::screens::detail::Applied as DetailApplied;
+use crate::tui::screens::queue::Listing;
+use crate::tui::screens::{Outcome, Screen};
 
 impl App {
     /// A request for the queue page, keeping the selection on `keep`; `recount`
     /// asks for the header counts too (the store or the time changed).
     pub(super) fn list(&mut self, keep: Option<OperationId>, recount: bool) -> Vec<Effect> {
-        let page_rows = self.page_rows();
-        let (generation, query) = self.queue.request(page_rows, keep, recount, self.now);
-        vec![Effect::List {
-            generation,
-            query: Box::new(query),
-        }]
+        let ctx = ctx!(self);
+        vec![self.queue.list(&ctx, keep, recount)]
     }
 
     /// A request for the operation on top of the detail stack.
     pub(super) fn load_top(&mut self) -> Vec<Effect> {
-        let Some(id) = self.detail.top().map(|f| f.id.clone()) else {
-            return Vec::new();
+        self.detail.load_top()
+    }
+
+    /// A key for the queue or the detail, whichever has the focus; `None` when
+    /// it is not theirs (the console's commands take it then).
+    pub(super) fn browse_key(&mut self, key: KeyEvent) -> Option<Vec<Effect>> {
+        let ctx = ctx!(self);
+        let outcome = if self.focus == Pane::Queue {
+            self.queue.key(key, &ctx)
+        } else {
+            self.detail.key(key, &ctx)
         };
-        let generation = self.detail.expect(id.clone());
-        vec![Effect::Load { generation, id }]
+        let mut effects = match outcome {
+            Outcome::Pass => return None,
+            // `Esc` at the first operation: back to the queue.
+            Outcome::Close => {
+                self.focus = Pane::Queue;
+                Vec::new()
+            }
+            outcome => self.outcome(outcome),
+        };
+        if self.focus == Pane::Queue {
+            effects.extend(self.sync_root());
+        } else {
+            self.leave_missing_items();
+        }
+        Some(effects)
     }
 
     /// With the queue in focus the detail follows its selection.
@@ -67,6 +87,7 @@ impl App {
         let Some(applied) = self.queue.apply(generation, listing, page_rows) else {
             return Vec::new();
         };
+        self.detail.queue_loaded = self.queue.is_loaded();
         let mut effects = Vec::new();
         if let Some(lost) = applied.lost
             && self.queue.selected_id.as_ref() != Some(&lost)
@@ -137,6 +158,9 @@ impl App {
         Vec::new()
     }
 
+    /// The console's commands: those no screen took (quitting, help, panes,
+    /// opening, search and filter, review, reload, the tabs), and moving
+    /// through whatever has the focus under a tab that passed the key.
     pub(super) fn command(&mut self, command: Command) -> Vec<Effect> {
         if let Command::Show(screen) = command {
             return self.show(screen);
@@ -156,53 +180,19 @@ impl App {
             Command::Bottom => self.step(i64::MAX / 2),
             Command::NextPane => self.cycle_pane(1),
             Command::PrevPane => self.cycle_pane(-1),
-            Command::Open if self.focus == Pane::Queue => self.open(),
-            Command::Open => self.follow(),
+            Command::Open => self.open(),
             Command::Back => self.back(),
             Command::Search => self.open_prompt(PromptKind::Search),
             Command::Filter => self.open_prompt(PromptKind::Filter),
-            Command::ClearQuery => {
-                if !self.queue.is_narrowed() {
-                    return Vec::new();
-                }
-                self.queue.filter = Default::default();
-                self.queue.search.clear();
-                self.queue.restart();
-                self.list(None, false)
-            }
-            Command::Sort => {
-                let at = SORTS
-                    .iter()
-                    .position(|s| *s == self.queue.sort)
-                    .unwrap_or(0);
-                self.queue.sort = SORTS[(at + 1) % SORTS.len()];
-                self.queue.restart();
-                self.list(None, false)
-            }
             Command::SwitchTab => {
-                self.queue.tab = match self.queue.tab {
-                    Tab::Held => Tab::All,
-                    Tab::All => Tab::Held,
-                };
-                self.queue.restart();
-                self.list(None, false)
+                let ctx = ctx!(self);
+                self.queue.switch_tab(&ctx)
             }
             Command::Reload => {
                 if self.detail.accept_change() {
                     self.say("showing the new version", false);
                 }
                 self.refresh()
-            }
-            Command::NextLink | Command::PrevLink => {
-                let delta = if command == Command::NextLink { 1 } else { -1 };
-                if let Some(frame) = self.detail.top_mut() {
-                    let count = frame.links().len();
-                    if count > 0 {
-                        let at = i64::try_from(frame.link).unwrap_or(0) + delta;
-                        frame.link = usize::try_from(at.rem_euclid(count as i64)).unwrap_or(0);
-                    }
-                }
-                Vec::new()
             }
             Command::Review => self.open_review(),
             Command::LookUp => self.look_up(),
@@ -219,11 +209,19 @@ impl App {
                 }
                 Vec::new()
             }
-            Command::Mark => self.mark(),
-            Command::MarkAll => self.mark_all(),
-            Command::ClearMarks => self.clear_marks(),
             Command::Bulk => self.open_bulk(),
-            Command::Accept | Command::Cancel | Command::Apply | Command::Show(_) => Vec::new(),
+            // The queue's and the detail's own keys (taken by their screens).
+            Command::Sort
+            | Command::ClearQuery
+            | Command::Mark
+            | Command::MarkAll
+            | Command::ClearMarks
+            | Command::NextLink
+            | Command::PrevLink
+            | Command::Accept
+            | Command::Cancel
+            | Command::Apply
+            | Command::Show(_) => Vec::new(),
         }
     }
 
@@ -240,75 +238,27 @@ impl App {
         self.scroll(self.focus, delta)
     }
 
+    /// Moves the queue's selection (the detail following it) or scrolls a
+    /// detail pane.
     pub(super) fn scroll(&mut self, pane: Pane, delta: i64) -> Vec<Effect> {
+        let ctx = ctx!(self);
         match pane {
             Pane::Queue => {
-                let to = i64::try_from(self.queue.selected)
-                    .unwrap_or(i64::MAX)
-                    .saturating_add(delta);
-                let mut effects = Vec::new();
-                if self.queue.select(to, self.page_rows()) {
-                    effects.extend(self.list(None, false));
-                }
+                let mut effects = self.queue.step(delta, &ctx);
                 effects.extend(self.sync_root());
                 effects
             }
-            Pane::Evidence | Pane::Timeline => {
-                let limit = self.scroll_limit(pane);
-                if let Some(frame) = self.detail.top_mut() {
-                    let at = if pane == Pane::Evidence {
-                        &mut frame.scroll.evidence
-                    } else {
-                        &mut frame.scroll.timeline
-                    };
-                    let to = i64::from(*at)
-                        .saturating_add(delta)
-                        .clamp(0, i64::from(limit));
-                    *at = u16::try_from(to).unwrap_or(limit);
-                }
-                Vec::new()
-            }
-            Pane::Items => {
-                let count = self.detail.current().map_or(0, |l| l.detail.items.len());
-                if let Some(frame) = self.detail.top_mut() {
-                    let last = i64::try_from(count.saturating_sub(1)).unwrap_or(0);
-                    let to = i64::try_from(frame.scroll.items)
-                        .unwrap_or(0)
-                        .saturating_add(delta)
-                        .clamp(0, last);
-                    frame.scroll.items = usize::try_from(to).unwrap_or(0);
-                }
+            pane => {
+                self.detail.scroll(pane, delta, &ctx);
                 Vec::new()
             }
         }
-    }
-
-    /// The largest scroll offset of a text pane, from the height of what it shows.
-    pub(super) fn scroll_limit(&self, pane: Pane) -> u16 {
-        let areas = self.areas();
-        let Some(area) = areas
-            .pane(pane)
-            .or_else(|| layout::areas(self.size, pane, self.has_items()).pane(pane))
-        else {
-            return 0;
-        };
-        let inner = layout::inner(area);
-        let height = self.detail.top().map_or(0, |frame| {
-            doc::height(self.theme, frame, pane, inner.width, self.now)
-        });
-        max_scroll(height, inner.height)
     }
 
     /// Keeps every scroll offset within what the panes show now.
     pub(super) fn clamp_scrolls(&mut self) {
-        let evidence = self.scroll_limit(Pane::Evidence);
-        let timeline = self.scroll_limit(Pane::Timeline);
-        let items = self.detail.current().map_or(0, |l| l.detail.items.len());
-        if let Some(frame) = self.detail.top_mut() {
-            frame.scroll.evidence = frame.scroll.evidence.min(evidence);
-            frame.scroll.timeline = frame.scroll.timeline.min(timeline);
-            frame.scroll.items = frame.scroll.items.min(items.saturating_sub(1));
-        }
+        let ctx = ctx!(self);
+        self.detail.clamp_scrolls(&ctx);
     }
 
     /// Moves the focus off the items pane of an operation known to have none.
@@ -327,7 +277,7 @@ impl App {
         let mut panes = vec![Pane::Queue];
         if let Some(top) = self.detail.top() {
             panes.extend([Pane::Evidence, Pane::Timeline]);
-            if top.loaded.as_ref().is_none_or(Loaded::has_items) {
+            if top.loaded.as_ref().is_none_or(|l| l.has_items()) {
                 panes.push(Pane::Items);
             }
         }
@@ -346,7 +296,7 @@ impl App {
 
     /// `Enter` on the queue: into the detail of the selected hold.
     pub(super) fn open(&mut self) -> Vec<Effect> {
-        if self.detail.top().is_none() {
+        if self.focus != Pane::Queue || self.detail.top().is_none() {
             return Vec::new();
         }
         self.focus = Pane::Evidence;
@@ -354,34 +304,8 @@ impl App {
         Vec::new()
     }
 
-    /// `Enter` in the detail: follow the selected link.
-    pub(super) fn follow(&mut self) -> Vec<Effect> {
-        let Some(frame) = self.detail.top() else {
-            return Vec::new();
-        };
-        let links = frame.links();
-        let Some(link) = links.get(frame.link).or_else(|| links.first()) else {
-            self.say("this operation links to no other", false);
-            return Vec::new();
-        };
-        let id = link.id.clone();
-        let from = frame.id.clone();
-        if self.detail.stack.iter().any(|f| f.id == id) {
-            self.say(
-                &format!("{id} is already open further back: Esc returns to it"),
-                false,
-            );
-            return Vec::new();
-        }
-        self.detail.push(id.clone());
-        if self.focus == Pane::Queue {
-            self.focus = Pane::Evidence;
-        }
-        self.say(&format!("opened {id} from {from}; Esc goes back"), false);
-        self.load_top()
-    }
-
-    /// `Esc` in the detail: back along the links followed, then to the queue.
+    /// `Esc` that no screen took: back along the links followed, then to the
+    /// queue.
     pub(super) fn back(&mut self) -> Vec<Effect> {
         if self.detail.pop() {
             self.leave_missing_items();

@@ -1,6 +1,7 @@
-//! The marks, and the review and bulk triage dialogs' part of `update`:
-//! marking operations, opening a dialog, and taking the runner's answers to
-//! what a dialog asked (the status line, the marks, everything read again).
+//! The review, lookup and bulk triage dialogs' part of `update`: opening a
+//! dialog, and taking the runner's answers to what a dialog asked (the status
+//! line, the marks, everything read again). Marking is the queue's
+//! (`screens/queue.rs`).
 
 use super::{App, Effect};
 use crate::core::ids::OperationId;
@@ -12,45 +13,6 @@ use crate::tui::screens::lookup::{LookupScreen, LookupShown};
 use crate::tui::screens::review::{ReviewDialog, Verdict};
 
 impl App {
-    /// Space: marks or unmarks the selected operation, and moves down.
-    pub(super) fn mark(&mut self) -> Vec<Effect> {
-        match self.queue.toggle_mark() {
-            Some(marked) => {
-                let id = self
-                    .queue
-                    .selected_id
-                    .as_ref()
-                    .map(ToString::to_string)
-                    .unwrap_or_default();
-                let verb = if marked { "marked" } else { "unmarked" };
-                self.say(
-                    &format!("{id} {verb}; {} marked", self.queue.marked.len()),
-                    false,
-                );
-            }
-            None => self.say("nothing to mark: the list is empty", false),
-        }
-        self.step(1)
-    }
-
-    /// `a`: asks for every operation matching the filter and search.
-    pub(super) fn mark_all(&mut self) -> Vec<Effect> {
-        let generation = self.queue.marking.request(());
-        self.say("marking every operation that matches…", false);
-        vec![Effect::SelectAll {
-            generation,
-            filter: Box::new(self.queue.matching()),
-        }]
-    }
-
-    /// `u`: unmarks everything (a mark-all still running is dropped).
-    pub(super) fn clear_marks(&mut self) -> Vec<Effect> {
-        let count = std::mem::take(&mut self.queue.marked).len();
-        self.queue.marking.cancel();
-        self.say(&format!("{count} unmarked"), false);
-        Vec::new()
-    }
-
     /// `r`: the review dialog on the operation open (or selected).
     pub(super) fn open_review(&mut self) -> Vec<Effect> {
         if self.chain_refuses() {

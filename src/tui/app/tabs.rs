@@ -40,6 +40,7 @@ impl App {
             now: self.now,
             theme: self.theme,
             size: self.size,
+            focus: self.focus,
         };
         let screen: Option<&mut dyn ScreenTrait> = match self.page {
             Page::Queue => None,

@@ -1,5 +1,6 @@
 //! The evidence pane: every field of the bundle the core assembled (DESIGN §4),
-//! laid out in the order a reviewer at 3 a.m. needs them: what went wrong and what
+//! laid out in the order a reviewer at 3 a.m. needs them: why it is held (the
+//! transition into its state, its reason and evidence), what went wrong and what
 //! the matrix recommends, what is prohibited and allowed now, the budget and
 //! owner, what was verified, then identity, approval and identifiers. Nothing here decides anything: the
 //! recommendation, what is prohibited and which actions are allowed all come from
@@ -18,7 +19,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, LABEL_WIDTH, line, span};
 
 /// The pane's lines for the operation `frame` shows.
-pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> Doc {
+pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> Doc {
     let b = &loaded.bundle;
     let mut doc = Doc::default();
     doc.push(line(vec![
@@ -35,6 +36,7 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
             theme.dim(),
         ),
     ]));
+    why_held(&mut doc, theme, b);
     links(&mut doc, theme, frame);
 
     section(&mut doc, theme, "Decision");
@@ -362,6 +364,57 @@ pub fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> 
         );
     }
     doc
+}
+
+/// Why the operation is in its state: the transition into it, its reason and
+/// the evidence it names, first of all (DESIGN §4).
+fn why_held(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
+    let title = if b.state.is_held() {
+        "Why held".to_owned()
+    } else {
+        format!("Why {}", b.state)
+    };
+    section(doc, theme, &title);
+    let Some(why) = &b.why_held else {
+        doc.field(
+            theme,
+            "transition",
+            Clean::new("no audit row records the move into this state"),
+            theme.warn(),
+        );
+        return;
+    };
+    doc.field(
+        theme,
+        "transition",
+        Clean::new(&format!(
+            "{} (audit #{}, {})",
+            why.headline(),
+            why.seq,
+            why.action
+        )),
+        theme.plain(),
+    );
+    doc.field(
+        theme,
+        "reason",
+        Clean::new(why.reason.as_deref().unwrap_or("none given")),
+        if why.reason.is_some() {
+            theme.title()
+        } else {
+            theme.warn()
+        },
+    );
+    if why.evidence.is_empty() {
+        doc.field(theme, "evidence", Clean::new("none named"), theme.dim());
+    }
+    for e in &why.evidence {
+        let text = match &e.what {
+            Some(what) => format!("{} ({what})", e.id),
+            None => format!("{} (not among this operation's records)", e.id),
+        };
+        doc.field(theme, "evidence", Clean::new(&text), theme.plain());
+    }
 }
 
 /// A section heading.

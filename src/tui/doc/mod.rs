@@ -3,8 +3,8 @@
 //! `update` measures them (scroll limits) and the view draws them, so both
 //! reach them here without going through each other.
 
-pub mod evidence;
-pub mod timeline;
+pub(crate) mod evidence;
+pub(crate) mod timeline;
 
 use chrono::{DateTime, Utc};
 
@@ -16,7 +16,13 @@ use crate::core::sanitize::Clean;
 
 /// Height in wrapped lines of what a text pane shows of `frame` at `width`
 /// columns (0 for a pane that is not text, or an operation not loaded yet).
-pub fn height(theme: Theme, frame: &Frame, pane: Pane, width: u16, now: DateTime<Utc>) -> usize {
+pub(crate) fn height(
+    theme: Theme,
+    frame: &Frame,
+    pane: Pane,
+    width: u16,
+    now: DateTime<Utc>,
+) -> usize {
     let Some(loaded) = &frame.loaded else {
         return 0;
     };

@@ -61,7 +61,7 @@ impl Scale {
 }
 
 /// The pane's lines at `width` columns.
-pub fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16) -> Doc {
+pub(crate) fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16) -> Doc {
     let detail = &loaded.detail;
     let op = &detail.row.operation;
     let budget = &loaded.bundle.budget;

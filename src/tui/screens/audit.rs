@@ -23,7 +23,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, line, message, span};
 
 /// How many of the newest audit rows the tab holds.
-pub const AUDIT_WINDOW: u64 = 500;
+pub(crate) const AUDIT_WINDOW: u64 = 500;
 
 /// What the runner read for the tab.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -72,7 +72,7 @@ pub enum Step {
 
 /// What the dialog asks the console to do after a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     Close,
     /// Apply `action` to every operation of the selection, each against the
     /// version it was read at.

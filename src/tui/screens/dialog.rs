@@ -18,7 +18,7 @@ use crate::tui::widgets::{self, line, span};
 const MAX_WIDTH: u16 = 120;
 
 /// A dialog over the console that takes keys in its own context.
-pub trait Dialog {
+pub(crate) trait Dialog {
     /// What the dialog asks the console to do.
     type Request;
     /// Where its keys are looked up.
@@ -41,7 +41,7 @@ pub trait Dialog {
 
 /// Runs `key` in `dialog`: its own keys first, the global ones while not typing,
 /// any other key typed into its input.
-pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
+pub(crate) fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
     let typing = dialog.typing();
     let command = keymap::lookup(D::CONTEXT, key).or_else(|| {
         (!typing)
@@ -93,7 +93,13 @@ pub fn key<D: Dialog>(dialog: &mut D, key: KeyEvent, ctx: &Ctx) -> Outcome {
 /// Draws a dialog's frame over the console — its title, who acts, the error if
 /// any, the keys of this step on the last line — and returns the area left for
 /// its body.
-pub fn shell(frame: &mut Frame, ctx: &Ctx, title: &str, error: Option<&str>, hint: &str) -> Rect {
+pub(crate) fn shell(
+    frame: &mut Frame,
+    ctx: &Ctx,
+    title: &str,
+    error: Option<&str>,
+    hint: &str,
+) -> Rect {
     let theme = ctx.theme;
     let popup = popup(frame.area());
     frame.render_widget(Clear, popup);

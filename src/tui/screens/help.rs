@@ -1,7 +1,9 @@
 //! The `?` overlay: every key of the context under it, read from the keymap
 //! table, so the help can never disagree with the keys. When one column does not
 //! fit the height, the keys flow into two, the first filled as far as the height
-//! allows. It closes back onto the dialog it was opened over, if any.
+//! allows; when two do not fit either (80x24), the two columns share the lines
+//! evenly and scroll together (`j`/`k`), a last line saying how much is below.
+//! It closes back onto the dialog it was opened over, if any.
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -28,6 +30,20 @@ pub struct Help {
     pub under: Option<Box<Modal>>,
     /// Where the logs go, named at the foot.
     pub log_path: Option<Clean>,
+    /// Lines scrolled, when the keys do not fit.
+    pub scroll: u16,
+}
+
+impl Help {
+    /// The overlay on the keys of `context`, scrolled to the top.
+    pub fn new(context: Context, under: Option<Box<Modal>>, log_path: Option<Clean>) -> Self {
+        Help {
+            context,
+            under,
+            log_path,
+            scroll: 0,
+        }
+    }
 }
 
 impl Screen for Help {
@@ -35,9 +51,38 @@ impl Screen for Help {
         Context::Help
     }
 
-    fn key(&mut self, key: KeyEvent, _ctx: &Ctx) -> Outcome {
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let last = lay_out(ctx, self).scroll_max;
+        let page = i64::from(lay_out(ctx, self).rows.max(1));
+        let by = |scroll: u16, delta: i64| {
+            u16::try_from((i64::from(scroll) + delta).clamp(0, i64::from(last))).unwrap_or(0)
+        };
         match keymap::lookup(Context::Help, key) {
             Some(Command::Quit) => Outcome::Quit,
+            Some(Command::Down) => {
+                self.scroll = by(self.scroll, 1);
+                Outcome::done()
+            }
+            Some(Command::Up) => {
+                self.scroll = by(self.scroll, -1);
+                Outcome::done()
+            }
+            Some(Command::PageDown) => {
+                self.scroll = by(self.scroll, page);
+                Outcome::done()
+            }
+            Some(Command::PageUp) => {
+                self.scroll = by(self.scroll, -page);
+                Outcome::done()
+            }
+            Some(Command::Top) => {
+                self.scroll = 0;
+                Outcome::done()
+            }
+            Some(Command::Bottom) => {
+                self.scroll = last;
+                Outcome::done()
+            }
             Some(_) => Outcome::Close,
             None => Outcome::done(),
         }
@@ -48,7 +93,18 @@ impl Screen for Help {
     }
 }
 
-fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
+/// The overlay measured for a screen: its columns, footer and where it goes.
+struct Laid {
+    columns: Vec<Vec<Line<'static>>>,
+    footer: Vec<Line<'static>>,
+    /// Rows the keys get.
+    rows: u16,
+    /// The largest scroll (0 when everything fits).
+    scroll_max: u16,
+    popup: Rect,
+}
+
+fn lay_out(ctx: &Ctx, help: &Help) -> Laid {
     let theme = ctx.theme;
     let context = help.context;
     let mut entries: Vec<(&str, &str, bool)> = keymap::help(context)
@@ -68,33 +124,10 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
         .unwrap_or(0)
         + 2;
 
-    let area = frame.area();
+    let area = ctx.size;
     let width = area.width.saturating_sub(4).min(MAX_WIDTH);
     let room = area.height.saturating_sub(4);
     let inner_width = width.saturating_sub(2).max(1);
-    let one = column(theme, &entries, key_width, inner_width);
-    let split = one.len() > usize::from(room) && inner_width >= 60;
-    let columns: Vec<Vec<Line<'static>>> = if split {
-        let column_width = (inner_width - 1) / 2;
-        // The first column is filled as far as the height allows (the log path
-        // below takes a row), and the rest flows into the second.
-        let rows = usize::from(room.saturating_sub(u16::from(help.log_path.is_some())));
-        let mut used = 0;
-        let half = entries
-            .iter()
-            .position(|entry| {
-                used += column(theme, std::slice::from_ref(entry), key_width, column_width).len();
-                used > rows
-            })
-            .unwrap_or(entries.len())
-            .max(entries.len().div_ceil(2));
-        vec![
-            column(theme, &entries[..half], key_width, column_width),
-            column(theme, &entries[half..], key_width, column_width),
-        ]
-    } else {
-        vec![one]
-    };
     let mut footer = Vec::new();
     if let Some(path) = &help.log_path {
         footer.push(line(vec![
@@ -102,12 +135,69 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
             span(path.clone(), theme.dim()),
         ]));
     }
-    let footer: Vec<Line<'static>> = footer
+    let mut footer: Vec<Line<'static>> = footer
         .iter()
         .flat_map(|l| widgets::wrap(l, inner_width, 7))
         .collect();
+    // The rows the keys may take (the log path below takes its own).
+    let rows = room.saturating_sub(u16::try_from(footer.len()).unwrap_or(0));
+    let one = column(theme, &entries, key_width, inner_width);
+    let split = one.len() > usize::from(rows) && inner_width >= 60;
+    let mut columns: Vec<Vec<Line<'static>>> = if split {
+        let column_width = (inner_width - 1) / 2;
+        let heights: Vec<usize> = entries
+            .iter()
+            .map(|entry| column(theme, std::slice::from_ref(entry), key_width, column_width).len())
+            .collect();
+        let total: usize = heights.iter().sum();
+        // The first column is filled as far as the height allows and the rest
+        // flows into the second; when even two columns overflow, the lines are
+        // shared evenly and both scroll.
+        let target = if total > 2 * usize::from(rows) {
+            total.div_ceil(2)
+        } else {
+            usize::from(rows)
+        };
+        let mut used = 0;
+        let half = heights
+            .iter()
+            .position(|h| {
+                used += h;
+                used > target
+            })
+            .unwrap_or(entries.len());
+        vec![
+            column(theme, &entries[..half], key_width, column_width),
+            column(theme, &entries[half..], key_width, column_width),
+        ]
+    } else {
+        vec![one]
+    };
     let body = columns.iter().map(Vec::len).max().unwrap_or(0);
-    let height = u16::try_from(body + footer.len() + 2)
+    let mut key_rows = rows;
+    let mut scroll_max = 0;
+    if body > usize::from(rows) {
+        // One row says how much is below.
+        key_rows = rows.saturating_sub(1);
+        scroll_max = u16::try_from(body - usize::from(key_rows)).unwrap_or(u16::MAX);
+        let scroll = help.scroll.min(scroll_max);
+        let below = scroll_max - scroll;
+        let text = if below > 0 {
+            format!(
+                " ↓ {below} more line{} · j k PgDn PgUp scroll",
+                plural(below)
+            )
+        } else {
+            format!(" ↑ {scroll} line{} above · k g scroll up", plural(scroll))
+        };
+        footer.insert(0, line(vec![span(Clean::new(&text), theme.warn())]));
+        for column in &mut columns {
+            column.drain(..usize::from(scroll).min(column.len()));
+            column.truncate(usize::from(key_rows));
+        }
+    }
+    let shown = columns.iter().map(Vec::len).max().unwrap_or(0);
+    let height = u16::try_from(shown + footer.len() + 2)
         .unwrap_or(u16::MAX)
         .min(area.height);
     let [row] = Layout::vertical([Constraint::Length(height)])
@@ -116,7 +206,24 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
     let [popup] = Layout::horizontal([Constraint::Length(width)])
         .flex(Flex::Center)
         .areas(row);
-    let title = match context {
+    Laid {
+        columns,
+        footer,
+        rows: key_rows,
+        scroll_max,
+        popup,
+    }
+}
+
+fn plural(n: u16) -> &'static str {
+    if n == 1 { "" } else { "s" }
+}
+
+fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
+    let theme = ctx.theme;
+    let laid = lay_out(ctx, help);
+    let popup = laid.popup;
+    let title = match help.context {
         Context::Queue => " Keys · queue ",
         Context::Review => " Keys · review dialog ",
         Context::Bulk => " Keys · bulk triage ",
@@ -128,16 +235,18 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
     frame.render_widget(Clear, popup);
     frame.render_widget(widgets::pane(theme, Clean::new(title), true), popup);
     let inner = layout::inner(popup);
-    let footer_rows = u16::try_from(footer.len()).unwrap_or(0).min(inner.height);
+    let footer_rows = u16::try_from(laid.footer.len())
+        .unwrap_or(0)
+        .min(inner.height);
     let [keys, foot] =
         Layout::vertical([Constraint::Min(0), Constraint::Length(footer_rows)]).areas(inner);
-    let parts = Layout::horizontal(vec![Constraint::Fill(1); columns.len()])
+    let parts = Layout::horizontal(vec![Constraint::Fill(1); laid.columns.len()])
         .spacing(1)
         .split(keys);
-    for (lines, part) in columns.into_iter().zip(parts.iter()) {
+    for (lines, part) in laid.columns.into_iter().zip(parts.iter()) {
         frame.render_widget(Paragraph::new(lines), *part);
     }
-    frame.render_widget(Paragraph::new(footer), foot);
+    frame.render_widget(Paragraph::new(laid.footer), foot);
 }
 
 /// One column of `key  what` lines, wrapped to `width`.

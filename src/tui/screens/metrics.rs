@@ -274,7 +274,7 @@ fn summary(
 }
 
 /// The summary's lines at `width` columns, figure `selected` highlighted.
-pub fn doc(theme: Theme, report: &Report, selected: usize, width: u16) -> Doc {
+pub(crate) fn doc(theme: Theme, report: &Report, selected: usize, width: u16) -> Doc {
     let mut doc = Doc::default();
     let bar_width = usize::from(width)
         .saturating_sub(NAME_WIDTH + 24)

@@ -2,16 +2,16 @@
 //! keys and its drawing behind [`Screen`]. The [`Modal`] enum is the registration
 //! point of the screens drawn over the console; `App` holds the rest as fields.
 
-pub mod audit;
-pub mod bulk;
-pub mod detail;
-pub mod dialog;
-pub mod help;
-pub mod lookup;
-pub mod metrics;
-pub mod prompt;
-pub mod queue;
-pub mod review;
+pub(crate) mod audit;
+pub(crate) mod bulk;
+pub(crate) mod detail;
+pub(crate) mod dialog;
+pub(crate) mod help;
+pub(crate) mod lookup;
+pub(crate) mod metrics;
+pub(crate) mod prompt;
+pub(crate) mod queue;
+pub(crate) mod review;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -20,6 +20,7 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 
 use super::keymap::Context;
+use super::layout::Pane;
 use super::message::Effect;
 use super::theme::Theme;
 use crate::core::ids::OperationId;
@@ -49,7 +50,7 @@ pub struct TabSpec {
 
 /// Every tab, in the order of their keys: the one registration point of a
 /// screen shown as a tab (with its arm in `App::page_screen`).
-pub const TABS: [TabSpec; 4] = [
+pub(crate) const TABS: [TabSpec; 4] = [
     TabSpec {
         key: '1',
         title: "Held queue",
@@ -81,10 +82,10 @@ pub const TABS: [TabSpec; 4] = [
 ];
 
 /// The held queue's tab, where the other tabs come back to.
-pub const HELD: TabSpec = TABS[0];
+pub(crate) const HELD: TabSpec = TABS[0];
 
 /// The tab shown by `key`, if any.
-pub fn tab(key: char) -> Option<&'static TabSpec> {
+pub(crate) fn tab(key: char) -> Option<&'static TabSpec> {
     TABS.iter().find(|t| t.key == key)
 }
 
@@ -98,6 +99,9 @@ pub struct Ctx<'a> {
     pub theme: Theme,
     /// The whole terminal (wide screens lay panes side by side).
     pub size: Rect,
+    /// The pane with the keys: the queue (or the tab shown in its place), or
+    /// one of the detail panes.
+    pub focus: Pane,
 }
 
 /// What a key came to, for the console to carry out.
@@ -107,8 +111,15 @@ pub enum Outcome {
     Done(Vec<Effect>),
     /// Not the screen's key: the console's own keys get it.
     Pass,
-    /// Close the screen (a dialog, the help overlay).
+    /// Close the screen (a dialog, the help overlay; the detail panes go back
+    /// to the queue).
     Close,
+    /// Handled: say `text` on the status line and run `effects`.
+    Say {
+        text: String,
+        alert: bool,
+        effects: Vec<Effect>,
+    },
     /// Leave the console.
     Quit,
     /// Open the help overlay over the screen.
@@ -125,6 +136,15 @@ impl Outcome {
     /// Handled, with nothing to run.
     pub fn done() -> Self {
         Outcome::Done(Vec::new())
+    }
+
+    /// Handled: `text` on the status line, `effects` to run.
+    pub fn say(text: impl Into<String>, alert: bool, effects: Vec<Effect>) -> Self {
+        Outcome::Say {
+            text: text.into(),
+            alert,
+            effects,
+        }
     }
 }
 

@@ -15,7 +15,7 @@ use crate::tui::message::Effect;
 use crate::tui::widgets::Prompt;
 
 /// How long typing must pause before the search runs.
-pub const SEARCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(150);
+pub(crate) const SEARCH_PAUSE: std::time::Duration = std::time::Duration::from_millis(150);
 
 /// Which prompt is open.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

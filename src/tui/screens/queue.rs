@@ -1,7 +1,8 @@
 //! The queue pane: its state (which tab, sort, filter and search are active, the
-//! one page of rows on screen, the selection, the marks) and its table, one row
-//! per operation of the page, columns dropped from the least important when the
-//! pane is narrow. Only the visible page is ever fetched; the selection is an
+//! one page of rows on screen, the selection, the marks), its keys (moving the
+//! selection, sort, tab, clearing the query, marks for bulk triage) and its
+//! table, one row per operation of the page, columns dropped from the least
+//! important when the pane is narrow. Only the visible page is ever fetched; the selection is an
 //! absolute position in the listing plus the id it points at, so that a refresh
 //! can keep it on the same operation.
 
@@ -12,13 +13,18 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::Line;
 
-use super::Ctx;
+use crossterm::event::KeyEvent;
+
+use super::{Ctx, Outcome, Screen};
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
-use crate::core::model::OperationRow;
+use crate::core::model::{OperationRow, State};
 use crate::core::sanitize::Clean;
 use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
+use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
+use crate::tui::layout::{self, Pane};
+use crate::tui::message::Effect;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, message, span};
 
@@ -49,7 +55,7 @@ impl Tab {
 }
 
 /// The sort orders `s` cycles through, in order.
-pub const SORTS: [SortOrder; 4] = [
+pub(crate) const SORTS: [SortOrder; 4] = [
     SortOrder::Urgency,
     SortOrder::Age,
     SortOrder::Id,
@@ -57,7 +63,7 @@ pub const SORTS: [SortOrder; 4] = [
 ];
 
 /// The name a sort order is shown under.
-pub fn sort_name(sort: SortOrder) -> &'static str {
+pub(crate) fn sort_name(sort: SortOrder) -> &'static str {
     match sort {
         SortOrder::Urgency => "urgency",
         SortOrder::Age => "age",
@@ -94,6 +100,10 @@ pub struct Listing {
     pub total: u64,
     /// Fresh header counts, when they were asked for.
     pub counts: Option<QueueCounts>,
+    /// When a search matched nothing here: how many operations it matches in
+    /// each state with no tab or filter (tenant scope still applies), so the
+    /// queue can say which filter finds them.
+    pub elsewhere: Option<Vec<(State, u64)>>,
 }
 
 #[derive(Debug, Clone)]
@@ -109,6 +119,8 @@ pub struct QueueState {
     /// How many operations match.
     pub total: u64,
     pub counts: Option<QueueCounts>,
+    /// See [`Listing::elsewhere`]; for the listing on screen.
+    pub elsewhere: Option<Vec<(State, u64)>>,
     /// Absolute position of the selection in the listing.
     pub selected: u64,
     pub selected_id: Option<OperationId>,
@@ -139,6 +151,7 @@ impl QueueState {
             rows_offset: 0,
             total: 0,
             counts: None,
+            elsewhere: None,
             selected: 0,
             selected_id: None,
             marked: BTreeSet::new(),
@@ -260,6 +273,7 @@ impl QueueState {
         self.rows = listing.rows;
         self.rows_offset = pending.offset;
         self.total = listing.total;
+        self.elsewhere = listing.elsewhere;
         if let Some(counts) = listing.counts {
             self.counts = Some(counts);
         }
@@ -279,6 +293,120 @@ impl QueueState {
     /// Forgets the request in flight (its answer failed).
     pub fn fail(&mut self, generation: u64) -> bool {
         self.pending.answer(generation).is_some()
+    }
+}
+
+impl QueueState {
+    /// A request for the page at the current offset, as many rows as the screen
+    /// shows; `keep` keeps the selection on that operation, `recount` asks for
+    /// the header counts too.
+    pub fn list(&mut self, ctx: &Ctx, keep: Option<OperationId>, recount: bool) -> Effect {
+        let (generation, query) = self.request(layout::page_rows(ctx.size), keep, recount, ctx.now);
+        Effect::List {
+            generation,
+            query: Box::new(query),
+        }
+    }
+
+    /// Moves the selection by `delta` rows; the page it lands on is asked for
+    /// when it is not the one on screen.
+    pub fn step(&mut self, delta: i64, ctx: &Ctx) -> Vec<Effect> {
+        let to = i64::try_from(self.selected)
+            .unwrap_or(i64::MAX)
+            .saturating_add(delta);
+        if self.select(to, layout::page_rows(ctx.size)) {
+            vec![self.list(ctx, None, false)]
+        } else {
+            Vec::new()
+        }
+    }
+
+    /// `t`: the other listing, from its first row.
+    pub fn switch_tab(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        self.tab = match self.tab {
+            Tab::Held => Tab::All,
+            Tab::All => Tab::Held,
+        };
+        self.restart();
+        vec![self.list(ctx, None, false)]
+    }
+
+    /// Space: marks or unmarks the selected operation, and moves down.
+    fn mark(&mut self, ctx: &Ctx) -> Outcome {
+        let text = match self.toggle_mark() {
+            Some(marked) => {
+                let id = self
+                    .selected_id
+                    .as_ref()
+                    .map(ToString::to_string)
+                    .unwrap_or_default();
+                let verb = if marked { "marked" } else { "unmarked" };
+                format!("{id} {verb}; {} marked", self.marked.len())
+            }
+            None => "nothing to mark: the list is empty".to_owned(),
+        };
+        Outcome::say(text, false, self.step(1, ctx))
+    }
+}
+
+impl Screen for QueueState {
+    fn context(&self) -> Context {
+        Context::Queue
+    }
+
+    /// The queue's own keys; the console's (open, search, review, panes…) pass.
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let Some(command) = keymap::lookup(Context::Queue, key) else {
+            return Outcome::Pass;
+        };
+        let page = i64::from(layout::page_rows(ctx.size));
+        match command {
+            Command::Up => Outcome::Done(self.step(-1, ctx)),
+            Command::Down => Outcome::Done(self.step(1, ctx)),
+            Command::PageUp => Outcome::Done(self.step(-page, ctx)),
+            Command::PageDown => Outcome::Done(self.step(page, ctx)),
+            Command::Top => Outcome::Done(self.step(i64::MIN / 2, ctx)),
+            Command::Bottom => Outcome::Done(self.step(i64::MAX / 2, ctx)),
+            Command::ClearQuery => {
+                if !self.is_narrowed() {
+                    return Outcome::done();
+                }
+                self.filter = OperationFilter::default();
+                self.search.clear();
+                self.restart();
+                Outcome::Done(vec![self.list(ctx, None, false)])
+            }
+            Command::Sort => {
+                let at = SORTS.iter().position(|s| *s == self.sort).unwrap_or(0);
+                self.sort = SORTS[(at + 1) % SORTS.len()];
+                self.restart();
+                Outcome::Done(vec![self.list(ctx, None, false)])
+            }
+            Command::SwitchTab => Outcome::Done(self.switch_tab(ctx)),
+            Command::Mark => self.mark(ctx),
+            Command::MarkAll => {
+                let generation = self.marking.request(());
+                let select = Effect::SelectAll {
+                    generation,
+                    filter: Box::new(self.matching()),
+                };
+                Outcome::say("marking every operation that matches…", false, vec![select])
+            }
+            Command::ClearMarks => {
+                let count = std::mem::take(&mut self.marked).len();
+                self.marking.cancel();
+                Outcome::say(format!("{count} unmarked"), false, Vec::new())
+            }
+            _ => Outcome::Pass,
+        }
+    }
+
+    fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
+        draw(self, frame, area, ctx, ctx.focus == Pane::Queue);
+    }
+
+    fn name(&self) -> &'static str {
+        "the queue"
     }
 }
 
@@ -441,7 +569,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
 ];
 
 /// Draws the page on screen in `area`, the selection highlighted.
-pub fn draw(queue: &QueueState, frame: &mut Frame, area: Rect, ctx: &Ctx, focused: bool) {
+pub(crate) fn draw(queue: &QueueState, frame: &mut Frame, area: Rect, ctx: &Ctx, focused: bool) {
     let theme = ctx.theme;
     let mut title = format!(" {} · {} ", queue.tab.title(), match_count(queue));
     if !queue.marked.is_empty() {
@@ -460,8 +588,8 @@ pub fn draw(queue: &QueueState, frame: &mut Frame, area: Rect, ctx: &Ctx, focuse
         ))
         .right_aligned(),
     );
-    if let Some(text) = empty_hint(queue) {
-        message(frame, area, block, theme, text);
+    if let Some(text) = queue.empty_hint() {
+        message(frame, area, block, theme, &text);
         return;
     }
     let selected = queue
@@ -505,20 +633,76 @@ fn match_count(queue: &QueueState) -> String {
     )
 }
 
-/// What to say instead of an empty table.
-fn empty_hint(queue: &QueueState) -> Option<&'static str> {
+impl QueueState {
+    /// What to say instead of an empty table.
+    pub fn empty_hint(&self) -> Option<String> {
+        empty_hint(self)
+    }
+}
+
+fn empty_hint(queue: &QueueState) -> Option<String> {
     let counts = queue.counts.as_ref()?;
     if queue.total > 0 {
         return None;
     }
     let stored: u64 = counts.by_state.iter().map(|(_, n)| n).sum();
     Some(if stored == 0 {
-        "The store is empty. Load records with `holdfast ingest FILE`, or run `holdfast demo` to open the TC094 demo packet."
+        "The store is empty. Load records with `holdfast ingest FILE`, or run `holdfast demo` to open the TC094 demo packet.".to_owned()
+    } else if let Some(text) = search_elsewhere(queue) {
+        text
     } else if queue.is_narrowed() {
-        "Nothing matches the filter and search. Esc clears them."
+        "Nothing matches the filter and search. Esc clears them.".to_owned()
     } else if queue.tab == Tab::Held {
-        "Nothing is held right now. t lists all operations."
+        "Nothing is held right now. t lists all operations.".to_owned()
     } else {
-        "No operation is visible to you."
+        "No operation is visible to you.".to_owned()
     })
+}
+
+/// A search that matched nothing here, with where it does match: `No match for
+/// “billing” here; 3 match in state ACCEPTED (2), FAILED (1): press 2 for all
+/// operations, f for state:accepted,failed.` Only what the counts show.
+fn search_elsewhere(queue: &QueueState) -> Option<String> {
+    let search = queue.search.trim();
+    let found: Vec<(State, u64)> = queue
+        .elsewhere
+        .as_ref()?
+        .iter()
+        .filter(|(_, n)| *n > 0)
+        .copied()
+        .collect();
+    if search.is_empty() {
+        return None;
+    }
+    let total: u64 = found.iter().map(|(_, n)| n).sum();
+    if total == 0 {
+        return Some(format!(
+            "No operation you can see matches “{search}” in any state. Esc clears the search."
+        ));
+    }
+    let states: Vec<String> = found.iter().map(|(s, n)| format!("{s} ({n})")).collect();
+    let mut keys = Vec::new();
+    if queue.tab == Tab::Held {
+        keys.push("2 for all operations".to_owned());
+    }
+    if queue.filter != OperationFilter::default() {
+        let names: Vec<String> = found
+            .iter()
+            .map(|(s, _)| s.as_str().to_ascii_lowercase())
+            .collect();
+        keys.push(format!("f to filter by state:{}", names.join(",")));
+    }
+    let here = match queue.tab {
+        Tab::Held => "in the held queue",
+        Tab::All => "with this filter",
+    };
+    let mut text = format!(
+        "No match for “{search}” {here}; {total} match in state {}",
+        states.join(", ")
+    );
+    if !keys.is_empty() {
+        text.push_str(&format!(": press {}", keys.join(", ")));
+    }
+    text.push('.');
+    Some(text)
 }

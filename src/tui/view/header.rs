@@ -20,7 +20,7 @@ use crate::tui::screens::queue::{Tab, sort_name};
 use crate::tui::screens::{HELD, TABS};
 use crate::tui::widgets::{fit_line, line, span};
 
-pub fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
+pub(super) fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     let theme = app.theme;
     let wide = layout::is_wide(app.size);
     let mut parts: Vec<Span<'static>> = Vec::new();
@@ -184,7 +184,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
 }
 
 /// The status message, or the keys that matter here.
-pub fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
+pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
     let theme = app.theme;
     let width = usize::from(area.width.saturating_sub(1));
     let text = match (&app.status, app.prompt()) {

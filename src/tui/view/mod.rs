@@ -13,7 +13,7 @@ use ratatui::widgets::Paragraph;
 
 use super::app::{App, Page};
 use super::layout::{Areas, Pane};
-use super::screens::{Modal, Screen, queue};
+use super::screens::{Modal, Screen};
 use super::widgets::{self, span};
 use crate::core::sanitize::Clean;
 
@@ -52,18 +52,7 @@ fn draw_queue_and_detail(frame: &mut Frame, app: &App, areas: &Areas) {
     if let Some(area) = areas.strip {
         draw_strip(frame, app, area);
     }
-    for pane in [Pane::Evidence, Pane::Timeline, Pane::Items] {
-        if let Some(area) = areas.pane(pane) {
-            app.detail.draw_pane(
-                frame,
-                area,
-                pane,
-                &app.ctx(),
-                app.focus == pane,
-                app.queue.is_loaded(),
-            );
-        }
-    }
+    app.detail.draw(frame, frame.area(), &app.ctx());
 }
 
 /// The queue, or the tab shown instead of it.
@@ -71,7 +60,7 @@ fn draw_page(frame: &mut Frame, app: &App, area: Rect) {
     let ctx = app.ctx();
     match app.page_screen() {
         Some(screen) => screen.draw(frame, area, &ctx),
-        None => queue::draw(&app.queue, frame, area, &ctx, app.focus == Pane::Queue),
+        None => app.queue.draw(frame, area, &ctx),
     }
 }
 

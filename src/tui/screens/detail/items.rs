@@ -75,7 +75,7 @@ const COLUMNS: &[Column<Item, Cells>] = &[
     },
 ];
 
-pub fn draw(
+pub(super) fn draw(
     frame: &mut Frame,
     theme: Theme,
     focused: bool,

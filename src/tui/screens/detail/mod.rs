@@ -2,19 +2,29 @@
 //! (following a parent, child, dependency or key-conflict link pushes one, `Esc`
 //! pops it), each with the evidence bundle the core computed for it, its scroll
 //! positions and its selected link. A newer version of an operation being read is
-//! held back and flagged rather than swapped in under the reviewer's eyes.
+//! held back and flagged rather than swapped in under the reviewer's eyes. Its
+//! keys scroll the focused pane, select and follow links and go back; its
+//! drawing is in `draw.rs`.
 
 mod draw;
 mod items;
 
 use chrono::{DateTime, Utc};
+use crossterm::event::KeyEvent;
+use ratatui::layout::Rect;
 
+use super::{Ctx, Outcome, Screen};
 use crate::core::evidence;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationDetail;
 use crate::core::rules::Actor;
+use crate::tui::doc;
+use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
-pub use crate::tui::opened::{Frame, Link, LinkKind, Loaded, Scroll, links};
+use crate::tui::layout::{self, Pane};
+use crate::tui::message::Effect;
+pub(crate) use crate::tui::opened::{Frame, Loaded};
+use crate::tui::widgets::max_scroll;
 
 /// What a detail answer did to the frame it was for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -31,6 +41,9 @@ pub enum Applied {
 pub struct DetailState {
     /// The operations opened, the root (the queue's selection) first.
     pub stack: Vec<Frame>,
+    /// The queue's first page has arrived: with nothing open the panes say
+    /// "select a hold" rather than "loading".
+    pub queue_loaded: bool,
     pending: Latest<OperationId>,
 }
 
@@ -156,5 +169,179 @@ impl DetailState {
                 loaded.bundle = evidence::bundle(&loaded.detail, actor, now);
             }
         }
+    }
+}
+
+impl DetailState {
+    /// A request for the operation on top of the stack.
+    pub fn load_top(&mut self) -> Vec<Effect> {
+        let Some(id) = self.top().map(|f| f.id.clone()) else {
+            return Vec::new();
+        };
+        let generation = self.expect(id.clone());
+        vec![Effect::Load { generation, id }]
+    }
+
+    /// Whether the operation open has an items pane.
+    pub fn has_items(&self) -> bool {
+        self.current().is_some_and(Loaded::has_items)
+    }
+
+    /// The largest scroll offset of a text pane, from the height of what it shows.
+    pub fn scroll_limit(&self, pane: Pane, ctx: &Ctx) -> u16 {
+        let items = self.has_items();
+        let Some(area) = layout::areas(ctx.size, ctx.focus, items)
+            .pane(pane)
+            .or_else(|| layout::areas(ctx.size, pane, items).pane(pane))
+        else {
+            return 0;
+        };
+        let inner = layout::inner(area);
+        let height = self.top().map_or(0, |frame| {
+            doc::height(ctx.theme, frame, pane, inner.width, ctx.now)
+        });
+        max_scroll(height, inner.height)
+    }
+
+    /// Keeps every scroll offset within what the panes show now.
+    pub fn clamp_scrolls(&mut self, ctx: &Ctx) {
+        let evidence = self.scroll_limit(Pane::Evidence, ctx);
+        let timeline = self.scroll_limit(Pane::Timeline, ctx);
+        let items = self.current().map_or(0, |l| l.detail.items.len());
+        if let Some(frame) = self.top_mut() {
+            frame.scroll.evidence = frame.scroll.evidence.min(evidence);
+            frame.scroll.timeline = frame.scroll.timeline.min(timeline);
+            frame.scroll.items = frame.scroll.items.min(items.saturating_sub(1));
+        }
+    }
+
+    /// Scrolls `pane` by `delta` lines (rows of the items table).
+    pub fn scroll(&mut self, pane: Pane, delta: i64, ctx: &Ctx) {
+        match pane {
+            Pane::Evidence | Pane::Timeline => {
+                let limit = self.scroll_limit(pane, ctx);
+                if let Some(frame) = self.top_mut() {
+                    let at = if pane == Pane::Evidence {
+                        &mut frame.scroll.evidence
+                    } else {
+                        &mut frame.scroll.timeline
+                    };
+                    let to = i64::from(*at)
+                        .saturating_add(delta)
+                        .clamp(0, i64::from(limit));
+                    *at = u16::try_from(to).unwrap_or(limit);
+                }
+            }
+            Pane::Items => {
+                let count = self.current().map_or(0, |l| l.detail.items.len());
+                if let Some(frame) = self.top_mut() {
+                    let last = i64::try_from(count.saturating_sub(1)).unwrap_or(0);
+                    let to = i64::try_from(frame.scroll.items)
+                        .unwrap_or(0)
+                        .saturating_add(delta)
+                        .clamp(0, last);
+                    frame.scroll.items = usize::try_from(to).unwrap_or(0);
+                }
+            }
+            Pane::Queue => {}
+        }
+    }
+
+    /// Rows of the focused pane, for paging.
+    fn pane_rows(&self, ctx: &Ctx) -> i64 {
+        match layout::areas(ctx.size, ctx.focus, self.has_items()).pane(ctx.focus) {
+            Some(area) => i64::from(layout::inner(area).height.max(1)),
+            None => i64::from(layout::page_rows(ctx.size)),
+        }
+    }
+
+    /// `Enter`: follows the selected link.
+    fn follow(&mut self) -> Outcome {
+        let Some(frame) = self.top() else {
+            return Outcome::done();
+        };
+        let links = frame.links();
+        let Some(link) = links.get(frame.link).or_else(|| links.first()) else {
+            return Outcome::say("this operation links to no other", false, Vec::new());
+        };
+        let id = link.id.clone();
+        let from = frame.id.clone();
+        if self.stack.iter().any(|f| f.id == id) {
+            return Outcome::say(
+                format!("{id} is already open further back: Esc returns to it"),
+                false,
+                Vec::new(),
+            );
+        }
+        self.push(id.clone());
+        let load = self.load_top();
+        Outcome::say(
+            format!("opened {id} from {from}; Esc goes back"),
+            false,
+            load,
+        )
+    }
+
+    /// `n` / `p`: selects the next or previous link.
+    fn step_link(&mut self, delta: i64) {
+        if let Some(frame) = self.top_mut() {
+            let count = frame.links().len();
+            if count > 0 {
+                let at = i64::try_from(frame.link).unwrap_or(0) + delta;
+                frame.link = usize::try_from(at.rem_euclid(count as i64)).unwrap_or(0);
+            }
+        }
+    }
+}
+
+impl Screen for DetailState {
+    fn context(&self) -> Context {
+        Context::Detail
+    }
+
+    /// The detail's own keys (scrolling the focused pane, links, back); the
+    /// console's pass. `Esc` at the first operation closes the detail back to
+    /// the queue.
+    fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
+        let Some(command) = keymap::lookup(Context::Detail, key) else {
+            return Outcome::Pass;
+        };
+        let rows = self.pane_rows(ctx);
+        let delta = match command {
+            Command::Up => -1,
+            Command::Down => 1,
+            Command::PageUp => -rows,
+            Command::PageDown => rows,
+            Command::Top => i64::MIN / 2,
+            Command::Bottom => i64::MAX / 2,
+            Command::NextLink => {
+                self.step_link(1);
+                return Outcome::done();
+            }
+            Command::PrevLink => {
+                self.step_link(-1);
+                return Outcome::done();
+            }
+            Command::Open => return self.follow(),
+            Command::Back if self.pop() => return Outcome::Done(self.load_top()),
+            Command::Back => return Outcome::Close,
+            _ => return Outcome::Pass,
+        };
+        self.scroll(ctx.focus, delta, ctx);
+        Outcome::done()
+    }
+
+    /// Every detail pane the layout shows, the focused one highlighted.
+    fn draw(&self, frame: &mut ratatui::Frame, _area: Rect, ctx: &Ctx) {
+        let areas = layout::areas(ctx.size, ctx.focus, self.has_items());
+        for pane in [Pane::Evidence, Pane::Timeline, Pane::Items] {
+            if let Some(area) = areas.pane(pane) {
+                self.draw_pane(frame, area, pane, ctx, ctx.focus == pane, self.queue_loaded);
+            }
+        }
+    }
+
+    fn name(&self) -> &'static str {
+        "the detail"
     }
 }

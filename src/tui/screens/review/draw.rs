@@ -20,7 +20,7 @@ use crate::tui::widgets::{Doc, line, span};
 /// Width of the labels of the form's inputs.
 const INPUT_LABEL: u16 = 34;
 
-pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
+pub(super) fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
     let theme = ctx.theme;
     let op = &dialog.detail.row;
     let title = format!(
@@ -32,6 +32,9 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
         Step::Form { .. } => "Tab next input · Enter preview the effect · Esc back to the actions",
         Step::Confirm { confirm, .. } => confirm.hint(),
         Step::Applying { .. } => "applying…",
+        Step::Done(_) if dialog.follow_up.is_some() => {
+            "Enter set the next observation (audited) · Esc skip and close"
+        }
         Step::Done(_) => "Enter or Esc close",
     };
     let body = shell(frame, ctx, &title, dialog.error.as_deref(), hint);
@@ -120,7 +123,27 @@ pub fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
             draw_lines(frame, body, effect_doc(theme, effect).wrap(body.width), 0);
         }
         Step::Done(verdict) => {
-            draw_lines(frame, body, verdict_doc(theme, verdict).wrap(body.width), 0);
+            let mut doc = verdict_doc(theme, verdict);
+            let prompt_rows = u16::from(dialog.follow_up.is_some());
+            if dialog.follow_up.is_some() {
+                doc.blank();
+                doc.push(line(vec![span(
+                    Clean::new(
+                        "a reconcile does not move the next observation: set it now (an overdue mark goes), or Esc to keep it",
+                    ),
+                    theme.warn(),
+                )]));
+            }
+            let [verdict_area, _, prompt_area] = Layout::vertical([
+                Constraint::Min(0),
+                Constraint::Length(prompt_rows),
+                Constraint::Length(prompt_rows),
+            ])
+            .areas(body);
+            draw_lines(frame, verdict_area, doc.wrap(body.width), 0);
+            if let Some(follow_up) = &dialog.follow_up {
+                follow_up.at.draw(frame, prompt_area, theme);
+            }
         }
     }
 }

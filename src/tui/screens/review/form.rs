@@ -81,7 +81,7 @@ impl FieldKind {
 /// offers these and nothing else (a typo cannot become a source no rule
 /// recognises). `status_lookup` is not among them: only a lookup holdfast made
 /// itself (`o`) records that source, with the lag rules it carries.
-pub const SOURCES: &[ObservationSource] = &[
+pub(crate) const SOURCES: &[ObservationSource] = &[
     ObservationSource::ProviderStatus,
     ObservationSource::BusinessKey,
     ObservationSource::Downstream,
@@ -120,7 +120,7 @@ impl Field {
 
 /// The one input `kind` needs besides the rationale when it is the same for
 /// every operation (bulk triage), if any.
-pub fn input_label(kind: ActionKind) -> Option<&'static str> {
+pub(crate) fn input_label(kind: ActionKind) -> Option<&'static str> {
     match kind {
         ActionKind::Resolve => Some("resolve to (SUCCEEDED, FAILED, PARTIAL)"),
         ActionKind::Accept => Some(FieldKind::RepairRef.label()),
@@ -132,7 +132,7 @@ pub fn input_label(kind: ActionKind) -> Option<&'static str> {
 
 /// The action `kind` with its one input read from `text` (see [`input_label`]);
 /// kinds without an input ignore it. `reconcile` takes a form of its own.
-pub fn action_from_input(
+pub(crate) fn action_from_input(
     kind: ActionKind,
     text: &str,
     now: DateTime<Utc>,
@@ -171,7 +171,7 @@ pub fn action_from_input(
 }
 
 /// What an input starts with: the values the core's own default would use.
-pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
+pub(crate) fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
     match kind {
         FieldKind::Owner => detail.row.operation.owner.clone(),
         FieldKind::Source => ObservationSource::ProviderStatus.to_string(),
@@ -180,7 +180,7 @@ pub fn default_text(kind: FieldKind, detail: &OperationDetail) -> String {
 }
 
 /// An instant typed as an offset from `now` (`+30m`, `-2h`) or in RFC 3339.
-pub fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
+pub(crate) fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     TimeSpec::parse(text)
         .map(|spec| spec.resolve(now))
         .map_err(|e| format!("next observation {text:?}: {e}"))
@@ -204,7 +204,9 @@ fn yes_no(text: &str, what: &str) -> Result<Option<bool>, String> {
     }
 }
 
-pub fn reconcile_input(text: &dyn Fn(FieldKind) -> String) -> Result<ReconcileInput, String> {
+pub(crate) fn reconcile_input(
+    text: &dyn Fn(FieldKind) -> String,
+) -> Result<ReconcileInput, String> {
     let found = yes_no(&text(FieldKind::Found), "found")?
         .ok_or_else(|| "found: say what the lookup showed, y or n".to_owned())?;
     let matches = Matches {

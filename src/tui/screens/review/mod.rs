@@ -10,7 +10,7 @@
 //! effect the runner carries out.
 
 mod draw;
-pub mod form;
+pub(crate) mod form;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -29,7 +29,7 @@ use crate::tui::message;
 use crate::tui::widgets::Prompt;
 
 pub(super) use draw::short;
-pub use form::{Field, FieldKind, action_from_input, input_label};
+pub(crate) use form::{Field, FieldKind, action_from_input, input_label};
 use form::{default_text, reconcile_input};
 
 /// The answer of an apply, as the dialog shows it.
@@ -132,7 +132,7 @@ impl Confirm {
 
 /// What the dialog asks the console to do after a key.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Request {
+pub(crate) enum Request {
     /// Close the dialog.
     Close,
     /// Apply `action` against the version shown.
@@ -155,9 +155,27 @@ pub struct ReviewDialog {
     pub step: Step,
     /// A problem with what was typed (bad input, short rationale, refusal).
     pub error: Option<String>,
+    /// After a reconcile on a held operation: the next observation's time,
+    /// offered (`+30m`) so the overdue mark can go; `Enter` schedules it through
+    /// the review service, `Esc` skips it.
+    pub follow_up: Option<FollowUp>,
     /// The apply the dialog waits on.
     applying: Latest<()>,
 }
+
+/// The schedule offered after a reconcile.
+#[derive(Debug, Clone)]
+pub struct FollowUp {
+    /// When, as typed (an instant or `+30m`).
+    pub at: Prompt,
+    /// The version the reconcile left the operation at.
+    pub version: i64,
+    /// The audit row of the reconcile, named in the schedule's rationale.
+    pub after: i64,
+}
+
+/// What the follow-up offers first.
+pub(crate) const FOLLOW_UP_DEFAULT: &str = "+30m";
 
 impl ReviewDialog {
     /// Opens on `detail`, with every action decided now for `actor`.
@@ -170,6 +188,7 @@ impl ReviewDialog {
             cursor: 0,
             step: Step::Pick,
             error: None,
+            follow_up: None,
             applying: Latest::default(),
         }
     }
@@ -189,9 +208,94 @@ impl ReviewDialog {
         self.applying.answer(generation).is_some()
     }
 
-    /// The verdict of the apply.
+    /// The verdict of the apply; after a reconcile that left a hold held, the
+    /// next observation is offered when the core allows scheduling one.
     pub fn finish(&mut self, verdict: Verdict) {
+        self.follow_up = match &verdict {
+            Verdict::Applied(applied)
+                if applied.effect.action == ActionKind::Reconcile
+                    && applied.effect.to.is_none()
+                    && applied.effect.from.is_held()
+                    && self.schedule_allowed() =>
+            {
+                Some(FollowUp {
+                    at: Prompt::new("next observation in", FOLLOW_UP_DEFAULT),
+                    version: applied.effect.commit.expected_version + 1,
+                    after: applied.audit.seq,
+                })
+            }
+            _ => None,
+        };
         self.step = Step::Done(verdict);
+    }
+
+    /// Whether the core allowed scheduling the next observation when the
+    /// dialog opened.
+    fn schedule_allowed(&self) -> bool {
+        self.options
+            .iter()
+            .any(|o| matches!(o.action, Action::Schedule { .. }) && o.outcome.is_ok())
+    }
+
+    /// `Enter` on the follow-up: the schedule it names, applied at the version
+    /// the reconcile left (the review service decides it again on that version).
+    fn schedule_follow_up(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+        let follow_up = self.follow_up.as_ref()?;
+        let action = match action_from_input(ActionKind::Schedule, follow_up.at.text().trim(), now)
+        {
+            Ok(action) => action,
+            Err(message) => {
+                self.error = Some(message);
+                return None;
+            }
+        };
+        let rationale = match Rationale::parse(&format!(
+            "next observation set after the reconcile recorded in audit #{}",
+            follow_up.after
+        )) {
+            Ok(rationale) => rationale,
+            Err(message) => {
+                self.error = Some(message);
+                return None;
+            }
+        };
+        let expected = follow_up.version;
+        let effect = match self.decide(&action, actor, &rationale, now) {
+            Ok(effect) => effect,
+            Err(message) => {
+                self.error = Some(message);
+                return None;
+            }
+        };
+        self.follow_up = None;
+        self.step = Step::Applying {
+            effect: Box::new(effect),
+        };
+        Some(Request::Apply {
+            id: self.detail.row.operation.id.clone(),
+            action: Box::new(action),
+            rationale,
+            expected,
+        })
+    }
+
+    /// What `action` does on the version shown, or the refusal in words.
+    fn decide(
+        &self,
+        action: &Action,
+        actor: &Actor,
+        rationale: &Rationale,
+        now: DateTime<Utc>,
+    ) -> Result<Effect, String> {
+        rules::decide(
+            &self.detail,
+            action,
+            actor,
+            rationale,
+            self.detail.row.version,
+            now,
+        )
+        .map_err(|r| format!("refused: {}: {}", r.rule, r.reason))
     }
 
     /// Reads the form into an action and a rationale, and decides it on the
@@ -227,15 +331,7 @@ impl ReviewDialog {
             Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
             other => other.clone(),
         };
-        let effect = rules::decide(
-            &self.detail,
-            &action,
-            actor,
-            &rationale,
-            self.detail.row.version,
-            now,
-        )
-        .map_err(|r| format!("refused: {}: {}", r.rule, r.reason))?;
+        let effect = self.decide(&action, actor, &rationale, now)?;
         Ok((action, rationale, effect))
     }
 }
@@ -277,7 +373,7 @@ impl Dialog for ReviewDialog {
                     confirm: Confirm::TypeId(_),
                     ..
                 }
-        )
+        ) || (matches!(self.step, Step::Done(_)) && self.follow_up.is_some())
     }
 
     /// `Enter`: pick, preview, or confirm, depending on the step.
@@ -335,6 +431,7 @@ impl Dialog for ReviewDialog {
             }
             Step::Confirm { .. } => self.apply(),
             Step::Applying { .. } => None,
+            Step::Done(_) if self.follow_up.is_some() => self.schedule_follow_up(actor, now),
             Step::Done(_) => Some(Request::Close),
         }
     }
@@ -356,6 +453,7 @@ impl Dialog for ReviewDialog {
     /// `Esc`: one step back; from the list, or once done, closes.
     fn back(&mut self) -> Option<Request> {
         self.error = None;
+        self.follow_up = None;
         match std::mem::replace(&mut self.step, Step::Pick) {
             Step::Pick | Step::Done(_) => Some(Request::Close),
             Step::Form { .. } => None,
@@ -403,6 +501,11 @@ impl Dialog for ReviewDialog {
                 ..
             } => {
                 typed.input(key);
+            }
+            Step::Done(_) => {
+                if let Some(follow_up) = &mut self.follow_up {
+                    follow_up.at.input(key);
+                }
             }
             _ => {}
         }

@@ -1,0 +1,353 @@
+//! The write side at scale, each figure beside a floor measured in the same run:
+//! streamed ingest (rate and peak memory) against `sqlite3`'s `.import` of the same
+//! records into an indexed WAL / synchronous=FULL table, then `audit verify`
+//! rows/s, marking every held operation (mark-all), a filtered export and a
+//! `db copy` into a fresh store.
+//!
+//! ```text
+//! cargo build --release --bin holdfast
+//! cargo run --release --example bench_write -- --ops 100000 [--dir DIR] [--postgres URL]
+//! ```
+//!
+//! The input is generated with a fixed seed: about 5 % of operations held, about
+//! 2.3 attempts per operation. Every timed step runs the release `holdfast` binary
+//! as its own process; peak memory is the child's maximum resident set (read from
+//! `/proc/PID/status` `VmHWM` while it runs, and from `/usr/bin/time` when present).
+
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use holdfast::core::ids::Sha256;
+
+type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
+
+/// splitmix64: a small seeded generator, so every run writes the same file.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+
+    /// A number in `0..n`.
+    fn below(&mut self, n: u64) -> u64 {
+        self.next() % n
+    }
+}
+
+const MODES: [&str; 8] = [
+    "auth_denied",
+    "validation_failed",
+    "timeout_unknown",
+    "rate_limited",
+    "transient_error",
+    "partial_write",
+    "duplicate_replay",
+    "unsafe_output",
+];
+const RISKS: [&str; 4] = ["low", "medium", "high", "critical"];
+
+/// Writes `ops` operations; returns the number of records (lines).
+fn generate(path: &Path, ops: u64) -> Result<u64> {
+    let mut out = BufWriter::new(std::fs::File::create(path)?);
+    let mut rng = Rng(0x5EED);
+    writeln!(
+        out,
+        r#"{{"type":"contract","tool":"S01","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":true,"retryable":["http_503"],"compensation":"record.delete","owner":"integrations","max_attempts":5,"budget_seconds":600}}"#
+    )?;
+    let mut records = 1;
+    let base = 1_788_000_000_i64;
+    for n in 0..ops {
+        let id = format!("W{n:08}");
+        let payload = Sha256::of(id.as_bytes());
+        let created = base + (n as i64) * 3;
+        let at = |s: i64| {
+            chrono::DateTime::from_timestamp(created + s, 0)
+                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
+                .unwrap_or_default()
+        };
+        // ≈5 % held (UNKNOWN after its last attempt timed out), the rest settled.
+        let roll = rng.below(1000);
+        let state = match roll {
+            0..=49 => "UNKNOWN",
+            50..=199 => "FAILED",
+            _ => "SUCCEEDED",
+        };
+        // 1–4 attempts, 2.3 on average.
+        let attempts = match rng.below(100) {
+            0..=24 => 1,
+            25..=59 => 2,
+            60..=84 => 3,
+            _ => 4,
+        };
+        let mode = MODES[rng.below(8) as usize];
+        let risk = RISKS[rng.below(4) as usize];
+        writeln!(
+            out,
+            r#"{{"type":"operation","id":"{id}","tenant":"tenant-{}","actor":"svc:bench","tool":"S01","action":"record.write","target":"record:{n}.invalid","payload_hash":"{payload}","risk":"{risk}","idempotency_key":"k-{id}","business_key":"b-{n}","correlation_id":"c-{n}","owner":"team-{}","max_attempts":5,"deadline":"{}","failure_mode":"{mode}","state":"{state}","next_observation_at":"{}","created_at":"{}"}}"#,
+            rng.below(7),
+            rng.below(5),
+            at(600),
+            at(120 + rng.below(900) as i64),
+            at(0)
+        )?;
+        for a in 1..=attempts {
+            let last = a == attempts;
+            let outcome = if last && state == "SUCCEEDED" {
+                "ok"
+            } else {
+                "timeout"
+            };
+            let phase = if outcome == "ok" {
+                "response_received"
+            } else {
+                "request_sent"
+            };
+            writeln!(
+                out,
+                r#"{{"type":"attempt","id":"A-{id}-{a}","operation":"{id}","seq":{a},"kind":"request","layer":"sdk","started_at":"{}","ended_at":"{}","phase":"{phase}","outcome":"{outcome}","provider_request_id":"prq-{n}-{a}","request_hash":"{payload}"}}"#,
+                at(a * 40),
+                at(a * 40 + 30)
+            )?;
+        }
+        records += 1 + attempts as u64;
+        if state == "UNKNOWN" {
+            writeln!(
+                out,
+                r#"{{"type":"transition","operation":"{id}","from":"SENT","to":"UNKNOWN","by":"svc:orchestrator","role":"system","at":"{}","reason":"the last attempt timed out after the request was sent","evidence":["A-{id}-{attempts}"]}}"#,
+                at(attempts * 40 + 31)
+            )?;
+            records += 1;
+        }
+    }
+    out.flush()?;
+    Ok(records)
+}
+
+/// A finished child: wall time and peak resident memory in KiB.
+struct Run {
+    elapsed: Duration,
+    peak_kib: u64,
+    stdout: String,
+}
+
+/// `VmHWM` of a running process, in KiB.
+fn hwm(pid: u32) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))
+        .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+}
+
+/// Runs a command, sampling its peak memory until it exits. With `/usr/bin/time`
+/// available the kernel's own maximum is used instead of the samples.
+fn run(program: &Path, args: &[&str], stdin: Option<&Path>) -> Result<Run> {
+    let gnu_time = Path::new("/usr/bin/time").exists();
+    let report = std::env::temp_dir().join(format!("bench-write-{}.time", std::process::id()));
+    let mut command = if gnu_time {
+        let mut c = Command::new("/usr/bin/time");
+        c.arg("-f").arg("%M").arg("-o").arg(&report).arg(program);
+        c
+    } else {
+        Command::new(program)
+    };
+    command
+        .args(args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(path) = stdin {
+        command.stdin(std::fs::File::open(path)?);
+    }
+    let started = Instant::now();
+    let mut child = command.spawn()?;
+    let mut peak = 0;
+    let out = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if let Some(kib) = hwm(child.id()) {
+            peak = peak.max(kib);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let elapsed = started.elapsed();
+    let output = child.wait_with_output()?;
+    if !out.success() {
+        return Err(format!(
+            "{} {} failed: {}",
+            program.display(),
+            args.join(" "),
+            String::from_utf8_lossy(&output.stderr)
+        )
+        .into());
+    }
+    if gnu_time && let Ok(text) = std::fs::read_to_string(&report) {
+        if let Some(kib) = text.lines().last().and_then(|l| l.trim().parse().ok()) {
+            peak = kib;
+        }
+        let _ = std::fs::remove_file(&report);
+    }
+    Ok(Run {
+        elapsed,
+        peak_kib: peak,
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+    })
+}
+
+/// The floor: the same records as one JSON text column into an indexed table.
+fn floor(dir: &Path, input: &Path) -> Result<Run> {
+    let db = dir.join("floor.db");
+    let _ = std::fs::remove_file(&db);
+    let script = dir.join("floor.sql");
+    std::fs::write(
+        &script,
+        format!(
+            "PRAGMA journal_mode=WAL;\nPRAGMA synchronous=FULL;\n\
+             CREATE TABLE records (line TEXT NOT NULL);\n\
+             CREATE INDEX records_line ON records (line);\n\
+             .mode ascii\n.separator \"\\x1f\" \"\\n\"\n.import {} records\n",
+            input.display()
+        ),
+    )?;
+    let sqlite = Path::new("/usr/bin/sqlite3");
+    let db_arg = db.display().to_string();
+    let init = format!(".read {}", script.display());
+    run(sqlite, &[&db_arg, &init], None)
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn mib(kib: u64) -> String {
+    format!("{:.0} MiB", kib as f64 / 1024.0)
+}
+
+fn main() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    let value = |name: &str| {
+        args.iter()
+            .position(|a| a == name)
+            .and_then(|i| args.get(i + 1).cloned())
+    };
+    let ops: u64 = value("--ops")
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(100_000);
+    let dir = value("--dir")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| std::env::temp_dir().join(format!("bench-write-{ops}")));
+    let postgres = value("--postgres");
+    std::fs::create_dir_all(&dir)?;
+    let binary = std::env::current_exe()?
+        .parent()
+        .and_then(Path::parent)
+        .map(|release| release.join("holdfast"))
+        .ok_or("cannot find target/release")?;
+    if !binary.exists() {
+        return Err("build the binary first: cargo build --release --bin holdfast".into());
+    }
+
+    let input = dir.join("input.jsonl");
+    let records = generate(&input, ops)?;
+    let size = std::fs::metadata(&input)?.len();
+    println!(
+        "# bench_write — {ops} operations, {records} records, {:.0} MB, {} cores, {}",
+        size as f64 / 1e6,
+        std::thread::available_parallelism().map_or(1, |n| n.get()),
+        chrono::Utc::now().format("%Y-%m-%d %H:%M UTC")
+    );
+    println!("| what | measured | floor in the same run | ratio |");
+    println!("|---|---|---|---|");
+
+    let floor = floor(&dir, &input)?;
+    let floor_rate = records as f64 / floor.elapsed.as_secs_f64();
+
+    let store_path = dir.join("store.db");
+    let _ = std::fs::remove_file(&store_path);
+    for suffix in ["-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("store.db{suffix}")));
+    }
+    let store = format!("sqlite:{}", store_path.display());
+    let db = store_path.display().to_string();
+    let input_arg = input.display().to_string();
+    let ingest = run(&binary, &["--db", &db, "ingest", &input_arg], None)?;
+    let rate = records as f64 / ingest.elapsed.as_secs_f64();
+    println!(
+        "| ingest (SQLite, strict) | {} ({:.0} records/s), peak {} | `sqlite3 .import`: {} ({:.0} records/s), peak {} | {:.2}× the floor's rate |",
+        seconds(ingest.elapsed),
+        rate,
+        mib(ingest.peak_kib),
+        seconds(floor.elapsed),
+        floor_rate,
+        mib(floor.peak_kib),
+        rate / floor_rate
+    );
+
+    let verify = run(&binary, &["--db", &db, "audit", "verify"], None)?;
+    let audit_rows = ops + ops / 20;
+    println!(
+        "| audit verify (SQLite) | {} (≈{:.0} rows/s over ≈{audit_rows} rows) | — | target 300,000 rows/s |",
+        seconds(verify.elapsed),
+        audit_rows as f64 / verify.elapsed.as_secs_f64()
+    );
+
+    let export_path = dir.join("export.json");
+    let export_arg = export_path.display().to_string();
+    let export = run(
+        &binary,
+        &[
+            "--db",
+            &db,
+            "export",
+            "--filter",
+            "state:UNKNOWN",
+            "--out",
+            &export_arg,
+        ],
+        None,
+    );
+    match export {
+        Ok(export) => println!(
+            "| export --filter state:UNKNOWN (SQLite) | {}, peak {} | — | — |",
+            seconds(export.elapsed),
+            mib(export.peak_kib)
+        ),
+        Err(e) => println!("| export --filter (SQLite) | failed: {e} | — | — |"),
+    }
+
+    if let Some(url) = postgres {
+        let copy = run(
+            &binary,
+            &["db", "copy", "--from", &store, "--to", &url],
+            None,
+        )?;
+        println!(
+            "| db copy SQLite → PostgreSQL | {}, peak {} | — | — |",
+            seconds(copy.elapsed),
+            mib(copy.peak_kib)
+        );
+    } else {
+        let copy_path = dir.join("copy.db");
+        let _ = std::fs::remove_file(&copy_path);
+        let copy_store = format!("sqlite:{}", copy_path.display());
+        let copy = run(
+            &binary,
+            &["db", "copy", "--from", &store, "--to", &copy_store],
+            None,
+        )?;
+        println!(
+            "| db copy SQLite → SQLite | {}, peak {} | — | — |",
+            seconds(copy.elapsed),
+            mib(copy.peak_kib)
+        );
+    }
+    let _ = ingest.stdout;
+    Ok(())
+}
