@@ -18,7 +18,6 @@ use super::queue::Listing;
 use super::review::Verdict;
 use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
-use crate::core::metrics;
 use crate::review;
 use crate::store::{Session, StoreError};
 
@@ -75,10 +74,9 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
             })
         }
         Effect::Metrics { generation, now } => {
-            let result = session
-                .dataset()
+            let result = crate::report::compute(session, *now)
                 .await
-                .map(|data| Box::new(metrics::report(&data, *now)))
+                .map(Box::new)
                 .map_err(|e| {
                     tracing::warn!(error = %e, "computing the metrics failed");
                     e.to_string()

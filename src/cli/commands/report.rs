@@ -16,9 +16,8 @@ use crate::core::sanitize::sanitize;
 pub async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let data = session.dataset().await?;
+    let report = crate::report::compute(&session, ctx.now()).await?;
     super::warn_skipped(&session);
-    let report = metrics::report(&data, ctx.now());
     if json {
         println!("{}", crate::cli::json::pretty(&report)?);
     } else {
