@@ -9,7 +9,7 @@ use chrono::{DateTime, Duration, Utc};
 use holdfast::core::ids::Sha256;
 use holdfast::store::{IngestMode, Store};
 use holdfast::wire::Numbered;
-use holdfast::wire::read::parse_line;
+use holdfast::wire::parse_line;
 
 /// Operations committed per `Store::ingest` call.
 const BATCH: u64 = 10_000;

@@ -9,7 +9,9 @@
 //!
 //! The SQLite store is `--store PATH` (default `/tmp/holdfast-bench-N.db`); a store
 //! that already holds N operations is reused, an empty one is filled. BENCHMARKS.md
-//! says how to read the table. One function per figure lives in `figures.rs`.
+//! says how to read the table. One function per figure lives in `figures.rs`;
+//! `--skip NAME` (console, audit, metrics, report) leaves one out, e.g. a figure
+//! known to exhaust the machine's memory on a large store.
 
 mod figures;
 mod generate;
@@ -28,6 +30,8 @@ struct Args {
     seed: u64,
     store: Option<PathBuf>,
     postgres: Option<String>,
+    /// Figures not to measure (`metrics`, `report`, `audit`, `console`).
+    skip: Vec<String>,
 }
 
 fn args() -> anyhow::Result<Args> {
@@ -36,6 +40,7 @@ fn args() -> anyhow::Result<Args> {
         seed: 12,
         store: None,
         postgres: None,
+        skip: Vec::new(),
     };
     let mut it = std::env::args().skip(1);
     while let Some(flag) = it.next() {
@@ -48,8 +53,9 @@ fn args() -> anyhow::Result<Args> {
             "--seed" => args.seed = value()?.parse()?,
             "--store" => args.store = Some(PathBuf::from(value()?)),
             "--postgres" => args.postgres = Some(value()?),
+            "--skip" => args.skip.push(value()?),
             other => anyhow::bail!(
-                "unknown argument {other}; usage: bench --ops N [--seed S] [--store PATH] [--postgres URL]"
+                "unknown argument {other}; usage: bench --ops N [--seed S] [--store PATH] [--postgres URL] [--skip FIGURE]…"
             ),
         }
     }
@@ -147,11 +153,21 @@ async fn main() -> anyhow::Result<()> {
 
     let (floor, floor_row) = figures::first_page_floor(&bench).await?;
     let mut rows = vec![floor_row];
-    rows.push(figures::console_first_frame(&bench, floor).await);
-    rows.push(figures::header_counts(&bench, floor).await?);
-    rows.push(figures::audit_tab(&bench, floor).await);
-    rows.push(figures::metrics_tab(&bench).await);
-    rows.push(figures::report(&bench).await);
+    let wanted = |name: &str| !args.skip.iter().any(|s| s == name);
+    if wanted("console") {
+        rows.push(figures::console_first_frame(&bench, floor).await);
+        rows.push(figures::header_counts(&bench, floor).await?);
+    }
+    if wanted("audit") {
+        rows.push(figures::audit_tab(&bench, floor).await);
+    }
+    if wanted("metrics") {
+        rows.push(figures::metrics_tab(&bench).await);
+    }
+    if wanted("report") {
+        rows.push(figures::report(&bench).await);
+        rows.extend(figures::report_profile(&bench).await);
+    }
 
     let backend = if args.postgres.is_some() {
         "PostgreSQL"

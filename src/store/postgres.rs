@@ -42,6 +42,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "lookup_claims",
         include_str!("../../migrations/postgres/20261201000013_lookup_claims.sql"),
     ),
+    (
+        20261201000050,
+        "operation_counts",
+        include_str!("../../migrations/postgres/20261201000050_operation_counts.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -38,6 +38,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "lookup_claims",
         include_str!("../../migrations/sqlite/20261201000013_lookup_claims.sql"),
     ),
+    (
+        20261201000050,
+        "operation_counts",
+        include_str!("../../migrations/sqlite/20261201000050_operation_counts.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -164,7 +164,9 @@ impl App {
                 Vec::new()
             }
             Message::Verified { generation, result } => {
-                if self.chain.apply(generation, result) {
+                let moved = self.chain.apply(generation, result);
+                self.audit.chain.clone_from(&self.chain.status);
+                if moved {
                     match self.chain.broken() {
                         Some((seq, reason)) => {
                             let text = format!(
