@@ -51,7 +51,10 @@ async fn kept_and_scanned(fresh: &Fresh) -> (Counted, Counted) {
 async fn assert_kept(fresh: &Fresh, when: &str) {
     let (kept, scanned) = kept_and_scanned(fresh).await;
     assert!(!scanned.is_empty(), "{when}: the store holds operations");
-    assert_eq!(kept, scanned, "{when}: the kept counts drifted from the operations");
+    assert_eq!(
+        kept, scanned,
+        "{when}: the kept counts drifted from the operations"
+    );
 }
 
 /// The same counts through the kept path (scope only) and the scanning path (a
@@ -86,7 +89,11 @@ async fn counts_follow_every_write(kind: Kind) {
     let fresh = loaded(kind).await;
     assert_kept(&fresh, "after ingest").await;
     both_paths_agree(fresh.store.as_ref()).await;
-    let before = fresh.store.counts(&OperationFilter::default(), now()).await.unwrap();
+    let before = fresh
+        .store
+        .counts(&OperationFilter::default(), now())
+        .await
+        .unwrap();
 
     let commit = resolve_f09(fresh.store.as_ref(), "maya").await;
     fresh.store.commit(commit).await.unwrap();
@@ -94,14 +101,24 @@ async fn counts_follow_every_write(kind: Kind) {
     fresh.store.commit(commit).await.unwrap();
     assert_kept(&fresh, "after a resolve and a comment").await;
     both_paths_agree(fresh.store.as_ref()).await;
-    let after = fresh.store.counts(&OperationFilter::default(), now()).await.unwrap();
-    assert_ne!(before.by_state, after.by_state, "the resolve moved F09 out of its held state");
+    let after = fresh
+        .store
+        .counts(&OperationFilter::default(), now())
+        .await
+        .unwrap();
+    assert_ne!(
+        before.by_state, after.by_state,
+        "the resolve moved F09 out of its held state"
+    );
 
     let copy = stores::fresh(kind).await;
     copy.store.load_from(fresh.store.as_ref()).await.unwrap();
     assert_kept(&copy, "after a copy").await;
     assert_eq!(
-        copy.store.counts(&OperationFilter::default(), now()).await.unwrap(),
+        copy.store
+            .counts(&OperationFilter::default(), now())
+            .await
+            .unwrap(),
         after
     );
     // Nothing is counted for a tenant no operation belongs to.
@@ -115,7 +132,11 @@ async fn counts_follow_every_write(kind: Kind) {
 
 async fn audit_pages_add_up_to_the_scope(kind: Kind) {
     let fresh = loaded(kind).await;
-    for text in ["one", "two", "three"] {
+    for text in [
+        "first note on the ticket",
+        "second note on the ticket",
+        "third note on the ticket",
+    ] {
         let commit = comment(fresh.store.as_ref(), "F09", text).await;
         fresh.store.commit(commit).await.unwrap();
     }
@@ -135,14 +156,20 @@ async fn audit_pages_add_up_to_the_scope(kind: Kind) {
             before = Some(last.seq);
             paged.extend(page);
         }
-        assert_eq!(paged, whole, "{scope:?}: the pages are the scope's rows, newest first");
+        assert_eq!(
+            paged, whole,
+            "{scope:?}: the pages are the scope's rows, newest first"
+        );
         if let Scope::Tenants(t) = &scope
             && t == &["nobody"]
         {
             assert!(whole.is_empty(), "another tenant's rows are not shown");
         } else {
             assert!(whole.len() > 3, "{scope:?}: the rows are read");
-            assert!(whole.windows(2).all(|w| w[0].seq > w[1].seq), "newest first");
+            assert!(
+                whole.windows(2).all(|w| w[0].seq > w[1].seq),
+                "newest first"
+            );
         }
     }
 }

@@ -155,7 +155,9 @@ async fn every_read(session: &Session) -> Vec<(String, String)> {
     );
     push(
         "the console's audit tab".into(),
-        &holdfast::tui::runner::audit_page(session, None).await.unwrap(),
+        &holdfast::tui::runner::audit_page(session, None)
+            .await
+            .unwrap(),
     );
     let data = session.dataset().await.unwrap();
     push(

@@ -109,7 +109,13 @@ fn operation_lines(n: u64, rng: &mut Rng, out: &mut Vec<String>) {
                 r#""rate_limited""#,
             )
         } else {
-            ("request", "request_sent", "timeout", "null", r#""read_timeout""#)
+            (
+                "request",
+                "request_sent",
+                "timeout",
+                "null",
+                r#""read_timeout""#,
+            )
         };
         out.push(format!(
             r#"{{"type":"attempt","id":"{aid}","operation":"{id}","seq":{seq},"kind":"{kind}","layer":"{layer}","started_at":"{}","ended_at":"{}","phase":"{phase}","outcome":"{outcome}","http_status":{status},"error_type":{error},"provider_request_id":"prq-{n}-{seq}","request_hash":"{payload}","resend_count":0,"trace_id":"tr-{n}"}}"#,

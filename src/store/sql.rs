@@ -196,7 +196,11 @@ where
 
 /// Held operations matching `filter` whose next observation is at or before
 /// `now_ms`: a range of the due index.
-pub fn overdue_count<'a, DB>(prefix: &str, filter: &OperationFilter, now_ms: i64) -> QueryBuilder<DB>
+pub fn overdue_count<'a, DB>(
+    prefix: &str,
+    filter: &OperationFilter,
+    now_ms: i64,
+) -> QueryBuilder<DB>
 where
     DB: Database,
     String: Encode<'a, DB> + Type<DB>,

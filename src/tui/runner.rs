@@ -98,10 +98,13 @@ pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
             })
         }
         Effect::Audit { generation, before } => {
-            let result = audit_page(session, *before).await.map(Box::new).map_err(|e| {
-                tracing::warn!(error = %e, "reading the audit log failed");
-                e.to_string()
-            });
+            let result = audit_page(session, *before)
+                .await
+                .map(Box::new)
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "reading the audit log failed");
+                    e.to_string()
+                });
             Some(Message::Audit {
                 generation: *generation,
                 result,
