@@ -13,3 +13,4 @@ pub mod sim;
 pub mod store;
 pub mod tui;
 pub mod wire;
+pub mod work;

@@ -333,6 +333,44 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
     drop(role);
 }
 
+/// A login holding the README's grants takes work like any worker, in its own
+/// name, and cannot move a lease without the audit row that goes with it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_of_the_application_role_claims_work_and_cannot_move_a_lease_unaudited() {
+    skip_without_postgres!();
+    let (role, fresh) = application_login("holdfast_app_worker_test").await;
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let app = PgStore::connect(&url).await.unwrap();
+    let session = holdfast::store::Session::new(
+        std::sync::Arc::new(app.clone()),
+        holdfast::core::rules::Actor::local(&role.name, None),
+    );
+    let leases = holdfast::work::claim(&session, "w1", chrono::Duration::seconds(60), 5, now())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = leases.iter().map(|l| l.operation.as_str()).collect();
+    assert_eq!(ids, ["F10"]);
+    let rows = app.audit(1, 100).await.unwrap();
+    let claim = rows
+        .iter()
+        .find(|r| r.draft.action == "work-claim")
+        .unwrap();
+    assert_eq!(claim.draft.by, role.name);
+    let mut as_app = PgConnection::connect(&url).await.unwrap();
+    let moved = sqlx::raw_sql("UPDATE work_leases SET worker = 'mallory'")
+        .execute(&mut as_app)
+        .await;
+    assert!(moved.is_err(), "a lease changes only with its audit row");
+    as_app.close().await.unwrap();
+    assert!(matches!(
+        app.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    app.pool().close().await;
+    drop(fresh);
+    drop(role);
+}
+
 /// The three ways a login of the application group forged history before the
 /// least-privilege migration, each refused now: an audit row in another's name
 /// (with a correct hash) together with the state it claims, a state changed with

@@ -177,6 +177,12 @@ pub enum Command {
     /// Run the seed's fault-injection program (sixteen cases, two per failure
     /// mode) against a simulated provider, into a store; exit 0 only if all pass.
     Drill(commands::drill::DrillArgs),
+    /// Approved work for workers (DESIGN §9.2): claim it under a lease, keep the
+    /// lease alive, complete it with the records of what was done, or release it.
+    Work {
+        #[command(subcommand)]
+        command: commands::work::WorkCommand,
+    },
     /// Run the drill's simulated provider alone, on a loopback address.
     SimProvider(commands::drill::SimProviderArgs),
     /// Print shell completions.
@@ -324,6 +330,25 @@ impl Context {
         crate::review::identify(
             store,
             self.asked.as_deref(),
+            &self.local_user,
+            self.config.policy.clone(),
+        )
+        .await
+        .map_err(review::failure)
+    }
+
+    /// The acting identity of a service command (`observe`, `drill --work`):
+    /// the identity asked for, else `service` on a store without logins; on
+    /// PostgreSQL the database login acts unless another is asked for.
+    pub async fn service_actor(&self, store: &dyn Store, service: &str) -> anyhow::Result<Actor> {
+        let asked = match (&self.asked, store.login().await?) {
+            (Some(asked), _) => Some(asked.clone()),
+            (None, None) => Some(service.to_owned()),
+            (None, Some(_)) => None,
+        };
+        crate::review::identify(
+            store,
+            asked.as_deref(),
             &self.local_user,
             self.config.policy.clone(),
         )
@@ -513,6 +538,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         }) => copy::run(args).await,
         Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Drill(args)) => commands::drill::drill(&ctx, args).await,
+        Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();

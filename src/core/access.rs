@@ -35,6 +35,7 @@ pub const GRANTABLE: &[Role] = &[
     Role::Owner,
     Role::Delegate,
     Role::Ingest,
+    Role::Worker,
 ];
 
 /// Checks an identity or tenant name: 1 to 128 characters, no whitespace, no

@@ -30,7 +30,7 @@ pub fn permits(role: Role, kind: ActionKind) -> bool {
     );
     match role {
         Role::Local => true,
-        Role::System | Role::Viewer | Role::Delegate | Role::Ingest => false,
+        Role::System | Role::Viewer | Role::Delegate | Role::Ingest | Role::Worker => false,
         Role::Reviewer => reviewer,
         Role::Approver => reviewer || matches!(kind, Confirm | Reject),
         Role::Owner => matches!(kind, Accept | Assign),
@@ -123,10 +123,21 @@ impl Actor {
     /// The tenants this actor may ingest into: those it holds the `ingest` role
     /// on, sorted; `None` means every tenant (single-user mode).
     pub fn ingest_tenants(&self) -> Option<Vec<String>> {
+        self.tenants_with(Role::Ingest)
+    }
+
+    /// The tenants this actor may claim work in: those it holds the `worker`
+    /// role on, sorted; `None` means every tenant (single-user mode).
+    pub fn work_tenants(&self) -> Option<Vec<String>> {
+        self.tenants_with(Role::Worker)
+    }
+
+    /// The tenants this actor holds `role` on, sorted; `None` in single-user mode.
+    fn tenants_with(&self, role: Role) -> Option<Vec<String>> {
         self.grants.as_ref().map(|grants| {
             let mut tenants: Vec<String> = grants
                 .iter()
-                .filter(|g| g.role == Role::Ingest)
+                .filter(|g| g.role == role)
                 .map(|g| g.tenant.clone())
                 .collect();
             tenants.sort();

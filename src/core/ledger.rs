@@ -10,6 +10,7 @@ use super::access::LEDGER;
 use super::audit::AuditRow;
 use super::clock::format_instant;
 use super::model::{Grant, State};
+use super::work::{self, Lease, LeaseStatus};
 
 /// The evidence entry of an `assign` row that names the new owner.
 pub const OWNER: &str = "owner:";
@@ -57,6 +58,8 @@ struct Entry {
     /// Every row but `record` rows bumped the version by one; creation sets 1.
     version: i64,
     last_seq: i64,
+    /// The lease the work rows leave: (worker, generation, until, status).
+    lease: Option<(String, String, String, &'static str)>,
 }
 
 /// An operation as the store holds it, to compare with the chain.
@@ -123,6 +126,20 @@ impl Ledger {
             .entry(d.operation.as_str().to_owned())
             .or_default();
         op.last_seq = row.seq;
+        if work::is_work_action(&d.action) {
+            let status = match d.action.as_str() {
+                work::COMPLETE => LeaseStatus::Completed,
+                work::RELEASE => LeaseStatus::Released,
+                _ => LeaseStatus::Held,
+            };
+            op.lease = Some((
+                entry(row, work::WORKER).unwrap_or_default().to_owned(),
+                entry(row, work::GENERATION).unwrap_or_default().to_owned(),
+                entry(row, work::UNTIL).unwrap_or_default().to_owned(),
+                status.as_str(),
+            ));
+            return;
+        }
         if d.action != RECORD {
             op.version += 1;
         }
@@ -190,6 +207,44 @@ impl Ledger {
         self.operations
             .get(operation)
             .map_or(self.head, |op| op.last_seq)
+    }
+
+    /// Compares the stored leases with the work rows: every lease is the one the
+    /// newest work row of its operation describes, and no lease is stored without
+    /// one.
+    pub fn check_leases(&self, stored: &[Lease]) -> Result<(), Divergence> {
+        let mut seen = BTreeSet::new();
+        for lease in stored {
+            let id = lease.operation.as_str();
+            seen.insert(id.to_owned());
+            let chain = self.operations.get(id).and_then(|op| op.lease.as_ref());
+            let found = (
+                lease.worker.clone(),
+                lease.generation.to_string(),
+                format_instant(lease.expires_at),
+                lease.status.as_str(),
+            );
+            if chain != Some(&found) {
+                return Err(Divergence {
+                    seq: self.last_seq_of(id),
+                    reason: format!(
+                        "the lease on {id} ({} lease {} until {}, {}) is not the one its work rows describe",
+                        found.0, found.1, found.2, found.3
+                    ),
+                });
+            }
+        }
+        match self
+            .operations
+            .iter()
+            .find(|(id, op)| op.lease.is_some() && !seen.contains(*id))
+        {
+            Some((id, op)) => Err(Divergence {
+                seq: op.last_seq,
+                reason: format!("the lease on {id} was made by work rows but is no longer stored"),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// Compares the stored grants with the `grant` and `revoke` rows.

@@ -19,3 +19,4 @@ pub mod refusal;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;
+pub mod work;

@@ -248,6 +248,8 @@ text_enum!(
     /// permits no action of its own: on its tenant, the login holding it may act
     /// for another identity, with that identity's grants. `ingest` permits no
     /// review action either: its holder may feed wire records into the tenant.
+    /// `worker` permits no review action: its holder may claim the tenant's
+    /// approved work and report what executing it did (DESIGN §9.2).
     Role {
         System => "system",
         Viewer => "viewer",
@@ -257,6 +259,7 @@ text_enum!(
         Local => "local",
         Delegate => "delegate",
         Ingest => "ingest",
+        Worker => "worker",
     }
 );
 

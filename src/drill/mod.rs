@@ -4,6 +4,7 @@
 //! what the store holds, then computes the metrics and the release gate.
 
 pub mod table;
+pub mod work;
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -21,7 +22,7 @@ use crate::core::model::{
 };
 use crate::executor::transport::{LiteralResolver, Resolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Run, RunOutcome, Settings};
-use crate::sim::case::{Case, DeliveryKind, On, Recovery, SIM_PLACEHOLDER};
+use crate::sim::case::{Case, DeliveryKind, On, Recovery};
 use crate::sim::{Counters, Provider, Running, parse_cases};
 use crate::store::{IngestMode, Store, StoreError};
 use crate::wire::{LineError, Numbered, Record, parse_line, write_line};
@@ -197,11 +198,32 @@ pub async fn record(
     records: &[Record],
     now: DateTime<Utc>,
 ) -> Result<(), DrillError> {
+    let refused = |errors: &[LineError]| DrillError::Refused {
+        case: case.to_owned(),
+        errors: errors
+            .iter()
+            .map(ToString::to_string)
+            .collect::<Vec<_>>()
+            .join("; "),
+    };
+    let numbered = wire_lines(records).map_err(|errors| refused(&errors))?;
+    let report = store
+        .ingest(numbered, IngestMode::Strict, DRILL_IDENTITY, now)
+        .await?;
+    if report.rejected.is_empty() {
+        Ok(())
+    } else {
+        Err(refused(&report.rejected))
+    }
+}
+
+/// Records as a file would carry them: each written as a wire line and parsed
+/// back, numbered from 1.
+pub fn wire_lines(records: &[Record]) -> Result<Vec<Numbered>, Vec<LineError>> {
     let mut numbered = Vec::with_capacity(records.len());
     let mut errors = Vec::new();
     for (index, record) in records.iter().enumerate() {
-        let line = write_line(record);
-        match parse_line(line.as_bytes(), index + 1) {
+        match parse_line(write_line(record).as_bytes(), index + 1) {
             Ok(record) => numbered.push(Numbered {
                 line: index + 1,
                 record,
@@ -210,22 +232,9 @@ pub async fn record(
         }
     }
     if errors.is_empty() {
-        let report = store
-            .ingest(numbered, IngestMode::Strict, DRILL_IDENTITY, now)
-            .await?;
-        errors = report.rejected;
-    }
-    if errors.is_empty() {
-        Ok(())
+        Ok(numbered)
     } else {
-        Err(DrillError::Refused {
-            case: case.to_owned(),
-            errors: errors
-                .iter()
-                .map(ToString::to_string)
-                .collect::<Vec<_>>()
-                .join("; "),
-        })
+        Err(errors)
     }
 }
 
@@ -316,10 +325,8 @@ impl Bench<'_> {
     }
 
     fn job(&self, operation: Operation, payload: Value, items: Vec<u32>, layer: Layer) -> Job {
-        let lookup = self.case.lookup.clone().map(|mut spec| {
-            spec.url = spec.url.replace(SIM_PLACEHOLDER, &self.base);
-            spec
-        });
+        // Checked when the case was read, with the same shape of URL.
+        let lookup = self.case.lookup_spec(&self.base).ok().flatten();
         Job {
             operation,
             contract: self.case.contract.clone(),

@@ -10,9 +10,10 @@ use chrono::{DateTime, Duration, Utc};
 use serde_json::{Value, json};
 
 use super::clock::ExecClock;
-use super::lookup::{self, Answer, LookupSpec};
+use super::lookup::{self, Answer};
 use super::transport::{Exchange, HttpRequest, Transport, Url};
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::lookup::LookupSpec;
 use crate::core::matrix::{self, Decision, TOKEN_EXPIRED};
 use crate::core::model::{
     Attempt, AttemptKind, Contract, FailureMode, Item, ItemState, Layer, Observation,
@@ -20,6 +21,7 @@ use crate::core::model::{
 };
 use crate::core::rules::transition_allowed;
 use crate::core::sanitize::sanitize;
+use crate::lookup::retry_after;
 use crate::wire::Record;
 
 /// The longest excerpt of untrusted output kept with an attempt.
@@ -297,17 +299,6 @@ pub fn backoff(settings: &Settings, seed: &str, k: u32) -> Duration {
     let half = ms / 2;
     let extra = (jitter(seed, k) * (ms - half) as f64) as i64;
     Duration::milliseconds(half + extra)
-}
-
-/// Reads `Retry-After` as delay seconds or an HTTP-date into an absolute instant.
-pub fn retry_after(value: &str, received: DateTime<Utc>) -> Option<DateTime<Utc>> {
-    let value = value.trim();
-    if let Ok(seconds) = value.parse::<i64>() {
-        return (seconds >= 0).then(|| received + Duration::seconds(seconds));
-    }
-    DateTime::parse_from_rfc2822(value)
-        .ok()
-        .map(|t| t.with_timezone(&Utc))
 }
 
 fn excerpt(body: &[u8]) -> Option<String> {
@@ -682,8 +673,7 @@ impl Executor {
                     }
                     if lookups > 0 {
                         let last = run.last_request().map_or(now, Attempt::last_instant);
-                        let window =
-                            last + Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(0));
+                        let window = last + Duration::seconds(i64::from(spec.lag_seconds()));
                         let next = if now < window {
                             window
                         } else {
@@ -828,8 +818,7 @@ impl Executor {
             }
             Some((_, Answer::NotFound)) => false,
             Some(_) | None => {
-                let next =
-                    last_at + Duration::seconds(i64::try_from(spec.lag_seconds).unwrap_or(0));
+                let next = last_at + Duration::seconds(i64::from(spec.lag_seconds()));
                 run.operation.next_observation_at = Some(next.max(self.clock.now()));
                 false
             }
@@ -962,17 +951,15 @@ impl Executor {
             Answer::Found {
                 matches,
                 effect_count,
-                tenant,
                 ..
             } => Some((
                 true,
                 Some(matches.clone()),
                 *effect_count,
-                match tenant {
-                    Some(t) if t != &run.operation.tenant => {
-                        format!("found under tenant {t}: a wrong-tenant finding")
-                    }
-                    _ => "found".to_owned(),
+                if matches.owner == Some(false) {
+                    "found under another tenant: a wrong-tenant finding".to_owned()
+                } else {
+                    "found".to_owned()
                 },
             )),
             // Not yet visible, unreadable or unanswered: an attempt, not evidence.
@@ -1220,20 +1207,6 @@ mod tests {
             .collect();
         assert!(spread.len() > 10, "jitter spreads callers: {spread:?}");
         assert_eq!(backoff(&settings, "F1", 3), backoff(&settings, "F1", 3));
-    }
-
-    #[test]
-    fn retry_after_reads_seconds_and_http_dates_as_absolute_instants() {
-        let at = DateTime::parse_from_rfc3339("2026-09-05T10:00:00Z")
-            .unwrap()
-            .with_timezone(&Utc);
-        assert_eq!(retry_after("30", at), Some(at + Duration::seconds(30)));
-        assert_eq!(
-            retry_after("Sat, 05 Sep 2026 10:02:00 GMT", at),
-            Some(at + Duration::minutes(2))
-        );
-        assert_eq!(retry_after("-4", at), None);
-        assert_eq!(retry_after("soon", at), None);
     }
 
     #[test]

@@ -7,9 +7,12 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::core::lookup::LookupSpec;
 use crate::core::model::{Contract, FailureMode, State};
-use crate::executor::lookup::LookupSpec;
 use crate::wire::{LineError, Record, parse_line};
+
+/// A `status_lookup` object as a case file writes it.
+pub type RawLookup = serde_json::Map<String, Value>;
 
 /// The placeholder a case's URLs use for the simulated provider's base URL.
 pub const SIM_PLACEHOLDER: &str = "{sim}";
@@ -23,11 +26,60 @@ pub struct Case {
     /// Why the case is shaped as it is, where the seed leaves a choice open.
     pub note: Option<String>,
     pub contract: Contract,
-    /// How to look an operation up (DESIGN §9.1), with `{sim}` still in the URL.
-    pub lookup: Option<LookupSpec>,
+    /// How to look an operation up (DESIGN §9.1): the contract's `status_lookup`
+    /// object as written, `{sim}` still in its URL (see [`Case::lookup_spec`]).
+    pub lookup: Option<RawLookup>,
     pub operation: CaseOperation,
     pub provider: Vec<Rule>,
     pub expect: Expect,
+}
+
+impl Case {
+    /// The case's status lookup with `{sim}` replaced by `base`, read by the
+    /// wire format's own `status_lookup` parser (the one ingest uses).
+    pub fn lookup_spec(&self, base: &str) -> Result<Option<LookupSpec>, Vec<LineError>> {
+        self.lookup
+            .as_ref()
+            .map(|raw| lookup_spec(raw, base, 0))
+            .transpose()
+    }
+}
+
+/// Reads a `status_lookup` object, `{sim}` in its URL replaced by `base`.
+fn lookup_spec(raw: &RawLookup, base: &str, line: usize) -> Result<LookupSpec, Vec<LineError>> {
+    let mut raw = raw.clone();
+    if let Some(Value::String(url)) = raw.get_mut("url") {
+        *url = url.replace(SIM_PLACEHOLDER, base);
+    }
+    let record = serde_json::json!({
+        "type": "contract", "tool": "lookup", "version": "-", "action": "-", "method": "GET",
+        "idempotency": {"supported": false}, "status_lookup": raw, "owner": "-",
+        "max_attempts": 1, "budget_seconds": 1,
+    });
+    let relabel = |errors: Vec<LineError>| -> Vec<LineError> {
+        errors
+            .into_iter()
+            .map(|e| LineError {
+                field: format!("contract.{}", e.field),
+                ..e
+            })
+            .collect()
+    };
+    match parse_line(record.to_string().as_bytes(), line) {
+        Ok(Record::Contract(contract)) => contract.status_lookup.spec().cloned().ok_or_else(|| {
+            vec![error(
+                line,
+                "contract.status_lookup",
+                "must be a lookup object",
+            )]
+        }),
+        Ok(_) => Err(vec![error(
+            line,
+            "contract.status_lookup",
+            "not a lookup object",
+        )]),
+        Err(errors) => Err(relabel(errors)),
+    }
 }
 
 /// The operation a case executes, and how it reaches the executor.
@@ -190,7 +242,7 @@ pub struct Answer {
     /// Send the committed record with these fields replaced (a wrong tenant, a
     /// stale version, an instruction in a note).
     #[serde(default)]
-    pub record: Option<serde_json::Map<String, Value>>,
+    pub record: Option<RawLookup>,
 }
 
 /// What the case expects, counted at the provider.
@@ -231,7 +283,7 @@ struct RawCase {
     name: String,
     #[serde(default)]
     note: Option<String>,
-    contract: serde_json::Map<String, Value>,
+    contract: RawLookup,
     operation: CaseOperation,
     #[serde(default)]
     provider: Vec<Rule>,
@@ -278,9 +330,7 @@ fn locate(line: usize, text: &str, whole: serde_json::Error) -> LineError {
         let result = match field {
             "operation" => serde_json::from_value::<CaseOperation>(value.clone()).err(),
             "expect" => serde_json::from_value::<Expect>(value.clone()).err(),
-            "contract" => {
-                serde_json::from_value::<serde_json::Map<String, Value>>(value.clone()).err()
-            }
+            "contract" => serde_json::from_value::<RawLookup>(value.clone()).err(),
             _ => None,
         };
         result.map(|e| error(line, field, e.to_string()))
@@ -391,9 +441,9 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
 /// Reads the case's contract as a wire-format contract record (the same parser as
 /// ingest), taking a `status_lookup` object apart first.
 fn read_contract(
-    map: &serde_json::Map<String, Value>,
+    map: &RawLookup,
     line: usize,
-) -> Result<(Contract, Option<LookupSpec>), Vec<LineError>> {
+) -> Result<(Contract, Option<RawLookup>), Vec<LineError>> {
     let mut record = serde_json::Map::new();
     record.insert("type".into(), Value::String("contract".into()));
     let mut lookup = None;
@@ -402,18 +452,11 @@ fn read_contract(
             continue;
         }
         if key == "status_lookup"
-            && let Value::Object(_) = value
+            && let Value::Object(raw) = value
         {
-            let spec: LookupSpec = serde_json::from_value(value.clone())
-                .map_err(|e| vec![error(line, "contract.status_lookup", e.to_string())])?;
-            if !spec.method.eq_ignore_ascii_case("GET") {
-                return Err(vec![error(
-                    line,
-                    "contract.status_lookup.method",
-                    "only GET lookups are made",
-                )]);
-            }
-            lookup = Some(spec);
+            // Checked now, as the simulated provider's URL will make it.
+            lookup_spec(raw, "http://127.0.0.1:1/cases/check", line)?;
+            lookup = Some(raw.clone());
             record.insert(key.clone(), Value::Bool(true));
             continue;
         }

@@ -8,9 +8,11 @@ pub mod session;
 pub mod skipped;
 pub mod sql;
 pub mod sqlite;
+pub mod work;
 
 pub use plan::{copy, filter};
 pub use session::Session;
+pub use work::{Completion, WorkClaim, WorkStep};
 
 use std::fmt;
 use std::path::PathBuf;
@@ -28,6 +30,7 @@ pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
 use crate::core::model::{Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
+use crate::core::work::Lease;
 use crate::wire::{LineError, Numbered};
 use copy::{Cell, CopyReport, Table};
 
@@ -68,6 +71,9 @@ pub enum StoreError {
     Open { location: String, reason: String },
     #[error("store error: {0}")]
     Other(String),
+    /// A guard refused the change (a lease lost or held by another worker).
+    #[error(transparent)]
+    Refused(#[from] crate::core::refusal::Refusal),
 }
 
 /// Where a store lives: a SQLite file or a PostgreSQL database.
@@ -403,6 +409,36 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
         until: DateTime<Utc>,
     ) -> Result<bool, StoreError>;
+
+    /// Claims up to `claim.limit` pieces of work (operations in `APPROVED` in
+    /// the claim's tenants, not under a live lease), oldest first, each with its
+    /// audit row, in one transaction: a piece is handed to one claimer only.
+    async fn claim_work(&self, claim: &WorkClaim) -> Result<Vec<Lease>, StoreError>;
+
+    /// The lease on `id`, if it is in `scope` and was ever claimed.
+    async fn lease(&self, scope: &Scope, id: &OperationId) -> Result<Option<Lease>, StoreError>;
+
+    /// Extends the holder's live lease to `length` from now (by default the
+    /// length it was claimed or last renewed for), with its audit row;
+    /// [`StoreError::Refused`] (G8) when the holder no longer holds it.
+    async fn renew_work(
+        &self,
+        step: &WorkStep,
+        length: Option<chrono::Duration>,
+    ) -> Result<Lease, StoreError>;
+
+    /// Takes the holder's records for its operation through the ingest path
+    /// (every line for that operation, strict), completes the lease and appends
+    /// its audit row, all in one transaction; [`StoreError::Refused`] (G8) when
+    /// the holder no longer holds the lease.
+    async fn complete_work(
+        &self,
+        step: &WorkStep,
+        records: Vec<Numbered>,
+    ) -> Result<Completion, StoreError>;
+
+    /// Gives the holder's live lease back, with its audit row.
+    async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError>;
 
     /// One page of a table's rows, every value as stored, for [`Store::load_from`].
     async fn table_rows(

@@ -43,6 +43,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/20261201000013_lookup_claims.sql"),
     ),
     (
+        20261201000020,
+        "work_leases",
+        include_str!("../../migrations/postgres/20261201000020_work_leases.sql"),
+    ),
+    (
         20261201000050,
         "operation_counts",
         include_str!("../../migrations/postgres/20261201000050_operation_counts.sql"),
@@ -79,6 +84,7 @@ impl Backend for Postgres {
     // UPDATE on the head (see the least-privilege migration).
     const HEAD: &'static str = "SELECT seq, hash FROM holdfast_lock_head()";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
+    const SKIP_LOCKED: &'static str = " FOR UPDATE OF o SKIP LOCKED";
     const AFTER_COPY: Option<&'static str> = Some(
         "SELECT setval(pg_get_serial_sequence('proposals', 'id'), \
          COALESCE((SELECT MAX(id) FROM proposals), 0) + 1, false)",

@@ -10,12 +10,14 @@ use chrono::{DateTime, Utc};
 use tokio::sync::watch;
 
 use super::{
-    GrantChange, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store, StoreError,
+    Completion, GrantChange, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store,
+    StoreError, WorkClaim, WorkStep,
 };
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
 use crate::core::rules::{Actor, Commit};
+use crate::core::work::Lease;
 
 /// A store as one actor sees it: only the tenants the actor's grants name
 /// (every tenant in single-user mode).
@@ -178,6 +180,65 @@ impl Session {
         self.store
             .claim_lookup(id, slot, self.actor.principal(), now, until)
             .await
+    }
+
+    /// The tenants this session's actor may work in (G7 and the `worker` role),
+    /// as a scope the store applies in SQL.
+    pub fn work_scope(&self) -> Scope {
+        match (self.actor.work_tenants(), &self.scope) {
+            (None, scope) => scope.clone(),
+            (Some(work), Scope::Every) => Scope::Tenants(work),
+            (Some(work), Scope::Tenants(seen)) => {
+                Scope::Tenants(work.into_iter().filter(|t| seen.contains(t)).collect())
+            }
+        }
+    }
+
+    /// Claims work in this session's work scope (see [`Store::claim_work`]);
+    /// whatever tenants `claim` named are replaced by that scope.
+    pub async fn claim_work(&self, claim: WorkClaim) -> Result<Vec<Lease>, StoreError> {
+        let claim = WorkClaim {
+            tenants: self.work_scope(),
+            ..claim
+        };
+        self.store.claim_work(&claim).await
+    }
+
+    /// The lease on `id`, if it is in scope.
+    pub async fn lease(&self, id: &OperationId) -> Result<Option<Lease>, StoreError> {
+        self.store.lease(&self.scope, id).await
+    }
+
+    /// A heartbeat in this session's work scope (see [`Store::renew_work`]).
+    pub async fn renew_work(
+        &self,
+        step: WorkStep,
+        length: Option<chrono::Duration>,
+    ) -> Result<Lease, StoreError> {
+        self.store.renew_work(&self.scoped_step(step), length).await
+    }
+
+    /// A completion in this session's work scope (see [`Store::complete_work`]).
+    pub async fn complete_work(
+        &self,
+        step: WorkStep,
+        records: Vec<crate::wire::Numbered>,
+    ) -> Result<Completion, StoreError> {
+        self.store
+            .complete_work(&self.scoped_step(step), records)
+            .await
+    }
+
+    /// A release in this session's work scope (see [`Store::release_work`]).
+    pub async fn release_work(&self, step: WorkStep) -> Result<Lease, StoreError> {
+        self.store.release_work(&self.scoped_step(step)).await
+    }
+
+    fn scoped_step(&self, step: WorkStep) -> WorkStep {
+        WorkStep {
+            tenants: self.work_scope(),
+            ..step
+        }
     }
 
     /// `filter` with this session's tenants in place of whatever it said.

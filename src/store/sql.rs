@@ -21,8 +21,11 @@ pub fn held_states_sql() -> String {
 }
 
 /// Appends ` AND column IN (…)` for a non-empty list.
-fn push_in<'a, DB, T>(qb: &mut QueryBuilder<DB>, column: &str, values: impl IntoIterator<Item = T>)
-where
+pub(crate) fn push_in<'a, DB, T>(
+    qb: &mut QueryBuilder<DB>,
+    column: &str,
+    values: impl IntoIterator<Item = T>,
+) where
     DB: Database,
     T: Encode<'a, DB> + Type<DB> + 'a,
 {

@@ -39,6 +39,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/20261201000013_lookup_claims.sql"),
     ),
     (
+        20261201000020,
+        "work_leases",
+        include_str!("../../migrations/sqlite/20261201000020_work_leases.sql"),
+    ),
+    (
         20261201000050,
         "operation_counts",
         include_str!("../../migrations/sqlite/20261201000050_operation_counts.sql"),
@@ -65,6 +70,7 @@ impl Backend for Sqlite {
     const HEAD: &'static str = "SELECT seq, hash FROM audit ORDER BY seq DESC LIMIT 1";
     // `BEGIN IMMEDIATE` already holds the only write lock.
     const FOR_UPDATE: &'static str = "";
+    const SKIP_LOCKED: &'static str = "";
     // Explicit ids move SQLite's AUTOINCREMENT counter by themselves.
     const AFTER_COPY: Option<&'static str> = None;
     // A file has no logins: the acting identity is whoever the command says.

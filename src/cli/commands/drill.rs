@@ -10,7 +10,7 @@ use crate::cli::{Context, Failure, exit};
 use crate::core::clock::format_instant;
 use crate::executor::ExecClock;
 use crate::sim::{Case, Provider, parse_cases};
-use crate::store::Location;
+use crate::store::{Location, Session};
 
 #[derive(Debug, Args)]
 pub struct DrillArgs {
@@ -20,6 +20,13 @@ pub struct DrillArgs {
     /// Print the cases, metrics and release gate as one JSON object.
     #[arg(long)]
     pub json: bool,
+    /// Serve approved work instead: the reference executor claims the store's
+    /// approved retries, compensations and resumes through the work protocol
+    /// (`holdfast work`), executes them against the simulated provider under
+    /// their case's contract and completes them with their evidence. Runs on
+    /// the store `--db` / `--database-url` name (a drill's store).
+    #[arg(long)]
+    pub work: bool,
 }
 
 #[derive(Debug, Args)]
@@ -63,6 +70,9 @@ pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
         }
         cases.append(&mut more);
     }
+    if args.work {
+        return serve_work(ctx, &cases, args.json).await;
+    }
     let location = if ctx.database_url.is_some() || ctx.db.is_some() {
         ctx.store_location()?
     } else {
@@ -86,6 +96,48 @@ pub async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
     } else {
         exit::ERROR
     })
+}
+
+/// `drill --work`: the executor serves the store's approved work.
+async fn serve_work(ctx: &Context, cases: &[Case], json: bool) -> anyhow::Result<u8> {
+    let store = ctx.open_store().await?;
+    // The executor acts as the drill's service identity unless told otherwise;
+    // on PostgreSQL the database login acts.
+    let actor = ctx
+        .service_actor(store.as_ref(), crate::drill::DRILL_IDENTITY)
+        .await?;
+    crate::cli::own_name(&actor, "work")?;
+    let session = Session::new(store, actor);
+    let served = crate::drill::work::serve(&session, cases, ctx.now()).await?;
+    if json {
+        println!(
+            "{}",
+            crate::cli::json::pretty(&serde_json::json!({ "served": served }))?
+        );
+    } else if served.is_empty() {
+        println!("no approved work to serve in {}", session.location());
+    } else {
+        println!(
+            "{:<14} {:<6} {:>5} {:<10} {:>8} {:>7}  note",
+            "operation", "case", "lease", "state", "requests", "effects"
+        );
+        for s in &served {
+            println!(
+                "{}",
+                crate::cli::render::clean(&format!(
+                    "{:<14} {:<6} {:>5} {:<10} {:>8} {:>7}  {}",
+                    s.operation.as_str(),
+                    s.case.as_deref().unwrap_or("-"),
+                    s.lease,
+                    s.state.as_str(),
+                    s.requests,
+                    s.effects,
+                    s.released.as_deref().unwrap_or("")
+                ))
+            );
+        }
+    }
+    Ok(exit::OK)
 }
 
 /// Serves the simulated provider until interrupted.

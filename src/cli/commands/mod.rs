@@ -11,6 +11,7 @@ pub mod observe;
 pub mod report;
 pub mod review;
 pub mod show;
+pub mod work;
 
 /// Warns on stderr about every row the command's reads skipped as unreadable.
 pub fn warn_skipped(session: &crate::store::Session) {

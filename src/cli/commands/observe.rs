@@ -36,19 +36,7 @@ pub struct ObserveArgs {
 
 pub async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
     let store = ctx.open_store().await?;
-    let asked = match (&ctx.asked, store.login().await?) {
-        (Some(asked), _) => Some(asked.clone()),
-        (None, None) => Some(OBSERVER.to_owned()),
-        (None, Some(_)) => None,
-    };
-    let actor = crate::review::identify(
-        store.as_ref(),
-        asked.as_deref(),
-        &ctx.local_user,
-        ctx.config.policy.clone(),
-    )
-    .await
-    .map_err(crate::cli::review::failure)?;
+    let actor = ctx.service_actor(store.as_ref(), OBSERVER).await?;
     let rationale = Rationale::parse(if args.watch {
         "scheduled status lookup by observe --watch"
     } else {

@@ -19,14 +19,15 @@ use tokio::sync::{OnceCell, watch};
 use super::plan::codec;
 use super::plan::copy::{Cell, CopyReport, Table};
 use super::{
-    IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder,
-    Store, StoreError,
+    Completion, IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts,
+    Scope, SortOrder, Store, StoreError, WorkClaim, WorkStep,
 };
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
 use crate::core::rules::Commit;
+use crate::core::work::Lease;
 use crate::wire::Numbered;
 
 pub use migrate::known_schema;
@@ -43,6 +44,9 @@ pub trait Backend: Database {
     const HEAD: &'static str;
     /// Appended to a `SELECT` whose rows the transaction is about to change.
     const FOR_UPDATE: &'static str;
+    /// Appended to the `SELECT` of a claim's candidates (the operations aliased
+    /// `o`): rows another transaction holds are skipped, not waited for.
+    const SKIP_LOCKED: &'static str;
     /// Run after a copy wrote explicit proposal ids, so new ones follow them.
     const AFTER_COPY: Option<&'static str>;
     /// Reads the database login a connection was authenticated as (a text column
@@ -183,6 +187,7 @@ mod lookup;
 mod migrate;
 mod read;
 mod verify;
+mod work;
 mod write;
 
 shared! {
@@ -359,6 +364,38 @@ shared! {
             until: DateTime<Utc>,
         ) -> Result<bool, StoreError> {
             self.write_claim_lookup(id, slot, by, now, until).await
+        }
+
+        async fn claim_work(&self, claim: &WorkClaim) -> Result<Vec<Lease>, StoreError> {
+            self.write_claim_work(claim).await
+        }
+
+        async fn lease(
+            &self,
+            scope: &Scope,
+            id: &OperationId,
+        ) -> Result<Option<Lease>, StoreError> {
+            self.read_lease_in(scope, id).await
+        }
+
+        async fn renew_work(
+            &self,
+            step: &WorkStep,
+            length: Option<chrono::Duration>,
+        ) -> Result<Lease, StoreError> {
+            self.write_renew_work(step, length).await
+        }
+
+        async fn complete_work(
+            &self,
+            step: &WorkStep,
+            records: Vec<Numbered>,
+        ) -> Result<Completion, StoreError> {
+            self.write_complete_work(step, records).await
+        }
+
+        async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError> {
+            self.write_release_work(step).await
         }
 
         async fn table_rows(

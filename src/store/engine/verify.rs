@@ -161,6 +161,9 @@ shared! {
                 }
             }
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            if let Err(divergence) = ledger.check_leases(&Self::read_all_leases(&mut conn).await?) {
+                return Ok(Err(divergence));
+            }
             Ok(ledger.check_grants(&Self::all_grants(&mut conn).await?))
         }
     }

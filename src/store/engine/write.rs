@@ -405,7 +405,7 @@ shared! {
             plan: &Plan,
             by: &str,
             now: DateTime<Utc>,
-        ) -> Result<(), StoreError> {
+        ) -> Result<Head, StoreError> {
             let rows = plan_rows(known, plan, by, now, (head.seq, &head.hash));
             Self::insert_many(
                 conn,
@@ -463,7 +463,17 @@ shared! {
             }
             Self::insert_audit(conn, &rows.audit).await?;
             let moved: BTreeSet<String> = rows.moved.iter().map(|m| m.id.clone()).collect();
-            Self::requeue(conn, &moved).await
+            Self::requeue(conn, &moved).await?;
+            Ok(rows.audit.last().map_or_else(
+                || Head {
+                    seq: head.seq,
+                    hash: head.hash.clone(),
+                },
+                |last| Head {
+                    seq: last.seq,
+                    hash: last.hash.clone(),
+                },
+            ))
         }
 
         /// The refusal of a commit made against `expected` when the row is at `current`:
@@ -515,8 +525,9 @@ shared! {
                 return Ok(false);
             }
             let rows = sqlx::query(
-                "SELECT action FROM audit WHERE operation = $1 AND action <> 'record' \
-                 ORDER BY seq DESC LIMIT $2",
+                "SELECT action FROM audit WHERE operation = $1 \
+                 AND action NOT IN ('record', 'work-claim', 'work-heartbeat', 'work-complete', \
+                 'work-release') ORDER BY seq DESC LIMIT $2",
             )
             .bind(commit.operation.as_str())
             .bind(missed)
@@ -665,15 +676,40 @@ shared! {
             ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
-            let by = ingester.by.as_str();
             let (mut tx, head) = self.begin_write().await?;
-            let refused = Self::refused_at_the_door(&mut tx, &records, ingester).await?;
+            let (report, written) = self
+                .ingest_in(&mut tx, &head, records, mode, ingester, now)
+                .await?;
+            if written.is_some() {
+                tx.commit().await.map_err(db::<DB>)?;
+            } else {
+                tx.rollback().await.map_err(db::<DB>)?;
+            }
+            Ok(report)
+        }
+
+        /// Plans and writes an ingest inside `tx`, whose chain head is `head`: the
+        /// one ingest path, shared by `ingest` and a worker's completion. Returns
+        /// the report and, when anything was written, the chain head after it;
+        /// `None` means the caller must commit nothing (a dry run, or a strict
+        /// ingest with refused lines).
+        pub(super) async fn ingest_in(
+            &self,
+            tx: &mut Transaction<'static, DB>,
+            head: &Head,
+            records: Vec<Numbered>,
+            mode: IngestMode,
+            ingester: &Ingester,
+            now: DateTime<Utc>,
+        ) -> Result<(IngestReport, Option<Head>), StoreError> {
+            let by = ingester.by.as_str();
+            let refused = Self::refused_at_the_door(tx, &records, ingester).await?;
             let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
             let records: Vec<Numbered> = records
                 .into_iter()
                 .filter(|n| !refused_lines.contains(&n.line))
                 .collect();
-            let known = Self::known(&mut tx, &records).await?;
+            let known = Self::known(tx, &records).await?;
             let mut plan = ingest_plan::plan(records, &known);
             let undecided = self.judge_decisions(&known, &plan).await?;
             if !undecided.is_empty() {
@@ -699,20 +735,24 @@ shared! {
             plan.rejected.extend(refused);
             plan.rejected.sort_by_key(|e| e.line);
             if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
-                tx.rollback().await.map_err(db::<DB>)?;
-                return Ok(IngestReport {
-                    committed: Vec::new(),
+                return Ok((
+                    IngestReport {
+                        committed: Vec::new(),
+                        unchanged: plan.unchanged,
+                        rejected: plan.rejected,
+                    },
+                    None,
+                ));
+            }
+            let after = Self::write_plan(tx, head, &known, &plan, by, now).await?;
+            Ok((
+                IngestReport {
+                    committed: plan.committed_by_type(),
                     unchanged: plan.unchanged,
                     rejected: plan.rejected,
-                });
-            }
-            Self::write_plan(&mut tx, &head, &known, &plan, by, now).await?;
-            tx.commit().await.map_err(db::<DB>)?;
-            Ok(IngestReport {
-                committed: plan.committed_by_type(),
-                unchanged: plan.unchanged,
-                rejected: plan.rejected,
-            })
+                },
+                Some(after),
+            ))
         }
 
         pub(super) async fn write_commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {

@@ -177,6 +177,19 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "work_leases",
+        order: "operation",
+        columns: &[
+            ("operation", Text),
+            ("worker", Text),
+            ("generation", Int),
+            ("claimed_ms", Int),
+            ("expires_ms", Int),
+            ("length_ms", Int),
+            ("status", Text),
+        ],
+    },
+    Table {
         name: "audit",
         order: "seq",
         columns: &[

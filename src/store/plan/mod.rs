@@ -11,3 +11,4 @@ pub mod door;
 pub mod filter;
 pub mod ingest;
 pub mod rows;
+pub mod work;

@@ -1,0 +1,234 @@
+//! The work protocol (DESIGN §9.2) as a Rust API: a worker claims approved work
+//! (an authorized retry, an approved compensation or resume child) under a lease,
+//! keeps the lease alive with heartbeats, and completes it with the wire records
+//! of what executing it did, or releases it. Every call goes through a scoped
+//! [`Session`] (G7 in SQL) and is audited; the command line's `holdfast work` and
+//! the drill's executor (`holdfast drill --work`) both use these functions.
+
+use std::path::Path;
+
+use chrono::{DateTime, Duration, Utc};
+
+use crate::core::access;
+use crate::core::model::Role;
+use crate::core::refusal::{Refusal, Rule};
+use crate::core::work::{self, Signer};
+use crate::store::{Completion, Scope, Session, StoreError, WorkClaim, WorkStep};
+use crate::wire::{LineError, Numbered};
+
+pub use crate::core::work::{Holder, Lease, LeaseStatus};
+
+/// Why a work call did nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum WorkError {
+    /// A guard refused it: G8 for a lease that is lost or another's, G6/G7 for
+    /// an identity that may not work there.
+    #[error("refused: {}: {}", .0.rule, .0.reason)]
+    Refused(Refusal),
+    /// The input is unusable (a worker name, a lease length).
+    #[error("{0}")]
+    BadInput(String),
+    #[error("cannot read {path}: {error}")]
+    Read { path: String, error: std::io::Error },
+    #[error(transparent)]
+    Store(StoreError),
+}
+
+impl From<StoreError> for WorkError {
+    fn from(error: StoreError) -> Self {
+        match error {
+            StoreError::Refused(refusal) => WorkError::Refused(refusal),
+            other => WorkError::Store(other),
+        }
+    }
+}
+
+impl From<Refusal> for WorkError {
+    fn from(refusal: Refusal) -> Self {
+        WorkError::Refused(refusal)
+    }
+}
+
+/// Who signs the audit rows of `session`'s work: its identity, under the
+/// `worker` role (`local` in single-user mode). An identity that holds the role
+/// on no tenant it sees is refused (G6).
+pub fn signer(session: &Session) -> Result<Signer, Refusal> {
+    let actor = session.actor();
+    let role = if actor.single_user() {
+        Role::Local
+    } else {
+        if matches!(session.work_scope(), Scope::Tenants(t) if t.is_empty()) {
+            return Err(Refusal {
+                rule: Rule::G6,
+                reason: format!(
+                    "{} holds the worker role on no tenant it sees; an owner grants it with \
+                     `holdfast grant {} --role worker --tenant TENANT`",
+                    actor.name(),
+                    actor.identity
+                ),
+            });
+        }
+        Role::Worker
+    };
+    Ok(Signer {
+        by: actor.identity.clone(),
+        role,
+        policy: actor.policy.clone(),
+        on_behalf_of: actor.on_behalf_of.clone(),
+    })
+}
+
+fn worker_name(worker: &str) -> Result<String, WorkError> {
+    access::parse_name(worker).map_err(|e| WorkError::BadInput(format!("worker name {e}")))
+}
+
+fn step(session: &Session, holder: &Holder, now: DateTime<Utc>) -> Result<WorkStep, WorkError> {
+    worker_name(&holder.worker)?;
+    Ok(WorkStep {
+        holder: holder.clone(),
+        signer: signer(session)?,
+        tenants: session.work_scope(),
+        now,
+    })
+}
+
+/// Claims up to `limit` pieces of work for `worker`, each under a lease of
+/// `lease` from `now`, oldest first; an empty list when there is none. Each
+/// piece is handed to one claimer only, however many claim at once.
+pub async fn claim(
+    session: &Session,
+    worker: &str,
+    lease: Duration,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Lease>, WorkError> {
+    claim_tools(session, worker, lease, limit, None, now).await
+}
+
+/// [`claim`], only work of `tools` when given (`None`: any tool).
+pub async fn claim_tools(
+    session: &Session,
+    worker: &str,
+    lease: Duration,
+    limit: u64,
+    tools: Option<Vec<String>>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Lease>, WorkError> {
+    let worker = worker_name(worker)?;
+    work::lease_length(lease.num_seconds()).map_err(WorkError::BadInput)?;
+    if limit == 0 {
+        return Err(WorkError::BadInput(
+            "a claim asks for at least 1 piece".into(),
+        ));
+    }
+    let claim = WorkClaim {
+        worker,
+        signer: signer(session)?,
+        tenants: session.work_scope(),
+        tools,
+        now,
+        until: now + lease,
+        limit,
+    };
+    Ok(session.claim_work(claim).await?)
+}
+
+/// Extends `holder`'s lease to `length` from `now` (by default the length it
+/// last had); refused (G8) once the lease is lost.
+pub async fn heartbeat(
+    session: &Session,
+    holder: &Holder,
+    length: Option<Duration>,
+    now: DateTime<Utc>,
+) -> Result<Lease, WorkError> {
+    if let Some(length) = length {
+        work::lease_length(length.num_seconds()).map_err(WorkError::BadInput)?;
+    }
+    let step = step(session, holder, now)?;
+    Ok(session.renew_work(step, length).await?)
+}
+
+/// Completes `holder`'s lease with `records` (attempt, item, observation and
+/// transition records of its operation), checked exactly as ingest checks them;
+/// one refused line and nothing is taken, the lease still held. Refused (G8)
+/// once the lease is lost: a late worker's records are never taken.
+pub async fn complete(
+    session: &Session,
+    holder: &Holder,
+    records: Vec<Numbered>,
+    now: DateTime<Utc>,
+) -> Result<Completion, WorkError> {
+    let step = step(session, holder, now)?;
+    Ok(session.complete_work(step, records).await?)
+}
+
+/// What a completion from a file did: the lines that did not parse, and what
+/// the store made of the rest (nothing is taken when any line is bad).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct FileCompletion {
+    pub lines: usize,
+    pub completion: Completion,
+}
+
+impl FileCompletion {
+    /// Every refused line with its field and rule, in line order.
+    pub fn errors(&self) -> &[LineError] {
+        &self.completion.report.rejected
+    }
+
+    pub fn completed(&self) -> bool {
+        self.completion.lease.is_some()
+    }
+}
+
+/// [`complete`] with the records of a wire-format file, read and parsed line by
+/// line as `holdfast ingest` reads one. Lines that do not parse are reported
+/// with the store's refusals, and nothing is taken.
+pub async fn complete_file(
+    session: &Session,
+    holder: &Holder,
+    path: &Path,
+    now: DateTime<Utc>,
+) -> Result<FileCompletion, WorkError> {
+    let read_error = |error| WorkError::Read {
+        path: path.display().to_string(),
+        error,
+    };
+    let file = std::fs::File::open(path).map_err(read_error)?;
+    let parsed = crate::wire::parse_stream(std::io::BufReader::new(file), &mut |_| {})
+        .map_err(read_error)?;
+    let lines = parsed.lines;
+    let step = step(session, holder, now)?;
+    let mut completion = if parsed.is_clean() {
+        session.complete_work(step, parsed.records).await?
+    } else {
+        // Still judged, so every problem of the file shows at once; the bad
+        // lines refuse it (a line for no operation is not taken either way).
+        let (_, mut refused) =
+            crate::store::plan::work::split(parsed.records.clone(), &holder.operation);
+        refused.extend(parsed.errors);
+        refused.sort_by_key(|e| e.line);
+        let mut completion = Completion {
+            report: crate::store::IngestReport::default(),
+            lease: None,
+            audit: None,
+        };
+        completion.report.rejected = refused;
+        // A lost lease is refused as such, whatever its lines say.
+        let lease = session.lease(&holder.operation).await?;
+        work::check_holder(lease.as_ref(), holder, now)?;
+        completion
+    };
+    completion.report.rejected.sort_by_key(|e| e.line);
+    Ok(FileCompletion { lines, completion })
+}
+
+/// Gives `holder`'s lease back unfinished: the work is claimable again at once.
+pub async fn release(
+    session: &Session,
+    holder: &Holder,
+    now: DateTime<Utc>,
+) -> Result<Lease, WorkError> {
+    let step = step(session, holder, now)?;
+    Ok(session.release_work(step).await?)
+}
