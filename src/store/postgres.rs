@@ -47,6 +47,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "work_leases",
         include_str!("../../migrations/postgres/20261201000020_work_leases.sql"),
     ),
+    (
+        20261201000050,
+        "operation_counts",
+        include_str!("../../migrations/postgres/20261201000050_operation_counts.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
