@@ -18,7 +18,6 @@ use super::queue::{ListQuery, Listing};
 use super::review::Verdict;
 use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
-use crate::core::metrics;
 use crate::core::model::State;
 use crate::review;
 use crate::store::{OperationFilter, Session, StoreError};

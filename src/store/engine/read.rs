@@ -283,7 +283,7 @@ shared! {
             let mut qb: QueryBuilder<DB> =
                 QueryBuilder::new("SELECT o.id FROM operations o WHERE 1 = 1");
             push_filter(&mut qb, filter);
-            qb.push(order_by(sort));
+            qb.push(sql::order_by(sort));
             let mut rows = qb.build().fetch(&self.pool);
             let mut ids = Vec::new();
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
