@@ -16,6 +16,7 @@ pub mod drill;
 pub mod executor;
 pub mod ingest;
 pub mod lookup;
+pub mod report;
 pub mod review;
 pub mod sim;
 pub mod store;

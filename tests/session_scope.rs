@@ -155,7 +155,7 @@ async fn every_read(session: &Session) -> Vec<(String, String)> {
     );
     push(
         "the console's audit tab".into(),
-        &holdfast::console::runner::audit_page(session)
+        &holdfast::console::runner::audit_page(session, None)
             .await
             .unwrap(),
     );

@@ -355,8 +355,15 @@ pub trait Store: Send + Sync {
     /// Audit rows with `seq` in `from..`, at most `limit`.
     async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
 
-    /// The newest `limit` audit rows in `scope`, newest first.
-    async fn audit_latest(&self, scope: &Scope, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
+    /// The newest `limit` audit rows in `scope` with `seq` below `before` (any
+    /// `seq` for `None`), newest first: one page of the log, by keyset on `seq`
+    /// with the scope applied in the query.
+    async fn audit_latest(
+        &self,
+        scope: &Scope,
+        before: Option<i64>,
+        limit: u64,
+    ) -> Result<Vec<AuditRow>, StoreError>;
 
     /// The newest audit `seq` (0 for an empty log): a cheap change marker.
     async fn head_seq(&self) -> Result<i64, StoreError>;

@@ -52,6 +52,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "autonomy",
         include_str!("../../migrations/postgres/20261201000030_autonomy.sql"),
     ),
+    (
+        20261201000050,
+        "operation_counts",
+        include_str!("../../migrations/postgres/20261201000050_operation_counts.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

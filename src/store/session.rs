@@ -109,7 +109,12 @@ impl Session {
 
     /// The newest `limit` audit rows in scope, newest first.
     pub async fn audit_latest(&self, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
-        self.store.audit_latest(&self.scope, limit).await
+        self.store.audit_latest(&self.scope, None, limit).await
+    }
+
+    /// The next `limit` audit rows in scope older than `seq`, newest first.
+    pub async fn audit_before(&self, seq: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
+        self.store.audit_latest(&self.scope, Some(seq), limit).await
     }
 
     /// Everything in scope, for metrics, the report and export.

@@ -1,11 +1,14 @@
 //! SQL text both backends share: the `WHERE` clause of a listing and its `ORDER BY`,
-//! built over the same column names so that a filter means the same on either.
+//! built over the same column names so that a filter means the same on either, and
+//! the console's hot reads (the first page, the header counts, an audit page), each
+//! built behind a `prefix` so that `tests/query_plans.rs` can `EXPLAIN` exactly the
+//! statement the store runs.
 
 use sqlx::{Database, Encode, QueryBuilder, Type};
 
 use super::plan::codec::risk_rank;
 use super::plan::rows::prefix_range;
-use super::{OperationFilter, Scope, SortOrder};
+use super::{OperationFilter, Page, Scope, SortOrder};
 use crate::core::model::{Risk, State};
 
 /// The held states as an SQL list literal (they are fixed identifiers, not input).
@@ -177,6 +180,146 @@ where
         push_tenants(qb, "t.tenant", scope);
         qb.push(")");
     }
+}
+
+/// The columns of a listing row, before the filter. The held dependencies a row
+/// names are those in `scope` (G7): another tenant's hold is not shown.
+pub fn row_select<'a, DB>(prefix: &str, scope: &Scope) -> QueryBuilder<DB>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let held = held_states_sql();
+    let mut qb = QueryBuilder::new(format!(
+        "{prefix}SELECT o.id, o.state, o.owner, o.next_observation_ms, o.version, o.state_since_ms, o.wire, \
+         COALESCE(o.max_attempts, c.max_attempts) AS max_attempts, \
+         (SELECT count(*) FROM attempts a WHERE a.operation = o.id AND a.kind = 'request') AS used, \
+         (SELECT string_agg(d.depends_on, ' ') FROM dependencies d \
+            JOIN operations p ON p.id = d.depends_on \
+            WHERE d.operation = o.id AND p.state IN ({held})"
+    ));
+    push_tenants(&mut qb, "p.tenant", scope);
+    qb.push(
+        ") AS held_deps, \
+         EXISTS (SELECT 1 FROM proposals pr WHERE pr.operation = o.id AND pr.status = 'pending') AS pending \
+         FROM operations o LEFT JOIN contracts c ON c.tool = o.tool WHERE 1 = 1",
+    );
+    qb
+}
+
+/// One page of a listing: its rows, in `sort` order.
+pub fn list_page<'a, DB>(
+    prefix: &str,
+    filter: &OperationFilter,
+    sort: SortOrder,
+    page: Page,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = row_select(prefix, &Scope::from(filter.visible_tenants.clone()));
+    push_filter(&mut qb, filter);
+    qb.push(order_by(sort));
+    qb.push(" LIMIT ");
+    qb.push_bind(i64::try_from(page.limit).unwrap_or(i64::MAX));
+    qb.push(" OFFSET ");
+    qb.push_bind(i64::try_from(page.offset).unwrap_or(i64::MAX));
+    qb
+}
+
+/// The scope of a filter that narrows by nothing but the tenant scope (G7),
+/// whose counts the `operation_counts` table keeps; `None` for any other filter.
+pub fn kept_scope(filter: &OperationFilter) -> Option<Scope> {
+    let scope_only = OperationFilter {
+        visible_tenants: filter.visible_tenants.clone(),
+        ..OperationFilter::default()
+    };
+    (*filter == scope_only).then(|| Scope::from(filter.visible_tenants.clone()))
+}
+
+/// Operations per (state, queued) in `scope`, from the counts the triggers keep.
+pub fn kept_counts<'a, DB>(prefix: &str, scope: &Scope) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT state, CAST(queued AS BIGINT) AS queued, CAST(SUM(n) AS BIGINT) AS n \
+         FROM operation_counts WHERE n > 0"
+    ));
+    push_tenants(&mut qb, "tenant", scope);
+    qb.push(" GROUP BY state, queued");
+    qb
+}
+
+/// Held operations matching `filter` whose next observation is at or before
+/// `now_ms`: a range of the due index.
+pub fn overdue_count<'a, DB>(
+    prefix: &str,
+    filter: &OperationFilter,
+    now_ms: i64,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT count(*) AS n FROM operations o WHERE o.queued = 1 \
+         AND o.next_observation_ms <= "
+    ));
+    qb.push_bind(now_ms);
+    push_filter(&mut qb, filter);
+    qb
+}
+
+/// Operations matching `filter` with a pending proposal: the pending proposals
+/// by status, each operation by its key.
+pub fn pending_count<'a, DB>(prefix: &str, filter: &OperationFilter) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT count(*) AS n FROM operations o WHERE o.id IN \
+         (SELECT pr.operation FROM proposals pr WHERE pr.status = 'pending')"
+    ));
+    push_filter(&mut qb, filter);
+    qb
+}
+
+/// One page of the audit log in `scope`, newest first, below `before`: a walk
+/// down the `seq` key that checks each row's operation by its primary key, so a
+/// page costs its rows, not the log.
+pub fn audit_page<'a, DB>(
+    prefix: &str,
+    columns: &str,
+    scope: &Scope,
+    before: Option<i64>,
+    limit: u64,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> =
+        QueryBuilder::new(format!("{prefix}SELECT {columns} FROM audit WHERE 1 = 1"));
+    if let Some(before) = before {
+        qb.push(" AND seq < ");
+        qb.push_bind(before);
+    }
+    if let Scope::Tenants(_) = scope {
+        qb.push(" AND EXISTS (SELECT 1 FROM operations t WHERE t.id = audit.operation");
+        push_tenants(&mut qb, "t.tenant", scope);
+        qb.push(")");
+    }
+    qb.push(" ORDER BY seq DESC LIMIT ");
+    qb.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+    qb
 }
 
 #[cfg(test)]

@@ -179,7 +179,9 @@ impl App {
             Message::Verified { generation, result } => {
                 // The first answer is no news: "verifies again" only follows a break.
                 let was_broken = self.chain.broken().is_some();
-                if self.chain.apply(generation, result) {
+                let moved = self.chain.apply(generation, result);
+                self.audit.chain.clone_from(&self.chain.status);
+                if moved {
                     match self.chain.broken() {
                         Some((seq, reason)) => {
                             let text = format!(

@@ -40,8 +40,7 @@ pub enum Message {
         generation: u64,
         result: Result<Box<Report>, String>,
     },
-    /// The newest audit rows and the chain's status, answering the request
-    /// tagged `generation`.
+    /// One page of audit rows, answering the request tagged `generation`.
     Audit {
         generation: u64,
         result: Result<Box<AuditPage>, String>,
@@ -101,8 +100,12 @@ pub enum Effect {
     },
     /// Compute the metrics report over the session's operations at `now`.
     Metrics { generation: u64, now: DateTime<Utc> },
-    /// Read the session's newest audit rows and verify the chain.
-    Audit { generation: u64 },
+    /// Read one page of the session's audit rows: the newest, or those below
+    /// `before`.
+    Audit {
+        generation: u64,
+        before: Option<i64>,
+    },
     /// Verify the audit chain (at start and whenever the store moves), so that
     /// a broken chain shows on every screen.
     Verify { generation: u64 },

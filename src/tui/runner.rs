@@ -13,12 +13,11 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio::task::JoinHandle;
 
 use super::app::{Effect, Message};
-use super::audit_tab::{AUDIT_WINDOW, AuditPage};
+use super::audit_tab::{AUDIT_PAGE, AuditPage};
 use super::queue::{ListQuery, Listing};
 use super::review::Verdict;
 use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
-use crate::core::metrics;
 use crate::core::model::State;
 use crate::review;
 use crate::store::{OperationFilter, Session, StoreError};
@@ -26,13 +25,24 @@ use crate::store::{OperationFilter, Session, StoreError};
 /// How often the watcher reports the time (and the live status with it).
 pub(crate) const POLL_EVERY: Duration = Duration::from_millis(500);
 
-/// The newest audit rows the session may see (G7), newest first, and the chain's
-/// status (the chain is verified whole).
-pub async fn audit_page(session: &Session) -> Result<AuditPage, StoreError> {
+/// One page of the audit rows the session may see (G7), newest first: the
+/// newest, or those below `before`. The chain's status is not read here: the
+/// console verifies it at start and whenever the store moves.
+pub async fn audit_page(session: &Session, before: Option<i64>) -> Result<AuditPage, StoreError> {
     let head = session.head_seq().await?;
-    let rows = session.audit_latest(AUDIT_WINDOW).await?;
-    let chain = session.verify().await?;
-    Ok(AuditPage { rows, head, chain })
+    let limit = AUDIT_PAGE + 1;
+    let mut rows = match before {
+        None => session.audit_latest(limit).await?,
+        Some(seq) => session.audit_before(seq, limit).await?,
+    };
+    let more = rows.len() > usize::try_from(AUDIT_PAGE).unwrap_or(usize::MAX);
+    rows.truncate(usize::try_from(AUDIT_PAGE).unwrap_or(usize::MAX));
+    Ok(AuditPage {
+        rows,
+        head,
+        before,
+        more,
+    })
 }
 
 /// For a search that matched nothing in a narrowed listing: what it matches in
@@ -125,10 +135,9 @@ pub async fn perform_with(
             })
         }
         Effect::Metrics { generation, now } => {
-            let result = session
-                .dataset()
+            let result = crate::report::compute(session, *now)
                 .await
-                .map(|data| Box::new(metrics::report(&data, *now)))
+                .map(Box::new)
                 .map_err(|e| {
                     tracing::warn!(error = %e, "computing the metrics failed");
                     e.to_string()
@@ -138,11 +147,14 @@ pub async fn perform_with(
                 result,
             })
         }
-        Effect::Audit { generation } => {
-            let result = audit_page(session).await.map(Box::new).map_err(|e| {
-                tracing::warn!(error = %e, "reading the audit log failed");
-                e.to_string()
-            });
+        Effect::Audit { generation, before } => {
+            let result = audit_page(session, *before)
+                .await
+                .map(Box::new)
+                .map_err(|e| {
+                    tracing::warn!(error = %e, "reading the audit log failed");
+                    e.to_string()
+                });
             Some(Message::Audit {
                 generation: *generation,
                 result,

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::cli::{Context, exit};
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::ids::OperationId;
-use crate::core::metrics::{self, Report};
+use crate::core::metrics::Report;
 use crate::core::names::count;
 use crate::core::sanitize::sanitize;
 
@@ -16,9 +16,8 @@ use crate::core::sanitize::sanitize;
 pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let data = session.dataset().await?;
+    let report = crate::report::compute(&session, ctx.now()).await?;
     super::warn_skipped(&session);
-    let report = metrics::report(&data, ctx.now());
     if json {
         println!("{}", crate::cli::json::pretty(&report)?);
     } else {
@@ -213,7 +212,7 @@ mod tests {
         let Ok(now) = now else {
             panic!("a fixed instant parses");
         };
-        let text = render(&metrics::report(&Dataset::default(), now));
+        let text = render(&crate::core::metrics::report(&Dataset::default(), now));
         assert!(text.contains("Contract pass rate"));
         assert!(text.contains("0/0"));
         assert!(text.contains("RELEASE: DEPLOYABLE (0 vetoes)"));

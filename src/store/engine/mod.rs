@@ -310,9 +310,10 @@ shared! {
         async fn audit_latest(
             &self,
             scope: &Scope,
+            before: Option<i64>,
             limit: u64,
         ) -> Result<Vec<AuditRow>, StoreError> {
-            self.read_audit_latest(scope, limit).await
+            self.read_audit_latest(scope, before, limit).await
         }
 
         async fn head_seq(&self) -> Result<i64, StoreError> {

@@ -1,6 +1,8 @@
 //! Reading: listings and queue counts under a filter, one operation's detail,
 //! the audit log, the whole dataset, grants and the login.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use futures_util::TryStreamExt;
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
@@ -9,39 +11,16 @@ use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
 use crate::core::audit::AuditRow;
 use crate::core::ids::OperationId;
 use crate::core::model::{
-    ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
+    ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role, State,
 };
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
-use crate::store::sql::{held_states_sql, order_by, push_filter, push_operations_of, push_tenants};
+use crate::store::sql::{
+    self, held_states_sql, kept_scope, push_filter, push_operations_of, push_tenants,
+};
 use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
 
 /// The columns of a proposal row, as [`Proposal`] decodes them.
 const PROPOSAL_COLUMNS: &str = "id, operation, action, proposed_by, proposed_at, rationale, status";
-
-/// The columns of a listing row, before the filter. The held dependencies a row
-/// names are those in `scope` (G7): another tenant's hold is not shown.
-fn row_select<'a, DB>(scope: &Scope) -> QueryBuilder<DB>
-where
-    DB: sqlx::Database,
-    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
-{
-    let held = held_states_sql();
-    let mut qb = QueryBuilder::new(format!(
-        "SELECT o.id, o.state, o.owner, o.next_observation_ms, o.version, o.state_since_ms, o.wire, \
-         COALESCE(o.max_attempts, c.max_attempts) AS max_attempts, \
-         (SELECT count(*) FROM attempts a WHERE a.operation = o.id AND a.kind = 'request') AS used, \
-         (SELECT string_agg(d.depends_on, ' ') FROM dependencies d \
-            JOIN operations p ON p.id = d.depends_on \
-            WHERE d.operation = o.id AND p.state IN ({held})"
-    ));
-    push_tenants(&mut qb, "p.tenant", scope);
-    qb.push(
-        ") AS held_deps, \
-         EXISTS (SELECT 1 FROM proposals pr WHERE pr.operation = o.id AND pr.status = 'pending') AS pending \
-         FROM operations o LEFT JOIN contracts c ON c.tool = o.tool WHERE 1 = 1",
-    );
-    qb
-}
 
 /// Reads a row's key column as text (ids are text, `seq` an integer), for
 /// naming a row that cannot be decoded.
@@ -201,7 +180,7 @@ shared! {
             id: &str,
             scope: &Scope,
         ) -> Result<Option<OperationRow>, StoreError> {
-            let mut qb: QueryBuilder<DB> = row_select(scope);
+            let mut qb: QueryBuilder<DB> = sql::row_select("", scope);
             qb.push(" AND o.id = ");
             qb.push_bind(id.to_owned());
             push_tenants(&mut qb, "o.tenant", scope);
@@ -304,7 +283,7 @@ shared! {
             let mut qb: QueryBuilder<DB> =
                 QueryBuilder::new("SELECT o.id FROM operations o WHERE 1 = 1");
             push_filter(&mut qb, filter);
-            qb.push(order_by(sort));
+            qb.push(sql::order_by(sort));
             let mut rows = qb.build().fetch(&self.pool);
             let mut ids = Vec::new();
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
@@ -320,29 +299,48 @@ shared! {
             page: Page,
         ) -> Result<(Vec<OperationRow>, u64), StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            let mut qb: QueryBuilder<DB> = row_select(&Scope::from(filter.visible_tenants.clone()));
-            push_filter(&mut qb, filter);
-            qb.push(order_by(sort));
-            qb.push(" LIMIT ");
-            qb.push_bind(i64::try_from(page.limit).unwrap_or(i64::MAX));
-            qb.push(" OFFSET ");
-            qb.push_bind(i64::try_from(page.offset).unwrap_or(i64::MAX));
+            let mut qb: QueryBuilder<DB> = sql::list_page("", filter, sort, page);
             let rows = qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?;
             let rows = self
                 .skipped
                 .keep("operation", &rows, key_of("id"), Self::operation_row);
 
-            let mut count: QueryBuilder<DB> =
-                QueryBuilder::new("SELECT count(*) AS n FROM operations o WHERE 1 = 1");
-            push_filter(&mut count, filter);
-            let total: i64 = count
-                .build()
-                .fetch_one(&mut *conn)
-                .await
-                .map_err(db::<DB>)?
-                .try_get("n")
-                .map_err(db::<DB>)?;
-            Ok((rows, u64::try_from(total).unwrap_or(0)))
+            let total = match kept_scope(&OperationFilter {
+                queue: false,
+                ..filter.clone()
+            }) {
+                Some(scope) => Self::kept_counts(&mut conn, &scope)
+                    .await?
+                    .into_iter()
+                    .filter(|(_, queued, _)| *queued || !filter.queue)
+                    .map(|(_, _, n)| n)
+                    .sum(),
+                None => {
+                    let mut count: QueryBuilder<DB> =
+                        QueryBuilder::new("SELECT count(*) AS n FROM operations o WHERE 1 = 1");
+                    push_filter(&mut count, filter);
+                    Self::count(&mut conn, count).await?
+                }
+            };
+            Ok((rows, total))
+        }
+
+        /// Operations per (state, queued) from the counts the triggers keep
+        /// (`operation_counts`), in the tenants of `scope`: a read of a few dozen
+        /// rows whatever the store's size.
+        async fn kept_counts(
+            conn: &mut DB::Connection,
+            scope: &Scope,
+        ) -> Result<Vec<(State, bool, u64)>, StoreError> {
+            let mut qb: QueryBuilder<DB> = sql::kept_counts("", scope);
+            let mut kept = Vec::new();
+            for row in qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)? {
+                let state: String = row.try_get("state").map_err(db::<DB>)?;
+                let queued: i64 = row.try_get("queued").map_err(db::<DB>)?;
+                let n: i64 = row.try_get("n").map_err(db::<DB>)?;
+                kept.push((codec::parse_state(&state)?, queued == 1, u64::try_from(n).unwrap_or(0)));
+            }
+            Ok(kept)
         }
 
         pub(super) async fn read_counts(
@@ -352,50 +350,64 @@ shared! {
         ) -> Result<QueueCounts, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             let held = held_states_sql();
-            let mut by_state: QueryBuilder<DB> = QueryBuilder::new(
-                "SELECT o.state AS state, count(*) AS n FROM operations o WHERE 1 = 1",
-            );
-            push_filter(&mut by_state, filter);
-            by_state.push(" GROUP BY o.state");
             let mut counts = QueueCounts::default();
-            for row in by_state
+            match kept_scope(filter) {
+                Some(scope) => {
+                    let mut by_state: BTreeMap<State, u64> = BTreeMap::new();
+                    for (state, queued, n) in Self::kept_counts(&mut conn, &scope).await? {
+                        *by_state.entry(state).or_default() += n;
+                        if queued && !state.is_held() {
+                            counts.held_by_dependency += n;
+                        }
+                    }
+                    counts.by_state = by_state.into_iter().filter(|(_, n)| *n > 0).collect();
+                }
+                None => {
+                    let mut by_state: QueryBuilder<DB> = QueryBuilder::new(
+                        "SELECT o.state AS state, count(*) AS n FROM operations o WHERE 1 = 1",
+                    );
+                    push_filter(&mut by_state, filter);
+                    by_state.push(" GROUP BY o.state");
+                    for row in by_state
+                        .build()
+                        .fetch_all(&mut *conn)
+                        .await
+                        .map_err(db::<DB>)?
+                    {
+                        let state: String = row.try_get("state").map_err(db::<DB>)?;
+                        let n: i64 = row.try_get("n").map_err(db::<DB>)?;
+                        counts
+                            .by_state
+                            .push((codec::parse_state(&state)?, u64::try_from(n).unwrap_or(0)));
+                    }
+                    counts.by_state.sort();
+                    let mut dependency: QueryBuilder<DB> = QueryBuilder::new(format!(
+                        "SELECT count(*) AS n FROM operations o \
+                         WHERE o.queued = 1 AND o.state NOT IN ({held})"
+                    ));
+                    push_filter(&mut dependency, filter);
+                    counts.held_by_dependency = Self::count(&mut conn, dependency).await?;
+                }
+            }
+            // Both walk the held operations only: the due index, and the pending
+            // proposals by status.
+            counts.overdue =
+                Self::count(&mut conn, sql::overdue_count("", filter, ms(now))).await?;
+            counts.pending_proposals =
+                Self::count(&mut conn, sql::pending_count("", filter)).await?;
+            Ok(counts)
+        }
+
+        /// The `n` of a `SELECT count(*) AS n …`.
+        async fn count(conn: &mut DB::Connection, mut qb: QueryBuilder<DB>) -> Result<u64, StoreError> {
+            let n: i64 = qb
                 .build()
-                .fetch_all(&mut *conn)
+                .fetch_one(&mut *conn)
                 .await
                 .map_err(db::<DB>)?
-            {
-                let state: String = row.try_get("state").map_err(db::<DB>)?;
-                let n: i64 = row.try_get("n").map_err(db::<DB>)?;
-                counts
-                    .by_state
-                    .push((codec::parse_state(&state)?, u64::try_from(n).unwrap_or(0)));
-            }
-            counts.by_state.sort();
-
-            let mut sums: QueryBuilder<DB> = QueryBuilder::new(
-                "SELECT \
-                   COALESCE(SUM(CASE WHEN o.queued = 1 AND o.next_observation_ms IS NOT NULL \
-                     AND o.next_observation_ms <= ",
-            );
-            sums.push_bind(ms(now));
-            sums.push(format!(
-                " THEN 1 ELSE 0 END), 0) AS overdue, \
-                   COALESCE(SUM(CASE WHEN o.queued = 1 AND o.state NOT IN ({held}) THEN 1 ELSE 0 END), 0) \
-                     AS by_dependency, \
-                   COALESCE(SUM(CASE WHEN EXISTS (SELECT 1 FROM proposals pr \
-                     WHERE pr.operation = o.id AND pr.status = 'pending') THEN 1 ELSE 0 END), 0) AS pending \
-                 FROM operations o WHERE 1 = 1"
-            ));
-            push_filter(&mut sums, filter);
-            let row = sums.build().fetch_one(&mut *conn).await.map_err(db::<DB>)?;
-            let get = |name: &str| -> Result<u64, StoreError> {
-                let n: i64 = row.try_get(name).map_err(db::<DB>)?;
-                Ok(u64::try_from(n).unwrap_or(0))
-            };
-            counts.overdue = get("overdue")?;
-            counts.held_by_dependency = get("by_dependency")?;
-            counts.pending_proposals = get("pending")?;
-            Ok(counts)
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            Ok(u64::try_from(n).unwrap_or(0))
         }
 
         pub(super) async fn read_detail(
@@ -596,18 +608,17 @@ shared! {
             })
         }
 
-        /// The newest `limit` audit rows in `scope`, newest first.
+        /// The newest `limit` audit rows in `scope` below `before`, newest
+        /// first: a walk down the `seq` key that checks each row's operation by
+        /// its primary key, so a page costs its rows, not the log.
         pub(super) async fn read_audit_latest(
             &self,
             scope: &Scope,
+            before: Option<i64>,
             limit: u64,
         ) -> Result<Vec<AuditRow>, StoreError> {
-            let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
-                "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
-            ));
-            push_operations_of(&mut select, "operation", scope);
-            select.push(" ORDER BY seq DESC LIMIT ");
-            select.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let mut select: QueryBuilder<DB> =
+                sql::audit_page("", AUDIT_COLUMNS, scope, before, limit);
             let rows = select
                 .build()
                 .fetch_all(&self.pool)

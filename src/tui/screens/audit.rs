@@ -1,7 +1,9 @@
-//! The audit tab: its state (the newest transitions, newest first, and the
-//! chain's verification status, both read by the runner, with the row under the
-//! cursor), its keys, and its drawing — the chain status above a table of the
-//! transitions. Asked for again whenever the store changes.
+//! The audit tab: its state (the transitions read so far, newest first, a page
+//! at a time by keyset on `seq`, with the row under the cursor, and the chain's
+//! status as the console last verified it), its keys, and its drawing — the
+//! chain status above a table of the transitions. The first page is asked for
+//! again whenever the store changes; moving near the end of the rows read asks
+//! for the next older page.
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -22,27 +24,36 @@ use crate::tui::message::Effect;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, line, message, span};
 
-/// How many of the newest audit rows the tab holds.
-pub(crate) const AUDIT_WINDOW: u64 = 500;
+/// How many audit rows one read of the tab brings.
+pub(crate) const AUDIT_PAGE: u64 = 200;
 
-/// What the runner read for the tab.
+/// What the runner read for the tab: one page, or the rows read so far once
+/// the tab has taken it.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AuditPage {
     /// Newest first.
     pub rows: Vec<AuditRow>,
     /// Rows in the log (the newest `seq`).
     pub head: i64,
-    pub chain: ChainStatus,
+    /// The page was read below this `seq` (`None`: the newest page).
+    pub before: Option<i64>,
+    /// Older rows in scope remain to be read.
+    pub more: bool,
 }
 
 /// The state of the audit tab.
 #[derive(Debug, Clone, Default)]
 pub struct AuditState {
     pub page: Option<AuditPage>,
+    /// The chain's status as the console last verified it (at start and
+    /// whenever the store moves); `None` until the first verify answers.
+    pub chain: Option<ChainStatus>,
     /// Why the last read failed, in words.
     pub error: Option<String>,
     pub selected: usize,
     pending: Latest<()>,
+    /// An older page is being read.
+    reading_older: bool,
 }
 
 impl AuditState {
@@ -52,13 +63,25 @@ impl AuditState {
         if self.pending.answer(generation).is_none() {
             return false;
         }
+        self.reading_older = false;
         match result {
             Ok(page) => {
-                let seq = self.selected_row().map(|r| r.seq);
-                self.selected = seq
-                    .and_then(|seq| page.rows.iter().position(|r| r.seq == seq))
-                    .unwrap_or(0);
-                self.page = Some(page);
+                let oldest = self.rows().last().map(|r| r.seq);
+                match (&mut self.page, page.before) {
+                    (Some(shown), Some(before)) if oldest == Some(before) => {
+                        shown.rows.extend(page.rows);
+                        shown.more = page.more;
+                        shown.head = page.head;
+                    }
+                    (_, Some(_)) => {}
+                    (_, None) => {
+                        let seq = self.selected_row().map(|r| r.seq);
+                        self.selected = seq
+                            .and_then(|seq| page.rows.iter().position(|r| r.seq == seq))
+                            .unwrap_or(0);
+                        self.page = Some(page);
+                    }
+                }
                 self.error = None;
             }
             Err(e) => self.error = Some(e),
@@ -77,6 +100,22 @@ impl AuditState {
     /// The operation of the row under the cursor.
     pub fn selected_operation(&self) -> Option<OperationId> {
         self.selected_row().map(|r| r.draft.operation.clone())
+    }
+
+    /// The read of the next older page, when the cursor is within `margin` rows
+    /// of the end of the rows read and older ones remain.
+    fn older(&mut self, margin: usize) -> Option<Effect> {
+        let page = self.page.as_ref()?;
+        let oldest = page.rows.last()?.seq;
+        let near_end = self.selected + margin >= page.rows.len();
+        if !page.more || !near_end || self.reading_older {
+            return None;
+        }
+        self.reading_older = true;
+        Some(Effect::Audit {
+            generation: self.pending.request(()),
+            before: Some(oldest),
+        })
     }
 
     /// Moves the cursor by `delta`, within the rows.
@@ -114,12 +153,15 @@ impl Screen for AuditState {
             _ => return Outcome::Pass,
         };
         self.step(delta);
-        Outcome::done()
+        let margin = usize::try_from(rows).unwrap_or(0);
+        Outcome::Done(self.older(margin).into_iter().collect())
     }
 
     fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
+        self.reading_older = false;
         vec![Effect::Audit {
             generation: self.pending.request(()),
+            before: None,
         }]
     }
 
@@ -220,9 +262,9 @@ fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
         return;
     };
     let shown = page.rows.len();
-    let title = if i64::try_from(shown).unwrap_or(i64::MAX) < page.head {
+    let title = if page.more {
         format!(
-            " Audit · newest {shown} of {} transitions · Enter opens the operation ",
+            " Audit · newest {shown} of {} transitions read (more as you scroll) · Enter opens the operation ",
             page.head
         )
     } else {
@@ -233,8 +275,9 @@ fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
     frame.render_widget(block, area);
     let [status, table] =
         Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(inner);
-    let (text, style) = match &page.chain {
-        ChainStatus::Intact { rows, head } => (
+    let (text, style) = match &state.chain {
+        None => ("verifying the chain…".to_owned(), theme.dim()),
+        Some(ChainStatus::Intact { rows, head }) => (
             match head {
                 Some((seq, hash)) => format!(
                     "chain intact · {rows} rows verified · head seq {seq} {}…",
@@ -244,7 +287,7 @@ fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
             },
             theme.good(),
         ),
-        ChainStatus::Broken { seq, reason } => (
+        Some(ChainStatus::Broken { seq, reason }) => (
             format!("✗ CHAIN BROKEN at seq {seq}: {reason} (holdfast audit verify names it too)"),
             theme.alert(),
         ),
@@ -274,10 +317,10 @@ fn draw(frame: &mut Frame, state: &AuditState, area: Rect, theme: Theme) {
 
 /// The chain's status in a few words.
 fn summary(state: &AuditState, theme: Theme) -> Line<'static> {
-    let Some(page) = &state.page else {
+    let Some(chain) = &state.chain else {
         return line(vec![span(Clean::new(" verifying…"), theme.dim())]);
     };
-    let (text, style) = match &page.chain {
+    let (text, style) = match chain {
         ChainStatus::Intact { rows, .. } => (format!("intact, {rows} rows"), theme.good()),
         ChainStatus::Broken { seq, .. } => (format!("BROKEN at seq {seq}"), theme.alert()),
     };

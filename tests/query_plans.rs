@@ -1,0 +1,226 @@
+//! The console's hot reads use an index, on both backends: the first page of the
+//! queue, the header counts and an audit page, each in every scope and in one
+//! tenant's scope. Each statement is the one the store runs (built by
+//! `holdfast::store::sql` behind an `EXPLAIN` prefix), and the assertion is on
+//! the plan's shape, never on time: SQLite's `EXPLAIN QUERY PLAN` must search
+//! the operations by an index rather than scan them, and PostgreSQL's `EXPLAIN`,
+//! with sequential scans priced out (`enable_seqscan = off`, so a small test
+//! table cannot hide a missing index), must not fall back to one.
+
+mod support;
+
+use chrono::{DateTime, Utc};
+use holdfast::store::sql;
+use holdfast::store::{OperationFilter, Page, Scope, SortOrder};
+use sqlx::{Postgres, QueryBuilder, Row, Sqlite};
+use support::review::{loaded, now};
+use support::stores::{Fresh, Kind};
+
+/// One hot read: its name, and whether it may walk the audit log in `seq`
+/// order (the audit page does: it stops at its `LIMIT`).
+struct Read {
+    name: String,
+    walks_audit: bool,
+}
+
+fn scopes() -> Vec<(&'static str, Scope)> {
+    vec![
+        ("every tenant", Scope::Every),
+        ("one tenant", Scope::Tenants(vec!["pinehaven".into()])),
+    ]
+}
+
+fn filter(scope: &Scope, queue: bool) -> OperationFilter {
+    OperationFilter {
+        queue,
+        visible_tenants: scope.tenants().map(<[String]>::to_vec),
+        ..OperationFilter::default()
+    }
+}
+
+const AUDIT_COLUMNS: &str = "seq, operation, action, hash";
+
+/// Every hot read in every scope, built for `DB` behind `prefix`.
+fn reads<'a, DB>(prefix: &str, at: DateTime<Utc>) -> Vec<(Read, QueryBuilder<DB>)>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let page = Page {
+        offset: 0,
+        limit: 50,
+    };
+    let mut out = Vec::new();
+    for (label, scope) in scopes() {
+        let read = |name: &str, walks_audit| Read {
+            name: format!("{name} ({label})"),
+            walks_audit,
+        };
+        let queue = filter(&scope, true);
+        let all = filter(&scope, false);
+        // The console opens on the urgency order; age is the other order an
+        // index serves whole. (The deadline order puts unscheduled operations
+        // last with an expression no index holds, so it sorts the held ones.)
+        for sort in [SortOrder::Urgency, SortOrder::Age] {
+            out.push((
+                read(&format!("first page of the queue by {sort:?}"), false),
+                sql::list_page(prefix, &queue, sort, page),
+            ));
+        }
+        out.push((
+            read("header counts by state", false),
+            sql::kept_counts(prefix, &scope),
+        ));
+        out.push((
+            read("header count of overdue holds", false),
+            sql::overdue_count(prefix, &all, at.timestamp_millis()),
+        ));
+        out.push((
+            read("header count of pending proposals", false),
+            sql::pending_count(prefix, &all),
+        ));
+        out.push((
+            read("first audit page", true),
+            sql::audit_page(prefix, AUDIT_COLUMNS, &scope, None, 200),
+        ));
+        out.push((
+            read("an older audit page", true),
+            sql::audit_page(prefix, AUDIT_COLUMNS, &scope, Some(3), 200),
+        ));
+    }
+    out
+}
+
+/// The table a SQLite plan line reads (`SCAN o`, `SEARCH t USING …`), if any.
+fn sqlite_table(detail: &str) -> Option<(&str, &str)> {
+    let mut words = detail.split_whitespace();
+    let verb = words.next()?;
+    matches!(verb, "SCAN" | "SEARCH").then_some(())?;
+    Some((verb, words.next()?))
+}
+
+/// Aliases of the operations table in the store's SQL.
+const OPERATIONS: &[&str] = &["operations", "o", "t", "p"];
+
+async fn sqlite_plans(fresh: &Fresh) {
+    let Some(store) = &fresh.sqlite else {
+        unreachable!("a SQLite store")
+    };
+    for (read, mut qb) in reads::<Sqlite>("EXPLAIN QUERY PLAN ", now()) {
+        let rows = qb.build().fetch_all(store.pool()).await.unwrap();
+        let plan: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("detail").unwrap())
+            .collect();
+        let shown = plan.join("\n  ");
+        for line in &plan {
+            let Some((verb, table)) = sqlite_table(line) else {
+                continue;
+            };
+            if verb == "SEARCH" || table == "operation_counts" {
+                continue;
+            }
+            // A walk of the log in `seq` order is the audit page's plan; it stops
+            // at the page's LIMIT (no sort of the whole log, checked below).
+            if read.walks_audit && table == "audit" {
+                continue;
+            }
+            panic!("{}: scans {table}:\n  {shown}", read.name);
+        }
+        assert!(
+            !plan
+                .iter()
+                .any(|l| l.contains("USE TEMP B-TREE FOR ORDER BY")),
+            "{}: sorts instead of walking an index:\n  {shown}",
+            read.name
+        );
+        if read.walks_audit {
+            assert!(
+                plan.iter()
+                    .any(|l| l.starts_with("SCAN audit") || l.starts_with("SEARCH audit")),
+                "{}: does not walk the audit key:\n  {shown}",
+                read.name
+            );
+        }
+        for op in OPERATIONS {
+            assert!(
+                !plan.iter().any(|l| l == &format!("SCAN {op}")),
+                "{}: scans the operations:\n  {shown}",
+                read.name
+            );
+        }
+    }
+}
+
+async fn postgres_plans(fresh: &Fresh) {
+    let Some(store) = &fresh.postgres else {
+        unreachable!("a PostgreSQL store")
+    };
+    let mut conn = store.pool().acquire().await.unwrap();
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    for (read, mut qb) in reads::<Postgres>("EXPLAIN ", now()) {
+        let rows = qb.build().fetch_all(&mut *conn).await.unwrap();
+        let plan: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>(0).unwrap())
+            .collect();
+        let shown = plan.join("\n  ");
+        for table in [
+            "operations",
+            "audit",
+            "attempts",
+            "proposals",
+            "dependencies",
+        ] {
+            assert!(
+                !plan
+                    .iter()
+                    .any(|l| l.contains(&format!("Seq Scan on {table} "))
+                        || l.trim_end().ends_with(&format!("Seq Scan on {table}"))),
+                "{}: scans {table} sequentially:\n  {shown}",
+                read.name
+            );
+        }
+        if read.walks_audit {
+            // Any page reads the log through an index: its key, or (for a
+            // tenant with few operations) the operations' rows of the log. The
+            // planner may fetch a tiny test log's few rows and sort them; the
+            // newest page of the whole log is always a backward walk of the key.
+            assert!(
+                plan.iter()
+                    .any(|l| l.contains("audit_pkey") || l.contains("audit_operation")),
+                "{}: does not read the audit log by an index:\n  {shown}",
+                read.name
+            );
+        }
+        if read.walks_audit && read.name == "first audit page (every tenant)" {
+            assert!(
+                plan.iter()
+                    .any(|l| l.contains("Index Scan Backward using audit_pkey")),
+                "{}: does not walk the audit key newest first:\n  {shown}",
+                read.name
+            );
+            assert!(
+                !plan
+                    .iter()
+                    .any(|l| l.trim_start().starts_with("->  Sort") || l.starts_with("Sort")),
+                "{}: sorts the log:\n  {shown}",
+                read.name
+            );
+        }
+    }
+}
+
+async fn hot_reads_use_an_index(kind: Kind) {
+    let fresh = loaded(kind).await;
+    match kind {
+        Kind::Sqlite => sqlite_plans(&fresh).await,
+        Kind::Postgres => postgres_plans(&fresh).await,
+    }
+}
+
+holdfast_on_both_backends!(hot_reads_use_an_index);

@@ -1,0 +1,177 @@
+//! The reads that stay cheap on a large store, shown to mean what the scans they
+//! replace meant, on both backends: the header counts and listing totals read
+//! from the counts the triggers keep (`operation_counts`) agree with a count of
+//! the operations after ingest, a review, a grant-free copy; and the audit tab's
+//! keyset pages, in any scope, add up to exactly the rows of that scope.
+
+mod support;
+
+use holdfast::store::{OperationFilter, Page, Scope, SortOrder, Store};
+use sqlx::Row;
+use support::review::{comment, loaded, now, resolve_f09};
+use support::stores::{self, Fresh, Kind};
+
+type Counted = Vec<(String, String, i64, i64)>;
+
+/// (tenant, state, queued, n) as the triggers kept them, and as a scan counts.
+async fn kept_and_scanned(fresh: &Fresh) -> (Counted, Counted) {
+    let kept = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, CAST(n AS BIGINT) AS n \
+                FROM operation_counts WHERE n > 0 ORDER BY tenant, state, queued";
+    let scanned = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, count(*) AS n \
+                   FROM operations GROUP BY tenant, state, queued ORDER BY tenant, state, queued";
+    match (&fresh.sqlite, &fresh.postgres) {
+        (Some(s), _) => {
+            let read = |sql: &'static str| async move {
+                sqlx::query(sql)
+                    .fetch_all(s.pool())
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                    .collect::<Counted>()
+            };
+            (read(kept).await, read(scanned).await)
+        }
+        (_, Some(p)) => {
+            let read = |sql: &'static str| async move {
+                sqlx::query(sql)
+                    .fetch_all(p.pool())
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                    .collect::<Counted>()
+            };
+            (read(kept).await, read(scanned).await)
+        }
+        (None, None) => unreachable!("a fresh store has one backend"),
+    }
+}
+
+async fn assert_kept(fresh: &Fresh, when: &str) {
+    let (kept, scanned) = kept_and_scanned(fresh).await;
+    assert!(!scanned.is_empty(), "{when}: the store holds operations");
+    assert_eq!(
+        kept, scanned,
+        "{when}: the kept counts drifted from the operations"
+    );
+}
+
+/// The same counts through the kept path (scope only) and the scanning path (a
+/// filter naming every tenant, which the counts table cannot serve).
+async fn both_paths_agree(store: &dyn Store) {
+    let kept = OperationFilter::default();
+    let scanned = OperationFilter {
+        tenants: vec!["pinehaven".into()],
+        ..OperationFilter::default()
+    };
+    assert_eq!(
+        store.counts(&kept, now()).await.unwrap(),
+        store.counts(&scanned, now()).await.unwrap()
+    );
+    let page = Page {
+        offset: 0,
+        limit: 1,
+    };
+    for queue in [false, true] {
+        let total = |f: OperationFilter| async move {
+            store
+                .list(&OperationFilter { queue, ..f }, SortOrder::Id, page)
+                .await
+                .unwrap()
+                .1
+        };
+        assert_eq!(total(kept.clone()).await, total(scanned.clone()).await);
+    }
+}
+
+async fn counts_follow_every_write(kind: Kind) {
+    let fresh = loaded(kind).await;
+    assert_kept(&fresh, "after ingest").await;
+    both_paths_agree(fresh.store.as_ref()).await;
+    let before = fresh
+        .store
+        .counts(&OperationFilter::default(), now())
+        .await
+        .unwrap();
+
+    let commit = resolve_f09(fresh.store.as_ref(), "maya").await;
+    fresh.store.commit(commit).await.unwrap();
+    let commit = comment(fresh.store.as_ref(), "F09", "checked twice").await;
+    fresh.store.commit(commit).await.unwrap();
+    assert_kept(&fresh, "after a resolve and a comment").await;
+    both_paths_agree(fresh.store.as_ref()).await;
+    let after = fresh
+        .store
+        .counts(&OperationFilter::default(), now())
+        .await
+        .unwrap();
+    assert_ne!(
+        before.by_state, after.by_state,
+        "the resolve moved F09 out of its held state"
+    );
+
+    let copy = stores::fresh(kind).await;
+    copy.store.load_from(fresh.store.as_ref()).await.unwrap();
+    assert_kept(&copy, "after a copy").await;
+    assert_eq!(
+        copy.store
+            .counts(&OperationFilter::default(), now())
+            .await
+            .unwrap(),
+        after
+    );
+    // Nothing is counted for a tenant no operation belongs to.
+    let elsewhere = OperationFilter {
+        visible_tenants: Some(vec!["nobody".into()]),
+        ..OperationFilter::default()
+    };
+    let none = fresh.store.counts(&elsewhere, now()).await.unwrap();
+    assert!(none.by_state.is_empty());
+}
+
+async fn audit_pages_add_up_to_the_scope(kind: Kind) {
+    let fresh = loaded(kind).await;
+    for text in [
+        "first note on the ticket",
+        "second note on the ticket",
+        "third note on the ticket",
+    ] {
+        let commit = comment(fresh.store.as_ref(), "F09", text).await;
+        fresh.store.commit(commit).await.unwrap();
+    }
+    let store = fresh.store.as_ref();
+    for scope in [
+        Scope::Every,
+        Scope::Tenants(vec!["pinehaven".into()]),
+        Scope::Tenants(vec!["nobody".into()]),
+    ] {
+        let whole = store.audit_latest(&scope, None, 10_000).await.unwrap();
+        let mut paged = Vec::new();
+        let mut before = None;
+        loop {
+            let page = store.audit_latest(&scope, before, 2).await.unwrap();
+            assert!(page.len() <= 2, "a page holds at most its limit");
+            let Some(last) = page.last() else { break };
+            before = Some(last.seq);
+            paged.extend(page);
+        }
+        assert_eq!(
+            paged, whole,
+            "{scope:?}: the pages are the scope's rows, newest first"
+        );
+        if let Scope::Tenants(t) = &scope
+            && t == &["nobody"]
+        {
+            assert!(whole.is_empty(), "another tenant's rows are not shown");
+        } else {
+            assert!(whole.len() > 3, "{scope:?}: the rows are read");
+            assert!(
+                whole.windows(2).all(|w| w[0].seq > w[1].seq),
+                "newest first"
+            );
+        }
+    }
+}
+
+holdfast_on_both_backends!(counts_follow_every_write, audit_pages_add_up_to_the_scope);
