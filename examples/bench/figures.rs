@@ -8,10 +8,10 @@ use std::time::{Duration, Instant};
 
 use chrono::Utc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use holdfast::core::rules::Actor;
-use holdfast::store::{OperationFilter, Page, Session, SortOrder, Store};
 use holdfast::console::app::{App, Effect, Message, Options};
 use holdfast::console::runner::perform;
+use holdfast::core::rules::Actor;
+use holdfast::store::{OperationFilter, Page, Session, SortOrder, Store};
 use ratatui::layout::Rect;
 
 use crate::memory;
