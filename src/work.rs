@@ -10,6 +10,7 @@ use std::path::Path;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::core::access;
+use crate::core::autonomy::{Capability, Level};
 use crate::core::model::Role;
 use crate::core::refusal::{Refusal, Rule};
 use crate::core::work::{self, Signer};
@@ -105,13 +106,39 @@ pub async fn claim(
     claim_tools(session, worker, lease, limit, None, now).await
 }
 
-/// [`claim`], only work of `tools` when given (`None`: any tool).
+/// [`claim`], only work of `tools` when given (`None`: any tool). Only work of
+/// tools at autonomy level `automation` or above is handed out (rule A4).
 pub async fn claim_tools(
     session: &Session,
     worker: &str,
     lease: Duration,
     limit: u64,
     tools: Option<Vec<String>>,
+    now: DateTime<Utc>,
+) -> Result<Vec<Lease>, WorkError> {
+    let at_least = Some(Capability::ClaimWork.needs());
+    claim_gated(session, worker, lease, limit, tools, at_least, now).await
+}
+
+/// [`claim`] for the drill's own test bench (`drill --work`): its simulated
+/// tools are no real tools with an autonomy level, so the A4 gate is not asked.
+pub(crate) async fn claim_bench(
+    session: &Session,
+    worker: &str,
+    lease: Duration,
+    limit: u64,
+    now: DateTime<Utc>,
+) -> Result<Vec<Lease>, WorkError> {
+    claim_gated(session, worker, lease, limit, None, None, now).await
+}
+
+async fn claim_gated(
+    session: &Session,
+    worker: &str,
+    lease: Duration,
+    limit: u64,
+    tools: Option<Vec<String>>,
+    at_least: Option<Level>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Lease>, WorkError> {
     let worker = worker_name(worker)?;
@@ -126,6 +153,7 @@ pub async fn claim_tools(
         signer: signer(session)?,
         tenants: session.work_scope(),
         tools,
+        at_least,
         now,
         until: now + lease,
         limit,

@@ -9,6 +9,18 @@ use std::io::Write;
 
 use support::cli::Cli;
 
+/// Puts `tool` at `automation` in the CLI's store (a fixture: raising it for
+/// real is what `tests/cli_autonomy.rs` covers).
+fn at_automation(cli: &Cli, tool: &str) {
+    tokio::runtime::Runtime::new().unwrap().block_on(async {
+        let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
+            .await
+            .unwrap();
+        support::review::put_at_level(&store, tool, holdfast::core::autonomy::Level::Automation)
+            .await;
+    });
+}
+
 /// What executing F10 did, with `extra` lines after it.
 fn completion(cli: &Cli, extra: &[&str]) -> String {
     let t = "2026-09-05T10:10:00Z";
@@ -30,6 +42,13 @@ fn completion(cli: &Cli, extra: &[&str]) -> String {
 #[test]
 fn a_worker_claims_completes_and_a_late_or_foreign_report_is_refused() {
     let cli = Cli::with("small.jsonl");
+    // A manual tool's work is held back, and the CLI says why nothing came.
+    let held = cli.run(
+        "relay",
+        &["work", "claim", "--worker", "w0", "--lease", "60"],
+    );
+    assert!(held.stdout.contains("no work to claim"), "{}", held.stdout);
+    at_automation(&cli, "T03");
     let claimed = cli
         .run(
             "relay",

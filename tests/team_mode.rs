@@ -345,6 +345,12 @@ async fn a_login_of_the_application_role_claims_work_and_cannot_move_a_lease_una
         std::sync::Arc::new(app.clone()),
         holdfast::core::rules::Actor::local(&role.name, None),
     );
+    review::put_at_level(
+        fresh.store.as_ref(),
+        "T03",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
     let leases = holdfast::work::claim(&session, "w1", chrono::Duration::seconds(60), 5, now())
         .await
         .unwrap();

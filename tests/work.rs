@@ -13,12 +13,13 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::access::{GrantOp, GrantRequest, decide_grant};
 use holdfast::core::audit::ChainStatus;
+use holdfast::core::autonomy::Level;
 use holdfast::core::model::{Role, State};
 use holdfast::core::refusal::Rule;
 use holdfast::core::rules::{Actor, Rationale};
 use holdfast::store::{IngestMode, Session, Store};
 use holdfast::work::{self, Holder, LeaseStatus, WorkError};
-use support::review::{SMALL, id, now, records};
+use support::review::{SMALL, id, now, put_at_level, records};
 use support::stores::{self, Fresh, Kind};
 use tokio::sync::Barrier;
 
@@ -48,6 +49,8 @@ async fn loaded(kind: Kind, ops: &[(&str, &str)]) -> Fresh {
         .await
         .unwrap();
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    // Workers claim only work of tools at `automation` (DESIGN §9.4).
+    put_at_level(fresh.store.as_ref(), "T03", Level::Automation).await;
     fresh
 }
 
@@ -415,7 +418,41 @@ async fn verify_finds_a_lease_changed_behind_the_chain(kind: Kind) {
     }
 }
 
+/// Work of a tool below `automation` stays where it is: a person runs it, or an
+/// owner raises the tool (rule A4).
+async fn work_of_a_tool_below_automation_is_not_handed_out(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let report = fresh
+        .store
+        .ingest(
+            records(&fixture(&[("W01", "pinehaven")])),
+            IngestMode::Strict,
+            "test",
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let session = worker_session(Arc::clone(&fresh.store));
+    for level in [Level::Manual, Level::Native] {
+        if level != Level::Manual {
+            put_at_level(fresh.store.as_ref(), "T03", level).await;
+        }
+        let none = work::claim(&session, "w1", Duration::seconds(60), 5, at(0))
+            .await
+            .unwrap();
+        assert!(none.is_empty(), "claimed at {level:?}: {none:?}");
+    }
+    put_at_level(fresh.store.as_ref(), "T03", Level::Automation).await;
+    let got = work::claim(&session, "w1", Duration::seconds(60), 5, at(1))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
+    work_of_a_tool_below_automation_is_not_handed_out,
     sixteen_claimers_hand_out_every_piece_once,
     a_lost_lease_is_reclaimed_executed_once_and_the_late_worker_refused,
     a_completion_is_checked_as_ingest_checks_it,

@@ -125,7 +125,7 @@ pub async fn serve(
     cases: &[Case],
     now: DateTime<Utc>,
 ) -> Result<Vec<Served>, DrillError> {
-    let leases = work::claim(
+    let leases = work::claim_bench(
         session,
         WORKER,
         Duration::seconds(LEASE_SECONDS),

@@ -19,6 +19,9 @@ pub struct WorkClaim {
     pub tenants: Scope,
     /// Only work of these tools (the autonomy gate); `None` for any tool.
     pub tools: Option<Vec<String>>,
+    /// Only work of tools at this autonomy level or above (rule A4: workers
+    /// claim at `automation`); `None` only for the drill's own test bench.
+    pub at_least: Option<crate::core::autonomy::Level>,
     pub now: DateTime<Utc>,
     pub until: DateTime<Utc>,
     pub limit: u64,

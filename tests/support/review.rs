@@ -95,8 +95,15 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
     use holdfast::core::autonomy::{
         AUTONOMY_LEDGER, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
     };
+    let from = store
+        .autonomy_levels()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|t| t.tool == tool)
+        .map_or(Level::Manual, |t| t.level);
     let change = LevelChange {
-        from: Level::Manual,
+        from,
         to: ToolLevel {
             tool: tool.into(),
             level,
@@ -117,7 +124,7 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
             rationale: Some("test fixture".into()),
             evidence: vec![
                 format!("tool:{tool}"),
-                "from:manual".into(),
+                format!("from:{from}"),
                 format!("level:{level}"),
             ],
             at: now(),

@@ -150,7 +150,9 @@ pub(crate) async fn work(ctx: &Context, command: WorkCommand) -> anyhow::Result<
                 }
                 println!("{}", crate::cli::json::pretty(&json!({ "claimed": list }))?);
             } else if leases.is_empty() {
-                println!("no work to claim");
+                println!(
+                    "no work to claim (workers take approved work only of tools at `automation` or above: `holdfast autonomy list`)"
+                );
             } else {
                 for lease in &leases {
                     println!("claimed {}", lease_line(lease));

@@ -110,6 +110,11 @@ shared! {
                 }
                 Some(tools) => push_in(&mut qb, "o.tool", tools.iter().cloned()),
             }
+            if let Some(level) = claim.at_least {
+                qb.push(" AND o.tool IN (SELECT tool FROM autonomy WHERE level_rank >= ");
+                qb.push_bind(level.rank());
+                qb.push(")");
+            }
             qb.push(" ORDER BY o.state_since_ms, o.id LIMIT ");
             qb.push_bind(i64::try_from(claim.limit).unwrap_or(i64::MAX));
             qb.push(DB::SKIP_LOCKED);
