@@ -19,113 +19,18 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use holdfast::core::ids::Sha256;
+#[path = "common/shape.rs"]
+mod shape;
+
+/// The seed of the generated file: every run writes the same records.
+const SEED: u64 = 0x5EED;
 
 type Result<T> = std::result::Result<T, Box<dyn std::error::Error>>;
 
-/// splitmix64: a small seeded generator, so every run writes the same file.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-
-    /// A number in `0..n`.
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
-
-const MODES: [&str; 8] = [
-    "auth_denied",
-    "validation_failed",
-    "timeout_unknown",
-    "rate_limited",
-    "transient_error",
-    "partial_write",
-    "duplicate_replay",
-    "unsafe_output",
-];
-const RISKS: [&str; 4] = ["low", "medium", "high", "critical"];
-
-/// Writes `ops` operations; returns the number of records (lines).
+/// Writes `ops` operations of the shared shape; returns the number of records.
 fn generate(path: &Path, ops: u64) -> Result<u64> {
     let mut out = BufWriter::new(std::fs::File::create(path)?);
-    let mut rng = Rng(0x5EED);
-    writeln!(
-        out,
-        r#"{{"type":"contract","tool":"S01","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":true,"retryable":["http_503"],"compensation":"record.delete","owner":"integrations","max_attempts":5,"budget_seconds":600}}"#
-    )?;
-    let mut records = 1;
-    let base = 1_788_000_000_i64;
-    for n in 0..ops {
-        let id = format!("W{n:08}");
-        let payload = Sha256::of(id.as_bytes());
-        let created = base + (n as i64) * 3;
-        let at = |s: i64| {
-            chrono::DateTime::from_timestamp(created + s, 0)
-                .map(|t| t.format("%Y-%m-%dT%H:%M:%SZ").to_string())
-                .unwrap_or_default()
-        };
-        // ≈5 % held (UNKNOWN after its last attempt timed out), the rest settled.
-        let roll = rng.below(1000);
-        let state = match roll {
-            0..=49 => "UNKNOWN",
-            50..=199 => "FAILED",
-            _ => "SUCCEEDED",
-        };
-        // 1–4 attempts, 2.3 on average.
-        let attempts = match rng.below(100) {
-            0..=24 => 1,
-            25..=59 => 2,
-            60..=84 => 3,
-            _ => 4,
-        };
-        let mode = MODES[rng.below(8) as usize];
-        let risk = RISKS[rng.below(4) as usize];
-        writeln!(
-            out,
-            r#"{{"type":"operation","id":"{id}","tenant":"tenant-{}","actor":"svc:bench","tool":"S01","action":"record.write","target":"record:{n}.invalid","payload_hash":"{payload}","risk":"{risk}","idempotency_key":"k-{id}","business_key":"b-{n}","correlation_id":"c-{n}","owner":"team-{}","max_attempts":5,"deadline":"{}","failure_mode":"{mode}","state":"{state}","next_observation_at":"{}","created_at":"{}"}}"#,
-            rng.below(7),
-            rng.below(5),
-            at(600),
-            at(120 + rng.below(900) as i64),
-            at(0)
-        )?;
-        for a in 1..=attempts {
-            let last = a == attempts;
-            let outcome = if last && state == "SUCCEEDED" {
-                "ok"
-            } else {
-                "timeout"
-            };
-            let phase = if outcome == "ok" {
-                "response_received"
-            } else {
-                "request_sent"
-            };
-            writeln!(
-                out,
-                r#"{{"type":"attempt","id":"A-{id}-{a}","operation":"{id}","seq":{a},"kind":"request","layer":"sdk","started_at":"{}","ended_at":"{}","phase":"{phase}","outcome":"{outcome}","provider_request_id":"prq-{n}-{a}","request_hash":"{payload}"}}"#,
-                at(a * 40),
-                at(a * 40 + 30)
-            )?;
-        }
-        records += 1 + attempts as u64;
-        if state == "UNKNOWN" {
-            writeln!(
-                out,
-                r#"{{"type":"transition","operation":"{id}","from":"SENT","to":"UNKNOWN","by":"svc:orchestrator","role":"system","at":"{}","reason":"the last attempt timed out after the request was sent","evidence":["A-{id}-{attempts}"]}}"#,
-                at(attempts * 40 + 31)
-            )?;
-            records += 1;
-        }
-    }
+    let records = shape::write_lines(&mut out, 0, ops, SEED)?;
     out.flush()?;
     Ok(records)
 }

@@ -19,31 +19,24 @@ async fn kept_and_scanned(fresh: &Fresh) -> (Counted, Counted) {
                 FROM operation_counts WHERE n > 0 ORDER BY tenant, state, queued";
     let scanned = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, count(*) AS n \
                    FROM operations GROUP BY tenant, state, queued ORDER BY tenant, state, queued";
+    // The same reads on either backend's pool (sqlx's row types differ by backend).
+    macro_rules! counted {
+        ($pool:expr) => {{
+            let read = |sql: &'static str| async move {
+                sqlx::query(sql)
+                    .fetch_all($pool)
+                    .await
+                    .unwrap()
+                    .iter()
+                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                    .collect::<Counted>()
+            };
+            (read(kept).await, read(scanned).await)
+        }};
+    }
     match (&fresh.sqlite, &fresh.postgres) {
-        (Some(s), _) => {
-            let read = |sql: &'static str| async move {
-                sqlx::query(sql)
-                    .fetch_all(s.pool())
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-                    .collect::<Counted>()
-            };
-            (read(kept).await, read(scanned).await)
-        }
-        (_, Some(p)) => {
-            let read = |sql: &'static str| async move {
-                sqlx::query(sql)
-                    .fetch_all(p.pool())
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-                    .collect::<Counted>()
-            };
-            (read(kept).await, read(scanned).await)
-        }
+        (Some(s), _) => counted!(s.pool()),
+        (_, Some(p)) => counted!(p.pool()),
         (None, None) => unreachable!("a fresh store has one backend"),
     }
 }
