@@ -1,6 +1,6 @@
 //! Reviewer actions through the real binary: each action's allowed path, each
 //! guard's refusal (exit 3, `refused: Gn: …` on stderr), four eyes, tenant scope,
-//! bulk triage and a race of eight processes on one SQLite file.
+//! bulk triage and a race of thirty-two processes on one SQLite file.
 
 mod support;
 
@@ -877,10 +877,10 @@ fn export_writes_hashed_bundles_in_json_and_markdown() {
 }
 
 #[test]
-fn eight_processes_resolving_one_operation_make_exactly_one_transition() {
+fn thirty_two_processes_resolving_one_operation_make_exactly_one_transition() {
     let cli = Cli::with(FIXTURE);
     let head = cli.head();
-    let children: Vec<_> = (0..8)
+    let children: Vec<_> = (0..32)
         .map(|n| {
             let who = format!("rev{n}");
             cli.command(
