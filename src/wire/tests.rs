@@ -206,6 +206,83 @@ proptest! {
     }
 }
 
+/// One edit of a line: overwrite, insert or delete a byte, or cut the line short.
+#[derive(Debug, Clone)]
+enum Edit {
+    Set(usize, u8),
+    Insert(usize, u8),
+    Delete(usize),
+    Cut(usize),
+}
+
+fn edit_strategy() -> impl Strategy<Value = Edit> {
+    prop_oneof![
+        (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Edit::Set(at, b)),
+        (any::<usize>(), any::<u8>()).prop_map(|(at, b)| Edit::Insert(at, b)),
+        any::<usize>().prop_map(Edit::Delete),
+        any::<usize>().prop_map(Edit::Cut),
+    ]
+}
+
+/// The example line `which` (mod the number of examples) with `edits` applied.
+fn mutated(which: usize, edits: &[Edit]) -> Vec<u8> {
+    let all = examples();
+    let mut bytes = all[which % all.len()].clone().into_bytes();
+    for edit in edits {
+        let len = bytes.len().max(1);
+        match *edit {
+            Edit::Set(at, b) if !bytes.is_empty() => bytes[at % len] = b,
+            Edit::Insert(at, b) => bytes.insert(at % (bytes.len() + 1), b),
+            Edit::Delete(at) if !bytes.is_empty() => {
+                bytes.remove(at % len);
+            }
+            Edit::Cut(at) => bytes.truncate(at % (bytes.len() + 1)),
+            _ => {}
+        }
+    }
+    bytes
+}
+
+/// Whatever a line turns into, parsing never panics; a line the parser accepts
+/// round-trips; a refused one names a line and a field.
+fn parses_or_names_the_field(bytes: &[u8]) -> Result<(), TestCaseError> {
+    match parse_line(bytes, 7) {
+        Ok(record) => {
+            let again = parse_line(write_line(&record).as_bytes(), 7);
+            prop_assert_eq!(again, Ok(record));
+        }
+        Err(errors) => {
+            prop_assert!(!errors.is_empty());
+            for e in &errors {
+                prop_assert_eq!(e.line, 7);
+                prop_assert!(!e.field.is_empty() && !e.reason.is_empty(), "{:?}", e);
+            }
+        }
+    }
+    Ok(())
+}
+
+proptest! {
+    // Sized for CI: 4,000 edited example lines and 2,000 lines of random bytes a
+    // run; the fuzz target (`fuzz/`) goes on for as long as it is given.
+    #![proptest_config(ProptestConfig::with_cases(4_000))]
+    #[test]
+    fn edited_lines_never_panic_and_accepted_ones_round_trip(
+        which in 0usize..7,
+        edits in proptest::collection::vec(edit_strategy(), 1..6),
+    ) {
+        parses_or_names_the_field(&mutated(which, &edits))?;
+    }
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(2_000))]
+    #[test]
+    fn random_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..400)) {
+        parses_or_names_the_field(&bytes)?;
+    }
+}
+
 #[test]
 fn untrusted_text_with_control_characters_round_trips() {
     let line = with(
