@@ -290,14 +290,14 @@ pub fn plan_rows(
             };
         if let Some((state, at)) = history.created {
             push(draft(
-                "ingest",
+                crate::core::audit::INGEST,
                 Some(state),
                 "created from wire format v1",
                 at,
             ));
         } else if !history.evidence.is_empty() {
             push(draft(
-                "record",
+                crate::core::audit::RECORD,
                 None,
                 "records added from wire format v1",
                 now,
@@ -309,7 +309,7 @@ pub fn plan_rows(
         for t in &history.transitions {
             push(AuditDraft {
                 operation: history.operation.clone(),
-                action: "transition".into(),
+                action: crate::core::audit::TRANSITION.into(),
                 from: Some(t.from),
                 to: Some(t.to),
                 by: by.to_owned(),
