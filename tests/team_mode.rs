@@ -1020,3 +1020,58 @@ async fn a_login_appends_only_rows_its_grants_allow() {
     stored.sort();
     assert_eq!(stored, rust);
 }
+
+/// The rows a worker's login writes under grants — its claim, the wire records
+/// of its completion (whose role is what the executor reported) and the
+/// completion — are within its grants: the grants check lets them all through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_login_claims_and_completes_within_its_grants() {
+    skip_without_postgres!();
+    let team = Team::new(&["worker"]).await;
+    let worker = team.login(0).to_owned();
+    team.change("grant", &worker, "worker", "pinehaven");
+    review::put_at_level(
+        team.fresh.store.as_ref(),
+        "T03",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
+    let app = PgStore::connect(&stores::url_for_login(&team.fresh.url, &worker))
+        .await
+        .unwrap();
+    let grants = app.grants().await.unwrap();
+    let session = holdfast::store::Session::new(
+        std::sync::Arc::new(app.clone()),
+        holdfast::core::access::act_for(&grants, &worker, None, None).unwrap(),
+    );
+    let leases = holdfast::work::claim(&session, "w1", chrono::Duration::seconds(60), 5, now())
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    let t = "2026-09-05T10:04:00Z";
+    let lines = format!(
+        r#"{{"type":"attempt","id":"F10-A1","operation":"F10","seq":1,"kind":"request","layer":"queue","started_at":"{t}","ended_at":"{t}","phase":"response_received","outcome":"ok","http_status":200,"provider_request_id":"req-F10"}}
+{{"type":"transition","operation":"F10","from":"APPROVED","to":"SENT","by":"svc:executor","role":"system","at":"{t}","reason":"request sent","evidence":["F10-A1"]}}
+{{"type":"transition","operation":"F10","from":"SENT","to":"SUCCEEDED","by":"svc:executor","role":"system","at":"{t}","reason":"provider answered 200","evidence":["F10-A1"]}}
+"#
+    );
+    let holder = holdfast::work::Holder {
+        operation: id("F10"),
+        worker: "w1".into(),
+        generation: None,
+    };
+    let done = holdfast::work::complete(&session, &holder, records(&lines), now())
+        .await
+        .unwrap();
+    assert!(done.audit.is_some(), "{done:?}");
+    let row = team.last_row().await;
+    assert_eq!(
+        (row.draft.action.as_str(), row.draft.by.as_str()),
+        ("work-complete", worker.as_str())
+    );
+    assert!(matches!(
+        team.fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    app.pool().close().await;
+}
