@@ -879,3 +879,199 @@ async fn on_postgres_ingest_takes_the_ingest_role_and_the_login_is_the_author() 
         ChainStatus::Intact { .. }
     ));
 }
+
+impl Team {
+    /// A row appended after the head with a correct hash: `action` on `operation`
+    /// by `login` as `role`, for `on_behalf_of` when given.
+    async fn forged(
+        &self,
+        login: &str,
+        operation: &str,
+        action: &str,
+        role: Role,
+        on_behalf_of: Option<&str>,
+    ) -> holdfast::core::audit::AuditRow {
+        let last = self.last_row().await;
+        let mut draft = last.draft.clone();
+        draft.operation = holdfast::core::ids::OperationId::parse(operation).unwrap();
+        draft.action = action.to_owned();
+        draft.from = None;
+        draft.to = (action == "accept").then_some(holdfast::core::model::State::Accepted);
+        login.clone_into(&mut draft.by);
+        draft.role = role;
+        draft.on_behalf_of = on_behalf_of.map(str::to_owned);
+        draft.evidence = vec![];
+        holdfast::core::audit::seal(&last.hash, last.seq + 1, draft)
+    }
+
+    /// Runs `sql` in one transaction on a connection of `login`'s own.
+    async fn sql_as(&self, login: &str, sql: &str) -> Result<(), sqlx::Error> {
+        let url = stores::url_for_login(&self.fresh.url, login);
+        let mut conn = PgConnection::connect(&url).await.unwrap();
+        let result = sqlx::raw_sql(sqlx::AssertSqlSafe(format!("BEGIN; {sql}; COMMIT;")))
+            .execute(&mut conn)
+            .await
+            .map(drop);
+        conn.close().await.unwrap();
+        result
+    }
+}
+
+/// Asserts `sql` run by `login` is refused by the grants check, naming `why`.
+async fn beyond_grants(team: &Team, login: &str, sql: &str, why: &str) {
+    let refused = team.sql_as(login, sql).await.unwrap_err().to_string();
+    assert!(
+        refused.contains("stay within the writer's grants") && refused.contains(why),
+        "{sql}: {refused}"
+    );
+}
+
+/// Item 4(a) of the trust issue in full: a login of the application group that
+/// writes audit rows in its own name, correctly hashed, cannot record what its
+/// grants would not have let it do — an acceptance by a viewer (with the state it
+/// claims), a row on another tenant's operation, a delegation it does not hold,
+/// ingested history without the ingest role, a grant-ledger row. The row its
+/// grants allow still goes in, and verify stays intact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_appends_only_rows_its_grants_allow() {
+    skip_without_postgres!();
+    let team = Team::new(&["viewer", "outsider", "relay"]).await;
+    let (viewer, outsider, relay) = (team.login(0), team.login(1), team.login(2));
+    team.change("grant", viewer, "viewer", "pinehaven");
+    team.change("grant", outsider, "reviewer", "harborline");
+    team.change("grant", relay, "reviewer", "pinehaven");
+    let head = team.fresh.store.head_seq().await.unwrap();
+    let insert = |row: &holdfast::core::audit::AuditRow| stores::audit_insert_sql(row);
+
+    // A viewer's acceptance, in its own name and as what it holds, then as owner.
+    for role in [Role::Viewer, Role::Owner] {
+        let row = team.forged(viewer, "F09", "accept", role, None).await;
+        let sql = format!(
+            "{}; UPDATE operations SET state = 'ACCEPTED' WHERE id = 'F09'",
+            insert(&row)
+        );
+        let why = match role {
+            Role::Viewer => "the role viewer may not take accept",
+            _ => "does not hold owner on tenant pinehaven",
+        };
+        beyond_grants(&team, viewer, &sql, why).await;
+    }
+    // A reviewer of harborline on a pinehaven operation.
+    let row = team
+        .forged(outsider, "F09", "resolve", Role::Reviewer, None)
+        .await;
+    beyond_grants(
+        &team,
+        outsider,
+        &insert(&row),
+        "does not hold reviewer on tenant pinehaven",
+    )
+    .await;
+    // Acting for a reviewer of pinehaven without the delegate role there.
+    let row = team
+        .forged(outsider, "F09", "comment", Role::Reviewer, Some(relay))
+        .await;
+    beyond_grants(&team, outsider, &insert(&row), "holds no delegate role").await;
+    // History from wire records without the ingest role.
+    let row = team
+        .forged(relay, "F09", "transition", Role::Owner, Some(&team.owner))
+        .await;
+    beyond_grants(&team, relay, &insert(&row), "holds no role that writes").await;
+    // A grant-ledger row.
+    let row = team
+        .forged(
+            relay,
+            holdfast::core::access::LEDGER,
+            "grant",
+            Role::Owner,
+            None,
+        )
+        .await;
+    beyond_grants(&team, relay, &insert(&row), "an owner's").await;
+
+    assert_eq!(team.fresh.store.head_seq().await.unwrap(), head);
+    let row = team
+        .forged(relay, "F09", "comment", Role::Reviewer, None)
+        .await;
+    let sql = format!(
+        "{}; UPDATE operations SET version = version + 1 WHERE id = 'F09'",
+        insert(&row)
+    );
+    team.sql_as(relay, &sql)
+        .await
+        .expect("a row the grants allow goes in");
+    assert_eq!(team.fresh.store.head_seq().await.unwrap(), head + 1);
+    let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
+    assert_eq!(code, 0, "{out}");
+
+    // The table the trigger reads is the Rust permission table.
+    let mut conn = PgConnection::connect(&team.fresh.url).await.unwrap();
+    let mut stored: Vec<(String, String)> =
+        sqlx::query_as("SELECT role, action FROM role_actions ORDER BY role, action")
+            .fetch_all(&mut conn)
+            .await
+            .unwrap();
+    conn.close().await.unwrap();
+    let mut rust: Vec<(String, String)> = holdfast::core::access::role_actions()
+        .into_iter()
+        .map(|(role, action)| (role.as_str().to_owned(), action.to_owned()))
+        .collect();
+    rust.sort();
+    stored.sort();
+    assert_eq!(stored, rust);
+}
+
+/// The rows a worker's login writes under grants — its claim, the wire records
+/// of its completion (whose role is what the executor reported) and the
+/// completion — are within its grants: the grants check lets them all through.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_login_claims_and_completes_within_its_grants() {
+    skip_without_postgres!();
+    let team = Team::new(&["worker"]).await;
+    let worker = team.login(0).to_owned();
+    team.change("grant", &worker, "worker", "pinehaven");
+    review::put_at_level(
+        team.fresh.store.as_ref(),
+        "T03",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
+    let app = PgStore::connect(&stores::url_for_login(&team.fresh.url, &worker))
+        .await
+        .unwrap();
+    let grants = app.grants().await.unwrap();
+    let session = holdfast::store::Session::new(
+        std::sync::Arc::new(app.clone()),
+        holdfast::core::access::act_for(&grants, &worker, None, None).unwrap(),
+    );
+    let leases = holdfast::work::claim(&session, "w1", chrono::Duration::seconds(60), 5, now())
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    let t = "2026-09-05T10:04:00Z";
+    let lines = format!(
+        r#"{{"type":"attempt","id":"F10-A1","operation":"F10","seq":1,"kind":"request","layer":"queue","started_at":"{t}","ended_at":"{t}","phase":"response_received","outcome":"ok","http_status":200,"provider_request_id":"req-F10"}}
+{{"type":"transition","operation":"F10","from":"APPROVED","to":"SENT","by":"svc:executor","role":"system","at":"{t}","reason":"request sent","evidence":["F10-A1"]}}
+{{"type":"transition","operation":"F10","from":"SENT","to":"SUCCEEDED","by":"svc:executor","role":"system","at":"{t}","reason":"provider answered 200","evidence":["F10-A1"]}}
+"#
+    );
+    let holder = holdfast::work::Holder {
+        operation: id("F10"),
+        worker: "w1".into(),
+        generation: None,
+    };
+    let done = holdfast::work::complete(&session, &holder, records(&lines), now())
+        .await
+        .unwrap();
+    assert!(done.audit.is_some(), "{done:?}");
+    let row = team.last_row().await;
+    assert_eq!(
+        (row.draft.action.as_str(), row.draft.by.as_str()),
+        ("work-complete", worker.as_str())
+    );
+    assert!(matches!(
+        team.fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    app.pool().close().await;
+}

@@ -7,12 +7,13 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::actor::Actor;
-use super::audit::AuditDraft;
+use super::actor::{Actor, permits};
+use super::audit::{self, AuditDraft};
 use super::ids::{OperationId, Sha256};
-use super::model::{Grant, Role};
+use super::model::{ActionKind, Grant, Role};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
+use super::{autonomy, work};
 
 /// The audit rows of grant changes carry this in their `operation` column. The
 /// `holdfast:` prefix is reserved: ingest refuses operation ids that start with it,
@@ -37,6 +38,56 @@ pub const GRANTABLE: &[Role] = &[
     Role::Ingest,
     Role::Worker,
 ];
+
+/// The audit actions of rows written from wire records (by `ingest`, or by a
+/// worker completing its work): their `role` and `on_behalf_of` are what the
+/// source reported, so what allows them is the writer's own `ingest` or `worker`
+/// grant on the operation's tenant.
+pub const WIRE_ACTIONS: &[&str] = &[audit::INGEST, audit::RECORD, audit::TRANSITION];
+
+/// The reviewer actions that may open a child operation (a compensation, a
+/// resume): its `create` row carries the role of the action that opened it.
+const OPENS_CHILDREN: &[ActionKind] = &[
+    ActionKind::ApproveCompensation,
+    ActionKind::ApproveResume,
+    ActionKind::Confirm,
+];
+
+/// Every (role, action) an audit row may record once a store has grants: the
+/// reviewer actions each granted role permits ([`permits`]), the `create` rows
+/// of the children they open, the rows of wire records under `ingest` and
+/// `worker`, the work protocol's steps under `worker`, and the ledgers' rows
+/// (grants, autonomy levels, drills) under `owner`. On PostgreSQL the
+/// `role_actions` table holds exactly these pairs and the `audit_within_grants`
+/// trigger refuses any other row a login of the application group appends.
+pub fn role_actions() -> Vec<(Role, &'static str)> {
+    let mut pairs = Vec::new();
+    for &role in GRANTABLE {
+        for &kind in ActionKind::ALL {
+            if permits(role, kind) {
+                pairs.push((role, kind.as_str()));
+            }
+        }
+        if OPENS_CHILDREN.iter().any(|&kind| permits(role, kind)) {
+            pairs.push((role, audit::CREATE));
+        }
+    }
+    for role in [Role::Ingest, Role::Worker] {
+        pairs.extend(WIRE_ACTIONS.iter().map(|&action| (role, action)));
+    }
+    for action in [work::CLAIM, work::HEARTBEAT, work::COMPLETE, work::RELEASE] {
+        pairs.push((Role::Worker, action));
+    }
+    for action in [
+        GrantOp::Grant.as_str(),
+        GrantOp::Revoke.as_str(),
+        autonomy::SET_ACTION,
+        autonomy::DRILL_ACTION,
+    ] {
+        pairs.push((Role::Owner, action));
+    }
+    pairs
+}
 
 /// Checks an identity or tenant name: 1 to 128 characters, no whitespace, no
 /// control or invisible characters.
@@ -401,6 +452,53 @@ mod tests {
         assert_eq!(
             ask(&owned, "maya", GrantOp::Grant, "maya", Role::Viewer, "h"),
             Err(Rule::G6)
+        );
+    }
+
+    /// The `(role, action)` pairs a migration inserts into `role_actions`.
+    fn migration_pairs(sql: &str) -> Vec<(String, String)> {
+        let values = sql
+            .split("INSERT INTO role_actions (role, action) VALUES")
+            .nth(1)
+            .and_then(|rest| rest.split(';').next())
+            .expect("the migration fills role_actions");
+        values
+            .split("),")
+            .map(|pair| {
+                let fields: Vec<String> = pair
+                    .split(',')
+                    .map(|f| {
+                        f.trim()
+                            .trim_matches(['(', ')'])
+                            .trim_matches('\'')
+                            .to_owned()
+                    })
+                    .collect();
+                assert_eq!(fields.len(), 2, "{pair}");
+                (fields[0].clone(), fields[1].clone())
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_databases_role_actions_are_the_permission_table() {
+        let sql = include_str!("../../migrations/postgres/20261201000041_audit_within_grants.sql");
+        let mut stored = migration_pairs(sql);
+        stored.sort();
+        let mut rust: Vec<(String, String)> = role_actions()
+            .into_iter()
+            .map(|(role, action)| (role.as_str().to_owned(), action.to_owned()))
+            .collect();
+        rust.sort();
+        assert_eq!(
+            stored, rust,
+            "role_actions in the migration = access::role_actions()"
+        );
+        assert!(rust.contains(&("owner".into(), "accept".into())));
+        assert!(
+            !rust
+                .iter()
+                .any(|(role, _)| role == "viewer" || role == "local")
         );
     }
 

@@ -35,6 +35,16 @@ pub struct AuditDraft {
     pub at: DateTime<Utc>,
 }
 
+/// The action of the row that creates an operation from wire records.
+pub const INGEST: &str = "ingest";
+/// The action of the row that adds wire records to an existing operation.
+pub const RECORD: &str = "record";
+/// The action of the row of a state transition received as a wire record.
+pub const TRANSITION: &str = "transition";
+/// The action of the row that creates a child operation (a compensation, a
+/// resume) opened by a reviewer action on its parent.
+pub const CREATE: &str = "create";
+
 /// The canonical encoding new rows are hashed with (see [`canonical`]).
 pub const ENCODING: i64 = 2;
 

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::access::LEDGER;
-use super::audit::AuditRow;
+use super::audit::{AuditRow, RECORD};
 use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
 };
@@ -19,10 +19,6 @@ use super::work::{self, Lease, LeaseStatus};
 pub const OWNER: &str = "owner:";
 /// The evidence entry of a `schedule` row that names the next observation time.
 pub const NEXT_OBSERVATION: &str = "next_observation:";
-
-/// The action of the audit row written for records added to an operation that
-/// already exists: it changes no column, so it moves no version.
-const RECORD: &str = "record";
 
 /// The evidence entries that record what a commit changes besides the state: the
 /// new owner and the next observation time, so the chain says what they are.

@@ -34,7 +34,7 @@ fn child_drafts(commit: &Commit) -> Vec<AuditDraft> {
         .iter()
         .map(|child| AuditDraft {
             operation: child.id.clone(),
-            action: "create".into(),
+            action: crate::core::audit::CREATE.into(),
             from: None,
             to: Some(child.state),
             by: commit.audit.by.clone(),

@@ -13,6 +13,14 @@ use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Operation, Role, State};
 use crate::wire::Record;
 
+/// A value as an index or search column holds it: U+0000 becomes U+2400 (`␀`,
+/// as the sanitizer shows it), since PostgreSQL's `text` cannot hold U+0000. The
+/// columns only find and order rows; what is shown, exported and hashed is the
+/// stored wire record, which keeps every byte (JSON escapes U+0000).
+pub fn indexed(text: &str) -> String {
+    text.replace('\0', "\u{2400}")
+}
+
 /// The columns of one `operations` row, plus its dependencies.
 #[derive(Debug, Clone)]
 pub struct OperationColumns {
@@ -59,10 +67,10 @@ impl OperationColumns {
             state: state.as_str().to_owned(),
             risk_rank: risk_rank(op.risk),
             failure_mode: op.failure_mode.map(|m| m.as_str().to_owned()),
-            target: op.target.clone(),
+            target: indexed(&op.target),
             payload_hash: op.payload_hash.as_str().to_owned(),
             idempotency_key: op.idempotency_key.clone(),
-            business_key: op.business_key.clone(),
+            business_key: op.business_key.as_deref().map(indexed),
             correlation_id: op.correlation_id.clone(),
             parent: op.parent.as_ref().map(|p| p.as_str().to_owned()),
             max_attempts: op.max_attempts.map(i64::from),
@@ -118,7 +126,7 @@ impl RecordColumns {
                 operation: a.operation.as_str().to_owned(),
                 order: i64::from(a.seq),
                 kind: Some(a.kind.as_str().to_owned()),
-                provider_request_id: a.provider_request_id.clone(),
+                provider_request_id: a.provider_request_id.as_deref().map(indexed),
                 ..base
             },
             Record::Observation(o) => RecordColumns {
@@ -290,14 +298,14 @@ pub fn plan_rows(
             };
         if let Some((state, at)) = history.created {
             push(draft(
-                "ingest",
+                crate::core::audit::INGEST,
                 Some(state),
                 "created from wire format v1",
                 at,
             ));
         } else if !history.evidence.is_empty() {
             push(draft(
-                "record",
+                crate::core::audit::RECORD,
                 None,
                 "records added from wire format v1",
                 now,
@@ -309,7 +317,7 @@ pub fn plan_rows(
         for t in &history.transitions {
             push(AuditDraft {
                 operation: history.operation.clone(),
-                action: "transition".into(),
+                action: crate::core::audit::TRANSITION.into(),
                 from: Some(t.from),
                 to: Some(t.to),
                 by: by.to_owned(),
@@ -339,7 +347,7 @@ pub fn search_terms<'a>(
 ) -> Vec<(String, String)> {
     let mut terms: Vec<String> = Vec::new();
     for value in values {
-        let value = value.to_ascii_lowercase();
+        let value = indexed(value).to_ascii_lowercase();
         let starts = std::iter::once(0).chain(
             value
                 .char_indices()
