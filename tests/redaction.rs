@@ -309,3 +309,38 @@ fn a_decision_on_an_operation_the_same_file_creates_passes_the_rules_of_review()
         .expect_code(0);
     assert_eq!(other.state("admin", "F09"), "SUCCEEDED");
 }
+
+#[test]
+fn show_says_which_values_were_redacted_at_ingest_with_the_hash_as_received() {
+    let cli = Cli::empty();
+    let secret = "read_timeout behind Bearer 9f8e7d6c5b4a39281706abcdefXYZ";
+    let fixture = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/small.jsonl"),
+    )
+    .unwrap();
+    let path = cli.dir.path().join("small.jsonl");
+    std::fs::write(
+        &path,
+        fixture.replace("\"read_timeout\"", &format!("\"{secret}\"")),
+    )
+    .unwrap();
+    cli.run("loader", &["ingest", &path.to_string_lossy()])
+        .expect_code(0);
+    let run = cli.run("maya", &["show", "F09"]).expect_code(0);
+    assert!(
+        !run.stdout.contains("9f8e7d6c5b4a39281706abcdefXYZ"),
+        "{}",
+        run.stdout
+    );
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.contains("attempt A017 error_type"))
+        .unwrap_or_else(|| panic!("no redaction line: {}", run.stdout));
+    assert!(line.contains("bearer"), "{line}");
+    assert!(line.contains("bearer:…(29 chars)"), "{line}");
+    assert!(
+        line.contains(Sha256::of(secret.as_bytes()).as_str()),
+        "{line}"
+    );
+}
