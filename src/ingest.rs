@@ -11,7 +11,7 @@
 //! nothing is committed; the last commits batch by batch. With a rejects file the
 //! judging pass is skipped: the good lines are committed, a refused line takes the
 //! rest of its operation's history with it, and the bad lines are written to the
-//! rejects file verbatim.
+//! rejects file as received but with their secrets redacted ([`redacted_line`]).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -533,6 +533,43 @@ fn extract_lines(
     Ok(out)
 }
 
+/// A refused line as the rejects file keeps it: its text with every secret the
+/// active redactor finds replaced by its marker, byte for byte otherwise. When the
+/// line is JSON and redacting its text would break it (a PEM block cut short runs
+/// to the end of the line) or leave a secret that hides behind JSON escapes
+/// (`\u0073k_live_…`), it is written as its parsed JSON with every string value
+/// redacted instead. A line that is not UTF-8 is redacted as its lossy text (its
+/// bad bytes become U+FFFD) when it holds a secret, and kept as received when it
+/// holds none. Re-ingesting a redacted line gives the record ingest would have
+/// stored from the original, as markers are left alone by redaction.
+pub fn redacted_line(bytes: &[u8]) -> Vec<u8> {
+    use crate::core::redact::{redact, redact_value};
+    use serde_json::Value;
+    let text = String::from_utf8_lossy(bytes);
+    let redacted = redact(&text);
+    let as_text = |redacted: std::borrow::Cow<'_, str>| match redacted {
+        // No secret: the line as received, bad bytes included.
+        std::borrow::Cow::Borrowed(_) => bytes.to_vec(),
+        std::borrow::Cow::Owned(redacted) => redacted.into_bytes(),
+    };
+    match serde_json::from_str::<Value>(&redacted) {
+        Ok(mut value) => {
+            if redact_value(&mut value).is_empty() {
+                as_text(redacted)
+            } else {
+                value.to_string().into_bytes()
+            }
+        }
+        Err(_) => match serde_json::from_str::<Value>(&text) {
+            Ok(mut value) => {
+                redact_value(&mut value);
+                value.to_string().into_bytes()
+            }
+            Err(_) => as_text(redacted),
+        },
+    }
+}
+
 /// Reads, parses and commits `source` in batches of [`BATCH_RECORDS`]. Without
 /// `rejects`, any bad line means nothing is committed; with it, good lines are
 /// committed and bad ones written to it.
@@ -622,7 +659,7 @@ pub async fn ingest_in_batches(
         let write = || -> io::Result<()> {
             let mut file = io::BufWriter::new(File::create(path)?);
             for (_, bytes) in &lines {
-                file.write_all(bytes)?;
+                file.write_all(&redacted_line(bytes))?;
                 file.write_all(b"\n")?;
             }
             file.flush()

@@ -143,6 +143,7 @@ fn detail(state: State) -> OperationDetail {
         proposals: vec![],
         key_conflicts: vec![],
         autonomy: holdfast::core::autonomy::Level::Manual,
+        redactions: Vec::new(),
     }
 }
 

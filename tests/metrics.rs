@@ -112,7 +112,11 @@ fn denominator(report: &Report, metric: MetricId) -> Vec<OperationId> {
 
 fn push(records: &mut Vec<Numbered>, record: Record) {
     let line = records.iter().map(|n| n.line).max().unwrap_or(0) + 1;
-    records.push(Numbered { line, record });
+    records.push(Numbered {
+        line,
+        record,
+        line_sha256: None,
+    });
 }
 
 fn operation<'a>(records: &'a mut [Numbered], op: &str) -> &'a mut Operation {

@@ -278,9 +278,15 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
 
     let url = stores::url_for_login(&fresh.url, &role.name);
     let app = PgStore::connect(&url).await.unwrap();
+    // F11's target holds a token: its redaction row is written by the login too.
     let report = app
         .ingest(
-            records(&SMALL.replace("F10", "F11").replace("A017", "A018")),
+            records(
+                &SMALL.replace("F10", "F11").replace("A017", "A018").replace(
+                    "ticket-queue:8",
+                    "ticket-queue:8?token=tok_9a8b7c6d5e4f3a2b",
+                ),
+            ),
             IngestMode::Quarantine,
             &role.name,
             now(),
@@ -312,6 +318,10 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
         "TRUNCATE audit",
         "UPDATE chain_head SET seq = 0",
         "DROP TRIGGER audit_no_update ON audit",
+        "UPDATE redactions SET value_sha256 = stored_sha256",
+        "DELETE FROM redactions",
+        "INSERT INTO redactions (record, record_key, path, operation, kinds, value_sha256, \
+         stored_sha256, sample) VALUES ('attempt', 'A099', 'note', 'F09', 'jwt', 'x', 'y', 'z')",
         "CREATE TEMP TABLE shadow (x int)",
         "CREATE FUNCTION pg_temp.move_head() RETURNS trigger LANGUAGE plpgsql AS \
          $$ BEGIN UPDATE public.chain_head SET seq = seq + 1000; RETURN NULL; END $$",
@@ -323,6 +333,15 @@ async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_lo
             .await;
         assert!(refused.is_err(), "the application role may not: {tamper}");
     }
+    let (path, sample): (String, String) =
+        sqlx::query_as("SELECT path, sample FROM redactions WHERE record_key = 'F11'")
+            .fetch_one(&mut as_app)
+            .await
+            .unwrap();
+    assert_eq!(
+        (path.as_str(), sample.as_str()),
+        ("target", "query_secret:…(20 chars)")
+    );
     as_app.close().await.unwrap();
     assert!(matches!(
         app.verify().await.unwrap(),

@@ -277,6 +277,7 @@ mod screens {
             }],
             key_conflicts: vec![id("F95")],
             autonomy: holdfast::core::autonomy::Level::Manual,
+            redactions: Vec::new(),
         }
     }
 

@@ -27,6 +27,7 @@ fn parse(lines: &[String], first_line: usize) -> anyhow::Result<Vec<Numbered>> {
                 .map(|record| Numbered {
                     line: first_line + i,
                     record,
+                    line_sha256: None,
                 })
                 .map_err(|e| anyhow::anyhow!("generated line {}: {e:?}", first_line + i))
         })

@@ -616,6 +616,29 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     out
 }
 
+/// The values of an operation's records that ingest redacted: where each was, the
+/// kinds, the protected sample and the SHA-256 of the value as received, so that
+/// whoever holds the original can check it. Empty when there are none.
+pub(crate) fn redactions(list: &[crate::core::redact::IngestRedaction]) -> String {
+    if list.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("\n  redacted at ingest\n");
+    for r in list {
+        let _ = writeln!(
+            out,
+            "    {} {} {}: {} — {} — {} as received",
+            clean(&r.record),
+            clean(&r.record_key),
+            clean(&r.path),
+            clean(&r.kinds.join(", ")),
+            clean(&r.sample),
+            r.value_sha256
+        );
+    }
+    out
+}
+
 /// The attempts and status queries in order, with durations and gaps, and the
 /// observations, next observation and deadline placed among them.
 pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {

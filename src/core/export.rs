@@ -7,8 +7,9 @@
 //! tool output only as its quarantined excerpt, which is exported sanitized (G10),
 //! like every note. Every string value is exported with its secrets redacted
 //! ([`super::redact`]), hashes are computed over the redacted document, and each
-//! redacted value is listed in `redactions` with the SHA-256 of the value as stored,
-//! so the evidence stays checkable against the original.
+//! redacted value is listed in `redactions` with the SHA-256 of the original value
+//! (for a value redacted at ingest, the hash the store kept of it as received), so
+//! the evidence stays checkable against the original.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -21,7 +22,7 @@ use super::clock::format_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
-use super::redact::{Redaction, redact_value};
+use super::redact::{Redaction, redact_value, redacted_at_ingest};
 use super::sanitize::{neutralize, sanitize};
 
 /// The format name written into every export.
@@ -179,7 +180,18 @@ pub fn build(details: &[OperationDetail], actor: &Actor, now: DateTime<Utc>) -> 
         redactions: Vec::new(),
         content_hash: super::audit::genesis(),
     };
-    export.redactions = redacted(&export).1;
+    let (document, mut redactions) = redacted(&export);
+    for (i, detail) in details.iter().enumerate() {
+        if let Some(bundle) = document.pointer(&format!("/bundles/{i}")) {
+            redactions.extend(redacted_at_ingest(
+                bundle,
+                &format!("bundles[{i}]"),
+                &detail.redactions,
+            ));
+        }
+    }
+    redactions.sort_by(|a, b| a.path.cmp(&b.path));
+    export.redactions = redactions;
     export.bundles = std::mem::take(&mut export.bundles)
         .into_iter()
         .map(seal)

@@ -574,6 +574,8 @@ pub struct OperationDetail {
     pub key_conflicts: Vec<OperationId>,
     /// The tool's autonomy level (DESIGN §9.4).
     pub autonomy: super::autonomy::Level,
+    /// The values of its records that ingest redacted.
+    pub redactions: Vec<super::redact::IngestRedaction>,
 }
 
 /// One grant: `identity` holds `role` on `tenant` (G6, G7). A store without any

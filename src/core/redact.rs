@@ -1,9 +1,11 @@
 //! Secret detection: finds credentials in text (bearer JWTs, Stripe, AWS, GitHub,
 //! Slack and GCP keys, Basic auth, passwords in URLs and query strings, PEM private
 //! keys, and the extra patterns of the config file) and replaces each with a
-//! `‹redacted:KIND›` marker. The store keeps evidence as received; redaction is
-//! applied on every way out (see the README's SECURITY section), so a secret that a
-//! provider echoed never reaches a screen, an export or the log.
+//! `‹redacted:KIND›` marker. Ingest redacts every text value of every record
+//! before it is stored (the store keeps, per redacted value, the SHA-256 of the
+//! original and a [`sample`] that reveals nothing secret), and redaction is applied
+//! again on every way out (see the README's SECURITY section), so a secret that a
+//! provider echoed never reaches the store, a screen, an export or the log.
 //!
 //! Every pattern excludes the marker's `‹` from the values it matches, so redacting
 //! redacted text changes nothing.
@@ -260,6 +262,35 @@ impl Redactor {
     }
 }
 
+/// The public part a secret of a known format starts with: the type prefix a
+/// provider puts on every token of that type (`sk_live_`, `ghp_`, `AKIA`, `xoxb-`,
+/// `AIza`, a JWT's `eyJ`, a PEM block's `-----BEGIN … PRIVATE KEY-----`). It tells
+/// what the secret is, never what it is.
+static PUBLIC_PREFIX: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"^(?:(?:sk|rk)_(?:live|test)_|(?:ghp|gho|ghu|ghs|ghr)_|github_pat_|xox[abprse]-|(?:AKIA|ASIA|AIDA|AROA|AGPA|ANPA|ANVA|AIPA)|AIza|eyJ|-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----)",
+    )
+    .ok()
+});
+
+/// A protected sample of one secret of `kind`: the kind, the public prefix of its
+/// format when it has one, and its length in characters, as
+/// `stripe_key:sk_live_…(32 chars)` or `bearer:…(40 chars)`. Enough to tell which
+/// credential a record held, nothing that helps to use it.
+pub fn sample(kind: &str, secret: &str) -> String {
+    let prefix = PUBLIC_PREFIX
+        .as_ref()
+        .and_then(|re| re.find(secret))
+        .map_or("", |m| m.as_str());
+    // A prefix that would be the whole secret says too much: keep none.
+    let prefix = if prefix.len() < secret.len() {
+        prefix
+    } else {
+        ""
+    };
+    format!("{kind}:{prefix}…({} chars)", secret.chars().count())
+}
+
 static INSTALLED: OnceLock<Redactor> = OnceLock::new();
 static BUILTIN_ONLY: LazyLock<Redactor> = LazyLock::new(Redactor::builtin);
 
@@ -293,15 +324,37 @@ pub struct Redaction {
 
 /// Redacts every string value of `value` in place, returning what was redacted.
 pub fn redact_value(value: &mut Value) -> Vec<Redaction> {
+    redact_value_sampled(value)
+        .into_iter()
+        .map(|s| s.redaction)
+        .collect()
+}
+
+/// One value [`redact_value_sampled`] redacted.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Sampled {
+    pub redaction: Redaction,
+    /// The protected [`sample`]s of the value's secrets, joined by `; `.
+    pub sample: String,
+    /// The SHA-256 of the value as redacted.
+    pub redacted_sha256: Sha256,
+}
+
+/// [`redact_value`], with the protected [`sample`]s of each value's secrets and
+/// the hash of what the value became.
+pub fn redact_value_sampled(value: &mut Value) -> Vec<Sampled> {
     let mut out = Vec::new();
     walk(value, &mut String::new(), &mut out);
     out
 }
 
-fn walk(value: &mut Value, path: &mut String, out: &mut Vec<Redaction>) {
+fn walk(value: &mut Value, path: &mut String, out: &mut Vec<Sampled>) {
     match value {
         Value::String(text) => {
             let redactor = active();
+            if text.len() < 8 {
+                return;
+            }
             let found = redactor.find(text);
             if found.is_empty() {
                 return;
@@ -309,12 +362,21 @@ fn walk(value: &mut Value, path: &mut String, out: &mut Vec<Redaction>) {
             let mut kinds: Vec<String> = found.iter().map(|(_, k)| (*k).to_owned()).collect();
             kinds.sort();
             kinds.dedup();
-            out.push(Redaction {
-                path: path.clone(),
-                kinds,
-                original_sha256: Sha256::of(text.as_bytes()),
-            });
+            let samples: Vec<String> = found
+                .iter()
+                .map(|(range, kind)| sample(kind, &text[range.clone()]))
+                .collect();
+            let original_sha256 = Sha256::of(text.as_bytes());
             *text = redactor.redact(text).into_owned();
+            out.push(Sampled {
+                redaction: Redaction {
+                    path: path.clone(),
+                    kinds,
+                    original_sha256,
+                },
+                sample: samples.join("; "),
+                redacted_sha256: Sha256::of(text.as_bytes()),
+            });
         }
         Value::Array(items) => {
             for (i, item) in items.iter_mut().enumerate() {
@@ -332,6 +394,91 @@ fn walk(value: &mut Value, path: &mut String, out: &mut Vec<Redaction>) {
                 }
                 path.push_str(key);
                 walk(item, path, out);
+                path.truncate(len);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A value ingest redacted, as the store keeps it (the `redactions` table).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct IngestRedaction {
+    /// The record's type and key (see the table's migration).
+    pub record: String,
+    pub record_key: String,
+    /// The field path in the record.
+    pub path: String,
+    pub kinds: Vec<String>,
+    /// The SHA-256 of the value as received.
+    pub value_sha256: Sha256,
+    /// The SHA-256 of the value as stored, with its markers.
+    pub stored_sha256: Sha256,
+    /// The protected sample of its secrets ([`sample`]).
+    pub sample: String,
+    /// The SHA-256 of the line it came from, when it came from a file.
+    pub line_sha256: Option<Sha256>,
+}
+
+/// The string values of `value` (found at `path` in its document) that are values
+/// ingest redacted, by the hash of their stored (marked) text: each as a
+/// [`Redaction`] at its path, with the kinds and the hash of the value as
+/// received, from `stored`. Should two stored values read the same once marked,
+/// the one of the same field name is taken.
+pub fn redacted_at_ingest(value: &Value, path: &str, stored: &[IngestRedaction]) -> Vec<Redaction> {
+    let mut out = Vec::new();
+    if !stored.is_empty() {
+        find_marked(value, &mut path.to_owned(), stored, &mut out);
+    }
+    out
+}
+
+/// The last field name of a path (`attempts[0].error_type` → `error_type`).
+fn field_of(path: &str) -> &str {
+    let path = path.trim_end_matches(|c: char| c == ']' || c.is_ascii_digit() || c == '[');
+    path.rsplit('.').next().unwrap_or(path)
+}
+
+fn find_marked(
+    value: &Value,
+    path: &mut String,
+    stored: &[IngestRedaction],
+    out: &mut Vec<Redaction>,
+) {
+    match value {
+        Value::String(text) if text.contains("‹redacted:") => {
+            let hash = Sha256::of(text.as_bytes());
+            let same: Vec<&IngestRedaction> =
+                stored.iter().filter(|r| r.stored_sha256 == hash).collect();
+            let field = field_of(path);
+            let found = same
+                .iter()
+                .find(|r| field_of(&r.path) == field)
+                .or_else(|| same.first());
+            if let Some(r) = found {
+                out.push(Redaction {
+                    path: path.clone(),
+                    kinds: r.kinds.clone(),
+                    original_sha256: r.value_sha256.clone(),
+                });
+            }
+        }
+        Value::Array(items) => {
+            for (i, item) in items.iter().enumerate() {
+                let len = path.len();
+                path.push_str(&format!("[{i}]"));
+                find_marked(item, path, stored, out);
+                path.truncate(len);
+            }
+        }
+        Value::Object(map) => {
+            for (key, item) in map {
+                let len = path.len();
+                if !path.is_empty() {
+                    path.push('.');
+                }
+                path.push_str(key);
+                find_marked(item, path, stored, out);
                 path.truncate(len);
             }
         }

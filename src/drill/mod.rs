@@ -297,6 +297,7 @@ pub fn wire_lines(records: &[Record]) -> Result<Vec<Numbered>, Vec<LineError>> {
             Ok(record) => numbered.push(Numbered {
                 line: index + 1,
                 record,
+                line_sha256: None,
             }),
             Err(mut e) => errors.append(&mut e),
         }

@@ -53,6 +53,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/20261201000030_autonomy.sql"),
     ),
     (
+        20261201000040,
+        "redactions",
+        include_str!("../../migrations/postgres/20261201000040_redactions.sql"),
+    ),
+    (
         20261201000041,
         "audit_within_grants",
         include_str!("../../migrations/postgres/20261201000041_audit_within_grants.sql"),

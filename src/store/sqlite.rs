@@ -49,6 +49,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/20261201000030_autonomy.sql"),
     ),
     (
+        20261201000040,
+        "redactions",
+        include_str!("../../migrations/sqlite/20261201000040_redactions.sql"),
+    ),
+    (
         20261201000050,
         "operation_counts",
         include_str!("../../migrations/sqlite/20261201000050_operation_counts.sql"),

@@ -55,6 +55,10 @@ impl Record {
 pub struct Numbered {
     pub line: usize,
     pub record: Record,
+    /// The SHA-256 of the line as received (without its newline), when it came
+    /// from a file: kept beside what ingest redacts from it, so that a source can
+    /// show which line it sent.
+    pub line_sha256: Option<crate::core::ids::Sha256>,
 }
 
 /// One reason a line is refused: `line N: field: reason`.

@@ -185,7 +185,11 @@ impl Lines<'_> {
         } else {
             match parse_line(body, line) {
                 Ok(record) => {
-                    (self.sink)(Line::Record(Numbered { line, record }));
+                    (self.sink)(Line::Record(Numbered {
+                        line,
+                        record,
+                        line_sha256: Some(crate::core::ids::Sha256::of(body)),
+                    }));
                     return;
                 }
                 Err(errors) => errors,

@@ -24,6 +24,15 @@ impl Run {
         }
     }
 
+    /// The number of the first rule (`Gn`) its stderr names.
+    pub fn first_rule(&self) -> Option<String> {
+        self.stderr.split('G').nth(1).map(|r| {
+            r.chars()
+                .take_while(char::is_ascii_digit)
+                .collect::<String>()
+        })
+    }
+
     /// Panics with the whole output unless the exit code is `code`.
     pub fn expect_code(self, code: i32) -> Run {
         assert_eq!(
@@ -120,6 +129,15 @@ impl Cli {
     /// Runs `holdfast ARGS` as `identity` and waits for it.
     pub fn run(&self, identity: &str, args: &[&str]) -> Run {
         Run::from(self.command(identity, args).output().expect("run holdfast"))
+    }
+
+    /// `ingest PATH --rejects REJECTS` as `identity`: the good lines committed.
+    pub fn ingest_rejecting(&self, identity: &str, path: &str, rejects: &std::path::Path) -> Run {
+        self.run(
+            identity,
+            &["ingest", path, "--rejects", &rejects.to_string_lossy()],
+        )
+        .expect_code(0)
     }
 
     /// `review ID ACTION EXTRA… --rationale …` as `identity`.

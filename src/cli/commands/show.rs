@@ -25,9 +25,10 @@ pub(crate) async fn show(ctx: &Context, id: &str, json: bool) -> anyhow::Result<
         println!("{}", crate::cli::json::pretty(&bundle)?);
     } else {
         print!(
-            "{}{}",
+            "{}{}{}",
             render::actor_header(&actor),
-            render::bundle(&bundle, ctx.now())
+            render::bundle(&bundle, ctx.now()),
+            render::redactions(&detail.redactions)
         );
     }
     Ok(exit::OK)

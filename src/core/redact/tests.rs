@@ -103,3 +103,41 @@ fn a_json_document_is_redacted_with_the_hash_of_each_original_value() {
     assert_eq!(doc["a"][0]["note"], "see ‹redacted:github_token›");
     assert_eq!(doc["id"], "F09");
 }
+
+#[test]
+fn a_sample_names_the_kind_prefix_and_length_and_no_secret_character() {
+    assert_eq!(
+        sample("stripe_key", "sk_live_51H8xYzAbCdEfGhIjKlMnOp"),
+        "stripe_key:sk_live_…(31 chars)"
+    );
+    assert_eq!(
+        sample("aws_access_key_id", "AKIAIOSFODNN7EXAMPLE"),
+        "aws_access_key_id:AKIA…(20 chars)"
+    );
+    assert_eq!(
+        sample("bearer", "9f8e7d6c5b4a39281706abcdefXYZ"),
+        "bearer:…(29 chars)"
+    );
+    // A prefix that is the whole value says nothing more than the kind.
+    assert_eq!(sample("custom", "AKIA"), "custom:…(4 chars)");
+}
+
+#[test]
+fn a_sampled_redaction_hashes_the_value_as_received_and_as_redacted() {
+    let mut value = serde_json::json!({"note": "charge failed for sk_live_51H8xYzAbCdEfGhIjKlMnOp", "id": "A017"});
+    let found = redact_value_sampled(&mut value);
+    assert_eq!(found.len(), 1);
+    let s = &found[0];
+    assert_eq!(s.redaction.path, "note");
+    assert_eq!(
+        s.redaction.original_sha256,
+        Sha256::of("charge failed for sk_live_51H8xYzAbCdEfGhIjKlMnOp".as_bytes())
+    );
+    assert_eq!(value["note"], "charge failed for ‹redacted:stripe_key›");
+    assert_eq!(
+        s.redacted_sha256,
+        Sha256::of("charge failed for ‹redacted:stripe_key›".as_bytes())
+    );
+    assert_eq!(s.sample, "stripe_key:sk_live_…(31 chars)");
+    assert_eq!(value["id"], "A017");
+}

@@ -9,10 +9,11 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
 use crate::core::audit::AuditRow;
-use crate::core::ids::OperationId;
+use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
     ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role, State,
 };
+use crate::core::redact::IngestRedaction;
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
 use crate::store::sql::{
     self, held_states_sql, kept_scope, push_filter, push_operations_of, push_tenants,
@@ -218,6 +219,45 @@ shared! {
                 });
             }
             Ok(children)
+        }
+
+        /// One row of the `redactions` table.
+        fn ingest_redaction(row: &DB::Row) -> Result<IngestRedaction, StoreError> {
+            let hash = |column: &str| -> Result<Sha256, StoreError> {
+                let text = Self::text(row, column)?;
+                Sha256::parse(&text).map_err(|_| codec::corrupt(format!("redactions.{column} {text:?}")))
+            };
+            let line: Option<String> = row.try_get("line_sha256").map_err(db::<DB>)?;
+            Ok(IngestRedaction {
+                record: Self::text(row, "record")?,
+                record_key: Self::text(row, "record_key")?,
+                path: Self::text(row, "path")?,
+                kinds: Self::text(row, "kinds")?.split(',').map(str::to_owned).collect(),
+                value_sha256: hash("value_sha256")?,
+                stored_sha256: hash("stored_sha256")?,
+                sample: Self::text(row, "sample")?,
+                line_sha256: line.as_deref().and_then(|l| Sha256::parse(l).ok()),
+            })
+        }
+
+        /// The autonomy level of `tool`: manual unless one was set.
+        pub(super) async fn autonomy_of(
+            conn: &mut DB::Connection,
+            tool: &str,
+        ) -> Result<crate::core::autonomy::Level, StoreError> {
+            let row = sqlx::query("SELECT level FROM autonomy WHERE tool = $1")
+                .bind(tool)
+                .fetch_optional(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            match row {
+                Some(row) => {
+                    let level = Self::text(&row, "level")?;
+                    crate::core::autonomy::Level::parse(&level)
+                        .ok_or_else(|| codec::corrupt(format!("autonomy level {level:?}")))
+                }
+                None => Ok(crate::core::autonomy::Level::Manual),
+            }
         }
 
         /// Other operations of the tenant under the same idempotency key with another
@@ -429,19 +469,7 @@ shared! {
             )
             .await?
             .pop();
-            let autonomy = match sqlx::query("SELECT level FROM autonomy WHERE tool = $1")
-                .bind(op.tool.as_str())
-                .fetch_optional(&mut *conn)
-                .await
-                .map_err(db::<DB>)?
-            {
-                Some(row) => {
-                    let level = Self::text(&row, "level")?;
-                    crate::core::autonomy::Level::parse(&level)
-                        .ok_or_else(|| codec::corrupt(format!("autonomy level {level:?}")))?
-                }
-                None => crate::core::autonomy::Level::Manual,
-            };
+            let autonomy = Self::autonomy_of(&mut conn, &op.tool).await?;
             let attempts =
                 Self::wires_of(&mut conn, "attempts", "seq, id", key, codec::attempt).await?;
             let items = Self::wires_of(&mut conn, "items", "idx", key, codec::item).await?;
@@ -495,6 +523,17 @@ shared! {
             .map(Self::proposal)
             .collect::<Result<Vec<_>, _>>()?;
             let key_conflicts = Self::key_conflicts(&mut conn, op).await?;
+            let redactions = sqlx::query(
+                "SELECT record, record_key, path, kinds, value_sha256, stored_sha256, sample, \
+                 line_sha256 FROM redactions WHERE operation = $1 ORDER BY record, record_key, path",
+            )
+            .bind(key)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?
+            .iter()
+            .map(Self::ingest_redaction)
+            .collect::<Result<Vec<_>, _>>()?;
 
             Ok(OperationDetail {
                 row,
@@ -509,6 +548,7 @@ shared! {
                 proposals,
                 key_conflicts,
                 autonomy,
+                redactions,
             })
         }
 

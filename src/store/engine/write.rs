@@ -11,10 +11,11 @@ use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::Sha256;
 use crate::core::ledger;
-use crate::core::model::ActionKind;
+use crate::core::model::{ActionKind, Operation, OperationDetail};
 use crate::core::rules::{Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
+use crate::store::plan::redaction::{self, RedactionRow};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
 use crate::store::plan::{decisions, door};
 use crate::store::sql::held_states_sql;
@@ -403,10 +404,34 @@ shared! {
             head: &Head,
             known: &Known,
             plan: &Plan,
+            redactions: &[RedactionRow],
             by: &str,
             now: DateTime<Utc>,
         ) -> Result<Head, StoreError> {
             let rows = plan_rows(known, plan, by, now, (head.seq, &head.hash));
+            let staged: BTreeSet<usize> = plan.staged.iter().map(|s| s.line).collect();
+            let redactions: Vec<&RedactionRow> =
+                redactions.iter().filter(|r| staged.contains(&r.line)).collect();
+            Self::insert_many_then(
+                conn,
+                "INSERT INTO redactions (record, record_key, path, operation, kinds, value_sha256, \
+                 stored_sha256, sample, line_sha256) ",
+                " ON CONFLICT DO NOTHING",
+                9,
+                &redactions,
+                |b, r| {
+                    b.push_bind(r.record.clone())
+                        .push_bind(r.record_key.clone())
+                        .push_bind(r.path.clone())
+                        .push_bind(r.operation.clone())
+                        .push_bind(r.kinds.clone())
+                        .push_bind(r.value_sha256.clone())
+                        .push_bind(r.stored_sha256.clone())
+                        .push_bind(r.sample.clone())
+                        .push_bind(r.line_sha256.clone());
+                },
+            )
+            .await?;
             Self::insert_many(
                 conn,
                 "INSERT INTO contracts (tool, max_attempts, wire, record_hash) ",
@@ -619,19 +644,102 @@ shared! {
             Ok(())
         }
 
-        /// The reviewer decisions of `plan` on operations the store holds that the
-        /// decision function refuses, each as its line's error.
+        /// The detail of `op`, which `plan` creates, as it will be stored: its
+        /// contract from the batch or the store, and what the store says of its
+        /// tool, its dependencies and its idempotency key.
+        async fn created_detail(
+            &self,
+            known: &Known,
+            plan: &Plan,
+            op: &Operation,
+        ) -> Result<OperationDetail, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let in_batch = plan.staged.iter().find_map(|s| match &s.record {
+                Record::Contract(c) if c.tool == op.tool => Some(c.clone()),
+                _ => None,
+            });
+            let contract = match in_batch {
+                Some(c) => Some(c),
+                None => Self::wires(
+                    &mut conn,
+                    "SELECT wire FROM contracts WHERE tool = $1",
+                    &op.tool,
+                    codec::contract,
+                )
+                .await?
+                .pop(),
+            };
+            let autonomy = Self::autonomy_of(&mut conn, &op.tool).await?;
+            let declared: HashMap<&str, &Operation> = plan
+                .staged
+                .iter()
+                .filter_map(|s| match &s.record {
+                    Record::Operation(o) => Some((o.id.as_str(), o)),
+                    _ => None,
+                })
+                .collect();
+            let dependencies = op
+                .depends_on
+                .iter()
+                .filter_map(|d| {
+                    let state = known
+                        .operations
+                        .get(d.as_str())
+                        .map(|s| s.state)
+                        .or_else(|| declared.get(d.as_str()).map(|o| o.state));
+                    state.map(|s| (d.clone(), s))
+                })
+                .collect();
+            let mut key_conflicts = Self::key_conflicts(&mut conn, op).await?;
+            key_conflicts.extend(
+                declared
+                    .values()
+                    .filter(|o| {
+                        o.id != op.id
+                            && o.tenant == op.tenant
+                            && o.idempotency_key.is_some()
+                            && o.idempotency_key == op.idempotency_key
+                            && o.payload_hash != op.payload_hash
+                    })
+                    .map(|o| o.id.clone()),
+            );
+            key_conflicts.sort();
+            key_conflicts.dedup();
+            Ok(decisions::created_detail(
+                op,
+                &plan.staged,
+                decisions::Surroundings {
+                    contract,
+                    autonomy,
+                    dependencies,
+                    key_conflicts,
+                },
+            ))
+        }
+
+        /// The reviewer decisions of `plan` that the decision function refuses, each
+        /// as its line's error: on operations the store holds, judged on what it
+        /// holds, and on operations the batch creates, on what the batch says.
         async fn judge_decisions(&self, known: &Known, plan: &Plan) -> Result<Vec<LineError>, StoreError> {
             let mut out = Vec::new();
             for history in &plan.histories {
                 let id = history.operation.as_str();
-                if history.created.is_some()
-                    || !known.operations.contains_key(id)
-                    || !history.transitions.iter().any(|t| decisions::action_for(t).is_some())
-                {
+                if !history.transitions.iter().any(|t| decisions::action_for(t).is_some()) {
                     continue;
                 }
-                let mut detail = self.read_detail(&Scope::Every, &history.operation).await?;
+                let created = plan.staged.iter().find_map(|s| match &s.record {
+                    Record::Operation(o) if history.created.is_some() && o.id.as_str() == id => {
+                        Some(o)
+                    }
+                    _ => None,
+                });
+                let mut detail = match created {
+                    Some(op) => self.created_detail(known, plan, op).await?,
+                    None if known.operations.contains_key(id) => {
+                        self.read_detail(&Scope::Every, &history.operation).await?
+                    }
+                    None => continue,
+                };
                 for t in &history.transitions {
                     let line = plan
                         .staged
@@ -703,6 +811,10 @@ shared! {
             now: DateTime<Utc>,
         ) -> Result<(IngestReport, Option<Head>), StoreError> {
             let by = ingester.by.as_str();
+            // Secrets never reach the store: every record is redacted first, and
+            // planned (and compared with what is stored) as it will be stored.
+            let redacted = redaction::redact(records);
+            let records = redacted.records;
             let refused = Self::refused_at_the_door(tx, &records, ingester).await?;
             let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
             let records: Vec<Numbered> = records
@@ -710,7 +822,7 @@ shared! {
                 .filter(|n| !refused_lines.contains(&n.line))
                 .collect();
             let known = Self::known(tx, &records).await?;
-            let mut plan = ingest_plan::plan(records, &known);
+            let mut plan = ingest_plan::plan_refusing(records, &known, redacted.refused);
             let undecided = self.judge_decisions(&known, &plan).await?;
             if !undecided.is_empty() {
                 // Planned again without the refused decisions: what follows one in
@@ -723,6 +835,7 @@ shared! {
                     .map(|s| Numbered {
                         line: s.line,
                         record: s.record.clone(),
+                        line_sha256: None,
                     })
                     .collect();
                 let earlier = std::mem::take(&mut plan.rejected);
@@ -744,7 +857,8 @@ shared! {
                     None,
                 ));
             }
-            let after = Self::write_plan(tx, head, &known, &plan, by, now).await?;
+            let after =
+                Self::write_plan(tx, head, &known, &plan, &redacted.rows, by, now).await?;
             Ok((
                 IngestReport {
                     committed: plan.committed_by_type(),

@@ -160,6 +160,21 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "redactions",
+        order: "record, record_key, path",
+        columns: &[
+            ("record", Text),
+            ("record_key", Text),
+            ("path", Text),
+            ("operation", Text),
+            ("kinds", Text),
+            ("value_sha256", Text),
+            ("stored_sha256", Text),
+            ("sample", Text),
+            ("line_sha256", Text),
+        ],
+    },
+    Table {
         name: "proposals",
         order: "id",
         columns: &[

@@ -239,6 +239,9 @@ impl Planner<'_> {
             let key = RecordKey::of(&numbered.record);
             let hash = self.hashes[index].as_str().to_owned();
             let line = numbered.line;
+            if self.rejected.contains_key(&line) {
+                continue;
+            }
             if let RecordKey::Operation(id) = &key
                 && id.starts_with(crate::core::access::RESERVED_PREFIX)
             {
@@ -554,11 +557,21 @@ impl Planner<'_> {
 /// of being copied. Rejections cascade: a record that names a refused operation is
 /// refused too, until nothing changes.
 pub fn plan(records: Vec<Numbered>, known: &Known) -> Plan {
+    plan_refusing(records, known, Vec::new())
+}
+
+/// [`plan`] with some lines refused before planning (`refused`, by line): they are
+/// never written, and take the rest of their operation's history with them.
+pub fn plan_refusing(records: Vec<Numbered>, known: &Known, refused: Vec<LineError>) -> Plan {
+    let mut rejected: BTreeMap<usize, Vec<LineError>> = BTreeMap::new();
+    for error in refused {
+        rejected.entry(error.line).or_default().push(error);
+    }
     let mut planner = Planner {
         records: &records,
         known,
         hashes: records.iter().map(|n| record_hash(&n.record)).collect(),
-        rejected: BTreeMap::new(),
+        rejected,
         unchanged: BTreeSet::new(),
     };
     planner.check_identity();

@@ -11,5 +11,6 @@ pub mod decisions;
 pub mod door;
 pub mod filter;
 pub mod ingest;
+pub mod redaction;
 pub mod rows;
 pub mod work;

@@ -1,0 +1,124 @@
+//! Redaction at ingest, the same for every backend: every text value of every
+//! record passes the active redactor ([`crate::core::redact`], the config's
+//! `[[redact]]` patterns included) before the record is planned, so the store holds
+//! `‹redacted:KIND›` markers where a source sent a secret. What was redacted is
+//! kept per value as a [`RedactionRow`]: the record and field, the kinds, the
+//! SHA-256 of the value as received and as stored, a protected sample and the
+//! SHA-256 of the line it came from. The record's hash covers the record as
+//! stored, so `audit verify` checks it like any other; redacting is deterministic
+//! and a marker is left alone by a second pass, so ingesting the same line again,
+//! or its redacted form, finds the record already stored.
+
+use crate::core::redact::redact_value_sampled;
+use crate::wire::{LineError, Numbered, parse_line, to_value};
+
+use super::ingest::{RecordKey, own_operation};
+
+/// One value ingest redacted, as the `redactions` table keeps it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RedactionRow {
+    /// The input line the record came from (not stored).
+    pub line: usize,
+    /// The record's type (`attempt`, `observation`, …).
+    pub record: String,
+    /// The record's key in words: its id, `OP:INDEX` for an item, `OP` for an
+    /// expectation, `OP:FROM:TO:AT_MS` for a transition, the tool for a contract.
+    pub record_key: String,
+    pub operation: Option<String>,
+    /// The field path in the record (`response_excerpt`, `approval.by`, `evidence[1]`).
+    pub path: String,
+    /// The kinds found, comma-separated.
+    pub kinds: String,
+    /// The SHA-256 of the value as received.
+    pub value_sha256: String,
+    /// The SHA-256 of the value as stored (with its markers).
+    pub stored_sha256: String,
+    /// What the secrets were, without them (see [`crate::core::redact::sample`]).
+    pub sample: String,
+    /// The SHA-256 of the line as received, when the record came from a file.
+    pub line_sha256: Option<String>,
+}
+
+/// The key of a record as the `redactions` table names it.
+pub fn key_text(key: &RecordKey) -> String {
+    match key {
+        RecordKey::Contract(id)
+        | RecordKey::Operation(id)
+        | RecordKey::Attempt(id)
+        | RecordKey::Observation(id)
+        | RecordKey::Expectation(id) => id.clone(),
+        RecordKey::Item(op, index) => format!("{op}:{index}"),
+        RecordKey::Transition(op, from, to, at) => format!("{op}:{from}:{to}:{at}"),
+    }
+}
+
+/// A batch after redaction.
+#[derive(Debug, Default)]
+pub struct Redacted {
+    /// Every record, redacted; a refused one as received (it is never written).
+    pub records: Vec<Numbered>,
+    /// What was redacted, record by record in line order.
+    pub rows: Vec<RedactionRow>,
+    /// Records whose redacted form is not a valid record (a secret in a field
+    /// that cannot hold a marker, such as an id): refused by line and field.
+    pub refused: Vec<LineError>,
+}
+
+/// Redacts every text value of every record of `records`.
+pub fn redact(records: Vec<Numbered>) -> Redacted {
+    let mut out = Redacted {
+        records: Vec::with_capacity(records.len()),
+        ..Redacted::default()
+    };
+    for numbered in records {
+        let mut value = to_value(&numbered.record);
+        let found = redact_value_sampled(&mut value);
+        if found.is_empty() {
+            out.records.push(numbered);
+            continue;
+        }
+        let record = match parse_line(value.to_string().as_bytes(), numbered.line) {
+            Ok(record) => record,
+            Err(errors) => {
+                let kinds: Vec<&str> = found
+                    .iter()
+                    .flat_map(|s| s.redaction.kinds.iter().map(String::as_str))
+                    .collect();
+                out.refused.extend(errors.into_iter().map(|e| LineError {
+                    reason: format!(
+                        "holds a secret ({}) that ingest redacts, and the field cannot hold \
+                         its ‹redacted:…› marker: {}",
+                        kinds.join(", "),
+                        e.reason
+                    ),
+                    ..e
+                }));
+                out.records.push(numbered);
+                continue;
+            }
+        };
+        let key = key_text(&RecordKey::of(&record));
+        let operation = own_operation(&record).map(str::to_owned);
+        let line_sha256 = numbered.line_sha256.as_ref().map(|h| h.as_str().to_owned());
+        for s in found {
+            out.rows.push(RedactionRow {
+                line: numbered.line,
+                record: record.type_name().to_owned(),
+                record_key: key.clone(),
+                operation: operation.clone(),
+                path: s.redaction.path,
+                kinds: s.redaction.kinds.join(","),
+                value_sha256: s.redaction.original_sha256.as_str().to_owned(),
+                stored_sha256: s.redacted_sha256.as_str().to_owned(),
+                sample: s.sample,
+                line_sha256: line_sha256.clone(),
+            });
+        }
+        out.records.push(Numbered {
+            line: numbered.line,
+            record,
+            line_sha256: numbered.line_sha256,
+        });
+    }
+    out
+}
