@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use chrono::{DateTime, Utc};
 
 use super::access::LEDGER;
-use super::audit::AuditRow;
+use super::audit::{AuditRow, RowView};
 use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
 };
@@ -99,26 +99,30 @@ pub struct Ledger {
 }
 
 /// The value of the evidence entry starting with `prefix`.
-fn entry<'a>(row: &'a AuditRow, prefix: &str) -> Option<&'a str> {
-    row.draft
-        .evidence
+fn entry<'a, E: AsRef<str>>(row: &RowView<'a, E>, prefix: &str) -> Option<&'a str> {
+    row.evidence
         .iter()
         .rev()
-        .find_map(|e| e.strip_prefix(prefix))
+        .find_map(|e| e.as_ref().strip_prefix(prefix))
 }
 
 impl Ledger {
     pub fn push(&mut self, row: &AuditRow) {
+        let at = format_instant(row.draft.at);
+        self.push_view(&RowView::of_draft(row.encoding, row.seq, &row.draft, &at));
+    }
+
+    /// Replays one row given as its fields (see [`RowView`]).
+    pub fn push_view<E: AsRef<str>>(&mut self, row: &RowView<'_, E>) {
         self.head = row.seq;
-        let d = &row.draft;
-        if d.operation.as_str() == LEDGER {
+        if row.operation == LEDGER {
             self.last_grant_seq = row.seq;
             let key = (
                 entry(row, "identity:").unwrap_or_default().to_owned(),
                 entry(row, "role:").unwrap_or_default().to_owned(),
                 entry(row, "tenant:").unwrap_or_default().to_owned(),
             );
-            match d.action.as_str() {
+            match row.action {
                 "grant" => {
                     self.grants.insert(key);
                 }
@@ -129,28 +133,32 @@ impl Ledger {
             }
             return;
         }
-        if d.operation.as_str() == AUTONOMY_LEDGER {
+        if row.operation == AUTONOMY_LEDGER {
             self.last_level_seq = row.seq;
-            if d.action == SET_ACTION {
+            if row.action == SET_ACTION {
                 let tool = entry(row, "tool:").unwrap_or_default().to_owned();
                 let level = entry(row, "level:").unwrap_or_default().to_owned();
                 self.levels.insert(tool, (level, row.seq));
             }
             return;
         }
-        if d.operation.as_str() == DRILL_LEDGER {
-            if d.action == DRILL_ACTION {
-                self.drills.push((row.seq, d.evidence.clone()));
+        if row.operation == DRILL_LEDGER {
+            if row.action == DRILL_ACTION {
+                let evidence = row.evidence.iter().map(|e| e.as_ref().to_owned());
+                self.drills.push((row.seq, evidence.collect()));
             }
             return;
         }
-        let op = self
-            .operations
-            .entry(d.operation.as_str().to_owned())
-            .or_default();
+        if !self.operations.contains_key(row.operation) {
+            self.operations
+                .insert(row.operation.to_owned(), Entry::default());
+        }
+        let Some(op) = self.operations.get_mut(row.operation) else {
+            return;
+        };
         op.last_seq = row.seq;
-        if work::is_work_action(&d.action) {
-            let status = match d.action.as_str() {
+        if work::is_work_action(row.action) {
+            let status = match row.action {
                 work::COMPLETE => LeaseStatus::Completed,
                 work::RELEASE => LeaseStatus::Released,
                 _ => LeaseStatus::Held,
@@ -163,13 +171,13 @@ impl Ledger {
             ));
             return;
         }
-        if d.action != RECORD {
+        if row.action != RECORD {
             op.version += 1;
         }
-        if let Some(to) = d.to {
+        if let Some(to) = row.to {
             op.state = Some(to);
         }
-        if d.action == "assign" {
+        if row.action == "assign" {
             op.owner = entry(row, OWNER).map_or(Owner::Unrecorded, |o| Owner::Assigned(o.into()));
         }
     }
@@ -223,6 +231,11 @@ impl Ledger {
             }),
             None => Ok(()),
         }
+    }
+
+    /// How many operations the chain made.
+    pub fn operations(&self) -> usize {
+        self.operations.len()
     }
 
     /// The seq of the newest row about `operation`, else the head.
