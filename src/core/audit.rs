@@ -2,6 +2,8 @@
 //! fixed genesis value over a canonical encoding, so that an edit made behind the
 //! store's back is found by recomputing the chain.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -136,12 +138,9 @@ pub fn write_canonical<E: AsRef<str>>(out: &mut String, row: &RowView<'_, E>) {
         }
     }
     if row.encoding >= 2 {
-        out.push_str("encoding=");
-        out.push_str(&row.encoding.to_string());
-        out.push('\n');
+        let _ = writeln!(out, "encoding={}", row.encoding);
     }
-    out.push_str("seq=");
-    out.push_str(&row.seq.to_string());
+    let _ = write!(out, "seq={}", row.seq);
     out.push_str("\noperation=");
     esc(out, row.operation);
     out.push_str("\naction=");

@@ -2,7 +2,7 @@
 //! version, and the grants — replayed row by row, so that `audit verify` finds a
 //! stored value changed behind the chain's back, not only an edited audit row.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
@@ -87,7 +87,8 @@ pub struct Divergence {
 /// The chain replayed. Feed every row in `seq` order, then compare.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    operations: BTreeMap<String, Entry>,
+    /// By id; where one of them is named, the least id is (see [`least`]).
+    operations: HashMap<String, Entry>,
     grants: BTreeSet<(String, String, String)>,
     last_grant_seq: i64,
     /// Each tool's level as the `autonomy-set` rows leave it, with the row's seq.
@@ -96,6 +97,14 @@ pub struct Ledger {
     /// Each recorded drill's evidence entries, as its row wrote them.
     drills: Vec<(i64, Vec<String>)>,
     head: i64,
+}
+
+/// The operation with the least id of `operations`: the one a report names
+/// when several diverge, the same whatever order the map holds them in.
+fn least<'a>(
+    operations: impl Iterator<Item = (&'a String, &'a Entry)>,
+) -> Option<(&'a String, &'a Entry)> {
+    operations.min_by(|a, b| a.0.cmp(b.0))
 }
 
 /// The value of the evidence entry starting with `prefix`.
@@ -224,7 +233,7 @@ impl Ledger {
 
     /// The first operation the chain created that `is_stored` says is gone.
     pub fn check_none_missing(&self, is_stored: impl Fn(&str) -> bool) -> Result<(), Divergence> {
-        match self.operations.iter().find(|(id, _)| !is_stored(id)) {
+        match least(self.operations.iter().filter(|(id, _)| !is_stored(id))) {
             Some((id, op)) => Err(Divergence {
                 seq: op.last_seq,
                 reason: format!("operation {id} has audit rows but is no longer stored"),
@@ -270,11 +279,11 @@ impl Ledger {
                 });
             }
         }
-        match self
-            .operations
-            .iter()
-            .find(|(id, op)| op.lease.is_some() && !seen.contains(*id))
-        {
+        match least(
+            self.operations
+                .iter()
+                .filter(|(id, op)| op.lease.is_some() && !seen.contains(*id)),
+        ) {
             Some((id, op)) => Err(Divergence {
                 seq: op.last_seq,
                 reason: format!("the lease on {id} was made by work rows but is no longer stored"),
