@@ -165,7 +165,13 @@ async fn main() -> anyhow::Result<()> {
         rows.push(figures::audit_verify(&bench).await);
     }
     if wanted("mark-all") {
-        rows.push(figures::mark_all(&bench).await?);
+        let held = OperationFilter {
+            queue: true,
+            ..OperationFilter::default()
+        };
+        rows.push(figures::mark_all(&bench, held, "the held queue").await?);
+        let every = OperationFilter::default();
+        rows.push(figures::mark_all(&bench, every, "every operation").await?);
     }
     if wanted("metrics") {
         rows.push(figures::metrics_tab(&bench).await);
