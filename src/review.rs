@@ -250,20 +250,29 @@ pub async fn select(
     session: &Session,
     filter: &OperationFilter,
 ) -> Result<Vec<OperationDetail>, ReviewError> {
+    select_in_pages(session, filter, SELECT_PAGE).await
+}
+
+/// [`select`], read `page` keys at a time: each page resumes after the key of
+/// the last row of the one before (the queue's order, the id breaking ties), so
+/// no row is read twice or skipped and no page costs more than the first.
+pub async fn select_in_pages(
+    session: &Session,
+    filter: &OperationFilter,
+    page: u64,
+) -> Result<Vec<OperationDetail>, ReviewError> {
+    let page = page.max(1);
     let mut details = Vec::new();
-    let mut offset = 0;
+    let mut after = None;
     loop {
-        let page = Page {
-            offset,
-            limit: SELECT_PAGE,
-        };
-        let (rows, total) = session.list(filter, SortOrder::Urgency, page).await?;
-        for row in &rows {
-            details.push(load(session, &row.operation.id).await?);
+        let keys = session.urgency_page(filter, after.as_ref(), page).await?;
+        for key in &keys {
+            details.push(load(session, &crate::store::plan::codec::parse_id(&key.id)?).await?);
         }
-        offset += rows.len() as u64;
-        if rows.is_empty() || offset >= total {
-            return Ok(details);
+        let full = keys.len() as u64 == page;
+        match keys.into_iter().last() {
+            Some(last) if full => after = Some(last),
+            _ => return Ok(details),
         }
     }
 }

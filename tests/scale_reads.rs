@@ -6,7 +6,8 @@
 
 mod support;
 
-use holdfast::store::{OperationFilter, Page, Scope, SortOrder, Store};
+use holdfast::core::rules::Actor;
+use holdfast::store::{OperationFilter, Page, Scope, Session, SortOrder, Store, sql};
 use sqlx::Row;
 use support::review::{comment, loaded, now, resolve_f09};
 use support::stores::{self, Fresh, Kind};
@@ -167,4 +168,56 @@ async fn audit_pages_add_up_to_the_scope(kind: Kind) {
     }
 }
 
-holdfast_on_both_backends!(counts_follow_every_write, audit_pages_add_up_to_the_scope);
+/// Bulk triage and `export --filter` read their selection in keyset pages: at
+/// any page size, every matching operation comes once, in the queue's order.
+async fn a_selection_in_keyset_pages_covers_every_row_once(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let session = Session::new(fresh.store.clone(), Actor::local("maya", None));
+    for filter in [
+        OperationFilter::default(),
+        OperationFilter {
+            queue: true,
+            ..OperationFilter::default()
+        },
+    ] {
+        let all = session
+            .matching_ids(&filter, SortOrder::Urgency)
+            .await
+            .unwrap();
+        assert!(all.len() > 1, "more than one page of the smallest size");
+        for page in [1, 2, 3, 500] {
+            let selected: Vec<_> = holdfast::review::select_in_pages(&session, &filter, page)
+                .await
+                .unwrap()
+                .into_iter()
+                .map(|d| d.row.operation.id)
+                .collect();
+            assert_eq!(selected, all, "pages of {page}");
+        }
+    }
+}
+
+/// The page statement resumes after a key and never skips rows by `OFFSET`.
+#[test]
+fn a_selection_page_is_a_keyset_not_an_offset() {
+    let key = sql::UrgencyKey {
+        risk_rank: 3,
+        observe_order: 10,
+        state_since_ms: 20,
+        id: "F09".into(),
+    };
+    for after in [None, Some(&key)] {
+        let qb: sqlx::QueryBuilder<sqlx::Sqlite> =
+            sql::urgency_page("", &OperationFilter::default(), after, 500);
+        let text = qb.sql().as_str().to_uppercase();
+        assert!(!text.contains("OFFSET"), "{text}");
+        assert!(text.contains("LIMIT"), "{text}");
+        assert_eq!(text.contains("O.ID >"), after.is_some(), "{text}");
+    }
+}
+
+holdfast_on_both_backends!(
+    counts_follow_every_write,
+    audit_pages_add_up_to_the_scope,
+    a_selection_in_keyset_pages_covers_every_row_once
+);

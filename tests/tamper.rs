@@ -298,6 +298,96 @@ async fn a_chain_of_the_first_encoding_still_verifies_and_continues(kind: Kind) 
     ));
 }
 
+/// The digest `audit digest` would have printed at `seq`.
+async fn digest_at(fresh: &Fresh, seq: i64) -> Sha256 {
+    row_at(fresh, seq).await.hash
+}
+
+/// Where the walk from the digest at `from` says the chain breaks, and why.
+async fn broken_after(fresh: &Fresh, from: i64, hash: &Sha256) -> (i64, String) {
+    match fresh.store.verify_from(from, hash).await.unwrap() {
+        ChainStatus::Broken { seq, reason } => (seq, reason),
+        intact => panic!("the walk from seq {from} noticed nothing: {intact:?}"),
+    }
+}
+
+async fn a_walk_from_a_digest_covers_the_rows_after_it(kind: Kind) {
+    let (fresh, head) = commented(kind).await;
+    let hash = digest_at(&fresh, 3).await;
+    assert_eq!(
+        fresh.store.verify_from(3, &hash).await.unwrap(),
+        ChainStatus::Intact {
+            rows: head - 3,
+            head: Some((head, digest_at(&fresh, head).await)),
+        }
+    );
+    let top = digest_at(&fresh, head).await;
+    assert_eq!(
+        fresh.store.verify_from(head, &top).await.unwrap(),
+        ChainStatus::Intact {
+            rows: 0,
+            head: Some((head, top)),
+        },
+        "a digest of the head has nothing after it"
+    );
+}
+
+async fn a_tail_edit_after_a_digest_is_caught(kind: Kind) {
+    let (fresh, head) = commented(kind).await;
+    let hash = digest_at(&fresh, 3).await;
+    unguard(&fresh).await;
+    fresh
+        .execute(&format!(
+            "UPDATE audit SET rationale = 'rewritten' WHERE seq = {head}"
+        ))
+        .await
+        .unwrap();
+    let (seq, reason) = broken_after(&fresh, 3, &hash).await;
+    assert_eq!(seq, head, "{reason}");
+    assert!(reason.contains("row was changed"), "{reason}");
+}
+
+async fn an_edit_before_the_digest_is_not_walked(kind: Kind) {
+    let (fresh, head) = commented(kind).await;
+    let hash = digest_at(&fresh, 3).await;
+    unguard(&fresh).await;
+    fresh
+        .execute("UPDATE audit SET by_identity = 'mallory' WHERE seq = 2")
+        .await
+        .unwrap();
+    assert!(
+        matches!(
+            fresh.store.verify_from(3, &hash).await.unwrap(),
+            ChainStatus::Intact { rows, .. } if rows == head - 3
+        ),
+        "by design, the rows before the digest are not walked"
+    );
+    assert_eq!(broken(&fresh).await.0, 2, "the whole walk still finds it");
+}
+
+async fn the_row_of_the_digest_must_still_hash_to_it(kind: Kind) {
+    let (fresh, head) = commented(kind).await;
+    let hash = digest_at(&fresh, 3).await;
+    let other = digest_at(&fresh, 4).await;
+    let (seq, reason) = broken_after(&fresh, 3, &other).await;
+    assert_eq!(seq, 3, "{reason}");
+    assert!(reason.contains("does not match"), "{reason}");
+    let (seq, reason) = broken_after(&fresh, head + 1, &hash).await;
+    assert_eq!(seq, head + 1, "{reason}");
+    assert!(reason.contains("rows were removed"), "{reason}");
+    unguard(&fresh).await;
+    fresh
+        .execute("UPDATE audit SET by_identity = 'mallory' WHERE seq = 3")
+        .await
+        .unwrap();
+    let (seq, reason) = broken_after(&fresh, 3, &hash).await;
+    assert_eq!(
+        seq, 3,
+        "its content is checked against the digest: {reason}"
+    );
+    assert!(reason.contains("row was changed"), "{reason}");
+}
+
 holdfast_on_both_backends!(
     an_edited_audit_field_is_named_with_its_seq,
     a_deleted_row_is_a_gap_at_its_seq,
@@ -311,6 +401,10 @@ holdfast_on_both_backends!(
     a_stored_record_edited_directly_is_named,
     a_grant_inserted_directly_is_named,
     a_chain_of_the_first_encoding_still_verifies_and_continues,
+    a_walk_from_a_digest_covers_the_rows_after_it,
+    a_tail_edit_after_a_digest_is_caught,
+    an_edit_before_the_digest_is_not_walked,
+    the_row_of_the_digest_must_still_hash_to_it,
 );
 
 /// A tail cut off leaves a shorter chain that checks on its own; the digest kept
@@ -348,4 +442,50 @@ fn a_truncated_tail_is_caught_by_the_digest() {
         .run("maya", &["audit", "verify", "--digest", &path])
         .expect_code(4);
     assert!(run.stderr.contains("rows were removed"), "{}", run.stderr);
+}
+
+/// `audit verify --from SEQ --digest FILE`: a digest that matches walks what came
+/// after it and says what it left out; one that does not is refused, and so is a
+/// `--from` that is not the digest's seq.
+#[test]
+fn the_walk_from_a_saved_digest_on_the_command_line() {
+    let cli = support::cli::Cli::with("review.jsonl");
+    let digest = cli.run("maya", &["audit", "digest"]).expect_code(0).stdout;
+    let seq = digest.split_whitespace().next().unwrap().to_owned();
+    let path = cli.dir.path().join("digest.txt");
+    std::fs::write(&path, &digest).unwrap();
+    let path = path.to_string_lossy().into_owned();
+    cli.review("maya", "U1", "comment", &[]).expect_code(0);
+    let run = cli
+        .run(
+            "maya",
+            &["audit", "verify", "--from", &seq, "--digest", &path],
+        )
+        .expect_code(0);
+    assert!(run.stdout.contains("1 rows after it"), "{}", run.stdout);
+    assert!(run.stdout.contains("were not checked"), "{}", run.stdout);
+    let wrong = (seq.parse::<i64>().unwrap() - 1).to_string();
+    let run = cli
+        .run(
+            "maya",
+            &["audit", "verify", "--from", &wrong, "--digest", &path],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr.contains(&format!("give --from {seq}")),
+        "{}",
+        run.stderr
+    );
+    let forged = digest.replace(
+        digest.split_whitespace().nth(1).unwrap(),
+        &format!("sha256:{}", "0".repeat(64)),
+    );
+    std::fs::write(&path, forged).unwrap();
+    let run = cli
+        .run(
+            "maya",
+            &["audit", "verify", "--from", &seq, "--digest", &path],
+        )
+        .expect_code(4);
+    assert!(run.stderr.contains("does not match"), "{}", run.stderr);
 }

@@ -317,3 +317,65 @@ pub async fn report_profile(bench: &Bench) -> Vec<Row> {
         },
     ]
 }
+
+/// `holdfast audit verify`: the whole chain walked and the store compared with
+/// it, as audit rows per second.
+pub async fn audit_verify(bench: &Bench) -> Row {
+    let start = Instant::now();
+    let done = tokio::time::timeout(LIMIT, bench.session.verify()).await;
+    let took = start.elapsed();
+    let what = "holdfast audit verify (walk + store comparison)".to_owned();
+    let target = 300_000.0;
+    match done {
+        Ok(Ok(holdfast::core::audit::ChainStatus::Intact { rows, .. })) => {
+            let rate = rows as f64 / took.as_secs_f64().max(1e-9);
+            let mark = if rate >= target { "met" } else { "MISSED" };
+            Row {
+                what,
+                measured: format!("{rate:.0} rows/s ({rows} rows in {})", ms(took)),
+                floor: "—".into(),
+                verdict: format!("target ≥ {target:.0} rows/s: {mark}"),
+            }
+        }
+        Ok(Ok(broken)) => Row {
+            what,
+            measured: format!("{broken:?}"),
+            floor: "—".into(),
+            verdict: "the bench store does not verify".into(),
+        },
+        _ => Row {
+            what,
+            measured: Took::Unfinished.text(),
+            floor: "—".into(),
+            verdict: format!("target ≥ {target:.0} rows/s: MISSED"),
+        },
+    }
+}
+
+/// Mark-all: the ids of every operation `filter` matches, in urgency order (the
+/// held queue, or every operation for a count near issue 12's 50,000 held).
+pub async fn mark_all(bench: &Bench, filter: OperationFilter, of: &str) -> anyhow::Result<Row> {
+    let mut runs = Vec::with_capacity(RUNS);
+    let mut marked = 0;
+    for _ in 0..RUNS {
+        let start = Instant::now();
+        marked = bench
+            .session
+            .matching_ids(&filter, SortOrder::Urgency)
+            .await?
+            .len();
+        runs.push(start.elapsed());
+    }
+    let took = median(runs);
+    let mark = if took <= Duration::from_secs(2) {
+        "met"
+    } else {
+        "MISSED"
+    };
+    Ok(Row {
+        what: format!("mark-all of {of} ({marked} ids)"),
+        measured: ms(took),
+        floor: "—".into(),
+        verdict: format!("target < 2 s (at 50,000 held): {mark}"),
+    })
+}

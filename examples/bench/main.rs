@@ -10,7 +10,7 @@
 //! The SQLite store is `--store PATH` (default `/tmp/holdfast-bench-N.db`); a store
 //! that already holds N operations is reused, an empty one is filled. BENCHMARKS.md
 //! says how to read the table. One function per figure lives in `figures.rs`;
-//! `--skip NAME` (console, audit, metrics, report) leaves one out, e.g. a figure
+//! `--skip NAME` (console, audit, verify, mark-all, metrics, report) leaves one out, e.g. a figure
 //! known to exhaust the machine's memory on a large store.
 
 mod figures;
@@ -30,7 +30,7 @@ struct Args {
     seed: u64,
     store: Option<PathBuf>,
     postgres: Option<String>,
-    /// Figures not to measure (`metrics`, `report`, `audit`, `console`).
+    /// Figures not to measure (`metrics`, `report`, `audit`, `verify`, `mark-all`, `console`).
     skip: Vec<String>,
 }
 
@@ -160,6 +160,18 @@ async fn main() -> anyhow::Result<()> {
     }
     if wanted("audit") {
         rows.push(figures::audit_tab(&bench, floor).await);
+    }
+    if wanted("verify") {
+        rows.push(figures::audit_verify(&bench).await);
+    }
+    if wanted("mark-all") {
+        let held = OperationFilter {
+            queue: true,
+            ..OperationFilter::default()
+        };
+        rows.push(figures::mark_all(&bench, held, "the held queue").await?);
+        let every = OperationFilter::default();
+        rows.push(figures::mark_all(&bench, every, "every operation").await?);
     }
     if wanted("metrics") {
         rows.push(figures::metrics_tab(&bench).await);

@@ -247,6 +247,11 @@ pub(crate) enum AuditCommand {
         /// (the file holds `SEQ HASH`).
         #[arg(long, value_name = "FILE")]
         digest: Option<PathBuf>,
+        /// Check only what came after the saved digest, whose seq this is: its row
+        /// must still have its hash, then the rows after it are walked (the rows
+        /// before it and the store comparison are left out).
+        #[arg(long, value_name = "SEQ", requires = "digest")]
+        from: Option<i64>,
         /// Print JSON instead of text, for scripts.
         #[arg(long)]
         json: bool,

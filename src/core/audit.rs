@@ -2,6 +2,8 @@
 //! fixed genesis value over a canonical encoding, so that an edit made behind the
 //! store's back is found by recomputing the chain.
 
+use std::fmt::Write as _;
+
 use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +68,48 @@ fn first_encoding() -> i64 {
     1
 }
 
+/// A row's fields as the canonical encoding and the ledger read them, borrowed:
+/// from an [`AuditRow`], or straight from the columns of a stored row, so that a
+/// walk over the chain need not build an `AuditRow` per row. `at` is the instant
+/// as [`format_instant`] writes it.
+#[derive(Debug, Clone, Copy)]
+pub struct RowView<'a, E: AsRef<str>> {
+    pub seq: i64,
+    pub encoding: i64,
+    pub operation: &'a str,
+    pub action: &'a str,
+    pub from: Option<State>,
+    pub to: Option<State>,
+    pub by: &'a str,
+    pub role: Role,
+    pub policy: Option<&'a str>,
+    pub on_behalf_of: Option<&'a str>,
+    pub rationale: Option<&'a str>,
+    pub evidence: &'a [E],
+    pub at: &'a str,
+}
+
+impl<'a> RowView<'a, String> {
+    /// The view of `draft` as row `seq`; `at` is `format_instant(draft.at)`.
+    pub fn of_draft(encoding: i64, seq: i64, draft: &'a AuditDraft, at: &'a str) -> Self {
+        RowView {
+            seq,
+            encoding,
+            operation: draft.operation.as_str(),
+            action: &draft.action,
+            from: draft.from,
+            to: draft.to,
+            by: &draft.by,
+            role: draft.role,
+            policy: draft.policy.as_deref(),
+            on_behalf_of: draft.on_behalf_of.as_deref(),
+            rationale: draft.rationale.as_deref(),
+            evidence: &draft.evidence,
+            at,
+        }
+    }
+}
+
 /// The canonical encoding of a row's content: one field per line, `name=value`, in
 /// a fixed order, with `\` and newlines escaped, `-` for an absent value.
 ///
@@ -76,39 +120,69 @@ fn first_encoding() -> i64 {
 /// refuses a row whose encoding is older than the row before it, so no row can
 /// be moved back to the weaker one.
 pub fn canonical(encoding: i64, seq: i64, draft: &AuditDraft) -> String {
-    fn esc(text: &str) -> String {
-        text.replace('\\', "\\\\")
-            .replace('\n', "\\n")
-            .replace('\r', "\\r")
+    let at = format_instant(draft.at);
+    let mut out = String::new();
+    write_canonical(&mut out, &RowView::of_draft(encoding, seq, draft, &at));
+    out
+}
+
+/// Appends the canonical encoding of `row` (see [`canonical`]) to `out`.
+pub fn write_canonical<E: AsRef<str>>(out: &mut String, row: &RowView<'_, E>) {
+    fn esc(out: &mut String, text: &str) {
+        for c in text.chars() {
+            match c {
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                c => out.push(c),
+            }
+        }
     }
-    fn opt(text: Option<&str>) -> String {
-        text.map_or_else(|| "-".to_owned(), |t| format!("+{}", esc(t)))
+    fn opt(out: &mut String, text: Option<&str>) {
+        match text {
+            Some(t) => {
+                out.push('+');
+                esc(out, t);
+            }
+            None => out.push('-'),
+        }
     }
-    let evidence = if encoding >= 2 {
-        serde_json::Value::from(draft.evidence.clone()).to_string()
+    if row.encoding >= 2 {
+        let _ = writeln!(out, "encoding={}", row.encoding);
+    }
+    let _ = write!(out, "seq={}", row.seq);
+    out.push_str("\noperation=");
+    esc(out, row.operation);
+    out.push_str("\naction=");
+    esc(out, row.action);
+    out.push_str("\nfrom=");
+    opt(out, row.from.map(State::as_str));
+    out.push_str("\nto=");
+    opt(out, row.to.map(State::as_str));
+    out.push_str("\nby=");
+    esc(out, row.by);
+    out.push_str("\nrole=");
+    out.push_str(row.role.as_str());
+    out.push_str("\npolicy=");
+    opt(out, row.policy);
+    out.push_str("\non_behalf_of=");
+    opt(out, row.on_behalf_of);
+    out.push_str("\nrationale=");
+    opt(out, row.rationale);
+    out.push_str("\nevidence=");
+    if row.encoding >= 2 {
+        let list: Vec<&str> = row.evidence.iter().map(AsRef::as_ref).collect();
+        out.push_str(&serde_json::to_string(&list).unwrap_or_default());
     } else {
-        let escaped: Vec<String> = draft.evidence.iter().map(|e| esc(e)).collect();
-        escaped.join(",")
-    };
-    let mut lines = Vec::with_capacity(13);
-    if encoding >= 2 {
-        lines.push(format!("encoding={encoding}"));
+        for (i, e) in row.evidence.iter().enumerate() {
+            if i > 0 {
+                out.push(',');
+            }
+            esc(out, e.as_ref());
+        }
     }
-    lines.extend([
-        format!("seq={seq}"),
-        format!("operation={}", esc(draft.operation.as_str())),
-        format!("action={}", esc(&draft.action)),
-        format!("from={}", opt(draft.from.map(State::as_str))),
-        format!("to={}", opt(draft.to.map(State::as_str))),
-        format!("by={}", esc(&draft.by)),
-        format!("role={}", draft.role.as_str()),
-        format!("policy={}", opt(draft.policy.as_deref())),
-        format!("on_behalf_of={}", opt(draft.on_behalf_of.as_deref())),
-        format!("rationale={}", opt(draft.rationale.as_deref())),
-        format!("evidence={evidence}"),
-        format!("at={}", format_instant(draft.at)),
-    ]);
-    lines.join("\n")
+    out.push_str("\nat=");
+    out.push_str(row.at);
 }
 
 /// The hash of a row: SHA-256 over the previous hash, a newline and the row's
@@ -146,26 +220,50 @@ pub enum ChainStatus {
 /// Incremental verifier: feed rows in `seq` order.
 #[derive(Debug, Clone)]
 pub struct ChainVerifier {
-    prev: Sha256,
+    /// The hash of the last row checked (`sha256:` and 64 lowercase hex digits).
+    prev: String,
     expected_seq: i64,
     rows: i64,
     encoding: i64,
+    /// The text hashed for one row, kept between rows.
+    scratch: String,
 }
 
 impl Default for ChainVerifier {
     fn default() -> Self {
-        ChainVerifier {
-            prev: genesis(),
-            expected_seq: 1,
-            rows: 0,
-            encoding: 1,
-        }
+        ChainVerifier::after(0, &genesis(), 1)
     }
 }
 
 impl ChainVerifier {
+    /// A verifier that continues after row `seq`, taken on trust to have hashed
+    /// to `hash` with `encoding`: the walk from a saved digest.
+    pub fn after(seq: i64, hash: &Sha256, encoding: i64) -> Self {
+        ChainVerifier {
+            prev: hash.as_str().to_owned(),
+            expected_seq: seq + 1,
+            rows: 0,
+            encoding,
+            scratch: String::new(),
+        }
+    }
+
     /// Checks the next row; the error names why the chain breaks at it.
     pub fn push(&mut self, row: &AuditRow) -> Result<(), ChainStatus> {
+        let at = format_instant(row.draft.at);
+        let view = RowView::of_draft(row.encoding, row.seq, &row.draft, &at);
+        self.push_view(&view, row.prev_hash.as_str(), row.hash.as_str())
+    }
+
+    /// Checks the next row given as its fields and its stored `prev_hash` and
+    /// `hash` (each a well-formed `sha256:` text); the error names why the
+    /// chain breaks at it.
+    pub fn push_view<E: AsRef<str>>(
+        &mut self,
+        row: &RowView<'_, E>,
+        prev_hash: &str,
+        hash: &str,
+    ) -> Result<(), ChainStatus> {
         let broken = |reason: String| ChainStatus::Broken {
             seq: row.seq,
             reason,
@@ -179,7 +277,7 @@ impl ChainVerifier {
                 ),
             });
         }
-        if row.prev_hash != self.prev {
+        if prev_hash != self.prev {
             return Err(broken(
                 "prev_hash does not equal the hash of the row before".into(),
             ));
@@ -190,13 +288,13 @@ impl ChainVerifier {
                 row.encoding, self.encoding
             )));
         }
-        let recomputed = chain_hash(&self.prev, row.encoding, row.seq, &row.draft);
-        if recomputed != row.hash {
+        if !hashes_to(&mut self.scratch, prev_hash, row, hash) {
             return Err(broken(
                 "hash does not match the row's content (the row was changed)".into(),
             ));
         }
-        self.prev = row.hash.clone();
+        self.prev.clear();
+        self.prev.push_str(hash);
         self.encoding = row.encoding;
         self.expected_seq += 1;
         self.rows += 1;
@@ -204,12 +302,36 @@ impl ChainVerifier {
     }
 
     pub fn finish(self) -> ChainStatus {
-        let head = (self.rows > 0).then(|| (self.expected_seq - 1, self.prev));
+        let head = (self.expected_seq > 1)
+            .then(|| Sha256::parse(&self.prev).ok())
+            .flatten()
+            .map(|hash| (self.expected_seq - 1, hash));
         ChainStatus::Intact {
             rows: self.rows,
             head,
         }
     }
+}
+
+/// Whether `row`, chained after `prev`, hashes to `hash` (see [`chain_hash`]);
+/// `scratch` holds the text hashed, so that a walk allocates it once.
+pub fn hashes_to<E: AsRef<str>>(
+    scratch: &mut String,
+    prev: &str,
+    row: &RowView<'_, E>,
+    hash: &str,
+) -> bool {
+    use sha2::Digest as _;
+    scratch.clear();
+    scratch.push_str(prev);
+    scratch.push('\n');
+    write_canonical(scratch, row);
+    let digest = sha2::Sha256::digest(scratch.as_bytes());
+    let mut hex = [0u8; 64];
+    hex::encode_to_slice(digest, &mut hex).is_ok()
+        && hash
+            .strip_prefix(Sha256::PREFIX)
+            .is_some_and(|h| h.as_bytes() == hex)
 }
 
 /// Verifies a whole chain held in memory.

@@ -187,6 +187,24 @@ pub fn format_instant(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
+/// Whether `text`, an instant [`parse_instant`] accepted, is already written the
+/// way [`format_instant`] writes it (`T`, `Z`, a fraction of 3, 6 or 9 digits
+/// only when that many are needed), so that formatting it again can be skipped.
+pub fn is_formatted_instant(text: &str) -> bool {
+    let b = text.as_bytes();
+    let fraction = b.get(20..b.len().saturating_sub(1)).unwrap_or_default();
+    let minimal = match fraction.len() {
+        0 => b.len() == 20,
+        3 | 6 | 9 => b[19] == b'.' && !fraction.ends_with(b"000"),
+        _ => false,
+    };
+    b.len() >= 20
+        && b[10] == b'T'
+        && b.get(17..19) != Some(b"60".as_slice())
+        && b.last() == Some(&b'Z')
+        && minimal
+}
+
 /// A short human duration: `45s`, `3m05s`, `2h10m`, `4d03h`; negative as `-…`.
 pub fn human_duration(seconds: i64) -> String {
     let sign = if seconds < 0 { "-" } else { "" };
@@ -206,6 +224,36 @@ pub fn human_duration(seconds: i64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_instant_is_taken_as_formatted_only_when_formatting_it_again_changes_nothing() {
+        for text in [
+            "2026-09-05T10:00:00Z",
+            "2026-09-05T10:00:00.120Z",
+            "2026-09-05T10:00:00.000Z",
+            "2026-09-05T10:00:00.12Z",
+            "2026-09-05T10:00:00.123456Z",
+            "2026-09-05T10:00:00.123000Z",
+            "2026-09-05T10:00:00.123456789Z",
+            "2026-09-05T10:00:00.123456000Z",
+            "2026-09-05t10:00:00Z",
+            "2026-09-05T10:00:00z",
+            "2026-09-05T12:00:00+02:00",
+            "2026-09-05T10:00:00+00:00",
+            "2016-12-31T23:59:60Z",
+            "0001-01-01T00:00:00.5Z",
+        ] {
+            let Ok(at) = parse_instant(text) else {
+                continue;
+            };
+            let formatted = format_instant(at) == text;
+            // A leap second is formatted again, to be safe; any other instant
+            // is recognised exactly.
+            let leap = text.contains(":60");
+            assert!(!is_formatted_instant(text) || formatted, "{text}");
+            assert!(leap || is_formatted_instant(text) == formatted, "{text}");
+        }
+    }
 
     #[test]
     fn frozen_clock_never_moves_and_offsets_normalise_to_utc() {

@@ -23,6 +23,12 @@ pub struct OperationId(String);
 
 impl OperationId {
     pub fn parse(text: &str) -> Result<Self, IdError> {
+        Self::check(text)?;
+        Ok(OperationId(text.to_owned()))
+    }
+
+    /// Whether `text` is an operation id, without keeping it.
+    pub fn check(text: &str) -> Result<(), IdError> {
         if text.is_empty() {
             return Err(IdError::Empty);
         }
@@ -36,7 +42,7 @@ impl OperationId {
         {
             return Err(IdError::BadChar(c));
         }
-        Ok(OperationId(text.to_owned()))
+        Ok(())
     }
 
     pub fn as_str(&self) -> &str {
@@ -71,9 +77,15 @@ impl Sha256 {
     pub const PREFIX: &'static str = "sha256:";
 
     pub fn parse(text: &str) -> Result<Self, IdError> {
+        Self::check(text)?;
+        Ok(Sha256(text.to_owned()))
+    }
+
+    /// Whether `text` is a digest as this type writes it, without keeping it.
+    pub fn check(text: &str) -> Result<(), IdError> {
         let hex = text.strip_prefix(Self::PREFIX).ok_or(IdError::BadHash)?;
         if hex.len() == 64 && hex.bytes().all(|b| matches!(b, b'0'..=b'9' | b'a'..=b'f')) {
-            Ok(Sha256(text.to_owned()))
+            Ok(())
         } else {
             Err(IdError::BadHash)
         }

@@ -2,12 +2,12 @@
 //! version, and the grants — replayed row by row, so that `audit verify` finds a
 //! stored value changed behind the chain's back, not only an edited audit row.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use chrono::{DateTime, Utc};
 
 use super::access::LEDGER;
-use super::audit::{AuditRow, RECORD};
+use super::audit::{AuditRow, RECORD, RowView};
 use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
 };
@@ -83,7 +83,8 @@ pub struct Divergence {
 /// The chain replayed. Feed every row in `seq` order, then compare.
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
-    operations: BTreeMap<String, Entry>,
+    /// By id; where one of them is named, the least id is (see [`least`]).
+    operations: HashMap<String, Entry>,
     grants: BTreeSet<(String, String, String)>,
     last_grant_seq: i64,
     /// Each tool's level as the `autonomy-set` rows leave it, with the row's seq.
@@ -94,27 +95,39 @@ pub struct Ledger {
     head: i64,
 }
 
+/// The operation with the least id of `operations`: the one a report names
+/// when several diverge, the same whatever order the map holds them in.
+fn least<'a>(
+    operations: impl Iterator<Item = (&'a String, &'a Entry)>,
+) -> Option<(&'a String, &'a Entry)> {
+    operations.min_by(|a, b| a.0.cmp(b.0))
+}
+
 /// The value of the evidence entry starting with `prefix`.
-fn entry<'a>(row: &'a AuditRow, prefix: &str) -> Option<&'a str> {
-    row.draft
-        .evidence
+fn entry<'a, E: AsRef<str>>(row: &RowView<'a, E>, prefix: &str) -> Option<&'a str> {
+    row.evidence
         .iter()
         .rev()
-        .find_map(|e| e.strip_prefix(prefix))
+        .find_map(|e| e.as_ref().strip_prefix(prefix))
 }
 
 impl Ledger {
     pub fn push(&mut self, row: &AuditRow) {
+        let at = format_instant(row.draft.at);
+        self.push_view(&RowView::of_draft(row.encoding, row.seq, &row.draft, &at));
+    }
+
+    /// Replays one row given as its fields (see [`RowView`]).
+    pub fn push_view<E: AsRef<str>>(&mut self, row: &RowView<'_, E>) {
         self.head = row.seq;
-        let d = &row.draft;
-        if d.operation.as_str() == LEDGER {
+        if row.operation == LEDGER {
             self.last_grant_seq = row.seq;
             let key = (
                 entry(row, "identity:").unwrap_or_default().to_owned(),
                 entry(row, "role:").unwrap_or_default().to_owned(),
                 entry(row, "tenant:").unwrap_or_default().to_owned(),
             );
-            match d.action.as_str() {
+            match row.action {
                 "grant" => {
                     self.grants.insert(key);
                 }
@@ -125,28 +138,32 @@ impl Ledger {
             }
             return;
         }
-        if d.operation.as_str() == AUTONOMY_LEDGER {
+        if row.operation == AUTONOMY_LEDGER {
             self.last_level_seq = row.seq;
-            if d.action == SET_ACTION {
+            if row.action == SET_ACTION {
                 let tool = entry(row, "tool:").unwrap_or_default().to_owned();
                 let level = entry(row, "level:").unwrap_or_default().to_owned();
                 self.levels.insert(tool, (level, row.seq));
             }
             return;
         }
-        if d.operation.as_str() == DRILL_LEDGER {
-            if d.action == DRILL_ACTION {
-                self.drills.push((row.seq, d.evidence.clone()));
+        if row.operation == DRILL_LEDGER {
+            if row.action == DRILL_ACTION {
+                let evidence = row.evidence.iter().map(|e| e.as_ref().to_owned());
+                self.drills.push((row.seq, evidence.collect()));
             }
             return;
         }
-        let op = self
-            .operations
-            .entry(d.operation.as_str().to_owned())
-            .or_default();
+        if !self.operations.contains_key(row.operation) {
+            self.operations
+                .insert(row.operation.to_owned(), Entry::default());
+        }
+        let Some(op) = self.operations.get_mut(row.operation) else {
+            return;
+        };
         op.last_seq = row.seq;
-        if work::is_work_action(&d.action) {
-            let status = match d.action.as_str() {
+        if work::is_work_action(row.action) {
+            let status = match row.action {
                 work::COMPLETE => LeaseStatus::Completed,
                 work::RELEASE => LeaseStatus::Released,
                 _ => LeaseStatus::Held,
@@ -159,13 +176,13 @@ impl Ledger {
             ));
             return;
         }
-        if d.action != RECORD {
+        if row.action != RECORD {
             op.version += 1;
         }
-        if let Some(to) = d.to {
+        if let Some(to) = row.to {
             op.state = Some(to);
         }
-        if d.action == "assign" {
+        if row.action == "assign" {
             op.owner = entry(row, OWNER).map_or(Owner::Unrecorded, |o| Owner::Assigned(o.into()));
         }
     }
@@ -212,13 +229,18 @@ impl Ledger {
 
     /// The first operation the chain created that `is_stored` says is gone.
     pub fn check_none_missing(&self, is_stored: impl Fn(&str) -> bool) -> Result<(), Divergence> {
-        match self.operations.iter().find(|(id, _)| !is_stored(id)) {
+        match least(self.operations.iter().filter(|(id, _)| !is_stored(id))) {
             Some((id, op)) => Err(Divergence {
                 seq: op.last_seq,
                 reason: format!("operation {id} has audit rows but is no longer stored"),
             }),
             None => Ok(()),
         }
+    }
+
+    /// How many operations the chain made.
+    pub fn operations(&self) -> usize {
+        self.operations.len()
     }
 
     /// The seq of the newest row about `operation`, else the head.
@@ -253,11 +275,11 @@ impl Ledger {
                 });
             }
         }
-        match self
-            .operations
-            .iter()
-            .find(|(id, op)| op.lease.is_some() && !seen.contains(*id))
-        {
+        match least(
+            self.operations
+                .iter()
+                .filter(|(id, op)| op.lease.is_some() && !seen.contains(*id)),
+        ) {
             Some((id, op)) => Err(Divergence {
                 seq: op.last_seq,
                 reason: format!("the lease on {id} was made by work rows but is no longer stored"),

@@ -26,7 +26,7 @@ use tokio::sync::watch;
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
 use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
-use crate::core::ids::OperationId;
+use crate::core::ids::{OperationId, Sha256};
 pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
 use crate::core::model::{Dataset, FailureMode, Risk, State};
@@ -335,6 +335,15 @@ pub trait Store: Send + Sync {
         sort: SortOrder,
     ) -> Result<Vec<OperationId>, StoreError>;
 
+    /// The keys of up to `limit` operations matching `filter` in urgency
+    /// order after `after`: one keyset page ([`sql::urgency_page`]).
+    async fn urgency_page(
+        &self,
+        filter: &OperationFilter,
+        after: Option<&sql::UrgencyKey>,
+        limit: u64,
+    ) -> Result<Vec<sql::UrgencyKey>, StoreError>;
+
     /// One operation of any tenant.
     async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
         self.detail_in(&Scope::Every, id).await
@@ -370,6 +379,11 @@ pub trait Store: Send + Sync {
 
     /// Walks the whole chain.
     async fn verify(&self) -> Result<ChainStatus, StoreError>;
+
+    /// Walks the chain after a saved digest, row `seq` with `hash`: that row
+    /// must still hash to it, then the rows after it are walked. Neither the
+    /// rows before it nor the stored values are compared.
+    async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError>;
 
     /// Everything, for metrics and export.
     async fn dataset(&self) -> Result<Dataset, StoreError> {

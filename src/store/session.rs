@@ -83,6 +83,19 @@ impl Session {
         self.store.list(&self.scoped(filter), sort, page).await
     }
 
+    /// One keyset page, in urgency order, of the operations in scope matching
+    /// `filter` after `after` (see [`crate::store::sql::urgency_page`]).
+    pub async fn urgency_page(
+        &self,
+        filter: &OperationFilter,
+        after: Option<&crate::store::sql::UrgencyKey>,
+        limit: u64,
+    ) -> Result<Vec<crate::store::sql::UrgencyKey>, StoreError> {
+        self.store
+            .urgency_page(&self.scoped(filter), after, limit)
+            .await
+    }
+
     /// The ids of every operation in scope matching `filter`, in `sort` order.
     pub async fn matching_ids(
         &self,
@@ -125,6 +138,11 @@ impl Session {
     /// Walks the whole chain; only its status comes back.
     pub async fn verify(&self) -> Result<ChainStatus, StoreError> {
         self.store.verify().await
+    }
+
+    /// Walks the chain after a saved digest (row `seq` with `hash`) only.
+    pub async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError> {
+        self.store.verify_from(seq, hash).await
     }
 
     /// The first link of the chain at or after `seq`, as (`seq`, hash): what a

@@ -229,6 +229,59 @@ where
     qb
 }
 
+/// Where an operation stands in urgency order (see [`order_by`]): the key a
+/// keyset page resumes after.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct UrgencyKey {
+    pub risk_rank: i64,
+    pub observe_order: i64,
+    pub state_since_ms: i64,
+    pub id: String,
+}
+
+/// The keys of up to `limit` operations matching `filter` in urgency order,
+/// strictly after `after`: a keyset page over the urgency index, so that the
+/// thousandth page costs what the first does (no `OFFSET`).
+pub fn urgency_page<'a, DB>(
+    prefix: &str,
+    filter: &OperationFilter,
+    after: Option<&UrgencyKey>,
+    limit: u64,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT o.id, o.risk_rank, o.observe_order, o.state_since_ms \
+         FROM operations o WHERE 1 = 1"
+    ));
+    push_filter(&mut qb, filter);
+    if let Some(key) = after {
+        // risk_rank descending, then the rest ascending, the id breaking ties.
+        qb.push(" AND (o.risk_rank < ");
+        qb.push_bind(key.risk_rank);
+        qb.push(" OR (o.risk_rank = ");
+        qb.push_bind(key.risk_rank);
+        qb.push(" AND (o.observe_order > ");
+        qb.push_bind(key.observe_order);
+        qb.push(" OR (o.observe_order = ");
+        qb.push_bind(key.observe_order);
+        qb.push(" AND (o.state_since_ms > ");
+        qb.push_bind(key.state_since_ms);
+        qb.push(" OR (o.state_since_ms = ");
+        qb.push_bind(key.state_since_ms);
+        qb.push(" AND o.id > ");
+        qb.push_bind(key.id.clone());
+        qb.push("))))))");
+    }
+    qb.push(order_by(SortOrder::Urgency));
+    qb.push(" LIMIT ");
+    qb.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+    qb
+}
+
 /// The scope of a filter that narrows by nothing but the tenant scope (G7),
 /// whose counts the `operation_counts` table keeps; `None` for any other filter.
 pub fn kept_scope(filter: &OperationFilter) -> Option<Scope> {

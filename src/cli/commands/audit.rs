@@ -56,7 +56,44 @@ pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Resul
                 .into()),
             }
         }
-        AuditCommand::Verify { digest, json } => {
+        AuditCommand::Verify {
+            digest: Some(path),
+            from: Some(from),
+            json,
+        } => {
+            let (seq, hash) = read_digest(&path)?;
+            if seq != from {
+                return Err(Failure::new(
+                    exit::BAD_INPUT,
+                    format!(
+                        "--from {from}: the digest in {} is of seq {seq}; give --from {seq}",
+                        path.display()
+                    ),
+                )
+                .into());
+            }
+            let status = session.verify_from(seq, &hash).await?;
+            let verdict = match &status {
+                ChainStatus::Intact { rows, head } => Ok(format!(
+                    "audit chain intact after the saved digest (seq {seq} {hash}): {rows} rows after it, head {}; \
+                     the rows before seq {seq} and the stored values were not checked (`audit verify` checks them)",
+                    head.as_ref()
+                        .map_or_else(|| format!("{seq} {hash}"), |(s, h)| format!("{s} {h}"))
+                )),
+                ChainStatus::Broken { seq, reason } => {
+                    Err(format!("audit chain broken at seq {seq}: {reason}"))
+                }
+            };
+            if json {
+                let _ = writeln!(
+                    std::io::stdout(),
+                    "{}",
+                    serde_json::json!({"status": status, "digest_checked": true, "from": seq, "ok": verdict.is_ok()})
+                );
+            }
+            finish(verdict, json)
+        }
+        AuditCommand::Verify { digest, json, .. } => {
             let status = session.verify().await?;
             let saved = digest.as_deref().map(read_digest).transpose()?;
             let mut verdict = match &status {
@@ -95,15 +132,20 @@ pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Resul
                     serde_json::json!({"status": status, "digest_checked": saved.is_some(), "ok": verdict.is_ok()})
                 );
             }
-            match verdict {
-                Ok(text) => {
-                    if !json {
-                        println!("{text}");
-                    }
-                    Ok(exit::OK)
-                }
-                Err(text) => Err(Failure::new(exit::INTEGRITY, text).into()),
-            }
+            finish(verdict, json)
         }
+    }
+}
+
+/// The verdict of a verification printed (unless the JSON was), as an exit code.
+fn finish(verdict: Result<String, String>, json: bool) -> anyhow::Result<u8> {
+    match verdict {
+        Ok(text) => {
+            if !json {
+                println!("{text}");
+            }
+            Ok(exit::OK)
+        }
+        Err(text) => Err(Failure::new(exit::INTEGRITY, text).into()),
     }
 }

@@ -170,7 +170,7 @@ macro_rules! shared {
             DB::Arguments: ::sqlx::IntoArguments<DB>,
             for<'s> &'s str: ::sqlx::ColumnIndex<DB::Row>,
             str: ::sqlx::Type<DB>,
-            for<'q> &'q str: ::sqlx::Encode<'q, DB>,
+            for<'q> &'q str: ::sqlx::Encode<'q, DB> + ::sqlx::Decode<'q, DB>,
             for<'q> String: ::sqlx::Encode<'q, DB> + ::sqlx::Decode<'q, DB> + ::sqlx::Type<DB>,
             for<'q> i64: ::sqlx::Encode<'q, DB> + ::sqlx::Decode<'q, DB> + ::sqlx::Type<DB>,
             for<'q> bool: ::sqlx::Decode<'q, DB> + ::sqlx::Type<DB>,
@@ -275,6 +275,15 @@ shared! {
             self.read_list(filter, sort, page).await
         }
 
+        async fn urgency_page(
+            &self,
+            filter: &OperationFilter,
+            after: Option<&crate::store::sql::UrgencyKey>,
+            limit: u64,
+        ) -> Result<Vec<crate::store::sql::UrgencyKey>, StoreError> {
+            self.read_urgency_page(filter, after, limit).await
+        }
+
         async fn matching_ids(
             &self,
             filter: &OperationFilter,
@@ -322,6 +331,10 @@ shared! {
 
         async fn verify(&self) -> Result<ChainStatus, StoreError> {
             self.read_verify().await
+        }
+
+        async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError> {
+            self.read_verify_from(seq, hash).await
         }
 
         async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError> {

@@ -41,7 +41,15 @@ where
 shared! {
     impl {
         pub(super) fn audit_row(row: &DB::Row) -> Result<AuditRow, StoreError> {
-            AuditColumns {
+            Self::audit_columns::<String>(row)?.into_row()
+        }
+
+        /// The columns of an audit row, owned or borrowed from `row`.
+        pub(super) fn audit_columns<'r, S>(row: &'r DB::Row) -> Result<AuditColumns<S>, StoreError>
+        where
+            S: sqlx::Decode<'r, DB> + sqlx::Type<DB>,
+        {
+            Ok(AuditColumns {
                 seq: row.try_get("seq").map_err(db::<DB>)?,
                 operation: row.try_get("operation").map_err(db::<DB>)?,
                 action: row.try_get("action").map_err(db::<DB>)?,
@@ -57,8 +65,7 @@ shared! {
                 encoding: row.try_get("encoding").map_err(db::<DB>)?,
                 prev_hash: row.try_get("prev_hash").map_err(db::<DB>)?,
                 hash: row.try_get("hash").map_err(db::<DB>)?,
-            }
-            .into_row()
+            })
         }
 
         pub(super) fn operation_row(row: &DB::Row) -> Result<OperationRow, StoreError> {
@@ -330,6 +337,26 @@ shared! {
                 ids.push(codec::parse_id(&Self::text(&row, "id")?)?);
             }
             Ok(ids)
+        }
+
+        pub(super) async fn read_urgency_page(
+            &self,
+            filter: &OperationFilter,
+            after: Option<&sql::UrgencyKey>,
+            limit: u64,
+        ) -> Result<Vec<sql::UrgencyKey>, StoreError> {
+            let mut qb: QueryBuilder<DB> = sql::urgency_page("", filter, after, limit);
+            let rows = qb.build().fetch_all(&self.pool).await.map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    Ok(sql::UrgencyKey {
+                        risk_rank: row.try_get("risk_rank").map_err(db::<DB>)?,
+                        observe_order: row.try_get("observe_order").map_err(db::<DB>)?,
+                        state_since_ms: row.try_get("state_since_ms").map_err(db::<DB>)?,
+                        id: Self::text(row, "id")?,
+                    })
+                })
+                .collect()
         }
 
         pub(super) async fn read_list(

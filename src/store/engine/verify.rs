@@ -9,14 +9,11 @@ use futures_util::TryStreamExt;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{AUDIT_COLUMNS, db};
-use crate::core::audit::{ChainStatus, ChainVerifier};
+use crate::core::audit::{ChainStatus, ChainVerifier, ENCODING, hashes_to};
 use crate::core::ids::Sha256;
 use crate::core::ledger::{Divergence, Ledger, Stored};
 use crate::store::StoreError;
 use crate::store::plan::codec;
-
-/// Rows read per query of the chain walk.
-const CHUNK: i64 = 10_000;
 
 /// The stored records that carry a `record_hash` of their `wire`: the table, the
 /// key named in a report, and the operation it belongs to (`NULL` for none).
@@ -58,36 +55,8 @@ shared! {
             }
             let mut verifier = ChainVerifier::default();
             let mut ledger = Ledger::default();
-            let mut next = 1;
-            loop {
-                let rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq >= $1 ORDER BY seq LIMIT $2"
-                )))
-                .bind(next)
-                .bind(CHUNK)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?;
-                if rows.is_empty() {
-                    break;
-                }
-                for row in &rows {
-                    let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
-                    let decoded = match Self::audit_row(row) {
-                        Ok(decoded) => decoded,
-                        Err(e) => {
-                            return Ok(ChainStatus::Broken {
-                                seq,
-                                reason: format!("the row cannot be read: {e}"),
-                            });
-                        }
-                    };
-                    if let Err(broken) = verifier.push(&decoded) {
-                        return Ok(broken);
-                    }
-                    ledger.push(&decoded);
-                    next = seq + 1;
-                }
+            if let Err(broken) = self.walk(1, &mut verifier, Some(&mut ledger)).await? {
+                return Ok(broken);
             }
             Ok(match self.compare(&ledger).await? {
                 Ok(()) => verifier.finish(),
@@ -95,9 +64,103 @@ shared! {
             })
         }
 
+        /// Walks the chain after a saved digest: row `seq` must still hash to
+        /// `hash`, from its stored `prev_hash` and its content; the rows after it
+        /// are walked as [`Self::read_verify`] walks them. The rows before it and
+        /// the store comparison are not checked.
+        pub(super) async fn read_verify_from(
+            &self,
+            seq: i64,
+            hash: &Sha256,
+        ) -> Result<ChainStatus, StoreError> {
+            let row = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq = $1"
+            )))
+            .bind(seq)
+            .fetch_optional(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let broken = |reason: String| Ok(ChainStatus::Broken { seq, reason });
+            let Some(row) = row else {
+                return broken(format!(
+                    "the saved digest names seq {seq}, which the chain no longer has (rows were removed)"
+                ));
+            };
+            let columns = match Self::audit_columns::<&str>(&row) {
+                Ok(columns) => columns,
+                Err(e) => return broken(format!("the row cannot be read: {e}")),
+            };
+            let checked = match columns.check() {
+                Ok(checked) => checked,
+                Err(e) => return broken(format!("the row cannot be read: {e}")),
+            };
+            if columns.hash != hash.as_str() {
+                return broken(format!(
+                    "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"
+                ));
+            }
+            let view = columns.view(&checked);
+            if !(1..=ENCODING).contains(&view.encoding)
+                || !hashes_to(&mut String::new(), columns.prev_hash, &view, hash.as_str())
+            {
+                return broken(
+                    "hash does not match the row's content (the row was changed)".into(),
+                );
+            }
+            let mut verifier = ChainVerifier::after(seq, hash, view.encoding);
+            Ok(match self.walk(seq + 1, &mut verifier, None).await? {
+                Ok(()) => verifier.finish(),
+                Err(broken) => broken,
+            })
+        }
+
+        /// Feeds every row from `seq` on, in one streamed statement, to
+        /// `verifier` and `ledger`; the first row that does not check ends it.
+        /// A row is read as borrowed text and checked in place: nothing but the
+        /// evidence list and a non-canonical instant is copied.
+        async fn walk(
+            &self,
+            from: i64,
+            verifier: &mut ChainVerifier,
+            mut ledger: Option<&mut Ledger>,
+        ) -> Result<Result<(), ChainStatus>, StoreError> {
+            let mut rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq >= $1 ORDER BY seq"
+            )))
+            .bind(from)
+            .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
+                let unreadable = |e: StoreError| {
+                    Ok(Err(ChainStatus::Broken {
+                        seq,
+                        reason: format!("the row cannot be read: {e}"),
+                    }))
+                };
+                let columns = match Self::audit_columns::<&str>(&row) {
+                    Ok(columns) => columns,
+                    Err(e) => return unreadable(e),
+                };
+                let checked = match columns.check() {
+                    Ok(checked) => checked,
+                    Err(e) => return unreadable(e),
+                };
+                let view = columns.view(&checked);
+                if let Err(broken) = verifier.push_view(&view, columns.prev_hash, columns.hash) {
+                    return Ok(Err(broken));
+                }
+                if let Some(ledger) = ledger.as_deref_mut() {
+                    ledger.push_view(&view);
+                }
+            }
+            Ok(Ok(()))
+        }
+
         /// Compares the stored operations, records and grants with `ledger`.
         async fn compare(&self, ledger: &Ledger) -> Result<Result<(), Divergence>, StoreError> {
-            let mut seen: HashSet<String> = HashSet::new();
+            // Every stored operation that checks is one the chain made, and ids
+            // are unique: when as many check as the chain made, none is missing.
+            let mut checked = 0;
             {
                 let mut rows = sqlx::query(
                     "SELECT id, state, owner, version, wire, record_hash FROM operations ORDER BY id",
@@ -133,11 +196,18 @@ shared! {
                     if let Err(divergence) = ledger.check(&stored) {
                         return Ok(Err(divergence));
                     }
-                    seen.insert(id);
+                    checked += 1;
                 }
             }
-            if let Err(divergence) = ledger.check_none_missing(|id| seen.contains(id)) {
-                return Ok(Err(divergence));
+            if checked != ledger.operations() {
+                let mut ids = sqlx::query("SELECT id FROM operations").fetch(&self.pool);
+                let mut seen: HashSet<String> = HashSet::new();
+                while let Some(row) = ids.try_next().await.map_err(db::<DB>)? {
+                    seen.insert(Self::text(&row, "id")?);
+                }
+                if let Err(divergence) = ledger.check_none_missing(|id| seen.contains(id)) {
+                    return Ok(Err(divergence));
+                }
             }
             for (table, key, operation) in RECORD_TABLES {
                 let mut rows = sqlx::query(AssertSqlSafe(format!(

@@ -2,10 +2,12 @@
 //! canonical wire line, decoded with the same strict parser ingest uses, so that a
 //! row can never hold something the wire format could not say.
 
+use std::borrow::Cow;
+
 use chrono::{DateTime, TimeZone, Utc};
 
-use crate::core::audit::{AuditDraft, AuditRow};
-use crate::core::clock::parse_instant;
+use crate::core::audit::{AuditDraft, AuditRow, RowView};
+use crate::core::clock::{format_instant, is_formatted_instant, parse_instant};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
     ActionKind, Attempt, Contract, Expectation, Item, Observation, Operation, ProposalStatus, Risk,
@@ -120,24 +122,98 @@ pub fn parse_id(text: &str) -> Result<OperationId, StoreError> {
     OperationId::parse(text).map_err(|e| corrupt(format!("bad operation id {text:?}: {e}")))
 }
 
-/// The columns of one audit row, as every backend stores them.
-pub struct AuditColumns {
+/// The columns of one audit row, as every backend stores them: owned
+/// (`String`), or borrowed from the driver's row (`&str`) for a walk over the
+/// chain that builds no [`AuditRow`].
+pub struct AuditColumns<S = String> {
     pub seq: i64,
-    pub operation: String,
-    pub action: String,
-    pub from_state: Option<String>,
-    pub to_state: Option<String>,
-    pub by_identity: String,
-    pub role: String,
-    pub policy: Option<String>,
-    pub on_behalf_of: Option<String>,
-    pub rationale: Option<String>,
-    pub evidence: String,
-    pub at: String,
+    pub operation: S,
+    pub action: S,
+    pub from_state: Option<S>,
+    pub to_state: Option<S>,
+    pub by_identity: S,
+    pub role: S,
+    pub policy: Option<S>,
+    pub on_behalf_of: Option<S>,
+    pub rationale: Option<S>,
+    pub evidence: S,
+    pub at: S,
     /// The canonical encoding the hash is over ([`crate::core::audit::ENCODING`]).
     pub encoding: i64,
-    pub prev_hash: String,
-    pub hash: String,
+    pub prev_hash: S,
+    pub hash: S,
+}
+
+/// What a borrowed row's [`RowView`] needs besides its columns: the states and
+/// role read, the evidence list parsed and the instant as the canonical
+/// encoding writes it, each checked as [`AuditColumns::into_row`] checks it.
+pub struct Checked<'a> {
+    from: Option<State>,
+    to: Option<State>,
+    role: Role,
+    evidence: Vec<Cow<'a, str>>,
+    at: Cow<'a, str>,
+}
+
+impl<'a> AuditColumns<&'a str> {
+    /// Checks the row as [`AuditColumns::into_row`] does, in the same order and
+    /// with the same messages, borrowing what it can.
+    pub fn check(&self) -> Result<Checked<'a>, StoreError> {
+        let seq = self.seq;
+        let bad = |what: &str| corrupt(format!("audit row {seq}: {what}"));
+        let state = |text: Option<&str>| -> Result<Option<State>, StoreError> {
+            text.map(|t| State::parse(t).ok_or_else(|| bad("unknown state")))
+                .transpose()
+        };
+        let evidence: Vec<Cow<'a, str>> = match serde_json::from_str::<Vec<&'a str>>(self.evidence)
+        {
+            Ok(list) => list.into_iter().map(Cow::Borrowed).collect(),
+            Err(_) => serde_json::from_str::<Vec<String>>(self.evidence)
+                .map_err(|_| bad("evidence is not a list"))?
+                .into_iter()
+                .map(Cow::Owned)
+                .collect(),
+        };
+        OperationId::check(self.operation).map_err(|_| bad("operation id"))?;
+        let from = state(self.from_state)?;
+        let to = state(self.to_state)?;
+        let role = Role::parse(self.role).ok_or_else(|| bad("unknown role"))?;
+        let at = parse_instant(self.at).map_err(|_| bad("time"))?;
+        let at = if is_formatted_instant(self.at) {
+            Cow::Borrowed(self.at)
+        } else {
+            Cow::Owned(format_instant(at))
+        };
+        Sha256::check(self.prev_hash).map_err(|_| bad("prev_hash"))?;
+        Sha256::check(self.hash).map_err(|_| bad("hash"))?;
+        Ok(Checked {
+            from,
+            to,
+            role,
+            evidence,
+            at,
+        })
+    }
+
+    /// The row's fields for the chain and the ledger, from what [`Self::check`]
+    /// made of it.
+    pub fn view<'v>(&'v self, checked: &'v Checked<'a>) -> RowView<'v, Cow<'a, str>> {
+        RowView {
+            seq: self.seq,
+            encoding: self.encoding,
+            operation: self.operation,
+            action: self.action,
+            from: checked.from,
+            to: checked.to,
+            by: self.by_identity,
+            role: checked.role,
+            policy: self.policy,
+            on_behalf_of: self.on_behalf_of,
+            rationale: self.rationale,
+            evidence: &checked.evidence,
+            at: &checked.at,
+        }
+    }
 }
 
 impl AuditColumns {
