@@ -1,14 +1,49 @@
 //! The report as every surface computes it — the console's metrics tab, `holdfast
 //! report` and the bench: the facts of the session's tenants (G7), assembled by
 //! `core::metrics` at one `now`.
+//!
+//! The store is read in keyset pages of [`PAGE`] operations, each with the
+//! records of its relatives in scope ([`Store::dataset_page`]); each page is
+//! judged by the same rules as a whole dataset and folded into a [`Tally`], so
+//! memory follows the page and the report's lists (their first
+//! [`metrics::LISTED`] entries), not the store.
+
+use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
-use crate::core::metrics::{self, Report};
-use crate::store::{Session, StoreError};
+use crate::core::metrics::{self, Report, Tally};
+use crate::store::{Scope, Session, Store, StoreError};
+
+/// Operations judged per page.
+pub const PAGE: u64 = 1000;
 
 /// The report over what `session` may see, at `now`.
 pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    let data = session.dataset().await?;
-    Ok(metrics::report(&data, now))
+    compute_in(session.store(), session.scope(), now, PAGE).await
+}
+
+/// The report over the operations of `store` in `scope` at `now`, judged in
+/// pages of `page` operations.
+pub async fn compute_in(
+    store: &dyn Store,
+    scope: &Scope,
+    now: DateTime<Utc>,
+    page: u64,
+) -> Result<Report, StoreError> {
+    let contracts = store.contracts().await?;
+    let mut tally = Tally::default();
+    let mut after = None;
+    loop {
+        let (ids, data) = store
+            .dataset_page(scope, after.as_ref(), page.max(1), contracts.clone())
+            .await?;
+        let Some(last) = ids.last().cloned() else {
+            break;
+        };
+        let judged: BTreeSet<_> = ids.into_iter().collect();
+        tally.add(metrics::page_facts(&data, judged, now));
+        after = Some(last);
+    }
+    Ok(tally.finish(now))
 }

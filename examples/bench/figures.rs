@@ -274,15 +274,16 @@ pub async fn audit_tab(bench: &Bench, floor: Duration) -> Row {
     }
 }
 
-/// Where the report's time and memory go: reading every record in scope into a
-/// `Dataset`, then judging it in memory.
+/// The reference path the paged report is tested against: every record in scope
+/// read into one `Dataset`, then judged in memory — what the report did before it
+/// read the store in pages, measured beside it.
 pub async fn report_profile(bench: &Bench) -> Vec<Row> {
     memory::reset_peak();
     let start = Instant::now();
     let read = tokio::time::timeout(LIMIT, bench.session.dataset()).await;
     let Ok(Ok(data)) = read else {
         return vec![Row {
-            what: "  report, step 1: read every record in scope".into(),
+            what: "  reference, step 1: read every record in scope".into(),
             measured: Took::Unfinished.text(),
             floor: "—".into(),
             verdict: "profile".into(),
@@ -301,13 +302,13 @@ pub async fn report_profile(bench: &Bench) -> Vec<Row> {
         .sum();
     vec![
         Row {
-            what: "  report, step 1: read every record in scope".into(),
+            what: "  reference, step 1: read every record in scope".into(),
             measured: format!("{} · peak RSS {peak_loaded} MiB", ms(loaded)),
             floor: "—".into(),
             verdict: "profile".into(),
         },
         Row {
-            what: "  report, step 2: judge in memory, assemble".into(),
+            what: "  reference, step 2: judge in memory, assemble".into(),
             measured: format!(
                 "{} · peak RSS {peak} MiB · {ids} operation ids listed",
                 ms(judged)

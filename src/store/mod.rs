@@ -29,7 +29,7 @@ use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
 use crate::core::ids::{OperationId, Sha256};
 pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
-use crate::core::model::{Dataset, FailureMode, Risk, State};
+use crate::core::model::{Contract, Dataset, FailureMode, Risk, State};
 pub use crate::core::rules::Commit;
 use crate::core::work::Lease;
 use crate::wire::{LineError, Numbered};
@@ -394,6 +394,23 @@ pub trait Store: Send + Sync {
     /// items, observations, audit rows, expectations, proposals), and every
     /// contract (contracts belong to no tenant).
     async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError>;
+
+    /// Every contract, in tool order (contracts belong to no tenant).
+    async fn contracts(&self) -> Result<Vec<Contract>, StoreError>;
+
+    /// One keyset page of the operations in `scope`: the next `limit` ids after
+    /// `after` in id order, and a dataset holding their records and those of
+    /// their relatives in `scope` (parent, children, dependencies, dependents,
+    /// operations sharing their idempotency key), with `contracts`. The rules
+    /// over one operation read nothing else, so a report can judge a store page
+    /// by page in bounded memory.
+    async fn dataset_page(
+        &self,
+        scope: &Scope,
+        after: Option<&OperationId>,
+        limit: u64,
+        contracts: Vec<Contract>,
+    ) -> Result<(Vec<OperationId>, Dataset), StoreError>;
 
     /// The database login this store is connected as (PostgreSQL's
     /// `session_user`), which is the acting identity there; `None` for a store

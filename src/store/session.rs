@@ -68,6 +68,12 @@ impl Session {
         &self.scope
     }
 
+    /// The store behind the session, for reads that apply [`Self::scope`]
+    /// themselves.
+    pub(crate) fn store(&self) -> &dyn Store {
+        self.store.as_ref()
+    }
+
     /// The store's location in words.
     pub fn location(&self) -> String {
         self.store.location()

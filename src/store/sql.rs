@@ -182,6 +182,52 @@ where
     }
 }
 
+/// Which operations a read of their records covers: those of a tenant scope
+/// (G7), or the operations a list of ids names.
+pub(crate) enum Covering<'a> {
+    Scope(&'a Scope),
+    Ids(&'a [String]),
+}
+
+impl Covering<'_> {
+    /// Appends ` AND` the covering over the operations table: `tenant` names its
+    /// tenant column, `id` its id column.
+    pub(crate) fn push<'q, DB>(&self, qb: &mut QueryBuilder<DB>, tenant: &str, id: &str)
+    where
+        DB: Database,
+        String: Encode<'q, DB> + Type<DB>,
+    {
+        match self {
+            Covering::Scope(scope) => push_tenants(qb, tenant, scope),
+            Covering::Ids(ids) => Self::push_ids(qb, id, ids),
+        }
+    }
+
+    /// Appends ` AND` the covering over `column`, an operation id.
+    pub(crate) fn push_operations<'q, DB>(&self, qb: &mut QueryBuilder<DB>, column: &str)
+    where
+        DB: Database,
+        String: Encode<'q, DB> + Type<DB>,
+    {
+        match self {
+            Covering::Scope(scope) => push_operations_of(qb, column, scope),
+            Covering::Ids(ids) => Self::push_ids(qb, column, ids),
+        }
+    }
+
+    fn push_ids<'q, DB>(qb: &mut QueryBuilder<DB>, column: &str, ids: &[String])
+    where
+        DB: Database,
+        String: Encode<'q, DB> + Type<DB>,
+    {
+        if ids.is_empty() {
+            qb.push(" AND 1 = 0");
+        } else {
+            push_in(qb, column, ids.iter().cloned());
+        }
+    }
+}
+
 /// The columns of a listing row, before the filter. The held dependencies a row
 /// names are those in `scope` (G7): another tenant's hold is not shown.
 pub fn row_select<'a, DB>(prefix: &str, scope: &Scope) -> QueryBuilder<DB>

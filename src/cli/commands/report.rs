@@ -40,6 +40,15 @@ fn join(ids: &[OperationId]) -> String {
         .join(", ")
 }
 
+/// ` … and N more` when a list of `shown` entries stands for `total`.
+fn more(total: Option<u32>, shown: usize) -> String {
+    let shown = u32::try_from(shown).unwrap_or(u32::MAX);
+    match total {
+        Some(total) if total > shown => format!(" … and {} more", total - shown),
+        _ => String::new(),
+    }
+}
+
 fn age(seconds: Option<i64>) -> String {
     seconds.map_or_else(|| "-".into(), human_duration)
 }
@@ -70,6 +79,10 @@ pub(crate) fn render(report: &Report) -> String {
         for (id, why) in &m.shortfalls {
             let _ = writeln!(out, "    {:<5} {}", id.as_str(), sanitize(why));
         }
+        if m.listed_at_most.is_some() {
+            let short = m.denominator.saturating_sub(m.numerator);
+            let _ = writeln!(out, "   {}", more(Some(short), m.shortfalls.len()));
+        }
     }
 
     let release = &report.release;
@@ -78,8 +91,8 @@ pub(crate) fn render(report: &Report) -> String {
         out,
         "RELEASE: {} ({} veto{})",
         release.disposition,
-        release.vetoes.len(),
-        if release.vetoes.len() == 1 { "" } else { "es" }
+        release.veto_count(),
+        if release.veto_count() == 1 { "" } else { "es" }
     );
     for veto in &release.vetoes {
         let kinds: Vec<&str> = veto.kinds.iter().map(|k| k.as_str()).collect();
@@ -92,6 +105,9 @@ pub(crate) fn render(report: &Report) -> String {
         for reason in &veto.reasons {
             let _ = writeln!(out, "        - {}", sanitize(reason));
         }
+    }
+    if release.vetoes_total.is_some() {
+        let _ = writeln!(out, " {}", more(release.vetoes_total, release.vetoes.len()));
     }
 
     let o = &report.operational;
@@ -123,7 +139,12 @@ pub(crate) fn render(report: &Report) -> String {
         .map(|b| format!("{} {}", b.label, b.count))
         .collect();
     let _ = writeln!(out, "                {}", bars.join("  "));
-    let _ = writeln!(out, "  overdue       {}", join(&u.overdue));
+    let _ = writeln!(
+        out,
+        "  overdue       {}{}",
+        join(&u.overdue),
+        more(u.overdue_total, u.overdue.len())
+    );
     let a = &o.amplification;
     let _ = writeln!(
         out,
@@ -179,6 +200,13 @@ pub(crate) fn render(report: &Report) -> String {
             sanitize(&p.waiting_for)
         );
     }
+    if o.partial_total.is_some() {
+        let _ = writeln!(
+            out,
+            "               {}",
+            more(o.partial_total, o.partial_in_progress.len())
+        );
+    }
     let pending: Vec<String> = o
         .pending_proposals
         .iter()
@@ -193,10 +221,12 @@ pub(crate) fn render(report: &Report) -> String {
         .collect();
     let _ = writeln!(
         out,
-        "  proposals     {} pending{}{}",
-        pending.len(),
+        "  proposals     {} pending{}{}{}",
+        o.pending_total
+            .unwrap_or_else(|| u32::try_from(pending.len()).unwrap_or(u32::MAX)),
         if pending.is_empty() { "" } else { ": " },
-        pending.join("; ")
+        pending.join("; "),
+        more(o.pending_total, pending.len())
     );
     out
 }

@@ -19,6 +19,9 @@ pub(super) struct Index<'a> {
     pub(super) views: BTreeMap<OperationId, View<'a>>,
     pub(super) now: DateTime<Utc>,
     dataset: &'a Dataset,
+    /// The operations whose facts are wanted, when not all: the others are in
+    /// the dataset as relatives whose records the rules read.
+    judged: Option<BTreeSet<OperationId>>,
 }
 
 impl<'a> Index<'a> {
@@ -100,7 +103,24 @@ impl<'a> Index<'a> {
             views,
             now,
             dataset,
+            judged: None,
         }
+    }
+
+    /// The same index, giving facts for the `judged` operations only.
+    pub(super) fn judging(mut self, judged: BTreeSet<OperationId>) -> Self {
+        self.judged = Some(judged);
+        self
+    }
+
+    /// Whether the facts cover `id`.
+    pub(super) fn judges(&self, id: &OperationId) -> bool {
+        self.judged.as_ref().is_none_or(|j| j.contains(id))
+    }
+
+    /// The views the facts cover, in id order.
+    pub(super) fn judged_views(&self) -> impl Iterator<Item = &View<'a>> {
+        self.views.values().filter(|v| self.judges(v.id()))
     }
 
     pub(super) fn view(&self, id: &OperationId) -> Option<&View<'a>> {
@@ -125,26 +145,29 @@ impl<'a> Index<'a> {
             .map(|s| {
                 (
                     *s,
-                    count(self.views.values().filter(|v| v.op.state == *s).count()),
+                    count(self.judged_views().filter(|v| v.op.state == *s).count()),
                 )
             })
             .filter(|(_, n)| *n > 0)
             .collect();
         let unknown_since = self
-            .views
-            .values()
+            .judged_views()
             .filter(|v| v.op.state == State::Unknown)
             .map(|v| (v.id().clone(), unknown_since(v.op, v.audit.iter().copied())))
             .collect();
         let overdue = self
-            .views
-            .values()
+            .judged_views()
             .filter(|v| is_overdue(v.op, self.now))
             .map(|v| v.id().clone())
             .collect();
         let mut layers: BTreeMap<Option<Layer>, BTreeMap<&OperationId, (u32, u32)>> =
             BTreeMap::new();
-        for a in &self.dataset.attempts {
+        for a in self
+            .dataset
+            .attempts
+            .iter()
+            .filter(|a| self.judges(&a.operation))
+        {
             let per_op = layers.entry(a.layer).or_default();
             let (all, reqs) = per_op.entry(&a.operation).or_default();
             *all += 1;
@@ -170,14 +193,14 @@ impl<'a> Index<'a> {
             .dataset
             .attempts
             .iter()
-            .filter(|a| is_throttled(a))
+            .filter(|a| self.judges(&a.operation) && is_throttled(a))
             .map(|a| a.id.clone())
             .collect();
         let pending_proposals = self
             .dataset
             .proposals
             .iter()
-            .filter(|p| p.status == ProposalStatus::Pending)
+            .filter(|p| self.judges(&p.operation) && p.status == ProposalStatus::Pending)
             .map(|p| PendingProposal {
                 operation: p.operation.clone(),
                 action: p.action.as_str().to_owned(),
@@ -186,8 +209,7 @@ impl<'a> Index<'a> {
             })
             .collect();
         let partial_in_progress = self
-            .views
-            .values()
+            .judged_views()
             .filter(|v| v.op.state == State::Partial)
             .map(|v| PartialProgress {
                 operation: v.id().clone(),
@@ -200,7 +222,7 @@ impl<'a> Index<'a> {
             })
             .collect();
         OperationalFacts {
-            logical_operations: count(self.views.len()),
+            logical_operations: count(self.judged_views().count()),
             by_state,
             unknown_since,
             overdue,

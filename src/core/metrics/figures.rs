@@ -63,8 +63,7 @@ impl Index<'_> {
         judge: impl Fn(&View<'_>) -> Verdict,
     ) -> FigureFacts {
         let rows = self
-            .views
-            .values()
+            .judged_views()
             .filter(|v| include(v))
             .map(|v| (v.id().clone(), judge(v)))
             .collect();

@@ -55,6 +55,7 @@ mod operational;
 mod prohibition;
 mod release;
 mod result;
+mod tally;
 mod view;
 
 use chrono::{DateTime, Utc};
@@ -68,6 +69,7 @@ pub use operational::{
 pub use prohibition::Prohibition;
 pub use release::{Disposition, Release, Veto, VetoKind};
 pub use result::{Metric, MetricId, Report, percent};
+pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;
 
 use crate::core::model::Dataset;

@@ -21,6 +21,9 @@ pub struct UnknownAge {
     pub histogram: Vec<AgeBucket>,
     /// Held operations whose next observation time has passed.
     pub overdue: Vec<OperationId>,
+    /// Set when `overdue` holds only the first of this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub overdue_total: Option<u32>,
 }
 
 /// One bar of the unknown-age histogram: ages below `below_seconds` (the last bar
@@ -103,6 +106,12 @@ pub struct Operational {
     pub throttled: Throttled,
     pub partial_in_progress: Vec<PartialProgress>,
     pub pending_proposals: Vec<PendingProposal>,
+    /// Set when `partial_in_progress` holds only the first of this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub partial_total: Option<u32>,
+    /// Set when `pending_proposals` holds only the first of this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pending_total: Option<u32>,
 }
 
 /// The HTTP status of a throttled request.
@@ -166,6 +175,8 @@ pub(super) fn assemble(facts: OperationalFacts, now: DateTime<Utc>) -> Operation
         throttled: throttled(facts.throttled, &facts.by_layer),
         partial_in_progress: facts.partial_in_progress,
         pending_proposals: facts.pending_proposals,
+        partial_total: None,
+        pending_total: None,
     }
 }
 
@@ -208,6 +219,7 @@ fn unknown_age(
         median_seconds: median,
         histogram,
         overdue,
+        overdue_total: None,
     }
 }
 

@@ -80,6 +80,17 @@ pub struct Veto {
 pub struct Release {
     pub disposition: Disposition,
     pub vetoes: Vec<Veto>,
+    /// Set when `vetoes` holds only the first of this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vetoes_total: Option<u32>,
+}
+
+impl Release {
+    /// How many operations are vetoed, listed or not.
+    pub fn veto_count(&self) -> u32 {
+        self.vetoes_total
+            .unwrap_or_else(|| super::result::count(self.vetoes.len()))
+    }
 }
 
 impl Index<'_> {
@@ -96,7 +107,7 @@ impl Index<'_> {
                 reason,
             });
         };
-        for v in self.views.values() {
+        for v in self.judged_views() {
             if let Some(e) = v.expectation.filter(|e| e.veto == Some(true))
                 && let Err(why) = self.contract_check(v, e, taints, crossings)
             {
@@ -124,7 +135,7 @@ impl Index<'_> {
                 add(v.id(), VetoKind::DuplicatePrimaryEffect, dups, reason);
             }
         }
-        for t in taints {
+        for t in taints.iter().filter(|t| self.judges(&t.source)) {
             add(
                 &t.source,
                 VetoKind::HostileOutputToAction,
@@ -135,7 +146,7 @@ impl Index<'_> {
                 ),
             );
         }
-        for c in crossings {
+        for c in crossings.iter().filter(|c| self.judges(&c.operation)) {
             add(
                 &c.operation,
                 VetoKind::CrossTenantAction,
@@ -181,5 +192,6 @@ pub(super) fn assemble(findings: Vec<Finding>) -> Release {
             Disposition::NotDeployed
         },
         vetoes,
+        vetoes_total: None,
     }
 }

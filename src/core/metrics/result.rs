@@ -114,6 +114,10 @@ pub struct Metric {
     /// Why each operation of the denominator is missing from the numerator.
     #[serde(skip)]
     pub shortfalls: Vec<(OperationId, String)>,
+    /// Set when the lists above hold only their first entries, this many at
+    /// most: `numerator` and `denominator` still count every operation.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub listed_at_most: Option<u32>,
 }
 
 impl Metric {
@@ -145,6 +149,7 @@ impl Metric {
             denominator_ids,
             unverified_ids,
             shortfalls,
+            listed_at_most: None,
         }
     }
 

@@ -26,7 +26,7 @@ use crate::core::access::GrantChange;
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
 use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
+use crate::core::model::{Contract, Dataset, Grant, OperationDetail, OperationRow};
 use crate::core::rules::Commit;
 use crate::core::work::Lease;
 use crate::wire::Numbered;
@@ -339,6 +339,20 @@ shared! {
 
         async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError> {
             self.read_dataset(scope).await
+        }
+
+        async fn contracts(&self) -> Result<Vec<Contract>, StoreError> {
+            self.all_wires("contracts", None, "tool", codec::contract).await
+        }
+
+        async fn dataset_page(
+            &self,
+            scope: &Scope,
+            after: Option<&OperationId>,
+            limit: u64,
+            contracts: Vec<Contract>,
+        ) -> Result<(Vec<OperationId>, Dataset), StoreError> {
+            self.read_dataset_page(scope, after, limit, contracts).await
         }
 
         async fn login(&self) -> Result<Option<String>, StoreError> {

@@ -11,12 +11,13 @@ use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
 use crate::core::audit::AuditRow;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
-    ChildLink, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role, State,
+    ChildLink, Contract, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
+    State,
 };
 use crate::core::redact::IngestRedaction;
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
 use crate::store::sql::{
-    self, held_states_sql, kept_scope, push_filter, push_operations_of, push_tenants,
+    self, Covering, held_states_sql, kept_scope, push_filter, push_in, push_tenants,
 };
 use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
 
@@ -156,20 +157,20 @@ shared! {
                 .keep("audit row", rows, key_of("seq"), Self::audit_row)
         }
 
-        /// Fetches every `SELECT wire FROM table` row of operations in `scope`
-        /// (every row when `scope` is `None`: the table belongs to no tenant), in
+        /// Fetches every `SELECT wire FROM table` row of the operations `covering`
+        /// names (every row when it is `None`: the table belongs to no tenant), in
         /// `order`, and decodes each.
         pub(super) async fn all_wires<T>(
             &self,
             table: &'static str,
-            scope: Option<&Scope>,
+            covering: Option<&Covering<'_>>,
             order: &'static str,
             decode: fn(&str) -> Result<T, StoreError>,
         ) -> Result<Vec<T>, StoreError> {
             let mut qb: QueryBuilder<DB> =
                 QueryBuilder::new(format!("SELECT wire FROM {table} WHERE 1 = 1"));
-            if let Some(scope) = scope {
-                push_operations_of(&mut qb, "operation", scope);
+            if let Some(covering) = covering {
+                covering.push_operations(&mut qb, "operation");
             }
             qb.push(format_args!(" ORDER BY {order}"));
             let rows = qb
@@ -600,10 +601,93 @@ shared! {
         }
 
         pub(super) async fn read_dataset(&self, scope: &Scope) -> Result<Dataset, StoreError> {
+            let contracts = self
+                .all_wires("contracts", None, "tool", codec::contract)
+                .await?;
+            self.read_records(&Covering::Scope(scope), contracts).await
+        }
+
+        /// The next `limit` operations in `scope` after `after` in id order (a
+        /// keyset page), and a dataset of their records and those of their
+        /// relatives in `scope` — parent, children, the operations they depend
+        /// on and those depending on them, those sharing their idempotency key —
+        /// with `contracts` as given: what the rules over one operation read.
+        pub(super) async fn read_dataset_page(
+            &self,
+            scope: &Scope,
+            after: Option<&OperationId>,
+            limit: u64,
+            contracts: Vec<Contract>,
+        ) -> Result<(Vec<OperationId>, Dataset), StoreError> {
+            let mut select: QueryBuilder<DB> =
+                QueryBuilder::new("SELECT id FROM operations WHERE 1 = 1");
+            push_tenants(&mut select, "tenant", scope);
+            if let Some(after) = after {
+                select.push(" AND id > ");
+                select.push_bind(after.to_string());
+            }
+            select.push(" ORDER BY id LIMIT ");
+            select.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let page = self.ids(select).await?;
+            if page.is_empty() {
+                return Ok((Vec::new(), Dataset::default()));
+            }
+            let ids = page
+                .iter()
+                .map(|id| codec::parse_id(id))
+                .collect::<Result<Vec<_>, _>>()?;
+            let mut related: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT r.id FROM operations r WHERE r.id IN (\
+                 SELECT p.parent FROM operations p WHERE p.parent IS NOT NULL",
+            );
+            push_in(&mut related, "p.id", page.iter().cloned());
+            related.push(" UNION SELECT c.id FROM operations c WHERE 1 = 1");
+            push_in(&mut related, "c.parent", page.iter().cloned());
+            related.push(" UNION SELECT d.depends_on FROM dependencies d WHERE 1 = 1");
+            push_in(&mut related, "d.operation", page.iter().cloned());
+            related.push(" UNION SELECT d.operation FROM dependencies d WHERE 1 = 1");
+            push_in(&mut related, "d.depends_on", page.iter().cloned());
+            related.push(
+                " UNION SELECT k.id FROM operations o JOIN operations k \
+                 ON k.tenant = o.tenant AND k.idempotency_key = o.idempotency_key \
+                 WHERE o.idempotency_key IS NOT NULL",
+            );
+            push_in(&mut related, "o.id", page.iter().cloned());
+            related.push(")");
+            push_tenants(&mut related, "r.tenant", scope);
+            let mut covered = self.ids(related).await?;
+            covered.extend(page);
+            covered.sort();
+            covered.dedup();
+            let data = self
+                .read_records(&Covering::Ids(&covered), contracts)
+                .await?;
+            Ok((ids, data))
+        }
+
+        /// The `id` column of every row `select` returns.
+        async fn ids(&self, mut select: QueryBuilder<DB>) -> Result<Vec<String>, StoreError> {
+            select
+                .build()
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(|row| row.try_get("id"))
+                .collect::<Result<_, _>>()
+                .map_err(db::<DB>)
+        }
+
+        /// The records of the operations `covering` names, with `contracts`.
+        async fn read_records(
+            &self,
+            covering: &Covering<'_>,
+            contracts: Vec<Contract>,
+        ) -> Result<Dataset, StoreError> {
             let mut select: QueryBuilder<DB> = QueryBuilder::new(
                 "SELECT id, state, owner, next_observation_ms, wire FROM operations WHERE 1 = 1",
             );
-            push_tenants(&mut select, "tenant", scope);
+            covering.push(&mut select, "tenant", "id");
             select.push(" ORDER BY id");
             let rows = select
                 .build()
@@ -626,7 +710,7 @@ shared! {
             let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit WHERE 1 = 1"
             ));
-            push_operations_of(&mut select, "operation", scope);
+            covering.push_operations(&mut select, "operation");
             select.push(" ORDER BY seq");
             let rows = select
                 .build()
@@ -637,7 +721,7 @@ shared! {
             let mut select: QueryBuilder<DB> = QueryBuilder::new(format!(
                 "SELECT {PROPOSAL_COLUMNS} FROM proposals WHERE 1 = 1"
             ));
-            push_operations_of(&mut select, "operation", scope);
+            covering.push_operations(&mut select, "operation");
             select.push(" ORDER BY id");
             let proposals = select
                 .build()
@@ -647,30 +731,28 @@ shared! {
                 .iter()
                 .map(Self::proposal)
                 .collect::<Result<Vec<_>, _>>()?;
-            let scope = Some(scope);
+            let covering = Some(covering);
             Ok(Dataset {
                 proposals,
-                contracts: self
-                    .all_wires("contracts", None, "tool", codec::contract)
-                    .await?,
+                contracts,
                 operations,
                 attempts: self
-                    .all_wires("attempts", scope, "operation, seq, id", codec::attempt)
+                    .all_wires("attempts", covering, "operation, seq, id", codec::attempt)
                     .await?,
                 items: self
-                    .all_wires("items", scope, "operation, idx", codec::item)
+                    .all_wires("items", covering, "operation, idx", codec::item)
                     .await?,
                 observations: self
                     .all_wires(
                         "observations",
-                        scope,
+                        covering,
                         "operation, observed_ms, id",
                         codec::observation,
                     )
                     .await?,
                 audit,
                 expectations: self
-                    .all_wires("expectations", scope, "operation", codec::expectation)
+                    .all_wires("expectations", covering, "operation", codec::expectation)
                     .await?,
             })
         }

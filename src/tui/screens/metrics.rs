@@ -88,21 +88,22 @@ impl MetricsState {
         let Some(metric) = self.metric() else {
             return Vec::new();
         };
-        let mut rows: Vec<Behind> = metric
-            .denominator_ids
+        // Short first, then counted, each in id order: the denominator, with
+        // whatever a long list leaves out of both halves.
+        metric
+            .shortfalls
             .iter()
-            .map(|id| Behind {
+            .map(|(id, why)| Behind {
                 id: id.clone(),
-                counted: metric.numerator_ids.contains(id),
-                shortfall: metric
-                    .shortfalls
-                    .iter()
-                    .find(|(op, _)| op == id)
-                    .map(|(_, why)| why.clone()),
+                counted: false,
+                shortfall: Some(why.clone()),
             })
-            .collect();
-        rows.sort_by_key(|b| b.counted);
-        rows
+            .chain(metric.numerator_ids.iter().map(|id| Behind {
+                id: id.clone(),
+                counted: true,
+                shortfall: None,
+            }))
+            .collect()
     }
 
     /// The operation under the cursor, when the operations have the focus.
@@ -351,8 +352,8 @@ fn release(doc: &mut Doc, theme: Theme, report: &Report) {
         span(
             Clean::new(&format!(
                 "  {} veto{} (decided apart from the figures)",
-                r.vetoes.len(),
-                if r.vetoes.len() == 1 { "" } else { "es" }
+                r.veto_count(),
+                if r.veto_count() == 1 { "" } else { "es" }
             )),
             theme.dim(),
         ),
@@ -411,7 +412,14 @@ fn unknown_age(doc: &mut Doc, theme: Theme, report: &Report, bar_width: usize) {
         let ids: Vec<&str> = age.overdue.iter().map(|i| i.as_str()).collect();
         doc.push_indented(
             line(vec![span(
-                Clean::new(&format!("  overdue next observation: {}", ids.join(", "))),
+                Clean::new(&format!(
+                    "  overdue next observation: {}{}",
+                    ids.join(", "),
+                    age.overdue_total.map_or_else(String::new, |total| format!(
+                        " … and {} more",
+                        total.saturating_sub(u32::try_from(ids.len()).unwrap_or(u32::MAX))
+                    ))
+                )),
                 theme.alert(),
             )]),
             4,
@@ -577,7 +585,7 @@ fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
         span(
             Clean::new(&format!(
                 "  vetoes {}  over {} operations",
-                report.release.vetoes.len(),
+                report.release.veto_count(),
                 report.operational.logical_operations
             )),
             theme.label(),
