@@ -604,8 +604,20 @@ async fn partial_recovery_credits_only_verified_recoveries() {
     assert_figure(
         MetricId::PartialRecoveryCompleteness,
         (3, 5),
-        "COMPENSATED without downstream evidence is not credited as restored",
-        |rec| drop_observation(rec, "O-F22-1"),
+        "COMPENSATED whose downstream check predates the compensation is not credited as \
+         restored",
+        // Review takes a downstream check made after F22 was created (without one
+        // the file's own decision is refused, G4); the metric credits only one made
+        // after its compensation F19 (10:40).
+        |rec| {
+            for n in rec.iter_mut() {
+                if let Record::Observation(o) = &mut n.record
+                    && o.id == "O-F22-1"
+                {
+                    o.observed_at = at("2026-09-05T10:35:00Z");
+                }
+            }
+        },
     )
     .await;
     assert_figure(

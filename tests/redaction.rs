@@ -215,6 +215,26 @@ async fn planted_secrets_never_reach_the_store(kind: Kind) {
     );
     assert_eq!(store.head_seq().await.unwrap(), head);
 
+    // `db copy` takes the redaction rows along, as they are.
+    let copy = support::stores::fresh(Kind::Sqlite).await;
+    let report = copy.store.load_from(store).await.unwrap();
+    let copied = report
+        .tables
+        .iter()
+        .find(|(name, _)| *name == "redactions")
+        .map(|(_, n)| *n);
+    let rows = column(&texts, "redactions.value_sha256").len() as u64;
+    assert_eq!(copied, Some(rows), "{report:?}");
+    let copied_texts = every_text(copy.store.as_ref()).await;
+    assert_eq!(
+        column(&copied_texts, "redactions.value_sha256"),
+        column(&texts, "redactions.value_sha256")
+    );
+    assert!(matches!(
+        copy.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+
     // On SQLite, not one byte of a secret is in the files.
     if let Some(sqlite) = &fresh.sqlite {
         fresh.close().await;
