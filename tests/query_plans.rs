@@ -68,6 +68,18 @@ where
                 sql::list_page(prefix, &queue, sort, page),
             ));
         }
+        let key = sql::UrgencyKey {
+            risk_rank: 2,
+            observe_order: at.timestamp_millis(),
+            state_since_ms: at.timestamp_millis(),
+            id: "F09".into(),
+        };
+        for (name, after) in [("first", None), ("a later", Some(&key))] {
+            out.push((
+                read(&format!("{name} keyset page of a bulk selection"), false),
+                sql::urgency_page(prefix, &queue, after, 500),
+            ));
+        }
         out.push((
             read("header counts by state", false),
             sql::kept_counts(prefix, &scope),

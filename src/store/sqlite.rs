@@ -63,6 +63,12 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
 /// How long a writer waits for another to finish before reporting the store busy.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
+/// Rows the driver's thread may read ahead of a streamed statement's reader. Each
+/// hand-over between the two threads costs a wake-up; the driver's default of 50
+/// made a walk over the audit chain spend most of its time waking threads. Memory
+/// stays bounded: this many rows at most wait per statement.
+const ROW_BUFFER: usize = 4096;
+
 /// How often a console looks for changes made by other processes.
 const POLL: Duration = Duration::from_millis(250);
 
@@ -157,6 +163,7 @@ impl SqlStore<Sqlite> {
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
+            .row_buffer_size(ROW_BUFFER)
             .foreign_keys(false);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
