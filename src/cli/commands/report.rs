@@ -248,4 +248,67 @@ mod tests {
         assert!(text.contains("RELEASE: DEPLOYABLE (0 vetoes)"));
         assert!(text.contains("proposals     0 pending"));
     }
+
+    /// A report folded from more operations than a list keeps prints the first
+    /// of each list, the full counts, and how many it left out.
+    #[test]
+    fn a_long_list_prints_its_first_entries_and_how_many_more() {
+        use crate::core::metrics::{
+            Facts, FigureFacts, Finding, LISTED, MetricId, OperationalFacts, Tally, Verdict,
+            VetoKind,
+        };
+        let Ok(now) = crate::core::clock::parse_instant("2026-09-05T12:00:00Z") else {
+            panic!("a fixed instant parses");
+        };
+        let ops: Vec<OperationId> = (0..LISTED + 20)
+            .map(|n| OperationId::parse(&format!("P{n:04}")))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("an id: {e}"));
+        let mut tally = Tally::default();
+        for page in ops.chunks(7) {
+            tally.add(Facts {
+                figures: vec![FigureFacts {
+                    id: MetricId::DuplicateEffectContainment,
+                    rows: page
+                        .iter()
+                        .map(|op| (op.clone(), Verdict::Short("twice".into())))
+                        .collect(),
+                }],
+                findings: page
+                    .iter()
+                    .map(|op| Finding {
+                        operation: op.clone(),
+                        kind: VetoKind::DuplicatePrimaryEffect,
+                        evidence: vec![format!("O-{op}")],
+                        reason: "twice".into(),
+                    })
+                    .collect(),
+                operational: OperationalFacts {
+                    logical_operations: u32::try_from(page.len()).unwrap_or(0),
+                    overdue: page.to_vec(),
+                    ..OperationalFacts::default()
+                },
+            });
+        }
+        let report = tally.finish(now);
+        let text = render(&report);
+        let m = report.metric(MetricId::DuplicateEffectContainment);
+        assert_eq!(m.map(|m| (m.numerator, m.denominator)), Some((0, 120)));
+        assert_eq!(m.map(|m| m.shortfalls.len()), Some(LISTED));
+        assert!(text.contains("Duplicate-effect containment"));
+        assert!(text.contains("0/120"), "{text}");
+        assert!(text.contains(" … and 20 more\n"), "{text}");
+        assert!(
+            text.contains("RELEASE: NOT_DEPLOYED (120 vetoes)"),
+            "{text}"
+        );
+        assert!(!text.contains("P0119"), "{text}");
+        assert!(text.contains("P0099"), "{text}");
+        let Ok(json) = serde_json::to_value(&report) else {
+            panic!("the report serializes");
+        };
+        assert_eq!(json["release"]["vetoes_total"], 120);
+        assert_eq!(json["operational"]["unknown_age"]["overdue_total"], 120);
+        assert_eq!(json["metrics"][4]["listed_at_most"], 100);
+    }
 }

@@ -10,9 +10,12 @@
 //!
 //! The report is built in two steps with plain data between them ([`Facts`]):
 //!
-//! 1. **A producer fills the facts.** Today that is [`report`]'s in-memory
-//!    producer (`dataset.rs`), which gathers every record of a `Dataset` per
-//!    operation and walks them. A store may fill the same types itself:
+//! 1. **A producer fills the facts.** Today that is the in-memory producer
+//!    (`dataset.rs`), which gathers every record of a `Dataset` per operation and
+//!    walks them: over a whole dataset for [`report`], or over one keyset page of
+//!    operations with their relatives' records for [`page_facts`], whose facts a
+//!    [`Tally`] folds into counts with bounded lists (`tally.rs`; `src/report.rs`
+//!    reads the pages). A store may fill the same types itself:
 //!    - [`FigureFacts`]: per figure, the operations of its denominator, each with
 //!      a [`Verdict`] (counted, short with a reason, or unverified). A verdict is a
 //!      rule over one operation's records and those of its relatives (children,
