@@ -1,6 +1,7 @@
 //! The top two lines (tabs with counts by state and overdue; the active filter,
 //! search and sort, always visible) and the status bar at the bottom.
 
+use chrono::SubsecRound;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -153,7 +154,9 @@ fn query_summary(app: &App) -> Line<'static> {
 fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'static>) {
     let theme = app.theme;
     let clock = if app.frozen { "frozen" } else { "now" };
-    let clock = format!("{clock} {} ", format_instant(app.now));
+    // The live clock to the second: a reader at 3 a.m. needs the minute, not nine
+    // digits of a fraction that changes with every frame.
+    let clock = format!("{clock} {} ", format_instant(app.now.trunc_subsecs(0)));
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
     // A claimed identity is marked wherever the name is shown: nothing checked it.
     let name = app.actor.name();
