@@ -261,20 +261,98 @@ pub async fn select_in_pages(
     filter: &OperationFilter,
     page: u64,
 ) -> Result<Vec<OperationDetail>, ReviewError> {
-    let page = page.max(1);
     let mut details = Vec::new();
+    each_in_pages(session, filter, page, |detail| details.push(detail)).await?;
+    Ok(details)
+}
+
+/// Hands every operation of the selection to `each`, in urgency order, reading
+/// `page` keys at a time; each detail is dropped once handed over, so what stays
+/// in memory is what `each` keeps, not the selection.
+async fn each_in_pages(
+    session: &Session,
+    filter: &OperationFilter,
+    page: u64,
+    mut each: impl FnMut(OperationDetail),
+) -> Result<(), ReviewError> {
+    let page = page.max(1);
     let mut after = None;
     loop {
         let keys = session.urgency_page(filter, after.as_ref(), page).await?;
         for key in &keys {
-            details.push(load(session, &crate::store::plan::codec::parse_id(&key.id)?).await?);
+            each(load(session, &crate::store::plan::codec::parse_id(&key.id)?).await?);
         }
         let full = keys.len() as u64 == page;
         match keys.into_iter().last() {
             Some(last) if full => after = Some(last),
-            _ => return Ok(details),
+            _ => return Ok(()),
         }
     }
+}
+
+/// One line of a bulk triage plan: the dry run's line and the version the
+/// selection read, which the apply checks against (G8).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Planned {
+    pub line: TriageLine,
+    pub version: i64,
+}
+
+/// The dry run of `action` over the operations matching `filter`, in the dry
+/// run's order (bucket, then id): read a page at a time, each detail judged and
+/// dropped, so memory follows the lines (a few hundred bytes each), not the
+/// details behind them.
+pub async fn triage_plan(
+    session: &Session,
+    filter: &OperationFilter,
+    action: &Action,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> Result<Vec<Planned>, ReviewError> {
+    triage_plan_in_pages(session, filter, action, rationale, now, SELECT_PAGE).await
+}
+
+/// [`triage_plan`], reading `page` keys at a time.
+pub async fn triage_plan_in_pages(
+    session: &Session,
+    filter: &OperationFilter,
+    action: &Action,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+    page: u64,
+) -> Result<Vec<Planned>, ReviewError> {
+    let actor = session.actor();
+    let mut plan = Vec::new();
+    each_in_pages(session, filter, page, |detail| {
+        plan.push(Planned {
+            line: triage::line(&detail, action, actor, rationale, now),
+            version: detail.row.version,
+        });
+    })
+    .await?;
+    plan.sort_by(|a, b| triage::order(&a.line, &b.line));
+    Ok(plan)
+}
+
+/// One planned line applied: the operation loaded fresh, decided and committed
+/// against the version the plan read, so a change since then is a conflict, not
+/// a decision on what nobody saw. Only this operation's detail is in memory.
+pub async fn triage_apply_planned(
+    session: &Session,
+    planned: &Planned,
+    action: &Action,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> Result<Applied, ReviewError> {
+    apply(
+        session,
+        &planned.line.id,
+        action,
+        rationale,
+        Some(planned.version),
+        now,
+    )
+    .await
 }
 
 /// Bulk triage applied: one decision and one audited commit per operation, each

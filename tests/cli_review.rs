@@ -819,6 +819,64 @@ fn bulk_triage_splits_first_and_then_applies_one_audited_transition_each() {
     );
 }
 
+/// Bulk triage applied with `--json` is written one result at a time and is still
+/// one compact JSON document: the filter, the action, then every operation's
+/// result in the dry run's order, each applied once.
+#[test]
+fn bulk_triage_applied_as_json_is_one_document_of_every_result() {
+    let cli = Cli::with(FIXTURE);
+    let head = cli.head();
+    let filter = "state:UNKNOWN mode:timeout_unknown tenant:pinehaven";
+    let dry = cli
+        .run(
+            "maya",
+            &[
+                "review",
+                "--filter",
+                filter,
+                "authorize-retry",
+                "--dry-run",
+                "--json",
+            ],
+        )
+        .expect_code(0)
+        .json();
+    let planned: Vec<&serde_json::Value> = dry["lines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| &l["id"])
+        .collect();
+    let run = cli
+        .run(
+            "maya",
+            &[
+                "review",
+                "--filter",
+                filter,
+                "authorize-retry",
+                "--rationale",
+                "triage after the incident call",
+                "--json",
+            ],
+        )
+        .expect_code(3);
+    let json = run.json();
+    assert_eq!(
+        format!("{json}\n"),
+        run.stdout,
+        "compact, as one document would print"
+    );
+    assert_eq!(json["filter"], dry["filter"]);
+    assert_eq!(json["action"], dry["action"], "{json}");
+    let results = json["results"].as_array().unwrap();
+    let ids: Vec<&serde_json::Value> = results.iter().map(|r| &r["id"]).collect();
+    assert_eq!(ids, planned, "every planned operation once, in order");
+    let applied = results.iter().filter(|r| r["applied"] == true).count();
+    assert_eq!(applied, 3, "{json}");
+    assert_eq!(cli.head(), head + 3, "one audit row per applied operation");
+}
+
 #[test]
 fn export_writes_hashed_bundles_in_json_and_markdown() {
     let cli = Cli::with(FIXTURE);

@@ -197,6 +197,88 @@ async fn a_selection_in_keyset_pages_covers_every_row_once(kind: Kind) {
     }
 }
 
+/// Bulk triage judges its selection a page at a time: at any page size the
+/// plan is the dry run over the whole selection read at once (same lines, same
+/// order, same versions), and applying it commits once per operation, each
+/// against the version the plan read, so the same plan applied again changes
+/// nothing.
+async fn bulk_triage_in_pages_is_the_whole_dry_run_and_applies_each_once(kind: Kind) {
+    use holdfast::core::rules::{Action, Rationale};
+    use holdfast::review::{self, ReviewError};
+    let fresh = stores::fresh(kind).await;
+    support::console::ingest(fresh.store.as_ref(), support::console::PACKET).await;
+    let session = Session::new(fresh.store.clone(), Actor::local("maya", None));
+    let filter = OperationFilter::default();
+    let action = Action::Comment;
+    let rationale = Rationale::parse("checked against the provider, one page at a time").unwrap();
+    let whole = review::select(&session, &filter).await.unwrap();
+    assert!(
+        whole.len() > 4,
+        "more than a page of the smallest sizes: {}",
+        whole.len()
+    );
+    let expected =
+        holdfast::core::triage::dry_run(&whole, &action, session.actor(), &rationale, now());
+    for page in [1, 2, 500] {
+        let plan =
+            review::triage_plan_in_pages(&session, &filter, &action, &rationale, now(), page)
+                .await
+                .unwrap();
+        let lines: Vec<_> = plan.iter().map(|p| p.line.clone()).collect();
+        assert_eq!(lines, expected, "pages of {page}");
+        for p in &plan {
+            let read = whole.iter().find(|d| d.row.operation.id == p.line.id);
+            assert_eq!(
+                Some(p.version),
+                read.map(|d| d.row.version),
+                "{}",
+                p.line.id
+            );
+        }
+    }
+    let audit_rows = |details: &[holdfast::core::model::OperationDetail]| {
+        details
+            .iter()
+            .map(|d| (d.row.operation.id.clone(), d.audit.len()))
+            .collect::<Vec<_>>()
+    };
+    let before = audit_rows(&whole);
+    let plan = review::triage_plan_in_pages(&session, &filter, &action, &rationale, now(), 1)
+        .await
+        .unwrap();
+    for planned in &plan {
+        review::triage_apply_planned(&session, planned, &action, &rationale, now())
+            .await
+            .unwrap();
+    }
+    let after = audit_rows(&review::select(&session, &filter).await.unwrap());
+    let added: Vec<_> = before
+        .iter()
+        .map(|(id, n)| {
+            let now_n = after.iter().find(|(a, _)| a == id).map(|(_, n)| *n);
+            (id.clone(), now_n.map(|m| m - n))
+        })
+        .collect();
+    assert!(
+        added.iter().all(|(_, n)| *n == Some(1)),
+        "one comment each: {added:?}"
+    );
+    for planned in &plan {
+        let again =
+            review::triage_apply_planned(&session, planned, &action, &rationale, now()).await;
+        assert!(
+            matches!(again, Err(ReviewError::Conflict { .. })),
+            "{}: {again:?}",
+            planned.line.id
+        );
+    }
+    assert_eq!(
+        audit_rows(&review::select(&session, &filter).await.unwrap()),
+        after,
+        "a stale plan writes nothing"
+    );
+}
+
 /// The page statement resumes after a key and never skips rows by `OFFSET`.
 #[test]
 fn a_selection_page_is_a_keyset_not_an_offset() {
@@ -219,5 +301,6 @@ fn a_selection_page_is_a_keyset_not_an_offset() {
 holdfast_on_both_backends!(
     counts_follow_every_write,
     audit_pages_add_up_to_the_scope,
-    a_selection_in_keyset_pages_covers_every_row_once
+    a_selection_in_keyset_pages_covers_every_row_once,
+    bulk_triage_in_pages_is_the_whole_dry_run_and_applies_each_once
 );

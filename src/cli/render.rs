@@ -239,51 +239,45 @@ pub(crate) fn triage(filter: &str, action: ActionKind, lines: &[TriageLine]) -> 
     out
 }
 
-/// Bulk triage applied: each operation's result, then the totals.
-pub(crate) fn triage_applied(
-    filter: &str,
-    action: ActionKind,
-    results: &[(TriageLine, Result<Applied, ReviewError>)],
-) -> String {
-    let mut out = String::new();
-    let _ = writeln!(
-        out,
-        "{action} on {} operation{} matching `{}`",
-        results.len(),
-        if results.len() == 1 { "" } else { "s" },
+/// Bulk triage applied, first line: the action and how many operations it goes to.
+pub(crate) fn triage_applied_header(filter: &str, action: ActionKind, n: usize) -> String {
+    format!(
+        "{action} on {n} operation{} matching `{}`\n",
+        if n == 1 { "" } else { "s" },
         clean(if filter.is_empty() {
             "the held queue"
         } else {
             filter
         })
-    );
-    let mut applied = 0;
-    for (line, result) in results {
-        let text = match result {
-            Ok(a) => {
-                applied += 1;
-                let what = match (a.effect.proposal_only, a.effect.to) {
-                    (true, _) => "proposal opened".to_owned(),
-                    (false, Some(to)) => format!("{} → {to}", a.effect.from),
-                    (false, None) => "recorded".to_owned(),
-                };
-                format!("applied  {what}, audit seq {}", a.audit.seq)
-            }
-            Err(e) => clean(&e.to_string()),
-        };
-        let _ = writeln!(
-            out,
-            "  {:<10} {:<20} {text}",
-            clean(line.id.as_str()),
-            line.bucket.title()
-        );
-    }
-    let _ = writeln!(
-        out,
-        "{applied} applied, {} not applied",
-        results.len() - applied
-    );
-    out
+    )
+}
+
+/// Bulk triage applied: one operation's result, written as it is applied.
+pub(crate) fn triage_applied_line(
+    line: &TriageLine,
+    result: &Result<Applied, ReviewError>,
+) -> String {
+    let text = match result {
+        Ok(a) => {
+            let what = match (a.effect.proposal_only, a.effect.to) {
+                (true, _) => "proposal opened".to_owned(),
+                (false, Some(to)) => format!("{} → {to}", a.effect.from),
+                (false, None) => "recorded".to_owned(),
+            };
+            format!("applied  {what}, audit seq {}", a.audit.seq)
+        }
+        Err(e) => clean(&e.to_string()),
+    };
+    format!(
+        "  {:<10} {:<20} {text}\n",
+        clean(line.id.as_str()),
+        line.bucket.title()
+    )
+}
+
+/// Bulk triage applied, last line: the totals.
+pub(crate) fn triage_applied_totals(applied: usize, not_applied: usize) -> String {
+    format!("{applied} applied, {not_applied} not applied\n")
 }
 
 /// The result of `grant` or `revoke`.

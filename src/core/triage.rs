@@ -62,6 +62,29 @@ pub fn classify(detail: &OperationDetail, now: DateTime<Utc>) -> (Bucket, String
     (bucket, format!("{}: {}", rec.decision, rec.reason))
 }
 
+/// One operation's dry-run line: its bucket and the action's effect or refusal.
+pub fn line(
+    detail: &OperationDetail,
+    action: &Action,
+    actor: &Actor,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> TriageLine {
+    let (bucket, why) = classify(detail, now);
+    TriageLine {
+        id: detail.row.operation.id.clone(),
+        state: detail.row.operation.state,
+        bucket,
+        why,
+        outcome: rules::decide(detail, action, actor, rationale, detail.row.version, now),
+    }
+}
+
+/// The dry run's order: by bucket, then id.
+pub fn order(a: &TriageLine, b: &TriageLine) -> std::cmp::Ordering {
+    (a.bucket, &a.id).cmp(&(b.bucket, &b.id))
+}
+
 /// The dry run: every selected operation with its bucket and the action's effect
 /// or refusal, sorted by bucket then id. Nothing is written.
 pub fn dry_run(
@@ -73,17 +96,8 @@ pub fn dry_run(
 ) -> Vec<TriageLine> {
     let mut lines: Vec<TriageLine> = details
         .iter()
-        .map(|d| {
-            let (bucket, why) = classify(d, now);
-            TriageLine {
-                id: d.row.operation.id.clone(),
-                state: d.row.operation.state,
-                bucket,
-                why,
-                outcome: rules::decide(d, action, actor, rationale, d.row.version, now),
-            }
-        })
+        .map(|d| line(d, action, actor, rationale, now))
         .collect();
-    lines.sort_by(|a, b| (a.bucket, &a.id).cmp(&(b.bucket, &b.id)));
+    lines.sort_by(order);
     lines
 }

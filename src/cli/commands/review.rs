@@ -6,7 +6,7 @@
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use std::io::BufReader;
+use std::io::{BufReader, Write as _};
 use std::path::PathBuf;
 
 use crate::cli::{Context, Failure, exit, parse_id, render};
@@ -15,7 +15,7 @@ use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
 use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
-use crate::core::triage;
+use crate::core::triage::TriageLine;
 use crate::review::{self as service, ReviewError};
 use crate::store::OperationFilter;
 use crate::wire::Record;
@@ -560,12 +560,13 @@ async fn bulk(
         .ok_or_else(|| Failure::bad_input("no action"))?;
     let rationale = rationale(args)?;
     let session = ctx.session().await?;
-    let actor = session.actor();
     let now = ctx.now();
-    let selection = service::select(&session, &filter).await.map_err(failure)?;
+    let plan = service::triage_plan(&session, &filter, &action, &rationale, now)
+        .await
+        .map_err(failure)?;
     let described = crate::store::filter::describe(&filter);
     if args.dry_run {
-        let lines = triage::dry_run(&selection, &action, actor, &rationale, now);
+        let lines: Vec<TriageLine> = plan.into_iter().map(|p| p.line).collect();
         if args.json {
             println!(
                 "{}",
@@ -576,12 +577,31 @@ async fn bulk(
         }
         return Ok(exit::OK);
     }
-    let results = service::triage_apply(&session, &selection, &action, &rationale, now).await;
-    let all_applied = results.iter().all(|(_, r)| r.is_ok());
+    // Each operation is applied and written as it goes: the plan's lines are
+    // all that is held, never the results or the details behind them.
+    let mut out = std::io::stdout().lock();
     if args.json {
-        let rows: Vec<serde_json::Value> = results
-            .iter()
-            .map(|(line, result)| match result {
+        let head = serde_json::json!({"filter": described, "action": kind}).to_string();
+        write!(
+            out,
+            "{},\"results\":[",
+            head.strip_suffix('}').unwrap_or(&head)
+        )?;
+    } else {
+        write!(
+            out,
+            "{}",
+            render::triage_applied_header(&described, kind, plan.len())
+        )?;
+    }
+    let mut applied = 0;
+    for (n, planned) in plan.iter().enumerate() {
+        let result =
+            service::triage_apply_planned(&session, planned, &action, &rationale, now).await;
+        applied += usize::from(result.is_ok());
+        let line = &planned.line;
+        if args.json {
+            let row = match &result {
                 Ok(applied) => serde_json::json!({
                     "id": line.id, "bucket": line.bucket, "applied": true,
                     "effect": applied.effect, "audit": applied.audit
@@ -590,16 +610,26 @@ async fn bulk(
                     "id": line.id, "bucket": line.bucket, "applied": false,
                     "rule": e.rule(), "message": render::clean(&e.to_string())
                 }),
-            })
-            .collect();
-        println!(
-            "{}",
-            serde_json::json!({"filter": described, "action": kind, "results": rows})
-        );
-    } else {
-        print!("{}", render::triage_applied(&described, kind, &results));
+            };
+            write!(out, "{}{row}", if n == 0 { "" } else { "," })?;
+        } else {
+            write!(out, "{}", render::triage_applied_line(line, &result))?;
+        }
     }
-    Ok(if all_applied { exit::OK } else { exit::REFUSED })
+    if args.json {
+        writeln!(out, "]}}")?;
+    } else {
+        write!(
+            out,
+            "{}",
+            render::triage_applied_totals(applied, plan.len() - applied)
+        )?;
+    }
+    Ok(if applied == plan.len() {
+        exit::OK
+    } else {
+        exit::REFUSED
+    })
 }
 
 /// `holdfast grant` and `holdfast revoke`.
