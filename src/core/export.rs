@@ -169,35 +169,124 @@ pub fn bundle_export(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>
 /// The export of `details` by `actor` at `now`, each bundle and the whole hashed;
 /// `redactions` hash the values as stored.
 pub fn build(details: &[OperationDetail], actor: &Actor, now: DateTime<Utc>) -> Export {
-    let mut export = Export {
-        format: FORMAT.to_owned(),
-        as_of: now,
-        exported_by: actor.identity.clone(),
-        bundles: details
-            .iter()
-            .map(|d| stored_bundle(d, actor, now))
-            .collect(),
-        redactions: Vec::new(),
-        content_hash: super::audit::genesis(),
-    };
-    let (document, mut redactions) = redacted(&export);
-    for (i, detail) in details.iter().enumerate() {
-        if let Some(bundle) = document.pointer(&format!("/bundles/{i}")) {
-            redactions.extend(redacted_at_ingest(
-                bundle,
-                &format!("bundles[{i}]"),
-                &detail.redactions,
-            ));
+    let mut stream = Stream::new(actor, now);
+    let bundles: Vec<BundleExport> = details.iter().map(|d| stream.push(d).0).collect();
+    let mut export = stream.finish();
+    export.bundles = bundles;
+    export
+}
+
+/// An export made one bundle at a time, for a selection too large to hold: each
+/// bundle is sealed and handed back as it is added, and the document's hash is
+/// taken over the same canonical JSON as [`content_hash`], fed bundle by bundle.
+/// Only the redactions (a path and a hash each) are kept until the end, where they
+/// are sorted by path as in a document built whole.
+pub struct Stream<'a> {
+    actor: &'a Actor,
+    now: DateTime<Utc>,
+    hasher: sha2::Sha256,
+    redactions: Vec<Redaction>,
+    bundles: usize,
+}
+
+/// The key the canonical JSON of a skeleton (a document with no bundles) is split
+/// at: keys are sorted and strings escape their quotes, so it occurs once.
+const EMPTY_BUNDLES: &str = "\"bundles\":[]";
+
+impl<'a> Stream<'a> {
+    pub fn new(actor: &'a Actor, now: DateTime<Utc>) -> Self {
+        use sha2::Digest;
+        let mut stream = Stream {
+            actor,
+            now,
+            hasher: sha2::Sha256::new(),
+            redactions: Vec::new(),
+            bundles: 0,
+        };
+        let (head, _) = stream.skeleton_split();
+        stream.hasher.update(head.as_bytes());
+        stream.hasher.update(b"[");
+        stream
+    }
+
+    /// The document without bundles, its redactions as found so far.
+    fn skeleton(&self) -> Export {
+        Export {
+            format: FORMAT.to_owned(),
+            as_of: self.now,
+            exported_by: self.actor.identity.clone(),
+            bundles: Vec::new(),
+            redactions: self.redactions.clone(),
+            content_hash: super::audit::genesis(),
         }
     }
-    redactions.sort_by(|a, b| a.path.cmp(&b.path));
-    export.redactions = redactions;
-    export.bundles = std::mem::take(&mut export.bundles)
-        .into_iter()
-        .map(seal)
-        .collect();
-    export.content_hash = hash_of(&export);
-    export
+
+    /// The skeleton's canonical JSON (without its hash) before and after the
+    /// bundles' `[]`.
+    fn skeleton_split(&self) -> (String, String) {
+        let mut value = redacted(&self.skeleton()).0;
+        if let Value::Object(map) = &mut value {
+            map.remove(HASH_FIELD);
+        }
+        let text = canonical_json(&value);
+        match text.find(EMPTY_BUNDLES) {
+            Some(at) => {
+                let split = at + EMPTY_BUNDLES.len() - 2;
+                (text[..split].to_owned(), text[split + 2..].to_owned())
+            }
+            None => unreachable!("an export document always has its bundles"),
+        }
+    }
+
+    /// Adds one hold: its sealed bundle, and that bundle as exported (redacted).
+    pub fn push(&mut self, detail: &OperationDetail) -> (BundleExport, Value) {
+        use sha2::Digest;
+        let at = format!("bundles[{}]", self.bundles);
+        let (stored, found) = redacted(&stored_bundle(detail, self.actor, self.now));
+        self.redactions.extend(found.into_iter().map(|mut r| {
+            r.path = format!("{at}.{}", r.path);
+            r
+        }));
+        self.redactions
+            .extend(redacted_at_ingest(&stored, &at, &detail.redactions));
+        let sealed = seal(stored_bundle(detail, self.actor, self.now));
+        let (exported, _) = redacted(&sealed);
+        if self.bundles > 0 {
+            self.hasher.update(b",");
+        }
+        self.hasher.update(canonical_json(&exported).as_bytes());
+        self.bundles += 1;
+        (sealed, exported)
+    }
+
+    /// How many bundles were added.
+    pub fn len(&self) -> usize {
+        self.bundles
+    }
+
+    /// Whether no bundle was added.
+    pub fn is_empty(&self) -> bool {
+        self.bundles == 0
+    }
+
+    /// The document without its bundles: the redactions of every bundle added,
+    /// sorted by path, and the hash of the whole.
+    pub fn finish(mut self) -> Export {
+        use sha2::Digest;
+        // The top-level fields' own redactions come first, as a walk of the whole
+        // document finds them; the sort by path keeps that order among equals.
+        let found = std::mem::take(&mut self.redactions);
+        self.redactions = redacted(&self.skeleton()).1;
+        self.redactions.extend(found);
+        self.redactions.sort_by(|a, b| a.path.cmp(&b.path));
+        let (_, tail) = self.skeleton_split();
+        self.hasher.update(b"]");
+        self.hasher.update(tail.as_bytes());
+        let digest = self.hasher.finalize_reset();
+        let mut export = self.skeleton();
+        export.content_hash = Sha256::from_digest(&digest);
+        export
+    }
 }
 
 /// Text for a Markdown cell or line: sanitized, on one line, with the characters

@@ -94,7 +94,11 @@ impl Sha256 {
     /// The digest of `bytes`.
     pub fn of(bytes: &[u8]) -> Self {
         use sha2::Digest;
-        let digest = sha2::Sha256::digest(bytes);
+        Self::from_digest(&sha2::Sha256::digest(bytes))
+    }
+
+    /// A digest computed elsewhere (a hasher fed in parts).
+    pub fn from_digest(digest: &[u8]) -> Self {
         Sha256(format!("{}{}", Self::PREFIX, hex::encode(digest)))
     }
 
