@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::core::access::{self, GrantChange, GrantRequest};
 use crate::core::audit::AuditRow;
+use crate::core::export;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationDetail;
 use crate::core::rules::{self, Action, Actor, Effect, Rationale, Refusal, Rule};
@@ -241,7 +242,7 @@ pub async fn preview(
 }
 
 /// How many operations a bulk selection reads per page.
-const SELECT_PAGE: u64 = 500;
+pub const SELECT_PAGE: u64 = 500;
 
 /// Every operation matching `filter` that the session's actor may see, in urgency
 /// order, with its full detail: the selection of bulk triage and of a filtered
@@ -288,6 +289,84 @@ async fn each_in_pages(
             _ => return Ok(()),
         }
     }
+}
+
+/// How an export is written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportForm {
+    Json,
+    Markdown,
+}
+
+/// `export --filter`: the operations matching `filter` exported to `out` as they
+/// are read, a bundle at a time, so memory follows the page, not the selection.
+/// JSON is written in one pass (the hash comes last). Markdown names the hash
+/// and the count first, so the selection is read twice: once to hash it, once to
+/// write it, and a selection that changed in between is an error, not a document
+/// whose hash does not match. Returns the document without its bundles, and how
+/// many there were.
+pub async fn export_in_pages(
+    session: &Session,
+    filter: &OperationFilter,
+    page: u64,
+    form: ExportForm,
+    now: DateTime<Utc>,
+    out: &mut dyn std::io::Write,
+) -> anyhow::Result<(export::Export, usize)> {
+    let actor = session.actor();
+    let mut written: std::io::Result<()> = Ok(());
+    let mut write = |text: &str| {
+        if written.is_ok() {
+            written = out.write_all(text.as_bytes());
+        }
+    };
+    let mut stream = export::Stream::new(actor, now);
+    let expected = match form {
+        ExportForm::Json => {
+            let (head, _) = export::json_around_bundles(&export::Stream::new(actor, now).finish());
+            write(&head);
+            each_in_pages(session, filter, page, |detail| {
+                let first = stream.is_empty();
+                let (_, exported) = stream.push(&detail);
+                write(&export::json_bundle(&exported, first));
+            })
+            .await?;
+            None
+        }
+        ExportForm::Markdown => {
+            let mut hashed = export::Stream::new(actor, now);
+            each_in_pages(session, filter, page, |detail| {
+                hashed.push(&detail);
+            })
+            .await?;
+            let n = hashed.len();
+            let first = hashed.finish();
+            write(&export::markdown_head(&first, n));
+            each_in_pages(session, filter, page, |detail| {
+                write(&export::markdown_bundle(&stream.push(&detail).0));
+            })
+            .await?;
+            Some(first.content_hash)
+        }
+    };
+    let n = stream.len();
+    let document = stream.finish();
+    if form == ExportForm::Json {
+        let (_, tail) = export::json_around_bundles(&document);
+        write(export::json_after_bundles(n));
+        write(&tail);
+        write("\n");
+    }
+    written?;
+    if let Some(hash) = expected
+        && hash != document.content_hash
+    {
+        anyhow::bail!(
+            "the selection changed while it was exported (hash {hash}, then {}); nothing written is evidence: export again",
+            document.content_hash
+        );
+    }
+    Ok((document, n))
 }
 
 /// One line of a bulk triage plan: the dry run's line and the version the

@@ -328,6 +328,15 @@ fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
 /// The export as Markdown, for pasting into a ticket. Every value from outside is
 /// sanitized and escaped.
 pub fn markdown(export: &Export) -> String {
+    let mut out = markdown_head(export, export.bundles.len());
+    for b in &export.bundles {
+        bundle_markdown(&mut out, b);
+    }
+    out
+}
+
+/// The Markdown before the first bundle of an export of `bundles` bundles.
+pub fn markdown_head(export: &Export, bundles: usize) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Evidence export ({})\n", export.format);
     let _ = writeln!(
@@ -335,14 +344,65 @@ pub fn markdown(export: &Export) -> String {
         "As of {}, exported by {}, {} bundle{}.\n",
         format_instant(export.as_of),
         md(&export.exported_by),
-        export.bundles.len(),
-        if export.bundles.len() == 1 { "" } else { "s" }
+        bundles,
+        if bundles == 1 { "" } else { "s" }
     );
     let _ = writeln!(out, "Content hash: `{}`\n", export.content_hash);
-    for b in &export.bundles {
-        bundle_markdown(&mut out, b);
+    out
+}
+
+/// One bundle's Markdown section.
+pub fn markdown_bundle(bundle: &BundleExport) -> String {
+    let mut out = String::new();
+    bundle_markdown(&mut out, bundle);
+    out
+}
+
+/// An export's pretty JSON (redacted, safe for a terminal), as written whole.
+pub fn json(export: &Export) -> String {
+    pretty(&redacted(export).0)
+}
+
+fn pretty(value: &Value) -> String {
+    let text = match serde_json::to_string_pretty(value) {
+        Ok(text) => text,
+        Err(e) => unreachable!("a JSON value always prints: {e}"),
+    };
+    super::sanitize::json_for_terminal(&text).into_owned()
+}
+
+/// The pretty JSON of an export with no bundles, split where its bundles go:
+/// what to write before the first bundle and what after the last. With the
+/// [`json_bundle`]s in between it is [`json`] of the whole, byte for byte.
+pub fn json_around_bundles(skeleton: &Export) -> (String, String) {
+    let text = json(skeleton);
+    let key = "\"bundles\": []";
+    match text.find(key) {
+        Some(at) => {
+            let split = at + key.len() - 1;
+            (text[..split].to_owned(), text[split + 1..].to_owned())
+        }
+        None => unreachable!("an export document always has its bundles"),
+    }
+}
+
+/// One bundle as exported ([`Stream::push`]'s value) for the JSON document: its
+/// separator from the one before, on its own lines at the array's indent.
+pub fn json_bundle(exported: &Value, first: bool) -> String {
+    let mut out = String::from(if first { "\n" } else { ",\n" });
+    for (n, line) in pretty(exported).lines().enumerate() {
+        if n > 0 {
+            out.push('\n');
+        }
+        out.push_str("    ");
+        out.push_str(line);
     }
     out
+}
+
+/// What closes the bundles' array when `bundles` were written.
+pub fn json_after_bundles(bundles: usize) -> &'static str {
+    if bundles == 0 { "]" } else { "\n  ]" }
 }
 
 fn bundle_markdown(out: &mut String, export: &BundleExport) {

@@ -117,6 +117,78 @@ pub(crate) struct GrantArgs {
     pub json: bool,
 }
 
+/// What an export to a file reports on stderr.
+fn wrote(path: &std::path::Path, bundles: usize, hash: &Sha256) {
+    eprintln!(
+        "wrote {bundles} bundle{} to {}; content hash {hash}",
+        if bundles == 1 { "" } else { "s" },
+        path.display(),
+    );
+}
+
+/// `holdfast export --filter`: written as the selection is read, a page at a
+/// time. A file is written beside its destination and renamed into place only
+/// when whole, so a failed export leaves nothing half-written behind.
+async fn export_filtered(
+    session: &crate::store::Session,
+    filter: &OperationFilter,
+    args: &ExportArgs,
+    now: DateTime<Utc>,
+) -> anyhow::Result<u8> {
+    let form = match args.format {
+        ExportFormat::Json => service::ExportForm::Json,
+        ExportFormat::Markdown => service::ExportForm::Markdown,
+    };
+    let reviewed = |e: anyhow::Error| match e.downcast::<ReviewError>() {
+        Ok(e) => failure(e),
+        Err(e) => e,
+    };
+    match &args.out {
+        Some(path) => {
+            let mut partial = path.as_os_str().to_owned();
+            partial.push(".partial");
+            let partial = PathBuf::from(partial);
+            let written = async {
+                let file = std::fs::File::create(&partial)
+                    .with_context(|| format!("cannot write {}", partial.display()))?;
+                let mut out = std::io::BufWriter::new(file);
+                let done = service::export_in_pages(
+                    session,
+                    filter,
+                    service::SELECT_PAGE,
+                    form,
+                    now,
+                    &mut out,
+                )
+                .await
+                .map_err(reviewed)?;
+                out.into_inner()
+                    .map_err(|e| e.into_error())
+                    .and_then(|f| f.sync_all())
+                    .with_context(|| format!("cannot write {}", partial.display()))?;
+                std::fs::rename(&partial, path)
+                    .with_context(|| format!("cannot write {}", path.display()))?;
+                anyhow::Ok(done)
+            }
+            .await;
+            let (document, n) = written.inspect_err(|_| {
+                let _ = std::fs::remove_file(&partial);
+            })?;
+            super::warn_skipped(session);
+            wrote(path, n, &document.content_hash);
+        }
+        None => {
+            let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+            service::export_in_pages(session, filter, service::SELECT_PAGE, form, now, &mut out)
+                .await
+                .map_err(reviewed)?;
+            out.flush()?;
+            super::warn_skipped(session);
+        }
+    }
+    Ok(exit::OK)
+}
+
 /// `holdfast export`.
 #[derive(Debug, Args)]
 pub(crate) struct ExportArgs {
@@ -700,44 +772,33 @@ pub(crate) async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8
     let session = ctx.session().await?;
     let actor = session.actor();
     let now = ctx.now();
-    let details = match (&args.filter, args.ids.is_empty()) {
-        (Some(text), _) => service::select(&session, &selection_filter(text)?)
-            .await
-            .map_err(failure)?,
-        (None, false) => {
-            let mut details = Vec::with_capacity(args.ids.len());
-            for id in &args.ids {
-                details.push(
-                    service::load(&session, &parse_id(id)?)
-                        .await
-                        .map_err(failure)?,
-                );
-            }
-            details
-        }
-        (None, true) => {
-            return Err(Failure::bad_input(
-                "name the operations to export (`holdfast export ID…`) or select them with --filter",
-            ));
-        }
-    };
+    if let Some(text) = &args.filter {
+        return export_filtered(&session, &selection_filter(text)?, &args, now).await;
+    }
+    if args.ids.is_empty() {
+        return Err(Failure::bad_input(
+            "name the operations to export (`holdfast export ID…`) or select them with --filter",
+        ));
+    }
+    let mut details = Vec::with_capacity(args.ids.len());
+    for id in &args.ids {
+        details.push(
+            service::load(&session, &parse_id(id)?)
+                .await
+                .map_err(failure)?,
+        );
+    }
     super::warn_skipped(&session);
     let export = crate::core::export::build(&details, actor, now);
     let text = match args.format {
-        ExportFormat::Json => format!("{}\n", crate::cli::json::pretty(&export)?),
+        ExportFormat::Json => format!("{}\n", crate::core::export::json(&export)),
         ExportFormat::Markdown => crate::core::export::markdown(&export),
     };
     match &args.out {
         Some(path) => {
             std::fs::write(path, &text)
                 .with_context(|| format!("cannot write {}", path.display()))?;
-            eprintln!(
-                "wrote {} bundle{} to {}; content hash {}",
-                export.bundles.len(),
-                if export.bundles.len() == 1 { "" } else { "s" },
-                path.display(),
-                export.content_hash
-            );
+            wrote(path, export.bundles.len(), &export.content_hash);
         }
         None => print!("{text}"),
     }
