@@ -761,19 +761,7 @@ fn bulk_triage_splits_first_and_then_applies_one_audited_transition_each() {
     assert!(text.contains("needs compensation (0)"), "{text}");
     assert_eq!(cli.head(), head, "a dry run writes nothing");
 
-    let run = cli
-        .run(
-            "maya",
-            &[
-                "review",
-                "--filter",
-                filter,
-                "authorize-retry",
-                "--rationale",
-                "triage after the incident call",
-            ],
-        )
-        .expect_code(3);
+    let run = authorize_retries(&cli, filter, &[]).expect_code(3);
     let applied: Vec<&str> = run
         .stdout
         .lines()
@@ -819,6 +807,21 @@ fn bulk_triage_splits_first_and_then_applies_one_audited_transition_each() {
     );
 }
 
+/// Bulk triage as maya: `authorize-retry` on every operation `filter` matches,
+/// with the incident's rationale and `extra` arguments.
+fn authorize_retries(cli: &Cli, filter: &str, extra: &[&str]) -> Run {
+    let mut args = vec![
+        "review",
+        "--filter",
+        filter,
+        "authorize-retry",
+        "--rationale",
+        "triage after the incident call",
+    ];
+    args.extend_from_slice(extra);
+    cli.run("maya", &args)
+}
+
 /// Bulk triage applied with `--json` is written one result at a time and is still
 /// one compact JSON document: the filter, the action, then every operation's
 /// result in the dry run's order, each applied once.
@@ -847,21 +850,12 @@ fn bulk_triage_applied_as_json_is_one_document_of_every_result() {
         .iter()
         .map(|l| &l["id"])
         .collect();
-    let run = cli
-        .run(
-            "maya",
-            &[
-                "review",
-                "--filter",
-                filter,
-                "authorize-retry",
-                "--rationale",
-                "triage after the incident call",
-                "--json",
-            ],
-        )
-        .expect_code(3);
+    let run = authorize_retries(&cli, filter, &["--json"]).expect_code(3);
     let json = run.json();
+    assert_eq!(
+        json["action"], "authorize_retry",
+        "snake_case like the rest"
+    );
     assert_eq!(
         format!("{json}\n"),
         run.stdout,

@@ -10,9 +10,9 @@ use super::ids::{OperationId, Sha256};
 use super::lookup::StatusLookup;
 
 /// Declares a closed enumeration with its stable text form, used on the wire, in the
-/// store and on screen alike. With a leading `@rust_names`, serde keeps the Rust
-/// variant names instead (the enum derives `Serialize` without renames): for an enum
-/// whose JSON output already uses them.
+/// store and on screen alike. With a leading `@snake_names`, serde writes the
+/// variant names in snake_case instead (`authorize_retry`), as the rest of the
+/// JSON output is written, and the stable text form stays the command-line word.
 macro_rules! text_enum {
     (@methods $name:ident { $($variant:ident => $text:literal),+ }) => {
         impl $name {
@@ -66,9 +66,10 @@ macro_rules! text_enum {
             }
         }
     };
-    (@rust_names $(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
+    (@snake_names $(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
         $(#[$m])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
+        #[serde(rename_all = "snake_case")]
         pub enum $name {
             $($variant),+
         }
@@ -490,10 +491,11 @@ pub struct OperationRow {
 }
 
 text_enum!(
-    @rust_names
+    @snake_names
     /// A reviewer action's kind, with its stable kebab-case name: the command-line
     /// word, the audit row's `action` and a proposal's stored action. In JSON
-    /// output (`review --json`) it keeps the Rust variant name.
+    /// output (`review --json`) it is written in snake_case like every other
+    /// key and value there (`authorize_retry`).
     ActionKind {
         Reconcile => "reconcile",
         Resolve => "resolve",
@@ -594,10 +596,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn an_action_kind_prints_its_rust_name_in_json_but_a_proposal_stores_the_stable_name() {
+    fn an_action_kind_prints_snake_case_in_json_but_a_proposal_stores_the_stable_name() {
         assert_eq!(
             serde_json::to_value(ActionKind::AuthorizeRetry).ok(),
-            Some(serde_json::json!("AuthorizeRetry"))
+            Some(serde_json::json!("authorize_retry"))
         );
         let proposal = Proposal {
             id: 7,

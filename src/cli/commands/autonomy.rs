@@ -103,15 +103,11 @@ async fn set(ctx: &Context, args: SetArgs) -> anyhow::Result<u8> {
     match set_level(store.as_ref(), &actor, &request, &rationale, ctx.now()).await {
         Ok(changed) => {
             if args.json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "changed": changed.is_some(),
-                        "tool": request.tool,
-                        "level": request.level,
-                        "consequences": changed.as_ref().map(|(c, _)| c.consequences.clone()),
-                        "audit": changed.as_ref().map(|(_, row)| row),
-                    })
+                crate::cli::commands::review::print_change(
+                    serde_json::json!({ "tool": request.tool, "level": request.level }),
+                    changed
+                        .as_ref()
+                        .map(|(c, row)| (c.consequences.as_slice(), row)),
                 );
             } else {
                 match &changed {

@@ -472,6 +472,29 @@ fn parse_kind(text: &str) -> anyhow::Result<ActionKind> {
 
 /// Prints a refusal or conflict on stderr (and as JSON on stdout with `--json`)
 /// and gives its exit code; any other error is returned.
+/// Prints the JSON answer of a grant or level change: whether it changed
+/// anything, what was asked (`asked`'s fields), then the change's consequences
+/// and audit row, both `null` when nothing changed.
+pub(crate) fn print_change(
+    asked: serde_json::Value,
+    changed: Option<(&[String], &crate::core::audit::AuditRow)>,
+) {
+    let mut doc = serde_json::Map::new();
+    doc.insert("changed".into(), changed.is_some().into());
+    if let serde_json::Value::Object(fields) = asked {
+        doc.extend(fields);
+    }
+    doc.insert(
+        "consequences".into(),
+        serde_json::json!(changed.map(|(c, _)| c)),
+    );
+    doc.insert(
+        "audit".into(),
+        serde_json::json!(changed.map(|(_, row)| row)),
+    );
+    println!("{}", serde_json::Value::Object(doc));
+}
+
 pub(crate) fn report_refusal(error: ReviewError, json: bool) -> anyhow::Result<u8> {
     let Some(rule) = error.rule() else {
         return Err(failure(error));
@@ -731,14 +754,11 @@ pub(crate) async fn grant(ctx: &Context, op: GrantOp, args: GrantArgs) -> anyhow
     match result {
         Ok(changed) => {
             if args.json {
-                println!(
-                    "{}",
-                    serde_json::json!({
-                        "changed": changed.is_some(),
-                        "request": request,
-                        "consequences": changed.as_ref().map(|(c, _)| c.consequences.clone()),
-                        "audit": changed.as_ref().map(|(_, row)| row),
-                    })
+                print_change(
+                    serde_json::json!({ "request": request }),
+                    changed
+                        .as_ref()
+                        .map(|(c, row)| (c.consequences.as_slice(), row)),
                 );
             } else {
                 print!("{}", render::grant_change(&request, changed.as_ref()));
