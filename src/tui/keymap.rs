@@ -74,6 +74,23 @@ pub(crate) enum Command {
     Apply,
 }
 
+impl Command {
+    /// How many rows a movement key moves a selection or scroll by, `page`
+    /// rows to a page (`Top` and `Bottom` as far as any list goes, clamped by
+    /// the pane); `None` for any other command.
+    pub(crate) fn movement(self, page: i64) -> Option<i64> {
+        match self {
+            Command::Up => Some(-1),
+            Command::Down => Some(1),
+            Command::PageUp => Some(-page),
+            Command::PageDown => Some(page),
+            Command::Top => Some(i64::MIN / 2),
+            Command::Bottom => Some(i64::MAX / 2),
+            _ => None,
+        }
+    }
+}
+
 /// One binding: in `context`, `key` (shown as `label`) runs `command`.
 pub(crate) struct Binding {
     pub context: Context,

@@ -165,19 +165,16 @@ impl App {
         if let Command::Show(screen) = command {
             return self.show(screen);
         }
-        let page = i64::from(self.page_rows());
+        let page = self.pane_rows(i64::from(self.page_rows()));
+        if let Some(delta) = command.movement(page) {
+            return self.step(delta);
+        }
         match command {
             Command::Quit => vec![Effect::Quit],
             Command::Help => {
                 self.open_help();
                 Vec::new()
             }
-            Command::Up => self.step(-1),
-            Command::Down => self.step(1),
-            Command::PageUp => self.step(-self.pane_rows(page)),
-            Command::PageDown => self.step(self.pane_rows(page)),
-            Command::Top => self.step(i64::MIN / 2),
-            Command::Bottom => self.step(i64::MAX / 2),
             Command::NextPane => self.cycle_pane(1),
             Command::PrevPane => self.cycle_pane(-1),
             Command::Open => self.open(),
@@ -222,6 +219,13 @@ impl App {
             | Command::Cancel
             | Command::Apply
             | Command::Show(_) => Vec::new(),
+            // Movements, taken above.
+            Command::Up
+            | Command::Down
+            | Command::PageUp
+            | Command::PageDown
+            | Command::Top
+            | Command::Bottom => Vec::new(),
         }
     }
 

@@ -136,21 +136,18 @@ impl Screen for AuditState {
 
     fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
         let rows = i64::from(layout::page_rows(ctx.size));
-        let delta = match keymap::lookup(Context::Audit, key) {
-            Some(Command::Up) => -1,
-            Some(Command::Down) => 1,
-            Some(Command::PageUp) => -rows,
-            Some(Command::PageDown) => rows,
-            Some(Command::Top) => i64::MIN / 2,
-            Some(Command::Bottom) => i64::MAX / 2,
-            Some(Command::SwitchTab) => return Outcome::Show(super::HELD.key),
-            Some(Command::Open) => {
-                return self
+        let Some(command) = keymap::lookup(Context::Audit, key) else {
+            return Outcome::Pass;
+        };
+        let Some(delta) = command.movement(rows) else {
+            return match command {
+                Command::SwitchTab => Outcome::Show(super::HELD.key),
+                Command::Open => self
                     .selected_operation()
-                    .map_or_else(Outcome::done, Outcome::Open);
-            }
-            Some(Command::NextPane | Command::PrevPane) => return Outcome::done(),
-            _ => return Outcome::Pass,
+                    .map_or_else(Outcome::done, Outcome::Open),
+                Command::NextPane | Command::PrevPane => Outcome::done(),
+                _ => Outcome::Pass,
+            };
         };
         self.step(delta);
         let margin = usize::try_from(rows).unwrap_or(0);

@@ -166,44 +166,38 @@ impl Screen for MetricsState {
             return Outcome::Pass;
         };
         let rows = i64::from(layout::page_rows(ctx.size));
-        let delta = match command {
-            Command::Up => -1,
-            Command::Down => 1,
-            Command::PageUp => -rows,
-            Command::PageDown => rows,
-            Command::Top => i64::MIN / 2,
-            Command::Bottom => i64::MAX / 2,
-            Command::SwitchTab => return Outcome::Show(super::HELD.key),
+        if let Some(delta) = command.movement(rows) {
+            if matches!(command, Command::PageUp | Command::PageDown)
+                && self.focus == MetricsFocus::Figures
+            {
+                let to = i64::from(self.scroll).saturating_add(delta / 2);
+                self.scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
+            } else {
+                self.step(delta);
+            }
+            return Outcome::done();
+        }
+        match command {
+            Command::SwitchTab => Outcome::Show(super::HELD.key),
             // Enter on a figure lists the operations behind it; on one of
             // those, opens it.
             Command::Open if self.focus == MetricsFocus::Figures => {
                 self.toggle_focus();
-                return Outcome::done();
+                Outcome::done()
             }
-            Command::Open => {
-                return self
-                    .selected_operation()
-                    .map_or_else(Outcome::done, Outcome::Open);
-            }
+            Command::Open => self
+                .selected_operation()
+                .map_or_else(Outcome::done, Outcome::Open),
             Command::Back => {
                 self.focus = MetricsFocus::Figures;
-                return Outcome::done();
+                Outcome::done()
             }
             Command::NextPane | Command::PrevPane => {
                 self.toggle_focus();
-                return Outcome::done();
+                Outcome::done()
             }
-            _ => return Outcome::Pass,
-        };
-        if matches!(command, Command::PageUp | Command::PageDown)
-            && self.focus == MetricsFocus::Figures
-        {
-            let to = i64::from(self.scroll).saturating_add(delta / 2);
-            self.scroll = u16::try_from(to.max(0)).unwrap_or(u16::MAX);
-        } else {
-            self.step(delta);
+            _ => Outcome::Pass,
         }
-        Outcome::done()
     }
 
     fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {

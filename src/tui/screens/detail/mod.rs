@@ -307,28 +307,24 @@ impl Screen for DetailState {
             return Outcome::Pass;
         };
         let rows = self.pane_rows(ctx);
-        let delta = match command {
-            Command::Up => -1,
-            Command::Down => 1,
-            Command::PageUp => -rows,
-            Command::PageDown => rows,
-            Command::Top => i64::MIN / 2,
-            Command::Bottom => i64::MAX / 2,
+        if let Some(delta) = command.movement(rows) {
+            self.scroll(ctx.focus, delta, ctx);
+            return Outcome::done();
+        }
+        match command {
             Command::NextLink => {
                 self.step_link(1);
-                return Outcome::done();
+                Outcome::done()
             }
             Command::PrevLink => {
                 self.step_link(-1);
-                return Outcome::done();
+                Outcome::done()
             }
-            Command::Open => return self.follow(),
-            Command::Back if self.pop() => return Outcome::Done(self.load_top()),
-            Command::Back => return Outcome::Close,
-            _ => return Outcome::Pass,
-        };
-        self.scroll(ctx.focus, delta, ctx);
-        Outcome::done()
+            Command::Open => self.follow(),
+            Command::Back if self.pop() => Outcome::Done(self.load_top()),
+            Command::Back => Outcome::Close,
+            _ => Outcome::Pass,
+        }
     }
 
     /// Every detail pane the layout shows, the focused one highlighted.
