@@ -152,10 +152,7 @@ async fn near_id(session: &Session, id: &OperationId) -> Option<OperationId> {
         search: Some(stem),
         ..OperationFilter::default()
     };
-    let page = Page {
-        offset: 0,
-        limit: NEAR_ID_CANDIDATES,
-    };
+    let page = Page::first(NEAR_ID_CANDIDATES);
     let (rows, _) = session.list(&filter, SortOrder::Id, page).await.ok()?;
     let ids: Vec<&str> = rows.iter().map(|r| r.operation.id.as_str()).collect();
     crate::core::names::nearest(typed, ids.iter().copied())
@@ -432,34 +429,6 @@ pub async fn triage_apply_planned(
         now,
     )
     .await
-}
-
-/// Bulk triage applied: one decision and one audited commit per operation, each
-/// against the version the selection was read at, in the order of the dry run
-/// ([`triage::dry_run`], which is what to show before this). Every
-/// operation gets its own result; one refusal does not stop the others.
-pub async fn triage_apply(
-    session: &Session,
-    selection: &[OperationDetail],
-    action: &Action,
-    rationale: &Rationale,
-    now: DateTime<Utc>,
-) -> Vec<(TriageLine, Result<Applied, ReviewError>)> {
-    let actor = session.actor();
-    let lines = triage::dry_run(selection, action, actor, rationale, now);
-    let mut out = Vec::with_capacity(lines.len());
-    for line in lines {
-        let result = match selection.iter().find(|d| d.row.operation.id == line.id) {
-            Some(detail) => apply_decided(session, detail, action, rationale, None, now).await,
-            None => Err(ReviewError::NotFound {
-                id: line.id.clone(),
-                visible: actor.visible_tenants(),
-                suggestion: None,
-            }),
-        };
-        out.push((line, result));
-    }
-    out
 }
 
 /// How often a grant change is decided again when another one landed first.

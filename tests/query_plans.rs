@@ -1,6 +1,8 @@
-//! The console's hot reads use an index, on both backends: the first page of the
-//! queue, the header counts and an audit page, each in every scope and in one
-//! tenant's scope. Each statement is the one the store runs (built by
+//! The console's hot reads use an index, on both backends: the pages of the
+//! queue (first, last, and on each side of a key, every leg of a keyset page),
+//! a search of the queue, the header counts, the keyset pages of a bulk
+//! selection, mark-all's ids, the sort key a page starts from and an audit page,
+//! each in every scope and in one tenant's scope. Each statement is the one the store runs (built by
 //! `holdfast::store::sql` behind an `EXPLAIN` prefix), and the assertion is on
 //! the plan's shape, never on time: SQLite's `EXPLAIN QUERY PLAN` must search
 //! the operations by an index rather than scan them, and PostgreSQL's `EXPLAIN`,
@@ -11,16 +13,19 @@ mod support;
 
 use chrono::{DateTime, Utc};
 use holdfast::store::sql;
-use holdfast::store::{OperationFilter, Page, Scope, SortOrder};
+use holdfast::store::{OperationFilter, Scope, SortOrder};
 use sqlx::{Postgres, QueryBuilder, Row, Sqlite};
 use support::review::{loaded, now};
 use support::stores::{Fresh, Kind};
 
-/// One hot read: its name, and whether it may walk the audit log in `seq`
-/// order (the audit page does: it stops at its `LIMIT`).
+/// One hot read: its name, whether it may walk the audit log in `seq` order
+/// (the audit page does: it stops at its `LIMIT`), and whether it is a keyset
+/// page's leg in its key's band, which must seek the index to the key rather
+/// than read from the top of the order and filter up to it.
 struct Read {
     name: String,
     walks_audit: bool,
+    seeks_key: bool,
 }
 
 fn scopes() -> Vec<(&'static str, Scope)> {
@@ -47,39 +52,89 @@ where
     String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
     i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
 {
-    let page = Page {
-        offset: 0,
-        limit: 50,
+    let key = sql::SortKey {
+        risk_rank: 2,
+        observe_order: at.timestamp_millis(),
+        state_since_ms: at.timestamp_millis(),
+        deadline_ms: Some(at.timestamp_millis()),
+        id: "F09".into(),
     };
+    let mut seeks = vec![("first", sql::Seek::First), ("last", sql::Seek::Last)];
+    seeks.extend([
+        ("at a key", sql::Seek::From(&key, sql::Side::At)),
+        ("after a key", sql::Seek::From(&key, sql::Side::After)),
+        ("before a key", sql::Seek::From(&key, sql::Side::Before)),
+    ]);
     let mut out = Vec::new();
     for (label, scope) in scopes() {
         let read = |name: &str, walks_audit| Read {
             name: format!("{name} ({label})"),
             walks_audit,
+            seeks_key: false,
+        };
+        let band = |name: &str, seek: sql::Seek, leg: sql::Leg| Read {
+            seeks_key: matches!(seek, sql::Seek::From(..)) && leg == sql::Leg::Band,
+            ..read(name, false)
         };
         let queue = filter(&scope, true);
         let all = filter(&scope, false);
+        let searched = OperationFilter {
+            search: Some("queue".into()),
+            ..queue.clone()
+        };
         // The console opens on the urgency order; age is the other order an
         // index serves whole. (The deadline order puts unscheduled operations
         // last with an expression no index holds, so it sorts the held ones.)
+        // Every page of them is a keyset page, one statement per leg.
         for sort in [SortOrder::Urgency, SortOrder::Age] {
-            out.push((
-                read(&format!("first page of the queue by {sort:?}"), false),
-                sql::list_page(prefix, &queue, sort, page),
-            ));
+            for (side, seek) in &seeks {
+                for leg in seek.legs() {
+                    let name = format!("queue page by {sort:?}, {side}, {leg:?} leg");
+                    if let Some(qb) =
+                        sql::keyset_page(prefix, sql::Columns::Rows, &queue, sort, *seek, *leg, 50)
+                    {
+                        out.push((band(&name, *seek, *leg), qb));
+                    }
+                }
+            }
         }
-        let key = sql::UrgencyKey {
-            risk_rank: 2,
-            observe_order: at.timestamp_millis(),
-            state_since_ms: at.timestamp_millis(),
-            id: "F09".into(),
-        };
-        for (name, after) in [("first", None), ("a later", Some(&key))] {
-            out.push((
-                read(&format!("{name} keyset page of a bulk selection"), false),
-                sql::urgency_page(prefix, &queue, after, 500),
-            ));
+        out.push((
+            read("first page of a search of the queue", false),
+            sql::keyset_page(
+                prefix,
+                sql::Columns::Rows,
+                &searched,
+                SortOrder::Urgency,
+                sql::Seek::First,
+                sql::Leg::Band,
+                50,
+            )
+            .expect("a first page"),
+        ));
+        for (side, seek) in [&seeks[0], &seeks[3]] {
+            for leg in seek.legs() {
+                if let Some(qb) = sql::keyset_page(
+                    prefix,
+                    sql::Columns::Keys,
+                    &queue,
+                    SortOrder::Urgency,
+                    *seek,
+                    *leg,
+                    500,
+                ) {
+                    let name = format!("keyset page of a bulk selection, {side}, {leg:?} leg");
+                    out.push((band(&name, *seek, *leg), qb));
+                }
+            }
         }
+        out.push((
+            read("mark-all ids of the queue", false),
+            sql::matching_ids(prefix, &queue, SortOrder::Urgency),
+        ));
+        out.push((
+            read("the sort key a page starts from", false),
+            sql::sort_key(prefix, "F09", &scope),
+        ));
         out.push((
             read("header counts by state", false),
             sql::kept_counts(prefix, &scope),
@@ -147,6 +202,15 @@ async fn sqlite_plans(fresh: &Fresh) {
             "{}: sorts instead of walking an index:\n  {shown}",
             read.name
         );
+        if read.seeks_key {
+            // `SEARCH o USING … (queued=? AND risk_rank=? AND (observe_order,…)>(?,?,?))`
+            assert!(
+                plan.iter().any(|l| l.starts_with("SEARCH o")
+                    && [")>(", ")<(", ")>=(", ")<=("].iter().any(|c| l.contains(c))),
+                "{}: does not seek the index to the key:\n  {shown}",
+                read.name
+            );
+        }
         if read.walks_audit {
             assert!(
                 plan.iter()
@@ -194,6 +258,15 @@ async fn postgres_plans(fresh: &Fresh) {
                     .any(|l| l.contains(&format!("Seq Scan on {table} "))
                         || l.trim_end().ends_with(&format!("Seq Scan on {table}"))),
                 "{}: scans {table} sequentially:\n  {shown}",
+                read.name
+            );
+        }
+        if read.seeks_key {
+            // `Index Cond: (… AND (ROW(observe_order, state_since_ms, id) > ROW(…)))`
+            assert!(
+                plan.iter()
+                    .any(|l| l.contains("Index Cond") && l.contains("ROW(")),
+                "{}: does not seek the index to the key:\n  {shown}",
                 read.name
             );
         }

@@ -6,8 +6,9 @@
 
 mod support;
 
+use holdfast::core::ids::OperationId;
 use holdfast::core::rules::Actor;
-use holdfast::store::{OperationFilter, Page, Scope, Session, SortOrder, Store, sql};
+use holdfast::store::{OperationFilter, Page, Scope, Session, SortOrder, Start, Store, sql};
 use sqlx::Row;
 use support::review::{comment, loaded, now, resolve_f09};
 use support::stores::{self, Fresh, Kind};
@@ -63,14 +64,14 @@ async fn both_paths_agree(store: &dyn Store) {
         store.counts(&kept, now()).await.unwrap(),
         store.counts(&scanned, now()).await.unwrap()
     );
-    let page = Page {
-        offset: 0,
-        limit: 1,
-    };
     for queue in [false, true] {
         let total = |f: OperationFilter| async move {
             store
-                .list(&OperationFilter { queue, ..f }, SortOrder::Id, page)
+                .list(
+                    &OperationFilter { queue, ..f },
+                    SortOrder::Id,
+                    Page::first(1),
+                )
                 .await
                 .unwrap()
                 .1
@@ -320,27 +321,134 @@ async fn an_export_in_pages_is_the_document_built_whole(kind: Kind) {
     );
 }
 
-/// The page statement resumes after a key and never skips rows by `OFFSET`.
+/// Every page statement starts at a key and never skips rows by `OFFSET`: the
+/// listing's pages in every order and on every side of a key, and the keys of a
+/// bulk selection.
 #[test]
-fn a_selection_page_is_a_keyset_not_an_offset() {
-    let key = sql::UrgencyKey {
+fn a_page_is_a_keyset_not_an_offset() {
+    let with_deadline = sql::SortKey {
         risk_rank: 3,
         observe_order: 10,
         state_since_ms: 20,
+        deadline_ms: Some(30),
         id: "F09".into(),
     };
-    for after in [None, Some(&key)] {
-        let qb: sqlx::QueryBuilder<sqlx::Sqlite> =
-            sql::urgency_page("", &OperationFilter::default(), after, 500);
-        let text = qb.sql().as_str().to_uppercase();
-        assert!(!text.contains("OFFSET"), "{text}");
-        assert!(text.contains("LIMIT"), "{text}");
-        assert_eq!(text.contains("O.ID >"), after.is_some(), "{text}");
+    let without = sql::SortKey {
+        deadline_ms: None,
+        ..with_deadline.clone()
+    };
+    let mut seeks = vec![sql::Seek::First, sql::Seek::Last];
+    for key in [&with_deadline, &without] {
+        for side in [sql::Side::At, sql::Side::After, sql::Side::Before] {
+            seeks.push(sql::Seek::From(key, side));
+        }
+    }
+    let filter = OperationFilter::default();
+    for sort in [
+        SortOrder::Urgency,
+        SortOrder::Age,
+        SortOrder::Id,
+        SortOrder::Deadline,
+    ] {
+        for seek in &seeks {
+            for leg in seek.legs() {
+                let pages: [Option<sqlx::QueryBuilder<sqlx::Sqlite>>; 2] = [
+                    sql::keyset_page("", sql::Columns::Rows, &filter, sort, *seek, *leg, 50),
+                    sql::keyset_page("", sql::Columns::Keys, &filter, sort, *seek, *leg, 50),
+                ];
+                for qb in pages.into_iter().flatten() {
+                    let text = qb.sql().as_str().to_uppercase();
+                    assert!(!text.contains("OFFSET"), "{text}");
+                    assert!(text.contains("LIMIT"), "{text}");
+                }
+            }
+        }
+    }
+}
+
+/// Paging a listing by keyset, down after each page's last row or up before
+/// each page's first, in every order, lists every operation once, in the order
+/// of the listing read whole; a page at an operation starts with it.
+async fn a_listing_in_keyset_pages_is_the_listing_whole(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    support::console::ingest(fresh.store.as_ref(), support::console::DEMO).await;
+    let store = fresh.store.as_ref();
+    for queue in [false, true] {
+        let filter = OperationFilter {
+            queue,
+            ..OperationFilter::default()
+        };
+        for sort in [
+            SortOrder::Urgency,
+            SortOrder::Age,
+            SortOrder::Id,
+            SortOrder::Deadline,
+        ] {
+            let ids = |rows: Vec<holdfast::store::OperationRow>| -> Vec<String> {
+                rows.into_iter()
+                    .map(|r| r.operation.id.to_string())
+                    .collect()
+            };
+            let (whole, total) = store
+                .list(&filter, sort, Page::first(10_000))
+                .await
+                .unwrap();
+            let whole = ids(whole);
+            assert_eq!(whole.len() as u64, total);
+            assert!(
+                whole.len() > 3,
+                "{sort:?}, queue {queue}: {} rows, not several pages",
+                whole.len()
+            );
+            let mut down = Vec::new();
+            let mut start = Start::First;
+            loop {
+                let page = Page { start, limit: 3 };
+                let rows = ids(store.list(&filter, sort, page).await.unwrap().0);
+                let Some(last) = rows.last().cloned() else {
+                    break;
+                };
+                down.extend(rows);
+                start = Start::After(OperationId::parse(&last).unwrap());
+            }
+            assert_eq!(down, whole, "{sort:?}, queue {queue}: down");
+            let mut up = Vec::new();
+            let mut start = Start::Last;
+            loop {
+                let page = Page { start, limit: 3 };
+                let rows = ids(store.list(&filter, sort, page).await.unwrap().0);
+                let Some(first) = rows.first().cloned() else {
+                    break;
+                };
+                up.splice(0..0, rows);
+                start = Start::Before(OperationId::parse(&first).unwrap());
+            }
+            assert_eq!(up, whole, "{sort:?}, queue {queue}: up");
+            let middle = OperationId::parse(&whole[whole.len() / 2]).unwrap();
+            let at = store
+                .list(
+                    &filter,
+                    sort,
+                    Page {
+                        start: Start::At(middle),
+                        limit: 2,
+                    },
+                )
+                .await
+                .unwrap()
+                .0;
+            assert_eq!(
+                ids(at),
+                whole[whole.len() / 2..][..2].to_vec(),
+                "{sort:?}: at"
+            );
+        }
     }
 }
 
 holdfast_on_both_backends!(
     counts_follow_every_write,
+    a_listing_in_keyset_pages_is_the_listing_whole,
     audit_pages_add_up_to_the_scope,
     a_selection_in_keyset_pages_covers_every_row_once,
     bulk_triage_in_pages_is_the_whole_dry_run_and_applies_each_once,

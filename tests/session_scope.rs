@@ -71,10 +71,7 @@ async fn two_tenants(kind: Kind) -> Fresh {
 async fn every_read(session: &Session) -> Vec<(String, String)> {
     let mut out: Vec<(String, String)> = Vec::new();
     let mut push = |name: String, value: &dyn Debug| out.push((name, format!("{value:?}")));
-    let page = Page {
-        offset: 0,
-        limit: 1_000,
-    };
+    let page = Page::first(1_000);
     let filters = [
         ("every operation", OperationFilter::default()),
         (
@@ -127,7 +124,7 @@ async fn every_read(session: &Session) -> Vec<(String, String)> {
             SortOrder::Id,
             SortOrder::Deadline,
         ] {
-            let listed = session.list(filter, sort, page).await.unwrap();
+            let listed = session.list(filter, sort, page.clone()).await.unwrap();
             push(format!("list {name} by {sort:?}"), &listed);
         }
         push(
@@ -293,10 +290,7 @@ async fn a_hold_in_another_tenant_is_not_shown_on_a_dependent(kind: Kind) {
         search: Some("u1".into()),
         ..OperationFilter::default()
     };
-    let page = Page {
-        offset: 0,
-        limit: 10,
-    };
+    let page = Page::first(10);
     let held_of = |rows: Vec<holdfast::store::OperationRow>| -> Vec<String> {
         rows.iter()
             .find(|r| r.operation.id.as_str() == "U1")
@@ -306,7 +300,10 @@ async fn a_hold_in_another_tenant_is_not_shown_on_a_dependent(kind: Kind) {
             .map(|d| d.as_str().to_owned())
             .collect()
     };
-    let (open, _) = everyone.list(&filter, SortOrder::Id, page).await.unwrap();
+    let (open, _) = everyone
+        .list(&filter, SortOrder::Id, page.clone())
+        .await
+        .unwrap();
     assert_eq!(held_of(open), ["H1"]);
     let (scoped, _) = maya.list(&filter, SortOrder::Id, page).await.unwrap();
     assert!(held_of(scoped).is_empty());

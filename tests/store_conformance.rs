@@ -26,10 +26,7 @@ async fn first_page(
     sort: SortOrder,
     limit: u64,
 ) -> (Vec<holdfast::store::OperationRow>, u64) {
-    store
-        .list(filter, sort, Page { offset: 0, limit })
-        .await
-        .unwrap()
+    store.list(filter, sort, Page::first(limit)).await.unwrap()
 }
 
 fn queue() -> OperationFilter {

@@ -11,7 +11,7 @@ use holdfast::console::review::Verdict;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::{Grant, Role, State};
 use holdfast::core::rules::{ActionKind, Actor};
-use holdfast::store::{OperationFilter, Page, SortOrder};
+use holdfast::store::OperationFilter;
 use support::console::{DEMO, Harness, PACKET, demo_now, now, options};
 
 fn step(h: &Harness) -> &Step {
@@ -85,8 +85,8 @@ async fn mark_two_dry_run_confirm_and_each_result_is_reported() {
         unreachable!()
     };
     assert_eq!(lines.len(), 2);
-    let allowed = lines.iter().filter(|l| l.outcome.is_ok()).count();
-    let refused = lines.iter().filter(|l| l.outcome.is_err()).count();
+    let allowed = lines.iter().filter(|l| l.line.outcome.is_ok()).count();
+    let refused = lines.iter().filter(|l| l.line.outcome.is_err()).count();
     assert!(allowed >= 1 && refused >= 1, "{lines:?}");
     let screen = h.screen();
     for title in [
@@ -205,17 +205,7 @@ async fn mark_all_stays_within_the_granted_tenants() {
     assert_eq!(marked.len() as u64, h.app.queue.total);
     assert!(!marked.is_empty());
     let store = h.store();
-    let (_, stored) = store
-        .list(
-            &OperationFilter::default(),
-            SortOrder::Id,
-            Page {
-                offset: 0,
-                limit: 1,
-            },
-        )
-        .await
-        .unwrap();
+    let stored = store.count(&OperationFilter::default()).await.unwrap();
     assert!(
         stored > marked.len() as u64,
         "other tenants hold operations"
@@ -257,7 +247,7 @@ async fn an_action_with_an_input_asks_for_it_once_for_all() {
     let Step::DryRun { lines, .. } = step(&h) else {
         panic!("no dry run:\n{}", h.screen())
     };
-    assert!(lines.iter().all(|l| l.outcome.is_ok()), "{lines:?}");
+    assert!(lines.iter().all(|l| l.line.outcome.is_ok()), "{lines:?}");
     h.key(KeyCode::Char('y')).await;
     assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
     for id in ["F09", "F27"] {

@@ -236,6 +236,64 @@ async fn only_the_visible_page_is_fetched_and_paging_follows_the_selection() {
     assert_eq!(h.app.queue.rows_offset, 0);
 }
 
+/// Paging far by keyset: moving down row by row and page by page to the end
+/// of the listing, then back up, and jumping to either end, the page on screen
+/// is always the listing's rows at the page's position and the selection the
+/// row at its position, in every order.
+#[tokio::test]
+async fn paging_far_by_keyset_keeps_the_page_where_the_listing_has_it() {
+    let mut h = Harness::at(DEMO, demo_now(), 80, 10).await;
+    let page = usize::from(h.app.page_rows());
+    for _ in 0..4 {
+        let filter = h.app.queue.matching();
+        let sort = h.app.queue.sort;
+        let (rows, total) = h
+            .store()
+            .list(&filter, sort, holdfast::store::Page::first(10_000))
+            .await
+            .unwrap();
+        let whole: Vec<String> = rows.iter().map(|r| r.operation.id.to_string()).collect();
+        assert!(whole.len() > 2 * page, "{sort:?}: several pages");
+        let check = |h: &Harness, what: &str| {
+            let at = h.app.queue.rows_offset as usize;
+            assert_eq!(h.app.queue.total, total, "{sort:?} {what}");
+            assert_eq!(
+                h.ids(),
+                whole[at..(at + page).min(whole.len())],
+                "{sort:?} {what}"
+            );
+            let selected = h.app.queue.selected as usize;
+            assert_eq!(
+                h.selected().as_deref(),
+                Some(whole[selected].as_str()),
+                "{sort:?} {what}"
+            );
+        };
+        for _ in 0..whole.len() {
+            h.key(KeyCode::Char('j')).await;
+            check(&h, "down");
+        }
+        assert_eq!(h.selected().as_deref(), whole.last().map(String::as_str));
+        for _ in 0..whole.len() {
+            h.key(KeyCode::Char('k')).await;
+            check(&h, "up");
+        }
+        for _ in 0..whole.len() / page + 1 {
+            h.key(KeyCode::PageDown).await;
+            check(&h, "page down");
+        }
+        for _ in 0..whole.len() / page + 1 {
+            h.key(KeyCode::PageUp).await;
+            check(&h, "page up");
+        }
+        h.key(KeyCode::Char('G')).await;
+        check(&h, "bottom");
+        h.key(KeyCode::Char('g')).await;
+        check(&h, "top");
+        h.key(KeyCode::Char('s')).await;
+    }
+}
+
 #[tokio::test]
 async fn the_wheel_scrolls_the_pane_under_the_pointer() {
     let mut h = Harness::new(PACKET, 200, 50).await;

@@ -321,27 +321,41 @@ mod screens {
                 },
                 Effect::BulkLoad { generation, .. } => Message::BulkLoaded {
                     generation,
-                    result: Ok((vec![detail.clone()], Vec::new())),
+                    result: Ok((vec![detail.row.operation.id.clone()], Vec::new())),
                 },
-                Effect::BulkApply {
+                Effect::BulkJudge {
                     generation,
-                    selection,
                     action,
                     rationale,
                     now,
+                    ..
+                } => Message::BulkJudged {
+                    generation,
+                    result: Ok((
+                        vec![holdfast::review::Planned {
+                            line: holdfast::core::triage::line(
+                                detail, &action, &app.actor, &rationale, now,
+                            ),
+                            version: detail.row.version,
+                        }],
+                        Vec::new(),
+                    )),
+                },
+                Effect::BulkApply {
+                    generation,
+                    planned,
+                    ..
                 } => Message::BulkApplied {
                     generation,
-                    results: holdfast::core::triage::dry_run(
-                        &selection, &action, &app.actor, &rationale, now,
-                    )
-                    .into_iter()
-                    .map(|line| {
-                        let verdict = holdfast::console::review::Verdict::Failed(
-                            "\u{1b}[2Jstore says \u{202e}no".into(),
-                        );
-                        (line, verdict)
-                    })
-                    .collect(),
+                    results: planned
+                        .into_iter()
+                        .map(|p| {
+                            let verdict = holdfast::console::review::Verdict::Failed(
+                                "\u{1b}[2Jstore says \u{202e}no".into(),
+                            );
+                            (p.line, verdict)
+                        })
+                        .collect(),
                 },
                 // The hostile fixture is one operation on the queue; the tabs
                 // are not opened here.

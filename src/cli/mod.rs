@@ -223,9 +223,10 @@ pub(crate) struct ListArgs {
     /// At most this many rows (0: none, only the count).
     #[arg(long, default_value_t = 50)]
     pub limit: u64,
-    /// Skip this many rows first.
-    #[arg(long, default_value_t = 0)]
-    pub offset: u64,
+    /// Start after this operation in the listing's order (the last id of the
+    /// page before): pages are read by keyset, never by skipping rows.
+    #[arg(long, value_name = "ID")]
+    pub after: Option<String>,
     /// Print JSON instead of text, for scripts.
     #[arg(long)]
     pub json: bool,

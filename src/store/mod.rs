@@ -196,11 +196,39 @@ pub enum SortOrder {
     Deadline,
 }
 
-/// One page of a listing.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// One page of a listing, by keyset: where it starts in the listing's order
+/// (an operation's place, never a count of rows to skip) and how many rows it
+/// holds at most. Its rows always come in the listing's order.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Page {
-    pub offset: u64,
+    pub start: Start,
     pub limit: u64,
+}
+
+impl Page {
+    /// The first `limit` rows.
+    pub fn first(limit: u64) -> Page {
+        Page {
+            start: Start::First,
+            limit,
+        }
+    }
+}
+
+/// Where a [`Page`] starts.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub enum Start {
+    /// At the top of the listing.
+    #[default]
+    First,
+    /// The last rows of the listing.
+    Last,
+    /// At this operation's place: it (while it matches) and the rows after it.
+    At(OperationId),
+    /// Just after this operation's place.
+    After(OperationId),
+    /// The rows just before this operation's place (the page that ends there).
+    Before(OperationId),
 }
 
 /// Counts for the queue header.
@@ -336,13 +364,18 @@ pub trait Store: Send + Sync {
     ) -> Result<Vec<OperationId>, StoreError>;
 
     /// The keys of up to `limit` operations matching `filter` in urgency
-    /// order after `after`: one keyset page ([`sql::urgency_page`]).
+    /// order after `after`: one keyset page ([`sql::keyset_page`]).
     async fn urgency_page(
         &self,
         filter: &OperationFilter,
-        after: Option<&sql::UrgencyKey>,
+        after: Option<&sql::SortKey>,
         limit: u64,
-    ) -> Result<Vec<sql::UrgencyKey>, StoreError>;
+    ) -> Result<Vec<sql::SortKey>, StoreError>;
+
+    /// How many operations match `filter`: from the counts the triggers keep
+    /// when the filter narrows by the tenant scope and the queue alone, else
+    /// one `count(*)`.
+    async fn count(&self, filter: &OperationFilter) -> Result<u64, StoreError>;
 
     /// One operation of any tenant.
     async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {

@@ -90,16 +90,21 @@ impl Session {
     }
 
     /// One keyset page, in urgency order, of the operations in scope matching
-    /// `filter` after `after` (see [`crate::store::sql::urgency_page`]).
+    /// `filter` after `after` (see [`crate::store::sql::keyset_page`]).
     pub async fn urgency_page(
         &self,
         filter: &OperationFilter,
-        after: Option<&crate::store::sql::UrgencyKey>,
+        after: Option<&crate::store::sql::SortKey>,
         limit: u64,
-    ) -> Result<Vec<crate::store::sql::UrgencyKey>, StoreError> {
+    ) -> Result<Vec<crate::store::sql::SortKey>, StoreError> {
         self.store
             .urgency_page(&self.scoped(filter), after, limit)
             .await
+    }
+
+    /// How many operations in scope match `filter`.
+    pub async fn count(&self, filter: &OperationFilter) -> Result<u64, StoreError> {
+        self.store.count(&self.scoped(filter)).await
     }
 
     /// The ids of every operation in scope matching `filter`, in `sort` order.

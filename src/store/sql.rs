@@ -8,7 +8,7 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 
 use super::plan::codec::risk_rank;
 use super::plan::rows::prefix_range;
-use super::{OperationFilter, Page, Scope, SortOrder};
+use super::{OperationFilter, Scope, SortOrder};
 use crate::core::model::{Risk, State};
 
 /// The held states as an SQL list literal (they are fixed identifiers, not input).
@@ -253,78 +253,251 @@ where
     qb
 }
 
-/// One page of a listing: its rows, in `sort` order.
-pub fn list_page<'a, DB>(
-    prefix: &str,
-    filter: &OperationFilter,
-    sort: SortOrder,
-    page: Page,
-) -> QueryBuilder<DB>
-where
-    DB: Database,
-    String: Encode<'a, DB> + Type<DB>,
-    i64: Encode<'a, DB> + Type<DB>,
-{
-    let mut qb: QueryBuilder<DB> = row_select(prefix, &Scope::from(filter.visible_tenants.clone()));
-    push_filter(&mut qb, filter);
-    qb.push(order_by(sort));
-    qb.push(" LIMIT ");
-    qb.push_bind(i64::try_from(page.limit).unwrap_or(i64::MAX));
-    qb.push(" OFFSET ");
-    qb.push_bind(i64::try_from(page.offset).unwrap_or(i64::MAX));
-    qb
+/// The start of a statement over the operations table aliased `o`:
+/// `{prefix}SELECT {columns} FROM operations o WHERE 1 = 1`, ready for `AND` terms.
+pub fn operations_query<DB: Database>(prefix: &str, columns: &str) -> QueryBuilder<DB> {
+    QueryBuilder::new(format!(
+        "{prefix}SELECT {columns} FROM operations o WHERE 1 = 1"
+    ))
 }
 
-/// Where an operation stands in urgency order (see [`order_by`]): the key a
-/// keyset page resumes after.
+/// The reverse of [`order_by`]: the same rows, last first.
+pub fn order_by_reversed(sort: SortOrder) -> &'static str {
+    match sort {
+        SortOrder::Urgency => {
+            " ORDER BY o.risk_rank, o.observe_order DESC, o.state_since_ms DESC, o.id DESC"
+        }
+        SortOrder::Age => " ORDER BY o.state_since_ms DESC, o.id DESC",
+        SortOrder::Id => " ORDER BY o.id DESC",
+        SortOrder::Deadline => {
+            " ORDER BY o.deadline_ms IS NULL DESC, o.deadline_ms DESC, o.id DESC"
+        }
+    }
+}
+
+/// Where an operation stands in every order (see [`order_by`]): the key a
+/// keyset page starts from.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct UrgencyKey {
+pub struct SortKey {
     pub risk_rank: i64,
     pub observe_order: i64,
     pub state_since_ms: i64,
+    pub deadline_ms: Option<i64>,
     pub id: String,
 }
 
-/// The keys of up to `limit` operations matching `filter` in urgency order,
-/// strictly after `after`: a keyset page over the urgency index, so that the
-/// thousandth page costs what the first does (no `OFFSET`).
-pub fn urgency_page<'a, DB>(
+/// The columns of a [`SortKey`], over the operations table aliased `o`.
+pub const SORT_KEY_COLUMNS: &str =
+    "o.id, o.risk_rank, o.observe_order, o.state_since_ms, o.deadline_ms";
+
+/// Which side of a [`SortKey`] a keyset page reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    /// The key's operation (when it matches) and the rows after it.
+    At,
+    /// The rows after the key.
+    After,
+    /// The rows before the key, nearest first (the statement reads the order
+    /// reversed; the store turns the rows back).
+    Before,
+}
+
+/// One statement of a keyset page. An order sorts first by a band (the risk
+/// tier; whether a deadline is set) and then by columns one index holds in
+/// order, so a page past a key is read as two index ranges, each a seek: the
+/// rest of the key's band, then the bands past it from their start. (One
+/// condition `band < x OR (band = x AND …)` would be read from the top of the
+/// index and filtered up to the key.)
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Leg {
+    /// The key's band past the key (with no key: the whole order).
+    Band,
+    /// The bands past the key's, from their start.
+    Later,
+}
+
+/// Appends ` AND` the range of `leg` past `key` on `side` of it in `sort`
+/// order; `false` when the leg is empty (the order has no band past the key's).
+fn push_seek<'a, DB>(
+    qb: &mut QueryBuilder<DB>,
+    sort: SortOrder,
+    key: &SortKey,
+    side: Side,
+    leg: Leg,
+) -> bool
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let (past, later_band) = match side {
+        Side::At => (">=", "<"),
+        Side::After => (">", "<"),
+        Side::Before => ("<", ">"),
+    };
+    let forward = side != Side::Before;
+    match (sort, leg) {
+        (SortOrder::Urgency, Leg::Band) => {
+            qb.push(" AND o.risk_rank = ");
+            qb.push_bind(key.risk_rank);
+            qb.push(format_args!(
+                " AND (o.observe_order, o.state_since_ms, o.id) {past} ("
+            ));
+            qb.push_bind(key.observe_order);
+            qb.push(", ");
+            qb.push_bind(key.state_since_ms);
+            qb.push(", ");
+            qb.push_bind(key.id.clone());
+            qb.push(")");
+        }
+        // Risk descends: the later tiers are the lower ranks.
+        (SortOrder::Urgency, Leg::Later) => {
+            qb.push(format_args!(" AND o.risk_rank {later_band} "));
+            qb.push_bind(key.risk_rank);
+        }
+        (SortOrder::Age, Leg::Band) => {
+            qb.push(format_args!(" AND (o.state_since_ms, o.id) {past} ("));
+            qb.push_bind(key.state_since_ms);
+            qb.push(", ");
+            qb.push_bind(key.id.clone());
+            qb.push(")");
+        }
+        (SortOrder::Id, Leg::Band) => {
+            qb.push(format_args!(" AND o.id {past} "));
+            qb.push_bind(key.id.clone());
+        }
+        (SortOrder::Age | SortOrder::Id, Leg::Later) => return false,
+        // Operations with a deadline first, by it; then those without, by id.
+        (SortOrder::Deadline, Leg::Band) => match key.deadline_ms {
+            Some(deadline) => {
+                qb.push(format_args!(
+                    " AND o.deadline_ms IS NOT NULL AND (o.deadline_ms, o.id) {past} ("
+                ));
+                qb.push_bind(deadline);
+                qb.push(", ");
+                qb.push_bind(key.id.clone());
+                qb.push(")");
+            }
+            None => {
+                qb.push(format_args!(" AND o.deadline_ms IS NULL AND o.id {past} "));
+                qb.push_bind(key.id.clone());
+            }
+        },
+        (SortOrder::Deadline, Leg::Later) => match (key.deadline_ms, forward) {
+            (Some(_), true) => {
+                qb.push(" AND o.deadline_ms IS NULL");
+            }
+            (None, false) => {
+                qb.push(" AND o.deadline_ms IS NOT NULL");
+            }
+            _ => return false,
+        },
+    }
+    true
+}
+
+/// Where a keyset page starts: the first or the last rows of the order, or a
+/// side of a key.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Seek<'k> {
+    First,
+    Last,
+    From(&'k SortKey, Side),
+}
+
+impl Seek<'_> {
+    /// Whether the statement reads the order reversed.
+    pub fn backward(self) -> bool {
+        matches!(self, Seek::Last | Seek::From(_, Side::Before))
+    }
+
+    /// The statements of a page, in the order they are read until it is full.
+    pub fn legs(self) -> &'static [Leg] {
+        match self {
+            Seek::First | Seek::Last => &[Leg::Band],
+            Seek::From(..) => &[Leg::Band, Leg::Later],
+        }
+    }
+}
+
+/// What a keyset page reads of each operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Columns {
+    /// A listing's rows (see [`row_select`]).
+    Rows,
+    /// Sort keys only, from the operations table alone: what bulk triage
+    /// walks its selection by.
+    Keys,
+}
+
+/// One statement of a keyset page: `columns` of the operations matching
+/// `filter` in `sort` order (reversed when reading backward) in `leg` of
+/// `seek`, at most `limit`; `None` when the leg is empty. No row is skipped by
+/// count: each statement starts with an index seek, so a page far down costs
+/// what the first does.
+pub fn keyset_page<'a, DB>(
+    prefix: &str,
+    columns: Columns,
+    filter: &OperationFilter,
+    sort: SortOrder,
+    seek: Seek<'_>,
+    leg: Leg,
+    limit: u64,
+) -> Option<QueryBuilder<DB>>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = match columns {
+        Columns::Rows => row_select(prefix, &Scope::from(filter.visible_tenants.clone())),
+        Columns::Keys => operations_query(prefix, SORT_KEY_COLUMNS),
+    };
+    push_filter(&mut qb, filter);
+    if let Seek::From(key, side) = seek
+        && !push_seek(&mut qb, sort, key, side, leg)
+    {
+        return None;
+    }
+    qb.push(if seek.backward() {
+        order_by_reversed(sort)
+    } else {
+        order_by(sort)
+    });
+    qb.push(" LIMIT ");
+    qb.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+    Some(qb)
+}
+
+/// The ids of every operation matching `filter`, in `sort` order, in one
+/// statement over the operations table alone (mark-all): streamed, not paged.
+pub fn matching_ids<'a, DB>(
     prefix: &str,
     filter: &OperationFilter,
-    after: Option<&UrgencyKey>,
-    limit: u64,
+    sort: SortOrder,
 ) -> QueryBuilder<DB>
 where
     DB: Database,
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT o.id, o.risk_rank, o.observe_order, o.state_since_ms \
-         FROM operations o WHERE 1 = 1"
-    ));
+    let mut qb = operations_query(prefix, "o.id");
     push_filter(&mut qb, filter);
-    if let Some(key) = after {
-        // risk_rank descending, then the rest ascending, the id breaking ties.
-        qb.push(" AND (o.risk_rank < ");
-        qb.push_bind(key.risk_rank);
-        qb.push(" OR (o.risk_rank = ");
-        qb.push_bind(key.risk_rank);
-        qb.push(" AND (o.observe_order > ");
-        qb.push_bind(key.observe_order);
-        qb.push(" OR (o.observe_order = ");
-        qb.push_bind(key.observe_order);
-        qb.push(" AND (o.state_since_ms > ");
-        qb.push_bind(key.state_since_ms);
-        qb.push(" OR (o.state_since_ms = ");
-        qb.push_bind(key.state_since_ms);
-        qb.push(" AND o.id > ");
-        qb.push_bind(key.id.clone());
-        qb.push("))))))");
-    }
-    qb.push(order_by(SortOrder::Urgency));
-    qb.push(" LIMIT ");
-    qb.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+    qb.push(order_by(sort));
+    qb
+}
+
+/// The sort key of one operation in `scope` (G7), by its primary key: one
+/// outside it has none, the same as one that does not exist.
+pub fn sort_key<'a, DB>(prefix: &str, id: &str, scope: &Scope) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb = operations_query(prefix, SORT_KEY_COLUMNS);
+    qb.push(" AND o.id = ");
+    qb.push_bind(id.to_owned());
+    push_tenants(&mut qb, "o.tenant", scope);
     qb
 }
 
@@ -365,10 +538,8 @@ where
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT count(*) AS n FROM operations o WHERE o.queued = 1 \
-         AND o.next_observation_ms <= "
-    ));
+    let mut qb = operations_query(prefix, "count(*) AS n");
+    qb.push(" AND o.queued = 1 AND o.next_observation_ms <= ");
     qb.push_bind(now_ms);
     push_filter(&mut qb, filter);
     qb
@@ -382,10 +553,8 @@ where
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT count(*) AS n FROM operations o WHERE o.id IN \
-         (SELECT pr.operation FROM proposals pr WHERE pr.status = 'pending')"
-    ));
+    let mut qb = operations_query(prefix, "count(*) AS n");
+    qb.push(" AND o.id IN (SELECT pr.operation FROM proposals pr WHERE pr.status = 'pending')");
     push_filter(&mut qb, filter);
     qb
 }

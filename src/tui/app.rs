@@ -221,7 +221,18 @@ impl App {
                     && dialog.answered(generation)
                 {
                     match result {
-                        Ok((selection, missing)) => dialog.loaded(selection, missing),
+                        Ok((readable, missing)) => dialog.loaded(readable, missing),
+                        Err(e) => dialog.failed(e),
+                    }
+                }
+                Vec::new()
+            }
+            Message::BulkJudged { generation, result } => {
+                if let Some(dialog) = self.bulk_mut()
+                    && dialog.answered(generation)
+                {
+                    match result {
+                        Ok((lines, missing)) => dialog.judged(lines, missing),
                         Err(e) => dialog.failed(e),
                     }
                 }

@@ -17,6 +17,7 @@ use crate::core::metrics::Report;
 use crate::core::model::OperationDetail;
 use crate::core::rules::{Action, Rationale};
 use crate::core::triage::TriageLine;
+use crate::review::Planned;
 use crate::store::{Live, OperationFilter};
 
 /// Everything that can happen to the console.
@@ -76,11 +77,18 @@ pub enum Message {
         generation: u64,
         result: Result<Vec<OperationId>, String>,
     },
-    /// The marked operations read for the bulk dialog, with the ones that could
-    /// not be read (and why), answering the request tagged `generation`.
+    /// The marked operations that could be read for the bulk dialog, by id,
+    /// with the ones that could not (and why), answering the request tagged
+    /// `generation`.
     BulkLoaded {
         generation: u64,
-        result: Result<(Vec<OperationDetail>, Vec<String>), String>,
+        result: Result<(Vec<OperationId>, Vec<String>), String>,
+    },
+    /// The bulk dialog's dry run, in its order, with the marked operations that
+    /// could no longer be read, answering the request tagged `generation`.
+    BulkJudged {
+        generation: u64,
+        result: Result<(Vec<Planned>, Vec<String>), String>,
     },
     /// Each operation's result of the bulk apply tagged `generation`.
     BulkApplied {
@@ -139,17 +147,27 @@ pub enum Effect {
         generation: u64,
         filter: Box<OperationFilter>,
     },
-    /// Read the marked operations for the bulk dialog; answered by
-    /// [`Message::BulkLoaded`].
+    /// Read the marked operations for the bulk dialog, one at a time, keeping
+    /// only which can be read; answered by [`Message::BulkLoaded`].
     BulkLoad {
         generation: u64,
         ids: Vec<OperationId>,
     },
-    /// Apply one action to every operation of a bulk selection, one audited
-    /// transition each; answered by [`Message::BulkApplied`].
+    /// The dry run of a bulk action: each of `ids` read and judged one at a
+    /// time, its detail dropped once judged; answered by [`Message::BulkJudged`].
+    BulkJudge {
+        generation: u64,
+        ids: Vec<OperationId>,
+        action: Box<Action>,
+        rationale: Rationale,
+        now: DateTime<Utc>,
+    },
+    /// Apply one action to every operation of a dry run, one audited
+    /// transition each, against the version the dry run read; answered by
+    /// [`Message::BulkApplied`].
     BulkApply {
         generation: u64,
-        selection: Vec<OperationDetail>,
+        planned: Vec<Planned>,
         action: Box<Action>,
         rationale: Rationale,
         now: DateTime<Utc>,

@@ -97,8 +97,10 @@ pub async fn perform_with(
                     None => Ok(None),
                 }
             };
-            let (listing, counts) =
-                tokio::join!(session.list(&query.filter, query.sort, query.page), counts);
+            let (listing, counts) = tokio::join!(
+                session.list(&query.filter, query.sort, query.page.clone()),
+                counts
+            );
             let listing = match (listing, counts) {
                 (Ok((rows, total)), Ok(counts)) => {
                     elsewhere(session, query, total)
@@ -207,42 +209,54 @@ pub async fn perform_with(
             })
         }
         Effect::BulkLoad { generation, ids } => {
-            let mut selection = Vec::with_capacity(ids.len());
-            let mut missing = Vec::new();
-            let mut failed = None;
-            for id in ids {
-                match review::load(session, id).await {
-                    Ok(detail) => selection.push(detail),
-                    Err(e @ review::ReviewError::Store(_)) => {
-                        tracing::warn!(error = %e, %id, "reading a marked operation failed");
-                        failed = Some(e.to_string());
-                        break;
-                    }
-                    Err(e) => missing.push(e.to_string()),
-                }
-            }
+            let mut readable = Vec::with_capacity(ids.len());
+            let result = each_marked(session, ids, |detail| {
+                readable.push(detail.row.operation.id.clone());
+            })
+            .await;
             Some(Message::BulkLoaded {
                 generation: *generation,
-                result: failed.map_or(Ok((selection, missing)), Err),
+                result: result.map(|missing| (readable, missing)),
             })
         }
-        Effect::BulkApply {
+        Effect::BulkJudge {
             generation,
-            selection,
+            ids,
             action,
             rationale,
             now,
         } => {
-            let results = review::triage_apply(session, selection, action, rationale, *now)
-                .await
-                .into_iter()
-                .map(|(line, result)| {
-                    if let Err(e) = &result {
-                        tracing::info!(error = %e, id = %line.id, "bulk triage not applied");
-                    }
-                    (line, Verdict::from(result))
-                })
-                .collect();
+            let actor = session.actor();
+            let mut lines = Vec::with_capacity(ids.len());
+            let result = each_marked(session, ids, |detail| {
+                lines.push(review::Planned {
+                    line: crate::core::triage::line(&detail, action, actor, rationale, *now),
+                    version: detail.row.version,
+                });
+            })
+            .await;
+            lines.sort_by(|a, b| crate::core::triage::order(&a.line, &b.line));
+            Some(Message::BulkJudged {
+                generation: *generation,
+                result: result.map(|missing| (lines, missing)),
+            })
+        }
+        Effect::BulkApply {
+            generation,
+            planned,
+            action,
+            rationale,
+            now,
+        } => {
+            let mut results = Vec::with_capacity(planned.len());
+            for one in planned {
+                let result =
+                    review::triage_apply_planned(session, one, action, rationale, *now).await;
+                if let Err(e) = &result {
+                    tracing::info!(error = %e, id = %one.line.id, "bulk triage not applied");
+                }
+                results.push((one.line.clone(), Verdict::from(result)));
+            }
             Some(Message::BulkApplied {
                 generation: *generation,
                 results,
@@ -266,6 +280,29 @@ pub async fn perform_with(
         }
         Effect::Quit => None,
     }
+}
+
+/// Reads the marked operations one at a time and hands each to `each`, which
+/// keeps what it needs of it (the detail is dropped then). Answers the ones
+/// that cannot be read (gone, or no longer visible) and why, or the store's
+/// error that stopped the reading.
+async fn each_marked(
+    session: &Session,
+    ids: &[crate::core::ids::OperationId],
+    mut each: impl FnMut(crate::core::model::OperationDetail),
+) -> Result<Vec<String>, String> {
+    let mut missing = Vec::new();
+    for id in ids {
+        match review::load(session, id).await {
+            Ok(detail) => each(detail),
+            Err(e @ review::ReviewError::Store(_)) => {
+                tracing::warn!(error = %e, %id, "reading a marked operation failed");
+                return Err(e.to_string());
+            }
+            Err(e) => missing.push(e.to_string()),
+        }
+    }
+    Ok(missing)
 }
 
 /// One lookup of `id`, recorded through the review service, as the screen shows it.

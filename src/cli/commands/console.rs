@@ -31,14 +31,7 @@ async fn held_page(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<Strin
         ..OperationFilter::default()
     };
     let (rows, total) = session
-        .list(
-            &filter,
-            SortOrder::Urgency,
-            Page {
-                offset: 0,
-                limit: 50,
-            },
-        )
+        .list(&filter, SortOrder::Urgency, Page::first(50))
         .await?;
     let header = render::actor_header(session.actor());
     if total == 0 {

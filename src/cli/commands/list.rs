@@ -1,8 +1,8 @@
 //! `holdfast list`: one page of operations under a filter, as a table or JSON.
 
-use crate::cli::{Context, Failure, ListArgs, SortArg, exit, render};
+use crate::cli::{Context, Failure, ListArgs, SortArg, exit, parse_id, render};
 use crate::core::model::{FailureMode, Risk, State};
-use crate::store::{OperationFilter, Page, SortOrder};
+use crate::store::{OperationFilter, Page, SortOrder, Start};
 
 /// Parses repeated `--WHAT` values in any case; a near miss names the value meant.
 fn parse_list<T: std::fmt::Display>(
@@ -74,8 +74,12 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     };
     let session = ctx.session().await?;
     let actor = session.actor();
+    let start = match &args.after {
+        Some(id) => Start::After(parse_id(id)?),
+        None => Start::First,
+    };
     let page = Page {
-        offset: args.offset,
+        start,
         limit: args.limit.min(10_000),
     };
     let (rows, total) = session.list(&filter, sort, page).await?;

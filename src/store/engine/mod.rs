@@ -278,10 +278,15 @@ shared! {
         async fn urgency_page(
             &self,
             filter: &OperationFilter,
-            after: Option<&crate::store::sql::UrgencyKey>,
+            after: Option<&crate::store::sql::SortKey>,
             limit: u64,
-        ) -> Result<Vec<crate::store::sql::UrgencyKey>, StoreError> {
+        ) -> Result<Vec<crate::store::sql::SortKey>, StoreError> {
             self.read_urgency_page(filter, after, limit).await
+        }
+
+        async fn count(&self, filter: &OperationFilter) -> Result<u64, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            Self::total(&mut conn, filter).await
         }
 
         async fn matching_ids(

@@ -19,7 +19,7 @@ use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
 use crate::store::sql::{
     self, Covering, held_states_sql, kept_scope, push_filter, push_in, push_tenants,
 };
-use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, StoreError};
+use crate::store::{OperationFilter, Page, QueueCounts, Scope, SortOrder, Start, StoreError};
 
 /// The columns of a proposal row, as [`Proposal`] decodes them.
 const PROPOSAL_COLUMNS: &str = "id, operation, action, proposed_by, proposed_at, rationale, status";
@@ -328,10 +328,7 @@ shared! {
             filter: &OperationFilter,
             sort: SortOrder,
         ) -> Result<Vec<OperationId>, StoreError> {
-            let mut qb: QueryBuilder<DB> =
-                QueryBuilder::new("SELECT o.id FROM operations o WHERE 1 = 1");
-            push_filter(&mut qb, filter);
-            qb.push(sql::order_by(sort));
+            let mut qb: QueryBuilder<DB> = sql::matching_ids("", filter, sort);
             let mut rows = qb.build().fetch(&self.pool);
             let mut ids = Vec::new();
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
@@ -340,24 +337,53 @@ shared! {
             Ok(ids)
         }
 
+        fn sort_key(row: &DB::Row) -> Result<sql::SortKey, StoreError> {
+            Ok(sql::SortKey {
+                risk_rank: row.try_get("risk_rank").map_err(db::<DB>)?,
+                observe_order: row.try_get("observe_order").map_err(db::<DB>)?,
+                state_since_ms: row.try_get("state_since_ms").map_err(db::<DB>)?,
+                deadline_ms: row.try_get("deadline_ms").map_err(db::<DB>)?,
+                id: Self::text(row, "id")?,
+            })
+        }
+
+        /// Reads the legs of one keyset page (see [`sql::Seek::legs`]) until
+        /// it holds `limit` rows, and returns them in the listing's order.
+        async fn keyset_rows(
+            conn: &mut DB::Connection,
+            seek: sql::Seek<'_>,
+            limit: u64,
+            statement: impl Fn(sql::Leg, u64) -> Option<QueryBuilder<DB>>,
+        ) -> Result<Vec<DB::Row>, StoreError> {
+            let mut rows = Vec::new();
+            for leg in seek.legs() {
+                let left = limit.saturating_sub(rows.len() as u64);
+                if left == 0 {
+                    break;
+                }
+                if let Some(mut qb) = statement(*leg, left) {
+                    rows.extend(qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?);
+                }
+            }
+            if seek.backward() {
+                rows.reverse();
+            }
+            Ok(rows)
+        }
+
         pub(super) async fn read_urgency_page(
             &self,
             filter: &OperationFilter,
-            after: Option<&sql::UrgencyKey>,
+            after: Option<&sql::SortKey>,
             limit: u64,
-        ) -> Result<Vec<sql::UrgencyKey>, StoreError> {
-            let mut qb: QueryBuilder<DB> = sql::urgency_page("", filter, after, limit);
-            let rows = qb.build().fetch_all(&self.pool).await.map_err(db::<DB>)?;
-            rows.iter()
-                .map(|row| {
-                    Ok(sql::UrgencyKey {
-                        risk_rank: row.try_get("risk_rank").map_err(db::<DB>)?,
-                        observe_order: row.try_get("observe_order").map_err(db::<DB>)?,
-                        state_since_ms: row.try_get("state_since_ms").map_err(db::<DB>)?,
-                        id: Self::text(row, "id")?,
-                    })
-                })
-                .collect()
+        ) -> Result<Vec<sql::SortKey>, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let seek = after.map_or(sql::Seek::First, |key| sql::Seek::From(key, sql::Side::After));
+            let rows = Self::keyset_rows(&mut conn, seek, limit, |leg, left| {
+                sql::keyset_page("", sql::Columns::Keys, filter, SortOrder::Urgency, seek, leg, left)
+            })
+            .await?;
+            rows.iter().map(Self::sort_key).collect()
         }
 
         pub(super) async fn read_list(
@@ -367,30 +393,60 @@ shared! {
             page: Page,
         ) -> Result<(Vec<OperationRow>, u64), StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            let mut qb: QueryBuilder<DB> = sql::list_page("", filter, sort, page);
-            let rows = qb.build().fetch_all(&mut *conn).await.map_err(db::<DB>)?;
+            let anchor = match &page.start {
+                Start::At(id) | Start::After(id) | Start::Before(id) => {
+                    let scope = Scope::from(filter.visible_tenants.clone());
+                    let mut qb: QueryBuilder<DB> = sql::sort_key("", id.as_str(), &scope);
+                    let row = qb
+                        .build()
+                        .fetch_optional(&mut *conn)
+                        .await
+                        .map_err(db::<DB>)?
+                        .ok_or_else(|| StoreError::NotFound(id.clone()))?;
+                    Some(Self::sort_key(&row)?)
+                }
+                Start::First | Start::Last => None,
+            };
+            let seek = match (&page.start, &anchor) {
+                (Start::At(_), Some(key)) => sql::Seek::From(key, sql::Side::At),
+                (Start::After(_), Some(key)) => sql::Seek::From(key, sql::Side::After),
+                (Start::Before(_), Some(key)) => sql::Seek::From(key, sql::Side::Before),
+                (Start::Last, _) => sql::Seek::Last,
+                _ => sql::Seek::First,
+            };
+            let rows = Self::keyset_rows(&mut conn, seek, page.limit, |leg, left| {
+                sql::keyset_page("", sql::Columns::Rows, filter, sort, seek, leg, left)
+            })
+            .await?;
             let rows = self
                 .skipped
                 .keep("operation", &rows, key_of("id"), Self::operation_row);
+            let total = Self::total(&mut conn, filter).await?;
+            Ok((rows, total))
+        }
 
-            let total = match kept_scope(&OperationFilter {
+        /// How many operations match `filter`: the counts the triggers keep
+        /// when it narrows by the tenant scope and the queue alone.
+        pub(super) async fn total(
+            conn: &mut DB::Connection,
+            filter: &OperationFilter,
+        ) -> Result<u64, StoreError> {
+            match kept_scope(&OperationFilter {
                 queue: false,
                 ..filter.clone()
             }) {
-                Some(scope) => Self::kept_counts(&mut conn, &scope)
+                Some(scope) => Ok(Self::kept_counts(conn, &scope)
                     .await?
                     .into_iter()
                     .filter(|(_, queued, _)| *queued || !filter.queue)
                     .map(|(_, _, n)| n)
-                    .sum(),
+                    .sum()),
                 None => {
-                    let mut count: QueryBuilder<DB> =
-                        QueryBuilder::new("SELECT count(*) AS n FROM operations o WHERE 1 = 1");
+                    let mut count: QueryBuilder<DB> = sql::operations_query("", "count(*) AS n");
                     push_filter(&mut count, filter);
-                    Self::count(&mut conn, count).await?
+                    Self::count(conn, count).await
                 }
-            };
-            Ok((rows, total))
+            }
         }
 
         /// Operations per (state, queued) from the counts the triggers keep

@@ -1,9 +1,11 @@
-//! The bulk triage dialog: its state (the marked operations as loaded, the action
-//! to apply to all of them, the rationale, the dry run split by bucket with each
-//! operation's decision, each operation's result once applied), its keys and its
-//! drawing. Two steps: the dry run is the confirm request, `Enter` on it is the
-//! confirmed apply. Nothing here awaits: loading and applying are effects the
-//! runner carries out.
+//! The bulk triage dialog: its state (the ids of the marked operations that can
+//! be read, the action to apply to all of them, the rationale, the dry run split
+//! by bucket with each operation's decision, each operation's result once
+//! applied), its keys and its drawing. Two steps: the dry run is the confirm
+//! request, `y` on it is the confirmed apply. The dialog holds ids and the dry
+//! run's lines, never the operations' details: reading the marked operations,
+//! judging them and applying are effects the runner carries out one operation
+//! at a time. Nothing here awaits.
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -18,10 +20,10 @@ use super::review::{Verdict, action_from_input, input_label, short};
 use super::{Ctx, Outcome, Screen};
 use crate::core::clock::format_instant;
 use crate::core::ids::OperationId;
-use crate::core::model::OperationDetail;
 use crate::core::rules::{Action, ActionKind, Actor, Rationale};
 use crate::core::sanitize::Clean;
-use crate::core::triage::{self, Bucket, TriageLine};
+use crate::core::triage::{Bucket, TriageLine};
+use crate::review::Planned;
 use crate::tui::keymap::Context;
 use crate::tui::latest::Latest;
 use crate::tui::message::Effect;
@@ -59,10 +61,12 @@ pub enum Step {
     Input(Box<Prompt>),
     /// Typing the rationale for the picked action.
     Rationale(Box<Prompt>),
+    /// The marked operations are being read again and judged for the dry run.
+    Judging { rationale: Rationale },
     /// The dry run, waiting for the second step.
     DryRun {
         rationale: Rationale,
-        lines: Vec<TriageLine>,
+        lines: Vec<Planned>,
     },
     /// The apply is running.
     Applying,
@@ -74,10 +78,15 @@ pub enum Step {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) enum Request {
     Close,
-    /// Apply `action` to every operation of the selection, each against the
-    /// version it was read at.
+    /// Judge `action` on every readable marked operation: the dry run.
+    Judge {
+        action: Box<Action>,
+        rationale: Rationale,
+    },
+    /// Apply `action` to every operation of the dry run, each against the
+    /// version the dry run read.
     Apply {
-        selection: Vec<OperationDetail>,
+        planned: Vec<Planned>,
         action: Box<Action>,
         rationale: Rationale,
     },
@@ -88,8 +97,8 @@ pub(crate) enum Request {
 pub struct BulkDialog {
     /// The marked operations, by id.
     pub ids: Vec<OperationId>,
-    /// Their details, once read.
-    pub selection: Vec<OperationDetail>,
+    /// Those that could be read, once read.
+    pub readable: Vec<OperationId>,
     /// Marked operations that could not be read (gone, or no longer visible).
     pub missing: Vec<String>,
     /// Index into [`KINDS`]; the dialog opens on none, so that an action is
@@ -120,7 +129,7 @@ impl BulkDialog {
     fn new(ids: Vec<OperationId>) -> Self {
         BulkDialog {
             ids,
-            selection: Vec::new(),
+            readable: Vec::new(),
             missing: Vec::new(),
             cursor: None,
             action: None,
@@ -147,11 +156,24 @@ impl BulkDialog {
         self.kind().map_or("no action chosen", ActionKind::as_str)
     }
 
-    /// The marked operations as read; the ones that could not be read are named.
-    pub fn loaded(&mut self, selection: Vec<OperationDetail>, missing: Vec<String>) {
-        self.selection = selection;
+    /// The marked operations that could be read; the others are named.
+    pub fn loaded(&mut self, readable: Vec<OperationId>, missing: Vec<String>) {
+        self.readable = readable;
         self.missing = missing;
         self.step = Step::Pick;
+    }
+
+    /// The dry run, judged on the operations as they are now; those that can
+    /// no longer be read are named beside the others.
+    pub fn judged(&mut self, lines: Vec<Planned>, missing: Vec<String>) {
+        let Step::Judging { rationale } = &self.step else {
+            return;
+        };
+        let rationale = rationale.clone();
+        self.readable = lines.iter().map(|p| p.line.id.clone()).collect();
+        self.missing.extend(missing);
+        self.scroll = 0;
+        self.step = Step::DryRun { rationale, lines };
     }
 
     /// Reading the marked operations failed as a whole.
@@ -192,11 +214,11 @@ impl Dialog for BulkDialog {
     }
 
     /// `Enter`: pick, dry run, or confirm, depending on the step.
-    fn accept(&mut self, actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
+    fn accept(&mut self, _actor: &Actor, now: DateTime<Utc>) -> Option<Request> {
         self.error = None;
         match &self.step {
-            Step::Loading | Step::Applying => None,
-            Step::Pick if self.selection.is_empty() => {
+            Step::Loading | Step::Judging { .. } | Step::Applying => None,
+            Step::Pick if self.readable.is_empty() => {
                 self.error = Some("none of the marked operations can be read".to_owned());
                 None
             }
@@ -223,14 +245,18 @@ impl Dialog for BulkDialog {
                 };
                 match Rationale::parse(&input.text()) {
                     Ok(rationale) => {
-                        let lines =
-                            triage::dry_run(&self.selection, action, actor, &rationale, now);
-                        self.scroll = 0;
-                        self.step = Step::DryRun { rationale, lines };
+                        let request = Request::Judge {
+                            action: Box::new(action.clone()),
+                            rationale: rationale.clone(),
+                        };
+                        self.step = Step::Judging { rationale };
+                        Some(request)
                     }
-                    Err(e) => self.error = Some(e),
+                    Err(e) => {
+                        self.error = Some(e);
+                        None
+                    }
                 }
-                None
             }
             Step::DryRun { .. } => {
                 self.error = Some("press y to apply to all: Enter does not".into());
@@ -243,11 +269,11 @@ impl Dialog for BulkDialog {
     /// `y`: applies the action of the dry run to every operation.
     fn confirm(&mut self) -> Option<Request> {
         match &self.step {
-            Step::DryRun { rationale, .. } => {
+            Step::DryRun { rationale, lines } => {
                 self.error = None;
                 let action = self.action.clone()?;
                 let request = Request::Apply {
-                    selection: self.selection.clone(),
+                    planned: lines.clone(),
                     action: Box::new(action),
                     rationale: rationale.clone(),
                 };
@@ -278,7 +304,7 @@ impl Dialog for BulkDialog {
                 self.step = Step::Rationale(Box::new(Prompt::new("rationale", rationale.as_str())));
                 None
             }
-            Step::Applying => None,
+            Step::Judging { .. } | Step::Applying => None,
         }
     }
 
@@ -328,13 +354,20 @@ impl Dialog for BulkDialog {
     fn request(&mut self, request: Request, ctx: &Ctx) -> Outcome {
         match request {
             Request::Close => Outcome::Close,
+            Request::Judge { action, rationale } => Outcome::Done(vec![Effect::BulkJudge {
+                generation: self.pending.request(()),
+                ids: self.readable.clone(),
+                action,
+                rationale,
+                now: ctx.now,
+            }]),
             Request::Apply {
-                selection,
+                planned,
                 action,
                 rationale,
             } => Outcome::Done(vec![Effect::BulkApply {
                 generation: self.pending.request(()),
-                selection,
+                planned,
                 action,
                 rationale,
                 now: ctx.now,
@@ -380,24 +413,25 @@ fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &BulkDialog) {
         Step::Pick => "↑↓ choose the action · Enter rationale · Esc close",
         Step::Input(_) => "Enter or Tab on to the rationale · Esc back to the actions",
         Step::Rationale(_) => "Enter dry run (nothing is written) · S-Tab or Esc back",
+        Step::Judging { .. } => "judging…",
         Step::DryRun { .. } => "y confirm and apply to all (Enter does not) · ↑↓ scroll · Esc back",
         Step::Applying => "applying…",
         Step::Done(_) => "↑↓ scroll · Enter or Esc close",
     };
     let body = shell(frame, ctx, &title, dialog.error.as_deref(), hint);
     let doc = match &dialog.step {
-        Step::Loading => {
-            let mut doc = Doc::default();
-            doc.blank();
-            doc.push(line(vec![span(
-                Clean::new(&format!(
-                    "reading the {} marked operations…",
-                    dialog.ids.len()
-                )),
-                theme.dim(),
-            )]));
-            doc
-        }
+        Step::Loading => waiting(
+            theme,
+            &format!("reading the {} marked operations…", dialog.ids.len()),
+        ),
+        Step::Judging { .. } => waiting(
+            theme,
+            &format!(
+                "dry run: judging {} on {} operations as they are now…",
+                dialog.kind_name(),
+                dialog.readable.len()
+            ),
+        ),
         Step::Pick => pick(theme, dialog),
         Step::Input(input) | Step::Rationale(input) => {
             let [head, field] =
@@ -422,22 +456,25 @@ fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &BulkDialog) {
             return;
         }
         Step::DryRun { lines, .. } => dry_run(theme, dialog, lines),
-        Step::Applying => {
-            let mut doc = Doc::default();
-            doc.blank();
-            doc.push(line(vec![span(
-                Clean::new(&format!(
-                    "applying {} to {} operations, one audited transition each…",
-                    dialog.kind_name(),
-                    dialog.selection.len()
-                )),
-                theme.dim(),
-            )]));
-            doc
-        }
+        Step::Applying => waiting(
+            theme,
+            &format!(
+                "applying {} to {} operations, one audited transition each…",
+                dialog.kind_name(),
+                dialog.readable.len()
+            ),
+        ),
         Step::Done(results) => done(theme, results),
     };
     draw_scrolled(frame, body, doc.wrap(body.width), dialog.scroll);
+}
+
+/// One dim line saying what the dialog waits for.
+fn waiting(theme: Theme, text: &str) -> Doc {
+    let mut doc = Doc::default();
+    doc.blank();
+    doc.push(line(vec![span(Clean::new(text), theme.dim())]));
+    doc
 }
 
 /// Lines scrolled by `scroll`, never past the last one.
@@ -452,7 +489,7 @@ fn action_line(theme: Theme, dialog: &BulkDialog) -> Line<'static> {
         span(Clean::new("action "), theme.dim()),
         span(Clean::new(dialog.kind_name()), theme.title()),
         span(
-            Clean::new(&format!(" on {} operations", dialog.selection.len())),
+            Clean::new(&format!(" on {} operations", dialog.readable.len())),
             theme.dim(),
         ),
     ])
@@ -462,11 +499,7 @@ fn action_line(theme: Theme, dialog: &BulkDialog) -> Line<'static> {
 fn pick(theme: Theme, dialog: &BulkDialog) -> Doc {
     let mut doc = Doc::default();
     doc.blank();
-    let ids: Vec<&str> = dialog
-        .selection
-        .iter()
-        .map(|d| d.row.operation.id.as_str())
-        .collect();
+    let ids: Vec<&str> = dialog.readable.iter().map(OperationId::as_str).collect();
     doc.field(
         theme,
         "selection",
@@ -505,7 +538,8 @@ fn pick(theme: Theme, dialog: &BulkDialog) -> Doc {
 
 /// The dry run: a summary, then each bucket with its operations, the reason they
 /// are there, and the action's effect or refusal for each.
-fn dry_run(theme: Theme, dialog: &BulkDialog, lines: &[TriageLine]) -> Doc {
+fn dry_run(theme: Theme, dialog: &BulkDialog, planned: &[Planned]) -> Doc {
+    let lines: Vec<&TriageLine> = planned.iter().map(|p| &p.line).collect();
     let allowed = lines.iter().filter(|l| l.outcome.is_ok()).count();
     let mut doc = Doc::default();
     doc.blank();
@@ -519,7 +553,11 @@ fn dry_run(theme: Theme, dialog: &BulkDialog, lines: &[TriageLine]) -> Doc {
         theme.title(),
     )]));
     for bucket in BUCKETS {
-        let members: Vec<&TriageLine> = lines.iter().filter(|l| l.bucket == bucket).collect();
+        let members: Vec<&TriageLine> = lines
+            .iter()
+            .copied()
+            .filter(|l| l.bucket == bucket)
+            .collect();
         doc.blank();
         doc.push(line(vec![span(
             Clean::new(&format!("{} ({})", bucket.title(), members.len())),

@@ -2,9 +2,11 @@
 //! one page of rows on screen, the selection, the marks), its keys (moving the
 //! selection, sort, tab, clearing the query, marks for bulk triage) and its
 //! table, one row per operation of the page, columns dropped from the least
-//! important when the pane is narrow. Only the visible page is ever fetched; the selection is an
-//! absolute position in the listing plus the id it points at, so that a refresh
-//! can keep it on the same operation.
+//! important when the pane is narrow. Only the visible page is ever fetched, by
+//! keyset: next to a row on screen, or at the top or bottom of the listing,
+//! never by skipping rows. The selection is a position in the listing plus the
+//! id it points at, so that a refresh can keep it on the same operation; a
+//! position below the top page is counted from the pages walked to reach it.
 
 use std::collections::BTreeSet;
 
@@ -20,7 +22,7 @@ use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationRow, State};
 use crate::core::sanitize::Clean;
-use crate::store::{OperationFilter, Page, QueueCounts, SortOrder};
+use crate::store::{OperationFilter, Page, QueueCounts, SortOrder, Start};
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout::{self, Pane};
@@ -88,9 +90,15 @@ pub struct ListQuery {
 /// What a list request was for, to apply its answer the right way.
 #[derive(Debug, Clone, PartialEq, Eq)]
 struct Pending {
+    /// Where the page starts in the listing, as far as the console knows.
     offset: u64,
+    /// Where the page starts by keyset, and its rows at most.
+    start: Start,
+    limit: u64,
     /// Keep the selection on this operation if it is on the page.
     keep: Option<OperationId>,
+    /// The listing asked for: its rows are the keys later pages start from.
+    listing: (OperationFilter, SortOrder),
 }
 
 /// The result of one list request.
@@ -132,6 +140,9 @@ pub struct QueueState {
     /// First row the next page should start at.
     offset: u64,
     pending: Latest<Pending>,
+    /// The filter and order the rows on screen were listed by: a page next to
+    /// them starts from one of their keys only in the same listing.
+    shown: Option<(OperationFilter, SortOrder)>,
 }
 
 impl Default for QueueState {
@@ -158,6 +169,7 @@ impl QueueState {
             marking: Latest::default(),
             offset: 0,
             pending: Latest::default(),
+            shown: None,
         }
     }
 
@@ -193,21 +205,64 @@ impl QueueState {
     ) -> (u64, ListQuery) {
         let counts = (recount || self.counts.is_none()).then(OperationFilter::default);
         let filter = self.matching();
+        let limit = u64::from(page_rows.max(1));
+        let (start, offset) = self.start(&filter, limit);
         let generation = self.pending.request(Pending {
-            offset: self.offset,
+            offset,
+            start: start.clone(),
+            limit,
             keep,
+            listing: (filter.clone(), self.sort),
         });
         let query = ListQuery {
             filter,
             counts,
             sort: self.sort,
-            page: Page {
-                offset: self.offset,
-                limit: u64::from(page_rows.max(1)),
-            },
+            page: Page { start, limit },
             now,
         };
         (generation, query)
+    }
+
+    /// Where the page at the current offset starts by keyset, and the offset
+    /// it starts at: the top or the bottom of the listing, or next to a row on
+    /// screen (after the row above it, before the row below it, at its first
+    /// row). A page out of reach of the rows on screen is the next one on the
+    /// way there; its answer brings the next (see [`Applied::refetch`]), so
+    /// no row is ever skipped by count.
+    fn start(&self, filter: &OperationFilter, limit: u64) -> (Start, u64) {
+        let offset = self.offset;
+        if offset == 0 {
+            return (Start::First, 0);
+        }
+        if offset.saturating_add(limit) >= self.total {
+            return (Start::Last, self.total.saturating_sub(limit));
+        }
+        if self.shown.as_ref() != Some(&(filter.clone(), self.sort)) {
+            return (Start::First, 0);
+        }
+        let id_at = |at: u64| {
+            let index = usize::try_from(at.checked_sub(self.rows_offset)?).ok()?;
+            self.rows.get(index).map(|r| r.operation.id.clone())
+        };
+        if let Some(id) = offset.checked_sub(1).and_then(id_at) {
+            return (Start::After(id), offset);
+        }
+        if let Some(id) = id_at(offset + limit) {
+            return (Start::Before(id), offset);
+        }
+        if let Some(id) = id_at(offset) {
+            return (Start::At(id), offset);
+        }
+        let end = self.rows_offset + self.rows.len() as u64;
+        match (self.rows.first(), self.rows.last()) {
+            (_, Some(last)) if offset >= end => (Start::After(last.operation.id.clone()), end),
+            (Some(first), _) if self.rows_offset > limit => (
+                Start::Before(first.operation.id.clone()),
+                self.rows_offset - limit,
+            ),
+            _ => (Start::First, 0),
+        }
     }
 
     /// Starts the listing over at its first row (new tab, sort, filter or search).
@@ -270,9 +325,16 @@ impl QueueState {
     /// replaced (a stale generation).
     pub fn apply(&mut self, generation: u64, listing: Listing, page_rows: u16) -> Option<Applied> {
         let pending = self.pending.answer(generation)?;
+        let len = listing.rows.len() as u64;
         self.rows = listing.rows;
-        self.rows_offset = pending.offset;
         self.total = listing.total;
+        self.rows_offset = match pending.start {
+            Start::First => 0,
+            // Fewer rows than asked before a key: they are the first ones.
+            Start::Before(_) if len < pending.limit => 0,
+            _ => pending.offset.min(self.total.saturating_sub(len)),
+        };
+        self.shown = Some(pending.listing);
         self.elsewhere = listing.elsewhere;
         if let Some(counts) = listing.counts {
             self.counts = Some(counts);
@@ -360,13 +422,10 @@ impl Screen for QueueState {
             return Outcome::Pass;
         };
         let page = i64::from(layout::page_rows(ctx.size));
+        if let Some(delta) = command.movement(page) {
+            return Outcome::Done(self.step(delta, ctx));
+        }
         match command {
-            Command::Up => Outcome::Done(self.step(-1, ctx)),
-            Command::Down => Outcome::Done(self.step(1, ctx)),
-            Command::PageUp => Outcome::Done(self.step(-page, ctx)),
-            Command::PageDown => Outcome::Done(self.step(page, ctx)),
-            Command::Top => Outcome::Done(self.step(i64::MIN / 2, ctx)),
-            Command::Bottom => Outcome::Done(self.step(i64::MAX / 2, ctx)),
             Command::ClearQuery => {
                 if !self.is_narrowed() {
                     return Outcome::done();
