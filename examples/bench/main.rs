@@ -22,7 +22,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use holdfast::store::{Location, OperationFilter, Page, SortOrder, Store};
+use holdfast::store::{Location, OperationFilter};
 
 use figures::{Bench, Row};
 
@@ -81,21 +81,6 @@ fn machine() -> String {
     format!("{model}, {cores} cores, {total} GiB")
 }
 
-/// How many operations the store holds.
-async fn stored(store: &Arc<dyn Store>) -> anyhow::Result<u64> {
-    let (_, total) = store
-        .list(
-            &OperationFilter::default(),
-            SortOrder::Id,
-            Page {
-                offset: 0,
-                limit: 1,
-            },
-        )
-        .await?;
-    Ok(total)
-}
-
 fn print(rows: &[Row], header: &str) {
     println!("{header}");
     println!();
@@ -121,7 +106,7 @@ async fn main() -> anyhow::Result<()> {
         ),
     };
     let store = location.open().await?;
-    let have = stored(&store).await?;
+    let have = store.count(&OperationFilter::default()).await?;
     if have == 0 {
         let start = Instant::now();
         let records = generate::fill(store.as_ref(), args.ops, args.seed).await?;
@@ -137,26 +122,18 @@ async fn main() -> anyhow::Result<()> {
         );
     }
     let held = store
-        .list(
-            &OperationFilter {
-                queue: true,
-                ..OperationFilter::default()
-            },
-            SortOrder::Id,
-            Page {
-                offset: 0,
-                limit: 1,
-            },
-        )
-        .await?
-        .1;
+        .count(&OperationFilter {
+            queue: true,
+            ..OperationFilter::default()
+        })
+        .await?;
     let bench = Bench::new(Arc::clone(&store));
 
     let (floor, floor_row) = figures::first_page_floor(&bench).await?;
     let mut rows = vec![floor_row];
     let wanted = |name: &str| !args.skip.iter().any(|s| s == name);
     if wanted("console") {
-        rows.push(figures::console_first_frame(&bench, floor).await);
+        rows.extend(figures::console_first_frame(&bench, floor).await);
         rows.push(figures::header_counts(&bench, floor).await?);
     }
     if wanted("audit") {
