@@ -990,3 +990,55 @@ fn thirty_two_processes_resolving_one_operation_make_exactly_one_transition() {
         .count();
     assert_eq!(resolves, 1);
 }
+
+/// `holdfast list --after ID` pages by key: the pages of two, each after the
+/// last id of the one before, are the listing read whole, in every order; the
+/// text output names the next page's `--after`.
+#[test]
+fn list_pages_after_the_last_id_of_the_page_before() {
+    let cli = Cli::with(FIXTURE);
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["list", "--state", "all", "--json"];
+        all.extend_from_slice(args);
+        cli.run("maya", &all)
+            .expect_code(0)
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|op| op["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    for sort in ["urgency", "age", "id", "deadline"] {
+        let whole = ids(&["--sort", sort]);
+        assert!(whole.len() > 4, "{sort}: several pages");
+        let mut paged: Vec<String> = Vec::new();
+        loop {
+            let mut args = vec!["--sort", sort, "--limit", "2"];
+            let last = paged.last().cloned();
+            if let Some(last) = &last {
+                args.extend(["--after", last.as_str()]);
+            }
+            let page = ids(&args);
+            if page.is_empty() {
+                break;
+            }
+            paged.extend(page);
+        }
+        assert_eq!(paged, whole, "{sort}");
+    }
+    let text = cli.run(
+        "maya",
+        &["list", "--state", "all", "--sort", "id", "--limit", "2"],
+    );
+    let text = text.expect_code(0);
+    let first_two = ids(&["--sort", "id", "--limit", "2"]);
+    assert!(
+        text.stdout.contains(&format!(
+            "the next page: the same command with --after {}",
+            first_two[1]
+        )),
+        "{}",
+        text.stdout
+    );
+}

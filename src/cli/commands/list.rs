@@ -82,7 +82,7 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         start,
         limit: args.limit.min(10_000),
     };
-    let (rows, total) = session.list(&filter, sort, page).await?;
+    let (rows, total) = session.list(&filter, sort, page.clone()).await?;
     super::warn_skipped(&session);
     if args.json {
         let ops: Vec<serde_json::Value> = rows
@@ -96,6 +96,15 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
             render::actor_header(actor),
             render::list(&rows, total, ctx.now())
         );
+        if let Some(last) = rows.last()
+            && rows.len() as u64 == page.limit
+            && page.limit < total
+        {
+            println!(
+                "the next page: the same command with --after {last}",
+                last = last.operation.id
+            );
+        }
     }
     Ok(exit::OK)
 }
