@@ -340,15 +340,13 @@ where
         (SortOrder::Urgency, Leg::Band) => {
             qb.push(" AND o.risk_rank = ");
             qb.push_bind(key.risk_rank);
-            qb.push(format_args!(
-                " AND (o.observe_order, o.state_since_ms, o.id) {past} ("
-            ));
-            qb.push_bind(key.observe_order);
-            qb.push(", ");
-            qb.push_bind(key.state_since_ms);
-            qb.push(", ");
-            qb.push_bind(key.id.clone());
-            qb.push(")");
+            push_past(
+                qb,
+                "o.observe_order, o.state_since_ms, o.id",
+                past,
+                &[key.observe_order, key.state_since_ms],
+                &key.id,
+            );
         }
         // Risk descends: the later tiers are the lower ranks.
         (SortOrder::Urgency, Leg::Later) => {
@@ -356,31 +354,25 @@ where
             qb.push_bind(key.risk_rank);
         }
         (SortOrder::Age, Leg::Band) => {
-            qb.push(format_args!(" AND (o.state_since_ms, o.id) {past} ("));
-            qb.push_bind(key.state_since_ms);
-            qb.push(", ");
-            qb.push_bind(key.id.clone());
-            qb.push(")");
+            push_past(
+                qb,
+                "o.state_since_ms, o.id",
+                past,
+                &[key.state_since_ms],
+                &key.id,
+            );
         }
-        (SortOrder::Id, Leg::Band) => {
-            qb.push(format_args!(" AND o.id {past} "));
-            qb.push_bind(key.id.clone());
-        }
+        (SortOrder::Id, Leg::Band) => push_past(qb, "o.id", past, &[], &key.id),
         (SortOrder::Age | SortOrder::Id, Leg::Later) => return false,
         // Operations with a deadline first, by it; then those without, by id.
         (SortOrder::Deadline, Leg::Band) => match key.deadline_ms {
             Some(deadline) => {
-                qb.push(format_args!(
-                    " AND o.deadline_ms IS NOT NULL AND (o.deadline_ms, o.id) {past} ("
-                ));
-                qb.push_bind(deadline);
-                qb.push(", ");
-                qb.push_bind(key.id.clone());
-                qb.push(")");
+                qb.push(" AND o.deadline_ms IS NOT NULL");
+                push_past(qb, "o.deadline_ms, o.id", past, &[deadline], &key.id);
             }
             None => {
-                qb.push(format_args!(" AND o.deadline_ms IS NULL AND o.id {past} "));
-                qb.push_bind(key.id.clone());
+                qb.push(" AND o.deadline_ms IS NULL");
+                push_past(qb, "o.id", past, &[], &key.id);
             }
         },
         (SortOrder::Deadline, Leg::Later) => match (key.deadline_ms, forward) {
@@ -394,6 +386,23 @@ where
         },
     }
     true
+}
+
+/// Appends ` AND (columns) {op} (ints…, id)`: a row-value comparison with a
+/// key, which an index on those columns seeks to.
+fn push_past<'a, DB>(qb: &mut QueryBuilder<DB>, columns: &str, op: &str, ints: &[i64], id: &str)
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    qb.push(format_args!(" AND ({columns}) {op} ("));
+    for int in ints {
+        qb.push_bind(*int);
+        qb.push(", ");
+    }
+    qb.push_bind(id.to_owned());
+    qb.push(")");
 }
 
 /// Where a keyset page starts: the first or the last rows of the order, or a
