@@ -330,6 +330,7 @@ impl QueueState {
         self.total = listing.total;
         self.rows_offset = match pending.start {
             Start::First => 0,
+            Start::Last => self.total.saturating_sub(len),
             // Fewer rows than asked before a key: they are the first ones.
             Start::Before(_) if len < pending.limit => 0,
             _ => pending.offset.min(self.total.saturating_sub(len)),
