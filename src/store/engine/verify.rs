@@ -13,6 +13,7 @@
 use std::collections::HashSet;
 
 use futures_util::TryStreamExt;
+use futures_util::future::join;
 use sqlx::{AssertSqlSafe, Row};
 
 use super::{AUDIT_COLUMNS, Backend, db};
@@ -461,13 +462,14 @@ shared! {
             mut ledger: Option<&mut Ledger>,
         ) -> Result<Result<(), ChainStatus>, StoreError> {
             let sql = audit_page_sql::<DB>();
-            let mut from = from;
-            loop {
-                let page = sqlx::query(AssertSqlSafe(sql.clone()))
+            let fetch = |from: i64| {
+                sqlx::query(AssertSqlSafe(sql.clone()))
                     .bind(from)
                     .fetch_one(&self.pool)
-                    .await
-                    .map_err(db::<DB>)?;
+            };
+            let mut from = from;
+            let mut page = fetch(from).await.map_err(db::<DB>)?;
+            loop {
                 let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
                 if rows == 0 {
                     return Ok(Ok(()));
@@ -476,13 +478,34 @@ shared! {
                 let Some(columns) = text.and_then(|t| Fields::rows(t, rows, audit_columns)) else {
                     return self.walk_rows(from, verifier, ledger).await;
                 };
-                for row in &columns {
-                    if let Err(broken) = push_columns(row, verifier, ledger.as_deref_mut()) {
-                        return Ok(Err(broken));
-                    }
+                let next = columns
+                    .last()
+                    .filter(|_| rows == PAGE_ROWS)
+                    .map(|last| last.seq + 1);
+                // The next page is asked for first, so the database builds it
+                // while this one is checked.
+                let (fetched, checked) = join(
+                    async {
+                        match next {
+                            Some(from) => Some(fetch(from).await),
+                            None => None,
+                        }
+                    },
+                    async {
+                        columns
+                            .iter()
+                            .try_for_each(|row| push_columns(row, verifier, ledger.as_deref_mut()))
+                    },
+                )
+                .await;
+                if let Err(broken) = checked {
+                    return Ok(Err(broken));
                 }
-                match columns.last() {
-                    Some(last) if rows == PAGE_ROWS => from = last.seq + 1,
+                match (next, fetched) {
+                    (Some(next), Some(fetched)) => {
+                        from = next;
+                        page = fetched.map_err(db::<DB>)?;
+                    }
                     _ => return Ok(Ok(())),
                 }
             }
@@ -564,14 +587,16 @@ shared! {
         ) -> Result<Result<usize, Divergence>, StoreError> {
             let first = operation_page_sql::<DB>(false);
             let next = operation_page_sql::<DB>(true);
-            let mut after: Option<String> = None;
+            let fetch = |after: Option<String>| {
+                match after {
+                    None => sqlx::query(AssertSqlSafe(first.clone())),
+                    Some(id) => sqlx::query(AssertSqlSafe(next.clone())).bind(id),
+                }
+                .fetch_one(&self.pool)
+            };
+            let mut page = fetch(None).await.map_err(db::<DB>)?;
             let mut checked = 0;
             loop {
-                let query = match &after {
-                    None => sqlx::query(AssertSqlSafe(first.clone())),
-                    Some(id) => sqlx::query(AssertSqlSafe(next.clone())).bind(id.clone()),
-                };
-                let page = query.fetch_one(&self.pool).await.map_err(db::<DB>)?;
                 let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
                 if rows == 0 {
                     return Ok(Ok(checked));
@@ -581,15 +606,27 @@ shared! {
                 else {
                     return self.compare_operation_rows(ledger).await;
                 };
-                for operation in &operations {
-                    if let Err(divergence) = operation.check(ledger) {
-                        return Ok(Err(divergence));
-                    }
-                    checked += 1;
+                let after = operations
+                    .last()
+                    .filter(|_| rows == PAGE_ROWS)
+                    .map(|last| last.id.to_owned());
+                let (fetched, compared) = join(
+                    async {
+                        match after {
+                            Some(id) => Some(fetch(Some(id)).await),
+                            None => None,
+                        }
+                    },
+                    async { operations.iter().try_for_each(|op| op.check(ledger)) },
+                )
+                .await;
+                if let Err(divergence) = compared {
+                    return Ok(Err(divergence));
                 }
-                match operations.last() {
-                    Some(last) if rows == PAGE_ROWS => after = Some(last.id.to_owned()),
-                    _ => return Ok(Ok(checked)),
+                checked += operations.len();
+                match fetched {
+                    Some(fetched) => page = fetched.map_err(db::<DB>)?,
+                    None => return Ok(Ok(checked)),
                 }
             }
         }
@@ -636,41 +673,54 @@ shared! {
         ) -> Result<Result<(), Divergence>, StoreError> {
             let first = record_page_sql::<DB>(table, false);
             let next = record_page_sql::<DB>(table, true);
-            let mut after: Option<(String, Option<i64>)> = None;
-            loop {
-                let query = match &after {
+            let fetch = |after: Option<(String, Option<i64>)>| {
+                match after {
                     None => sqlx::query(AssertSqlSafe(first.clone())),
-                    Some((key, index)) => {
-                        let query = sqlx::query(AssertSqlSafe(next.clone())).bind(key.clone());
-                        match index {
-                            Some(index) => query.bind(*index),
-                            None => query,
-                        }
-                    }
-                };
-                let page = query.fetch_one(&self.pool).await.map_err(db::<DB>)?;
+                    Some((key, None)) => sqlx::query(AssertSqlSafe(next.clone())).bind(key),
+                    Some((key, Some(index))) => sqlx::query(AssertSqlSafe(next.clone()))
+                        .bind(key)
+                        .bind(index),
+                }
+                .fetch_one(&self.pool)
+            };
+            let indexed = table.index.is_some();
+            let mut page = fetch(None).await.map_err(db::<DB>)?;
+            loop {
                 let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
                 if rows == 0 {
                     return Ok(Ok(()));
                 }
                 let text: Option<&str> = page.try_get("page").ok().flatten();
-                let indexed = table.index.is_some();
                 let Some(records) =
                     text.and_then(|t| Fields::rows(t, rows, |f| StoredRecord::read(f, indexed)))
                 else {
                     return self.compare_record_rows(table, ledger).await;
                 };
-                for record in &records {
-                    if !Sha256::is_digest_of(record.record_hash, record.wire.as_bytes()) {
-                        let name = table.name(record.key, record.index);
-                        return Ok(Err(table.divergence(ledger, record.operation, &name)));
-                    }
+                let after = records
+                    .last()
+                    .filter(|_| rows == PAGE_ROWS)
+                    .map(|last| (last.key.to_owned(), last.index));
+                let (fetched, altered) = join(
+                    async {
+                        match after {
+                            Some(after) => Some(fetch(Some(after)).await),
+                            None => None,
+                        }
+                    },
+                    async {
+                        records.iter().find(|record| {
+                            !Sha256::is_digest_of(record.record_hash, record.wire.as_bytes())
+                        })
+                    },
+                )
+                .await;
+                if let Some(record) = altered {
+                    let name = table.name(record.key, record.index);
+                    return Ok(Err(table.divergence(ledger, record.operation, &name)));
                 }
-                match records.last() {
-                    Some(last) if rows == PAGE_ROWS => {
-                        after = Some((last.key.to_owned(), last.index));
-                    }
-                    _ => return Ok(Ok(())),
+                match fetched {
+                    Some(fetched) => page = fetched.map_err(db::<DB>)?,
+                    None => return Ok(Ok(())),
                 }
             }
         }
