@@ -14,7 +14,7 @@ use holdfast::core::ids::Sha256;
 use holdfast::core::model::Role;
 use holdfast::core::rules::Action;
 use support::review::{comment, decided, loaded, now};
-use support::stores::{self, Fresh, Kind};
+use support::stores::{self, Fresh, Kind, unguard};
 
 /// A loaded store with two comments on F09 after the ingest rows, and its head.
 async fn commented(kind: Kind) -> (Fresh, i64) {
@@ -30,25 +30,6 @@ async fn commented(kind: Kind) -> (Fresh, i64) {
         ChainStatus::Intact { .. }
     ));
     (fresh, head)
-}
-
-/// Drops the triggers that stand between the database owner and the audit rows.
-async fn unguard(fresh: &Fresh) {
-    let drops: &[&str] = match fresh.kind {
-        Kind::Sqlite => &[
-            "DROP TRIGGER audit_no_update",
-            "DROP TRIGGER audit_no_delete",
-            "DROP TRIGGER audit_seq_positive",
-        ],
-        Kind::Postgres => &[
-            "DROP TRIGGER audit_no_update ON audit",
-            "DROP TRIGGER audit_no_delete ON audit",
-            "DROP TRIGGER audit_extends_head ON audit",
-        ],
-    };
-    for sql in drops {
-        fresh.execute(sql).await.unwrap();
-    }
 }
 
 /// Where verify says the chain breaks, and why.

@@ -321,17 +321,11 @@ pub fn hashes_to<E: AsRef<str>>(
     row: &RowView<'_, E>,
     hash: &str,
 ) -> bool {
-    use sha2::Digest as _;
     scratch.clear();
     scratch.push_str(prev);
     scratch.push('\n');
     write_canonical(scratch, row);
-    let digest = sha2::Sha256::digest(scratch.as_bytes());
-    let mut hex = [0u8; 64];
-    hex::encode_to_slice(digest, &mut hex).is_ok()
-        && hash
-            .strip_prefix(Sha256::PREFIX)
-            .is_some_and(|h| h.as_bytes() == hex)
+    Sha256::is_digest_of(hash, scratch.as_bytes())
 }
 
 /// Verifies a whole chain held in memory.

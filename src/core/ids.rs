@@ -97,6 +97,17 @@ impl Sha256 {
         Self::from_digest(&sha2::Sha256::digest(bytes))
     }
 
+    /// Whether `text` is the digest of `bytes` as [`Self::of`] writes it,
+    /// computed without building the text.
+    pub fn is_digest_of(text: &str, bytes: &[u8]) -> bool {
+        use sha2::Digest;
+        let mut hex = [0u8; 64];
+        hex::encode_to_slice(sha2::Sha256::digest(bytes), &mut hex).is_ok()
+            && text
+                .strip_prefix(Self::PREFIX)
+                .is_some_and(|h| h.as_bytes() == hex)
+    }
+
     /// A digest computed elsewhere (a hasher fed in parts).
     pub fn from_digest(digest: &[u8]) -> Self {
         Sha256(format!("{}{}", Self::PREFIX, hex::encode(digest)))

@@ -106,6 +106,9 @@ impl Backend for Postgres {
     );
     // The login that authenticated, which `SET ROLE` does not change.
     const LOGIN: Option<&'static str> = Some("SELECT session_user::text AS login");
+    // Every column holds its declared type.
+    const IS_TEXT: &'static str = "TRUE";
+    const IS_INTEGER: &'static str = "TRUE";
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

@@ -91,6 +91,8 @@ impl Backend for Sqlite {
     const AFTER_COPY: Option<&'static str> = None;
     // A file has no logins: the acting identity is whoever the command says.
     const LOGIN: Option<&'static str> = None;
+    const IS_TEXT: &'static str = "typeof({c}) = 'text'";
+    const IS_INTEGER: &'static str = "typeof({c}) = 'integer'";
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

@@ -135,6 +135,25 @@ pub async fn postgres() -> Fresh {
     }
 }
 
+/// Drops the triggers that stand between the database owner and the audit rows.
+pub async fn unguard(fresh: &Fresh) {
+    let drops: &[&str] = match fresh.kind {
+        Kind::Sqlite => &[
+            "DROP TRIGGER audit_no_update",
+            "DROP TRIGGER audit_no_delete",
+            "DROP TRIGGER audit_seq_positive",
+        ],
+        Kind::Postgres => &[
+            "DROP TRIGGER audit_no_update ON audit",
+            "DROP TRIGGER audit_no_delete ON audit",
+            "DROP TRIGGER audit_extends_head ON audit",
+        ],
+    };
+    for sql in drops {
+        fresh.execute(sql).await.unwrap();
+    }
+}
+
 impl Fresh {
     /// Runs raw SQL behind the store's back, as the database owner would.
     pub async fn execute(&self, sql: &str) -> Result<(), sqlx::Error> {

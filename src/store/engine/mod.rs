@@ -53,6 +53,11 @@ pub trait Backend: Database {
     /// Reads the database login a connection was authenticated as (a text column
     /// `login`), where the backend has logins; `None` where it has none.
     const LOGIN: Option<&'static str>;
+    /// A condition that the column `{c}` holds text; SQLite keeps whatever type
+    /// was written, so a value written as another type is told apart.
+    const IS_TEXT: &'static str;
+    /// A condition that the column `{c}` holds an integer (see [`Self::IS_TEXT`]).
+    const IS_INTEGER: &'static str;
 
     /// Maps the errors this backend reports in its own terms; `None` leaves the
     /// error to the shared mapping.

@@ -2,36 +2,373 @@
 //! stored — each operation's state, owner and version, every record against its
 //! `record_hash`, the grants, the autonomy levels and drill results — with what the chain says, so that an edit made
 //! behind the store's back is found wherever it was made.
+//!
+//! The audit rows, the operations and the records are read in keyset pages of
+//! [`PAGE_ROWS`] rows, each page one text value in which SQL has joined every
+//! row's columns (see [`field`]): the driver copies one value per page instead
+//! of a dozen per row, and each row is checked from slices of it. A page that
+//! holds something other than text where text belongs is read again row by row,
+//! so such a row is reported exactly as a row-by-row read reports it.
 
 use std::collections::HashSet;
 
 use futures_util::TryStreamExt;
+use futures_util::future::join;
 use sqlx::{AssertSqlSafe, Row};
 
-use super::{AUDIT_COLUMNS, db};
+use super::{AUDIT_COLUMNS, Backend, db};
 use crate::core::audit::{ChainStatus, ChainVerifier, ENCODING, hashes_to};
 use crate::core::ids::Sha256;
 use crate::core::ledger::{Divergence, Ledger, Stored};
 use crate::store::StoreError;
-use crate::store::plan::codec;
+use crate::store::plan::codec::{self, AuditColumns};
 
-/// The stored records that carry a `record_hash` of their `wire`: the table, the
-/// key named in a report, and the operation it belongs to (`NULL` for none).
-const RECORD_TABLES: &[(&str, &str, &str)] = &[
-    ("contracts", "tool", "NULL"),
-    ("attempts", "id", "operation"),
-    ("observations", "id", "operation"),
-    (
-        "items",
-        "operation || '#' || CAST(idx AS TEXT)",
-        "operation",
-    ),
-    ("expectations", "operation", "operation"),
+/// A stored table whose records carry a `record_hash` of their `wire`.
+struct RecordTable {
+    table: &'static str,
+    /// The text key the pages follow and a report names.
+    key: &'static str,
+    /// The integer second key, for a table keyed by two columns; a report names
+    /// the record `key#index`.
+    index: Option<&'static str>,
+    /// The operation the record belongs to, for a table whose records have one.
+    operation: Option<&'static str>,
+}
+
+const RECORD_TABLES: &[RecordTable] = &[
+    RecordTable {
+        table: "contracts",
+        key: "tool",
+        index: None,
+        operation: None,
+    },
+    RecordTable {
+        table: "attempts",
+        key: "id",
+        index: None,
+        operation: Some("operation"),
+    },
+    RecordTable {
+        table: "observations",
+        key: "id",
+        index: None,
+        operation: Some("operation"),
+    },
+    RecordTable {
+        table: "items",
+        key: "operation",
+        index: Some("idx"),
+        operation: Some("operation"),
+    },
+    RecordTable {
+        table: "expectations",
+        key: "operation",
+        index: None,
+        operation: Some("operation"),
+    },
 ];
 
-/// Whether `wire` still hashes to `record_hash`.
-fn matches(wire: &str, record_hash: &str) -> bool {
-    Sha256::of(wire.as_bytes()).as_str() == record_hash
+impl RecordTable {
+    /// The key columns in the order the pages follow.
+    fn keys(&self) -> String {
+        match self.index {
+            Some(index) => format!("{}, {index}", self.key),
+            None => self.key.to_owned(),
+        }
+    }
+
+    /// The SQL of the name a report gives a record.
+    fn record_key(&self) -> String {
+        match self.index {
+            Some(index) => format!("{} || '#' || CAST({index} AS TEXT)", self.key),
+            None => self.key.to_owned(),
+        }
+    }
+
+    /// The name a report gives the record with these keys.
+    fn name(&self, key: &str, index: Option<i64>) -> String {
+        match index {
+            Some(index) => format!("{key}#{index}"),
+            None => key.to_owned(),
+        }
+    }
+
+    fn divergence(&self, ledger: &Ledger, operation: Option<&str>, key: &str) -> Divergence {
+        Divergence {
+            seq: ledger.last_seq_of(operation.unwrap_or_default()),
+            reason: format!(
+                "{} {key}: its stored record no longer matches its record_hash",
+                self.table
+            ),
+        }
+    }
+}
+
+/// Rows per page of the walk and of the comparison.
+const PAGE_ROWS: i64 = 1024;
+
+/// The SQL that writes text column `column` into a page: `-` for `NULL`, `!`
+/// for a value that is not text, else its length in bytes, `:` and the text.
+fn field<DB: Backend>(column: &str) -> String {
+    let is_text = DB::IS_TEXT.replace("{c}", column);
+    format!(
+        "CASE WHEN {column} IS NULL THEN '-' WHEN {is_text} \
+         THEN CAST(octet_length({column}) AS TEXT) || ':' || {column} ELSE '!' END"
+    )
+}
+
+/// The SQL that writes integer column `column` into a page: its digits and
+/// `,`, or `!,` for `NULL` or a value that is not an integer.
+fn integer<DB: Backend>(column: &str) -> String {
+    let is_integer = DB::IS_INTEGER.replace("{c}", column);
+    format!(
+        "CASE WHEN {column} IS NULL THEN '!' WHEN {is_integer} \
+         THEN CAST({column} AS TEXT) ELSE '!' END || ','"
+    )
+}
+
+/// A page of `table`: the number of rows (`n`) and their `row`s joined in the
+/// order of `keys` (`page`), from the rows after the key values `after` names
+/// (a condition on `keys`), or from the first row.
+fn page_sql(table: &str, keys: &str, row: &[String], after: Option<&str>) -> String {
+    let after = after.map(|a| format!("WHERE {a}")).unwrap_or_default();
+    format!(
+        "SELECT count(*) AS n, string_agg(r, '' ORDER BY {keys}) AS page FROM \
+         (SELECT {keys}, {} AS r FROM {table} {after} ORDER BY {keys} LIMIT {PAGE_ROWS}) AS rows_of_page",
+        row.join(" || ")
+    )
+}
+
+/// The fields of a page's rows, read in the order SQL wrote them (see [`field`]
+/// and [`integer`]); `None` wherever the page does not hold what is asked for.
+struct Fields<'a> {
+    rest: &'a str,
+}
+
+impl<'a> Fields<'a> {
+    fn integer(&mut self) -> Option<i64> {
+        let (digits, rest) = self.rest.split_once(',')?;
+        self.rest = rest;
+        digits.parse().ok()
+    }
+
+    /// A text column that may be `NULL`.
+    fn text(&mut self) -> Option<Option<&'a str>> {
+        if let Some(rest) = self.rest.strip_prefix('-') {
+            self.rest = rest;
+            return Some(None);
+        }
+        let (len, rest) = self.rest.split_once(':')?;
+        let len: usize = len.parse().ok()?;
+        let value = rest.get(..len)?;
+        self.rest = rest.get(len..)?;
+        Some(Some(value))
+    }
+
+    /// A text column that is never `NULL`.
+    fn required(&mut self) -> Option<&'a str> {
+        self.text()?
+    }
+
+    /// Reads `rows` rows with `read`: `None` when the page does not hold
+    /// exactly that many.
+    fn rows<T>(
+        page: &'a str,
+        rows: i64,
+        mut read: impl FnMut(&mut Self) -> Option<T>,
+    ) -> Option<Vec<T>> {
+        let mut fields = Fields { rest: page };
+        let mut out = Vec::with_capacity(usize::try_from(rows).ok()?);
+        while !fields.rest.is_empty() {
+            out.push(read(&mut fields)?);
+        }
+        (i64::try_from(out.len()).ok()? == rows).then_some(out)
+    }
+}
+
+/// One audit row from a page.
+fn audit_columns<'a>(fields: &mut Fields<'a>) -> Option<AuditColumns<&'a str>> {
+    Some(AuditColumns {
+        seq: fields.integer()?,
+        encoding: fields.integer()?,
+        operation: fields.required()?,
+        action: fields.required()?,
+        from_state: fields.text()?,
+        to_state: fields.text()?,
+        by_identity: fields.required()?,
+        role: fields.required()?,
+        policy: fields.text()?,
+        on_behalf_of: fields.text()?,
+        rationale: fields.text()?,
+        evidence: fields.required()?,
+        at: fields.required()?,
+        prev_hash: fields.required()?,
+        hash: fields.required()?,
+    })
+}
+
+/// The page of audit rows from `seq >= $1`, written as [`audit_columns`] reads it.
+fn audit_page_sql<DB: Backend>() -> String {
+    let mut row = vec![integer::<DB>("seq"), integer::<DB>("encoding")];
+    row.extend(
+        [
+            "operation",
+            "action",
+            "from_state",
+            "to_state",
+            "by_identity",
+            "role",
+            "policy",
+            "on_behalf_of",
+            "rationale",
+            "evidence",
+            "at",
+            "prev_hash",
+            "hash",
+        ]
+        .map(field::<DB>),
+    );
+    page_sql("audit", "seq", &row, Some("seq >= $1"))
+}
+
+/// One stored operation, as the comparison reads it.
+struct StoredOperation<'a> {
+    id: &'a str,
+    state: &'a str,
+    owner: &'a str,
+    version: i64,
+    wire: &'a str,
+    record_hash: Option<&'a str>,
+}
+
+impl<'a> StoredOperation<'a> {
+    fn read(fields: &mut Fields<'a>) -> Option<Self> {
+        Some(StoredOperation {
+            id: fields.required()?,
+            state: fields.required()?,
+            owner: fields.required()?,
+            version: fields.integer()?,
+            wire: fields.required()?,
+            record_hash: fields.text()?,
+        })
+    }
+
+    /// Compares the operation with what `ledger` says of it.
+    fn check(&self, ledger: &Ledger) -> Result<(), Divergence> {
+        let id = self.id;
+        let diverged = |reason: String| {
+            Err(Divergence {
+                seq: ledger.last_seq_of(id),
+                reason,
+            })
+        };
+        if self
+            .record_hash
+            .is_some_and(|h| !Sha256::is_digest_of(h, self.wire.as_bytes()))
+        {
+            return diverged(format!(
+                "operation {id}: its stored record no longer matches its record_hash"
+            ));
+        }
+        let Ok(created) = codec::operation(self.wire) else {
+            return diverged(format!("operation {id}: its stored record does not parse"));
+        };
+        let Ok(state) = codec::parse_state(self.state) else {
+            return diverged(format!(
+                "operation {id}: unknown stored state {:?}",
+                self.state
+            ));
+        };
+        ledger.check(&Stored {
+            id,
+            state,
+            owner: self.owner,
+            created_owner: &created.owner,
+            version: self.version,
+        })
+    }
+}
+
+/// The page of operations after `id > $1` (or the first, without `after`),
+/// written as [`StoredOperation::read`] reads it.
+fn operation_page_sql<DB: Backend>(after: bool) -> String {
+    let row = [
+        field::<DB>("id"),
+        field::<DB>("state"),
+        field::<DB>("owner"),
+        integer::<DB>("version"),
+        field::<DB>("wire"),
+        field::<DB>("record_hash"),
+    ];
+    page_sql("operations", "id", &row, after.then_some("id > $1"))
+}
+
+/// One stored record of a [`RecordTable`]: its keys, its operation, its wire
+/// and its record hash.
+struct StoredRecord<'a> {
+    key: &'a str,
+    index: Option<i64>,
+    operation: Option<&'a str>,
+    wire: &'a str,
+    record_hash: &'a str,
+}
+
+impl<'a> StoredRecord<'a> {
+    fn read(fields: &mut Fields<'a>, indexed: bool) -> Option<Self> {
+        Some(StoredRecord {
+            key: fields.required()?,
+            index: if indexed {
+                Some(fields.integer()?)
+            } else {
+                None
+            },
+            operation: fields.text()?,
+            wire: fields.required()?,
+            record_hash: fields.required()?,
+        })
+    }
+}
+
+/// The page of `table`'s records after the keys bound as `$1` (and `$2`), or
+/// the first, written as [`StoredRecord::read`] reads it.
+fn record_page_sql<DB: Backend>(table: &RecordTable, after: bool) -> String {
+    let mut row = vec![field::<DB>(table.key)];
+    row.extend(table.index.map(integer::<DB>));
+    row.push(
+        table
+            .operation
+            .map_or_else(|| "'-'".to_owned(), field::<DB>),
+    );
+    row.push(field::<DB>("wire"));
+    row.push(field::<DB>("record_hash"));
+    let condition = match table.index {
+        Some(index) => format!("({}, {index}) > ($1, $2)", table.key),
+        None => format!("{} > $1", table.key),
+    };
+    page_sql(
+        table.table,
+        &table.keys(),
+        &row,
+        after.then_some(condition.as_str()),
+    )
+}
+
+/// Checks one audit row and feeds it to `verifier` and `ledger`.
+fn push_columns(
+    columns: &AuditColumns<&str>,
+    verifier: &mut ChainVerifier,
+    ledger: Option<&mut Ledger>,
+) -> Result<(), ChainStatus> {
+    let checked = columns.check().map_err(|e| ChainStatus::Broken {
+        seq: columns.seq,
+        reason: format!("the row cannot be read: {e}"),
+    })?;
+    let view = columns.view(&checked);
+    verifier.push_view(&view, columns.prev_hash, columns.hash)?;
+    if let Some(ledger) = ledger {
+        ledger.push_view(&view);
+    }
+    Ok(())
 }
 
 shared! {
@@ -114,11 +451,70 @@ shared! {
             })
         }
 
-        /// Feeds every row from `seq` on, in one streamed statement, to
-        /// `verifier` and `ledger`; the first row that does not check ends it.
-        /// A row is read as borrowed text and checked in place: nothing but the
-        /// evidence list and a non-canonical instant is copied.
+        /// Feeds every row from `seq` on, a page at a time, to `verifier` and
+        /// `ledger`; the first row that does not check ends it. A page is
+        /// checked whole before any of its rows is fed, so a page that cannot
+        /// be read is walked again by [`Self::walk_rows`] from its first row.
         async fn walk(
+            &self,
+            from: i64,
+            verifier: &mut ChainVerifier,
+            mut ledger: Option<&mut Ledger>,
+        ) -> Result<Result<(), ChainStatus>, StoreError> {
+            let sql = audit_page_sql::<DB>();
+            let fetch = |from: i64| {
+                sqlx::query(AssertSqlSafe(sql.clone()))
+                    .bind(from)
+                    .fetch_one(&self.pool)
+            };
+            let mut from = from;
+            let mut page = fetch(from).await.map_err(db::<DB>)?;
+            loop {
+                let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
+                if rows == 0 {
+                    return Ok(Ok(()));
+                }
+                let text: Option<&str> = page.try_get("page").ok().flatten();
+                let Some(columns) = text.and_then(|t| Fields::rows(t, rows, audit_columns)) else {
+                    return self.walk_rows(from, verifier, ledger).await;
+                };
+                let next = columns
+                    .last()
+                    .filter(|_| rows == PAGE_ROWS)
+                    .map(|last| last.seq + 1);
+                // The next page is asked for first, so the database builds it
+                // while this one is checked.
+                let (fetched, checked) = join(
+                    async {
+                        match next {
+                            Some(from) => Some(fetch(from).await),
+                            None => None,
+                        }
+                    },
+                    async {
+                        columns
+                            .iter()
+                            .try_for_each(|row| push_columns(row, verifier, ledger.as_deref_mut()))
+                    },
+                )
+                .await;
+                if let Err(broken) = checked {
+                    return Ok(Err(broken));
+                }
+                match (next, fetched) {
+                    (Some(next), Some(fetched)) => {
+                        from = next;
+                        page = fetched.map_err(db::<DB>)?;
+                    }
+                    _ => return Ok(Ok(())),
+                }
+            }
+        }
+
+        /// Feeds every row from `seq` on, in one streamed statement, to
+        /// `verifier` and `ledger`, each row read column by column: the walk of
+        /// a page that holds a value of another type than its column's.
+        async fn walk_rows(
             &self,
             from: i64,
             verifier: &mut ChainVerifier,
@@ -131,26 +527,17 @@ shared! {
             .fetch(&self.pool);
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
                 let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
-                let unreadable = |e: StoreError| {
-                    Ok(Err(ChainStatus::Broken {
-                        seq,
-                        reason: format!("the row cannot be read: {e}"),
-                    }))
-                };
                 let columns = match Self::audit_columns::<&str>(&row) {
                     Ok(columns) => columns,
-                    Err(e) => return unreadable(e),
+                    Err(e) => {
+                        return Ok(Err(ChainStatus::Broken {
+                            seq,
+                            reason: format!("the row cannot be read: {e}"),
+                        }));
+                    }
                 };
-                let checked = match columns.check() {
-                    Ok(checked) => checked,
-                    Err(e) => return unreadable(e),
-                };
-                let view = columns.view(&checked);
-                if let Err(broken) = verifier.push_view(&view, columns.prev_hash, columns.hash) {
+                if let Err(broken) = push_columns(&columns, verifier, ledger.as_deref_mut()) {
                     return Ok(Err(broken));
-                }
-                if let Some(ledger) = ledger.as_deref_mut() {
-                    ledger.push_view(&view);
                 }
             }
             Ok(Ok(()))
@@ -160,45 +547,10 @@ shared! {
         async fn compare(&self, ledger: &Ledger) -> Result<Result<(), Divergence>, StoreError> {
             // Every stored operation that checks is one the chain made, and ids
             // are unique: when as many check as the chain made, none is missing.
-            let mut checked = 0;
-            {
-                let mut rows = sqlx::query(
-                    "SELECT id, state, owner, version, wire, record_hash FROM operations ORDER BY id",
-                )
-                .fetch(&self.pool);
-                while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
-                    let id = Self::text(&row, "id")?;
-                    let wire = Self::text(&row, "wire")?;
-                    let record_hash: Option<String> =
-                        row.try_get("record_hash").map_err(db::<DB>)?;
-                    let at = ledger.last_seq_of(&id);
-                    let diverged = |reason: String| Ok(Err(Divergence { seq: at, reason }));
-                    if record_hash.is_some_and(|h| !matches(&wire, &h)) {
-                        return diverged(format!(
-                            "operation {id}: its stored record no longer matches its record_hash"
-                        ));
-                    }
-                    let Ok(created) = codec::operation(&wire) else {
-                        return diverged(format!("operation {id}: its stored record does not parse"));
-                    };
-                    let state = Self::text(&row, "state")?;
-                    let Ok(state) = codec::parse_state(&state) else {
-                        return diverged(format!("operation {id}: unknown stored state {state:?}"));
-                    };
-                    let owner = Self::text(&row, "owner")?;
-                    let stored = Stored {
-                        id: &id,
-                        state,
-                        owner: &owner,
-                        created_owner: &created.owner,
-                        version: row.try_get("version").map_err(db::<DB>)?,
-                    };
-                    if let Err(divergence) = ledger.check(&stored) {
-                        return Ok(Err(divergence));
-                    }
-                    checked += 1;
-                }
-            }
+            let checked = match self.compare_operations(ledger).await? {
+                Ok(checked) => checked,
+                Err(divergence) => return Ok(Err(divergence)),
+            };
             if checked != ledger.operations() {
                 let mut ids = sqlx::query("SELECT id FROM operations").fetch(&self.pool);
                 let mut seen: HashSet<String> = HashSet::new();
@@ -209,25 +561,9 @@ shared! {
                     return Ok(Err(divergence));
                 }
             }
-            for (table, key, operation) in RECORD_TABLES {
-                let mut rows = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {key} AS record_key, {operation} AS operation, wire, record_hash \
-                     FROM {table}"
-                )))
-                .fetch(&self.pool);
-                while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
-                    let wire = Self::text(&row, "wire")?;
-                    if !matches(&wire, &Self::text(&row, "record_hash")?) {
-                        let operation: Option<String> =
-                            row.try_get("operation").map_err(db::<DB>)?;
-                        let key = Self::text(&row, "record_key")?;
-                        return Ok(Err(Divergence {
-                            seq: ledger.last_seq_of(operation.as_deref().unwrap_or_default()),
-                            reason: format!(
-                                "{table} {key}: its stored record no longer matches its record_hash"
-                            ),
-                        }));
-                    }
+            for table in RECORD_TABLES {
+                if let Err(divergence) = self.compare_records(table, ledger).await? {
+                    return Ok(Err(divergence));
                 }
             }
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
@@ -242,5 +578,206 @@ shared! {
             }
             Ok(ledger.check_drills(&self.read_drills(None).await?))
         }
+
+        /// Compares every stored operation, in id order a page at a time, with
+        /// `ledger`: how many check, or the first that does not.
+        async fn compare_operations(
+            &self,
+            ledger: &Ledger,
+        ) -> Result<Result<usize, Divergence>, StoreError> {
+            let first = operation_page_sql::<DB>(false);
+            let next = operation_page_sql::<DB>(true);
+            let fetch = |after: Option<String>| {
+                match after {
+                    None => sqlx::query(AssertSqlSafe(first.clone())),
+                    Some(id) => sqlx::query(AssertSqlSafe(next.clone())).bind(id),
+                }
+                .fetch_one(&self.pool)
+            };
+            let mut page = fetch(None).await.map_err(db::<DB>)?;
+            let mut checked = 0;
+            loop {
+                let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
+                if rows == 0 {
+                    return Ok(Ok(checked));
+                }
+                let text: Option<&str> = page.try_get("page").ok().flatten();
+                let Some(operations) = text.and_then(|t| Fields::rows(t, rows, StoredOperation::read))
+                else {
+                    return self.compare_operation_rows(ledger).await;
+                };
+                let after = operations
+                    .last()
+                    .filter(|_| rows == PAGE_ROWS)
+                    .map(|last| last.id.to_owned());
+                let (fetched, compared) = join(
+                    async {
+                        match after {
+                            Some(id) => Some(fetch(Some(id)).await),
+                            None => None,
+                        }
+                    },
+                    async { operations.iter().try_for_each(|op| op.check(ledger)) },
+                )
+                .await;
+                if let Err(divergence) = compared {
+                    return Ok(Err(divergence));
+                }
+                checked += operations.len();
+                match fetched {
+                    Some(fetched) => page = fetched.map_err(db::<DB>)?,
+                    None => return Ok(Ok(checked)),
+                }
+            }
+        }
+
+        /// [`Self::compare_operations`] reading each operation column by
+        /// column, for a store with a value of another type than its column's.
+        async fn compare_operation_rows(
+            &self,
+            ledger: &Ledger,
+        ) -> Result<Result<usize, Divergence>, StoreError> {
+            let mut checked = 0;
+            let mut rows = sqlx::query(
+                "SELECT id, state, owner, version, wire, record_hash FROM operations ORDER BY id",
+            )
+            .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                let id = Self::text(&row, "id")?;
+                let wire = Self::text(&row, "wire")?;
+                let record_hash: Option<String> = row.try_get("record_hash").map_err(db::<DB>)?;
+                let state = Self::text(&row, "state")?;
+                let owner = Self::text(&row, "owner")?;
+                let operation = StoredOperation {
+                    id: &id,
+                    state: &state,
+                    owner: &owner,
+                    version: row.try_get("version").map_err(db::<DB>)?,
+                    wire: &wire,
+                    record_hash: record_hash.as_deref(),
+                };
+                if let Err(divergence) = operation.check(ledger) {
+                    return Ok(Err(divergence));
+                }
+                checked += 1;
+            }
+            Ok(Ok(checked))
+        }
+
+        /// Compares every record of `table` with its `record_hash`, in key
+        /// order a page at a time: the first that does not match.
+        async fn compare_records(
+            &self,
+            table: &RecordTable,
+            ledger: &Ledger,
+        ) -> Result<Result<(), Divergence>, StoreError> {
+            let first = record_page_sql::<DB>(table, false);
+            let next = record_page_sql::<DB>(table, true);
+            let fetch = |after: Option<(String, Option<i64>)>| {
+                match after {
+                    None => sqlx::query(AssertSqlSafe(first.clone())),
+                    Some((key, None)) => sqlx::query(AssertSqlSafe(next.clone())).bind(key),
+                    Some((key, Some(index))) => sqlx::query(AssertSqlSafe(next.clone()))
+                        .bind(key)
+                        .bind(index),
+                }
+                .fetch_one(&self.pool)
+            };
+            let indexed = table.index.is_some();
+            let mut page = fetch(None).await.map_err(db::<DB>)?;
+            loop {
+                let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
+                if rows == 0 {
+                    return Ok(Ok(()));
+                }
+                let text: Option<&str> = page.try_get("page").ok().flatten();
+                let Some(records) =
+                    text.and_then(|t| Fields::rows(t, rows, |f| StoredRecord::read(f, indexed)))
+                else {
+                    return self.compare_record_rows(table, ledger).await;
+                };
+                let after = records
+                    .last()
+                    .filter(|_| rows == PAGE_ROWS)
+                    .map(|last| (last.key.to_owned(), last.index));
+                let (fetched, altered) = join(
+                    async {
+                        match after {
+                            Some(after) => Some(fetch(Some(after)).await),
+                            None => None,
+                        }
+                    },
+                    async {
+                        records.iter().find(|record| {
+                            !Sha256::is_digest_of(record.record_hash, record.wire.as_bytes())
+                        })
+                    },
+                )
+                .await;
+                if let Some(record) = altered {
+                    let name = table.name(record.key, record.index);
+                    return Ok(Err(table.divergence(ledger, record.operation, &name)));
+                }
+                match fetched {
+                    Some(fetched) => page = fetched.map_err(db::<DB>)?,
+                    None => return Ok(Ok(())),
+                }
+            }
+        }
+
+        /// [`Self::compare_records`] reading each record column by column, for
+        /// a store with a value of another type than its column's.
+        async fn compare_record_rows(
+            &self,
+            table: &RecordTable,
+            ledger: &Ledger,
+        ) -> Result<Result<(), Divergence>, StoreError> {
+            let mut rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {} AS record_key, {} AS operation, wire, record_hash FROM {} ORDER BY {}",
+                table.record_key(),
+                table.operation.unwrap_or("NULL"),
+                table.table,
+                table.keys(),
+            )))
+            .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                let wire = Self::text(&row, "wire")?;
+                if !Sha256::is_digest_of(&Self::text(&row, "record_hash")?, wire.as_bytes()) {
+                    let operation: Option<String> = row.try_get("operation").map_err(db::<DB>)?;
+                    let key = Self::text(&row, "record_key")?;
+                    return Ok(Err(table.divergence(ledger, operation.as_deref(), &key)));
+                }
+            }
+            Ok(Ok(()))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Fields;
+
+    fn row<'a>(fields: &mut Fields<'a>) -> Option<(i64, Option<&'a str>, &'a str)> {
+        Some((fields.integer()?, fields.text()?, fields.required()?))
+    }
+
+    #[test]
+    fn a_page_reads_back_the_columns_sql_joined() {
+        let page = "7,-3:a:b12,5:x\ny\u{e9}2:-!";
+        assert_eq!(
+            Fields::rows(page, 2, row),
+            Some(vec![(7, None, "a:b"), (12, Some("x\ny\u{e9}"), "-!")])
+        );
+    }
+
+    #[test]
+    fn a_page_with_a_value_of_another_type_or_a_row_missing_is_not_read() {
+        assert_eq!(Fields::rows("!,-3:abc", 1, row), None);
+        assert_eq!(Fields::rows("7,!3:abc", 1, row), None);
+        assert_eq!(Fields::rows("7,-9:abc", 1, row), None);
+        assert_eq!(Fields::rows("7,--", 1, row), None);
+        assert_eq!(Fields::rows("7,-3:abc", 2, row), None);
+        // A length that ends inside a character.
+        assert_eq!(Fields::rows("7,-1:\u{e9}", 1, row), None);
     }
 }
