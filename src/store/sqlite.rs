@@ -69,12 +69,6 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// stays bounded: this many rows at most wait per statement.
 const ROW_BUFFER: usize = 4096;
 
-/// The page cache per connection, in KiB (SQLite's default is 2 MiB): an ingest
-/// batch touches pages of every index of every table it writes, and with the
-/// default cache it read them back and wrote them out again several times per
-/// transaction.
-const CACHE_KIB: i64 = 32 * 1024;
-
 /// Prepared statements kept per connection: every shape a batched write uses (a
 /// few per table, see `engine::statement_parts`) stays prepared between batches.
 const STATEMENT_CACHE: usize = 256;
@@ -175,7 +169,6 @@ impl SqlStore<Sqlite> {
             .busy_timeout(BUSY_TIMEOUT)
             .row_buffer_size(ROW_BUFFER)
             .statement_cache_capacity(STATEMENT_CACHE)
-            .pragma("cache_size", (-CACHE_KIB).to_string())
             .foreign_keys(false);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
