@@ -69,6 +69,10 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// stays bounded: this many rows at most wait per statement.
 const ROW_BUFFER: usize = 4096;
 
+/// Prepared statements kept per connection: every shape a batched write uses (a
+/// few per table, see `engine::statement_parts`) stays prepared between batches.
+const STATEMENT_CACHE: usize = 256;
+
 /// How often a console looks for changes made by other processes.
 const POLL: Duration = Duration::from_millis(250);
 
@@ -166,6 +170,7 @@ impl SqlStore<Sqlite> {
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
             .row_buffer_size(ROW_BUFFER)
+            .statement_cache_capacity(STATEMENT_CACHE)
             .foreign_keys(false);
         let pool = SqlitePoolOptions::new()
             .max_connections(4)

@@ -151,6 +151,34 @@ impl<DB: Database> SqlStore<DB> {
 /// PostgreSQL's (65,535).
 const PARAMS_PER_STATEMENT: usize = 30_000;
 
+/// The most rows one multi-row statement inserts, or keys one `IN` list holds.
+/// Statements are kept prepared per connection, so their shapes are few and small:
+/// a statement with thousands of parameters costs megabytes while it is cached.
+const ROWS_PER_STATEMENT: usize = 256;
+
+/// How `total` rows are cut into statements of at most `max` rows each: every
+/// part a power of two, largest first, so that a table is written with at most
+/// `log2(max) + 1` statement shapes, each prepared once and reused.
+fn statement_parts(total: usize, max: usize) -> impl Iterator<Item = usize> {
+    let max = max.clamp(1, ROWS_PER_STATEMENT);
+    let max = 1 << max.ilog2();
+    let mut left = total;
+    std::iter::from_fn(move || {
+        (left > 0).then(|| {
+            let part = max.min(1 << left.ilog2());
+            left -= part;
+            part
+        })
+    })
+}
+
+/// The shape an `IN` list of `len` keys is padded to (by repeating its last key,
+/// which selects nothing more): the next power of two, at most
+/// [`ROWS_PER_STATEMENT`].
+fn in_list_len(len: usize) -> usize {
+    len.next_power_of_two().min(ROWS_PER_STATEMENT)
+}
+
 /// The chain head inside a write transaction.
 struct Head {
     seq: i64,
@@ -219,9 +247,12 @@ shared! {
             rows: &[T],
             push: fn(&mut Separated<'_, DB, &'static str>, &T),
         ) -> Result<(), StoreError> {
-            for part in rows.chunks((PARAMS_PER_STATEMENT / columns).max(1)) {
+            let mut rest = rows;
+            for part in statement_parts(rows.len(), PARAMS_PER_STATEMENT / columns) {
+                let (now, later) = rest.split_at(part);
+                rest = later;
                 let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
-                qb.push_values(part, |mut b, row| push(&mut b, row));
+                qb.push_values(now, |mut b, row| push(&mut b, row));
                 qb.push(suffix);
                 qb.build().execute(&mut *conn).await.map_err(db::<DB>)?;
             }
@@ -235,11 +266,12 @@ shared! {
             keys: &[String],
         ) -> Result<Vec<DB::Row>, StoreError> {
             let mut out = Vec::new();
-            for part in keys.chunks(PARAMS_PER_STATEMENT) {
+            for part in keys.chunks(ROWS_PER_STATEMENT) {
                 let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
                 qb.push(" (");
                 let mut list = qb.separated(", ");
-                for key in part {
+                let padding = std::iter::repeat_n(&part[part.len() - 1], in_list_len(part.len()) - part.len());
+                for key in part.iter().chain(padding) {
                     list.push_bind(key.clone());
                 }
                 list.push_unseparated(")");
@@ -483,5 +515,37 @@ shared! {
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
             self.copy_from(source).await
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{ROWS_PER_STATEMENT, in_list_len, statement_parts};
+
+    #[test]
+    fn statements_come_in_a_few_power_of_two_shapes_that_cover_every_row() {
+        for total in [0, 1, 2, 3, 255, 256, 257, 1000, 20_011] {
+            for max in [1, 7, 13, 1304, 30_000] {
+                let parts: Vec<usize> = statement_parts(total, max).collect();
+                assert_eq!(
+                    parts.iter().sum::<usize>(),
+                    total,
+                    "{total} rows, {max} max"
+                );
+                assert!(parts.iter().all(|p| p.is_power_of_two() && *p <= max));
+                assert!(parts.windows(2).all(|w| w[0] >= w[1]));
+            }
+        }
+        assert_eq!(
+            statement_parts(1000, 30_000).collect::<Vec<_>>(),
+            [256, 256, 256, 128, 64, 32, 8]
+        );
+    }
+
+    #[test]
+    fn in_lists_are_padded_to_a_power_of_two() {
+        assert_eq!(in_list_len(1), 1);
+        assert_eq!(in_list_len(3), 4);
+        assert_eq!(in_list_len(ROWS_PER_STATEMENT), ROWS_PER_STATEMENT);
     }
 }

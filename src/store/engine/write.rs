@@ -24,7 +24,9 @@ use crate::wire::{LineError, Numbered, Record};
 
 /// The columns of a record a reviewer action adds.
 fn record_columns(record: Record) -> RecordColumns {
-    RecordColumns::of(&record, &ingest_plan::record_hash(&record))
+    let wire = codec::encode(&record);
+    let hash = Sha256::of(wire.as_bytes());
+    RecordColumns::of(&record, wire, &hash)
 }
 
 /// The audit rows a store creates for the children a commit opens.
@@ -814,33 +816,39 @@ shared! {
             // Secrets never reach the store: every record is redacted first, and
             // planned (and compared with what is stored) as it will be stored.
             let redacted = redaction::redact(records);
-            let records = redacted.records;
+            let (mut records, mut wires) = (redacted.records, redacted.wires);
             let refused = Self::refused_at_the_door(tx, &records, ingester).await?;
-            let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
-            let records: Vec<Numbered> = records
-                .into_iter()
-                .filter(|n| !refused_lines.contains(&n.line))
-                .collect();
+            if !refused.is_empty() {
+                let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
+                (records, wires) = records
+                    .into_iter()
+                    .zip(wires)
+                    .filter(|(n, _)| !refused_lines.contains(&n.line))
+                    .unzip();
+            }
             let known = Self::known(tx, &records).await?;
-            let mut plan = ingest_plan::plan_refusing(records, &known, redacted.refused);
+            let mut plan = ingest_plan::plan_refusing(records, wires, &known, redacted.refused);
             let undecided = self.judge_decisions(&known, &plan).await?;
             if !undecided.is_empty() {
                 // Planned again without the refused decisions: what follows one in
                 // its operation's history no longer chains and is refused with it.
                 let lines: BTreeSet<usize> = undecided.iter().map(|e| e.line).collect();
-                let kept: Vec<Numbered> = plan
+                let (kept, wires): (Vec<Numbered>, Vec<String>) = plan
                     .staged
                     .iter()
                     .filter(|s| !lines.contains(&s.line))
-                    .map(|s| Numbered {
-                        line: s.line,
-                        record: s.record.clone(),
-                        line_sha256: None,
+                    .map(|s| {
+                        let numbered = Numbered {
+                            line: s.line,
+                            record: s.record.clone(),
+                            line_sha256: None,
+                        };
+                        (numbered, s.wire.clone())
                     })
-                    .collect();
+                    .unzip();
                 let earlier = std::mem::take(&mut plan.rejected);
                 let unchanged = plan.unchanged;
-                plan = ingest_plan::plan(kept, &known);
+                plan = ingest_plan::plan_refusing(kept, wires, &known, Vec::new());
                 plan.unchanged += unchanged;
                 plan.rejected.extend(earlier);
                 plan.rejected.extend(undecided);
@@ -915,7 +923,8 @@ shared! {
                 .iter()
                 .map(|child| {
                     let held = child.state.is_held();
-                    OperationColumns::new(child, child.state, commit.audit.at, 1, held, None)
+                    let wire = codec::encode(&Record::Operation(child.clone()));
+                    OperationColumns::new(child, wire, child.state, commit.audit.at, 1, held, None)
                 })
                 .collect();
             Self::insert_operations(&mut tx, &children).await?;

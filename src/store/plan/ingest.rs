@@ -162,6 +162,8 @@ pub struct Staged {
     pub line: usize,
     pub record: Record,
     pub hash: Sha256,
+    /// The record's canonical wire line: what is stored, and what `hash` covers.
+    pub wire: String,
 }
 
 /// How one operation's state moves in this batch.
@@ -557,12 +559,21 @@ impl Planner<'_> {
 /// of being copied. Rejections cascade: a record that names a refused operation is
 /// refused too, until nothing changes.
 pub fn plan(records: Vec<Numbered>, known: &Known) -> Plan {
-    plan_refusing(records, known, Vec::new())
+    let wires = records.iter().map(|n| write_line(&n.record)).collect();
+    plan_refusing(records, wires, known, Vec::new())
 }
 
-/// [`plan`] with some lines refused before planning (`refused`, by line): they are
-/// never written, and take the rest of their operation's history with them.
-pub fn plan_refusing(records: Vec<Numbered>, known: &Known, refused: Vec<LineError>) -> Plan {
+/// [`plan`] of records whose canonical wire lines (`wires`, one per record, as
+/// [`write_line`] gives them) are already written, with some lines refused before
+/// planning (`refused`, by line): they are never written, and take the rest of
+/// their operation's history with them.
+pub fn plan_refusing(
+    records: Vec<Numbered>,
+    wires: Vec<String>,
+    known: &Known,
+    refused: Vec<LineError>,
+) -> Plan {
+    debug_assert_eq!(records.len(), wires.len());
     let mut rejected: BTreeMap<usize, Vec<LineError>> = BTreeMap::new();
     for error in refused {
         rejected.entry(error.line).or_default().push(error);
@@ -570,7 +581,7 @@ pub fn plan_refusing(records: Vec<Numbered>, known: &Known, refused: Vec<LineErr
     let mut planner = Planner {
         records: &records,
         known,
-        hashes: records.iter().map(|n| record_hash(&n.record)).collect(),
+        hashes: wires.iter().map(|w| Sha256::of(w.as_bytes())).collect(),
         rejected,
         unchanged: BTreeSet::new(),
     };
@@ -592,13 +603,15 @@ pub fn plan_refusing(records: Vec<Numbered>, known: &Known, refused: Vec<LineErr
     } = planner;
     let staged = records
         .into_iter()
+        .zip(wires)
         .zip(hashes)
         .zip(live)
         .filter(|(_, live)| *live)
-        .map(|((n, hash), _)| Staged {
+        .map(|(((n, wire), hash), _)| Staged {
             line: n.line,
             record: n.record,
             hash,
+            wire,
         })
         .collect();
     Plan {

@@ -10,7 +10,7 @@
 //! or its redacted form, finds the record already stored.
 
 use crate::core::redact::redact_value_sampled;
-use crate::wire::{LineError, Numbered, parse_line, to_value};
+use crate::wire::{LineError, Numbered, parse_line, to_value, write_line};
 
 use super::ingest::{RecordKey, own_operation};
 
@@ -57,6 +57,9 @@ pub fn key_text(key: &RecordKey) -> String {
 pub struct Redacted {
     /// Every record, redacted; a refused one as received (it is never written).
     pub records: Vec<Numbered>,
+    /// The canonical wire line of each record of `records`, in the same order:
+    /// written once here, then hashed and stored as it is.
+    pub wires: Vec<String>,
     /// What was redacted, record by record in line order.
     pub rows: Vec<RedactionRow>,
     /// Records whose redacted form is not a valid record (a secret in a field
@@ -68,12 +71,15 @@ pub struct Redacted {
 pub fn redact(records: Vec<Numbered>) -> Redacted {
     let mut out = Redacted {
         records: Vec::with_capacity(records.len()),
+        wires: Vec::with_capacity(records.len()),
         ..Redacted::default()
     };
     for numbered in records {
         let mut value = to_value(&numbered.record);
         let found = redact_value_sampled(&mut value);
         if found.is_empty() {
+            // Nothing changed: the value is the record's canonical line.
+            out.wires.push(value.to_string());
             out.records.push(numbered);
             continue;
         }
@@ -93,6 +99,7 @@ pub fn redact(records: Vec<Numbered>) -> Redacted {
                     ),
                     ..e
                 }));
+                out.wires.push(write_line(&numbered.record));
                 out.records.push(numbered);
                 continue;
             }
@@ -114,6 +121,7 @@ pub fn redact(records: Vec<Numbered>) -> Redacted {
                 line_sha256: line_sha256.clone(),
             });
         }
+        out.wires.push(write_line(&record));
         out.records.push(Numbered {
             line: numbered.line,
             record,

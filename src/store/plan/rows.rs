@@ -6,7 +6,7 @@ use std::collections::HashMap;
 
 use chrono::{DateTime, Utc};
 
-use super::codec::{encode, ms, observe_order, risk_rank};
+use super::codec::{ms, observe_order, risk_rank};
 use super::ingest::{History, Known, Plan};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::{OperationId, Sha256};
@@ -51,8 +51,10 @@ pub struct OperationColumns {
 }
 
 impl OperationColumns {
+    /// The row of `op`, whose canonical wire line is `wire`.
     pub fn new(
         op: &Operation,
+        wire: String,
         state: State,
         state_since: DateTime<Utc>,
         version: i64,
@@ -81,7 +83,7 @@ impl OperationColumns {
             observe_order: observe_order(op.next_observation_at),
             queued: i64::from(queued),
             version,
-            wire: encode(&Record::Operation(op.clone())),
+            wire,
             record_hash,
             depends_on: op
                 .depends_on
@@ -108,10 +110,11 @@ pub struct RecordColumns {
 }
 
 impl RecordColumns {
-    /// The row of any record but an operation or a transition.
-    pub fn of(record: &Record, hash: &Sha256) -> RecordColumns {
+    /// The row of any record but an operation or a transition, whose canonical
+    /// wire line is `wire` and content hash `hash`.
+    pub fn of(record: &Record, wire: String, hash: &Sha256) -> RecordColumns {
         let base = RecordColumns {
-            wire: encode(record),
+            wire,
             hash: hash.as_str().to_owned(),
             ..RecordColumns::default()
         };
@@ -224,7 +227,7 @@ pub fn plan_rows(
                     None => (op.state, op.created_at, 0),
                 };
                 states.insert(op.id.as_str().to_owned(), state);
-                new_ops.push((op, state, since, steps, staged.hash.as_str().to_owned()));
+                new_ops.push((op, staged, state, since, steps));
             }
             Record::Transition(t) => rows.transitions.push(TransitionColumns {
                 operation: t.operation.as_str().to_owned(),
@@ -234,7 +237,7 @@ pub fn plan_rows(
                 hash: staged.hash.as_str().to_owned(),
             }),
             other => {
-                let columns = RecordColumns::of(other, &staged.hash);
+                let columns = RecordColumns::of(other, staged.wire.clone(), &staged.hash);
                 match other {
                     Record::Contract(_) => rows.contracts.push(columns),
                     Record::Attempt(_) => rows.attempts.push(columns),
@@ -261,15 +264,16 @@ pub fn plan_rows(
         });
     }
     let held = |id: &OperationId| states.get(id.as_str()).is_some_and(|s| s.is_held());
-    for (op, state, since, steps, hash) in new_ops {
+    for (op, staged, state, since, steps) in new_ops {
         let queued = state.is_held() || op.depends_on.iter().any(held);
         rows.operations.push(OperationColumns::new(
             op,
+            staged.wire.clone(),
             state,
             since,
             1 + steps,
             queued,
-            Some(hash),
+            Some(staged.hash.as_str().to_owned()),
         ));
     }
 
