@@ -58,6 +58,7 @@ mod operational;
 mod prohibition;
 mod release;
 mod result;
+mod stored;
 mod tally;
 mod view;
 
@@ -72,6 +73,7 @@ pub use operational::{
 pub use prohibition::Prohibition;
 pub use release::{Disposition, Release, Veto, VetoKind};
 pub use result::{Metric, MetricId, Report, percent};
+pub use stored::{FactRow, Judged, Stored, figure_kinds, instant_ms, judge, verdict_kind};
 pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;
 
