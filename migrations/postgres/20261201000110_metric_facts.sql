@@ -13,19 +13,20 @@ CREATE TABLE metric_stale (
     mark      BIGINT NOT NULL
 );
 
--- One row per judged operation: when it was judged, the first instant a time
--- in its records could change a rule's answer (`stale_ms`, re-judged once
--- passed), and whether a relative is in another tenant (a scoped report judges
--- it anew).
+-- One row per judged operation: the instants between which its facts hold
+-- (the latest time in its records at or before the instant it was judged at,
+-- `valid_ms`, and the earliest after, `stale_ms`; a report at an instant
+-- outside judges it again), and whether a relative is in another tenant (a
+-- scoped report judges it anew).
 CREATE TABLE metric_facts (
     operation         TEXT PRIMARY KEY NOT NULL,
     tenant            TEXT NOT NULL,
-    judged_ms         BIGINT NOT NULL,
+    valid_ms          BIGINT,
     stale_ms          BIGINT,
     foreign_relatives INTEGER NOT NULL
 );
 CREATE INDEX metric_facts_stale ON metric_facts (stale_ms) WHERE stale_ms IS NOT NULL;
-CREATE INDEX metric_facts_judged ON metric_facts (judged_ms);
+CREATE INDEX metric_facts_valid ON metric_facts (valid_ms) WHERE valid_ms IS NOT NULL;
 CREATE INDEX metric_facts_foreign ON metric_facts (tenant) WHERE foreign_relatives = 1;
 
 -- The facts themselves, one row per (kind, operation); the kinds are listed in

@@ -414,10 +414,10 @@ pub trait Store: Send + Sync {
     ) -> Result<(Vec<OperationId>, Dataset), StoreError>;
 
     /// The report over `scope` at `now` from the facts kept per operation,
-    /// after judging the operations written since they were kept (and those a
-    /// time in their records has reached); `None` when the kept facts cannot
-    /// give it (some were judged after `now`, or the scope leaves out a
-    /// relative of an operation in it), and the report is judged page by page.
+    /// after judging the operations written since they were kept (and those
+    /// with a time in their records between `now` and the instant they were
+    /// judged at); `None` when the scope leaves out a relative of an operation
+    /// in it, and the report is judged page by page.
     async fn kept_report(
         &self,
         scope: &Scope,

@@ -49,8 +49,11 @@ pub struct Judged {
     /// A relative (parent, child, dependency or dependent) is in another
     /// tenant: a report scoped to some tenants may judge it otherwise.
     pub foreign: bool,
-    /// The earliest instant after the judging `now` at which a record's time
-    /// could change a rule's answer; `None` when no record lies ahead.
+    /// The latest time in its records at or before the judging `now`: the
+    /// facts hold from then (`None`: from the beginning) …
+    pub valid_from: Option<DateTime<Utc>>,
+    /// … until the earliest time in its records after `now`, where a rule that
+    /// reads the clock could answer otherwise (`None`: for ever).
     pub stale_at: Option<DateTime<Utc>>,
     pub rows: Vec<FactRow>,
 }
@@ -177,11 +180,13 @@ impl Index<'_> {
         if pending > 0 {
             rows.push(row("pending", wide(pending)));
         }
+        let times = record_times(v);
         Judged {
             operation: op.id.clone(),
             tenant: op.tenant.clone(),
             foreign: self.foreign(v, around),
-            stale_at: self.stale_at(v),
+            valid_from: times.iter().filter(|t| **t <= self.now).max().copied(),
+            stale_at: times.iter().filter(|t| **t > self.now).min().copied(),
             rows,
         }
     }
@@ -199,32 +204,31 @@ impl Index<'_> {
                 .get(v.id())
                 .is_some_and(|ts| ts.iter().any(|t| *t != tenant))
     }
+}
 
-    /// The first instant after `now` at which a time in `v`'s records (an
-    /// attempt, an observation, a deadline, a key's expiry, the next
-    /// observation) is reached: the rules that read the clock can change their
-    /// answer then and no earlier.
-    fn stale_at(&self, v: &View<'_>) -> Option<DateTime<Utc>> {
-        let op = v.op;
-        let mut times: Vec<DateTime<Utc>> = vec![op.created_at];
-        times.extend(op.deadline);
-        times.extend(op.next_observation_at);
-        if let Some(c) = v.contract {
-            times.push(op.created_at + Duration::seconds(i64::from(c.budget_seconds)));
-        }
-        for a in &v.attempts {
-            times.push(a.started_at);
-            times.extend(a.ended_at);
-            if let Some(hours) = v.contract.and_then(|c| c.idempotency.retention_hours) {
-                times.extend(
-                    a.started_at
-                        .checked_add_signed(Duration::hours(i64::from(hours))),
-                );
-            }
-        }
-        times.extend(v.observations.iter().map(|o| o.observed_at));
-        times.into_iter().filter(|t| *t > self.now).min()
+/// Every time in `v`'s records a rule may compare the clock with (an attempt,
+/// an observation, a deadline, a key's expiry, the next observation): between
+/// two of them the rules that read the clock answer the same.
+fn record_times(v: &View<'_>) -> Vec<DateTime<Utc>> {
+    let op = v.op;
+    let mut times: Vec<DateTime<Utc>> = vec![op.created_at];
+    times.extend(op.deadline);
+    times.extend(op.next_observation_at);
+    if let Some(c) = v.contract {
+        times.push(op.created_at + Duration::seconds(i64::from(c.budget_seconds)));
     }
+    for a in &v.attempts {
+        times.push(a.started_at);
+        times.extend(a.ended_at);
+        if let Some(hours) = v.contract.and_then(|c| c.idempotency.retention_hours) {
+            times.extend(
+                a.started_at
+                    .checked_add_signed(Duration::hours(i64::from(hours))),
+            );
+        }
+    }
+    times.extend(v.observations.iter().map(|o| o.observed_at));
+    times
 }
 
 /// What a store read back for one report: the sums of the rows in scope, the

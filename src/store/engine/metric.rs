@@ -44,7 +44,7 @@ struct RowColumns {
 struct FactColumns {
     operation: String,
     tenant: String,
-    judged_ms: i64,
+    valid_ms: Option<i64>,
     stale_ms: Option<i64>,
     foreign: i64,
 }
@@ -95,24 +95,30 @@ shared! {
                 after = last.clone();
                 judged += self.judge_batch(&marks, contracts.clone(), now).await?;
             }
-            loop {
-                let rows = sqlx::query(
-                    "SELECT operation FROM metric_facts WHERE stale_ms IS NOT NULL \
-                     AND stale_ms <= $1 ORDER BY stale_ms LIMIT $2",
-                )
-                .bind(now.timestamp_millis())
-                .bind(JUDGE_PAGE)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?;
-                let due = rows
-                    .iter()
-                    .map(|row| Ok((Self::text(row, "operation")?, -1)))
-                    .collect::<Result<Vec<(String, i64)>, StoreError>>()?;
-                if due.is_empty() {
-                    break;
+            // Facts hold between the latest time in their records at or
+            // before the instant they were judged at and the earliest after it.
+            for due in [
+                "SELECT operation FROM metric_facts WHERE stale_ms IS NOT NULL \
+                 AND stale_ms <= $1 ORDER BY stale_ms LIMIT $2",
+                "SELECT operation FROM metric_facts WHERE valid_ms IS NOT NULL \
+                 AND valid_ms > $1 ORDER BY valid_ms LIMIT $2",
+            ] {
+                loop {
+                    let rows = sqlx::query(due)
+                        .bind(now.timestamp_millis())
+                        .bind(JUDGE_PAGE)
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(db::<DB>)?;
+                    let due = rows
+                        .iter()
+                        .map(|row| Ok((Self::text(row, "operation")?, -1)))
+                        .collect::<Result<Vec<(String, i64)>, StoreError>>()?;
+                    if due.is_empty() {
+                        break;
+                    }
+                    judged += self.judge_batch(&due, contracts.clone(), now).await?;
                 }
-                judged += self.judge_batch(&due, contracts.clone(), now).await?;
             }
             Ok(judged)
         }
@@ -152,7 +158,7 @@ shared! {
             let data = self.records_around(&judged, contracts).await?;
             let facts = metrics::judge(&data, parse_ids(&judged), now);
             let count = u64::try_from(facts.len()).unwrap_or(u64::MAX);
-            self.write_facts(&judged, facts, marks, now).await?;
+            self.write_facts(&judged, facts, marks).await?;
             Ok(count)
         }
 
@@ -163,7 +169,6 @@ shared! {
             judged: &[String],
             facts: Vec<Judged>,
             marks: &[(String, i64)],
-            now: DateTime<Utc>,
         ) -> Result<(), StoreError> {
             let (mut tx, _) = self.begin_write().await?;
             let mut delta: BTreeMap<(String, String), (i64, i64)> = BTreeMap::new();
@@ -208,20 +213,20 @@ shared! {
                 fact_rows.push(FactColumns {
                     operation,
                     tenant: j.tenant,
-                    judged_ms: now.timestamp_millis(),
+                    valid_ms: j.valid_from.map(|t| t.timestamp_millis()),
                     stale_ms: j.stale_at.map(|t| t.timestamp_millis()),
                     foreign: i64::from(j.foreign),
                 });
             }
             Self::insert_many(
                 &mut tx,
-                "INSERT INTO metric_facts (operation, tenant, judged_ms, stale_ms, foreign_relatives) ",
+                "INSERT INTO metric_facts (operation, tenant, valid_ms, stale_ms, foreign_relatives) ",
                 5,
                 &fact_rows,
                 |b, f| {
                     b.push_bind(f.operation.clone())
                         .push_bind(f.tenant.clone())
-                        .push_bind(f.judged_ms)
+                        .push_bind(f.valid_ms)
                         .push_bind(f.stale_ms)
                         .push_bind(f.foreign);
                 },
@@ -283,23 +288,14 @@ shared! {
         }
 
         /// The report over `scope` at `now` from the kept facts, after judging
-        /// what is stale; `None` when the kept facts cannot give it: some were
-        /// judged after `now`, or an operation in a scope short of every
-        /// tenant has a relative outside it (the paged report judges those).
+        /// what is stale at `now`; `None` when an operation in a scope short of
+        /// every tenant has a relative outside it (the paged report judges
+        /// those as the scope sees them).
         pub(super) async fn read_metric_report(
             &self,
             scope: &Scope,
             now: DateTime<Utc>,
         ) -> Result<Option<Report>, StoreError> {
-            let latest: Option<i64> = sqlx::query("SELECT MAX(judged_ms) AS latest FROM metric_facts")
-                .fetch_one(&self.pool)
-                .await
-                .map_err(db::<DB>)?
-                .try_get("latest")
-                .map_err(db::<DB>)?;
-            if latest.is_some_and(|ms| ms > now.timestamp_millis()) {
-                return Ok(None);
-            }
             self.refresh_metric_facts(now).await?;
             if scope.tenants().is_some() {
                 let mut foreign: QueryBuilder<DB> = QueryBuilder::new(
