@@ -46,7 +46,8 @@
 //! `contract` the expectation check; `prohibition` what an expectation may forbid;
 //! `findings` taints and cross-tenant actions; `release` the gate; `operational`
 //! the queue's health; `view` one operation's records; `dataset` the in-memory
-//! producer.
+//! producer; `tally` the paged fold; `stored` the rows a store keeps per
+//! operation and the report from their sums.
 
 mod classification;
 mod contract;
