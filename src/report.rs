@@ -2,6 +2,11 @@
 //! report` and the bench: the facts of the session's tenants (G7), assembled by
 //! `core::metrics` at one `now`.
 //!
+//! The store keeps each operation's judged facts, marked stale by triggers
+//! whenever a record of it is written ([`compute_kept`]), so a report judges
+//! only what changed and reads the rest as sums. The paged judging below is
+//! the reference it falls back on.
+//!
 //! The store is read in keyset pages of [`PAGE`] operations, each with the
 //! records of its relatives in scope ([`Store::dataset_page`]); each page is
 //! judged by the same rules as a whole dataset and folded into a [`Tally`], so
@@ -20,7 +25,27 @@ pub const PAGE: u64 = 1000;
 
 /// The report over what `session` may see, at `now`.
 pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    compute_in(session.store(), session.scope(), now, PAGE).await
+    compute_kept(session.store(), session.scope(), now).await
+}
+
+/// The report over the operations of `store` in `scope` at `now` from the facts
+/// the store keeps per operation ([`Store::kept_report`]): sums and the first
+/// rows of each list, after judging what was written since. Where the kept
+/// facts cannot give it, or the store refuses to keep them (a login without
+/// the grant), the store is judged page by page ([`compute_in`]).
+pub async fn compute_kept(
+    store: &dyn Store,
+    scope: &Scope,
+    now: DateTime<Utc>,
+) -> Result<Report, StoreError> {
+    match store.kept_report(scope, now).await {
+        Ok(Some(report)) => return Ok(report),
+        Ok(None) => {}
+        Err(error) => {
+            tracing::warn!(%error, "the kept metric facts could not be read; judging page by page");
+        }
+    }
+    compute_in(store, scope, now, PAGE).await
 }
 
 /// The report over the operations of `store` in `scope` at `now`, judged in

@@ -265,6 +265,33 @@ pub async fn header_counts(bench: &Bench, floor: Duration) -> anyhow::Result<Row
     })
 }
 
+/// The kept metric facts judged for every operation written since they were
+/// last judged: on a freshly generated store, the whole store, once. The
+/// metrics tab and the report after it read what this kept.
+pub async fn judge_facts(bench: &Bench) -> Row {
+    memory::reset_peak();
+    let start = Instant::now();
+    let done = tokio::time::timeout(
+        LIMIT * 10,
+        bench.session.refresh_metric_facts(bench.options.now),
+    )
+    .await;
+    let (took, judged) = match &done {
+        Ok(Ok(n)) => (Took::In(start.elapsed()), *n),
+        _ => (Took::Unfinished, 0),
+    };
+    let peak = memory::peak_mib();
+    Row {
+        what: "metric facts judged after ingest (once per write)".into(),
+        measured: format!(
+            "{} · {judged} operations · peak RSS {peak} MiB",
+            took.text()
+        ),
+        floor: "—".into(),
+        verdict: "backfill".into(),
+    }
+}
+
 /// Key `3` on a started console until the metrics tab shows figures, and the
 /// peak memory while it computes.
 pub async fn metrics_tab(bench: &Bench) -> Row {

@@ -10,7 +10,7 @@
 //! The SQLite store is `--store PATH` (default `/tmp/holdfast-bench-N.db`); a store
 //! that already holds N operations is reused, an empty one is filled. BENCHMARKS.md
 //! says how to read the table. One function per figure lives in `figures.rs`;
-//! `--skip NAME` (console, audit, verify, mark-all, metrics, report, profile) leaves
+//! `--skip NAME` (console, audit, verify, mark-all, judge, metrics, report, profile) leaves
 //! one out, e.g. the profile (the whole dataset read into memory), which exhausts
 //! the machine's memory on a large store.
 
@@ -150,6 +150,9 @@ async fn main() -> anyhow::Result<()> {
         rows.push(figures::mark_all(&bench, held, "the held queue").await?);
         let every = OperationFilter::default();
         rows.push(figures::mark_all(&bench, every, "every operation").await?);
+    }
+    if wanted("judge") {
+        rows.push(figures::judge_facts(&bench).await);
     }
     if wanted("metrics") {
         rows.push(figures::metrics_tab(&bench).await);

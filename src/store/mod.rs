@@ -2,6 +2,7 @@
 //! write commits its audit row in the same transaction as the change it records.
 
 pub mod engine;
+pub mod metric_sql;
 pub mod plan;
 pub mod postgres;
 pub mod session;
@@ -444,6 +445,22 @@ pub trait Store: Send + Sync {
         limit: u64,
         contracts: Vec<Contract>,
     ) -> Result<(Vec<OperationId>, Dataset), StoreError>;
+
+    /// The report over `scope` at `now` from the facts kept per operation,
+    /// after judging the operations written since they were kept (and those
+    /// with a time in their records between `now` and the instant they were
+    /// judged at); `None` when the scope leaves out a relative of an operation
+    /// in it, and the report is judged page by page.
+    async fn kept_report(
+        &self,
+        scope: &Scope,
+        now: DateTime<Utc>,
+    ) -> Result<Option<crate::core::metrics::Report>, StoreError>;
+
+    /// Judges every operation whose kept facts are stale at `now` (written
+    /// since they were judged, or never judged), with its relatives; returns
+    /// how many operations were judged.
+    async fn refresh_facts(&self, now: DateTime<Utc>) -> Result<u64, StoreError>;
 
     /// The database login this store is connected as (PostgreSQL's
     /// `session_user`), which is the acting identity there; `None` for a store

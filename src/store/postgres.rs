@@ -67,6 +67,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation_counts",
         include_str!("../../migrations/postgres/20261201000050_operation_counts.sql"),
     ),
+    (
+        20261201000110,
+        "metric_facts",
+        include_str!("../../migrations/postgres/20261201000110_metric_facts.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -146,6 +146,13 @@ impl Session {
         self.store.dataset_in(&self.scope).await
     }
 
+    /// Judges every operation whose kept metric facts are stale at `now`
+    /// ([`Store::refresh_facts`]); returns how many were judged. A report does
+    /// it first; after a large ingest the first one judges the whole store.
+    pub async fn refresh_metric_facts(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
+        self.store.refresh_facts(now).await
+    }
+
     /// Walks the whole chain; only its status comes back.
     pub async fn verify(&self) -> Result<ChainStatus, StoreError> {
         self.store.verify().await

@@ -58,6 +58,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation_counts",
         include_str!("../../migrations/sqlite/20261201000050_operation_counts.sql"),
     ),
+    (
+        20261201000110,
+        "metric_facts",
+        include_str!("../../migrations/sqlite/20261201000110_metric_facts.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

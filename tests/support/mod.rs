@@ -4,6 +4,7 @@
 pub mod cli;
 pub mod console;
 pub mod hostile;
+pub mod packets;
 pub mod planted;
 pub mod provider;
 pub mod review;

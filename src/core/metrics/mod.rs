@@ -46,7 +46,8 @@
 //! `contract` the expectation check; `prohibition` what an expectation may forbid;
 //! `findings` taints and cross-tenant actions; `release` the gate; `operational`
 //! the queue's health; `view` one operation's records; `dataset` the in-memory
-//! producer.
+//! producer; `tally` the paged fold; `stored` the rows a store keeps per
+//! operation and the report from their sums.
 
 mod classification;
 mod contract;
@@ -58,6 +59,7 @@ mod operational;
 mod prohibition;
 mod release;
 mod result;
+mod stored;
 mod tally;
 mod view;
 
@@ -72,6 +74,7 @@ pub use operational::{
 pub use prohibition::Prohibition;
 pub use release::{Disposition, Release, Veto, VetoKind};
 pub use result::{Metric, MetricId, Report, percent};
+pub use stored::{FactRow, Judged, Stored, figure_kinds, instant_ms, judge, verdict_kind};
 pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;
 

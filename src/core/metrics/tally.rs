@@ -27,9 +27,9 @@ pub fn page_facts(dataset: &Dataset, judged: BTreeSet<OperationId>, now: DateTim
 
 /// A list cut to its first [`LISTED`] entries, with how many there were.
 #[derive(Debug)]
-struct Listing<T> {
-    first: Vec<T>,
-    total: u32,
+pub(super) struct Listing<T> {
+    pub(super) first: Vec<T>,
+    pub(super) total: u32,
 }
 
 impl<T> Default for Listing<T> {
@@ -67,29 +67,34 @@ impl<T> Listing<T> {
 
 /// One figure's counts and the first ids of each list.
 #[derive(Debug, Default)]
-struct FigureTally {
-    numerator: Listing<OperationId>,
-    denominator: Listing<OperationId>,
-    unverified: Listing<OperationId>,
-    shortfalls: Listing<(OperationId, String)>,
+pub(super) struct FigureTally {
+    pub(super) numerator: Listing<OperationId>,
+    pub(super) denominator: Listing<OperationId>,
+    pub(super) unverified: Listing<OperationId>,
+    pub(super) shortfalls: Listing<(OperationId, String)>,
 }
 
 /// The report's facts folded page by page.
 #[derive(Debug, Default)]
 pub struct Tally {
     figures: BTreeMap<MetricId, FigureTally>,
-    vetoes: Listing<Veto>,
-    logical_operations: u32,
-    by_state: BTreeMap<State, u32>,
-    unknown_since: Vec<(OperationId, DateTime<Utc>)>,
-    overdue: Listing<OperationId>,
-    by_layer: BTreeMap<Option<Layer>, LayerFigure>,
-    throttled: Listing<String>,
-    partial_in_progress: Listing<PartialProgress>,
-    pending_proposals: Listing<PendingProposal>,
+    pub(super) vetoes: Listing<Veto>,
+    pub(super) logical_operations: u32,
+    pub(super) by_state: BTreeMap<State, u32>,
+    pub(super) unknown_since: Vec<(OperationId, DateTime<Utc>)>,
+    pub(super) overdue: Listing<OperationId>,
+    pub(super) by_layer: BTreeMap<Option<Layer>, LayerFigure>,
+    pub(super) throttled: Listing<String>,
+    pub(super) partial_in_progress: Listing<PartialProgress>,
+    pub(super) pending_proposals: Listing<PendingProposal>,
 }
 
 impl Tally {
+    /// The tally of figure `id`.
+    pub(super) fn figure(&mut self, id: MetricId) -> &mut FigureTally {
+        self.figures.entry(id).or_default()
+    }
+
     /// Folds in the facts of one page; pages come in operation id order and
     /// name each operation once.
     pub fn add(&mut self, facts: Facts) {

@@ -219,6 +219,7 @@ macro_rules! shared {
 mod autonomy;
 mod copy;
 mod lookup;
+mod metric;
 mod migrate;
 mod read;
 mod verify;
@@ -395,6 +396,18 @@ shared! {
             contracts: Vec<Contract>,
         ) -> Result<(Vec<OperationId>, Dataset), StoreError> {
             self.read_dataset_page(scope, after, limit, contracts).await
+        }
+
+        async fn kept_report(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+        ) -> Result<Option<crate::core::metrics::Report>, StoreError> {
+            self.read_metric_report(scope, now).await
+        }
+
+        async fn refresh_facts(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
+            self.refresh_metric_facts(now).await
         }
 
         async fn login(&self) -> Result<Option<String>, StoreError> {

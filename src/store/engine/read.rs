@@ -692,6 +692,27 @@ shared! {
                 .iter()
                 .map(|id| codec::parse_id(id))
                 .collect::<Result<Vec<_>, _>>()?;
+            let mut covered = self.related_ids(scope, &page).await?;
+            covered.extend(page);
+            covered.sort();
+            covered.dedup();
+            let data = self
+                .read_records(&Covering::Ids(&covered), contracts)
+                .await?;
+            Ok((ids, data))
+        }
+
+        /// The operations in `scope` related to those of `page`: their parent,
+        /// children, dependencies, dependents and those sharing their
+        /// idempotency key.
+        pub(super) async fn related_ids(
+            &self,
+            scope: &Scope,
+            page: &[String],
+        ) -> Result<Vec<String>, StoreError> {
+            if page.is_empty() {
+                return Ok(Vec::new());
+            }
             let mut related: QueryBuilder<DB> = QueryBuilder::new(
                 "SELECT r.id FROM operations r WHERE r.id IN (\
                  SELECT p.parent FROM operations p WHERE p.parent IS NOT NULL",
@@ -711,14 +732,7 @@ shared! {
             push_in(&mut related, "o.id", page.iter().cloned());
             related.push(")");
             push_tenants(&mut related, "r.tenant", scope);
-            let mut covered = self.ids(related).await?;
-            covered.extend(page);
-            covered.sort();
-            covered.dedup();
-            let data = self
-                .read_records(&Covering::Ids(&covered), contracts)
-                .await?;
-            Ok((ids, data))
+            self.ids(related).await
         }
 
         /// The `id` column of every row `select` returns.
@@ -735,7 +749,7 @@ shared! {
         }
 
         /// The records of the operations `covering` names, with `contracts`.
-        async fn read_records(
+        pub(super) async fn read_records(
             &self,
             covering: &Covering<'_>,
             contracts: Vec<Contract>,

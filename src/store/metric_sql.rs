@@ -1,0 +1,91 @@
+//! The report's reads of the kept facts (`metric_*` tables), each built behind a
+//! `prefix` so that `tests/metric_plans.rs` can `EXPLAIN` exactly the statement
+//! the store runs: each is a sum over the scope's counters or a walk of one
+//! kind's rows in operation order that stops at its `LIMIT`.
+
+use sqlx::{Database, Encode, QueryBuilder, Type};
+
+use super::Scope;
+use super::sql::push_tenants;
+
+/// The rows and sums of every kind over the scope's tenants.
+pub fn sums<'a, DB>(prefix: &str, scope: &Scope) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT kind, CAST(SUM(row_count) AS BIGINT) AS row_count, \
+         CAST(SUM(n_sum) AS BIGINT) AS n_sum FROM metric_counts WHERE 1 = 1"
+    ));
+    push_tenants(&mut qb, "tenant", scope);
+    qb.push(" GROUP BY kind");
+    qb
+}
+
+/// The largest `n` of `kind` in scope (`most`).
+pub fn most<'a, DB>(prefix: &str, scope: &Scope, kind: &str) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT MAX(n) AS most FROM metric_rows WHERE kind = "
+    ));
+    qb.push_bind(kind.to_owned());
+    push_tenants(&mut qb, "tenant", scope);
+    qb
+}
+
+/// The rows of `kind` in scope in operation order (the first `limit` when
+/// given), with `n` at most `at_most` when given.
+pub fn first_rows<'a, DB>(
+    prefix: &str,
+    scope: &Scope,
+    kind: &str,
+    at_most: Option<i64>,
+    limit: Option<i64>,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT operation, n, reason FROM metric_rows WHERE kind = "
+    ));
+    qb.push_bind(kind.to_owned());
+    if let Some(at_most) = at_most {
+        qb.push(" AND n <= ");
+        qb.push_bind(at_most);
+    }
+    push_tenants(&mut qb, "tenant", scope);
+    qb.push(" ORDER BY operation");
+    if let Some(limit) = limit {
+        qb.push(" LIMIT ");
+        qb.push_bind(limit);
+    }
+    qb
+}
+
+/// How many rows of `kind` in scope have `n` at most `at_most` (`matching`).
+pub fn count_at_most<'a, DB>(
+    prefix: &str,
+    scope: &Scope,
+    kind: &str,
+    at_most: i64,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT COUNT(*) AS matching FROM metric_rows WHERE kind = "
+    ));
+    qb.push_bind(kind.to_owned());
+    qb.push(" AND n <= ");
+    qb.push_bind(at_most);
+    push_tenants(&mut qb, "tenant", scope);
+    qb
+}

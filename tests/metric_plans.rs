@@ -1,0 +1,155 @@
+//! The report's reads of the kept metric facts use an index, on both backends,
+//! in every scope and in one tenant's: each is a sum over the small table of
+//! counts per (tenant, kind), or a walk of one kind's rows by the
+//! `(kind, operation)` key that stops at its `LIMIT`, or a range of the
+//! `(kind, n)` index. (Over every tenant the sums read the whole table of
+//! counts, a row per tenant and kind, however many operations.) Each statement is the one the store runs (built by
+//! `holdfast::store::metric_sql` behind an `EXPLAIN` prefix); the assertion is
+//! on the plan's shape, never on time. PostgreSQL plans with sequential scans
+//! priced out (`enable_seqscan = off`), so a small test table cannot hide a
+//! missing index; it may still sort a tiny table's few rows found by an index,
+//! so the walk in key order is asserted on SQLite only.
+
+mod support;
+
+use holdfast::store::{Scope, metric_sql};
+use sqlx::{Postgres, QueryBuilder, Row, Sqlite};
+use support::review::{loaded, now};
+use support::stores::{Fresh, Kind};
+
+/// One read: its name, and whether it may sort what an index range gave it
+/// (the overdue listing: a range of the held operations' next observations,
+/// put in operation order).
+struct Read {
+    name: String,
+    sorts_a_range: bool,
+}
+
+fn reads<'a, DB>(prefix: &str) -> Vec<(Read, QueryBuilder<DB>)>
+where
+    DB: sqlx::Database,
+    String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+{
+    let at = now().timestamp_millis();
+    let mut out = Vec::new();
+    for (label, scope) in [
+        ("every tenant", Scope::Every),
+        ("one tenant", Scope::Tenants(vec!["pinehaven".into()])),
+    ] {
+        let read = |name: &str, sorts_a_range| Read {
+            name: format!("{name} ({label})"),
+            sorts_a_range,
+        };
+        out.push((read("the sums", false), metric_sql::sums(prefix, &scope)));
+        out.push((
+            read("the most requests at a layer", false),
+            metric_sql::most(prefix, &scope, "requests:sdk"),
+        ));
+        out.push((
+            read("the first rows of a verdict", false),
+            metric_sql::first_rows(
+                prefix,
+                &scope,
+                "outcome_classification_completeness:counted",
+                None,
+                Some(100),
+            ),
+        ));
+        out.push((
+            read("every unknown age", false),
+            metric_sql::first_rows(prefix, &scope, "unknown_since", None, None),
+        ));
+        out.push((
+            read("the count of overdue observations", false),
+            metric_sql::count_at_most(prefix, &scope, "next_observation", at),
+        ));
+        out.push((
+            read("the first overdue observations", true),
+            metric_sql::first_rows(prefix, &scope, "next_observation", Some(at), Some(100)),
+        ));
+    }
+    out
+}
+
+async fn sqlite_plans(fresh: &Fresh) {
+    let Some(store) = &fresh.sqlite else {
+        unreachable!("a SQLite store")
+    };
+    for (read, mut qb) in reads::<Sqlite>("EXPLAIN QUERY PLAN ") {
+        let rows = qb.build().fetch_all(store.pool()).await.unwrap();
+        let plan: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>("detail").unwrap())
+            .collect();
+        let shown = plan.join("\n  ");
+        assert!(
+            !plan.iter().any(|l| l.starts_with("SCAN metric_rows")),
+            "{}: scans the fact rows:\n  {shown}",
+            read.name
+        );
+        assert!(
+            plan.iter()
+                .any(|l| l.starts_with("SEARCH metric_rows") || l.contains("metric_counts")),
+            "{}: does not search the fact rows by an index:\n  {shown}",
+            read.name
+        );
+        if !read.sorts_a_range {
+            assert!(
+                !plan
+                    .iter()
+                    .any(|l| l.contains("USE TEMP B-TREE FOR ORDER BY")),
+                "{}: sorts instead of walking an index:\n  {shown}",
+                read.name
+            );
+        }
+    }
+}
+
+async fn postgres_plans(fresh: &Fresh) {
+    let Some(store) = &fresh.postgres else {
+        unreachable!("a PostgreSQL store")
+    };
+    let mut conn = store.pool().acquire().await.unwrap();
+    sqlx::query("SET enable_seqscan = off")
+        .execute(&mut *conn)
+        .await
+        .unwrap();
+    for (read, mut qb) in reads::<Postgres>("EXPLAIN ") {
+        let rows = qb.build().fetch_all(&mut *conn).await.unwrap();
+        let plan: Vec<String> = rows
+            .iter()
+            .map(|r| r.try_get::<String, _>(0).unwrap())
+            .collect();
+        let shown = plan.join("\n  ");
+        // Over every tenant the sums read the whole table of counts: a row per
+        // (tenant, kind), however many operations there are.
+        let every_count = read.name == "the sums (every tenant)";
+        for table in ["metric_rows", "metric_counts"] {
+            if every_count && table == "metric_counts" {
+                continue;
+            }
+            assert!(
+                !plan
+                    .iter()
+                    .any(|l| l.contains(&format!("Seq Scan on {table}"))),
+                "{}: scans {table} sequentially:\n  {shown}",
+                read.name
+            );
+        }
+    }
+}
+
+/// The small fixture, reported once so its facts are kept, then each read
+/// explained.
+async fn kept_reads_use_an_index(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let judged = fresh.store.refresh_facts(now()).await.unwrap();
+    assert!(judged > 0, "the fixture's operations were judged");
+    match kind {
+        Kind::Sqlite => sqlite_plans(&fresh).await,
+        Kind::Postgres => postgres_plans(&fresh).await,
+    }
+}
+
+holdfast_on_both_backends!(kept_reads_use_an_index);
