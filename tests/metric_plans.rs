@@ -13,7 +13,7 @@
 mod support;
 
 use holdfast::store::{Scope, metric_sql};
-use sqlx::{Postgres, QueryBuilder, Row, Sqlite};
+use sqlx::{Postgres, QueryBuilder, Sqlite};
 use support::review::{loaded, now};
 use support::stores::{Fresh, Kind};
 
@@ -73,15 +73,10 @@ where
 }
 
 async fn sqlite_plans(fresh: &Fresh) {
-    let Some(store) = &fresh.sqlite else {
-        unreachable!("a SQLite store")
-    };
-    for (read, mut qb) in reads::<Sqlite>("EXPLAIN QUERY PLAN ") {
-        let rows = qb.build().fetch_all(store.pool()).await.unwrap();
-        let plan: Vec<String> = rows
-            .iter()
-            .map(|r| r.try_get::<String, _>("detail").unwrap())
-            .collect();
+    let plans = fresh
+        .sqlite_plans(reads::<Sqlite>("EXPLAIN QUERY PLAN "))
+        .await;
+    for (read, plan) in plans {
         let shown = plan.join("\n  ");
         assert!(
             !plan.iter().any(|l| l.starts_with("SCAN metric_rows")),
@@ -107,20 +102,8 @@ async fn sqlite_plans(fresh: &Fresh) {
 }
 
 async fn postgres_plans(fresh: &Fresh) {
-    let Some(store) = &fresh.postgres else {
-        unreachable!("a PostgreSQL store")
-    };
-    let mut conn = store.pool().acquire().await.unwrap();
-    sqlx::query("SET enable_seqscan = off")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    for (read, mut qb) in reads::<Postgres>("EXPLAIN ") {
-        let rows = qb.build().fetch_all(&mut *conn).await.unwrap();
-        let plan: Vec<String> = rows
-            .iter()
-            .map(|r| r.try_get::<String, _>(0).unwrap())
-            .collect();
+    let plans = fresh.postgres_plans(reads::<Postgres>("EXPLAIN ")).await;
+    for (read, plan) in plans {
         let shown = plan.join("\n  ");
         // Over every tenant the sums read the whole table of counts: a row per
         // (tenant, kind), however many operations there are.

@@ -14,7 +14,7 @@ mod support;
 use chrono::{DateTime, Utc};
 use holdfast::store::sql;
 use holdfast::store::{OperationFilter, Scope, SortOrder};
-use sqlx::{Postgres, QueryBuilder, Row, Sqlite};
+use sqlx::{Postgres, QueryBuilder, Sqlite};
 use support::review::{loaded, now};
 use support::stores::{Fresh, Kind};
 
@@ -171,15 +171,10 @@ fn sqlite_table(detail: &str) -> Option<(&str, &str)> {
 const OPERATIONS: &[&str] = &["operations", "o", "t", "p"];
 
 async fn sqlite_plans(fresh: &Fresh) {
-    let Some(store) = &fresh.sqlite else {
-        unreachable!("a SQLite store")
-    };
-    for (read, mut qb) in reads::<Sqlite>("EXPLAIN QUERY PLAN ", now()) {
-        let rows = qb.build().fetch_all(store.pool()).await.unwrap();
-        let plan: Vec<String> = rows
-            .iter()
-            .map(|r| r.try_get::<String, _>("detail").unwrap())
-            .collect();
+    let plans = fresh
+        .sqlite_plans(reads::<Sqlite>("EXPLAIN QUERY PLAN ", now()))
+        .await;
+    for (read, plan) in plans {
         let shown = plan.join("\n  ");
         for line in &plan {
             let Some((verb, table)) = sqlite_table(line) else {
@@ -230,20 +225,10 @@ async fn sqlite_plans(fresh: &Fresh) {
 }
 
 async fn postgres_plans(fresh: &Fresh) {
-    let Some(store) = &fresh.postgres else {
-        unreachable!("a PostgreSQL store")
-    };
-    let mut conn = store.pool().acquire().await.unwrap();
-    sqlx::query("SET enable_seqscan = off")
-        .execute(&mut *conn)
-        .await
-        .unwrap();
-    for (read, mut qb) in reads::<Postgres>("EXPLAIN ", now()) {
-        let rows = qb.build().fetch_all(&mut *conn).await.unwrap();
-        let plan: Vec<String> = rows
-            .iter()
-            .map(|r| r.try_get::<String, _>(0).unwrap())
-            .collect();
+    let plans = fresh
+        .postgres_plans(reads::<Postgres>("EXPLAIN ", now()))
+        .await;
+    for (read, plan) in plans {
         let shown = plan.join("\n  ");
         for table in [
             "operations",

@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use holdfast::store::postgres::PgStore;
 use holdfast::store::sqlite::SqliteStore;
 use holdfast::store::{Store, StoreError};
-use sqlx::{AssertSqlSafe, Connection, PgConnection};
+use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, QueryBuilder, Row, Sqlite};
 
 /// The admin connection used when `HOLDFAST_TEST_DATABASE_URL` is not set.
 pub const DEFAULT_ADMIN_URL: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -180,6 +180,55 @@ impl Fresh {
             Place::Database(d) => Some(&d.name),
             Place::Dir(_) => None,
         }
+    }
+
+    /// Each read's plan as lines, from `EXPLAIN QUERY PLAN` (the reads carry that
+    /// prefix): SQLite's `detail` column.
+    pub async fn sqlite_plans<R>(
+        &self,
+        reads: Vec<(R, QueryBuilder<Sqlite>)>,
+    ) -> Vec<(R, Vec<String>)> {
+        let Some(store) = &self.sqlite else {
+            unreachable!("a SQLite store")
+        };
+        let mut out = Vec::new();
+        for (read, mut qb) in reads {
+            let rows = qb.build().fetch_all(store.pool()).await.unwrap();
+            let plan = rows
+                .iter()
+                .map(|r| r.try_get::<String, _>("detail").unwrap())
+                .collect();
+            out.push((read, plan));
+        }
+        out
+    }
+
+    /// Each read's plan as lines, from `EXPLAIN` (the reads carry that prefix),
+    /// with the planner told to take an index wherever one serves
+    /// (`enable_seqscan = off`), so a small test store shows the plan a large one
+    /// gets.
+    pub async fn postgres_plans<R>(
+        &self,
+        reads: Vec<(R, QueryBuilder<Postgres>)>,
+    ) -> Vec<(R, Vec<String>)> {
+        let Some(store) = &self.postgres else {
+            unreachable!("a PostgreSQL store")
+        };
+        let mut conn = store.pool().acquire().await.unwrap();
+        sqlx::query("SET enable_seqscan = off")
+            .execute(&mut *conn)
+            .await
+            .unwrap();
+        let mut out = Vec::new();
+        for (read, mut qb) in reads {
+            let rows = qb.build().fetch_all(&mut *conn).await.unwrap();
+            let plan = rows
+                .iter()
+                .map(|r| r.try_get::<String, _>(0).unwrap())
+                .collect();
+            out.push((read, plan));
+        }
+        out
     }
 
     /// Closes this handle's connections (the store itself stays).
