@@ -85,3 +85,24 @@ fn ingest_migrate_demo_and_copy_to_create_their_store() {
     cli.run("maya", &["demo", "--print"]).expect_code(0);
     assert!(cli.db.exists(), "demo creates its store");
 }
+
+#[test]
+fn a_copy_reports_what_its_original_reports() {
+    // The kept metric facts are not copied: the copied records mark every
+    // operation of the copy stale, and its first report judges them anew.
+    let original = Cli::demo();
+    let report = original.run("maya", &["report", "--json"]).expect_code(0);
+    let copy = Cli {
+        dir: tempfile::tempdir().expect("temp dir"),
+        db: original.dir.path().join("copy.db"),
+    };
+    let from = format!("sqlite:{}", original.db.display());
+    let to = format!("sqlite:{}", copy.db.display());
+    original
+        .run("maya", &["db", "copy", "--from", &from, "--to", &to])
+        .expect_code(0);
+    let copied = copy.run("maya", &["report", "--json"]).expect_code(0);
+    assert_eq!(copied.json(), report.json());
+    let again = copy.run("maya", &["report", "--json"]).expect_code(0);
+    assert_eq!(again.json(), report.json());
+}
