@@ -225,6 +225,14 @@ async fn sqlite_plans(fresh: &Fresh) {
 }
 
 async fn postgres_plans(fresh: &Fresh) {
+    // A queue page on a large store costs past `jit_above_cost`: compiling it
+    // would take longer than running it, so the store's connections turn JIT off.
+    let store = fresh.postgres.as_ref().expect("a PostgreSQL store");
+    let jit: String = sqlx::query_scalar("SHOW jit")
+        .fetch_one(store.pool())
+        .await
+        .unwrap();
+    assert_eq!(jit, "off", "the store's connections compile queries");
     let plans = fresh
         .postgres_plans(reads::<Postgres>("EXPLAIN ", now()))
         .await;
