@@ -15,6 +15,7 @@ use std::collections::HashSet;
 use futures_util::TryStreamExt;
 use futures_util::future::join;
 use sqlx::{AssertSqlSafe, Row};
+use tokio::task::JoinHandle;
 
 use super::{AUDIT_COLUMNS, Backend, db};
 use crate::core::audit::{ChainStatus, ChainVerifier, ENCODING, hashes_to};
@@ -92,13 +93,24 @@ impl RecordTable {
             None => key.to_owned(),
         }
     }
+}
 
-    fn divergence(&self, ledger: &Ledger, operation: Option<&str>, key: &str) -> Divergence {
+/// A record whose stored wire no longer matches its `record_hash`: its table,
+/// the name a report gives it and the operation it belongs to.
+struct Altered {
+    table: &'static str,
+    name: String,
+    operation: Option<String>,
+}
+
+impl Altered {
+    /// The divergence a report names: the last row of the record's operation.
+    fn divergence(&self, ledger: &Ledger) -> Divergence {
         Divergence {
-            seq: ledger.last_seq_of(operation.unwrap_or_default()),
+            seq: ledger.last_seq_of(self.operation.as_deref().unwrap_or_default()),
             reason: format!(
-                "{} {key}: its stored record no longer matches its record_hash",
-                self.table
+                "{} {}: its stored record no longer matches its record_hash",
+                self.table, self.name
             ),
         }
     }
@@ -262,15 +274,19 @@ impl<'a> StoredOperation<'a> {
                 reason,
             })
         };
-        if self
-            .record_hash
-            .is_some_and(|h| !Sha256::is_digest_of(h, self.wire.as_bytes()))
-        {
-            return diverged(format!(
-                "operation {id}: its stored record no longer matches its record_hash"
-            ));
-        }
-        let Ok(created) = codec::operation(self.wire) else {
+        // A record whose hash checks holds the bytes ingest stored, which
+        // decoded then: only its owner is read. One without a hash is decoded
+        // whole.
+        let created_owner = match self.record_hash {
+            Some(h) if !Sha256::is_digest_of(h, self.wire.as_bytes()) => {
+                return diverged(format!(
+                    "operation {id}: its stored record no longer matches its record_hash"
+                ));
+            }
+            Some(_) => codec::created_owner(self.wire),
+            None => codec::operation(self.wire).map(|op| op.owner.into()),
+        };
+        let Ok(created_owner) = created_owner else {
             return diverged(format!("operation {id}: its stored record does not parse"));
         };
         let Ok(state) = codec::parse_state(self.state) else {
@@ -283,7 +299,7 @@ impl<'a> StoredOperation<'a> {
             id,
             state,
             owner: self.owner,
-            created_owner: &created.owner,
+            created_owner: &created_owner,
             version: self.version,
         })
     }
@@ -353,6 +369,25 @@ fn record_page_sql<DB: Backend>(table: &RecordTable, after: bool) -> String {
     )
 }
 
+/// The record comparison ([`super::SqlStore::first_altered`]) running on a task of its
+/// own beside the walk; dropped unfinished, when the walk breaks first, it is
+/// stopped.
+struct Beside(JoinHandle<Result<Option<Altered>, StoreError>>);
+
+impl Beside {
+    async fn result(mut self) -> Result<Option<Altered>, StoreError> {
+        (&mut self.0)
+            .await
+            .map_err(|e| StoreError::Other(format!("the record comparison stopped: {e}")))?
+    }
+}
+
+impl Drop for Beside {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
 /// Checks one audit row and feeds it to `verifier` and `ledger`.
 fn push_columns(
     columns: &AuditColumns<&str>,
@@ -390,12 +425,16 @@ shared! {
                         .into(),
                 });
             }
+            // The records' hashes need nothing from the chain: they are checked
+            // on their own task, on the other core, while the chain is walked.
+            let store = self.clone();
+            let records = Beside(tokio::spawn(async move { store.first_altered().await }));
             let mut verifier = ChainVerifier::default();
             let mut ledger = Ledger::default();
             if let Err(broken) = self.walk(1, &mut verifier, Some(&mut ledger)).await? {
                 return Ok(broken);
             }
-            Ok(match self.compare(&ledger).await? {
+            Ok(match self.compare(&ledger, records).await? {
                 Ok(()) => verifier.finish(),
                 Err(Divergence { seq, reason }) => ChainStatus::Broken { seq, reason },
             })
@@ -543,8 +582,13 @@ shared! {
             Ok(Ok(()))
         }
 
-        /// Compares the stored operations, records and grants with `ledger`.
-        async fn compare(&self, ledger: &Ledger) -> Result<Result<(), Divergence>, StoreError> {
+        /// Compares the stored operations, records (as `records` found them)
+        /// and grants with `ledger`.
+        async fn compare(
+            &self,
+            ledger: &Ledger,
+            records: Beside,
+        ) -> Result<Result<(), Divergence>, StoreError> {
             // Every stored operation that checks is one the chain made, and ids
             // are unique: when as many check as the chain made, none is missing.
             let checked = match self.compare_operations(ledger).await? {
@@ -561,10 +605,8 @@ shared! {
                     return Ok(Err(divergence));
                 }
             }
-            for table in RECORD_TABLES {
-                if let Err(divergence) = self.compare_records(table, ledger).await? {
-                    return Ok(Err(divergence));
-                }
+            if let Some(altered) = records.result().await? {
+                return Ok(Err(altered.divergence(ledger)));
             }
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             if let Err(divergence) = ledger.check_leases(&Self::read_all_leases(&mut conn).await?) {
@@ -664,13 +706,20 @@ shared! {
             Ok(Ok(checked))
         }
 
-        /// Compares every record of `table` with its `record_hash`, in key
-        /// order a page at a time: the first that does not match.
-        async fn compare_records(
-            &self,
-            table: &RecordTable,
-            ledger: &Ledger,
-        ) -> Result<Result<(), Divergence>, StoreError> {
+        /// The first record of any [`RECORD_TABLES`] table whose stored wire
+        /// no longer matches its `record_hash`, the tables in their order.
+        async fn first_altered(&self) -> Result<Option<Altered>, StoreError> {
+            for table in RECORD_TABLES {
+                if let Some(altered) = self.altered_in(table).await? {
+                    return Ok(Some(altered));
+                }
+            }
+            Ok(None)
+        }
+
+        /// Hashes every record of `table`, in key order a page at a time: the
+        /// first that does not match its `record_hash`.
+        async fn altered_in(&self, table: &'static RecordTable) -> Result<Option<Altered>, StoreError> {
             let first = record_page_sql::<DB>(table, false);
             let next = record_page_sql::<DB>(table, true);
             let fetch = |after: Option<(String, Option<i64>)>| {
@@ -688,13 +737,13 @@ shared! {
             loop {
                 let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
                 if rows == 0 {
-                    return Ok(Ok(()));
+                    return Ok(None);
                 }
                 let text: Option<&str> = page.try_get("page").ok().flatten();
                 let Some(records) =
                     text.and_then(|t| Fields::rows(t, rows, |f| StoredRecord::read(f, indexed)))
                 else {
-                    return self.compare_record_rows(table, ledger).await;
+                    return self.altered_row_in(table).await;
                 };
                 let after = records
                     .last()
@@ -715,23 +764,25 @@ shared! {
                 )
                 .await;
                 if let Some(record) = altered {
-                    let name = table.name(record.key, record.index);
-                    return Ok(Err(table.divergence(ledger, record.operation, &name)));
+                    return Ok(Some(Altered {
+                        table: table.table,
+                        name: table.name(record.key, record.index),
+                        operation: record.operation.map(str::to_owned),
+                    }));
                 }
                 match fetched {
                     Some(fetched) => page = fetched.map_err(db::<DB>)?,
-                    None => return Ok(Ok(())),
+                    None => return Ok(None),
                 }
             }
         }
 
-        /// [`Self::compare_records`] reading each record column by column, for
-        /// a store with a value of another type than its column's.
-        async fn compare_record_rows(
+        /// [`Self::altered_in`] reading each record column by column, for a
+        /// store with a value of another type than its column's.
+        async fn altered_row_in(
             &self,
-            table: &RecordTable,
-            ledger: &Ledger,
-        ) -> Result<Result<(), Divergence>, StoreError> {
+            table: &'static RecordTable,
+        ) -> Result<Option<Altered>, StoreError> {
             let mut rows = sqlx::query(AssertSqlSafe(format!(
                 "SELECT {} AS record_key, {} AS operation, wire, record_hash FROM {} ORDER BY {}",
                 table.record_key(),
@@ -743,12 +794,14 @@ shared! {
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
                 let wire = Self::text(&row, "wire")?;
                 if !Sha256::is_digest_of(&Self::text(&row, "record_hash")?, wire.as_bytes()) {
-                    let operation: Option<String> = row.try_get("operation").map_err(db::<DB>)?;
-                    let key = Self::text(&row, "record_key")?;
-                    return Ok(Err(table.divergence(ledger, operation.as_deref(), &key)));
+                    return Ok(Some(Altered {
+                        table: table.table,
+                        name: Self::text(&row, "record_key")?,
+                        operation: row.try_get("operation").map_err(db::<DB>)?,
+                    }));
                 }
             }
-            Ok(Ok(()))
+            Ok(None)
         }
     }
 }

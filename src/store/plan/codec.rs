@@ -90,6 +90,20 @@ decoder!(item, Item, Item);
 decoder!(observation, Observation, Observation);
 decoder!(expectation, Expectation, Expectation);
 
+/// The `owner` an operation's stored record was created with, read without
+/// decoding the rest of the record: for a record whose bytes are known to be
+/// the ones ingest stored (its `record_hash` checks), which decoded then.
+pub fn created_owner(wire: &str) -> Result<std::borrow::Cow<'_, str>, StoreError> {
+    #[derive(serde::Deserialize)]
+    struct OwnerOf<'a> {
+        #[serde(borrow)]
+        owner: std::borrow::Cow<'a, str>,
+    }
+    serde_json::from_str::<OwnerOf<'_>>(wire)
+        .map(|o| o.owner)
+        .map_err(|e| corrupt(format!("a stored operation names no owner: {e}")))
+}
+
 /// The mutable columns of an operation, laid over its stored record.
 pub struct Current<'a> {
     pub state: &'a str,
