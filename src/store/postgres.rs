@@ -114,6 +114,7 @@ impl Backend for Postgres {
     // Every column holds its declared type.
     const IS_TEXT: &'static str = "TRUE";
     const IS_INTEGER: &'static str = "TRUE";
+    const AGGREGATES_IN_ORDER: bool = false;
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

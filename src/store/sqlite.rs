@@ -102,6 +102,7 @@ impl Backend for Sqlite {
     const LOGIN: Option<&'static str> = None;
     const IS_TEXT: &'static str = "typeof({c}) = 'text'";
     const IS_INTEGER: &'static str = "typeof({c}) = 'integer'";
+    const AGGREGATES_IN_ORDER: bool = true;
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

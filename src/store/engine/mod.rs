@@ -58,6 +58,12 @@ pub trait Backend: Database {
     const IS_TEXT: &'static str;
     /// A condition that the column `{c}` holds an integer (see [`Self::IS_TEXT`]).
     const IS_INTEGER: &'static str;
+    /// Whether an aggregate over a subquery sorted by `ORDER BY` (and cut by
+    /// `LIMIT`) folds the rows in that order, so that it needs no `ORDER BY` of
+    /// its own, which would sort the rows a second time. Where this is relied
+    /// on, the reader still checks each page's keys rise (SQLite's text order
+    /// is byte order, as Rust's is).
+    const AGGREGATES_IN_ORDER: bool;
 
     /// Maps the errors this backend reports in its own terms; `None` leaves the
     /// error to the shared mapping.

@@ -121,34 +121,55 @@ const PAGE_ROWS: i64 = 1024;
 
 /// The SQL that writes text column `column` into a page: `-` for `NULL`, `!`
 /// for a value that is not text, else its length in bytes, `:` and the text.
+/// It is two arguments of the page row's `concat`, the text on its own (`NULL`
+/// adds nothing), so the value is copied once.
 fn field<DB: Backend>(column: &str) -> String {
     let is_text = DB::IS_TEXT.replace("{c}", column);
     format!(
         "CASE WHEN {column} IS NULL THEN '-' WHEN {is_text} \
-         THEN CAST(octet_length({column}) AS TEXT) || ':' || {column} ELSE '!' END"
+         THEN CAST(octet_length({column}) AS TEXT) || ':' ELSE '!' END, \
+         CASE WHEN {is_text} THEN {column} END"
     )
 }
 
 /// The SQL that writes integer column `column` into a page: its digits and
-/// `,`, or `!,` for `NULL` or a value that is not an integer.
+/// `,`, or `!,` for `NULL` or a value that is not an integer (two arguments of
+/// the row's `concat`, as [`field`]).
 fn integer<DB: Backend>(column: &str) -> String {
     let is_integer = DB::IS_INTEGER.replace("{c}", column);
     format!(
         "CASE WHEN {column} IS NULL THEN '!' WHEN {is_integer} \
-         THEN CAST({column} AS TEXT) ELSE '!' END || ','"
+         THEN CAST({column} AS TEXT) ELSE '!' END, ','"
     )
 }
 
 /// A page of `table`: the number of rows (`n`) and their `row`s joined in the
 /// order of `keys` (`page`), from the rows after the key values `after` names
-/// (a condition on `keys`), or from the first row.
-fn page_sql(table: &str, keys: &str, row: &[String], after: Option<&str>) -> String {
+/// (a condition on `keys`), or from the first row. Each row is one `concat`,
+/// which writes it once, where a chain of `||` copies it again at each column.
+fn page_sql<DB: Backend>(table: &str, keys: &str, row: &[String], after: Option<&str>) -> String {
     let after = after.map(|a| format!("WHERE {a}")).unwrap_or_default();
+    let order = if DB::AGGREGATES_IN_ORDER {
+        String::new()
+    } else {
+        format!(" ORDER BY {keys}")
+    };
     format!(
-        "SELECT count(*) AS n, string_agg(r, '' ORDER BY {keys}) AS page FROM \
-         (SELECT {keys}, {} AS r FROM {table} {after} ORDER BY {keys} LIMIT {PAGE_ROWS}) AS rows_of_page",
-        row.join(" || ")
+        "SELECT count(*) AS n, string_agg(r, ''{order}) AS page FROM \
+         (SELECT {keys}, concat({}) AS r FROM {table} {after} ORDER BY {keys} LIMIT {PAGE_ROWS}) AS rows_of_page",
+        row.join(", ")
     )
+}
+
+/// Whether `keys` rise strictly: a page whose rows are not in key order (see
+/// [`Backend::AGGREGATES_IN_ORDER`]) is read again row by row.
+fn rising<K: PartialOrd>(keys: impl IntoIterator<Item = K>) -> bool {
+    let mut last = None;
+    keys.into_iter().all(|key| {
+        let rises = last.as_ref().is_none_or(|l| *l < key);
+        last = Some(key);
+        rises
+    })
 }
 
 /// The fields of a page's rows, read in the order SQL wrote them (see [`field`]
@@ -240,7 +261,7 @@ fn audit_page_sql<DB: Backend>() -> String {
         ]
         .map(field::<DB>),
     );
-    page_sql("audit", "seq", &row, Some("seq >= $1"))
+    page_sql::<DB>("audit", "seq", &row, Some("seq >= $1"))
 }
 
 /// One stored operation, as the comparison reads it.
@@ -316,7 +337,7 @@ fn operation_page_sql<DB: Backend>(after: bool) -> String {
         field::<DB>("wire"),
         field::<DB>("record_hash"),
     ];
-    page_sql("operations", "id", &row, after.then_some("id > $1"))
+    page_sql::<DB>("operations", "id", &row, after.then_some("id > $1"))
 }
 
 /// One stored record of a [`RecordTable`]: its keys, its operation, its wire
@@ -361,7 +382,7 @@ fn record_page_sql<DB: Backend>(table: &RecordTable, after: bool) -> String {
         Some(index) => format!("({}, {index}) > ($1, $2)", table.key),
         None => format!("{} > $1", table.key),
     };
-    page_sql(
+    page_sql::<DB>(
         table.table,
         &table.keys(),
         &row,
@@ -514,7 +535,10 @@ shared! {
                     return Ok(Ok(()));
                 }
                 let text: Option<&str> = page.try_get("page").ok().flatten();
-                let Some(columns) = text.and_then(|t| Fields::rows(t, rows, audit_columns)) else {
+                let Some(columns) = text
+                    .and_then(|t| Fields::rows(t, rows, audit_columns))
+                    .filter(|c| rising(c.iter().map(|row| row.seq)))
+                else {
                     return self.walk_rows(from, verifier, ledger).await;
                 };
                 let next = columns
@@ -644,7 +668,9 @@ shared! {
                     return Ok(Ok(checked));
                 }
                 let text: Option<&str> = page.try_get("page").ok().flatten();
-                let Some(operations) = text.and_then(|t| Fields::rows(t, rows, StoredOperation::read))
+                let Some(operations) = text
+                    .and_then(|t| Fields::rows(t, rows, StoredOperation::read))
+                    .filter(|o| !DB::AGGREGATES_IN_ORDER || rising(o.iter().map(|op| op.id)))
                 else {
                     return self.compare_operation_rows(ledger).await;
                 };
@@ -740,8 +766,11 @@ shared! {
                     return Ok(None);
                 }
                 let text: Option<&str> = page.try_get("page").ok().flatten();
-                let Some(records) =
-                    text.and_then(|t| Fields::rows(t, rows, |f| StoredRecord::read(f, indexed)))
+                let Some(records) = text
+                    .and_then(|t| Fields::rows(t, rows, |f| StoredRecord::read(f, indexed)))
+                    .filter(|r| {
+                        !DB::AGGREGATES_IN_ORDER || rising(r.iter().map(|rec| (rec.key, rec.index)))
+                    })
                 else {
                     return self.altered_row_in(table).await;
                 };
