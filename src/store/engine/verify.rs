@@ -837,7 +837,17 @@ shared! {
 
 #[cfg(test)]
 mod tests {
-    use super::Fields;
+    use super::{Fields, rising};
+
+    #[test]
+    fn a_page_whose_keys_do_not_rise_is_told_apart() {
+        assert!(rising([1, 2, 5]));
+        assert!(rising(Vec::<i64>::new()));
+        assert!(!rising([1, 3, 2]));
+        assert!(!rising([1, 1]));
+        assert!(rising([("a", Some(1)), ("a", Some(2)), ("b", None)]));
+        assert!(!rising([("b", Some(1)), ("a", Some(2))]));
+    }
 
     fn row<'a>(fields: &mut Fields<'a>) -> Option<(i64, Option<&'a str>, &'a str)> {
         Some((fields.integer()?, fields.text()?, fields.required()?))
