@@ -163,6 +163,18 @@ impl Backend for Postgres {
         "INSERT INTO metric_stale (operation, mark) SELECT id, 1 FROM operations \
          ON CONFLICT (operation) DO NOTHING",
     ];
+    // The application group reads the kept facts and may not write them (the
+    // README's grants): a login that could write them could write a release
+    // gate of its choosing.
+    const MAY_KEEP_FACTS: Option<&'static str> = Some(
+        "SELECT has_table_privilege('metric_rows', 'INSERT') \
+         AND has_table_privilege('metric_rows', 'DELETE') \
+         AND has_table_privilege('metric_facts', 'INSERT') \
+         AND has_table_privilege('metric_facts', 'DELETE') \
+         AND has_table_privilege('metric_counts', 'INSERT') \
+         AND has_table_privilege('metric_counts', 'UPDATE') \
+         AND has_table_privilege('metric_stale', 'DELETE') AS may",
+    );
     // The login that authenticated, which `SET ROLE` does not change.
     const LOGIN: Option<&'static str> = Some("SELECT session_user::text AS login");
     // Every column holds its declared type.

@@ -100,6 +100,7 @@ impl Backend for Sqlite {
     const COPY_SETS_ASIDE: &'static [(&'static str, &'static [&'static str])] = &[];
     // Explicit ids move SQLite's AUTOINCREMENT counter by themselves.
     const AFTER_COPY: &'static [&'static str] = &[];
+    const MAY_KEEP_FACTS: Option<&'static str> = None;
     // A file has no logins: the acting identity is whoever the command says.
     const LOGIN: Option<&'static str> = None;
     const IS_TEXT: &'static str = "typeof({c}) = 'text'";

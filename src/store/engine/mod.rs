@@ -60,6 +60,9 @@ pub trait Backend: Database {
     /// still aside: new proposal ids follow the copied ones, and the tables the
     /// set-aside triggers keep are rebuilt from the copied rows.
     const AFTER_COPY: &'static [&'static str];
+    /// Whether this connection's login may write the kept metric facts (a
+    /// boolean column `may`); `None` where every connection may.
+    const MAY_KEEP_FACTS: Option<&'static str>;
     /// Reads the database login a connection was authenticated as (a text column
     /// `login`), where the backend has logins; `None` where it has none.
     const LOGIN: Option<&'static str>;
