@@ -30,9 +30,11 @@ pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, St
 
 /// The report over the operations of `store` in `scope` at `now` from the facts
 /// the store keeps per operation ([`Store::kept_report`]): sums and the first
-/// rows of each list, after judging what was written since. Where the kept
-/// facts cannot give it, or the store refuses to keep them (a login without
-/// the grant), the store is judged page by page ([`compute_in`]).
+/// rows of each list, after judging what was written since (a login that may
+/// only read the kept facts judges it for this report alone, without writing
+/// it). Where the kept facts cannot give it (a scope with a relative outside
+/// it, or more unkept operations than a report judges in memory), the store is
+/// judged page by page ([`compute_in`]).
 pub async fn compute_kept(
     store: &dyn Store,
     scope: &Scope,

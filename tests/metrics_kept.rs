@@ -17,6 +17,7 @@ use holdfast::core::rules::{Action, Rationale, decide};
 use holdfast::store::{Commit, IngestMode, Scope, Store};
 use holdfast::wire::Numbered;
 use serde_json::Value;
+use sqlx::Connection;
 use support::packets::{PACKET, TENANTS, cut, generate, parse, rename};
 use support::stores::{self, Fresh, Kind};
 
@@ -230,4 +231,121 @@ async fn an_earlier_instant_is_judged_afresh() {
         assert!(from_kept_facts(store, &Scope::Every, earlier).await);
     }
     kept_agrees(store, &Scope::Every, later, "asked late again").await;
+}
+
+/// The README's grants for the application group `role` on `database`.
+fn application_grants(role: &str, database: &str) -> String {
+    let readme = include_str!("../README.md");
+    let start = readme
+        .find("-- holdfast application role")
+        .expect("the README shows the application role's grants");
+    let end = start
+        + readme[start..]
+            .find("```")
+            .expect("the grants end with their code block");
+    readme[start..end]
+        .replace("holdfast_app", role)
+        .replace("holdfast_db", database)
+}
+
+/// How many operations are marked stale, and the kept counts' total, read by
+/// the owner.
+async fn kept_state(fresh: &Fresh) -> (i64, i64) {
+    let mut owner = sqlx::PgConnection::connect(&fresh.url).await.unwrap();
+    sqlx::query_as(
+        "SELECT (SELECT count(*) FROM metric_stale), \
+         (SELECT COALESCE(CAST(SUM(row_count + n_sum) AS BIGINT), 0) FROM metric_counts)",
+    )
+    .fetch_one(&mut owner)
+    .await
+    .unwrap()
+}
+
+/// A login of the README's application group may only read the kept facts.
+/// After writes, its report judges what they touched without writing a fact,
+/// comes from the kept facts, and equals the paged report and the rules over
+/// the whole dataset; the login cannot write a fact itself.
+#[tokio::test]
+async fn a_login_that_may_only_read_the_kept_facts_gets_the_same_report_and_writes_none() {
+    if stores::postgres_skipped().await {
+        return;
+    }
+    let role = stores::LoginRole::create("hf_reader").await;
+    let fresh = store_of(Kind::Postgres, generate(0)).await;
+    let now = ingested();
+    kept_agrees(
+        fresh.store.as_ref(),
+        &Scope::Every,
+        now,
+        "kept by the owner",
+    )
+    .await;
+    let database = fresh.database_name().unwrap().to_owned();
+    fresh
+        .execute(&application_grants(&role.name, &database))
+        .await
+        .unwrap();
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let login = holdfast::store::postgres::PgStore::connect(&url)
+        .await
+        .unwrap();
+
+    let report = login
+        .ingest(renamed_demo("N-"), IngestMode::Quarantine, &role.name, now)
+        .await
+        .unwrap();
+    assert!(!report.committed.is_empty(), "{report:?}");
+    fresh
+        .execute("UPDATE operations SET state = 'FAILED' WHERE id = 'F04'")
+        .await
+        .expect("a state written behind holdfast's back");
+    let unkept = kept_state(&fresh).await;
+    assert!(unkept.0 > 0, "the writes marked operations stale");
+
+    for now in [ingested(), ingested() + Duration::hours(30)] {
+        assert!(
+            from_kept_facts(&login, &Scope::Every, now).await,
+            "the login's report at {now} was judged page by page"
+        );
+        for scope in &scopes() {
+            let kept = kept_agrees(&login, scope, now, "read by the login").await;
+            let paged = holdfast::report::compute_in(&login, scope, now, holdfast::report::PAGE)
+                .await
+                .unwrap();
+            assert_eq!(kept, paged, "{scope:?} at {now}: the paged report differs");
+        }
+    }
+    assert_eq!(
+        kept_state(&fresh).await,
+        unkept,
+        "the login's reports wrote no fact and cleared no mark"
+    );
+
+    let mut raw = sqlx::PgConnection::connect(&url).await.unwrap();
+    for forged in [
+        "INSERT INTO metric_rows (kind, operation, tenant, n) VALUES ('veto', 'F01', 'pinehaven', 1)",
+        "UPDATE metric_counts SET row_count = 0",
+        "DELETE FROM metric_rows",
+        "INSERT INTO metric_facts (operation, tenant, foreign_relatives) VALUES ('F01', 'pinehaven', 0)",
+        "DELETE FROM metric_stale",
+        "INSERT INTO metric_stale (operation, mark) VALUES ('F01', 1)",
+    ] {
+        let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(forged.to_owned()))
+            .execute(&mut raw)
+            .await;
+        let code = refused
+            .as_ref()
+            .err()
+            .and_then(|e| e.as_database_error())
+            .and_then(|e| e.code())
+            .map(|c| c.into_owned());
+        assert_eq!(code.as_deref(), Some("42501"), "{forged}: {refused:?}");
+    }
+    raw.close().await.unwrap();
+
+    // The owner's next report keeps what the login's judged; the login's
+    // report still agrees.
+    kept_agrees(fresh.store.as_ref(), &Scope::Every, now, "kept again").await;
+    assert_eq!(kept_state(&fresh).await.0, 0);
+    kept_agrees(&login, &Scope::Every, now, "read after keeping").await;
 }

@@ -568,6 +568,23 @@ async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifi
     let audit_rows = report.tables.iter().find(|(t, _)| *t == "audit").unwrap().1;
     assert_eq!(audit_rows, 9);
     assert_same_store(source.store.as_ref(), team.store.as_ref()).await;
+    // The copy set the per-row triggers aside in its own transaction: they are
+    // back, and what they keep was rebuilt from the copied rows.
+    let mut owner = PgConnection::connect(&team.url).await.unwrap();
+    let (disabled, miscounted, unmarked): (i64, i64, i64) = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
+                 WHERE c.relnamespace = 'public'::regnamespace AND t.tgenabled = 'D'), \
+                (SELECT count(*) FROM (SELECT tenant, state, queued, count(*) AS n FROM operations \
+                 GROUP BY tenant, state, queued) o FULL JOIN operation_counts k \
+                 USING (tenant, state, queued) WHERE k.n IS DISTINCT FROM o.n), \
+                (SELECT count(*) FROM operations o \
+                 WHERE NOT EXISTS (SELECT 1 FROM metric_stale s WHERE s.operation = o.id))",
+    )
+    .fetch_one(&mut owner)
+    .await
+    .unwrap();
+    assert_eq!((disabled, miscounted, unmarked), (0, 0, 0));
+    owner.close().await.unwrap();
 
     let back = stores::fresh(Kind::Sqlite).await;
     back.store.load_from(team.store.as_ref()).await.unwrap();

@@ -37,6 +37,24 @@ where
     qb
 }
 
+/// The `limit` rows of `kind` in scope with the largest `n`, largest first
+/// (`operation`, `n`): the most past a few rows a report reads past.
+pub fn largest<'a, DB>(prefix: &str, scope: &Scope, kind: &str, limit: i64) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT operation, n FROM metric_rows WHERE kind = "
+    ));
+    qb.push_bind(kind.to_owned());
+    push_tenants(&mut qb, "tenant", scope);
+    qb.push(" ORDER BY n DESC LIMIT ");
+    qb.push_bind(limit);
+    qb
+}
+
 /// The rows of `kind` in scope in operation order (the first `limit` when
 /// given), with `n` at most `at_most` when given.
 pub fn first_rows<'a, DB>(

@@ -105,9 +105,75 @@ impl Backend for Postgres {
     const HEAD: &'static str = "SELECT seq, hash FROM holdfast_lock_head()";
     const FOR_UPDATE: &'static str = " FOR UPDATE";
     const SKIP_LOCKED: &'static str = " FOR UPDATE OF o SKIP LOCKED";
-    const AFTER_COPY: Option<&'static str> = Some(
+    // The least-privilege checks (which return at once for the owner, but cost
+    // a call and a role lookup per row), the chain's per-row checks of a login
+    // (the per-statement `audit_extends_head` stays and checks every row), the
+    // operation counts and the metric marks.
+    const COPY_SETS_ASIDE: &'static [(&'static str, &'static [&'static str])] = &[
+        ("contracts", &["metric_stale_contracts"]),
+        (
+            "operations",
+            &[
+                "operations_are_audited",
+                "operation_counts_kept",
+                "metric_stale_operations",
+            ],
+        ),
+        ("dependencies", &["metric_stale_dependencies"]),
+        (
+            "attempts",
+            &["attempts_are_audited", "metric_stale_attempts"],
+        ),
+        ("items", &["items_are_audited", "metric_stale_items"]),
+        (
+            "observations",
+            &["observations_are_audited", "metric_stale_observations"],
+        ),
+        (
+            "expectations",
+            &["expectations_are_audited", "metric_stale_expectations"],
+        ),
+        ("wire_transitions", &["wire_transitions_are_audited"]),
+        ("redactions", &["redactions_are_audited"]),
+        (
+            "proposals",
+            &["proposals_are_audited", "metric_stale_proposals"],
+        ),
+        ("work_leases", &["work_leases_are_audited"]),
+        ("autonomy", &["autonomy_is_audited"]),
+        ("drill_runs", &["drill_runs_are_audited"]),
+        (
+            "audit",
+            &[
+                "audit_written_by_login",
+                "audit_within_grants",
+                "metric_stale_audit",
+            ],
+        ),
+    ];
+    const AFTER_COPY: &'static [&'static str] = &[
         "SELECT setval(pg_get_serial_sequence('proposals', 'id'), \
          COALESCE((SELECT MAX(id) FROM proposals), 0) + 1, false)",
+        // What `operation_counts_kept` would have counted, row by row.
+        "DELETE FROM operation_counts",
+        "INSERT INTO operation_counts (tenant, state, queued, n) \
+         SELECT tenant, state, queued, count(*) FROM operations GROUP BY tenant, state, queued",
+        // Every copied operation is stale, as the marking triggers would have
+        // left it: the copy's first report judges them anew.
+        "INSERT INTO metric_stale (operation, mark) SELECT id, 1 FROM operations \
+         ON CONFLICT (operation) DO NOTHING",
+    ];
+    // The application group reads the kept facts and may not write them (the
+    // README's grants): a login that could write them could write a release
+    // gate of its choosing.
+    const MAY_KEEP_FACTS: Option<&'static str> = Some(
+        "SELECT has_table_privilege('metric_rows', 'INSERT') \
+         AND has_table_privilege('metric_rows', 'DELETE') \
+         AND has_table_privilege('metric_facts', 'INSERT') \
+         AND has_table_privilege('metric_facts', 'DELETE') \
+         AND has_table_privilege('metric_counts', 'INSERT') \
+         AND has_table_privilege('metric_counts', 'UPDATE') \
+         AND has_table_privilege('metric_stale', 'DELETE') AS may",
     );
     // The login that authenticated, which `SET ROLE` does not change.
     const LOGIN: Option<&'static str> = Some("SELECT session_user::text AS login");

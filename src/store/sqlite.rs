@@ -96,8 +96,11 @@ impl Backend for Sqlite {
     // `BEGIN IMMEDIATE` already holds the only write lock.
     const FOR_UPDATE: &'static str = "";
     const SKIP_LOCKED: &'static str = "";
+    // The triggers stay: SQLite cannot set one aside without dropping it.
+    const COPY_SETS_ASIDE: &'static [(&'static str, &'static [&'static str])] = &[];
     // Explicit ids move SQLite's AUTOINCREMENT counter by themselves.
-    const AFTER_COPY: Option<&'static str> = None;
+    const AFTER_COPY: &'static [&'static str] = &[];
+    const MAY_KEEP_FACTS: Option<&'static str> = None;
     // A file has no logins: the acting identity is whoever the command says.
     const LOGIN: Option<&'static str> = None;
     const IS_TEXT: &'static str = "typeof({c}) = 'text'";

@@ -7,7 +7,9 @@
 //! moves the counts by the difference between the old rows and the new, so the
 //! counts are the sums of the rows. The triggers only ever add to
 //! `metric_stale`; a mark is cleared only when no write came after the one
-//! judged.
+//! judged. A login that may only read these tables (PostgreSQL's application
+//! group) judges the stale operations for each report in memory and reads the
+//! kept rows past theirs ([`Overlay`]), writing nothing.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -30,6 +32,77 @@ const JUDGE_PAGE: i64 = 500;
 
 /// Operations named per `IN` list of a relatives query (five lists a query).
 const RELATED_CHUNK: usize = 1000;
+
+/// The most operations a report judges without keeping their facts (for a
+/// login that may only read them); past this many, judging the store page by
+/// page costs no more.
+const OVERLAY_MOST: usize = 20_000;
+
+/// One kept row as a report reads it: the operation, `n` and the reason.
+type KeptRow = (OperationId, i64, Option<String>);
+
+/// The facts of the operations one report judged anew and did not write (a
+/// login that may only read the kept facts): the report reads past the kept
+/// rows of these operations and takes these instead. Empty for a login that
+/// keeps the facts, which judges and writes them before reading.
+#[derive(Default)]
+struct Overlay {
+    /// Every operation judged anew, in every tenant.
+    judged: BTreeSet<OperationId>,
+    /// Per kind, the kept rows of judged operations in scope: how many, and
+    /// the sum of their `n`.
+    old: BTreeMap<String, (i64, i64)>,
+    /// How many kept `next_observation` rows of judged operations in scope
+    /// are due at the report's instant.
+    old_overdue: i64,
+    /// Per kind, the rows of the judged operations in scope, in operation
+    /// order.
+    new: BTreeMap<String, Vec<KeptRow>>,
+    /// A judged operation in scope has a relative in another tenant.
+    foreign: bool,
+}
+
+impl Overlay {
+    /// How many kept rows of `kind` in scope belong to judged operations.
+    fn replaced(&self, kind: &str) -> i64 {
+        self.old.get(kind).map_or(0, |(rows, _)| *rows)
+    }
+
+    /// The kept rows `kept` of `kind` (in operation order) with those of the
+    /// judged operations replaced by their new rows of `n` at most `at_most`,
+    /// the first `limit` when given.
+    fn over(
+        &self,
+        kept: Vec<KeptRow>,
+        kind: &str,
+        at_most: Option<i64>,
+        limit: Option<i64>,
+    ) -> Vec<KeptRow> {
+        let mut rows: Vec<KeptRow> = kept
+            .into_iter()
+            .filter(|(op, _, _)| !self.judged.contains(op))
+            .collect();
+        if let Some(new) = self.new.get(kind) {
+            rows.extend(
+                new.iter()
+                    .filter(|(_, n, _)| at_most.is_none_or(|most| *n <= most))
+                    .cloned(),
+            );
+            rows.sort_by(|a, b| a.0.cmp(&b.0));
+        }
+        if let Some(limit) = limit {
+            rows.truncate(usize::try_from(limit).unwrap_or(usize::MAX));
+        }
+        rows
+    }
+}
+
+/// Whether `tenant` is in `scope`.
+fn in_scope(scope: &Scope, tenant: &str) -> bool {
+    scope
+        .tenants()
+        .is_none_or(|tenants| tenants.iter().any(|t| t == tenant))
+}
 
 /// One stored fact row.
 struct RowColumns {
@@ -296,8 +369,19 @@ shared! {
             scope: &Scope,
             now: DateTime<Utc>,
         ) -> Result<Option<Report>, StoreError> {
-            self.refresh_metric_facts(now).await?;
+            let overlay = if self.may_keep_facts().await? {
+                self.refresh_metric_facts(now).await?;
+                Overlay::default()
+            } else {
+                match self.judge_unkept(scope, now).await? {
+                    Some(overlay) => overlay,
+                    None => return Ok(None),
+                }
+            };
             if scope.tenants().is_some() {
+                if overlay.foreign {
+                    return Ok(None);
+                }
                 let mut foreign: QueryBuilder<DB> = QueryBuilder::new(
                     "SELECT operation FROM metric_facts WHERE foreign_relatives = 1",
                 );
@@ -309,35 +393,45 @@ shared! {
                 }
             }
             let mut stored = Stored::default();
+            let mut sums_of: BTreeMap<String, (i64, i64)> = BTreeMap::new();
             let mut sums: QueryBuilder<DB> = metric_sql::sums("", scope);
             for row in sums.build().fetch_all(&self.pool).await.map_err(db::<DB>)? {
                 let rows: i64 = row.try_get("row_count").map_err(db::<DB>)?;
                 let sum: i64 = row.try_get("n_sum").map_err(db::<DB>)?;
+                sums_of.insert(Self::text(&row, "kind")?, (rows, sum));
+            }
+            for (kind, (rows, sum)) in &overlay.old {
+                let entry = sums_of.entry(kind.clone()).or_default();
+                entry.0 -= rows;
+                entry.1 -= sum;
+            }
+            for (kind, new) in &overlay.new {
+                let entry = sums_of.entry(kind.clone()).or_default();
+                entry.0 += i64::try_from(new.len()).unwrap_or(i64::MAX);
+                entry.1 += new.iter().map(|(_, n, _)| n).sum::<i64>();
+            }
+            for (kind, (rows, sum)) in sums_of {
                 if rows > 0 {
-                    stored.sums.insert(
-                        Self::text(&row, "kind")?,
-                        (u64::try_from(rows).unwrap_or(0), sum),
-                    );
+                    stored.sums.insert(kind, (u64::try_from(rows).unwrap_or(0), sum));
                 }
             }
             let kinds: Vec<String> = stored.sums.keys().cloned().collect();
             for kind in &kinds {
                 if let Some(layer) = kind.strip_prefix("requests:") {
-                    let mut max: QueryBuilder<DB> = metric_sql::most("", scope, kind);
-                    let most: Option<i64> = max
-                        .build()
-                        .fetch_one(&self.pool)
-                        .await
-                        .map_err(db::<DB>)?
-                        .try_get("most")
-                        .map_err(db::<DB>)?;
-                    stored.max_requests.insert(layer.to_owned(), most.unwrap_or(0));
+                    let kept = self.most_kept(scope, kind, &overlay).await?;
+                    let new = overlay
+                        .new
+                        .get(kind)
+                        .and_then(|rows| rows.iter().map(|(_, n, _)| *n).max());
+                    stored
+                        .max_requests
+                        .insert(layer.to_owned(), kept.max(new).unwrap_or(0));
                 }
             }
             for id in MetricId::ALL {
                 for kind in figure_kinds(*id) {
                     if stored.sums.contains_key(&kind) {
-                        let first = self.first_rows(scope, &kind, None).await?;
+                        let first = self.first_rows(scope, &kind, None, &overlay).await?;
                         let first = first
                             .into_iter()
                             .map(|(op, _, reason)| (op, reason))
@@ -347,17 +441,14 @@ shared! {
                 }
             }
             stored.unknown_since = self
-                .rows_of(scope, "unknown_since", None, None)
+                .rows_of(scope, "unknown_since", None, None, &overlay)
                 .await?
                 .into_iter()
                 .map(|(op, n, _)| (op, instant_ms(n)))
                 .collect();
-            let mut overdue: QueryBuilder<DB> = metric_sql::count_at_most(
-                "",
-                scope,
-                "next_observation",
-                now.timestamp_millis(),
-            );
+            let now_ms = now.timestamp_millis();
+            let mut overdue: QueryBuilder<DB> =
+                metric_sql::count_at_most("", scope, "next_observation", now_ms);
             let total: i64 = overdue
                 .build()
                 .fetch_one(&self.pool)
@@ -365,41 +456,201 @@ shared! {
                 .map_err(db::<DB>)?
                 .try_get("matching")
                 .map_err(db::<DB>)?;
+            let new_overdue = overlay.new.get("next_observation").map_or(0, |rows| {
+                rows.iter().filter(|(_, n, _)| *n <= now_ms).count()
+            });
+            let total = total - overlay.old_overdue + i64::try_from(new_overdue).unwrap_or(0);
             stored.overdue_total = u64::try_from(total).unwrap_or(0);
             stored.overdue = self
-                .first_rows(scope, "next_observation", Some(now.timestamp_millis()))
+                .first_rows(scope, "next_observation", Some(now_ms), &overlay)
                 .await?
                 .into_iter()
                 .map(|(op, _, _)| op)
                 .collect();
-            stored.listed = self.listed_facts(scope, now).await?;
+            stored.listed = self.listed_facts(scope, now, &overlay).await?;
             Ok(Some(stored.report(now)))
         }
 
-        /// The first [`LISTED`] rows of `kind` in scope in operation order, with
-        /// `n` at most `at_most` when given.
+        /// Whether this login may write the kept facts; a login that may only
+        /// read them judges what is stale for each report without writing it.
+        async fn may_keep_facts(&self) -> Result<bool, StoreError> {
+            let Some(sql) = DB::MAY_KEEP_FACTS else {
+                return Ok(true);
+            };
+            sqlx::query(sql)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("may")
+                .map_err(db::<DB>)
+        }
+
+        /// Judges at `now`, without writing, what [`Self::refresh_metric_facts`]
+        /// would judge and write: the operations marked stale, those whose
+        /// facts do not hold at `now`, and their relatives. `None` past
+        /// [`OVERLAY_MOST`] operations.
+        async fn judge_unkept(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+        ) -> Result<Option<Overlay>, StoreError> {
+            let most = i64::try_from(OVERLAY_MOST).unwrap_or(i64::MAX);
+            let mut named: BTreeSet<String> = BTreeSet::new();
+            let mut after = String::new();
+            loop {
+                let rows = sqlx::query(
+                    "SELECT operation FROM metric_stale WHERE operation > $1 \
+                     ORDER BY operation LIMIT $2",
+                )
+                .bind(after.clone())
+                .bind(JUDGE_PAGE)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
+                let Some(last) = rows.last() else { break };
+                after = Self::text(last, "operation")?;
+                for row in &rows {
+                    named.insert(Self::text(row, "operation")?);
+                }
+                if named.len() > OVERLAY_MOST {
+                    return Ok(None);
+                }
+            }
+            for due in [
+                "SELECT operation FROM metric_facts WHERE stale_ms IS NOT NULL \
+                 AND stale_ms <= $1 ORDER BY stale_ms LIMIT $2",
+                "SELECT operation FROM metric_facts WHERE valid_ms IS NOT NULL \
+                 AND valid_ms > $1 ORDER BY valid_ms LIMIT $2",
+            ] {
+                let rows = sqlx::query(due)
+                    .bind(now.timestamp_millis())
+                    .bind(most + 1)
+                    .fetch_all(&self.pool)
+                    .await
+                    .map_err(db::<DB>)?;
+                for row in &rows {
+                    named.insert(Self::text(row, "operation")?);
+                }
+                if named.len() > OVERLAY_MOST {
+                    return Ok(None);
+                }
+            }
+            let contracts = self
+                .all_wires("contracts", None, "tool", codec::contract)
+                .await?;
+            let named: Vec<String> = named.into_iter().collect();
+            let now_ms = now.timestamp_millis();
+            let mut overlay = Overlay::default();
+            for part in named.chunks(usize::try_from(JUDGE_PAGE).unwrap_or(1)) {
+                let judged: Vec<String> = self
+                    .with_relatives(part)
+                    .await?
+                    .into_iter()
+                    .filter(|id| {
+                        codec::parse_id(id).is_ok_and(|id| !overlay.judged.contains(&id))
+                    })
+                    .collect();
+                if judged.is_empty() {
+                    continue;
+                }
+                let data = self.records_around(&judged, contracts.clone()).await?;
+                let ids = parse_ids(&judged);
+                for j in metrics::judge(&data, ids.clone(), now) {
+                    if !in_scope(scope, &j.tenant) {
+                        continue;
+                    }
+                    overlay.foreign |= j.foreign;
+                    for r in j.rows {
+                        overlay
+                            .new
+                            .entry(r.kind)
+                            .or_default()
+                            .push((j.operation.clone(), r.n, r.reason));
+                    }
+                }
+                for chunk in judged.chunks(RELATED_CHUNK) {
+                    let mut old: QueryBuilder<DB> = QueryBuilder::new(
+                        "SELECT kind, tenant, n FROM metric_rows WHERE 1 = 1",
+                    );
+                    push_in(&mut old, "operation", chunk.iter().cloned());
+                    push_tenants(&mut old, "tenant", scope);
+                    for row in old.build().fetch_all(&self.pool).await.map_err(db::<DB>)? {
+                        let kind = Self::text(&row, "kind")?;
+                        let n: i64 = row.try_get("n").map_err(db::<DB>)?;
+                        if kind == "next_observation" && n <= now_ms {
+                            overlay.old_overdue += 1;
+                        }
+                        let entry = overlay.old.entry(kind).or_default();
+                        entry.0 += 1;
+                        entry.1 += n;
+                    }
+                }
+                overlay.judged.extend(ids);
+            }
+            for rows in overlay.new.values_mut() {
+                rows.sort_by(|a, b| a.0.cmp(&b.0));
+            }
+            Ok(Some(overlay))
+        }
+
+        /// The largest kept `n` of `kind` in scope, past the rows of the
+        /// operations `overlay` judged anew.
+        async fn most_kept(
+            &self,
+            scope: &Scope,
+            kind: &str,
+            overlay: &Overlay,
+        ) -> Result<Option<i64>, StoreError> {
+            let replaced = overlay.replaced(kind);
+            if replaced == 0 {
+                let mut max: QueryBuilder<DB> = metric_sql::most("", scope, kind);
+                return max
+                    .build()
+                    .fetch_one(&self.pool)
+                    .await
+                    .map_err(db::<DB>)?
+                    .try_get("most")
+                    .map_err(db::<DB>);
+            }
+            let mut largest: QueryBuilder<DB> =
+                metric_sql::largest("", scope, kind, replaced + 1);
+            for row in largest.build().fetch_all(&self.pool).await.map_err(db::<DB>)? {
+                let op = codec::parse_id(&Self::text(&row, "operation")?)?;
+                if !overlay.judged.contains(&op) {
+                    return row.try_get("n").map(Some).map_err(db::<DB>);
+                }
+            }
+            Ok(None)
+        }
+
+        /// The first [`LISTED`] rows of `kind` in scope in operation order,
+        /// with `n` at most `at_most` when given, through `overlay`.
         async fn first_rows(
             &self,
             scope: &Scope,
             kind: &str,
             at_most: Option<i64>,
-        ) -> Result<Vec<(OperationId, i64, Option<String>)>, StoreError> {
+            overlay: &Overlay,
+        ) -> Result<Vec<KeptRow>, StoreError> {
             let limit = i64::try_from(LISTED).unwrap_or(i64::MAX);
-            self.rows_of(scope, kind, at_most, Some(limit)).await
+            self.rows_of(scope, kind, at_most, Some(limit), overlay).await
         }
 
         /// The rows of `kind` in scope in operation order (the first `limit`
-        /// when given), with `n` at most `at_most` when given.
+        /// when given), with `n` at most `at_most` when given, through
+        /// `overlay`: the kept rows read are as many more as it replaces.
         async fn rows_of(
             &self,
             scope: &Scope,
             kind: &str,
             at_most: Option<i64>,
             limit: Option<i64>,
-        ) -> Result<Vec<(OperationId, i64, Option<String>)>, StoreError> {
+            overlay: &Overlay,
+        ) -> Result<Vec<KeptRow>, StoreError> {
+            let read = limit.map(|limit| limit.saturating_add(overlay.replaced(kind)));
             let mut select: QueryBuilder<DB> =
-                metric_sql::first_rows("", scope, kind, at_most, limit);
-            select
+                metric_sql::first_rows("", scope, kind, at_most, read);
+            let kept = select
                 .build()
                 .fetch_all(&self.pool)
                 .await
@@ -412,18 +663,24 @@ shared! {
                         row.try_get("reason").map_err(db::<DB>)?,
                     ))
                 })
-                .collect()
+                .collect::<Result<Vec<KeptRow>, StoreError>>()?;
+            Ok(overlay.over(kept, kind, at_most, limit))
         }
 
         /// The facts behind the report's lists of records: the first vetoed,
         /// partial, throttled and pending operations in scope, judged again at
         /// `now` (each list from its own operations).
-        async fn listed_facts(&self, scope: &Scope, now: DateTime<Utc>) -> Result<Facts, StoreError> {
+        async fn listed_facts(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+            overlay: &Overlay,
+        ) -> Result<Facts, StoreError> {
             let mut lists: Vec<BTreeSet<OperationId>> = Vec::new();
             for kind in ["veto", "partial", "throttled", "pending"] {
                 let mut ops = BTreeSet::new();
                 let mut listed: i64 = 0;
-                for (op, n, _) in self.first_rows(scope, kind, None).await? {
+                for (op, n, _) in self.first_rows(scope, kind, None, overlay).await? {
                     if listed >= i64::try_from(LISTED).unwrap_or(i64::MAX) {
                         break;
                     }

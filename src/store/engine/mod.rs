@@ -48,8 +48,21 @@ pub trait Backend: Database {
     /// Appended to the `SELECT` of a claim's candidates (the operations aliased
     /// `o`): rows another transaction holds are skipped, not waited for.
     const SKIP_LOCKED: &'static str;
-    /// Run after a copy wrote explicit proposal ids, so new ones follow them.
-    const AFTER_COPY: Option<&'static str>;
+    /// Per table, the per-row triggers a copy sets aside inside its own
+    /// transaction (the store is empty, and the copy runs as the owner, whom
+    /// the login checks exempt): they check a login's writes, which an owner's
+    /// copy of a verified chain needs no check of, or keep derived tables,
+    /// which [`Self::AFTER_COPY`] rebuilds in one statement each. The chain's
+    /// own per-statement check stays. The triggers are back in place before
+    /// the copy commits, and a copy that fails rolls the change back with it.
+    const COPY_SETS_ASIDE: &'static [(&'static str, &'static [&'static str])];
+    /// Run last in a copy's transaction, while [`Self::COPY_SETS_ASIDE`] is
+    /// still aside: new proposal ids follow the copied ones, and the tables the
+    /// set-aside triggers keep are rebuilt from the copied rows.
+    const AFTER_COPY: &'static [&'static str];
+    /// Whether this connection's login may write the kept metric facts (a
+    /// boolean column `may`); `None` where every connection may.
+    const MAY_KEEP_FACTS: Option<&'static str>;
     /// Reads the database login a connection was authenticated as (a text column
     /// `login`), where the backend has logins; `None` where it has none.
     const LOGIN: Option<&'static str>;
