@@ -24,8 +24,9 @@ use serde::Serialize;
 use crate::core::names::count;
 use crate::store::plan::chunk::{Batcher, Reach};
 use crate::store::plan::ingest::{own_operation, withheld_reason};
+use crate::store::plan::redaction::{self, Redacted};
 use crate::store::{IngestMode, IngestReport, Ingester, Store, StoreError};
-use crate::wire::{Line, LineError, Numbered, Record, each_line};
+use crate::wire::{Line, LineError, Numbered, Record, each_line_hashed};
 
 /// Records per batch: large enough that the per-transaction cost vanishes, small
 /// enough that a batch's transaction holds the write lock for well under a second.
@@ -280,14 +281,19 @@ struct Scan {
     refused_operations: BTreeMap<String, usize>,
     /// The contracts, committed before everything else.
     contracts: Vec<Numbered>,
+    /// The same contracts, redacted.
+    contracts_redacted: Redacted,
     reach: std::sync::Arc<Reach>,
 }
 
 fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
     let mut out = Scan::default();
     let mut reach = Reach::default();
-    out.lines = each_line(
+    // Only a contract's line is hashed: the contracts are kept and committed
+    // from here, every other record from the pass that commits it.
+    out.lines = each_line_hashed(
         input.reader()?,
+        &|record| matches!(record, Record::Contract(_)),
         &mut |read| progress.bytes(read),
         &mut |line| match line {
             Line::Record(numbered) => {
@@ -322,6 +328,7 @@ fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
         },
     )?;
     out.reach = std::sync::Arc::new(reach);
+    out.contracts_redacted = redaction::redact(out.contracts.clone());
     Ok(out)
 }
 
@@ -410,7 +417,7 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
     let mut contract_share = IngestReport::default();
     if !scan.contracts.is_empty() {
         let report = store
-            .ingest_as(scan.contracts.clone(), mode, ingester, now)
+            .ingest_redacted(scan.contracts_redacted.clone(), mode, ingester, now)
             .await?;
         progress.advance(scan.contracts.len());
         totals.batches += usize::from(pass != Pass::Judge);
@@ -424,7 +431,7 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
     }
     let contract_lines: BTreeSet<usize> = scan.contracts.iter().map(|n| n.line).collect();
 
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Vec<Numbered>>(1);
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Redacted>(1);
     let reader = input.reader().map_err(|error| IngestError::Read {
         source_name: input.path.display().to_string(),
         error,
@@ -433,15 +440,18 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
     let withheld = std::sync::Arc::new(std::sync::Mutex::new(withheld));
     let refused_operations = scan.refused_operations.clone();
     let quarantine = pass == Pass::Quarantine;
-    // Parsing runs on its own thread and hands over whole batches, so that the
-    // next batch is read while the store commits this one.
+    // A line's hash is kept with what it redacts, so only a pass that writes needs it.
+    let hash_lines = pass != Pass::Judge;
+    // Parsing and redacting run on their own thread and hand over whole batches,
+    // so that the next batch is read while the store plans and writes this one.
     let reading = {
         let withheld = std::sync::Arc::clone(&withheld);
         let reach = std::sync::Arc::clone(&scan.reach);
         std::thread::spawn(move || -> io::Result<()> {
             let mut batcher = Batcher::new(&reach, batch_records);
             let mut closed = false;
-            each_line(reader, &mut |_| {}, &mut |line| {
+            let hash_line = |_: &Record| hash_lines;
+            each_line_hashed(reader, &hash_line, &mut |_| {}, &mut |line| {
                 let Line::Record(numbered) = line else {
                     return;
                 };
@@ -462,12 +472,12 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
                     return;
                 }
                 if let Some(batch) = batcher.push(numbered) {
-                    closed = sender.blocking_send(batch).is_err();
+                    closed = sender.blocking_send(redaction::redact(batch)).is_err();
                 }
             })?;
             let last = batcher.finish();
             if !closed && !last.is_empty() {
-                let _ = sender.blocking_send(last);
+                let _ = sender.blocking_send(redaction::redact(last));
             }
             Ok(())
         })
@@ -476,14 +486,10 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
         let size = batch.len();
         totals.largest = totals.largest.max(size);
         let batch = match pass {
-            Pass::Judge => {
-                let mut with = scan.contracts.clone();
-                with.extend(batch);
-                with
-            }
+            Pass::Judge => scan.contracts_redacted.clone().then(batch),
             _ => batch,
         };
-        let mut report = store.ingest_as(batch, mode, ingester, now).await?;
+        let mut report = store.ingest_redacted(batch, mode, ingester, now).await?;
         if pass == Pass::Judge && !contract_lines.is_empty() {
             report.unchanged -= contract_share.unchanged.min(report.unchanged);
             report

@@ -302,6 +302,43 @@ async fn a_copy_pages_by_key_through_tables_larger_than_a_page(kind: Kind) {
     );
 }
 
+async fn a_secret_in_a_late_batch_is_redacted_and_kept_with_its_line_hash(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let dir = tempfile::tempdir().unwrap();
+    let mut lines = file(300);
+    // The last operation's attempt holds a key: it is redacted on the thread
+    // that reads the last batch, and only the pass that writes hashes lines.
+    let secret = "sk_live_51H8xYzAbCdEfGhIjKlMnOp";
+    let last = lines.len() - 1;
+    lines[last - 1] = attempt("S000299").replace(
+        r#""provider_request_id":"prq-S000299""#,
+        &format!(
+            r#""provider_request_id":"prq-S000299","response_excerpt":"charge failed for {secret}""#
+        ),
+    );
+    let sent = lines[last - 1].clone();
+    let outcome = ingest(fresh.store.as_ref(), dir.path(), &lines, false, 100).await;
+    assert!(outcome.committed_any, "{:?}", outcome.rejected);
+    assert!(outcome.batches >= 4, "{} batches", outcome.batches);
+    let detail = fresh
+        .store
+        .detail(&OperationId::parse("S000299").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(detail.redactions.len(), 1, "{:?}", detail.redactions);
+    let kept = &detail.redactions[0];
+    assert_eq!(
+        kept.line_sha256.as_ref().map(|h| h.as_str().to_owned()),
+        Some(Sha256::of(sent.as_bytes()).as_str().to_owned())
+    );
+    let excerpt = detail.attempts[0]
+        .response_excerpt
+        .clone()
+        .unwrap_or_default();
+    assert!(!excerpt.contains(secret), "{excerpt}");
+    assert!(excerpt.contains("‹redacted:"), "{excerpt}");
+}
+
 holdfast_on_both_backends!(
     mark_all_reads_the_matching_ids_in_scope_and_in_order,
     a_copy_pages_by_key_through_tables_larger_than_a_page,
@@ -309,4 +346,5 @@ holdfast_on_both_backends!(
     one_bad_line_at_the_end_and_strict_commits_no_batch,
     an_operation_whose_records_are_far_apart_is_never_split,
     a_review_while_a_large_ingest_runs_succeeds,
+    a_secret_in_a_late_batch_is_redacted_and_kept_with_its_line_hash,
 );

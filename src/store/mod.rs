@@ -330,6 +330,17 @@ pub trait Store: Send + Sync {
         now: DateTime<Utc>,
     ) -> Result<IngestReport, StoreError>;
 
+    /// [`Store::ingest_as`] of records already redacted
+    /// ([`plan::redaction::redact`]): a streamed ingest redacts the next batch on
+    /// its reading thread while the store plans and writes this one.
+    async fn ingest_redacted(
+        &self,
+        batch: plan::redaction::Redacted,
+        mode: IngestMode,
+        ingester: &Ingester,
+        now: DateTime<Utc>,
+    ) -> Result<IngestReport, StoreError>;
+
     /// [`Store::ingest_as`] by `by` into any tenant, as in single-user mode.
     async fn ingest(
         &self,

@@ -11,7 +11,7 @@ mod write;
 
 pub use owner::operation_named;
 pub use read::{MAX_KEY_CHARS, MAX_LINE_BYTES, MAX_TEXT_BYTES, TYPES, parse_line};
-pub use stream::{KEEP_LIMIT, Line, ParsedStream, each_line, parse_stream};
+pub use stream::{KEEP_LIMIT, Line, ParsedStream, each_line, each_line_hashed, parse_stream};
 pub use tree::MAX_DEPTH;
 pub use write::{to_value, write_line};
 

@@ -88,12 +88,24 @@ pub fn parse_stream<R: BufRead>(
 /// the longest line whatever the size of the input. Returns how many lines the
 /// input has, blank ones included.
 pub fn each_line<R: BufRead>(
+    reader: R,
+    progress: &mut dyn FnMut(u64),
+    sink: &mut dyn FnMut(Line<'_>),
+) -> io::Result<usize> {
+    each_line_hashed(reader, &|_| true, progress, sink)
+}
+
+/// [`each_line`], hashing the line of a record ([`Numbered::line_sha256`]) only
+/// when `hash_line` says so: a pass that writes nothing has no use for the hashes.
+pub fn each_line_hashed<R: BufRead>(
     mut reader: R,
+    hash_line: &dyn Fn(&super::Record) -> bool,
     progress: &mut dyn FnMut(u64),
     sink: &mut dyn FnMut(Line<'_>),
 ) -> io::Result<usize> {
     let mut state = Lines {
         sink,
+        hash_line,
         lines: 0,
         pending: Vec::new(),
         pending_len: 0,
@@ -140,6 +152,8 @@ pub fn each_line<R: BufRead>(
 
 struct Lines<'s> {
     sink: &'s mut dyn FnMut(Line<'_>),
+    /// Whether a record's line is hashed.
+    hash_line: &'s dyn Fn(&super::Record) -> bool,
     lines: usize,
     /// The bytes gathered of a line that spans reader buffers.
     pending: Vec<u8>,
@@ -185,10 +199,12 @@ impl Lines<'_> {
         } else {
             match parse_line(body, line) {
                 Ok(record) => {
+                    let line_sha256 =
+                        (self.hash_line)(&record).then(|| crate::core::ids::Sha256::of(body));
                     (self.sink)(Line::Record(Numbered {
                         line,
                         record,
-                        line_sha256: Some(crate::core::ids::Sha256::of(body)),
+                        line_sha256,
                     }));
                     return;
                 }

@@ -320,7 +320,18 @@ shared! {
             ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
-            self.write_ingest(records, mode, ingester, now).await
+            self.write_ingest(super::plan::redaction::redact(records), mode, ingester, now)
+                .await
+        }
+
+        async fn ingest_redacted(
+            &self,
+            batch: super::plan::redaction::Redacted,
+            mode: IngestMode,
+            ingester: &Ingester,
+            now: DateTime<Utc>,
+        ) -> Result<IngestReport, StoreError> {
+            self.write_ingest(batch, mode, ingester, now).await
         }
 
         async fn list(

@@ -263,7 +263,14 @@ shared! {
                 tenants: Some(vec![lease.tenant.clone()]),
             };
             let (mut report, after) = self
-                .ingest_in(&mut tx, &head, records, mode, &ingester, step.now)
+                .ingest_in(
+                    &mut tx,
+                    &head,
+                    crate::store::plan::redaction::redact(records),
+                    mode,
+                    &ingester,
+                    step.now,
+                )
                 .await?;
             report.rejected.extend(foreign);
             report.rejected.sort_by_key(|e| e.line);

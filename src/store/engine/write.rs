@@ -781,14 +781,14 @@ shared! {
 
         pub(super) async fn write_ingest(
             &self,
-            records: Vec<Numbered>,
+            redacted: redaction::Redacted,
             mode: IngestMode,
             ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
             let (mut tx, head) = self.begin_write().await?;
             let (report, written) = self
-                .ingest_in(&mut tx, &head, records, mode, ingester, now)
+                .ingest_in(&mut tx, &head, redacted, mode, ingester, now)
                 .await?;
             if written.is_some() {
                 tx.commit().await.map_err(db::<DB>)?;
@@ -807,15 +807,15 @@ shared! {
             &self,
             tx: &mut Transaction<'static, DB>,
             head: &Head,
-            records: Vec<Numbered>,
+            redacted: redaction::Redacted,
             mode: IngestMode,
             ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<(IngestReport, Option<Head>), StoreError> {
             let by = ingester.by.as_str();
-            // Secrets never reach the store: every record is redacted first, and
-            // planned (and compared with what is stored) as it will be stored.
-            let redacted = redaction::redact(records);
+            // Secrets never reach the store: every record was redacted first
+            // ([`redaction::redact`]), and is planned (and compared with what is
+            // stored) as it will be stored.
             let (mut records, mut wires) = (redacted.records, redacted.wires);
             let refused = Self::refused_at_the_door(tx, &records, ingester).await?;
             if !refused.is_empty() {

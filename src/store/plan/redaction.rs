@@ -53,7 +53,7 @@ pub fn key_text(key: &RecordKey) -> String {
 }
 
 /// A batch after redaction.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct Redacted {
     /// Every record, redacted; a refused one as received (it is never written).
     pub records: Vec<Numbered>,
@@ -65,6 +65,26 @@ pub struct Redacted {
     /// Records whose redacted form is not a valid record (a secret in a field
     /// that cannot hold a marker, such as an id): refused by line and field.
     pub refused: Vec<LineError>,
+}
+
+impl Redacted {
+    /// Records in the batch.
+    pub fn len(&self) -> usize {
+        self.records.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.records.is_empty()
+    }
+
+    /// This batch followed by `other`, as if both had been redacted together.
+    pub fn then(mut self, other: Redacted) -> Redacted {
+        self.records.extend(other.records);
+        self.wires.extend(other.wires);
+        self.rows.extend(other.rows);
+        self.refused.extend(other.refused);
+        self
+    }
 }
 
 /// Redacts every text value of every record of `records`.
