@@ -2,7 +2,9 @@
 //! version, and the grants — replayed row by row, so that `audit verify` finds a
 //! stored value changed behind the chain's back, not only an edited audit row.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use hashbrown::HashMap;
 
 use chrono::{DateTime, Utc};
 
@@ -154,13 +156,7 @@ impl Ledger {
             }
             return;
         }
-        if !self.operations.contains_key(row.operation) {
-            self.operations
-                .insert(row.operation.to_owned(), Entry::default());
-        }
-        let Some(op) = self.operations.get_mut(row.operation) else {
-            return;
-        };
+        let op = self.operations.entry_ref(row.operation).or_default();
         op.last_seq = row.seq;
         if work::is_work_action(row.action) {
             let status = match row.action {

@@ -107,6 +107,10 @@ impl Backend for Sqlite {
     const IS_INTEGER: &'static str = "typeof({c}) = 'integer'";
     const AGGREGATES_IN_ORDER: bool = true;
 
+    fn paged_file(location: &str) -> Option<&Path> {
+        Some(Path::new(location))
+    }
+
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {
             return None;

@@ -78,6 +78,14 @@ pub trait Backend: Database {
     /// is byte order, as Rust's is).
     const AGGREGATES_IN_ORDER: bool;
 
+    /// The file a store at `location` lives in, where verification may read
+    /// whole tables from it on threads of its own ([`crate::store::pages`]);
+    /// `None` where every read goes through the pool.
+    fn paged_file(location: &str) -> Option<&std::path::Path> {
+        let _ = location;
+        None
+    }
+
     /// Maps the errors this backend reports in its own terms; `None` leaves the
     /// error to the shared mapping.
     fn classify(error: &sqlx::Error) -> Option<StoreError>;

@@ -9,6 +9,11 @@
 //! of a dozen per row, and each row is checked from slices of it. A page that
 //! holds something other than text where text belongs is read again row by row,
 //! so such a row is reported exactly as a row-by-row read reports it.
+//!
+//! On an SQLite store the same pages are built on threads of their own, each
+//! with a read-only connection to the file ([`crate::store::pages`]), one
+//! statement stepped from the first row to the last: SQLite then only reads,
+//! and the pages arrive while the previous ones are checked.
 
 use std::collections::HashSet;
 
@@ -22,6 +27,7 @@ use crate::core::audit::{ChainStatus, ChainVerifier, ENCODING, hashes_to};
 use crate::core::ids::Sha256;
 use crate::core::ledger::{Divergence, Ledger, Stored};
 use crate::store::StoreError;
+use crate::store::pages::{self, Column, Page};
 use crate::store::plan::codec::{self, AuditColumns};
 
 /// A stored table whose records carry a `record_hash` of their `wire`.
@@ -76,6 +82,15 @@ impl RecordTable {
             Some(index) => format!("{}, {index}", self.key),
             None => self.key.to_owned(),
         }
+    }
+
+    /// The columns of a page of this table, as [`StoredRecord::read`] reads them.
+    fn columns(&self) -> Vec<Column> {
+        let mut columns = vec![Column::Text(self.key)];
+        columns.extend(self.index.map(Column::Integer));
+        columns.push(self.operation.map_or(Column::Absent, Column::Text));
+        columns.extend([Column::Text("wire"), Column::Text("record_hash")]);
+        columns
     }
 
     /// The SQL of the name a report gives a record.
@@ -141,6 +156,39 @@ fn integer<DB: Backend>(column: &str) -> String {
         "CASE WHEN {column} IS NULL THEN '!' WHEN {is_integer} \
          THEN CAST({column} AS TEXT) ELSE '!' END, ','"
     )
+}
+
+/// The SQL that writes `column` into a page row: [`field`], [`integer`], or
+/// the `NULL` marker for a column the table does not have.
+fn page_column<DB: Backend>(column: &Column) -> String {
+    match *column {
+        Column::Text(name) => field::<DB>(name),
+        Column::Integer(name) => integer::<DB>(name),
+        Column::Absent => "'-'".to_owned(),
+    }
+}
+
+/// The pages of `table` in the order of `keys`, from the first row or from
+/// `from` on (`from.0` a condition on the keys with `$1`, bound to `from.1`),
+/// read on a thread of their own straight from the store's file where its
+/// backend allows ([`Backend::paged_file`]); `None` where they are read
+/// through the pool.
+fn file_pages<DB: Backend>(
+    location: &str,
+    table: &str,
+    keys: &str,
+    columns: &[Column],
+    from: Option<(&str, i64)>,
+) -> Option<tokio::sync::mpsc::Receiver<Result<Page, StoreError>>> {
+    let path = DB::paged_file(location)?;
+    let select: Vec<&str> = columns.iter().map(|c| c.select()).collect();
+    let condition = from.map(|(c, _)| format!("WHERE {c}")).unwrap_or_default();
+    let sql = format!(
+        "SELECT {} FROM {table} {condition} ORDER BY {keys}",
+        select.join(", ")
+    );
+    let rows = usize::try_from(PAGE_ROWS).unwrap_or(1024);
+    pages::spawn(path, sql, from.map(|(_, v)| v), columns.to_vec(), rows)
 }
 
 /// A page of `table`: the number of rows (`n`) and their `row`s joined in the
@@ -240,27 +288,28 @@ fn audit_columns<'a>(fields: &mut Fields<'a>) -> Option<AuditColumns<&'a str>> {
     })
 }
 
+/// The columns of an audit page, as [`audit_columns`] reads them.
+const AUDIT_PAGE: &[Column] = &[
+    Column::Integer("seq"),
+    Column::Integer("encoding"),
+    Column::Text("operation"),
+    Column::Text("action"),
+    Column::Text("from_state"),
+    Column::Text("to_state"),
+    Column::Text("by_identity"),
+    Column::Text("role"),
+    Column::Text("policy"),
+    Column::Text("on_behalf_of"),
+    Column::Text("rationale"),
+    Column::Text("evidence"),
+    Column::Text("at"),
+    Column::Text("prev_hash"),
+    Column::Text("hash"),
+];
+
 /// The page of audit rows from `seq >= $1`, written as [`audit_columns`] reads it.
 fn audit_page_sql<DB: Backend>() -> String {
-    let mut row = vec![integer::<DB>("seq"), integer::<DB>("encoding")];
-    row.extend(
-        [
-            "operation",
-            "action",
-            "from_state",
-            "to_state",
-            "by_identity",
-            "role",
-            "policy",
-            "on_behalf_of",
-            "rationale",
-            "evidence",
-            "at",
-            "prev_hash",
-            "hash",
-        ]
-        .map(field::<DB>),
-    );
+    let row: Vec<String> = AUDIT_PAGE.iter().map(page_column::<DB>).collect();
     page_sql::<DB>("audit", "seq", &row, Some("seq >= $1"))
 }
 
@@ -326,17 +375,20 @@ impl<'a> StoredOperation<'a> {
     }
 }
 
+/// The columns of a page of operations, as [`StoredOperation::read`] reads them.
+const OPERATION_PAGE: &[Column] = &[
+    Column::Text("id"),
+    Column::Text("state"),
+    Column::Text("owner"),
+    Column::Integer("version"),
+    Column::Text("wire"),
+    Column::Text("record_hash"),
+];
+
 /// The page of operations after `id > $1` (or the first, without `after`),
 /// written as [`StoredOperation::read`] reads it.
 fn operation_page_sql<DB: Backend>(after: bool) -> String {
-    let row = [
-        field::<DB>("id"),
-        field::<DB>("state"),
-        field::<DB>("owner"),
-        integer::<DB>("version"),
-        field::<DB>("wire"),
-        field::<DB>("record_hash"),
-    ];
+    let row: Vec<String> = OPERATION_PAGE.iter().map(page_column::<DB>).collect();
     page_sql::<DB>("operations", "id", &row, after.then_some("id > $1"))
 }
 
@@ -369,15 +421,7 @@ impl<'a> StoredRecord<'a> {
 /// The page of `table`'s records after the keys bound as `$1` (and `$2`), or
 /// the first, written as [`StoredRecord::read`] reads it.
 fn record_page_sql<DB: Backend>(table: &RecordTable, after: bool) -> String {
-    let mut row = vec![field::<DB>(table.key)];
-    row.extend(table.index.map(integer::<DB>));
-    row.push(
-        table
-            .operation
-            .map_or_else(|| "'-'".to_owned(), field::<DB>),
-    );
-    row.push(field::<DB>("wire"));
-    row.push(field::<DB>("record_hash"));
+    let row: Vec<String> = table.columns().iter().map(page_column::<DB>).collect();
     let condition = match table.index {
         Some(index) => format!("({}, {index}) > ($1, $2)", table.key),
         None => format!("{} > $1", table.key),
@@ -521,6 +565,29 @@ shared! {
             verifier: &mut ChainVerifier,
             mut ledger: Option<&mut Ledger>,
         ) -> Result<Result<(), ChainStatus>, StoreError> {
+            if let Some(mut pages) =
+                file_pages::<DB>(&self.location, "audit", "seq", AUDIT_PAGE, Some(("seq >= $1", from)))
+            {
+                let mut from = from;
+                while let Some(page) = pages.recv().await.transpose()? {
+                    let Some(columns) = Fields::rows(&page.text, page.rows, audit_columns)
+                        .filter(|c| rising(c.iter().map(|row| row.seq)))
+                    else {
+                        drop(pages);
+                        return self.walk_rows(from, verifier, ledger).await;
+                    };
+                    if let Err(broken) = columns
+                        .iter()
+                        .try_for_each(|row| push_columns(row, verifier, ledger.as_deref_mut()))
+                    {
+                        return Ok(Err(broken));
+                    }
+                    if let Some(last) = columns.last() {
+                        from = last.seq + 1;
+                    }
+                }
+                return Ok(Ok(()));
+            }
             let sql = audit_page_sql::<DB>();
             let fetch = |from: i64| {
                 sqlx::query(AssertSqlSafe(sql.clone()))
@@ -651,6 +718,25 @@ shared! {
             &self,
             ledger: &Ledger,
         ) -> Result<Result<usize, Divergence>, StoreError> {
+            if let Some(mut pages) =
+                file_pages::<DB>(&self.location, "operations", "id", OPERATION_PAGE, None)
+            {
+                let mut checked = 0;
+                while let Some(page) = pages.recv().await.transpose()? {
+                    let Some(operations) =
+                        Fields::rows(&page.text, page.rows, StoredOperation::read)
+                            .filter(|o| rising(o.iter().map(|op| op.id)))
+                    else {
+                        drop(pages);
+                        return self.compare_operation_rows(ledger).await;
+                    };
+                    if let Err(divergence) = operations.iter().try_for_each(|op| op.check(ledger)) {
+                        return Ok(Err(divergence));
+                    }
+                    checked += operations.len();
+                }
+                return Ok(Ok(checked));
+            }
             let first = operation_page_sql::<DB>(false);
             let next = operation_page_sql::<DB>(true);
             let fetch = |after: Option<String>| {
@@ -746,6 +832,32 @@ shared! {
         /// Hashes every record of `table`, in key order a page at a time: the
         /// first that does not match its `record_hash`.
         async fn altered_in(&self, table: &'static RecordTable) -> Result<Option<Altered>, StoreError> {
+            let indexed = table.index.is_some();
+            let columns = table.columns();
+            if let Some(mut pages) =
+                file_pages::<DB>(&self.location, table.table, &table.keys(), &columns, None)
+            {
+                while let Some(page) = pages.recv().await.transpose()? {
+                    let Some(records) =
+                        Fields::rows(&page.text, page.rows, |f| StoredRecord::read(f, indexed))
+                            .filter(|r| rising(r.iter().map(|rec| (rec.key, rec.index))))
+                    else {
+                        drop(pages);
+                        return self.altered_row_in(table).await;
+                    };
+                    if let Some(record) = records
+                        .iter()
+                        .find(|r| !Sha256::is_digest_of(r.record_hash, r.wire.as_bytes()))
+                    {
+                        return Ok(Some(Altered {
+                            table: table.table,
+                            name: table.name(record.key, record.index),
+                            operation: record.operation.map(str::to_owned),
+                        }));
+                    }
+                }
+                return Ok(None);
+            }
             let first = record_page_sql::<DB>(table, false);
             let next = record_page_sql::<DB>(table, true);
             let fetch = |after: Option<(String, Option<i64>)>| {
@@ -758,7 +870,6 @@ shared! {
                 }
                 .fetch_one(&self.pool)
             };
-            let indexed = table.index.is_some();
             let mut page = fetch(None).await.map_err(db::<DB>)?;
             loop {
                 let rows: i64 = page.try_get("n").map_err(db::<DB>)?;
