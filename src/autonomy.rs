@@ -3,13 +3,16 @@
 //! vetoes on its operations), asks `core::autonomy` to decide, and commits the
 //! change with its audit row. Also records a drill result for a tool.
 
+use std::collections::BTreeMap;
+
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::actor::Actor;
 use crate::core::audit::AuditRow;
 use crate::core::autonomy::{
-    self, DrillResult, Gates, Level, LevelChange, LevelRequest, OpenVeto, Standing, ToolLevel,
+    self, DrillResult, Gates, Level, LevelChange, LevelRequest, OpenVeto, OpenVetoes, Standing,
+    ToolLevel, VETOES_NAMED,
 };
 use crate::core::metrics;
 use crate::core::model::{Contract, Dataset};
@@ -17,17 +20,30 @@ use crate::core::rules::Rationale;
 use crate::review::ReviewError;
 use crate::store::{Store, StoreError};
 
-/// The tenants of `tool`'s operations in `dataset`, sorted.
-fn tenants_of(dataset: &Dataset, tool: &str) -> Vec<String> {
-    let mut tenants: Vec<String> = dataset
-        .operations
+/// The open vetoes on `tool`'s operations at `now`, judged from the whole
+/// `dataset`: the way for a login that may only read the kept facts.
+fn judged_vetoes(dataset: &Dataset, tool: &str, now: DateTime<Utc>) -> OpenVetoes {
+    let vetoes = metrics::report(dataset, now).release.vetoes;
+    let open: Vec<OpenVeto> = vetoes
         .iter()
-        .filter(|o| o.tool == tool)
-        .map(|o| o.tenant.clone())
+        .filter_map(|v| {
+            let op = dataset
+                .operations
+                .iter()
+                .find(|o| o.id == v.operation && o.tool == tool)?;
+            (!op.state.is_terminal()).then(|| OpenVeto {
+                operation: op.id.clone(),
+                state: op.state,
+                kinds: v.kinds.iter().map(|k| k.as_str().to_owned()).collect(),
+            })
+        })
         .collect();
-    tenants.sort();
-    tenants.dedup();
-    tenants
+    let total = u64::try_from(open.len()).unwrap_or(u64::MAX);
+    let named = usize::try_from(VETOES_NAMED).unwrap_or(usize::MAX);
+    OpenVetoes {
+        total,
+        first: open.into_iter().take(named).collect(),
+    }
 }
 
 /// How often a change is decided again when another one landed first.
@@ -42,35 +58,73 @@ pub struct ToolStanding {
     pub set: Option<ToolLevel>,
     pub lookup: String,
     pub drill: Option<DrillResult>,
-    pub open_vetoes: Vec<OpenVeto>,
+    /// How many open vetoes, and the first of them.
+    pub open_vetoes: OpenVetoes,
     /// Whether a raise would pass the gates now, and if not why.
     pub gates: Standing,
 }
 
-/// What the gates read for every tool: contracts, levels, latest drills and
-/// open vetoes, from one read of the store.
+/// What the gates read of one tool's operations.
+#[derive(Debug, Clone, Default)]
+struct ToolOperations {
+    tenants: Vec<String>,
+    vetoes: OpenVetoes,
+}
+
+/// What the gates read for every tool: contracts, levels, latest drills, and
+/// the tenants and open vetoes of each tool's operations, read from the store
+/// per tool (its kept facts and an index on the tool), never the whole dataset
+/// but for a login that may only read the kept facts.
 pub struct Snapshot {
-    pub dataset: Dataset,
+    pub contracts: Vec<Contract>,
     pub levels: Vec<ToolLevel>,
     pub drills: Vec<(i64, DrillResult)>,
-    vetoes: Vec<metrics::Veto>,
+    tools: BTreeMap<String, ToolOperations>,
 }
 
 impl Snapshot {
-    /// Reads everything the gates need at `now`.
+    /// Reads everything the gates need at `now`, for every tool the store
+    /// knows (a contract, a level or a drill).
     pub async fn read(store: &dyn Store, now: DateTime<Utc>) -> Result<Snapshot, StoreError> {
-        let dataset = store.dataset().await?;
-        let vetoes = metrics::report(&dataset, now).release.vetoes;
+        let contracts = store.contracts().await?;
+        let levels = store.autonomy_levels().await?;
+        let drills = store.drill_results(None).await?;
+        let mut names: Vec<String> = contracts
+            .iter()
+            .map(|c| c.tool.clone())
+            .chain(levels.iter().map(|l| l.tool.clone()))
+            .chain(drills.iter().map(|(_, d)| d.tool.clone()))
+            .collect();
+        names.sort();
+        names.dedup();
+        let mut tools = BTreeMap::new();
+        let mut dataset: Option<Dataset> = None;
+        for tool in names {
+            let vetoes = match store.open_vetoes(&tool, now, VETOES_NAMED).await? {
+                Some(vetoes) => vetoes,
+                None => {
+                    if dataset.is_none() {
+                        dataset = Some(store.dataset().await?);
+                    }
+                    dataset
+                        .as_ref()
+                        .map(|d| judged_vetoes(d, &tool, now))
+                        .unwrap_or_default()
+                }
+            };
+            let tenants = store.tool_tenants(&tool).await?;
+            tools.insert(tool, ToolOperations { tenants, vetoes });
+        }
         Ok(Snapshot {
-            levels: store.autonomy_levels().await?,
-            drills: store.drill_results(None).await?,
-            dataset,
-            vetoes,
+            contracts,
+            levels,
+            drills,
+            tools,
         })
     }
 
     pub fn contract(&self, tool: &str) -> Option<&Contract> {
-        self.dataset.contracts.iter().find(|c| c.tool == tool)
+        self.contracts.iter().find(|c| c.tool == tool)
     }
 
     /// The newest recorded drill of `tool`.
@@ -82,29 +136,22 @@ impl Snapshot {
             .map(|(_, d)| d)
     }
 
-    /// Vetoes of the release gate on `tool`'s operations that are still open: the
-    /// operation has not reached a terminal state.
-    pub fn open_vetoes(&self, tool: &str) -> Vec<OpenVeto> {
-        self.vetoes
-            .iter()
-            .filter_map(|v| {
-                let op = self
-                    .dataset
-                    .operations
-                    .iter()
-                    .find(|o| o.id == v.operation && o.tool == tool)?;
-                (!op.state.is_terminal()).then(|| OpenVeto {
-                    operation: op.id.clone(),
-                    state: op.state,
-                    kinds: v.kinds.iter().map(|k| k.as_str().to_owned()).collect(),
-                })
-            })
-            .collect()
+    /// Vetoes of the release gate on `tool`'s operations that are still open
+    /// (the operation has not reached a terminal state): how many, and the
+    /// first [`VETOES_NAMED`].
+    pub fn open_vetoes(&self, tool: &str) -> OpenVetoes {
+        self.tools
+            .get(tool)
+            .map(|t| t.vetoes.clone())
+            .unwrap_or_default()
     }
 
     /// The tenants of `tool`'s operations, sorted.
     pub fn tenants(&self, tool: &str) -> Vec<String> {
-        tenants_of(&self.dataset, tool)
+        self.tools
+            .get(tool)
+            .map(|t| t.tenants.clone())
+            .unwrap_or_default()
     }
 
     pub fn gates(&self, tool: &str) -> Gates<'_> {
@@ -122,18 +169,9 @@ impl Snapshot {
 
     /// Every tool the store knows (a contract, a level or a drill), by name.
     pub fn standings(&self) -> Vec<ToolStanding> {
-        let mut tools: Vec<String> = self
-            .dataset
-            .contracts
-            .iter()
-            .map(|c| c.tool.clone())
-            .chain(self.levels.iter().map(|l| l.tool.clone()))
-            .chain(self.drills.iter().map(|(_, d)| d.tool.clone()))
-            .collect();
-        tools.sort();
-        tools.dedup();
-        tools
-            .into_iter()
+        self.tools
+            .keys()
+            .cloned()
             .map(|tool| {
                 let gates = self.gates(&tool);
                 ToolStanding {
@@ -195,7 +233,7 @@ pub async fn record_drill(
     result: DrillResult,
     now: DateTime<Utc>,
 ) -> Result<AuditRow, ReviewError> {
-    let tenants = tenants_of(&store.dataset().await?, &result.tool);
+    let tenants = store.tool_tenants(&result.tool).await?;
     let role = autonomy::owner_role(actor, &result.tool, &tenants, "recording a drill")
         .map_err(ReviewError::Refused)?;
     let result = DrillResult {

@@ -126,8 +126,9 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
     // F60's veto expectation fails while it is held: an open veto (A3).
     let snapshot = Snapshot::read(store, now()).await.unwrap();
     let vetoes = snapshot.open_vetoes("T06");
-    assert_eq!(vetoes.len(), 1, "{vetoes:?}");
-    assert_eq!(vetoes[0].operation, id("F60"));
+    assert_eq!(vetoes.total, 1, "{vetoes:?}");
+    assert_eq!(vetoes.first.len(), 1, "{vetoes:?}");
+    assert_eq!(vetoes.first[0].operation, id("F60"));
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A3));
     // The owner settles F60 (accepted with a manual repair): the veto closes.
     settle_f60(store, &maya).await;
@@ -182,7 +183,7 @@ async fn verify_finds_a_level_or_drill_changed_behind_the_chain(kind: Kind) {
         .await
         .unwrap();
     let snapshot = Snapshot::read(store, now()).await.unwrap();
-    assert_eq!(snapshot.open_vetoes("T06").len(), 1);
+    assert_eq!(snapshot.open_vetoes("T06").total, 1);
     fresh
         .execute("UPDATE drill_runs SET passed = 15")
         .await

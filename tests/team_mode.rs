@@ -584,6 +584,18 @@ async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifi
     .await
     .unwrap();
     assert_eq!((disabled, miscounted, unmarked), (0, 0, 0));
+    // A bulk load leaves no statistics and no visibility map: the copy runs
+    // `VACUUM (ANALYZE)` once it has committed. A table never analyzed has
+    // `reltuples` -1; an analyzed one counts its rows.
+    let unanalyzed: i64 = sqlx::query_scalar(
+        "SELECT count(*) FROM pg_class \
+         WHERE relname IN ('operations', 'audit', 'metric_stale') \
+         AND relnamespace = 'public'::regnamespace AND reltuples < 0",
+    )
+    .fetch_one(&mut owner)
+    .await
+    .unwrap();
+    assert_eq!(unanalyzed, 0, "the copied tables are analyzed");
     owner.close().await.unwrap();
 
     let back = stores::fresh(Kind::Sqlite).await;

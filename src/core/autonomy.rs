@@ -253,6 +253,29 @@ pub struct OpenVeto {
     pub kinds: Vec<String>,
 }
 
+/// The open vetoes on one tool's operations: how many, and the first of them
+/// in operation order (each judged again for its kinds), as many as a report
+/// names.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct OpenVetoes {
+    pub total: u64,
+    pub first: Vec<OpenVeto>,
+}
+
+impl OpenVetoes {
+    /// Every open veto, named: all of them are listed.
+    pub fn all(vetoes: Vec<OpenVeto>) -> OpenVetoes {
+        OpenVetoes {
+            total: u64::try_from(vetoes.len()).unwrap_or(u64::MAX),
+            first: vetoes,
+        }
+    }
+}
+
+/// How many open vetoes `autonomy list` and a refused raise name; the rest are
+/// counted (`holdfast report` and the metrics tab list them).
+pub const VETOES_NAMED: u64 = 20;
+
 /// Everything the gates of a raise read, gathered by the caller from the store.
 #[derive(Debug, Clone, Default)]
 pub struct Gates<'a> {
@@ -261,7 +284,7 @@ pub struct Gates<'a> {
     /// The tool's latest recorded drill.
     pub drill: Option<&'a DrillResult>,
     /// Open vetoes on the tool's operations.
-    pub vetoes: Vec<OpenVeto>,
+    pub vetoes: OpenVetoes,
     /// The tenants of the tool's operations (whose owners the change touches).
     pub tenants: Vec<String>,
 }
@@ -300,15 +323,25 @@ pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
         )),
         Some(d) => d.check().err(),
     };
-    let veto = (!gates.vetoes.is_empty()).then(|| {
+    let veto = (gates.vetoes.total > 0).then(|| {
         let named: Vec<String> = gates
             .vetoes
+            .first
             .iter()
             .map(|v| format!("{} ({}, {})", v.operation, v.state, v.kinds.join("+")))
             .collect();
+        let unnamed = gates
+            .vetoes
+            .total
+            .saturating_sub(u64::try_from(named.len()).unwrap_or(u64::MAX));
+        let more = if unnamed > 0 {
+            format!(" and {unnamed} more (`holdfast report` lists them)")
+        } else {
+            String::new()
+        };
         format!(
-            "{} open veto(es) on tool {tool}'s operations: {}; settle them first",
-            gates.vetoes.len(),
+            "{} open veto(es) on tool {tool}'s operations: {}{more}; settle them first",
+            gates.vetoes.total,
             named.join(", ")
         )
     });
@@ -512,6 +545,38 @@ mod tests {
                 .rule,
             Rule::A4
         );
+    }
+
+    /// A tool with more open vetoes than are named counts them all and says
+    /// how many more there are; a tool with none passes the gate.
+    #[test]
+    fn the_veto_gate_counts_every_open_veto_and_names_the_first() {
+        let veto = |n: u32| OpenVeto {
+            operation: OperationId::parse(&format!("B{n:07}")).expect("id"),
+            state: State::Unknown,
+            kinds: vec!["retry_before_reconcile".into()],
+        };
+        let named = u32::try_from(VETOES_NAMED).expect("small");
+        let gates = Gates {
+            vetoes: OpenVetoes {
+                total: u64::from(named) + 5,
+                first: (0..named).map(veto).collect(),
+            },
+            ..Gates::default()
+        };
+        let why = standing("S01", &gates).veto.expect("refused");
+        assert!(why.starts_with("25 open veto(es) on tool S01's operations: B0000000 (UNKNOWN, retry_before_reconcile), "), "{why}");
+        assert!(why.contains("B0000019 (UNKNOWN, retry_before_reconcile) and 5 more (`holdfast report` lists them); settle them first"), "{why}");
+        let all = Gates {
+            vetoes: OpenVetoes::all(vec![veto(1)]),
+            ..Gates::default()
+        };
+        let why = standing("S01", &all).veto.expect("refused");
+        assert_eq!(
+            why,
+            "1 open veto(es) on tool S01's operations: B0000001 (UNKNOWN, retry_before_reconcile); settle them first"
+        );
+        assert_eq!(standing("S01", &Gates::default()).veto, None);
     }
 
     #[test]

@@ -512,6 +512,21 @@ pub trait Store: Send + Sync {
     /// Every tool's stored autonomy level; a tool not listed is at `manual`.
     async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError>;
 
+    /// The tenants of `tool`'s operations, sorted, each once.
+    async fn tool_tenants(&self, tool: &str) -> Result<Vec<String>, StoreError>;
+
+    /// The vetoes of the release gate on `tool`'s operations still open at
+    /// `now` (the operation is not terminal), from the facts kept per
+    /// operation once those written since are judged: how many, and the first
+    /// `named` in operation order with their kinds. `None` for a login that may
+    /// only read the kept facts: the caller judges the operations itself.
+    async fn open_vetoes(
+        &self,
+        tool: &str,
+        now: DateTime<Utc>,
+        named: u64,
+    ) -> Result<Option<crate::core::autonomy::OpenVetoes>, StoreError>;
+
     /// Writes one level change with its audit row, in one transaction; refuses
     /// with [`StoreError::AutonomyChanged`] when the tool's level is no longer the
     /// change's `from`.

@@ -72,6 +72,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "metric_facts",
         include_str!("../../migrations/postgres/20261201000110_metric_facts.sql"),
     ),
+    (
+        20261201000130,
+        "operations_tool",
+        include_str!("../../migrations/postgres/20261201000130_operations_tool.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -151,6 +156,7 @@ impl Backend for Postgres {
             ],
         ),
     ];
+    const AFTER_COPY_COMMIT: &'static [&'static str] = &["VACUUM (ANALYZE)"];
     const AFTER_COPY: &'static [&'static str] = &[
         "SELECT setval(pg_get_serial_sequence('proposals', 'id'), \
          COALESCE((SELECT MAX(id) FROM proposals), 0) + 1, false)",

@@ -63,6 +63,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "metric_facts",
         include_str!("../../migrations/sqlite/20261201000110_metric_facts.sql"),
     ),
+    (
+        20261201000130,
+        "operations_tool",
+        include_str!("../../migrations/sqlite/20261201000130_operations_tool.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
@@ -100,6 +105,9 @@ impl Backend for Sqlite {
     const COPY_SETS_ASIDE: &'static [(&'static str, &'static [&'static str])] = &[];
     // Explicit ids move SQLite's AUTOINCREMENT counter by themselves.
     const AFTER_COPY: &'static [&'static str] = &[];
+    // SQLite's index scans need no visibility map, and it plans without
+    // gathered statistics as it does on a store that was never copied.
+    const AFTER_COPY_COMMIT: &'static [&'static str] = &[];
     const MAY_KEEP_FACTS: Option<&'static str> = None;
     // A file has no logins: the acting identity is whoever the command says.
     const LOGIN: Option<&'static str> = None;

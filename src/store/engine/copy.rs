@@ -138,6 +138,12 @@ shared! {
                     .map_err(db::<DB>)?;
             }
             tx.commit().await.map_err(db::<DB>)?;
+            for &sql in DB::AFTER_COPY_COMMIT {
+                sqlx::raw_sql(sqlx::AssertSqlSafe(sql))
+                    .execute(&self.pool)
+                    .await
+                    .map_err(db::<DB>)?;
+            }
             Ok(report)
         }
 

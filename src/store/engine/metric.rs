@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use chrono::{DateTime, Utc};
-use sqlx::{QueryBuilder, Row};
+use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::db;
 use crate::core::ids::OperationId;
@@ -469,6 +469,89 @@ shared! {
                 .collect();
             stored.listed = self.listed_facts(scope, now, &overlay).await?;
             Ok(Some(stored.report(now)))
+        }
+
+        /// The open vetoes on `tool`'s operations at `now` from the kept facts
+        /// (see [`crate::store::Store::open_vetoes`]): the `veto` rows of the
+        /// tool's operations that are not terminal, counted, and the first
+        /// `named` judged again for their kinds.
+        pub(super) async fn read_open_vetoes(
+            &self,
+            tool: &str,
+            now: DateTime<Utc>,
+            named: u64,
+        ) -> Result<Option<crate::core::autonomy::OpenVetoes>, StoreError> {
+            if !self.may_keep_facts().await? {
+                return Ok(None);
+            }
+            self.refresh_metric_facts(now).await?;
+            let terminal: Vec<String> = crate::core::model::State::ALL
+                .iter()
+                .filter(|s| s.is_terminal())
+                .map(|s| format!("'{}'", s.as_str()))
+                .collect();
+            let open = format!(
+                "FROM metric_rows r JOIN operations o ON o.id = r.operation \
+                 WHERE r.kind = 'veto' AND o.tool = $1 AND o.state NOT IN ({})",
+                terminal.join(", ")
+            );
+            let total: i64 = sqlx::query(AssertSqlSafe(format!("SELECT count(*) AS n {open}")))
+                .bind(tool)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            let rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT r.operation AS operation, o.state AS state {open} \
+                 ORDER BY r.operation LIMIT $2"
+            )))
+            .bind(tool)
+            .bind(i64::try_from(named).unwrap_or(i64::MAX))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let mut first = Vec::with_capacity(rows.len());
+            for row in &rows {
+                first.push((
+                    Self::text(row, "operation")?,
+                    codec::parse_state(&Self::text(row, "state")?)?,
+                ));
+            }
+            let ids: Vec<String> = first.iter().map(|(id, _)| id.clone()).collect();
+            let kinds = if ids.is_empty() {
+                BTreeMap::new()
+            } else {
+                let contracts = self
+                    .all_wires("contracts", None, "tool", codec::contract)
+                    .await?;
+                let data = self.records_around(&ids, contracts).await?;
+                let facts = metrics::page_facts(&data, parse_ids(&ids), now);
+                metrics::assemble(facts, now)
+                    .release
+                    .vetoes
+                    .into_iter()
+                    .map(|v| {
+                        let kinds: Vec<String> =
+                            v.kinds.iter().map(|k| k.as_str().to_owned()).collect();
+                        (v.operation.to_string(), kinds)
+                    })
+                    .collect()
+            };
+            let first = first
+                .into_iter()
+                .map(|(id, state)| {
+                    Ok(crate::core::autonomy::OpenVeto {
+                        kinds: kinds.get(&id).cloned().unwrap_or_default(),
+                        operation: codec::parse_id(&id)?,
+                        state,
+                    })
+                })
+                .collect::<Result<Vec<_>, StoreError>>()?;
+            Ok(Some(crate::core::autonomy::OpenVetoes {
+                total: u64::try_from(total).unwrap_or(0),
+                first,
+            }))
         }
 
         /// Whether this login may write the kept facts; a login that may only
