@@ -19,7 +19,7 @@ use holdfast::wire::Numbered;
 use serde_json::Value;
 use sqlx::Connection;
 use support::packets::{PACKET, TENANTS, cut, generate, parse, rename};
-use support::stores::{self, Fresh, Kind};
+use support::stores::{self, Fresh, Kind, application_grants};
 
 fn instant(text: &str) -> DateTime<Utc> {
     parse_instant(text).expect("a test instant")
@@ -231,21 +231,6 @@ async fn an_earlier_instant_is_judged_afresh() {
         assert!(from_kept_facts(store, &Scope::Every, earlier).await);
     }
     kept_agrees(store, &Scope::Every, later, "asked late again").await;
-}
-
-/// The README's grants for the application group `role` on `database`.
-fn application_grants(role: &str, database: &str) -> String {
-    let readme = include_str!("../README.md");
-    let start = readme
-        .find("-- holdfast application role")
-        .expect("the README shows the application role's grants");
-    let end = start
-        + readme[start..]
-            .find("```")
-            .expect("the grants end with their code block");
-    readme[start..end]
-        .replace("holdfast_app", role)
-        .replace("holdfast_db", database)
 }
 
 /// How many operations are marked stale, and the kept counts' total, read by

@@ -15,7 +15,7 @@ use holdfast::store::postgres::PgStore;
 use holdfast::store::{IngestMode, Link, Live, Store, StoreError};
 use sqlx::{Connection, PgConnection};
 use support::review::{self, SMALL, comment, decided, id, loaded, now, records, reviewer};
-use support::stores::{self, Fresh, Kind, LoginRole};
+use support::stores::{self, Fresh, Kind, LoginRole, application_grants};
 use tokio::sync::watch;
 
 /// Waits (at most `limit`) until the watched value satisfies `ok`.
@@ -241,21 +241,6 @@ async fn the_database_guards_the_chain_head() {
         .await
         .unwrap();
     assert_eq!(row.seq, 5);
-}
-
-/// The grants the README gives a least-privilege application role.
-fn application_grants(role: &str, database: &str) -> String {
-    let readme = include_str!("../README.md");
-    let start = readme
-        .find("-- holdfast application role")
-        .expect("the README shows the application role's grants");
-    let end = start
-        + readme[start..]
-            .find("```")
-            .expect("the grants end with their code block");
-    readme[start..end]
-        .replace("holdfast_app", role)
-        .replace("holdfast_db", database)
 }
 
 /// A login `name` holding the README's application grants on a loaded store of

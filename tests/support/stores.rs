@@ -485,3 +485,18 @@ pub fn audit_insert_sql(row: &holdfast::core::audit::AuditRow) -> String {
         quoted(&c.hash),
     )
 }
+
+/// The grants the README gives a least-privilege application role.
+pub fn application_grants(role: &str, database: &str) -> String {
+    let readme = include_str!("../../README.md");
+    let start = readme
+        .find("-- holdfast application role")
+        .expect("the README shows the application role's grants");
+    let end = start
+        + readme[start..]
+            .find("```")
+            .expect("the grants end with their code block");
+    readme[start..end]
+        .replace("holdfast_app", role)
+        .replace("holdfast_db", database)
+}
