@@ -182,7 +182,9 @@ fn state_name(state: Option<crate::core::model::State>) -> &'static str {
 const COLUMNS: &[Column<AuditRow, Theme>] = &[
     Column {
         header: "SEQ",
-        width: 5,
+        // Seven digits: a store of a million operations has seqs in the millions,
+        // and a seq cut short names no row.
+        width: 7,
         priority: 0,
         cell: |r, _| (Clean::new(&r.seq.to_string()), Style::new()),
     },
@@ -238,7 +240,7 @@ const COLUMNS: &[Column<AuditRow, Theme>] = &[
     },
     Column {
         header: "RATIONALE",
-        width: 90,
+        width: 88,
         priority: 7,
         cell: |r, theme| match &r.draft.rationale {
             Some(text) => (Clean::new(text), Style::new()),
