@@ -151,19 +151,7 @@ shared! {
             let mut judged = 0;
             let mut after = String::new();
             loop {
-                let rows = sqlx::query(
-                    "SELECT operation, mark FROM metric_stale WHERE operation > $1 \
-                     ORDER BY operation LIMIT $2",
-                )
-                .bind(after.clone())
-                .bind(JUDGE_PAGE)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?;
-                let marks = rows
-                    .iter()
-                    .map(|row| Ok((Self::text(row, "operation")?, row.try_get("mark").map_err(db::<DB>)?)))
-                    .collect::<Result<Vec<(String, i64)>, StoreError>>()?;
+                let marks = self.stale_page(&after).await?;
                 let Some((last, _)) = marks.last() else { break };
                 after = last.clone();
                 judged += self.judge_batch(&marks, contracts.clone(), now).await?;
@@ -194,6 +182,24 @@ shared! {
                 }
             }
             Ok(judged)
+        }
+
+        /// The next [`JUDGE_PAGE`] operations marked stale after `after`, in
+        /// id order, each with its mark: the one way both the owner's judging
+        /// and a read-only login's overlay page through `metric_stale`.
+        async fn stale_page(&self, after: &str) -> Result<Vec<(String, i64)>, StoreError> {
+            sqlx::query(
+                "SELECT operation, mark FROM metric_stale WHERE operation > $1 \
+                 ORDER BY operation LIMIT $2",
+            )
+            .bind(after)
+            .bind(JUDGE_PAGE)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?
+            .iter()
+            .map(|row| Ok((Self::text(row, "operation")?, row.try_get("mark").map_err(db::<DB>)?)))
+            .collect()
         }
 
         /// `ids` and the operations related to them, in id order.
@@ -581,20 +587,10 @@ shared! {
             let mut named: BTreeSet<String> = BTreeSet::new();
             let mut after = String::new();
             loop {
-                let rows = sqlx::query(
-                    "SELECT operation FROM metric_stale WHERE operation > $1 \
-                     ORDER BY operation LIMIT $2",
-                )
-                .bind(after.clone())
-                .bind(JUDGE_PAGE)
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?;
-                let Some(last) = rows.last() else { break };
-                after = Self::text(last, "operation")?;
-                for row in &rows {
-                    named.insert(Self::text(row, "operation")?);
-                }
+                let marks = self.stale_page(&after).await?;
+                let Some((last, _)) = marks.last() else { break };
+                after = last.clone();
+                named.extend(marks.into_iter().map(|(operation, _)| operation));
                 if named.len() > OVERLAY_MOST {
                     return Ok(None);
                 }
