@@ -114,6 +114,15 @@ fn entry<'a, E: AsRef<str>>(row: &RowView<'a, E>, prefix: &str) -> Option<&'a st
 }
 
 impl Ledger {
+    /// An empty ledger with room for `operations` operations: a replay of a
+    /// large store then fills its map without growing it step by step.
+    pub fn with_capacity(operations: usize) -> Ledger {
+        Ledger {
+            operations: HashMap::with_capacity(operations),
+            ..Ledger::default()
+        }
+    }
+
     pub fn push(&mut self, row: &AuditRow) {
         let at = format_instant(row.draft.at);
         self.push_view(&RowView::of_draft(row.encoding, row.seq, &row.draft, &at));

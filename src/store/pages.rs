@@ -66,14 +66,7 @@ pub(crate) fn spawn(
     columns: Vec<Column>,
     rows_per_page: usize,
 ) -> Option<mpsc::Receiver<Result<Page, StoreError>>> {
-    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    let connection = match Connection::open_with_flags(path, flags) {
-        Ok(connection) => connection,
-        Err(error) => {
-            tracing::warn!(%error, path = %path.display(), "cannot open the store for paged reading; reading through the pool");
-            return None;
-        }
-    };
+    let connection = open(path)?;
     let (sender, receiver) = mpsc::channel(AHEAD);
     let spawned = std::thread::Builder::new()
         .name("holdfast-pages".into())
@@ -92,6 +85,54 @@ pub(crate) fn spawn(
             None
         }
     }
+}
+
+/// A read-only connection to the SQLite file at `path`; `None`, logged, when
+/// it cannot be opened.
+fn open(path: &Path) -> Option<Connection> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    match Connection::open_with_flags(path, flags) {
+        Ok(connection) => Some(connection),
+        Err(error) => {
+            tracing::warn!(%error, path = %path.display(), "cannot open the store for paged reading; reading through the pool");
+            None
+        }
+    }
+}
+
+/// Steps `sql` (a plain `SELECT`) over the SQLite file at `path` on a thread
+/// of the blocking pool, handing each row to `visit` in place, until `visit`
+/// returns something: that, or `None` after the last row. For a check that
+/// needs nothing but the row itself (a record's hash), so no page is written
+/// and no value copied. `None` when the file cannot be opened for reading
+/// this way: the caller reads through the pool instead.
+pub(crate) fn visit<T, F>(
+    path: &Path,
+    sql: String,
+    mut visit: F,
+) -> Option<tokio::task::JoinHandle<Result<Option<T>, StoreError>>>
+where
+    T: Send + 'static,
+    F: FnMut(&rusqlite::Row<'_>) -> Option<T> + Send + 'static,
+{
+    let connection = open(path)?;
+    Some(tokio::task::spawn_blocking(move || {
+        let mut step = || -> rusqlite::Result<Option<T>> {
+            connection.busy_timeout(std::time::Duration::from_secs(30))?;
+            let mut statement = connection.prepare(&sql)?;
+            let mut rows = statement.query([])?;
+            while let Some(row) = rows.next()? {
+                if let Some(found) = visit(row) {
+                    return Ok(Some(found));
+                }
+            }
+            Ok(None)
+        };
+        step().map_err(|error| {
+            tracing::error!(%error, "paged read failed");
+            StoreError::Other(format!("the store cannot be read: {error}"))
+        })
+    }))
 }
 
 /// Steps `sql` and sends its rows in pages; returns early, without an error,
@@ -153,7 +194,7 @@ fn push_digits(page: &mut String, mut n: u64) {
             break;
         }
     }
-    page.extend(digits[at..].iter().map(|d| char::from(*d)));
+    page.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
 /// Appends one value as the page format writes a `column` of its kind.

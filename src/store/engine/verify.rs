@@ -110,6 +110,55 @@ impl RecordTable {
     }
 }
 
+/// What a record table's scan in place ([`pages::visit`]) stops at.
+enum Visited {
+    /// The first record whose wire does not hash to its `record_hash`.
+    Altered(Altered),
+    /// A record with a value of another type than its column's: the table is
+    /// read again through the pool, row by row.
+    Unreadable,
+}
+
+/// Checks one record of `table` in place, its columns in the order of
+/// [`RecordTable::columns`]: `None` when its wire hashes to its
+/// `record_hash`. Only a record that does not is read further, so the wire is
+/// hashed as stored and never copied: one that hashes holds the very bytes
+/// ingest hashed.
+fn visit_record(row: &rusqlite::Row<'_>, table: &'static RecordTable) -> Option<Visited> {
+    use rusqlite::types::ValueRef;
+    let text = |index: usize| match row.get_ref(index) {
+        Ok(ValueRef::Text(bytes)) => std::str::from_utf8(bytes).ok().map(Some),
+        Ok(ValueRef::Null) => Some(None),
+        _ => None,
+    };
+    let wire_at = 2 + usize::from(table.index.is_some());
+    if let (Ok(ValueRef::Text(wire)), Ok(ValueRef::Text(hash))) =
+        (row.get_ref(wire_at), row.get_ref(wire_at + 1))
+        && std::str::from_utf8(hash).is_ok_and(|hash| Sha256::is_digest_of(hash, wire))
+    {
+        return None;
+    }
+    let read = || -> Option<Altered> {
+        let key = text(0)??;
+        let index = match table.index {
+            Some(_) => match row.get_ref(1) {
+                Ok(ValueRef::Integer(n)) => Some(n),
+                _ => return None,
+            },
+            None => None,
+        };
+        let operation = text(wire_at - 1)?;
+        text(wire_at)??;
+        text(wire_at + 1)??;
+        Some(Altered {
+            table: table.table,
+            name: table.name(key, index),
+            operation: operation.map(str::to_owned),
+        })
+    };
+    Some(read().map_or(Visited::Unreadable, Visited::Altered))
+}
+
 /// A record whose stored wire no longer matches its `record_hash`: its table,
 /// the name a report gives it and the operation it belongs to.
 struct Altered {
@@ -495,7 +544,16 @@ shared! {
             let store = self.clone();
             let records = Beside(tokio::spawn(async move { store.first_altered().await }));
             let mut verifier = ChainVerifier::default();
-            let mut ledger = Ledger::default();
+            // The counts kept by every write say how many operations the
+            // chain will name: only a size hint, never trusted for the check.
+            let operations: Option<i64> =
+                sqlx::query("SELECT CAST(SUM(n) AS BIGINT) AS n FROM operation_counts")
+                    .fetch_one(&self.pool)
+                    .await
+                    .ok()
+                    .and_then(|row| row.try_get("n").ok().flatten());
+            let hint = operations.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+            let mut ledger = Ledger::with_capacity(hint.min(1 << 26));
             if let Err(broken) = self.walk(1, &mut verifier, Some(&mut ledger)).await? {
                 return Ok(broken);
             }
@@ -833,30 +891,25 @@ shared! {
         /// first that does not match its `record_hash`.
         async fn altered_in(&self, table: &'static RecordTable) -> Result<Option<Altered>, StoreError> {
             let indexed = table.index.is_some();
-            let columns = table.columns();
-            if let Some(mut pages) =
-                file_pages::<DB>(&self.location, table.table, &table.keys(), &columns, None)
-            {
-                while let Some(page) = pages.recv().await.transpose()? {
-                    let Some(records) =
-                        Fields::rows(&page.text, page.rows, |f| StoredRecord::read(f, indexed))
-                            .filter(|r| rising(r.iter().map(|rec| (rec.key, rec.index))))
-                    else {
-                        drop(pages);
-                        return self.altered_row_in(table).await;
-                    };
-                    if let Some(record) = records
-                        .iter()
-                        .find(|r| !Sha256::is_digest_of(r.record_hash, r.wire.as_bytes()))
-                    {
-                        return Ok(Some(Altered {
-                            table: table.table,
-                            name: table.name(record.key, record.index),
-                            operation: record.operation.map(str::to_owned),
-                        }));
-                    }
-                }
-                return Ok(None);
+            let scan = DB::paged_file(&self.location).and_then(|path| {
+                let select: Vec<&str> = table.columns().iter().map(|c| c.select()).collect();
+                let sql = format!(
+                    "SELECT {} FROM {} ORDER BY {}",
+                    select.join(", "),
+                    table.table,
+                    table.keys()
+                );
+                pages::visit(path, sql, move |row| visit_record(row, table))
+            });
+            if let Some(scan) = scan {
+                let visited = scan
+                    .await
+                    .map_err(|e| StoreError::Other(format!("the record comparison stopped: {e}")))??;
+                return match visited {
+                    None => Ok(None),
+                    Some(Visited::Altered(altered)) => Ok(Some(altered)),
+                    Some(Visited::Unreadable) => self.altered_row_in(table).await,
+                };
             }
             let first = record_page_sql::<DB>(table, false);
             let next = record_page_sql::<DB>(table, true);
