@@ -138,6 +138,9 @@ fn visit_record(row: &rusqlite::Row<'_>, table: &'static RecordTable) -> Option<
     {
         return None;
     }
+    // The wire or hash no longer the text that was hashed (another type, or
+    // bytes that are not UTF-8) is an altered record like any other; only a
+    // key that cannot be read sends the table to the row-by-row read.
     let read = || -> Option<Altered> {
         let key = text(0)??;
         let index = match table.index {
@@ -148,8 +151,6 @@ fn visit_record(row: &rusqlite::Row<'_>, table: &'static RecordTable) -> Option<
             None => None,
         };
         let operation = text(wire_at - 1)?;
-        text(wire_at)??;
-        text(wire_at + 1)??;
         Some(Altered {
             table: table.table,
             name: table.name(key, index),
@@ -362,6 +363,15 @@ fn audit_page_sql<DB: Backend>() -> String {
     page_sql::<DB>("audit", "seq", &row, Some("seq >= $1"))
 }
 
+/// The divergence of an operation whose stored record is no longer the one
+/// its `record_hash` was taken of.
+fn altered_operation(ledger: &Ledger, id: &str) -> Divergence {
+    Divergence {
+        seq: ledger.last_seq_of(id),
+        reason: format!("operation {id}: its stored record no longer matches its record_hash"),
+    }
+}
+
 /// One stored operation, as the comparison reads it.
 struct StoredOperation<'a> {
     id: &'a str,
@@ -398,9 +408,7 @@ impl<'a> StoredOperation<'a> {
         // whole.
         let created_owner = match self.record_hash {
             Some(h) if !Sha256::is_digest_of(h, self.wire.as_bytes()) => {
-                return diverged(format!(
-                    "operation {id}: its stored record no longer matches its record_hash"
-                ));
+                return Err(altered_operation(ledger, id));
             }
             Some(_) => codec::created_owner(self.wire),
             None => codec::operation(self.wire).map(|op| op.owner.into()),
@@ -856,8 +864,14 @@ shared! {
             .fetch(&self.pool);
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
                 let id = Self::text(&row, "id")?;
-                let wire = Self::text(&row, "wire")?;
-                let record_hash: Option<String> = row.try_get("record_hash").map_err(db::<DB>)?;
+                // A wire or hash of another type than text is no longer what
+                // was hashed: altered, not unreadable.
+                let (Ok(wire), Ok(record_hash)) = (
+                    row.try_get::<String, _>("wire"),
+                    row.try_get::<Option<String>, _>("record_hash"),
+                ) else {
+                    return Ok(Err(altered_operation(ledger, &id)));
+                };
                 let state = Self::text(&row, "state")?;
                 let owner = Self::text(&row, "owner")?;
                 let operation = StoredOperation {
@@ -985,8 +999,14 @@ shared! {
             )))
             .fetch(&self.pool);
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
-                let wire = Self::text(&row, "wire")?;
-                if !Sha256::is_digest_of(&Self::text(&row, "record_hash")?, wire.as_bytes()) {
+                // A wire or hash of another type than text is no longer what
+                // was hashed: altered, not unreadable.
+                let wire: Option<String> = row.try_get("wire").ok();
+                let hash: Option<String> = row.try_get("record_hash").ok();
+                let hashes = wire
+                    .zip(hash)
+                    .is_some_and(|(wire, hash)| Sha256::is_digest_of(&hash, wire.as_bytes()));
+                if !hashes {
                     return Ok(Some(Altered {
                         table: table.table,
                         name: Self::text(&row, "record_key")?,
