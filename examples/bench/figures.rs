@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use holdfast::console::app::{App, Effect, Message, Options};
-use holdfast::console::runner::perform;
+use holdfast::console::runner::{Lookups, perform_with};
 use holdfast::core::rules::Actor;
 use holdfast::store::{OperationFilter, Page, Session, SortOrder, Store};
 use ratatui::layout::Rect;
@@ -73,6 +73,9 @@ fn median(mut all: Vec<Duration>) -> Duration {
 /// The bench's console: its options, fixed at one `now`.
 pub struct Bench {
     pub session: Session,
+    /// The lookup client, built once as the console builds it before its
+    /// first frame (not once per effect).
+    pub lookups: Lookups,
     pub options: Options,
     pub size: Rect,
 }
@@ -82,6 +85,8 @@ impl Bench {
         let actor = Actor::local("bench", None);
         Bench {
             session: Session::new(store, actor.clone()),
+            lookups: Lookups::new(holdfast::lookup::LookupSettings::default())
+                .expect("the lookup client"),
             options: Options {
                 actor,
                 claimed: false,
@@ -123,7 +128,7 @@ impl Bench {
                 held.push(effect);
                 continue;
             }
-            if let Some(message) = perform(&self.session, &effect).await {
+            if let Some(message) = perform_with(&self.session, &self.lookups, &effect).await {
                 queue.extend(app.update(message));
             }
         }
