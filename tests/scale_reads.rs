@@ -15,41 +15,91 @@ use support::stores::{self, Fresh, Kind};
 
 type Counted = Vec<(String, String, i64, i64)>;
 
-/// (tenant, state, queued, n) as the triggers kept them, and as a scan counts.
-async fn kept_and_scanned(fresh: &Fresh) -> (Counted, Counted) {
-    let kept = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, CAST(n AS BIGINT) AS n \
-                FROM operation_counts WHERE n > 0 ORDER BY tenant, state, queued";
-    let scanned = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, count(*) AS n \
-                   FROM operations GROUP BY tenant, state, queued ORDER BY tenant, state, queued";
-    // The same reads on either backend's pool (sqlx's row types differ by backend).
-    macro_rules! counted {
-        ($pool:expr) => {{
-            let read = |sql: &'static str| async move {
-                sqlx::query(sql)
-                    .fetch_all($pool)
-                    .await
-                    .unwrap()
-                    .iter()
-                    .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
-                    .collect::<Counted>()
-            };
-            (read(kept).await, read(scanned).await)
-        }};
+/// The operations' day of next observation, as `due_counts` buckets it.
+const DUE_DAY: &str =
+    "(next_observation_ms - ((next_observation_ms % 86400000) + 86400000) % 86400000) / 86400000";
+
+/// Rows of four columns read by `sql` on the store's own pool (sqlx's row types
+/// differ by backend).
+async fn rows(fresh: &Fresh, sql: String) -> Counted {
+    macro_rules! read {
+        ($pool:expr) => {
+            sqlx::query(sqlx::AssertSqlSafe(sql))
+                .fetch_all($pool)
+                .await
+                .unwrap()
+                .iter()
+                .map(|r| (r.get(0), r.get(1), r.get(2), r.get(3)))
+                .collect::<Counted>()
+        };
     }
     match (&fresh.sqlite, &fresh.postgres) {
-        (Some(s), _) => counted!(s.pool()),
-        (_, Some(p)) => counted!(p.pool()),
+        (Some(s), _) => read!(s.pool()),
+        (_, Some(p)) => read!(p.pool()),
         (None, None) => unreachable!("a fresh store has one backend"),
     }
 }
 
 async fn assert_kept(fresh: &Fresh, when: &str) {
-    let (kept, scanned) = kept_and_scanned(fresh).await;
+    // (tenant, state, queued, n) as the triggers kept them, and as a scan counts.
+    let kept = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, CAST(n AS BIGINT) AS n \
+                FROM operation_counts WHERE n > 0 ORDER BY tenant, state, queued";
+    let scanned = "SELECT tenant, state, CAST(queued AS BIGINT) AS queued, count(*) AS n \
+                   FROM operations GROUP BY tenant, state, queued ORDER BY tenant, state, queued";
+    let (kept, scanned) = (
+        rows(fresh, kept.into()).await,
+        rows(fresh, scanned.into()).await,
+    );
     assert!(!scanned.is_empty(), "{when}: the store holds operations");
     assert_eq!(
         kept, scanned,
         "{when}: the kept counts drifted from the operations"
     );
+    // (tenant, day, -, n) of the queued operations due each day.
+    let kept = "SELECT tenant, CAST(due_day AS TEXT), CAST(0 AS BIGINT), CAST(n AS BIGINT) \
+                FROM due_counts WHERE n > 0 ORDER BY tenant, due_day";
+    let scanned = format!(
+        "SELECT tenant, CAST({DUE_DAY} AS TEXT), CAST(0 AS BIGINT), count(*) FROM operations \
+         WHERE queued = 1 AND next_observation_ms IS NOT NULL \
+         GROUP BY tenant, {DUE_DAY} ORDER BY tenant, {DUE_DAY}"
+    );
+    let (kept, scanned) = (rows(fresh, kept.into()).await, rows(fresh, scanned).await);
+    assert_eq!(kept, scanned, "{when}: the kept due days drifted");
+}
+
+/// The overdue count through the kept days and through the due index alone, at
+/// every held operation's next observation and a millisecond either side (the
+/// day's edges included when one falls there). Returns how many holds were
+/// overdue over all those instants.
+async fn overdue_agrees_at_every_edge(fresh: &Fresh) -> u64 {
+    let instants = rows(
+        fresh,
+        "SELECT CAST(next_observation_ms AS TEXT), CAST(0 AS TEXT), CAST(0 AS BIGINT), \
+         CAST(0 AS BIGINT) FROM operations WHERE queued = 1 AND next_observation_ms IS NOT NULL"
+            .into(),
+    )
+    .await;
+    let store = fresh.store.as_ref();
+    let kept = OperationFilter::default();
+    let scanned = OperationFilter {
+        tenants: vec!["pinehaven".into()],
+        ..OperationFilter::default()
+    };
+    // The demo's operations are all pinehaven's: the filter keeps every one.
+    let mut seen = 0;
+    for (at, ..) in instants {
+        let at: i64 = at.parse().unwrap();
+        for ms in [at - 1, at, at + 1, at - at.rem_euclid(86_400_000)] {
+            let now = chrono::DateTime::from_timestamp_millis(ms).unwrap();
+            let (k, s) = (
+                store.counts(&kept, now).await.unwrap(),
+                store.counts(&scanned, now).await.unwrap(),
+            );
+            assert_eq!(k.overdue, s.overdue, "overdue at {now}");
+            seen += k.overdue;
+        }
+    }
+    seen
 }
 
 /// The same counts through the kept path (scope only) and the scanning path (a
@@ -84,6 +134,10 @@ async fn counts_follow_every_write(kind: Kind) {
     let fresh = loaded(kind).await;
     assert_kept(&fresh, "after ingest").await;
     both_paths_agree(fresh.store.as_ref()).await;
+    assert!(
+        overdue_agrees_at_every_edge(&fresh).await > 0,
+        "some hold of the demo was overdue at some instant"
+    );
     let before = fresh
         .store
         .counts(&OperationFilter::default(), now())
@@ -96,6 +150,7 @@ async fn counts_follow_every_write(kind: Kind) {
     fresh.store.commit(commit).await.unwrap();
     assert_kept(&fresh, "after a resolve and a comment").await;
     both_paths_agree(fresh.store.as_ref()).await;
+    overdue_agrees_at_every_edge(&fresh).await;
     let after = fresh
         .store
         .counts(&OperationFilter::default(), now())

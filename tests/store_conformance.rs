@@ -518,18 +518,18 @@ async fn a_copy_covers_every_table_and_column_of_the_schema(kind: Kind) {
             Kind::Sqlite => {
                 "SELECT m.name || '.' || p.name FROM sqlite_master m, pragma_table_info(m.name) p \
                  WHERE m.type = 'table' AND m.name NOT LIKE '\\_%' ESCAPE '\\' \
-                 AND m.name NOT LIKE 'sqlite%' AND m.name <> 'operation_counts' \
+                 AND m.name NOT LIKE 'sqlite%' AND m.name NOT IN ('operation_counts', 'due_counts') \
                  AND m.name NOT LIKE 'metric\\_%' ESCAPE '\\'"
             }
             // The chain head is derived: copying the audit rows moves it. The
-            // operation counts are too: copying the operations keeps them. The
+            // operation and due counts are too: copying the operations keeps them. The
             // kept metric facts are judged anew: copying the records marks every
             // operation stale. The role-action pairs are schema, filled by their
             // migration.
             Kind::Postgres => {
                 "SELECT table_name || '.' || column_name FROM information_schema.columns \
                  WHERE table_schema = current_schema() \
-                 AND table_name NOT IN ('_sqlx_migrations', 'chain_head', 'operation_counts', \
+                 AND table_name NOT IN ('_sqlx_migrations', 'chain_head', 'operation_counts', 'due_counts', \
                  'role_actions') AND table_name NOT LIKE 'metric\\_%'"
             }
         })

@@ -556,19 +556,25 @@ async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifi
     // The copy set the per-row triggers aside in its own transaction: they are
     // back, and what they keep was rebuilt from the copied rows.
     let mut owner = PgConnection::connect(&team.url).await.unwrap();
-    let (disabled, miscounted, unmarked): (i64, i64, i64) = sqlx::query_as(
+    let (disabled, miscounted, unmarked, misdue): (i64, i64, i64, i64) = sqlx::query_as(
         "SELECT (SELECT count(*) FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
                  WHERE c.relnamespace = 'public'::regnamespace AND t.tgenabled = 'D'), \
                 (SELECT count(*) FROM (SELECT tenant, state, queued, count(*) AS n FROM operations \
                  GROUP BY tenant, state, queued) o FULL JOIN operation_counts k \
                  USING (tenant, state, queued) WHERE k.n IS DISTINCT FROM o.n), \
                 (SELECT count(*) FROM operations o \
-                 WHERE NOT EXISTS (SELECT 1 FROM metric_stale s WHERE s.operation = o.id))",
+                 WHERE NOT EXISTS (SELECT 1 FROM metric_stale s WHERE s.operation = o.id)), \
+                (SELECT count(*) FROM (SELECT tenant, \
+                   (next_observation_ms - ((next_observation_ms % 86400000) + 86400000) % 86400000) \
+                   / 86400000 AS due_day, count(*) AS n FROM operations \
+                 WHERE queued = 1 AND next_observation_ms IS NOT NULL GROUP BY 1, 2) o \
+                 FULL JOIN (SELECT * FROM due_counts WHERE n > 0) k USING (tenant, due_day) \
+                 WHERE k.n IS DISTINCT FROM o.n)",
     )
     .fetch_one(&mut owner)
     .await
     .unwrap();
-    assert_eq!((disabled, miscounted, unmarked), (0, 0, 0));
+    assert_eq!((disabled, miscounted, unmarked, misdue), (0, 0, 0, 0));
     // A bulk load leaves no statistics and no visibility map: the copy runs
     // `VACUUM (ANALYZE)` once it has committed. A table never analyzed has
     // `reltuples` -1; an analyzed one counts its rows.

@@ -77,6 +77,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operations_tool",
         include_str!("../../migrations/postgres/20261201000130_operations_tool.sql"),
     ),
+    (
+        20261201000140,
+        "due_counts",
+        include_str!("../../migrations/postgres/20261201000140_due_counts.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -121,6 +126,7 @@ impl Backend for Postgres {
             &[
                 "operations_are_audited",
                 "operation_counts_kept",
+                "due_counts_kept",
                 "metric_stale_operations",
             ],
         ),
@@ -164,6 +170,12 @@ impl Backend for Postgres {
         "DELETE FROM operation_counts",
         "INSERT INTO operation_counts (tenant, state, queued, n) \
          SELECT tenant, state, queued, count(*) FROM operations GROUP BY tenant, state, queued",
+        // What `due_counts_kept` would have counted.
+        "DELETE FROM due_counts",
+        "INSERT INTO due_counts (tenant, due_day, n) \
+         SELECT tenant, (next_observation_ms - ((next_observation_ms % 86400000) + 86400000) % 86400000) \
+         / 86400000, count(*) FROM operations \
+         WHERE queued = 1 AND next_observation_ms IS NOT NULL GROUP BY 1, 2",
         // Every copied operation is stale, as the marking triggers would have
         // left it: the copy's first report judges them anew.
         "INSERT INTO metric_stale (operation, mark) SELECT id, 1 FROM operations \

@@ -554,6 +554,35 @@ where
     qb
 }
 
+/// Milliseconds in a day: the buckets of `due_counts`.
+pub const DUE_DAY_MS: i64 = 86_400_000;
+
+/// [`overdue_count`] for a filter that narrows by the tenant scope alone
+/// ([`kept_scope`]): the days before today from the counts the triggers keep
+/// (`due_counts`), plus today's part up to `now_ms` from the due index — a
+/// read of a few rows per tenant and day, and one short range, however many
+/// operations are held.
+pub fn kept_overdue_count<'a, DB>(prefix: &str, scope: &Scope, now_ms: i64) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let today = now_ms.div_euclid(DUE_DAY_MS);
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT CAST(COALESCE((SELECT SUM(d.n) FROM due_counts d WHERE d.due_day < "
+    ));
+    qb.push_bind(today);
+    push_tenants(&mut qb, "d.tenant", scope);
+    qb.push("), 0) + (SELECT count(*) FROM operations o WHERE o.queued = 1 AND o.next_observation_ms >= ");
+    qb.push_bind(today * DUE_DAY_MS);
+    qb.push(" AND o.next_observation_ms <= ");
+    qb.push_bind(now_ms);
+    push_tenants(&mut qb, "o.tenant", scope);
+    qb.push(") AS BIGINT) AS n");
+    qb
+}
+
 /// Operations matching `filter` with a pending proposal: the pending proposals
 /// by status, each operation by its key.
 pub fn pending_count<'a, DB>(prefix: &str, filter: &OperationFilter) -> QueryBuilder<DB>

@@ -68,6 +68,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operations_tool",
         include_str!("../../migrations/sqlite/20261201000130_operations_tool.sql"),
     ),
+    (
+        20261201000140,
+        "due_counts",
+        include_str!("../../migrations/sqlite/20261201000140_due_counts.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

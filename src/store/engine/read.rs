@@ -472,54 +472,76 @@ shared! {
             filter: &OperationFilter,
             now: DateTime<Utc>,
         ) -> Result<QueueCounts, StoreError> {
+            // The three reads need nothing from each other: each on its own
+            // connection, side by side, so the header waits for the slowest
+            // (the due count on PostgreSQL), not for their sum.
+            let count = |qb: QueryBuilder<DB>| async move {
+                let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+                Self::count(&mut conn, qb).await
+            };
+            let (by_state, overdue, pending_proposals) = futures_util::try_join!(
+                self.counts_by_state(filter),
+                // The due count from the kept days and today's range of the
+                // due index; the pending proposals by status.
+                count(match kept_scope(filter) {
+                    Some(scope) => sql::kept_overdue_count("", &scope, ms(now)),
+                    None => sql::overdue_count("", filter, ms(now)),
+                }),
+                count(sql::pending_count("", filter)),
+            )?;
+            let (by_state, held_by_dependency) = by_state;
+            Ok(QueueCounts {
+                by_state,
+                held_by_dependency,
+                overdue,
+                pending_proposals,
+            })
+        }
+
+        /// The header's operations per state and those held by a dependency:
+        /// from the kept counts where `filter` allows, else counted.
+        async fn counts_by_state(
+            &self,
+            filter: &OperationFilter,
+        ) -> Result<(Vec<(State, u64)>, u64), StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            let held = held_states_sql();
-            let mut counts = QueueCounts::default();
-            match kept_scope(filter) {
-                Some(scope) => {
-                    let mut by_state: BTreeMap<State, u64> = BTreeMap::new();
-                    for (state, queued, n) in Self::kept_counts(&mut conn, &scope).await? {
-                        *by_state.entry(state).or_default() += n;
-                        if queued && !state.is_held() {
-                            counts.held_by_dependency += n;
-                        }
+            if let Some(scope) = kept_scope(filter) {
+                let mut by_state: BTreeMap<State, u64> = BTreeMap::new();
+                let mut held_by_dependency = 0;
+                for (state, queued, n) in Self::kept_counts(&mut conn, &scope).await? {
+                    *by_state.entry(state).or_default() += n;
+                    if queued && !state.is_held() {
+                        held_by_dependency += n;
                     }
-                    counts.by_state = by_state.into_iter().filter(|(_, n)| *n > 0).collect();
                 }
-                None => {
-                    let mut by_state: QueryBuilder<DB> = QueryBuilder::new(
-                        "SELECT o.state AS state, count(*) AS n FROM operations o WHERE 1 = 1",
-                    );
-                    push_filter(&mut by_state, filter);
-                    by_state.push(" GROUP BY o.state");
-                    for row in by_state
-                        .build()
-                        .fetch_all(&mut *conn)
-                        .await
-                        .map_err(db::<DB>)?
-                    {
-                        let state: String = row.try_get("state").map_err(db::<DB>)?;
-                        let n: i64 = row.try_get("n").map_err(db::<DB>)?;
-                        counts
-                            .by_state
-                            .push((codec::parse_state(&state)?, u64::try_from(n).unwrap_or(0)));
-                    }
-                    counts.by_state.sort();
-                    let mut dependency: QueryBuilder<DB> = QueryBuilder::new(format!(
-                        "SELECT count(*) AS n FROM operations o \
-                         WHERE o.queued = 1 AND o.state NOT IN ({held})"
-                    ));
-                    push_filter(&mut dependency, filter);
-                    counts.held_by_dependency = Self::count(&mut conn, dependency).await?;
-                }
+                let by_state = by_state.into_iter().filter(|(_, n)| *n > 0).collect();
+                return Ok((by_state, held_by_dependency));
             }
-            // Both walk the held operations only: the due index, and the pending
-            // proposals by status.
-            counts.overdue =
-                Self::count(&mut conn, sql::overdue_count("", filter, ms(now))).await?;
-            counts.pending_proposals =
-                Self::count(&mut conn, sql::pending_count("", filter)).await?;
-            Ok(counts)
+            let held = held_states_sql();
+            let mut counted: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT o.state AS state, count(*) AS n FROM operations o WHERE 1 = 1",
+            );
+            push_filter(&mut counted, filter);
+            counted.push(" GROUP BY o.state");
+            let mut by_state = Vec::new();
+            for row in counted
+                .build()
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db::<DB>)?
+            {
+                let state: String = row.try_get("state").map_err(db::<DB>)?;
+                let n: i64 = row.try_get("n").map_err(db::<DB>)?;
+                by_state.push((codec::parse_state(&state)?, u64::try_from(n).unwrap_or(0)));
+            }
+            by_state.sort();
+            let mut dependency: QueryBuilder<DB> = QueryBuilder::new(format!(
+                "SELECT count(*) AS n FROM operations o \
+                 WHERE o.queued = 1 AND o.state NOT IN ({held})"
+            ));
+            push_filter(&mut dependency, filter);
+            let held_by_dependency = Self::count(&mut conn, dependency).await?;
+            Ok((by_state, held_by_dependency))
         }
 
         /// The `n` of a `SELECT count(*) AS n …`.
