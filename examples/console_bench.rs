@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use chrono::Utc;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use holdfast::console::app::{App, Effect, Message, Options};
-use holdfast::console::runner::perform;
+use holdfast::console::runner::{Lookups, perform_with};
 use holdfast::console::view;
 use holdfast::core::rules::Actor;
 use holdfast::store::Session;
@@ -24,11 +24,21 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::layout::Rect;
 
+/// The lookup client, built once as the console builds it before its first
+/// frame: [`holdfast::console::runner::perform`] would build one per effect and
+/// time that too.
+fn lookups() -> &'static Lookups {
+    static LOOKUPS: std::sync::OnceLock<Lookups> = std::sync::OnceLock::new();
+    LOOKUPS.get_or_init(|| {
+        Lookups::new(holdfast::lookup::LookupSettings::default()).expect("the lookup client")
+    })
+}
+
 /// Runs `effects` and feeds the answers back until none is left.
 async fn settle(app: &mut App, store: &Session, effects: Vec<Effect>) {
     let mut queue = effects;
     while let Some(effect) = queue.pop() {
-        if let Some(message) = perform(store, &effect).await {
+        if let Some(message) = perform_with(store, lookups(), &effect).await {
             queue.extend(app.update(message));
         }
     }

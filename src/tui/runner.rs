@@ -72,7 +72,10 @@ async fn elsewhere(
 
 /// Runs one effect through `session` and returns the message answering it (`None`
 /// for [`Effect::Quit`], which the loop handles itself). Every read is the
-/// session's, in its tenants, and every write is the session's actor's.
+/// session's, in its tenants, and every write is the session's actor's. It
+/// builds the lookup client (a TLS HTTP client) for this one effect: a caller
+/// that runs many, or times them, keeps one [`Lookups`] and calls
+/// [`perform_with`], as the console does.
 pub async fn perform(session: &Session, effect: &Effect) -> Option<Message> {
     match Lookups::new(crate::lookup::LookupSettings::default()) {
         Ok(lookups) => perform_with(session, &lookups, effect).await,
