@@ -48,3 +48,24 @@ REVOKE ALL ON FUNCTION due_counts_keep() FROM PUBLIC;
 CREATE TRIGGER due_counts_kept
     AFTER INSERT OR UPDATE OF tenant, queued, next_observation_ms OR DELETE
     ON operations FOR EACH ROW EXECUTE FUNCTION due_counts_keep();
+
+-- A store whose application group was granted its reads before this table
+-- existed: whoever may read the operation counts may read the due counts, so
+-- the header keeps working for every login after the upgrade.
+DO $$
+DECLARE
+    grantee_name TEXT;
+BEGIN
+    FOR grantee_name IN
+        SELECT DISTINCT grantee FROM information_schema.role_table_grants
+        WHERE table_schema = current_schema() AND table_name = 'operation_counts'
+          AND privilege_type = 'SELECT' AND grantee <> current_user
+    LOOP
+        IF grantee_name = 'PUBLIC' THEN
+            GRANT SELECT ON due_counts TO PUBLIC;
+        ELSE
+            EXECUTE format('GRANT SELECT ON due_counts TO %I', grantee_name);
+        END IF;
+    END LOOP;
+END
+$$;
