@@ -147,14 +147,15 @@ fn schema_floor(binary: &Path, dir: &Path, store: &Path) -> Result<Run> {
         .arg(
             "SELECT name FROM sqlite_master WHERE type = 'table' \
              AND name NOT LIKE 'sqlite_%' AND name NOT LIKE '_sqlx%' \
-             AND name NOT IN ('metric_stale', 'operation_counts') ORDER BY name",
+             AND name NOT IN ('metric_stale', 'operation_counts', 'due_counts') ORDER BY name",
         )
         .output()?;
     let mut script = format!(
         "PRAGMA synchronous=FULL;\nATTACH '{}' AS ingested;\nBEGIN;\n",
         store.display()
     );
-    // The tables the triggers fill (stale marks, counts) are left to the triggers.
+    // The tables the triggers fill (stale marks, counts, due days) are left to
+    // the triggers.
     for table in String::from_utf8_lossy(&tables.stdout).lines() {
         script.push_str(&format!(
             "INSERT INTO main.{table} SELECT * FROM ingested.{table};\n"

@@ -72,10 +72,7 @@ pub(crate) fn spawn(
         .name("holdfast-pages".into())
         .spawn(move || {
             if let Err(error) = read(&connection, &sql, bind, &columns, rows_per_page, &sender) {
-                tracing::error!(%error, "paged read failed");
-                let _ = sender.blocking_send(Err(StoreError::Other(format!(
-                    "the store cannot be read: {error}"
-                ))));
+                let _ = sender.blocking_send(Err(read_failed(&error)));
             }
         });
     match spawned {
@@ -87,17 +84,28 @@ pub(crate) fn spawn(
     }
 }
 
-/// A read-only connection to the SQLite file at `path`; `None`, logged, when
-/// it cannot be opened.
+/// A read-only connection to the SQLite file at `path` that waits for a
+/// writer as the store's own connections do; `None`, logged, when it cannot be
+/// opened.
 fn open(path: &Path) -> Option<Connection> {
     let flags = OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX;
-    match Connection::open_with_flags(path, flags) {
+    let opened = Connection::open_with_flags(path, flags).and_then(|connection| {
+        connection.busy_timeout(std::time::Duration::from_secs(30))?;
+        Ok(connection)
+    });
+    match opened {
         Ok(connection) => Some(connection),
         Err(error) => {
             tracing::warn!(%error, path = %path.display(), "cannot open the store for paged reading; reading through the pool");
             None
         }
     }
+}
+
+/// The error a paged read that failed midway reports (and logs).
+fn read_failed(error: &rusqlite::Error) -> StoreError {
+    tracing::error!(%error, "paged read failed");
+    StoreError::Other(format!("the store cannot be read: {error}"))
 }
 
 /// Steps `sql` (a plain `SELECT`) over the SQLite file at `path` on a thread
@@ -118,7 +126,6 @@ where
     let connection = open(path)?;
     Some(tokio::task::spawn_blocking(move || {
         let mut step = || -> rusqlite::Result<Option<T>> {
-            connection.busy_timeout(std::time::Duration::from_secs(30))?;
             let mut statement = connection.prepare(&sql)?;
             let mut rows = statement.query([])?;
             while let Some(row) = rows.next()? {
@@ -128,10 +135,7 @@ where
             }
             Ok(None)
         };
-        step().map_err(|error| {
-            tracing::error!(%error, "paged read failed");
-            StoreError::Other(format!("the store cannot be read: {error}"))
-        })
+        step().map_err(|error| read_failed(&error))
     }))
 }
 
@@ -145,7 +149,6 @@ fn read(
     rows_per_page: usize,
     sender: &mpsc::Sender<Result<Page, StoreError>>,
 ) -> rusqlite::Result<()> {
-    connection.busy_timeout(std::time::Duration::from_secs(30))?;
     let mut statement = connection.prepare(sql)?;
     let mut rows = match bind {
         Some(value) => statement.query([value])?,

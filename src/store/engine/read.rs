@@ -452,7 +452,7 @@ shared! {
         /// Operations per (state, queued) from the counts the triggers keep
         /// (`operation_counts`), in the tenants of `scope`: a read of a few dozen
         /// rows whatever the store's size.
-        async fn kept_counts(
+        pub(super) async fn kept_counts(
             conn: &mut DB::Connection,
             scope: &Scope,
         ) -> Result<Vec<(State, bool, u64)>, StoreError> {

@@ -554,13 +554,13 @@ shared! {
             let mut verifier = ChainVerifier::default();
             // The counts kept by every write say how many operations the
             // chain will name: only a size hint, never trusted for the check.
-            let operations: Option<i64> =
-                sqlx::query("SELECT CAST(SUM(n) AS BIGINT) AS n FROM operation_counts")
-                    .fetch_one(&self.pool)
+            let hint = match self.pool.acquire().await {
+                Ok(mut conn) => Self::kept_counts(&mut conn, &crate::store::Scope::Every)
                     .await
-                    .ok()
-                    .and_then(|row| row.try_get("n").ok().flatten());
-            let hint = operations.and_then(|n| usize::try_from(n).ok()).unwrap_or(0);
+                    .map_or(0, |kept| kept.iter().map(|(_, _, n)| *n).sum::<u64>()),
+                Err(_) => 0,
+            };
+            let hint = usize::try_from(hint).unwrap_or(0);
             let mut ledger = Ledger::with_capacity(hint.min(1 << 26));
             if let Err(broken) = self.walk(1, &mut verifier, Some(&mut ledger)).await? {
                 return Ok(broken);
