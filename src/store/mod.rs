@@ -3,7 +3,7 @@
 
 pub mod engine;
 pub mod metric_sql;
-pub(crate) mod pages;
+pub mod pages;
 pub mod plan;
 pub mod postgres;
 pub mod session;

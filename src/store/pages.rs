@@ -23,7 +23,7 @@ use super::StoreError;
 
 /// How a column of a page is written.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Column {
+pub enum Column {
     /// A text column that may be `NULL`.
     Text(&'static str),
     /// An integer column.
@@ -34,7 +34,7 @@ pub(crate) enum Column {
 
 impl Column {
     /// The expression a plain `SELECT` reads for this column.
-    pub(crate) fn select(self) -> &'static str {
+    pub fn select(self) -> &'static str {
         match self {
             Column::Text(name) | Column::Integer(name) => name,
             Column::Absent => "NULL",
@@ -44,7 +44,7 @@ impl Column {
 
 /// One page: how many rows it holds and their columns, joined.
 #[derive(Debug)]
-pub(crate) struct Page {
+pub struct Page {
     pub rows: i64,
     pub text: String,
 }
@@ -103,7 +103,7 @@ fn open(path: &Path) -> Option<Connection> {
 }
 
 /// The error a paged read that failed midway reports (and logs).
-fn read_failed(error: &rusqlite::Error) -> StoreError {
+fn read_failed(error: &dyn std::fmt::Display) -> StoreError {
     tracing::error!(%error, "paged read failed");
     StoreError::Other(format!("the store cannot be read: {error}"))
 }
@@ -154,34 +154,222 @@ fn read(
         Some(value) => statement.query([value])?,
         None => statement.query([])?,
     };
-    let mut page = Page {
-        rows: 0,
-        text: String::new(),
-    };
-    let mut capacity = 0;
+    let mut pager = Pager::new(rows_per_page);
     while let Some(row) = rows.next()? {
         for (index, column) in columns.iter().enumerate() {
-            write_value(&mut page.text, *column, row.get_ref(index)?);
+            write_value(&mut pager.page.text, *column, row.get_ref(index)?.into());
         }
-        page.rows += 1;
-        if page.rows == i64::try_from(rows_per_page).unwrap_or(i64::MAX) {
-            capacity = capacity.max(page.text.len());
-            let full = std::mem::replace(
-                &mut page,
-                Page {
-                    rows: 0,
-                    text: String::with_capacity(capacity),
-                },
-            );
-            if sender.blocking_send(Ok(full)).is_err() {
+        if let Some(full) = pager.row_done()
+            && sender.blocking_send(Ok(full)).is_err()
+        {
+            return Ok(());
+        }
+    }
+    if let Some(page) = pager.last() {
+        let _ = sender.blocking_send(Ok(page));
+    }
+    Ok(())
+}
+
+/// The signature a binary `COPY` stream opens with.
+const COPY_SIGNATURE: &[u8] = b"PGCOPY\n\xff\r\n\0";
+
+/// Starts `statement` (a `COPY (SELECT …) TO STDOUT (FORMAT binary)` of
+/// `columns`, in their order: each text column cast to `text`, each integer
+/// column to `int8`) on a connection of `pool`, on a task of its own, and
+/// sends its rows in pages of `rows_per_page` as [`spawn`] does. PostgreSQL
+/// then writes each row once, in its own binary form, with no expression per
+/// column and no aggregate, and streams the next rows while this side checks
+/// the last. The task stops at the last row, at the first error (sent as the
+/// last item), or when the receiver is dropped: the connection, with the rest
+/// of the stream unread, is then closed rather than given back.
+pub(crate) fn copy_out(
+    pool: sqlx::PgPool,
+    statement: String,
+    columns: Vec<Column>,
+    rows_per_page: usize,
+) -> mpsc::Receiver<Result<Page, StoreError>> {
+    let (sender, receiver) = mpsc::channel(AHEAD);
+    tokio::spawn(async move {
+        if let Err(error) = stream(&pool, &statement, &columns, rows_per_page, &sender).await {
+            let _ = sender.send(Err(read_failed(&error))).await;
+        }
+    });
+    receiver
+}
+
+/// Reads the copy stream of [`copy_out`] into pages; returns early, without
+/// an error, once nobody receives.
+async fn stream(
+    pool: &sqlx::PgPool,
+    statement: &str,
+    columns: &[Column],
+    rows_per_page: usize,
+    sender: &mpsc::Sender<Result<Page, StoreError>>,
+) -> Result<(), String> {
+    use futures_util::StreamExt;
+    let mut connection = pool.acquire().await.map_err(|e| e.to_string())?;
+    let mut chunks = connection
+        .copy_out_raw(statement)
+        .await
+        .map_err(|e| e.to_string())?;
+    let mut tuples = Tuples::default();
+    let mut pager = Pager::new(rows_per_page);
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(|e| e.to_string())?;
+        let mut full = Vec::new();
+        tuples.read(&chunk, columns, &mut pager, &mut full)?;
+        for page in full {
+            if sender.send(Ok(page)).await.is_err() {
+                drop(chunks);
+                // The stream was not read to its end: the connection cannot
+                // serve another statement until it is, so it is closed.
+                drop(connection.detach());
                 return Ok(());
             }
         }
     }
-    if page.rows > 0 {
-        let _ = sender.blocking_send(Ok(page));
+    drop(chunks);
+    if !tuples.ended {
+        return Err("the copy stream ended before its trailer".into());
+    }
+    if let Some(page) = pager.last() {
+        let _ = sender.send(Ok(page)).await;
     }
     Ok(())
+}
+
+/// The reading state of a binary copy stream: the bytes of a row cut across
+/// two chunks are kept until the rest arrives.
+#[derive(Default)]
+struct Tuples {
+    pending: Vec<u8>,
+    header: bool,
+    ended: bool,
+}
+
+/// What [`tuple`] made of the bytes at hand.
+enum Step {
+    /// A whole row, written into the page: how many bytes it took.
+    Row(usize),
+    /// The trailer that ends the stream.
+    Trailer,
+    /// The row goes on in the next chunk.
+    More,
+}
+
+impl Tuples {
+    /// Writes every whole row of `chunk` (after what was pending) into
+    /// `pager`, pushing each page filled onto `full`.
+    fn read(
+        &mut self,
+        chunk: &[u8],
+        columns: &[Column],
+        pager: &mut Pager,
+        full: &mut Vec<Page>,
+    ) -> Result<(), String> {
+        if self.ended {
+            return Err("the copy stream goes on after its trailer".into());
+        }
+        self.pending.extend_from_slice(chunk);
+        let mut at = 0;
+        if !self.header {
+            match header_len(&self.pending)? {
+                Some(len) => {
+                    at = len;
+                    self.header = true;
+                }
+                None => return Ok(()),
+            }
+        }
+        loop {
+            match tuple(&self.pending[at..], columns, &mut pager.page.text)? {
+                Step::More => break,
+                Step::Trailer => {
+                    at += 2;
+                    self.ended = true;
+                    break;
+                }
+                Step::Row(len) => {
+                    at += len;
+                    full.extend(pager.row_done());
+                }
+            }
+        }
+        if self.ended && at < self.pending.len() {
+            return Err("the copy stream goes on after its trailer".into());
+        }
+        self.pending.drain(..at);
+        Ok(())
+    }
+}
+
+/// The length of the binary copy header at the start of `bytes`, `None` until
+/// it has all arrived.
+fn header_len(bytes: &[u8]) -> Result<Option<usize>, String> {
+    let fixed = COPY_SIGNATURE.len() + 8;
+    let Some(head) = bytes.get(..fixed) else {
+        return Ok(None);
+    };
+    if !head.starts_with(COPY_SIGNATURE) {
+        return Err("the copy stream does not open with the binary signature".into());
+    }
+    let extension = be_u32(&head[fixed - 4..]);
+    let len = fixed + usize::try_from(extension).map_err(|e| e.to_string())?;
+    Ok((bytes.len() >= len).then_some(len))
+}
+
+fn be_u32(bytes: &[u8]) -> u32 {
+    let mut four = [0u8; 4];
+    four.copy_from_slice(&bytes[..4]);
+    u32::from_be_bytes(four)
+}
+
+/// Reads one row of a binary copy stream from the start of `bytes` and writes
+/// its values into `text` as the page format writes `columns`; a row not yet
+/// whole leaves `text` as it was.
+fn tuple(bytes: &[u8], columns: &[Column], text: &mut String) -> Result<Step, String> {
+    let Some(count) = bytes.get(..2) else {
+        return Ok(Step::More);
+    };
+    let count = i16::from_be_bytes([count[0], count[1]]);
+    if count == -1 {
+        return Ok(Step::Trailer);
+    }
+    if usize::try_from(count).ok() != Some(columns.len()) {
+        return Err(format!(
+            "a copied row of {count} columns where {} were asked for",
+            columns.len()
+        ));
+    }
+    let start = text.len();
+    let mut at = 2;
+    for column in columns {
+        let Some(len) = bytes.get(at..at + 4) else {
+            text.truncate(start);
+            return Ok(Step::More);
+        };
+        // A length of -1 is NULL.
+        let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
+        at += 4;
+        let value = match usize::try_from(len) {
+            Err(_) => Value::Null,
+            Ok(len) => {
+                let Some(value) = bytes.get(at..at + len) else {
+                    text.truncate(start);
+                    return Ok(Step::More);
+                };
+                at += len;
+                match column {
+                    Column::Integer(_) => <[u8; 8]>::try_from(value)
+                        .map_or(Value::Other, |n| Value::Integer(i64::from_be_bytes(n))),
+                    Column::Text(_) | Column::Absent => Value::Text(value),
+                }
+            }
+        };
+        write_value(text, *column, value);
+    }
+    Ok(Step::Row(at))
 }
 
 /// Appends the decimal digits of `n`: the formatting machinery costs more than
@@ -200,10 +388,31 @@ fn push_digits(page: &mut String, mut n: u64) {
     page.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
 }
 
+/// One value as a reader found it, before it is written into a page.
+#[derive(Debug, Clone, Copy)]
+enum Value<'a> {
+    Null,
+    Integer(i64),
+    Text(&'a [u8]),
+    /// A value of another type than any a page column takes.
+    Other,
+}
+
+impl<'a> From<ValueRef<'a>> for Value<'a> {
+    fn from(value: ValueRef<'a>) -> Self {
+        match value {
+            ValueRef::Null => Value::Null,
+            ValueRef::Integer(n) => Value::Integer(n),
+            ValueRef::Text(bytes) => Value::Text(bytes),
+            ValueRef::Real(_) | ValueRef::Blob(_) => Value::Other,
+        }
+    }
+}
+
 /// Appends one value as the page format writes a `column` of its kind.
-fn write_value(page: &mut String, column: Column, value: ValueRef<'_>) {
+fn write_value(page: &mut String, column: Column, value: Value<'_>) {
     match (column, value) {
-        (Column::Integer(_), ValueRef::Integer(n)) => {
+        (Column::Integer(_), Value::Integer(n)) => {
             if n < 0 {
                 page.push('-');
             }
@@ -211,8 +420,8 @@ fn write_value(page: &mut String, column: Column, value: ValueRef<'_>) {
             page.push(',');
         }
         (Column::Integer(_), _) => page.push_str("!,"),
-        (Column::Text(_) | Column::Absent, ValueRef::Null) => page.push('-'),
-        (Column::Text(_), ValueRef::Text(bytes)) => match std::str::from_utf8(bytes) {
+        (Column::Text(_) | Column::Absent, Value::Null) => page.push('-'),
+        (Column::Text(_), Value::Text(bytes)) => match std::str::from_utf8(bytes) {
             Ok(text) => {
                 push_digits(page, text.len() as u64);
                 page.push(':');
@@ -221,6 +430,47 @@ fn write_value(page: &mut String, column: Column, value: ValueRef<'_>) {
             Err(_) => page.push('!'),
         },
         (Column::Text(_) | Column::Absent, _) => page.push('!'),
+    }
+}
+
+/// Pages filled row by row and handed on once full.
+struct Pager {
+    page: Page,
+    rows_per_page: i64,
+    capacity: usize,
+}
+
+impl Pager {
+    fn new(rows_per_page: usize) -> Self {
+        Pager {
+            page: Page {
+                rows: 0,
+                text: String::new(),
+            },
+            rows_per_page: i64::try_from(rows_per_page).unwrap_or(i64::MAX),
+            capacity: 0,
+        }
+    }
+
+    /// Counts the row just written: the page, once it is full.
+    fn row_done(&mut self) -> Option<Page> {
+        self.page.rows += 1;
+        if self.page.rows < self.rows_per_page {
+            return None;
+        }
+        self.capacity = self.capacity.max(self.page.text.len());
+        Some(std::mem::replace(
+            &mut self.page,
+            Page {
+                rows: 0,
+                text: String::with_capacity(self.capacity),
+            },
+        ))
+    }
+
+    /// The last page, unless it is empty.
+    fn last(self) -> Option<Page> {
+        (self.page.rows > 0).then_some(self.page)
     }
 }
 
@@ -263,6 +513,107 @@ mod tests {
                 (2, "-9223372036854775808,---10,10:01234567890:-".to_owned()),
             ]
         );
+    }
+
+    /// A binary copy stream of `rows` (each value `None` for NULL, else its
+    /// bytes) as PostgreSQL writes one, with a header extension of `extension`
+    /// bytes.
+    fn copy_stream(rows: &[Vec<Option<&[u8]>>], extension: usize) -> Vec<u8> {
+        let mut out = super::COPY_SIGNATURE.to_vec();
+        out.extend(0u32.to_be_bytes());
+        out.extend(u32::try_from(extension).expect("small").to_be_bytes());
+        out.extend(std::iter::repeat_n(7u8, extension));
+        for row in rows {
+            out.extend(i16::try_from(row.len()).expect("few").to_be_bytes());
+            for value in row {
+                match value {
+                    None => out.extend((-1i32).to_be_bytes()),
+                    Some(bytes) => {
+                        out.extend(i32::try_from(bytes.len()).expect("short").to_be_bytes());
+                        out.extend_from_slice(bytes);
+                    }
+                }
+            }
+        }
+        out.extend((-1i16).to_be_bytes());
+        out
+    }
+
+    /// Reads `stream` cut into chunks of `cut` bytes: the pages, or the error.
+    fn read_copy(
+        stream: &[u8],
+        cut: usize,
+        columns: &[Column],
+    ) -> Result<Vec<(i64, String)>, String> {
+        let mut tuples = super::Tuples::default();
+        let mut pager = super::Pager::new(2);
+        let mut full = Vec::new();
+        for chunk in stream.chunks(cut) {
+            tuples.read(chunk, columns, &mut pager, &mut full)?;
+        }
+        if !tuples.ended {
+            return Err("no trailer".into());
+        }
+        full.extend(pager.last());
+        Ok(full.into_iter().map(|p| (p.rows, p.text)).collect())
+    }
+
+    /// A copy stream read in chunks of any size, a row or the header cut
+    /// anywhere, gives the pages the file reader gives for the same values.
+    #[test]
+    fn a_copy_stream_cut_anywhere_gives_the_same_pages() {
+        let columns = [
+            Column::Integer("k"),
+            Column::Text("a"),
+            Column::Text("b"),
+            Column::Absent,
+        ];
+        let one = 1i64.to_be_bytes();
+        let minus = (-9i64).to_be_bytes();
+        let rows = vec![
+            vec![Some(&one[..]), Some("é:x".as_bytes()), None, None],
+            vec![Some(&minus[..]), Some(&b""[..]), Some(&b"y"[..]), None],
+            vec![None, Some(&[0xffu8][..]), Some(&[1u8, 2][..]), None],
+        ];
+        let want = vec![
+            (2, "1,4:é:x---9,0:1:y-".to_owned()),
+            (1, "!,!2:\u{1}\u{2}-".to_owned()),
+        ];
+        for extension in [0, 3] {
+            let stream = copy_stream(&rows, extension);
+            for cut in 1..=stream.len() {
+                assert_eq!(
+                    read_copy(&stream, cut, &columns),
+                    Ok(want.clone()),
+                    "cut {cut}"
+                );
+            }
+        }
+        // An integer of another width is a value of another type.
+        let short = vec![vec![Some(&[0u8, 1][..]), None, None, None]];
+        assert_eq!(
+            read_copy(&copy_stream(&short, 0), 5, &columns),
+            Ok(vec![(1, "!,---".to_owned())])
+        );
+    }
+
+    #[test]
+    fn a_copy_stream_that_is_not_whole_or_not_the_asked_shape_is_refused() {
+        let columns = [Column::Text("a")];
+        let stream = copy_stream(&[vec![Some(&b"x"[..])]], 0);
+        // No trailer.
+        assert!(read_copy(&stream[..stream.len() - 2], 4, &columns).is_err());
+        // Bytes after the trailer.
+        let mut longer = stream.clone();
+        longer.extend([0, 1]);
+        assert!(read_copy(&longer, 4, &columns).is_err());
+        // Another signature.
+        let mut other = stream.clone();
+        other[0] = b'Q';
+        assert!(read_copy(&other, 64, &columns).is_err());
+        // A row of two columns where one was asked for.
+        let two = copy_stream(&[vec![Some(&b"x"[..]), None]], 0);
+        assert!(read_copy(&two, 64, &columns).is_err());
     }
 
     #[test]

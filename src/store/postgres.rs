@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use sqlx::Postgres;
 use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
-use tokio::sync::watch;
+use tokio::sync::{mpsc, watch};
 
 use super::engine::{Backend, HEAD_SEQ, SqlStore, publish};
+use super::pages::{self, Column, Page};
 use super::{Link, Live, StoreError};
 
 /// Migrations compiled into the binary, one file each under `migrations/postgres`.
@@ -199,6 +200,40 @@ impl Backend for Postgres {
     const IS_TEXT: &'static str = "TRUE";
     const IS_INTEGER: &'static str = "TRUE";
     const AGGREGATES_IN_ORDER: bool = false;
+    // Every function named with its schema, so that no function of the same
+    // name earlier on a login's search path can stand in for it.
+    const DIGEST: Option<&'static str> = Some(
+        "'sha256:' || pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to({c}, 'UTF8')), 'hex')",
+    );
+
+    fn streamed_pages(
+        pool: &PgPool,
+        table: &str,
+        condition: Option<&str>,
+        keys: &str,
+        columns: &[Column],
+        rows_per_page: usize,
+    ) -> Option<mpsc::Receiver<Result<Page, StoreError>>> {
+        let select: Vec<String> = columns
+            .iter()
+            .map(|column| match column {
+                Column::Text(name) => format!("{name}::text"),
+                Column::Integer(name) => format!("{name}::int8"),
+                Column::Absent => "NULL::text".to_owned(),
+            })
+            .collect();
+        let condition = condition.map(|c| format!("WHERE {c}")).unwrap_or_default();
+        let statement = format!(
+            "COPY (SELECT {} FROM {table} {condition} ORDER BY {keys}) TO STDOUT (FORMAT binary)",
+            select.join(", ")
+        );
+        Some(pages::copy_out(
+            pool.clone(),
+            statement,
+            columns.to_vec(),
+            rows_per_page,
+        ))
+    }
 
     fn classify(error: &sqlx::Error) -> Option<StoreError> {
         let sqlx::Error::Database(e) = error else {

@@ -92,6 +92,31 @@ pub trait Backend: Database {
         None
     }
 
+    /// The pages of a whole-table read for verification, streamed by the
+    /// database itself on a task of their own
+    /// ([`crate::store::pages::copy_out`]): the rows of `table` that meet
+    /// `condition` (SQL with no parameters), in the order of `keys`, with
+    /// `columns` in their order. `None` where pages are built by SQL through
+    /// the pool.
+    fn streamed_pages(
+        pool: &Pool<Self>,
+        table: &str,
+        condition: Option<&str>,
+        keys: &str,
+        columns: &[crate::store::pages::Column],
+        rows_per_page: usize,
+    ) -> Option<tokio::sync::mpsc::Receiver<Result<crate::store::pages::Page, StoreError>>> {
+        let _ = (pool, table, condition, keys, columns, rows_per_page);
+        None
+    }
+
+    /// An expression for the digest of the text column `{c}`, written as
+    /// [`Sha256::of`] writes it, where the database computes it with a
+    /// function of its own: records are then hashed where they are stored and
+    /// only one that does not match crosses the connection. `None` where the
+    /// records are hashed here.
+    const DIGEST: Option<&'static str> = None;
+
     /// Maps the errors this backend reports in its own terms; `None` leaves the
     /// error to the shared mapping.
     fn classify(error: &sqlx::Error) -> Option<StoreError>;
