@@ -86,6 +86,10 @@ pub struct RowView<'a, E: AsRef<str>> {
     pub on_behalf_of: Option<&'a str>,
     pub rationale: Option<&'a str>,
     pub evidence: &'a [E],
+    /// The evidence list as JSON text that is known to be exactly what the
+    /// canonical encoding writes for [`Self::evidence`] (a stored list read
+    /// back unchanged), so the walk need not write it again; `None` writes it.
+    pub evidence_json: Option<&'a str>,
     pub at: &'a str,
 }
 
@@ -105,6 +109,7 @@ impl<'a> RowView<'a, String> {
             on_behalf_of: draft.on_behalf_of.as_deref(),
             rationale: draft.rationale.as_deref(),
             evidence: &draft.evidence,
+            evidence_json: None,
             at,
         }
     }
@@ -129,14 +134,19 @@ pub fn canonical(encoding: i64, seq: i64, draft: &AuditDraft) -> String {
 /// Appends the canonical encoding of `row` (see [`canonical`]) to `out`.
 pub fn write_canonical<E: AsRef<str>>(out: &mut String, row: &RowView<'_, E>) {
     fn esc(out: &mut String, text: &str) {
-        for c in text.chars() {
-            match c {
-                '\\' => out.push_str("\\\\"),
-                '\n' => out.push_str("\\n"),
-                '\r' => out.push_str("\\r"),
-                c => out.push(c),
-            }
+        // The three escaped characters are ASCII, so the text between them is
+        // copied in runs, each cut on a character boundary.
+        let mut rest = text;
+        while let Some(at) = rest.bytes().position(|b| matches!(b, b'\\' | b'\n' | b'\r')) {
+            out.push_str(&rest[..at]);
+            out.push_str(match rest.as_bytes()[at] {
+                b'\\' => "\\\\",
+                b'\n' => "\\n",
+                _ => "\\r",
+            });
+            rest = &rest[at + 1..];
         }
+        out.push_str(rest);
     }
     fn opt(out: &mut String, text: Option<&str>) {
         match text {
@@ -171,8 +181,13 @@ pub fn write_canonical<E: AsRef<str>>(out: &mut String, row: &RowView<'_, E>) {
     opt(out, row.rationale);
     out.push_str("\nevidence=");
     if row.encoding >= 2 {
-        let list: Vec<&str> = row.evidence.iter().map(AsRef::as_ref).collect();
-        out.push_str(&serde_json::to_string(&list).unwrap_or_default());
+        match row.evidence_json {
+            Some(json) => out.push_str(json),
+            None => {
+                let list: Vec<&str> = row.evidence.iter().map(AsRef::as_ref).collect();
+                out.push_str(&serde_json::to_string(&list).unwrap_or_default());
+            }
+        }
     } else {
         for (i, e) in row.evidence.iter().enumerate() {
             if i > 0 {

