@@ -119,6 +119,16 @@ async fn a_store_of_many_pages_verifies_whole_and_each_page_is_checked(kind: Kin
         &format!("UPDATE items SET wire = substr(wire, 1, length(wire) - 1) WHERE {last_item}"),
     )
     .await;
+    // Two altered: the first in key order is named, the numeric order of the
+    // second key (#101 before #1199), whatever order they are found in.
+    let two = format!("operation = 'B0000000' AND idx IN (101, {})", 99 + ITEMS);
+    caught(
+        &fresh,
+        &format!("UPDATE items SET wire = wire || ' ' WHERE {two}"),
+        "items B0000000#101:",
+        &format!("UPDATE items SET wire = substr(wire, 1, length(wire) - 1) WHERE {two}"),
+    )
+    .await;
 
     unguard(&fresh).await;
     if kind == Kind::Sqlite {

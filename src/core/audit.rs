@@ -137,7 +137,10 @@ pub fn write_canonical<E: AsRef<str>>(out: &mut String, row: &RowView<'_, E>) {
         // The three escaped characters are ASCII, so the text between them is
         // copied in runs, each cut on a character boundary.
         let mut rest = text;
-        while let Some(at) = rest.bytes().position(|b| matches!(b, b'\\' | b'\n' | b'\r')) {
+        while let Some(at) = rest
+            .bytes()
+            .position(|b| matches!(b, b'\\' | b'\n' | b'\r'))
+        {
             out.push_str(&rest[..at]);
             out.push_str(match rest.as_bytes()[at] {
                 b'\\' => "\\\\",

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use compact_str::CompactString;
 use hashbrown::HashMap;
 
 use chrono::{DateTime, Utc};
@@ -45,7 +46,9 @@ enum Owner {
     /// Never assigned: the owner it was created with.
     #[default]
     AsCreated,
-    Assigned(String),
+    /// The owner's place in [`Ledger::owners`]: few names recur across a
+    /// million operations, so each slot holds a number, not a name.
+    Assigned(u32),
     /// Assigned by a row written before `assign` rows named the new owner
     /// (encoding 1): the chain cannot say who owns it.
     Unrecorded,
@@ -57,12 +60,12 @@ struct Entry {
     state: Option<State>,
     owner: Owner,
     /// Every row but `record` rows bumped the version by one; creation sets 1.
-    version: i64,
+    version: u32,
     last_seq: i64,
-    /// The lease the work rows leave: (worker, generation, until, status).
-    /// Boxed: few operations have one, and the map's slots stay small.
-    lease: Option<Box<(String, String, String, &'static str)>>,
 }
+
+/// The lease the work rows leave: (worker, generation, until, status).
+type LeaseFacts = (String, String, String, &'static str);
 
 /// An operation as the store holds it, to compare with the chain.
 #[derive(Debug, Clone, Copy)]
@@ -87,7 +90,15 @@ pub struct Divergence {
 #[derive(Debug, Clone, Default)]
 pub struct Ledger {
     /// By id; where one of them is named, the least id is (see [`least`]).
-    operations: HashMap<String, Entry>,
+    /// Keys held in the slot (ids of up to 24 bytes need no allocation of
+    /// their own), so a lookup reads one place in memory, not two.
+    operations: HashMap<CompactString, Entry>,
+    /// By operation, the lease its work rows leave: few operations have one,
+    /// so the slots of [`Self::operations`] stay small (48 bytes).
+    leases: HashMap<CompactString, LeaseFacts>,
+    /// Every owner an `assign` row named, and each one's place.
+    owners: Vec<CompactString>,
+    owner_places: HashMap<CompactString, u32>,
     grants: BTreeSet<(String, String, String)>,
     last_grant_seq: i64,
     /// Each tool's level as the `autonomy-set` rows leave it, with the row's seq.
@@ -100,9 +111,9 @@ pub struct Ledger {
 
 /// The operation with the least id of `operations`: the one a report names
 /// when several diverge, the same whatever order the map holds them in.
-fn least<'a>(
-    operations: impl Iterator<Item = (&'a String, &'a Entry)>,
-) -> Option<(&'a String, &'a Entry)> {
+fn least<'a, V>(
+    operations: impl Iterator<Item = (&'a CompactString, &'a V)>,
+) -> Option<(&'a CompactString, &'a V)> {
     operations.min_by(|a, b| a.0.cmp(b.0))
 }
 
@@ -174,22 +185,33 @@ impl Ledger {
                 work::RELEASE => LeaseStatus::Released,
                 _ => LeaseStatus::Held,
             };
-            op.lease = Some(Box::new((
+            let lease = (
                 entry(row, work::WORKER).unwrap_or_default().to_owned(),
                 entry(row, work::GENERATION).unwrap_or_default().to_owned(),
                 entry(row, work::UNTIL).unwrap_or_default().to_owned(),
                 status.as_str(),
-            )));
+            );
+            self.leases.insert(row.operation.into(), lease);
             return;
         }
         if row.action != RECORD {
-            op.version += 1;
+            op.version = op.version.saturating_add(1);
         }
         if let Some(to) = row.to {
             op.state = Some(to);
         }
         if row.action == "assign" {
-            op.owner = entry(row, OWNER).map_or(Owner::Unrecorded, |o| Owner::Assigned(o.into()));
+            op.owner = match entry(row, OWNER) {
+                None => Owner::Unrecorded,
+                Some(owner) => {
+                    let next = u32::try_from(self.owners.len()).unwrap_or(u32::MAX);
+                    let place = *self.owner_places.entry_ref(owner).or_insert(next);
+                    if place == next {
+                        self.owners.push(owner.into());
+                    }
+                    Owner::Assigned(place)
+                }
+            };
         }
     }
 
@@ -217,13 +239,20 @@ impl Ledger {
         }
         let owner = match &op.owner {
             Owner::AsCreated => Some(stored.created_owner),
-            Owner::Assigned(owner) => Some(owner.as_str()),
+            // Every place was given out with its name: an empty name, never
+            // anyone's, would be reported rather than the check skipped.
+            Owner::Assigned(place) => Some(
+                usize::try_from(*place)
+                    .ok()
+                    .and_then(|place| self.owners.get(place))
+                    .map_or("", CompactString::as_str),
+            ),
             Owner::Unrecorded => None,
         };
         if let Some(owner) = owner.filter(|o| *o != stored.owner) {
             return Err(differs("owner", stored.owner, owner));
         }
-        if op.version != stored.version {
+        if i64::from(op.version) != stored.version {
             return Err(differs(
                 "version",
                 &stored.version.to_string(),
@@ -264,7 +293,7 @@ impl Ledger {
         for lease in stored {
             let id = lease.operation.as_str();
             seen.insert(id.to_owned());
-            let chain = self.operations.get(id).and_then(|op| op.lease.as_deref());
+            let chain = self.leases.get(id);
             let found = (
                 lease.worker.clone(),
                 lease.generation.to_string(),
@@ -282,12 +311,12 @@ impl Ledger {
             }
         }
         match least(
-            self.operations
+            self.leases
                 .iter()
-                .filter(|(id, op)| op.lease.is_some() && !seen.contains(*id)),
+                .filter(|(id, _)| !seen.contains(id.as_str())),
         ) {
-            Some((id, op)) => Err(Divergence {
-                seq: op.last_seq,
+            Some((id, _)) => Err(Divergence {
+                seq: self.last_seq_of(id),
                 reason: format!("the lease on {id} was made by work rows but is no longer stored"),
             }),
             None => Ok(()),

