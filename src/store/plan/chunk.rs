@@ -49,17 +49,42 @@ fn ties(record: &Record) -> Vec<u64> {
     }
 }
 
-/// The last line each tie appears on, gathered by a first pass over the input.
-#[derive(Debug, Default)]
+/// The last line each tie appears on, gathered by a first pass over the input,
+/// kept only for the ties that appear on more than one line: a tie seen once
+/// reaches no further than its own line, which [`Reach::of`] counts anyway.
+/// Most ties are seen once (an attempt's or an observation's own id), so
+/// whether a tie was seen before is asked of a filter of fixed size ([`Seen`])
+/// rather than of a map of every tie, which for a 2.3 GB file held 4.5 M ties
+/// (140 MiB). A tie the filter wrongly takes for seen is kept with its own
+/// line: the same reach, one entry more.
+#[derive(Debug)]
 pub struct Reach {
+    seen: Seen,
     last: HashMap<u64, usize>,
 }
 
+impl Default for Reach {
+    fn default() -> Self {
+        Reach::for_input(0)
+    }
+}
+
 impl Reach {
+    /// A reach for an input of `bytes` bytes, its filter sized for about one
+    /// tie per 512 bytes (the records of the bench's shape hold one per 230).
+    pub fn for_input(bytes: u64) -> Self {
+        Reach {
+            seen: Seen::for_ties(bytes / 512),
+            last: HashMap::new(),
+        }
+    }
+
     /// Notes a record read on its line (lines come in increasing order).
     pub fn note(&mut self, numbered: &Numbered) {
         for key in ties(&numbered.record) {
-            self.last.insert(key, numbered.line);
+            if self.seen.mark(key) {
+                self.last.insert(key, numbered.line);
+            }
         }
     }
 
@@ -69,6 +94,50 @@ impl Reach {
             .into_iter()
             .filter_map(|key| self.last.get(&key).copied())
             .fold(numbered.line, usize::max)
+    }
+}
+
+/// A Bloom filter of ties: [`Seen::mark`] never says a tie is new when it was
+/// marked before; it may, rarely, say one was seen that was not.
+#[derive(Debug)]
+struct Seen {
+    bits: Vec<u64>,
+    mask: u64,
+}
+
+impl Seen {
+    /// Bits per expected tie: with three probes, about one new tie in a
+    /// thousand is taken for seen.
+    const BITS_PER_TIE: u64 = 24;
+    const FEWEST_BITS: u64 = 1 << 16;
+    /// 64 MiB: past about 22 M ties the filter answers "seen" more often, and
+    /// the map grows as it did before the filter.
+    const MOST_BITS: u64 = 1 << 29;
+
+    fn for_ties(ties: u64) -> Self {
+        let bits = ties
+            .saturating_mul(Self::BITS_PER_TIE)
+            .clamp(Self::FEWEST_BITS, Self::MOST_BITS)
+            .next_power_of_two();
+        Seen {
+            bits: vec![0; usize::try_from(bits / 64).unwrap_or(1 << 10)],
+            mask: bits - 1,
+        }
+    }
+
+    /// Marks `tie` (already a hash); whether it may have been marked before.
+    fn mark(&mut self, tie: u64) -> bool {
+        // Double hashing: the probes step through the bits by an odd stride
+        // taken from the tie's other half.
+        let stride = tie.rotate_left(32) | 1;
+        let mut before = true;
+        for probe in 0..3u64 {
+            let bit = tie.wrapping_add(probe.wrapping_mul(stride)) & self.mask;
+            let (word, mask) = ((bit >> 6) as usize, 1u64 << (bit & 63));
+            before &= self.bits[word] & mask != 0;
+            self.bits[word] |= mask;
+        }
+        before
     }
 }
 
@@ -193,5 +262,59 @@ mod tests {
             got.iter().map(Vec::len).collect::<Vec<_>>(),
             vec![6, 6, 6, 2]
         );
+    }
+}
+
+#[cfg(test)]
+mod reach_tests {
+    use super::*;
+    use crate::wire::parse_stream;
+
+    /// With a filter far too small for its ties (most answers "seen"), and
+    /// with one of the right size, every record reaches exactly as far as a
+    /// map of every tie says: the filter only decides what is kept.
+    #[test]
+    fn the_filter_never_changes_a_reach() {
+        let mut lines = Vec::new();
+        for op in 0..3000 {
+            let id = format!("op-{op}");
+            lines.push(format!(
+                r#"{{"type":"attempt","id":"A-{op}","operation":"{id}","seq":1,"kind":"request","layer":"sdk","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout","provider_request_id":"prq-{op}"}}"#
+            ));
+            // Every tenth operation's attempt id comes back far later.
+            if op % 10 == 0 && op >= 1000 {
+                let back = op - 1000;
+                lines.push(format!(
+                    r#"{{"type":"attempt","id":"A-{back}","operation":"op-{back}","seq":2,"kind":"request","layer":"sdk","started_at":"2026-09-05T10:00:01Z","ended_at":"2026-09-05T10:00:31Z","phase":"request_sent","outcome":"timeout","provider_request_id":"prq-{back}-2"}}"#
+                ));
+            }
+        }
+        let parsed = parse_stream(lines.join("\n").as_bytes(), &mut |_| {}).expect("read");
+        assert!(parsed.is_clean(), "{:?}", parsed.errors.first());
+        let mut every: HashMap<u64, usize> = HashMap::new();
+        for n in &parsed.records {
+            for key in ties(&n.record) {
+                every.insert(key, n.line);
+            }
+        }
+        for bytes in [0, 512 * 10_000] {
+            let mut reach = Reach::for_input(bytes);
+            parsed.records.iter().for_each(|n| reach.note(n));
+            for n in &parsed.records {
+                let want = ties(&n.record)
+                    .into_iter()
+                    .filter_map(|key| every.get(&key).copied())
+                    .fold(n.line, usize::max);
+                assert_eq!(reach.of(n), want, "line {} with {bytes} bytes", n.line);
+            }
+            if bytes > 0 {
+                // Sized right, the map keeps little more than the ties seen twice.
+                assert!(
+                    reach.last.len() < 3000 / 10 + 3000 / 10,
+                    "{}",
+                    reach.last.len()
+                );
+            }
+        }
     }
 }
