@@ -119,8 +119,9 @@ impl Seen {
             .saturating_mul(Self::BITS_PER_TIE)
             .clamp(Self::FEWEST_BITS, Self::MOST_BITS)
             .next_power_of_two();
+        // A power of two of at least 2^16 bits: whole 64-bit words.
         Seen {
-            bits: vec![0; usize::try_from(bits / 64).unwrap_or(1 << 10)],
+            bits: vec![0; 1usize << (bits.trailing_zeros() - 6)],
             mask: bits - 1,
         }
     }

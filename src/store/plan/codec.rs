@@ -201,23 +201,14 @@ impl<'a> AuditColumns<&'a str> {
             text.map(|t| State::parse(t).ok_or_else(|| bad("unknown state")))
                 .transpose()
         };
+        // A list in canonical form is read as it stands and hashed as stored;
+        // any other (escapes, spaces) is parsed, and written again to be hashed.
         let evidence: Vec<Cow<'a, str>> = if let Some(list) = canonical_list(self.evidence) {
             evidence_json = Some(self.evidence);
             list
         } else {
             match serde_json::from_str::<Vec<&'a str>>(self.evidence) {
-                Ok(list) => {
-                    // Every entry borrowed holds no escape, and JSON strings hold
-                    // no raw control character: each is written back as itself
-                    // between quotes. A text of exactly that length then has no
-                    // space between its tokens either: it is the canonical list.
-                    let canonical = match list.len() {
-                        0 => 2,
-                        _ => list.iter().map(|e| e.len() + 3).sum::<usize>() + 1,
-                    };
-                    evidence_json = (canonical == self.evidence.len()).then_some(self.evidence);
-                    list.into_iter().map(Cow::Borrowed).collect()
-                }
+                Ok(list) => list.into_iter().map(Cow::Borrowed).collect(),
                 Err(_) => serde_json::from_str::<Vec<String>>(self.evidence)
                     .map_err(|_| bad("evidence is not a list"))?
                     .into_iter()
