@@ -197,7 +197,14 @@ impl SqlStore<Sqlite> {
             .busy_timeout(BUSY_TIMEOUT)
             .row_buffer_size(ROW_BUFFER)
             .statement_cache_capacity(STATEMENT_CACHE)
-            .foreign_keys(false);
+            .foreign_keys(false)
+            // A multi-row insert keeps a statement journal in case it must undo
+            // itself: in memory rather than in a temporary file. And 16 MiB of
+            // pages per connection rather than SQLite's 2 MiB, so that a batch
+            // of ingest does not spill half-written pages to the WAL before it
+            // commits (a 100,000-operation ingest: 7.6 s of system time to 3.7 s).
+            .pragma("temp_store", "memory")
+            .pragma("cache_size", "-16384");
         let pool = SqlitePoolOptions::new()
             .max_connections(4)
             .acquire_timeout(BUSY_TIMEOUT)
