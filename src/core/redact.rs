@@ -216,6 +216,13 @@ impl Redactor {
         Ok(Redactor::of(detectors))
     }
 
+    /// Whether [`Self::find`] could find a secret in `text`: `false` means it
+    /// finds none (a value shorter than 8 bytes is never a secret), `true` that a
+    /// pattern matches and the full search must be made.
+    pub fn may_find(&self, text: &str) -> bool {
+        text.len() >= 8 && self.any.is_match(text)
+    }
+
     /// The secrets in `text`: byte ranges (sorted, not overlapping) and kinds.
     pub fn find(&self, text: &str) -> Vec<(std::ops::Range<usize>, &str)> {
         let mut found: Vec<(std::ops::Range<usize>, &str)> = Vec::new();

@@ -2,218 +2,293 @@
 //! order, absent optionals as `null`, times in RFC 3339 UTC with `Z`.
 
 use chrono::{DateTime, Utc};
-use serde_json::{Value, json};
+use serde::ser::{Serialize, SerializeMap, Serializer};
+use serde_json::Value;
 
 use super::Record;
 use crate::core::clock::format_instant;
-use crate::core::lookup::{JsonPointer, StatusLookup};
+use crate::core::lookup::{JsonPointer, LookupAuth, LookupFields, StatusLookup};
 use crate::core::model::{
-    Approval, Attempt, Contract, Expectation, Item, Matches, Observation, Operation,
-    TransitionRecord,
+    Approval, Attempt, Contract, Expectation, IdempotencyContract, Item, Matches, Observation,
+    Operation, TransitionRecord,
 };
 
 /// One record as a JSON line (no trailing newline); `parse_line` reads it back
-/// to the same record.
+/// to the same record. Written straight from the record, with no JSON value in
+/// between: the same bytes as [`to_value`]'s compact form, as both come from one
+/// serialization ([`W`]).
 pub fn write_line(record: &Record) -> String {
-    to_value(record).to_string()
+    // Serializing fails only for a value JSON cannot hold, which no record
+    // field is; the fallback keeps the two forms equal regardless.
+    serde_json::to_string(&W(record)).unwrap_or_else(|_| to_value(record).to_string())
 }
 
 /// One record as a JSON object with `"type"` first and the fields in wire order,
 /// for `--json` outputs.
 pub fn to_value(record: &Record) -> Value {
-    match record {
-        Record::Contract(c) => contract(c),
-        Record::Operation(o) => operation(o),
-        Record::Attempt(a) => attempt(a),
-        Record::Item(i) => item(i),
-        Record::Observation(o) => observation(o),
-        Record::Transition(t) => transition(t),
-        Record::Expectation(e) => expectation(e),
+    serde_json::to_value(W(record)).unwrap_or(Value::Null)
+}
+
+/// A part of a record in wire form: `"type"` first, then every field in the
+/// model's order, absent optionals as `null`. The one definition of the wire
+/// layout, serialized to a line by [`write_line`] and to a value by [`to_value`].
+struct W<'a, T>(&'a T);
+
+/// An instant as the wire writes it: RFC 3339 UTC with `Z`.
+struct At(DateTime<Utc>);
+
+impl Serialize for At {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(&format_instant(self.0))
     }
 }
 
-fn time(at: DateTime<Utc>) -> Value {
-    Value::String(format_instant(at))
+/// A JSON object of the given entries, in order.
+macro_rules! object {
+    ($s:expr; $($key:literal => $value:expr),* $(,)?) => {{
+        let mut map = $s.serialize_map(None)?;
+        $(map.serialize_entry($key, &$value)?;)*
+        map.end()
+    }};
 }
 
-fn opt_time(at: Option<DateTime<Utc>>) -> Value {
-    at.map_or(Value::Null, time)
+impl Serialize for W<'_, Record> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self.0 {
+            Record::Contract(c) => W(c).serialize(s),
+            Record::Operation(o) => W(o).serialize(s),
+            Record::Attempt(a) => W(a).serialize(s),
+            Record::Item(i) => W(i).serialize(s),
+            Record::Observation(o) => W(o).serialize(s),
+            Record::Transition(t) => W(t).serialize(s),
+            Record::Expectation(e) => W(e).serialize(s),
+        }
+    }
 }
 
-fn opt_str(text: Option<&str>) -> Value {
-    text.map_or(Value::Null, |t| Value::String(t.to_owned()))
+impl Serialize for W<'_, Contract> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        object!(s;
+            "type" => "contract",
+            "tool" => c.tool,
+            "version" => c.version,
+            "action" => c.action,
+            "method" => c.method,
+            "idempotency" => W(&c.idempotency),
+            "status_lookup" => W(&c.status_lookup),
+            "retryable" => c.retryable,
+            "compensation" => c.compensation,
+            "owner" => c.owner,
+            "max_attempts" => c.max_attempts,
+            "budget_seconds" => c.budget_seconds,
+        )
+    }
 }
 
-fn contract(c: &Contract) -> Value {
-    json!({
-        "type": "contract",
-        "tool": c.tool,
-        "version": c.version,
-        "action": c.action,
-        "method": c.method,
-        "idempotency": {
-            "supported": c.idempotency.supported,
-            "scope": c.idempotency.scope,
-            "retention_hours": c.idempotency.retention_hours,
-        },
-        "status_lookup": status_lookup(&c.status_lookup),
-        "retryable": c.retryable,
-        "compensation": c.compensation,
-        "owner": c.owner,
-        "max_attempts": c.max_attempts,
-        "budget_seconds": c.budget_seconds,
-    })
+impl Serialize for W<'_, IdempotencyContract> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let i = self.0;
+        object!(s;
+            "supported" => i.supported,
+            "scope" => i.scope,
+            "retention_hours" => i.retention_hours,
+        )
+    }
 }
 
-fn status_lookup(l: &StatusLookup) -> Value {
-    let Some(spec) = l.spec() else {
-        return Value::Bool(l.exists());
-    };
-    let pointer = |p: Option<&JsonPointer>| opt_str(p.map(JsonPointer::as_str));
-    let f = &spec.fields;
-    json!({
-        "method": spec.method,
-        "url": spec.url.as_str(),
-        "auth": spec.auth.as_ref().map_or(Value::Null, |a| json!({
-            "header": a.header,
-            "prefix": a.prefix,
-            "env": a.env,
-        })),
-        "timeout_ms": spec.timeout_ms,
-        "lag_seconds": spec.lag_seconds,
-        "not_found_status": spec.not_found_status,
-        "fields": {
-            "target": pointer(f.target.as_ref()),
-            "payload_hash": pointer(f.payload_hash.as_ref()),
-            "tenant": pointer(f.tenant.as_ref()),
-            "version": pointer(f.version.as_ref()),
-            "effect_count": pointer(f.effect_count.as_ref()),
-            "provider_request_id": pointer(f.provider_request_id.as_ref()),
-        },
-    })
+impl Serialize for W<'_, StatusLookup> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let Some(spec) = self.0.spec() else {
+            return s.serialize_bool(self.0.exists());
+        };
+        object!(s;
+            "method" => spec.method,
+            "url" => spec.url.as_str(),
+            "auth" => spec.auth.as_ref().map(W),
+            "timeout_ms" => spec.timeout_ms,
+            "lag_seconds" => spec.lag_seconds,
+            "not_found_status" => spec.not_found_status,
+            "fields" => W(&spec.fields),
+        )
+    }
 }
 
-fn approval(a: &Approval) -> Value {
-    json!({
-        "by": a.by,
-        "policy": a.policy,
-        "at": opt_time(a.at),
-        "payload_hash": a.payload_hash,
-        "expires_at": opt_time(a.expires_at),
-    })
+impl Serialize for W<'_, LookupAuth> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        object!(s;
+            "header" => a.header,
+            "prefix" => a.prefix,
+            "env" => a.env,
+        )
+    }
 }
 
-fn operation(o: &Operation) -> Value {
-    json!({
-        "type": "operation",
-        "id": o.id,
-        "tenant": o.tenant,
-        "actor": o.actor,
-        "tool": o.tool,
-        "action": o.action,
-        "target": o.target,
-        "payload_hash": o.payload_hash,
-        "intent_hash": o.intent_hash,
-        "risk": o.risk.as_str(),
-        "approval": o.approval.as_ref().map_or(Value::Null, approval),
-        "idempotency_key": o.idempotency_key,
-        "business_key": o.business_key,
-        "correlation_id": o.correlation_id,
-        "owner": o.owner,
-        "max_attempts": o.max_attempts,
-        "deadline": opt_time(o.deadline),
-        "failure_mode": opt_str(o.failure_mode.map(|m| m.as_str())),
-        "state": o.state.as_str(),
-        "next_observation_at": opt_time(o.next_observation_at),
-        "depends_on": o.depends_on,
-        "parent": o.parent,
-        "relation": opt_str(o.relation.map(|r| r.as_str())),
-        "created_at": time(o.created_at),
-    })
+/// A field's JSON pointer as its text, `null` when the field is not read.
+fn pointer(p: &Option<JsonPointer>) -> Option<&str> {
+    p.as_ref().map(JsonPointer::as_str)
 }
 
-fn attempt(a: &Attempt) -> Value {
-    json!({
-        "type": "attempt",
-        "id": a.id,
-        "operation": a.operation,
-        "seq": a.seq,
-        "kind": a.kind.as_str(),
-        "layer": opt_str(a.layer.map(|l| l.as_str())),
-        "started_at": time(a.started_at),
-        "ended_at": opt_time(a.ended_at),
-        "phase": a.phase.as_str(),
-        "outcome": a.outcome.as_str(),
-        "http_status": a.http_status,
-        "error_type": a.error_type,
-        "retry_after": opt_time(a.retry_after),
-        "provider_request_id": a.provider_request_id,
-        "request_hash": a.request_hash,
-        "response_hash": a.response_hash,
-        "resend_count": a.resend_count,
-        "replayed": a.replayed,
-        "trace_id": a.trace_id,
-        "response_excerpt": a.response_excerpt,
-    })
+impl Serialize for W<'_, LookupFields> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let f = self.0;
+        object!(s;
+            "target" => pointer(&f.target),
+            "payload_hash" => pointer(&f.payload_hash),
+            "tenant" => pointer(&f.tenant),
+            "version" => pointer(&f.version),
+            "effect_count" => pointer(&f.effect_count),
+            "provider_request_id" => pointer(&f.provider_request_id),
+        )
+    }
 }
 
-fn item(i: &Item) -> Value {
-    json!({
-        "type": "item",
-        "operation": i.operation,
-        "index": i.index,
-        "label": i.label,
-        "state": i.state.as_str(),
-        "authoritative_id": i.authoritative_id,
-    })
+impl Serialize for W<'_, Approval> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        object!(s;
+            "by" => a.by,
+            "policy" => a.policy,
+            "at" => a.at.map(At),
+            "payload_hash" => a.payload_hash,
+            "expires_at" => a.expires_at.map(At),
+        )
+    }
 }
 
-fn matches(m: &Matches) -> Value {
-    json!({
-        "target": m.target,
-        "payload_hash": m.payload_hash,
-        "owner": m.owner,
-        "version": m.version,
-    })
+impl Serialize for W<'_, Operation> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let o = self.0;
+        object!(s;
+            "type" => "operation",
+            "id" => o.id,
+            "tenant" => o.tenant,
+            "actor" => o.actor,
+            "tool" => o.tool,
+            "action" => o.action,
+            "target" => o.target,
+            "payload_hash" => o.payload_hash,
+            "intent_hash" => o.intent_hash,
+            "risk" => o.risk.as_str(),
+            "approval" => o.approval.as_ref().map(W),
+            "idempotency_key" => o.idempotency_key,
+            "business_key" => o.business_key,
+            "correlation_id" => o.correlation_id,
+            "owner" => o.owner,
+            "max_attempts" => o.max_attempts,
+            "deadline" => o.deadline.map(At),
+            "failure_mode" => o.failure_mode.map(|m| m.as_str()),
+            "state" => o.state.as_str(),
+            "next_observation_at" => o.next_observation_at.map(At),
+            "depends_on" => o.depends_on,
+            "parent" => o.parent,
+            "relation" => o.relation.map(|r| r.as_str()),
+            "created_at" => At(o.created_at),
+        )
+    }
 }
 
-fn observation(o: &Observation) -> Value {
-    json!({
-        "type": "observation",
-        "id": o.id,
-        "operation": o.operation,
-        "observed_at": time(o.observed_at),
-        "source": o.source,
-        "found": o.found,
-        "matches": o.matches.as_ref().map_or(Value::Null, matches),
-        "effect_count": o.effect_count,
-        "raw_hash": o.raw_hash,
-        "note": o.note,
-    })
+impl Serialize for W<'_, Attempt> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let a = self.0;
+        object!(s;
+            "type" => "attempt",
+            "id" => a.id,
+            "operation" => a.operation,
+            "seq" => a.seq,
+            "kind" => a.kind.as_str(),
+            "layer" => a.layer.map(|l| l.as_str()),
+            "started_at" => At(a.started_at),
+            "ended_at" => a.ended_at.map(At),
+            "phase" => a.phase.as_str(),
+            "outcome" => a.outcome.as_str(),
+            "http_status" => a.http_status,
+            "error_type" => a.error_type,
+            "retry_after" => a.retry_after.map(At),
+            "provider_request_id" => a.provider_request_id,
+            "request_hash" => a.request_hash,
+            "response_hash" => a.response_hash,
+            "resend_count" => a.resend_count,
+            "replayed" => a.replayed,
+            "trace_id" => a.trace_id,
+            "response_excerpt" => a.response_excerpt,
+        )
+    }
 }
 
-fn transition(t: &TransitionRecord) -> Value {
-    json!({
-        "type": "transition",
-        "operation": t.operation,
-        "from": t.from.as_str(),
-        "to": t.to.as_str(),
-        "by": t.by,
-        "role": opt_str(t.role.map(|r| r.as_str())),
-        "at": time(t.at),
-        "reason": t.reason,
-        "evidence": t.evidence,
-    })
+impl Serialize for W<'_, Item> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let i = self.0;
+        object!(s;
+            "type" => "item",
+            "operation" => i.operation,
+            "index" => i.index,
+            "label" => i.label,
+            "state" => i.state.as_str(),
+            "authoritative_id" => i.authoritative_id,
+        )
+    }
 }
 
-fn expectation(e: &Expectation) -> Value {
-    json!({
-        "type": "expectation",
-        "operation": e.operation,
-        "expected_state": e.expected_state.as_str(),
-        "requires_reconciliation": e.requires_reconciliation,
-        "duplicate_risk": e.duplicate_risk,
-        "prohibited": e.prohibited,
-        "veto": e.veto,
-    })
+impl Serialize for W<'_, Matches> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let m = self.0;
+        object!(s;
+            "target" => m.target,
+            "payload_hash" => m.payload_hash,
+            "owner" => m.owner,
+            "version" => m.version,
+        )
+    }
+}
+
+impl Serialize for W<'_, Observation> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let o = self.0;
+        object!(s;
+            "type" => "observation",
+            "id" => o.id,
+            "operation" => o.operation,
+            "observed_at" => At(o.observed_at),
+            "source" => o.source,
+            "found" => o.found,
+            "matches" => o.matches.as_ref().map(W),
+            "effect_count" => o.effect_count,
+            "raw_hash" => o.raw_hash,
+            "note" => o.note,
+        )
+    }
+}
+
+impl Serialize for W<'_, TransitionRecord> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let t = self.0;
+        object!(s;
+            "type" => "transition",
+            "operation" => t.operation,
+            "from" => t.from.as_str(),
+            "to" => t.to.as_str(),
+            "by" => t.by,
+            "role" => t.role.map(|r| r.as_str()),
+            "at" => At(t.at),
+            "reason" => t.reason,
+            "evidence" => t.evidence,
+        )
+    }
+}
+
+impl Serialize for W<'_, Expectation> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let e = self.0;
+        object!(s;
+            "type" => "expectation",
+            "operation" => e.operation,
+            "expected_state" => e.expected_state.as_str(),
+            "requires_reconciliation" => e.requires_reconciliation,
+            "duplicate_risk" => e.duplicate_risk,
+            "prohibited" => e.prohibited,
+            "veto" => e.veto,
+        )
+    }
 }

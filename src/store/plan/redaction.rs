@@ -9,7 +9,7 @@
 //! and a marker is left alone by a second pass, so ingesting the same line again,
 //! or its redacted form, finds the record already stored.
 
-use crate::core::redact::redact_value_sampled;
+use crate::core::redact::{active, redact_value_sampled};
 use crate::wire::{LineError, Numbered, parse_line, to_value, write_line};
 
 use super::ingest::{RecordKey, own_operation};
@@ -87,6 +87,44 @@ impl Redacted {
     }
 }
 
+/// Whether `found` holds for any string of `json`, a JSON text as serde_json
+/// writes it (every `"` inside a string escaped): keys and values alike, each
+/// decoded from its escapes before it is asked.
+fn each_string(json: &str, mut found: impl FnMut(&str) -> bool) -> bool {
+    let bytes = json.as_bytes();
+    let mut at = 0;
+    while at < bytes.len() {
+        if bytes[at] != b'"' {
+            at += 1;
+            continue;
+        }
+        let start = at + 1;
+        let (mut end, mut escaped) = (start, false);
+        while end < bytes.len() && bytes[end] != b'"' {
+            if bytes[end] == b'\\' {
+                escaped = true;
+                end += 1;
+            }
+            end += 1;
+        }
+        let end = end.min(bytes.len());
+        let hit = if escaped {
+            match serde_json::from_str::<String>(&json[at..(end + 1).min(json.len())]) {
+                Ok(text) => found(&text),
+                // Not a string serde_json wrote: ask the slow path.
+                Err(_) => true,
+            }
+        } else {
+            found(&json[start..end])
+        };
+        if hit {
+            return true;
+        }
+        at = end + 1;
+    }
+    false
+}
+
 /// Redacts every text value of every record of `records`.
 pub fn redact(records: Vec<Numbered>) -> Redacted {
     let mut out = Redacted {
@@ -94,12 +132,23 @@ pub fn redact(records: Vec<Numbered>) -> Redacted {
         wires: Vec::with_capacity(records.len()),
         ..Redacted::default()
     };
+    let redactor = active();
     for numbered in records {
+        // Almost every record holds no secret: its canonical line is written
+        // once, and when none of its strings (keys included, a superset of the
+        // values the redactor walks) could hold one, that line is the record as
+        // stored. Otherwise the record is walked value by value.
+        let wire = write_line(&numbered.record);
+        if !each_string(&wire, |text| redactor.may_find(text)) {
+            out.wires.push(wire);
+            out.records.push(numbered);
+            continue;
+        }
         let mut value = to_value(&numbered.record);
         let found = redact_value_sampled(&mut value);
         if found.is_empty() {
-            // Nothing changed: the value is the record's canonical line.
-            out.wires.push(value.to_string());
+            // Nothing changed: the line written above is the record as stored.
+            out.wires.push(wire);
             out.records.push(numbered);
             continue;
         }
@@ -149,4 +198,59 @@ pub fn redact(records: Vec<Numbered>) -> Redacted {
         });
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::each_string;
+
+    fn strings(json: &str) -> Vec<String> {
+        let mut out = Vec::new();
+        each_string(json, |s| {
+            out.push(s.to_owned());
+            false
+        });
+        out
+    }
+
+    #[test]
+    fn every_string_is_asked_decoded_keys_included() {
+        let json = serde_json::json!({
+            "id": "op-1",
+            "note": "line one\nline \"two\" \\ end",
+            "n": 3,
+            "list": ["a\u{1}b", "ünï"],
+            "nested": {"k": null, "deep": "x"},
+        })
+        .to_string();
+        assert_eq!(
+            strings(&json),
+            [
+                "id",
+                "op-1",
+                "note",
+                "line one\nline \"two\" \\ end",
+                "n",
+                "list",
+                "a\u{1}b",
+                "ünï",
+                "nested",
+                "k",
+                "deep",
+                "x"
+            ]
+        );
+    }
+
+    #[test]
+    fn the_first_hit_stops_the_walk() {
+        let mut asked = 0;
+        let hit = each_string(r#"{"a":"b","c":"d"}"#, |s| {
+            asked += 1;
+            s == "b"
+        });
+        assert!(hit);
+        assert_eq!(asked, 2);
+        assert!(!each_string(r#"{"a":1}"#, |s| s == "b"));
+    }
 }
