@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Record;
 use crate::core::clock::format_instant;
-use crate::core::lookup::{JsonPointer, LookupAuth, LookupFields, StatusLookup};
+use crate::core::lookup::{JsonPointer, LookupAuth, LookupFields, LookupSpec, StatusLookup};
 use crate::core::model::{
     Approval, Attempt, Contract, Expectation, IdempotencyContract, Item, Matches, Observation,
     Operation, TransitionRecord,
@@ -43,13 +43,19 @@ impl Serialize for At {
     }
 }
 
-/// A JSON object of the given entries, in order.
-macro_rules! object {
-    ($s:expr; $($key:literal => $value:expr),* $(,)?) => {{
-        let mut map = $s.serialize_map(None)?;
-        $(map.serialize_entry($key, &$value)?;)*
-        map.end()
-    }};
+/// The wire form of `$ty` as a JSON object of the given entries, in order, with
+/// `$x` the value being written.
+macro_rules! wire_object {
+    ($ty:ty, $x:ident; $($key:literal => $value:expr),* $(,)?) => {
+        impl Serialize for W<'_, $ty> {
+            fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+                let $x = self.0;
+                let mut map = s.serialize_map(None)?;
+                $(map.serialize_entry($key, &$value)?;)*
+                map.end()
+            }
+        }
+    };
 }
 
 impl Serialize for W<'_, Record> {
@@ -66,229 +72,171 @@ impl Serialize for W<'_, Record> {
     }
 }
 
-impl Serialize for W<'_, Contract> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let c = self.0;
-        object!(s;
-            "type" => "contract",
-            "tool" => c.tool,
-            "version" => c.version,
-            "action" => c.action,
-            "method" => c.method,
-            "idempotency" => W(&c.idempotency),
-            "status_lookup" => W(&c.status_lookup),
-            "retryable" => c.retryable,
-            "compensation" => c.compensation,
-            "owner" => c.owner,
-            "max_attempts" => c.max_attempts,
-            "budget_seconds" => c.budget_seconds,
-        )
-    }
-}
+wire_object!(Contract, c;
+        "type" => "contract",
+        "tool" => c.tool,
+        "version" => c.version,
+        "action" => c.action,
+        "method" => c.method,
+        "idempotency" => W(&c.idempotency),
+        "status_lookup" => W(&c.status_lookup),
+        "retryable" => c.retryable,
+        "compensation" => c.compensation,
+        "owner" => c.owner,
+        "max_attempts" => c.max_attempts,
+        "budget_seconds" => c.budget_seconds,
+);
 
-impl Serialize for W<'_, IdempotencyContract> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let i = self.0;
-        object!(s;
-            "supported" => i.supported,
-            "scope" => i.scope,
-            "retention_hours" => i.retention_hours,
-        )
-    }
-}
+wire_object!(IdempotencyContract, i;
+        "supported" => i.supported,
+        "scope" => i.scope,
+        "retention_hours" => i.retention_hours,
+);
 
 impl Serialize for W<'_, StatusLookup> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let Some(spec) = self.0.spec() else {
-            return s.serialize_bool(self.0.exists());
-        };
-        object!(s;
-            "method" => spec.method,
-            "url" => spec.url.as_str(),
-            "auth" => spec.auth.as_ref().map(W),
-            "timeout_ms" => spec.timeout_ms,
-            "lag_seconds" => spec.lag_seconds,
-            "not_found_status" => spec.not_found_status,
-            "fields" => W(&spec.fields),
-        )
+        match self.0.spec() {
+            Some(spec) => W(spec).serialize(s),
+            None => s.serialize_bool(self.0.exists()),
+        }
     }
 }
 
-impl Serialize for W<'_, LookupAuth> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let a = self.0;
-        object!(s;
-            "header" => a.header,
-            "prefix" => a.prefix,
-            "env" => a.env,
-        )
-    }
-}
+wire_object!(LookupSpec, spec;
+    "method" => spec.method,
+    "url" => spec.url.as_str(),
+    "auth" => spec.auth.as_ref().map(W),
+    "timeout_ms" => spec.timeout_ms,
+    "lag_seconds" => spec.lag_seconds,
+    "not_found_status" => spec.not_found_status,
+    "fields" => W(&spec.fields),
+);
+
+wire_object!(LookupAuth, a;
+        "header" => a.header,
+        "prefix" => a.prefix,
+        "env" => a.env,
+);
 
 /// A field's JSON pointer as its text, `null` when the field is not read.
 fn pointer(p: &Option<JsonPointer>) -> Option<&str> {
     p.as_ref().map(JsonPointer::as_str)
 }
 
-impl Serialize for W<'_, LookupFields> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let f = self.0;
-        object!(s;
-            "target" => pointer(&f.target),
-            "payload_hash" => pointer(&f.payload_hash),
-            "tenant" => pointer(&f.tenant),
-            "version" => pointer(&f.version),
-            "effect_count" => pointer(&f.effect_count),
-            "provider_request_id" => pointer(&f.provider_request_id),
-        )
-    }
-}
+wire_object!(LookupFields, f;
+        "target" => pointer(&f.target),
+        "payload_hash" => pointer(&f.payload_hash),
+        "tenant" => pointer(&f.tenant),
+        "version" => pointer(&f.version),
+        "effect_count" => pointer(&f.effect_count),
+        "provider_request_id" => pointer(&f.provider_request_id),
+);
 
-impl Serialize for W<'_, Approval> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let a = self.0;
-        object!(s;
-            "by" => a.by,
-            "policy" => a.policy,
-            "at" => a.at.map(At),
-            "payload_hash" => a.payload_hash,
-            "expires_at" => a.expires_at.map(At),
-        )
-    }
-}
+wire_object!(Approval, a;
+        "by" => a.by,
+        "policy" => a.policy,
+        "at" => a.at.map(At),
+        "payload_hash" => a.payload_hash,
+        "expires_at" => a.expires_at.map(At),
+);
 
-impl Serialize for W<'_, Operation> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let o = self.0;
-        object!(s;
-            "type" => "operation",
-            "id" => o.id,
-            "tenant" => o.tenant,
-            "actor" => o.actor,
-            "tool" => o.tool,
-            "action" => o.action,
-            "target" => o.target,
-            "payload_hash" => o.payload_hash,
-            "intent_hash" => o.intent_hash,
-            "risk" => o.risk.as_str(),
-            "approval" => o.approval.as_ref().map(W),
-            "idempotency_key" => o.idempotency_key,
-            "business_key" => o.business_key,
-            "correlation_id" => o.correlation_id,
-            "owner" => o.owner,
-            "max_attempts" => o.max_attempts,
-            "deadline" => o.deadline.map(At),
-            "failure_mode" => o.failure_mode.map(|m| m.as_str()),
-            "state" => o.state.as_str(),
-            "next_observation_at" => o.next_observation_at.map(At),
-            "depends_on" => o.depends_on,
-            "parent" => o.parent,
-            "relation" => o.relation.map(|r| r.as_str()),
-            "created_at" => At(o.created_at),
-        )
-    }
-}
+wire_object!(Operation, o;
+        "type" => "operation",
+        "id" => o.id,
+        "tenant" => o.tenant,
+        "actor" => o.actor,
+        "tool" => o.tool,
+        "action" => o.action,
+        "target" => o.target,
+        "payload_hash" => o.payload_hash,
+        "intent_hash" => o.intent_hash,
+        "risk" => o.risk.as_str(),
+        "approval" => o.approval.as_ref().map(W),
+        "idempotency_key" => o.idempotency_key,
+        "business_key" => o.business_key,
+        "correlation_id" => o.correlation_id,
+        "owner" => o.owner,
+        "max_attempts" => o.max_attempts,
+        "deadline" => o.deadline.map(At),
+        "failure_mode" => o.failure_mode.map(|m| m.as_str()),
+        "state" => o.state.as_str(),
+        "next_observation_at" => o.next_observation_at.map(At),
+        "depends_on" => o.depends_on,
+        "parent" => o.parent,
+        "relation" => o.relation.map(|r| r.as_str()),
+        "created_at" => At(o.created_at),
+);
 
-impl Serialize for W<'_, Attempt> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let a = self.0;
-        object!(s;
-            "type" => "attempt",
-            "id" => a.id,
-            "operation" => a.operation,
-            "seq" => a.seq,
-            "kind" => a.kind.as_str(),
-            "layer" => a.layer.map(|l| l.as_str()),
-            "started_at" => At(a.started_at),
-            "ended_at" => a.ended_at.map(At),
-            "phase" => a.phase.as_str(),
-            "outcome" => a.outcome.as_str(),
-            "http_status" => a.http_status,
-            "error_type" => a.error_type,
-            "retry_after" => a.retry_after.map(At),
-            "provider_request_id" => a.provider_request_id,
-            "request_hash" => a.request_hash,
-            "response_hash" => a.response_hash,
-            "resend_count" => a.resend_count,
-            "replayed" => a.replayed,
-            "trace_id" => a.trace_id,
-            "response_excerpt" => a.response_excerpt,
-        )
-    }
-}
+wire_object!(Attempt, a;
+        "type" => "attempt",
+        "id" => a.id,
+        "operation" => a.operation,
+        "seq" => a.seq,
+        "kind" => a.kind.as_str(),
+        "layer" => a.layer.map(|l| l.as_str()),
+        "started_at" => At(a.started_at),
+        "ended_at" => a.ended_at.map(At),
+        "phase" => a.phase.as_str(),
+        "outcome" => a.outcome.as_str(),
+        "http_status" => a.http_status,
+        "error_type" => a.error_type,
+        "retry_after" => a.retry_after.map(At),
+        "provider_request_id" => a.provider_request_id,
+        "request_hash" => a.request_hash,
+        "response_hash" => a.response_hash,
+        "resend_count" => a.resend_count,
+        "replayed" => a.replayed,
+        "trace_id" => a.trace_id,
+        "response_excerpt" => a.response_excerpt,
+);
 
-impl Serialize for W<'_, Item> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let i = self.0;
-        object!(s;
-            "type" => "item",
-            "operation" => i.operation,
-            "index" => i.index,
-            "label" => i.label,
-            "state" => i.state.as_str(),
-            "authoritative_id" => i.authoritative_id,
-        )
-    }
-}
+wire_object!(Item, i;
+        "type" => "item",
+        "operation" => i.operation,
+        "index" => i.index,
+        "label" => i.label,
+        "state" => i.state.as_str(),
+        "authoritative_id" => i.authoritative_id,
+);
 
-impl Serialize for W<'_, Matches> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let m = self.0;
-        object!(s;
-            "target" => m.target,
-            "payload_hash" => m.payload_hash,
-            "owner" => m.owner,
-            "version" => m.version,
-        )
-    }
-}
+wire_object!(Matches, m;
+        "target" => m.target,
+        "payload_hash" => m.payload_hash,
+        "owner" => m.owner,
+        "version" => m.version,
+);
 
-impl Serialize for W<'_, Observation> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let o = self.0;
-        object!(s;
-            "type" => "observation",
-            "id" => o.id,
-            "operation" => o.operation,
-            "observed_at" => At(o.observed_at),
-            "source" => o.source,
-            "found" => o.found,
-            "matches" => o.matches.as_ref().map(W),
-            "effect_count" => o.effect_count,
-            "raw_hash" => o.raw_hash,
-            "note" => o.note,
-        )
-    }
-}
+wire_object!(Observation, o;
+        "type" => "observation",
+        "id" => o.id,
+        "operation" => o.operation,
+        "observed_at" => At(o.observed_at),
+        "source" => o.source,
+        "found" => o.found,
+        "matches" => o.matches.as_ref().map(W),
+        "effect_count" => o.effect_count,
+        "raw_hash" => o.raw_hash,
+        "note" => o.note,
+);
 
-impl Serialize for W<'_, TransitionRecord> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let t = self.0;
-        object!(s;
-            "type" => "transition",
-            "operation" => t.operation,
-            "from" => t.from.as_str(),
-            "to" => t.to.as_str(),
-            "by" => t.by,
-            "role" => t.role.map(|r| r.as_str()),
-            "at" => At(t.at),
-            "reason" => t.reason,
-            "evidence" => t.evidence,
-        )
-    }
-}
+wire_object!(TransitionRecord, t;
+        "type" => "transition",
+        "operation" => t.operation,
+        "from" => t.from.as_str(),
+        "to" => t.to.as_str(),
+        "by" => t.by,
+        "role" => t.role.map(|r| r.as_str()),
+        "at" => At(t.at),
+        "reason" => t.reason,
+        "evidence" => t.evidence,
+);
 
-impl Serialize for W<'_, Expectation> {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let e = self.0;
-        object!(s;
-            "type" => "expectation",
-            "operation" => e.operation,
-            "expected_state" => e.expected_state.as_str(),
-            "requires_reconciliation" => e.requires_reconciliation,
-            "duplicate_risk" => e.duplicate_risk,
-            "prohibited" => e.prohibited,
-            "veto" => e.veto,
-        )
-    }
-}
+wire_object!(Expectation, e;
+        "type" => "expectation",
+        "operation" => e.operation,
+        "expected_state" => e.expected_state.as_str(),
+        "requires_reconciliation" => e.requires_reconciliation,
+        "duplicate_risk" => e.duplicate_risk,
+        "prohibited" => e.prohibited,
+        "veto" => e.veto,
+);
