@@ -83,6 +83,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "due_counts",
         include_str!("../../migrations/postgres/20261201000140_due_counts.sql"),
     ),
+    (
+        20261202000010,
+        "queue_partial",
+        include_str!("../../migrations/postgres/20261202000010_queue_partial.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
