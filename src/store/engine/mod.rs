@@ -39,6 +39,11 @@ pub trait Backend: Database {
     const MIGRATIONS: &'static [(i64, &'static str, &'static str)];
     /// The statement that opens a write transaction.
     const BEGIN_WRITE: &'static str;
+    /// Statements that let a batch of ingest keep its changed pages in memory
+    /// until it commits, and give that memory back before the commit: run first
+    /// and last inside the batch's transaction. None where the server manages
+    /// its own buffers.
+    const BATCH_CACHE: Option<(&'static str, &'static str)> = None;
     /// Reads the chain head (`seq`, `hash`; no row for an empty chain) as the first
     /// statement of every write transaction. Where the head is a row of its own,
     /// this locks it, so writers take turns from here on.

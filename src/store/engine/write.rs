@@ -787,9 +787,15 @@ shared! {
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
             let (mut tx, head) = self.begin_write().await?;
+            if let Some((grow, _)) = DB::BATCH_CACHE {
+                sqlx::raw_sql(grow).execute(&mut *tx).await.map_err(db::<DB>)?;
+            }
             let (report, written) = self
                 .ingest_in(&mut tx, &head, redacted, mode, ingester, now)
                 .await?;
+            if let Some((_, shrink)) = DB::BATCH_CACHE {
+                sqlx::raw_sql(shrink).execute(&mut *tx).await.map_err(db::<DB>)?;
+            }
             if written.is_some() {
                 tx.commit().await.map_err(db::<DB>)?;
             } else {
