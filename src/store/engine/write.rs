@@ -790,12 +790,15 @@ shared! {
             if let Some((grow, _)) = DB::BATCH_CACHE {
                 sqlx::raw_sql(grow).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
-            let (report, written) = self
+            let planned = self
                 .ingest_in(&mut tx, &head, redacted, mode, ingester, now)
-                .await?;
+                .await;
+            // Shrunk on the way out whatever the batch came to, so a refused or
+            // failed batch does not leave its pooled connection the larger cache.
             if let Some((_, shrink)) = DB::BATCH_CACHE {
                 sqlx::raw_sql(shrink).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
+            let (report, written) = planned?;
             if written.is_some() {
                 tx.commit().await.map_err(db::<DB>)?;
             } else {

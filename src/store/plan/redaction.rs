@@ -168,7 +168,7 @@ pub fn redact(records: Vec<Numbered>) -> Redacted {
                     ),
                     ..e
                 }));
-                out.wires.push(write_line(&numbered.record));
+                out.wires.push(wire);
                 out.records.push(numbered);
                 continue;
             }
