@@ -401,6 +401,7 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
         now,
         progress,
     } = *passes;
+    let started = std::time::Instant::now();
     let mode = match pass {
         Pass::Judge => IngestMode::DryRun,
         Pass::Commit => IngestMode::Strict,
@@ -518,6 +519,17 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
     if let Ok(mut withheld) = withheld.lock() {
         totals.rejected.append(&mut withheld);
     }
+    tracing::info!(
+        pass = match pass {
+            Pass::Judge => "judge",
+            Pass::Commit => "commit",
+            Pass::Quarantine => "quarantine",
+        },
+        batches = totals.batches,
+        rejected = totals.rejected.len(),
+        seconds = started.elapsed().as_secs_f64(),
+        "ingest: pass done"
+    );
     Ok(totals)
 }
 
@@ -609,7 +621,15 @@ pub async fn ingest_in_batches(
     };
     let input = Input::open(&source).map_err(read_error)?;
     let progress = Progress::new(input.size());
+    let started = std::time::Instant::now();
     let scan = scan(&input, &progress).map_err(read_error)?;
+    tracing::info!(
+        source = %name,
+        lines = scan.lines,
+        records = scan.records,
+        seconds = started.elapsed().as_secs_f64(),
+        "ingest: input scanned"
+    );
 
     let mut rejected = scan.errors.clone();
     let passes = Passes {

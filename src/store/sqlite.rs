@@ -89,6 +89,15 @@ const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 /// stays bounded: this many rows at most wait per statement.
 const ROW_BUFFER: usize = 4096;
 
+/// The page size of a store this build creates. An ingest writes every page it
+/// changes to the WAL, one frame (two writes) per page, then copies it into the
+/// file at a checkpoint; with 16 KiB pages a 100,000-operation ingest made a
+/// quarter of the frames and ran 8-11 % faster, alternating runs against 4 KiB
+/// pages on the same input (no further gain at 32 or 64 KiB). A store created
+/// with another page size keeps it: SQLite changes it only by a `VACUUM`
+/// outside WAL mode.
+const PAGE_SIZE: u32 = 16 * 1024;
+
 /// Prepared statements kept per connection: every shape a batched write uses (a
 /// few per table, see `engine::statement_parts`) stays prepared between batches.
 const STATEMENT_CACHE: usize = 256;
@@ -205,6 +214,7 @@ impl SqlStore<Sqlite> {
             .map_err(|e| open_error(e.to_string()))?
             .filename(path)
             .create_if_missing(true)
+            .page_size(PAGE_SIZE)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
             .busy_timeout(BUSY_TIMEOUT)
