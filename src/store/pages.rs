@@ -7,11 +7,17 @@
 //! into one text value instead spends most of the time in SQLite building
 //! text. On an SQLite store the same pages are built here, on a dedicated
 //! thread with its own read-only connection: one statement stepped from the
-//! first row to the last, each column read in place and appended to the page
-//! in the format the page reader of [`super::engine`] takes (`-` for `NULL`,
-//! `!` for a value of another type, a text's length in bytes, `:` and the
-//! text; an integer's digits and `,`), so a page that holds something
-//! unexpected is told apart there exactly as a page SQL wrote would be.
+//! first row to the last, each column read in place and appended to the page.
+//! On PostgreSQL the same pages come from a binary `COPY` stream.
+//!
+//! A page is the values of its rows one after the other, each a big-endian
+//! `i32` length and that many bytes: `-1` for `NULL`, `-2` for a value of
+//! another type than its column takes, an integer as its eight big-endian
+//! bytes, a text as its bytes. That is how PostgreSQL's binary `COPY` writes a
+//! row's values, so its rows are copied into a page as they arrive, with no
+//! value written again; [`Values`] reads them back, checking each text is
+//! UTF-8 and each integer eight bytes, so a page that holds something
+//! unexpected is told apart exactly as a page SQL joined as text would be.
 
 use std::path::Path;
 
@@ -42,11 +48,63 @@ impl Column {
     }
 }
 
-/// One page: how many rows it holds and their columns, joined.
+/// One page: how many rows it holds and their values, in the format above.
 #[derive(Debug)]
 pub struct Page {
     pub rows: i64,
-    pub text: String,
+    pub bytes: Vec<u8>,
+}
+
+/// The length that marks `NULL`.
+const NULL: i32 = -1;
+/// The length that marks a value of another type than its column takes.
+const OTHER: i32 = -2;
+
+/// Reads the values of a page back, in the order they were written; each read
+/// is `None` where the page does not hold what is asked for (a value of
+/// another type, a text that is not UTF-8, an integer that is not eight bytes,
+/// or the end of the page).
+#[derive(Debug, Clone)]
+pub struct Values<'a> {
+    rest: &'a [u8],
+}
+
+impl<'a> Values<'a> {
+    pub fn new(bytes: &'a [u8]) -> Self {
+        Values { rest: bytes }
+    }
+
+    /// Whether every value has been read.
+    pub fn is_empty(&self) -> bool {
+        self.rest.is_empty()
+    }
+
+    /// The next value's bytes, `Some(None)` for `NULL`.
+    fn value(&mut self) -> Option<Option<&'a [u8]>> {
+        let (len, rest) = self.rest.split_first_chunk::<4>()?;
+        let len = i32::from_be_bytes(*len);
+        if len == NULL {
+            self.rest = rest;
+            return Some(None);
+        }
+        let (value, rest) = rest.split_at_checked(usize::try_from(len).ok()?)?;
+        self.rest = rest;
+        Some(Some(value))
+    }
+
+    /// An integer column: never `NULL`.
+    pub fn integer(&mut self) -> Option<i64> {
+        let bytes = self.value()??;
+        Some(i64::from_be_bytes(<[u8; 8]>::try_from(bytes).ok()?))
+    }
+
+    /// A text column that may be `NULL`.
+    pub fn text(&mut self) -> Option<Option<&'a str>> {
+        match self.value()? {
+            None => Some(None),
+            Some(bytes) => std::str::from_utf8(bytes).ok().map(Some),
+        }
+    }
 }
 
 /// Pages read ahead of the reader: the thread builds the next while this one
@@ -157,7 +215,7 @@ fn read(
     let mut pager = Pager::new(rows_per_page);
     while let Some(row) = rows.next()? {
         for (index, column) in columns.iter().enumerate() {
-            write_value(&mut pager.page.text, *column, row.get_ref(index)?.into());
+            write_value(&mut pager.page.bytes, *column, row.get_ref(index)?);
         }
         if let Some(full) = pager.row_done()
             && sender.blocking_send(Ok(full)).is_err()
@@ -283,7 +341,7 @@ impl Tuples {
             }
         }
         loop {
-            match tuple(&self.pending[at..], columns, &mut pager.page.text)? {
+            match tuple(&self.pending[at..], columns, &mut pager.page.bytes)? {
                 Step::More => break,
                 Step::Trailer => {
                     at += 2;
@@ -325,10 +383,12 @@ fn be_u32(bytes: &[u8]) -> u32 {
     u32::from_be_bytes(four)
 }
 
-/// Reads one row of a binary copy stream from the start of `bytes` and writes
-/// its values into `text` as the page format writes `columns`; a row not yet
-/// whole leaves `text` as it was.
-fn tuple(bytes: &[u8], columns: &[Column], text: &mut String) -> Result<Step, String> {
+/// Reads one row of a binary copy stream from the start of `bytes` and
+/// appends its values, as they are, to `page`: `columns` says only how many
+/// there are, since the stream writes each in the page's own format (an `int8`
+/// as eight bytes, a `text` as its bytes). A row not yet whole leaves `page` as
+/// it was.
+fn tuple(bytes: &[u8], columns: &[Column], page: &mut Vec<u8>) -> Result<Step, String> {
     let Some(count) = bytes.get(..2) else {
         return Ok(Step::More);
     };
@@ -342,94 +402,43 @@ fn tuple(bytes: &[u8], columns: &[Column], text: &mut String) -> Result<Step, St
             columns.len()
         ));
     }
-    let start = text.len();
     let mut at = 2;
-    for column in columns {
+    for _ in columns {
         let Some(len) = bytes.get(at..at + 4) else {
-            text.truncate(start);
             return Ok(Step::More);
         };
-        // A length of -1 is NULL.
         let len = i32::from_be_bytes([len[0], len[1], len[2], len[3]]);
         at += 4;
-        let value = match usize::try_from(len) {
-            Err(_) => Value::Null,
-            Ok(len) => {
-                let Some(value) = bytes.get(at..at + len) else {
-                    text.truncate(start);
-                    return Ok(Step::More);
-                };
-                at += len;
-                match column {
-                    Column::Integer(_) => <[u8; 8]>::try_from(value)
-                        .map_or(Value::Other, |n| Value::Integer(i64::from_be_bytes(n))),
-                    Column::Text(_) | Column::Absent => Value::Text(value),
-                }
-            }
-        };
-        write_value(text, *column, value);
+        match usize::try_from(len) {
+            Ok(len) if bytes.len() < at + len => return Ok(Step::More),
+            Ok(len) => at += len,
+            Err(_) if len == NULL => {}
+            Err(_) => return Err(format!("a copied value of length {len}")),
+        }
     }
+    page.extend_from_slice(&bytes[2..at]);
     Ok(Step::Row(at))
 }
 
-/// Appends the decimal digits of `n`: the formatting machinery costs more than
-/// the rest of a short column.
-fn push_digits(page: &mut String, mut n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (n % 10) as u8;
-        n /= 10;
-        if n == 0 {
-            break;
-        }
-    }
-    page.push_str(std::str::from_utf8(&digits[at..]).unwrap_or_default());
-}
-
-/// One value as a reader found it, before it is written into a page.
-#[derive(Debug, Clone, Copy)]
-enum Value<'a> {
-    Null,
-    Integer(i64),
-    Text(&'a [u8]),
-    /// A value of another type than any a page column takes.
-    Other,
-}
-
-impl<'a> From<ValueRef<'a>> for Value<'a> {
-    fn from(value: ValueRef<'a>) -> Self {
-        match value {
-            ValueRef::Null => Value::Null,
-            ValueRef::Integer(n) => Value::Integer(n),
-            ValueRef::Text(bytes) => Value::Text(bytes),
-            ValueRef::Real(_) | ValueRef::Blob(_) => Value::Other,
-        }
+/// Appends the length of a value, then the value.
+fn push_value(page: &mut Vec<u8>, value: &[u8]) {
+    let len = i32::try_from(value.len()).unwrap_or(OTHER);
+    page.extend_from_slice(&len.to_be_bytes());
+    if len >= 0 {
+        page.extend_from_slice(value);
     }
 }
 
-/// Appends one value as the page format writes a `column` of its kind.
-fn write_value(page: &mut String, column: Column, value: Value<'_>) {
+/// Appends one value SQLite read as the page format writes a `column` of its
+/// kind; the reader checks that a text is UTF-8.
+fn write_value(page: &mut Vec<u8>, column: Column, value: ValueRef<'_>) {
     match (column, value) {
-        (Column::Integer(_), Value::Integer(n)) => {
-            if n < 0 {
-                page.push('-');
-            }
-            push_digits(page, n.unsigned_abs());
-            page.push(',');
+        (Column::Integer(_), ValueRef::Integer(n)) => push_value(page, &n.to_be_bytes()),
+        (Column::Text(_), ValueRef::Text(bytes)) => push_value(page, bytes),
+        (Column::Text(_) | Column::Absent, ValueRef::Null) => {
+            page.extend_from_slice(&NULL.to_be_bytes())
         }
-        (Column::Integer(_), _) => page.push_str("!,"),
-        (Column::Text(_) | Column::Absent, Value::Null) => page.push('-'),
-        (Column::Text(_), Value::Text(bytes)) => match std::str::from_utf8(bytes) {
-            Ok(text) => {
-                push_digits(page, text.len() as u64);
-                page.push(':');
-                page.push_str(text);
-            }
-            Err(_) => page.push('!'),
-        },
-        (Column::Text(_) | Column::Absent, _) => page.push('!'),
+        _ => page.extend_from_slice(&OTHER.to_be_bytes()),
     }
 }
 
@@ -445,7 +454,7 @@ impl Pager {
         Pager {
             page: Page {
                 rows: 0,
-                text: String::new(),
+                bytes: Vec::new(),
             },
             rows_per_page: i64::try_from(rows_per_page).unwrap_or(i64::MAX),
             capacity: 0,
@@ -458,12 +467,12 @@ impl Pager {
         if self.page.rows < self.rows_per_page {
             return None;
         }
-        self.capacity = self.capacity.max(self.page.text.len());
+        self.capacity = self.capacity.max(self.page.bytes.len());
         Some(std::mem::replace(
             &mut self.page,
             Page {
                 rows: 0,
-                text: String::with_capacity(self.capacity),
+                bytes: Vec::with_capacity(self.capacity),
             },
         ))
     }
@@ -476,7 +485,75 @@ impl Pager {
 
 #[cfg(test)]
 mod tests {
-    use super::{Column, spawn};
+    use super::{Column, Values, spawn};
+
+    /// A page as text, one value after another: an integer's digits and `,`
+    /// (`!,` for anything else), `-` for a `NULL` text, a text's length, `:`
+    /// and the text, `!` for a value of another type or bytes that are not
+    /// UTF-8; so what each row holds reads at a glance.
+    fn shown(page: &[u8], columns: &[Column]) -> String {
+        let mut out = String::new();
+        let mut rest = page;
+        while !rest.is_empty() {
+            for column in columns {
+                let (len, after) = rest.split_first_chunk::<4>().expect("a length");
+                rest = after;
+                let value = usize::try_from(i32::from_be_bytes(*len)).ok().map(|n| {
+                    let (value, after) = rest.split_at(n);
+                    rest = after;
+                    value
+                });
+                match (column, value) {
+                    (Column::Integer(_), Some(bytes)) if bytes.len() == 8 => {
+                        let n = i64::from_be_bytes(bytes.try_into().expect("eight"));
+                        out.push_str(&format!("{n},"));
+                    }
+                    (Column::Integer(_), _) => out.push_str("!,"),
+                    (_, None) if i32::from_be_bytes(*len) == -1 => out.push('-'),
+                    (_, Some(bytes)) => match std::str::from_utf8(bytes) {
+                        Ok(text) => out.push_str(&format!("{}:{text}", text.len())),
+                        Err(_) => out.push('!'),
+                    },
+                    (_, None) => out.push('!'),
+                }
+            }
+        }
+        out
+    }
+
+    /// The reader gives back what was written, and `None` wherever the page
+    /// holds another type, an integer of another width, a text that is not
+    /// UTF-8, or ends early.
+    #[test]
+    fn values_read_back_what_the_page_holds() {
+        let mut page = Vec::new();
+        super::push_value(&mut page, &7i64.to_be_bytes());
+        page.extend_from_slice(&super::NULL.to_be_bytes());
+        super::push_value(&mut page, "é:x".as_bytes());
+        let mut values = Values::new(&page);
+        assert_eq!(values.integer(), Some(7));
+        assert_eq!(values.text(), Some(None));
+        assert_eq!(values.text(), Some(Some("é:x")));
+        assert!(values.is_empty());
+        assert_eq!(values.text(), None);
+
+        let read = |bytes: &[u8], integer: bool| {
+            let mut page = Vec::new();
+            super::push_value(&mut page, bytes);
+            let mut values = Values::new(&page);
+            if integer {
+                values.integer().map(|n| n.to_string())
+            } else {
+                values.text().map(|t| t.unwrap_or("NULL").to_owned())
+            }
+        };
+        assert_eq!(read(&[0, 1], true), None);
+        assert_eq!(read(&[0xff], false), None);
+        assert_eq!(Values::new(&super::OTHER.to_be_bytes()).text(), None);
+        assert_eq!(Values::new(&super::NULL.to_be_bytes()).integer(), None);
+        // A length past the end of the page.
+        assert_eq!(Values::new(&[0, 0, 0, 9, b'a']).text(), None);
+    }
 
     /// Every kind of value is written as the page reader expects, a page cut
     /// every two rows, and a row of the wrong type is marked, not skipped.
@@ -499,11 +576,11 @@ mod tests {
             Column::Absent,
         ];
         let sql = "SELECT k, a, b, NULL FROM t WHERE rowid >= ?1 ORDER BY rowid".to_owned();
-        let mut pages = spawn(&path, sql, Some(1), columns, 2).expect("reader");
+        let mut pages = spawn(&path, sql, Some(1), columns.clone(), 2).expect("reader");
         let mut got = Vec::new();
         while let Some(page) = pages.recv().await {
             let page = page.expect("page");
-            got.push((page.rows, page.text));
+            got.push((page.rows, shown(&page.bytes, &columns)));
         }
         assert_eq!(
             got,
@@ -555,7 +632,10 @@ mod tests {
             return Err("no trailer".into());
         }
         full.extend(pager.last());
-        Ok(full.into_iter().map(|p| (p.rows, p.text)).collect())
+        Ok(full
+            .into_iter()
+            .map(|p| (p.rows, shown(&p.bytes, columns)))
+            .collect())
     }
 
     /// A copy stream read in chunks of any size, a row or the header cut
