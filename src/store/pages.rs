@@ -74,11 +74,6 @@ impl<'a> Values<'a> {
         Values { rest: bytes }
     }
 
-    /// Whether every value has been read.
-    pub fn is_empty(&self) -> bool {
-        self.rest.is_empty()
-    }
-
     /// The next value's bytes, `Some(None)` for `NULL`.
     fn value(&mut self) -> Option<Option<&'a [u8]>> {
         let (len, rest) = self.rest.split_first_chunk::<4>()?;
@@ -91,19 +86,41 @@ impl<'a> Values<'a> {
         self.rest = rest;
         Some(Some(value))
     }
+}
 
+/// The values of a page's rows, read in the order they were written: one of
+/// these pages ([`Values`]) or a page SQL joined as text (the verifier's
+/// `Fields`). Each read is `None` wherever the page does not hold what is
+/// asked for.
+pub(crate) trait PageFields<'a> {
     /// An integer column: never `NULL`.
-    pub fn integer(&mut self) -> Option<i64> {
+    fn integer(&mut self) -> Option<i64>;
+    /// A text column that may be `NULL`.
+    fn text(&mut self) -> Option<Option<&'a str>>;
+    /// Whether every value has been read.
+    fn done(&self) -> bool;
+
+    /// A text column that is never `NULL`.
+    fn required(&mut self) -> Option<&'a str> {
+        self.text()?
+    }
+}
+
+impl<'a> PageFields<'a> for Values<'a> {
+    fn integer(&mut self) -> Option<i64> {
         let bytes = self.value()??;
         Some(i64::from_be_bytes(<[u8; 8]>::try_from(bytes).ok()?))
     }
 
-    /// A text column that may be `NULL`.
-    pub fn text(&mut self) -> Option<Option<&'a str>> {
+    fn text(&mut self) -> Option<Option<&'a str>> {
         match self.value()? {
             None => Some(None),
             Some(bytes) => std::str::from_utf8(bytes).ok().map(Some),
         }
+    }
+
+    fn done(&self) -> bool {
+        self.rest.is_empty()
     }
 }
 
@@ -485,7 +502,7 @@ impl Pager {
 
 #[cfg(test)]
 mod tests {
-    use super::{Column, Values, spawn};
+    use super::{Column, PageFields, Values, spawn};
 
     /// A page as text, one value after another: an integer's digits and `,`
     /// (`!,` for anything else), `-` for a `NULL` text, a text's length, `:`
@@ -534,7 +551,7 @@ mod tests {
         assert_eq!(values.integer(), Some(7));
         assert_eq!(values.text(), Some(None));
         assert_eq!(values.text(), Some(Some("é:x")));
-        assert!(values.is_empty());
+        assert!(values.done());
         assert_eq!(values.text(), None);
 
         let read = |bytes: &[u8], integer: bool| {

@@ -34,7 +34,7 @@ use crate::core::audit::{ChainStatus, ChainVerifier, ENCODING, hashes_to};
 use crate::core::ids::Sha256;
 use crate::core::ledger::{Divergence, Ledger, Stored};
 use crate::store::StoreError;
-use crate::store::pages::{self, Column, Page};
+use crate::store::pages::{self, Column, Page, PageFields};
 use crate::store::plan::codec::{self, AuditColumns};
 
 /// A stored table whose records carry a `record_hash` of their `wire`.
@@ -283,24 +283,6 @@ fn rising<K: PartialOrd>(keys: impl IntoIterator<Item = K>) -> bool {
     })
 }
 
-/// The values of a page's rows, read in the order they were written: a page
-/// SQL joined as text ([`Fields`]) or one of the store's own pages
-/// ([`pages::Values`]). Each read is `None` wherever the page does not hold
-/// what is asked for.
-trait PageFields<'a> {
-    /// An integer column.
-    fn integer(&mut self) -> Option<i64>;
-    /// A text column that may be `NULL`.
-    fn text(&mut self) -> Option<Option<&'a str>>;
-    /// Whether every value has been read.
-    fn done(&self) -> bool;
-
-    /// A text column that is never `NULL`.
-    fn required(&mut self) -> Option<&'a str> {
-        self.text()?
-    }
-}
-
 /// Reads `rows` rows of `fields` with `read`: `None` when the page does not
 /// hold exactly that many.
 fn read_rows<'a, F: PageFields<'a>, T>(
@@ -321,20 +303,6 @@ fn page_rows<'a, T>(
     read: impl FnMut(&mut pages::Values<'a>) -> Option<T>,
 ) -> Option<Vec<T>> {
     read_rows(pages::Values::new(&page.bytes), page.rows, read)
-}
-
-impl<'a> PageFields<'a> for pages::Values<'a> {
-    fn integer(&mut self) -> Option<i64> {
-        pages::Values::integer(self)
-    }
-
-    fn text(&mut self) -> Option<Option<&'a str>> {
-        pages::Values::text(self)
-    }
-
-    fn done(&self) -> bool {
-        self.is_empty()
-    }
 }
 
 /// The fields of a page SQL joined as text, read in the order SQL wrote them
