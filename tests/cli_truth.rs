@@ -380,11 +380,13 @@ fn show_puts_why_held_first_with_reason_and_evidence() {
         .json();
     let why = &json["why_held"];
     assert_eq!(why["to"], "BLOCKED");
-    assert_eq!(why["by"], "svc:policy-gate");
+    // Who acted is who ingested; the line's `by` is the source's claim, kept as one.
+    assert_eq!(why["by"], "loader");
     assert!(
         why["reason"]
             .as_str()
-            .is_some_and(|r| r.contains("no approval binds this payload")),
+            .is_some_and(|r| r.contains("no approval binds this payload")
+                && r.ends_with("(the source reports svc:policy-gate as system)")),
         "{why}"
     );
     assert_eq!(why["evidence"][0]["id"], "A047");

@@ -878,8 +878,9 @@ async fn a_delegate_login_acts_for_others_with_their_grants_and_the_audit_row_na
 
 /// The reproduction on PostgreSQL: a viewer's login ingesting a
 /// resolution claimed to be the owner's is refused (G7) and nothing is written; a
-/// login with the ingest role writes it in its own name, the line's `by` kept as
-/// what the source reported.
+/// login with only the ingest role is refused too (a decision takes a reviewer's
+/// role, G6); a login that also reviews writes it in its own name as `resolve`,
+/// the line's `by` kept as what the source claims.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_ingest_takes_the_ingest_role_and_the_login_is_the_author() {
     skip_without_postgres!();
@@ -905,13 +906,37 @@ async fn on_postgres_ingest_takes_the_ingest_role_and_the_login_is_the_author() 
     );
     assert_eq!(team.fresh.store.head_seq().await.unwrap(), head);
 
+    // The ingest role alone imports facts, not a reviewer's decision (G6).
     team.change("grant", &feeder, "ingest", "pinehaven");
+    let head = team.fresh.store.head_seq().await.unwrap();
+    let (code, out) = team.run(&feeder, &[], &["ingest", &path]);
+    assert_eq!(code, 2, "{out}");
+    assert!(
+        out.contains("G6: UNKNOWN → SUCCEEDED is a reviewer decision")
+            && out.contains(&format!("{feeder} holds ingest on pinehaven")),
+        "{out}"
+    );
+    assert_eq!(team.fresh.store.head_seq().await.unwrap(), head);
+    team.change("grant", &feeder, "reviewer", "pinehaven");
     let (code, out) = team.run(&feeder, &[], &["ingest", &path]);
     assert_eq!(code, 0, "{out}");
     let row = team.last_row().await;
     assert_eq!(
-        (row.draft.by.as_str(), row.draft.on_behalf_of.as_deref()),
-        (feeder.as_str(), Some("postgres"))
+        (
+            row.draft.by.as_str(),
+            row.draft.action.as_str(),
+            row.draft.role,
+            row.draft.on_behalf_of.as_deref()
+        ),
+        (feeder.as_str(), "resolve", Role::Reviewer, None)
+    );
+    assert!(
+        row.draft
+            .rationale
+            .as_deref()
+            .is_some_and(|r| r.ends_with("(the source reports postgres as reviewer)")),
+        "{:?}",
+        row.draft.rationale
     );
     assert!(matches!(
         team.fresh.store.verify().await.unwrap(),

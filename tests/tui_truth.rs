@@ -421,8 +421,13 @@ async fn the_evidence_pane_says_why_a_hold_is_blocked_first() {
         .expect("the reason of the move into BLOCKED");
     let decision = screen.find("Decision").expect("the decision section");
     assert!(why < reason && reason < decision, "{screen}");
+    // The identity that ingested made the move; the line's author is a claim.
     assert!(
-        screen.contains("VALIDATED → BLOCKED by svc:policy-gate"),
+        screen.contains("VALIDATED → BLOCKED by test-feed"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("the source reports svc:policy-gate"),
         "{screen}"
     );
     assert!(screen.contains("A047"), "{screen}");

@@ -451,6 +451,49 @@ async fn work_of_a_tool_below_automation_is_not_handed_out(kind: Kind) {
     intact(fresh.store.as_ref()).await;
 }
 
+/// A completion that reports the work timed out and then, as if a reviewer had
+/// authorized it, puts it back into APPROVED: the decision is refused, so the
+/// work is never handed out again.
+async fn a_completion_cannot_put_work_back_into_approved(kind: Kind) {
+    let fresh = loaded(kind, &[("W01", "pinehaven")]).await;
+    let session = worker_session(Arc::clone(&fresh.store));
+    work::claim(&session, "w1", Duration::seconds(60), 1, at(0))
+        .await
+        .unwrap();
+    let t = "2026-09-05T10:04:00Z";
+    let text = format!(
+        r#"{{"type":"attempt","id":"W01-A1","operation":"W01","seq":1,"kind":"request","started_at":"{t}","phase":"request_sent","outcome":"timeout"}}
+{{"type":"transition","operation":"W01","from":"APPROVED","to":"SENT","by":"svc:executor","role":"system","at":"{t}","evidence":["W01-A1"]}}
+{{"type":"transition","operation":"W01","from":"SENT","to":"UNKNOWN","by":"svc:executor","role":"system","at":"2026-09-05T10:04:01Z","evidence":["W01-A1"]}}
+{{"type":"transition","operation":"W01","from":"UNKNOWN","to":"APPROVED","by":"rev:ola","role":"reviewer","at":"2026-09-05T10:04:02Z","reason":"retry it please","evidence":[]}}"#
+    );
+    let done = work::complete(&session, &holder("W01", "w1"), records(&text), at(1))
+        .await
+        .unwrap();
+    assert!(done.lease.is_none(), "nothing is taken");
+    assert!(
+        done.report.rejected.iter().any(|e| e.line == 4
+            && e.reason.starts_with("G6:")
+            && e.reason.contains("a decision is a reviewer's")),
+        "{:?}",
+        done.report.rejected
+    );
+    // Without the decision the completion holds the work as UNKNOWN, and no
+    // claim hands it out again.
+    let honest: String = text.lines().take(3).collect::<Vec<_>>().join("\n");
+    let done = work::complete(&session, &holder("W01", "w1"), records(&honest), at(2))
+        .await
+        .unwrap();
+    assert!(done.lease.is_some(), "{:?}", done.report.rejected);
+    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    assert_eq!(detail.row.operation.state.to_string(), "UNKNOWN");
+    let again = work::claim(&session, "w2", Duration::seconds(60), 1, at(3))
+        .await
+        .unwrap();
+    assert!(again.is_empty(), "{again:?}");
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
     work_of_a_tool_below_automation_is_not_handed_out,
     sixteen_claimers_hand_out_every_piece_once,
@@ -459,4 +502,5 @@ holdfast_on_both_backends!(
     a_release_makes_work_claimable_at_once,
     claims_need_the_worker_role_and_stay_in_its_tenants,
     verify_finds_a_lease_changed_behind_the_chain,
+    a_completion_cannot_put_work_back_into_approved,
 );

@@ -199,6 +199,27 @@ impl Actor {
     pub fn role_for(&self, tenant: &str, kind: ActionKind) -> Result<Role, Refusal> {
         let roles = self.roles_on(tenant);
         if roles.is_empty() {
+            // A system role (ingest, worker) on the tenant takes no decision.
+            let mut held: Vec<&str> = self
+                .grants
+                .iter()
+                .flatten()
+                .filter(|g| g.tenant == tenant)
+                .map(|g| g.role.as_str())
+                .collect();
+            held.sort_unstable();
+            held.dedup();
+            if !held.is_empty() {
+                return refuse(
+                    Rule::G6,
+                    format!(
+                        "{} holds {} on {tenant}, which may not {kind}; a decision takes a \
+                         reviewer's, approver's or owner's role",
+                        self.name(),
+                        held.join(" and ")
+                    ),
+                );
+            }
             return refuse(
                 Rule::G7,
                 format!(

@@ -179,21 +179,36 @@ fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
             .find(|c| c.id.as_str() == bare)
             .map(|c| format!("{}, {}", c.relation, c.state))
     };
+    // Who acted is the row's author. A row written from wire records before
+    // imported moves were judged kept the source's `by` in `on_behalf_of` and its
+    // `role` as the row's: that is only what the source claimed, shown as such.
+    let wire = crate::core::access::WIRE_ACTIONS.contains(&row.draft.action.as_str());
+    let (by, role, reason) = match (&row.draft.on_behalf_of, wire) {
+        (Some(claimed), true) => (
+            row.draft.by.clone(),
+            Role::System,
+            Some(format!(
+                "{} (the source reports {claimed} as {})",
+                row.draft.rationale.as_deref().unwrap_or("no reason"),
+                row.draft.role
+            )),
+        ),
+        (Some(person), false) => (person.clone(), row.draft.role, row.draft.rationale.clone()),
+        (None, _) => (
+            row.draft.by.clone(),
+            row.draft.role,
+            row.draft.rationale.clone(),
+        ),
+    };
     Some(WhyHeld {
         from: row.draft.from,
         to: state,
         seq: row.seq,
         action: row.draft.action.clone(),
-        // Whose transition it was: the identity a relayed or ingested row names
-        // as the source's, else its author.
-        by: row
-            .draft
-            .on_behalf_of
-            .clone()
-            .unwrap_or_else(|| row.draft.by.clone()),
-        role: row.draft.role,
+        by,
+        role,
         at: row.draft.at,
-        reason: row.draft.rationale.clone(),
+        reason,
         evidence: row
             .draft
             .evidence

@@ -265,6 +265,11 @@ pub struct Ingester {
     /// The tenants its records may belong to, sorted; `None` for any (single-user
     /// mode).
     pub tenants: Option<Vec<String>>,
+    /// The identity whose decisions a reported decision is judged as (a move out
+    /// of a held state, an authorized retry): the ingesting identity with its own
+    /// grants, never the line's `by`. `None` for a door that imports no decision
+    /// (a worker's completion).
+    pub decider: Option<crate::core::rules::Actor>,
 }
 
 impl Ingester {
@@ -273,6 +278,7 @@ impl Ingester {
         Ingester {
             by: by.to_owned(),
             tenants: None,
+            decider: Some(crate::core::rules::Actor::local(by, None)),
         }
     }
 
@@ -281,6 +287,7 @@ impl Ingester {
         Ingester {
             by: actor.identity.clone(),
             tenants: actor.ingest_tenants(),
+            decider: Some(actor.clone()),
         }
     }
 }

@@ -5,6 +5,7 @@
 mod action;
 mod approval;
 mod effect;
+pub mod moves;
 mod options;
 mod plan;
 mod races;

@@ -261,6 +261,7 @@ shared! {
             let ingester = Ingester {
                 by: step.signer.by.clone(),
                 tenants: Some(vec![lease.tenant.clone()]),
+                decider: None,
             };
             let (mut report, after) = self
                 .ingest_in(

@@ -11,13 +11,14 @@ use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::Sha256;
 use crate::core::ledger;
-use crate::core::model::{ActionKind, Operation, OperationDetail};
-use crate::core::rules::{Commit, may_overtake};
+use crate::core::model::{ActionKind, Attempt, Operation, OperationDetail, TransitionRecord};
+use crate::core::rules::{Actor, Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
+use crate::store::plan::decisions::{self, Decisions, TransitionKey, transition_key};
+use crate::store::plan::door;
 use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
 use crate::store::plan::redaction::{self, RedactionRow};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
-use crate::store::plan::{decisions, door};
 use crate::store::sql::held_states_sql;
 use crate::store::{IngestMode, IngestReport, Ingester, Scope, StoreError};
 use crate::wire::{LineError, Numbered, Record};
@@ -719,14 +720,37 @@ shared! {
             ))
         }
 
-        /// The reviewer decisions of `plan` that the decision function refuses, each
-        /// as its line's error: on operations the store holds, judged on what it
-        /// holds, and on operations the batch creates, on what the batch says.
-        async fn judge_decisions(&self, known: &Known, plan: &Plan) -> Result<Vec<LineError>, StoreError> {
+        /// The moves of `plan` the rules refuse, each as its line's error, and how
+        /// each allowed decision was taken: decisions pass the decision function as
+        /// `decider` on what the store holds (or, for an operation the batch
+        /// creates, on what the batch says); system moves that end a call or
+        /// approve one must be proved by the attempts recorded before them.
+        async fn judge_moves(
+            &self,
+            known: &Known,
+            plan: &Plan,
+            decider: Option<&Actor>,
+        ) -> Result<(Vec<LineError>, Decisions), StoreError> {
             let mut out = Vec::new();
+            let mut decided = Decisions::new();
+            let mut lines: HashMap<TransitionKey, usize> = HashMap::new();
+            let mut attempts: HashMap<&str, Vec<(usize, &Attempt)>> = HashMap::new();
+            for s in &plan.staged {
+                match &s.record {
+                    Record::Transition(t) => {
+                        lines.insert(transition_key(t), s.line);
+                    }
+                    Record::Attempt(a) => {
+                        attempts.entry(a.operation.as_str()).or_default().push((s.line, a));
+                    }
+                    _ => {}
+                }
+            }
+            let line_of = |t: &TransitionRecord| lines.get(&transition_key(t)).copied().unwrap_or(0);
             for history in &plan.histories {
                 let id = history.operation.as_str();
-                if !history.transitions.iter().any(|t| decisions::action_for(t).is_some()) {
+                let any_decision = history.transitions.iter().any(decisions::is_decision);
+                if !any_decision && !history.transitions.iter().any(decisions::needs_proof) {
                     continue;
                 }
                 let created = plan.staged.iter().find_map(|s| match &s.record {
@@ -735,6 +759,24 @@ shared! {
                     }
                     _ => None,
                 });
+                // A created operation whose moves are all system moves is proved
+                // from the batch alone, without reading the store.
+                if let (Some(op), false) = (created, any_decision) {
+                    let mine = attempts.get(id).map(Vec::as_slice).unwrap_or(&[]);
+                    for t in history.transitions.iter().filter(|t| decisions::needs_proof(t)) {
+                        let line = line_of(t);
+                        let before: Vec<Attempt> = mine
+                            .iter()
+                            .filter(|(l, _)| *l < line)
+                            .map(|(_, a)| (*a).clone())
+                            .collect();
+                        if let Err(error) = decisions::prove(op, &before, t, line) {
+                            out.push(error);
+                            break;
+                        }
+                    }
+                    continue;
+                }
                 let mut detail = match created {
                     Some(op) => self.created_detail(known, plan, op).await?,
                     None if known.operations.contains_key(id) => {
@@ -743,18 +785,20 @@ shared! {
                     None => continue,
                 };
                 for t in &history.transitions {
-                    let line = plan
-                        .staged
-                        .iter()
-                        .find(|s| matches!(&s.record, Record::Transition(r) if r == t))
-                        .map_or(0, |s| s.line);
-                    if let Err(error) = decisions::judge(&mut detail, &plan.staged, t, line) {
-                        out.push(error);
-                        break;
+                    let line = line_of(t);
+                    match decisions::judge(&mut detail, &plan.staged, t, line, decider) {
+                        Ok(Some(how)) => {
+                            decided.insert(transition_key(t), how);
+                        }
+                        Ok(None) => {}
+                        Err(error) => {
+                            out.push(error);
+                            break;
+                        }
                     }
                 }
             }
-            Ok(out)
+            Ok((out, decided))
         }
 
         /// The records `ingester` may not write (G7): those outside its tenants.
@@ -837,7 +881,7 @@ shared! {
             }
             let known = Self::known(tx, &records).await?;
             let mut plan = ingest_plan::plan_refusing(records, wires, &known, redacted.refused);
-            let undecided = self.judge_decisions(&known, &plan).await?;
+            let (undecided, decided) = self.judge_moves(&known, &plan, ingester.decider.as_ref()).await?;
             if !undecided.is_empty() {
                 // Planned again without the refused decisions: what follows one in
                 // its operation's history no longer chains and is refused with it.
@@ -864,6 +908,7 @@ shared! {
             }
             plan.rejected.extend(refused);
             plan.rejected.sort_by_key(|e| e.line);
+            plan.decided = decided;
             if mode == IngestMode::DryRun || (mode == IngestMode::Strict && !plan.rejected.is_empty()) {
                 return Ok((
                     IngestReport {

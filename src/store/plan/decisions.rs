@@ -1,37 +1,64 @@
-//! Ingested reviewer decisions: a transition a file reports out of a held state
-//! into SUCCEEDED, FAILED, ACCEPTED or COMPENSATED is the decision a reviewer makes
-//! with `review`, so it passes the same decision function ([`decide`]) on what the
-//! store and the batch hold at that instant, or is refused with the rule. That
-//! holds for an operation the store already holds and for one the same file
-//! creates ([`created_detail`]): a file cannot create a hold and decide it past
-//! the rules in one go.
+//! Moves reported by a file or a worker's completion, judged as the console
+//! judges them (`core::rules::moves`): a move out of a held state, or an
+//! authorized retry, is the decision a reviewer makes with `review`, so it passes
+//! the same decision function ([`decide`]) as the identity really importing it, on
+//! what the store and the batch hold at that instant, or is refused with the rule;
+//! a system move that ends a call (SUCCEEDED, FAILED, ACKNOWLEDGED) or approves
+//! one must be proved by the records. That holds for an operation the store
+//! already holds and for one the same file creates ([`created_detail`]): a file
+//! cannot create a hold and decide it past the rules in one go.
 
 use crate::core::autonomy::Level;
 use crate::core::ids::OperationId;
 use crate::core::model::{
-    AttemptKind, ChildLink, Contract, Item, Operation, OperationDetail, OperationRow, State,
-    TransitionRecord,
+    ActionKind, Attempt, AttemptKind, ChildLink, Contract, Item, Operation, OperationDetail,
+    OperationRow, Role, State, TransitionRecord,
 };
-use crate::core::rules::{Action, Actor, Rationale, decide};
+use crate::core::rules::moves::{self, Move, classify};
+use crate::core::rules::{Actor, Rationale, decide};
 use crate::wire::{LineError, Record};
 
 use super::ingest::Staged;
 
-/// The `review` action that makes `from → to`, when it is a reviewer decision.
-pub fn action_for(t: &TransitionRecord) -> Option<Action> {
-    if !t.from.is_held() {
-        return None;
-    }
-    match t.to {
-        State::Succeeded if t.from == State::Partial => Some(Action::MarkResumed),
-        State::Succeeded | State::Failed => Some(Action::Resolve { to: t.to }),
-        State::Compensated => Some(Action::MarkCompensated),
-        State::Accepted => Some(Action::Accept {
-            repair_ref: t.reason.clone().unwrap_or_default(),
-        }),
-        _ => None,
-    }
+/// Whether `t` is a reviewer's decision (judged with [`decide`]) rather than a
+/// system move.
+pub fn is_decision(t: &TransitionRecord) -> bool {
+    matches!(classify(t), Move::Decision(_))
 }
+
+/// Whether the system move `t` needs the records to prove it.
+pub fn needs_proof(t: &TransitionRecord) -> bool {
+    use State::*;
+    matches!(
+        (t.from, t.to),
+        (Validated, Approved) | (Sent | Acknowledged, Succeeded | Failed | Acknowledged)
+    )
+}
+
+/// How a reported move was allowed: for a decision, its action and the role the
+/// importing identity took it under; the audit row records these, never the
+/// line's own `by` and `role`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    pub action: ActionKind,
+    pub role: Role,
+}
+
+/// A reported transition's key within a batch: its operation, states and instant.
+pub type TransitionKey = (String, State, State, i64);
+
+/// The key of `t`.
+pub fn transition_key(t: &TransitionRecord) -> TransitionKey {
+    (
+        t.operation.as_str().to_owned(),
+        t.from,
+        t.to,
+        t.at.timestamp_millis(),
+    )
+}
+
+/// The decisions of a batch that were allowed, by transition.
+pub type Decisions = std::collections::HashMap<TransitionKey, Decided>;
 
 /// The rationale a reported decision is judged with: its reason, or words that
 /// say it came from the source without one.
@@ -124,19 +151,10 @@ pub fn created_detail(op: &Operation, staged: &[Staged], around: Surroundings) -
     }
 }
 
-/// Judges the decision `t` (line `line`) on `detail`, the operation as stored,
-/// with the batch's records of it that come before the line added. On success
-/// the detail moves to `t.to`, for a later decision of the same batch.
-pub fn judge(
-    detail: &mut OperationDetail,
-    staged: &[Staged],
-    t: &TransitionRecord,
-    line: usize,
-) -> Result<(), LineError> {
-    let Some(action) = action_for(t) else {
-        return Ok(());
-    };
-    let id = t.operation.as_str();
+/// Adds the batch's records of `detail`'s operation that come before `line` to
+/// it: what a decision or a system move on that line may rest on.
+pub fn add_earlier(detail: &mut OperationDetail, staged: &[Staged], line: usize) {
+    let id = detail.row.operation.id.as_str().to_owned();
     for s in staged.iter().filter(|s| s.line < line) {
         match &s.record {
             Record::Attempt(a)
@@ -175,17 +193,94 @@ pub fn judge(
     .unwrap_or(u32::MAX);
     detail.observations.sort_by_key(|o| o.observed_at);
     detail.items.sort_by_key(|i| i.index);
+}
+
+/// Proves the system move `t` (line `line`) of `op` from `attempts`, those
+/// recorded of it before the line (stored, and earlier in the batch).
+pub fn prove(
+    op: &Operation,
+    attempts: &[Attempt],
+    t: &TransitionRecord,
+    line: usize,
+) -> Result<(), LineError> {
+    let record = moves::Record {
+        payload_hash: &op.payload_hash,
+        approval: op.approval.as_ref(),
+        attempts,
+    };
+    moves::prove_system_move(&record, t).map_err(|refusal| LineError {
+        line,
+        field: "to".into(),
+        reason: format!("{}: {}", refusal.rule, refusal.reason),
+    })
+}
+
+/// Judges the move `t` (line `line`) on `detail`, the operation as stored, with
+/// the batch's records of it that come before the line added: a decision passes
+/// [`decide`] as `decider` (the identity really importing it, with its grants;
+/// `None` for a door that may import no decision, such as a worker's
+/// completion), a system move must be proved by the records. On success the
+/// detail moves to `t.to`, for a later move of the same batch.
+pub fn judge(
+    detail: &mut OperationDetail,
+    staged: &[Staged],
+    t: &TransitionRecord,
+    line: usize,
+    decider: Option<&Actor>,
+) -> Result<Option<Decided>, LineError> {
+    add_earlier(detail, staged, line);
     detail.row.operation.state = t.from;
-    let actor = Actor::local(&t.by, None);
-    let version = detail.row.version;
-    decide(detail, &action, &actor, &rationale(t), version, t.at).map_err(|refusal| LineError {
+    let refused = |rule: String, reason: String| LineError {
         line,
         field: "to".into(),
         reason: format!(
-            "{}: {} → {} is a reviewer decision and passes the same rules as `holdfast review`: {}",
-            refusal.rule, t.from, t.to, refusal.reason
+            "{rule}: {} → {} is a reviewer decision and passes the same rules as \
+             `holdfast review`: {reason}",
+            t.from, t.to
         ),
-    })?;
+    };
+    let decided = match classify(t) {
+        Move::System => {
+            if needs_proof(t) {
+                prove(&detail.row.operation, &detail.attempts, t, line)?;
+            }
+            None
+        }
+        Move::Decision(action) => {
+            let Some(actor) = decider else {
+                return Err(refused(
+                    "G6".into(),
+                    "a worker's completion reports facts and the system moves they prove; \
+                     a decision is a reviewer's, made with `holdfast review`"
+                        .into(),
+                ));
+            };
+            let version = detail.row.version;
+            let effect = decide(detail, &action, actor, &rationale(t), version, t.at)
+                .map_err(|refusal| refused(refusal.rule.to_string(), refusal.reason))?;
+            if effect.proposal_only || effect.to != Some(t.to) {
+                return Err(refused(
+                    "G6".into(),
+                    format!(
+                        "for {} the rules allow only {}; a file cannot make the move itself",
+                        actor.name(),
+                        if effect.proposal_only {
+                            "a proposal that a second reviewer must confirm".to_owned()
+                        } else {
+                            format!(
+                                "a move to {}",
+                                effect.to.map_or("no state".into(), |s| s.to_string())
+                            )
+                        }
+                    ),
+                ));
+            }
+            Some(Decided {
+                action: action.kind(),
+                role: effect.commit.audit.role,
+            })
+        }
+    };
     detail.row.operation.state = t.to;
-    Ok(())
+    Ok(decided)
 }

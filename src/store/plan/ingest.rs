@@ -187,6 +187,9 @@ pub struct Plan {
     pub histories: Vec<History>,
     pub unchanged: u64,
     pub rejected: Vec<LineError>,
+    /// How each allowed decision among the transitions was taken (set once the
+    /// moves are judged, `super::decisions`): its audit row records that.
+    pub decided: super::decisions::Decisions,
 }
 
 impl Plan {
@@ -619,5 +622,6 @@ pub fn plan_refusing(
         histories,
         unchanged: unchanged.len() as u64,
         rejected: rejected.into_values().flatten().collect(),
+        decided: super::decisions::Decisions::new(),
     }
 }

@@ -7,10 +7,12 @@ use std::collections::HashMap;
 use chrono::{DateTime, Utc};
 
 use super::codec::{ms, observe_order, risk_rank};
+use super::decisions::transition_key;
 use super::ingest::{History, Known, Plan};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Operation, Role, State};
+use crate::core::rules::moves::reported_reason;
 use crate::wire::Record;
 
 /// A value as an index or search column holds it: U+0000 becomes U+2400 (`␀`,
@@ -315,20 +317,26 @@ pub fn plan_rows(
                 now,
             ));
         }
-        // The identity that ingested is the row's author; who the source says made
-        // the transition, and under which role, is only what it reported: kept as
-        // `on_behalf_of` and `role`, as for a relayed decision.
+        // The identity that ingested is the row's author, under the role the rules
+        // let it take the move with: a decision's row is that decision (`resolve`,
+        // `accept`, …) under the role `decide` allowed; any other move is the
+        // system's. Who the source says made it, and as what, is only what it
+        // claims: kept in the rationale, never as who acted.
         for t in &history.transitions {
+            let (action, role) = match plan.decided.get(&transition_key(t)) {
+                Some(how) => (how.action.as_str().to_owned(), how.role),
+                None => (crate::core::audit::TRANSITION.to_owned(), Role::System),
+            };
             push(AuditDraft {
                 operation: history.operation.clone(),
-                action: crate::core::audit::TRANSITION.into(),
+                action,
                 from: Some(t.from),
                 to: Some(t.to),
                 by: by.to_owned(),
-                role: t.role.unwrap_or(Role::System),
+                role,
                 policy: None,
-                on_behalf_of: Some(t.by.clone()),
-                rationale: t.reason.clone(),
+                on_behalf_of: None,
+                rationale: Some(reported_reason(t)),
                 evidence: t.evidence.clone(),
                 at: t.at,
             });
