@@ -494,6 +494,36 @@ async fn a_completion_cannot_put_work_back_into_approved(kind: Kind) {
     intact(fresh.store.as_ref()).await;
 }
 
+/// Work under a live lease is reported by its worker only: a plain ingest of
+/// the same execution is refused while the lease lives, so it is not done twice.
+async fn leased_work_is_reported_by_its_worker_only(kind: Kind) {
+    let fresh = loaded(kind, &[("W01", "pinehaven")]).await;
+    let session = worker_session(Arc::clone(&fresh.store));
+    work::claim(&session, "w1", Duration::seconds(60), 1, at(0))
+        .await
+        .unwrap();
+    let report = fresh
+        .store
+        .ingest(executed("W01", 1), IngestMode::Strict, "feeder", at(1))
+        .await
+        .unwrap();
+    assert!(
+        report
+            .rejected
+            .iter()
+            .any(|e| e.line == 2 && e.reason.starts_with("G8: W01 is work leased to worker w1")),
+        "{:?}",
+        report.rejected
+    );
+    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    assert_eq!(detail.row.operation.state.to_string(), "APPROVED");
+    let done = work::complete(&session, &holder("W01", "w1"), executed("W01", 1), at(2))
+        .await
+        .unwrap();
+    assert!(done.lease.is_some(), "{:?}", done.report.rejected);
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
     work_of_a_tool_below_automation_is_not_handed_out,
     sixteen_claimers_hand_out_every_piece_once,
@@ -503,4 +533,5 @@ holdfast_on_both_backends!(
     claims_need_the_worker_role_and_stay_in_its_tenants,
     verify_finds_a_lease_changed_behind_the_chain,
     a_completion_cannot_put_work_back_into_approved,
+    leased_work_is_reported_by_its_worker_only,
 );

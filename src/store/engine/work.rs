@@ -39,7 +39,7 @@ shared! {
         }
 
         /// The lease on `id` in `scope`; `lock` locks it for the transaction.
-        async fn read_lease(
+        pub(super) async fn read_lease(
             conn: &mut DB::Connection,
             scope: &Scope,
             id: &OperationId,

@@ -11,7 +11,9 @@ use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::ids::Sha256;
 use crate::core::ledger;
-use crate::core::model::{ActionKind, Attempt, Operation, OperationDetail, TransitionRecord};
+use crate::core::model::{
+    ActionKind, Attempt, Operation, OperationDetail, State, TransitionRecord,
+};
 use crate::core::rules::{Actor, Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::decisions::{self, Decisions, TransitionKey, transition_key};
@@ -730,6 +732,7 @@ shared! {
             known: &Known,
             plan: &Plan,
             decider: Option<&Actor>,
+            now: DateTime<Utc>,
         ) -> Result<(Vec<LineError>, Decisions), StoreError> {
             let mut out = Vec::new();
             let mut decided = Decisions::new();
@@ -749,6 +752,30 @@ shared! {
             let line_of = |t: &TransitionRecord| lines.get(&transition_key(t)).copied().unwrap_or(0);
             for history in &plan.histories {
                 let id = history.operation.as_str();
+                // Work under a live lease is the worker's to report (G8): a plain
+                // ingest moving it out of APPROVED would execute it twice.
+                if decider.is_some()
+                    && history.created.is_none()
+                    && history.transitions.first().is_some_and(|t| t.from == State::Approved)
+                {
+                    let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+                    let lease =
+                        Self::read_lease(&mut conn, &Scope::Every, &history.operation, false).await?;
+                    if let Some(lease) = lease.filter(|l| l.live(now)) {
+                        let t = &history.transitions[0];
+                        out.push(LineError {
+                            line: line_of(t),
+                            field: "from".into(),
+                            reason: format!(
+                                "G8: {id} is work leased to worker {} until {}; only that \
+                                 worker's `holdfast work complete` reports its execution",
+                                lease.worker,
+                                crate::core::clock::format_instant(lease.expires_at)
+                            ),
+                        });
+                        continue;
+                    }
+                }
                 let any_decision = history.transitions.iter().any(decisions::is_decision);
                 if !any_decision && !history.transitions.iter().any(decisions::needs_proof) {
                     continue;
@@ -881,7 +908,7 @@ shared! {
             }
             let known = Self::known(tx, &records).await?;
             let mut plan = ingest_plan::plan_refusing(records, wires, &known, redacted.refused);
-            let (undecided, decided) = self.judge_moves(&known, &plan, ingester.decider.as_ref()).await?;
+            let (undecided, decided) = self.judge_moves(&known, &plan, ingester.decider.as_ref(), now).await?;
             if !undecided.is_empty() {
                 // Planned again without the refused decisions: what follows one in
                 // its operation's history no longer chains and is refused with it.
