@@ -461,6 +461,7 @@ async fn the_whole_drill_passes_covers_every_mode_twice_and_computes_the_gate() 
 
 #[tokio::test]
 async fn the_drill_records_into_postgresql_as_into_sqlite() {
+    skip_without_postgres!();
     let fresh = stores::postgres().await;
     let cases: Vec<_> = drill::seed_cases()
         .unwrap()
