@@ -1184,9 +1184,11 @@ async fn seen(conn: &mut PgConnection, table: &str, condition: &str) -> i64 {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
     skip_without_postgres!();
-    let team = Team::new(&["reviewer", "nobody"]).await;
+    let team = Team::new(&["reviewer", "nobody", "pineowner"]).await;
     let (reviewer, nobody) = (team.login(0).to_owned(), team.login(1).to_owned());
+    let pine_owner = team.login(2).to_owned();
     team.change("grant", &reviewer, "reviewer", "pinehaven");
+    team.change("grant", &pine_owner, "owner", "pinehaven");
     team.change("grant", &team.owner, "owner", "harborline");
     let store = team.fresh.store.as_ref();
     let report = store
@@ -1250,6 +1252,34 @@ async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
         }
     };
     assert_eq!(queued("H10").await, 0, "H10 no longer waits on a held F09");
+    // An owner of pinehaven alone, who sees only pinehaven's T03 operations,
+    // still may not change T03's autonomy: harborline has T03 work too.
+    let (code, out) = team.run(
+        &pine_owner,
+        &[],
+        &[
+            "autonomy",
+            "set",
+            "T03",
+            "manual",
+            "--rationale",
+            "the ticket provider is being migrated",
+        ],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("is not an owner of harborline"), "{out}");
+    // The states the owner-run requeue counts as held are the Rust ones.
+    let mut conn = PgConnection::connect(&team.fresh.url).await.unwrap();
+    let held: Vec<String> = sqlx::query_scalar("SELECT holdfast_held_states()")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let rust: Vec<&str> = holdfast::core::model::State::HELD
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+    assert_eq!(held, rust);
     let (code, out) = team.run(&reviewer, &[], &["audit", "verify"]);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("run it as the database owner"), "{out}");
