@@ -1637,6 +1637,10 @@ async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
     );
     assert_eq!(code, 0, "{out}");
     assert!(out.contains("W01"), "{out}");
+    for step in ["heartbeat", "release"] {
+        let (code, out) = team.run(&login, &[], &["work", step, "W01", "--worker", "w1"]);
+        assert_eq!(code, 0, "{step}: {out}");
+    }
     let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
     assert_eq!(code, 0, "{out}");
 }
