@@ -1643,4 +1643,34 @@ async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
     }
     let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
     assert_eq!(code, 0, "{out}");
+
+    // A group granted the recipe before the tenant_rows migration gets what it
+    // now needs from the migration itself.
+    let migration = include_str!("../migrations/postgres/20261202000012_tenant_rows.sql");
+    let upgrade = &migration[migration
+        .rfind("DO $$")
+        .expect("the migration ends with the upgrade's grants")..];
+    let group = &team.group.name;
+    team.fresh
+        .execute(&format!(
+            "REVOKE ALL ON lookup_claims FROM {group}; \
+             REVOKE ALL ON FUNCTION holdfast_requeue(TEXT, TEXT) FROM {group}; \
+             REVOKE ALL ON FUNCTION holdfast_tool_tenants(TEXT) FROM {group}; {upgrade}"
+        ))
+        .await
+        .unwrap();
+    let mut admin = PgConnection::connect(&team.fresh.url).await.unwrap();
+    let (claims, requeue, tenants): (bool, bool, bool) = sqlx::query_as(
+        "SELECT has_table_privilege($1, 'lookup_claims', 'SELECT') \
+         AND has_table_privilege($1, 'lookup_claims', 'INSERT') \
+         AND has_table_privilege($1, 'lookup_claims', 'UPDATE'), \
+         has_function_privilege($1, 'holdfast_requeue(text, text)', 'EXECUTE'), \
+         has_function_privilege($1, 'holdfast_tool_tenants(text)', 'EXECUTE')",
+    )
+    .bind(group)
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    admin.close().await.unwrap();
+    assert!(claims && requeue && tenants, "{claims} {requeue} {tenants}");
 }
