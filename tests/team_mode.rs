@@ -1280,6 +1280,10 @@ async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
         .map(|s| s.as_str())
         .collect();
     assert_eq!(held, rust);
+    // The report as the reviewer: pinehaven's operations only.
+    let (code, out) = team.run(&reviewer, &[], &["report", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("F09") && !out.contains("H09"), "{out}");
     let (code, out) = team.run(&reviewer, &[], &["audit", "verify"]);
     assert_ne!(code, 0, "{out}");
     assert!(out.contains("run it as the database owner"), "{out}");
