@@ -244,7 +244,7 @@ pub async fn complete_file(
         completion.report.rejected = refused;
         // A lost lease is refused as such, whatever its lines say.
         let lease = session.lease(&holder.operation).await?;
-        work::check_holder(lease.as_ref(), holder, now)?;
+        work::check_holder(lease.as_ref(), holder, &step.signer.by, now)?;
         completion
     };
     completion.report.rejected.sort_by_key(|e| e.line);

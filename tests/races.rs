@@ -138,7 +138,74 @@ async fn a_decision_is_not_made_stale_by_a_comment_or_a_schedule(kind: Kind) {
     ));
 }
 
+/// A live lease raced by fifteen other identities, each on a handle of its own
+/// and naming the lease's own worker and generation: every one releases and
+/// then claims at once. No release lands (the lease is its claimer's), so no
+/// claim finds the work free: it is handed out once.
+async fn other_identities_racing_to_release_and_reclaim_a_lease_get_nothing(kind: Kind) {
+    let fresh = loaded(kind).await;
+    support::review::put_at_level(
+        fresh.store.as_ref(),
+        "T03",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
+    let session = |store: Arc<dyn Store>, who: &str| {
+        holdfast::store::Session::new(
+            store,
+            holdfast::core::rules::Actor::local(who, Some("RP03".into())),
+        )
+    };
+    let lease = chrono::Duration::seconds(600);
+    let first = session(Arc::clone(&fresh.store), "svc:worker-0");
+    let got = holdfast::work::claim(&first, "w1", lease, 5, now())
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "{got:?}");
+    let holder = holdfast::work::Holder {
+        operation: id("F10"),
+        worker: "w1".into(),
+        generation: Some(got[0].generation),
+    };
+    let handles = handles(&fresh).await;
+    let barrier = Arc::new(Barrier::new(RACERS - 1));
+    let tasks: Vec<_> = handles
+        .into_iter()
+        .skip(1)
+        .enumerate()
+        .map(|(n, store)| {
+            let racer = session(store, &format!("svc:worker-{}", n + 1));
+            let (barrier, holder) = (Arc::clone(&barrier), holder.clone());
+            tokio::spawn(async move {
+                barrier.wait().await;
+                let released = holdfast::work::release(&racer, &holder, now()).await;
+                let claimed = holdfast::work::claim(&racer, "w1", lease, 5, now()).await;
+                (released.is_ok(), claimed.map(|l| l.len()).unwrap_or(0))
+            })
+        })
+        .collect();
+    for task in tasks {
+        let (released, claimed) = task.await.unwrap();
+        assert!(!released, "another identity released the lease");
+        assert_eq!(claimed, 0, "the work was handed out twice");
+    }
+    let claims = fresh
+        .store
+        .audit(1, 100_000)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|r| r.draft.operation.as_str() == "F10" && r.draft.action.starts_with("work-"))
+        .count();
+    assert_eq!(claims, 1, "one claim, nothing else");
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+}
+
 holdfast_on_both_backends!(
+    other_identities_racing_to_release_and_reclaim_a_lease_get_nothing,
     sixteen_decisions_on_one_version_leave_one_winner,
     sixteen_comments_on_one_version_all_land,
     a_decision_is_not_made_stale_by_a_comment_or_a_schedule,

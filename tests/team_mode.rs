@@ -695,17 +695,21 @@ struct Team {
     /// The database owner's login (the tests' admin).
     owner: String,
     people: Vec<LoginRole>,
-    _group: LoginRole,
+    group: LoginRole,
 }
 
 impl Team {
     async fn new(people: &[&str]) -> Team {
+        Team::on(loaded(Kind::Postgres).await, people).await
+    }
+
+    /// [`Team::new`] on `fresh`, a PostgreSQL store holding what the test needs.
+    async fn on(fresh: Fresh, people: &[&str]) -> Team {
         let group = LoginRole::create("hf_app").await;
         let mut logins = Vec::new();
         for person in people {
             logins.push(LoginRole::member_of(&format!("hf_{person}"), &group).await);
         }
-        let fresh = loaded(Kind::Postgres).await;
         let database = fresh.database_name().unwrap().to_owned();
         fresh
             .execute(&application_grants(&group.name, &database))
@@ -722,7 +726,7 @@ impl Team {
             home: tempfile::tempdir().unwrap(),
             owner,
             people: logins,
-            _group: group,
+            group,
         };
         team.change("grant", &team.owner, "owner", "pinehaven");
         team
@@ -1138,4 +1142,564 @@ async fn a_worker_login_claims_and_completes_within_its_grants() {
         ChainStatus::Intact { .. }
     ));
     app.pool().close().await;
+}
+
+/// The small fixture again as tenant harborline: H09 (held, with an attempt, an
+/// observation, an expectation and wire transitions) and H10, whose target
+/// holds a token (a redaction row) and which depends on pinehaven's F09.
+fn harborline() -> String {
+    SMALL
+        .lines()
+        .skip(1)
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("pinehaven", "harborline")
+        .replace("F09", "H09")
+        .replace("F10", "H10")
+        .replace("A017", "H017")
+        .replace("O05", "H05")
+        .replace(
+            "ticket-queue:8",
+            "ticket-queue:8?token=tok_9a8b7c6d5e4f3a2b",
+        )
+        .replace(r#""depends_on":["H09"]"#, r#""depends_on":["F09"]"#)
+}
+
+/// The rows of each table that belong to harborline's operations (H09, H10).
+const HARBORLINE_ROWS: &[(&str, &str)] = &[
+    ("operations", "tenant = 'harborline'"),
+    ("attempts", "operation LIKE 'H%'"),
+    ("items", "operation LIKE 'H%'"),
+    ("observations", "operation LIKE 'H%'"),
+    ("expectations", "operation LIKE 'H%'"),
+    ("wire_transitions", "operation LIKE 'H%'"),
+    ("proposals", "operation LIKE 'H%'"),
+    ("dependencies", "operation LIKE 'H%'"),
+    ("search_terms", "operation LIKE 'H%'"),
+    ("redactions", "operation LIKE 'H%'"),
+    ("work_leases", "operation LIKE 'H%'"),
+    ("lookup_claims", "operation LIKE 'H%'"),
+    ("audit", "operation LIKE 'H%'"),
+    ("operation_counts", "tenant = 'harborline' AND n > 0"),
+    ("due_counts", "tenant = 'harborline'"),
+    ("metric_stale", "operation LIKE 'H%'"),
+    ("metric_facts", "tenant = 'harborline'"),
+    ("metric_rows", "tenant = 'harborline'"),
+    ("metric_counts", "tenant = 'harborline'"),
+];
+
+/// How many rows of `table` meeting `condition` the connection sees.
+async fn seen(conn: &mut PgConnection, table: &str, condition: &str) -> i64 {
+    sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT count(*) FROM {table} WHERE {condition}"
+    )))
+    .fetch_one(conn)
+    .await
+    .unwrap_or_else(|e| panic!("{table}: {e}"))
+}
+
+/// Item 5 of issue 27: a login of the application group reaches only the
+/// tenants its grants name. A reviewer of pinehaven sees none of harborline's
+/// rows in any table, cannot insert a row of harborline's operations into any,
+/// updates none of them, and cannot move its own operation into harborline; a
+/// login with no grant sees no tenant's rows at all. holdfast itself still
+/// works as the reviewer (a hold depending on a hidden one leaves the queue
+/// when that one resolves), and `audit verify`, which must read every row, is
+/// the owner's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
+    skip_without_postgres!();
+    let team = Team::new(&["reviewer", "nobody", "pineowner"]).await;
+    let (reviewer, nobody) = (team.login(0).to_owned(), team.login(1).to_owned());
+    let pine_owner = team.login(2).to_owned();
+    team.change("grant", &reviewer, "reviewer", "pinehaven");
+    team.change("grant", &pine_owner, "owner", "pinehaven");
+    team.change("grant", &team.owner, "owner", "harborline");
+    let store = team.fresh.store.as_ref();
+    let report = store
+        .ingest(
+            records(&harborline()),
+            IngestMode::Strict,
+            &team.owner,
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    team.change("grant", &team.owner, "worker", "harborline");
+    review::put_at_level(store, "T03", holdfast::core::autonomy::Level::Automation).await;
+    let owner = holdfast::store::Session::new(
+        std::sync::Arc::clone(&team.fresh.store),
+        holdfast::core::rules::Actor::from_grants(
+            &team.owner,
+            None,
+            &store.grants().await.unwrap(),
+        ),
+    );
+    let claimed = holdfast::work::claim(&owner, "w1", chrono::Duration::seconds(600), 5, now())
+        .await
+        .unwrap();
+    assert!(
+        claimed.iter().any(|l| l.operation.as_str() == "H10"),
+        "{claimed:?}"
+    );
+
+    // holdfast as the reviewer: its tenant only, and the G9 flag of harborline's
+    // H10, which waits on F09, follows F09 though the reviewer cannot see H10.
+    let (code, out) = team.run(&reviewer, &[], &["list", "--state", "all"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("F09") && !out.contains("H09"), "{out}");
+    let (code, out) = team.run(
+        &reviewer,
+        &[],
+        &[
+            "review",
+            "F09",
+            "resolve",
+            "--to",
+            "SUCCEEDED",
+            "--rationale",
+            "provider status shows the ticket exactly once",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+    let queued = |id: &'static str| {
+        let url = team.fresh.url.clone();
+        async move {
+            let mut conn = PgConnection::connect(&url).await.unwrap();
+            let q: i64 = sqlx::query_scalar("SELECT queued FROM operations WHERE id = $1")
+                .bind(id)
+                .fetch_one(&mut conn)
+                .await
+                .unwrap();
+            conn.close().await.unwrap();
+            q
+        }
+    };
+    assert_eq!(queued("H10").await, 0, "H10 no longer waits on a held F09");
+    // An owner of pinehaven alone, who sees only pinehaven's T03 operations,
+    // still may not change T03's autonomy: harborline has T03 work too.
+    let (code, out) = team.run(
+        &pine_owner,
+        &[],
+        &[
+            "autonomy",
+            "set",
+            "T03",
+            "manual",
+            "--rationale",
+            "the ticket provider is being migrated",
+        ],
+    );
+    assert_eq!(code, 3, "{out}");
+    assert!(out.contains("is not an owner of harborline"), "{out}");
+    // The states the owner-run requeue counts as held are the Rust ones.
+    let mut conn = PgConnection::connect(&team.fresh.url).await.unwrap();
+    let held: Vec<String> = sqlx::query_scalar("SELECT holdfast_held_states()")
+        .fetch_one(&mut conn)
+        .await
+        .unwrap();
+    conn.close().await.unwrap();
+    let rust: Vec<&str> = holdfast::core::model::State::HELD
+        .iter()
+        .map(|s| s.as_str())
+        .collect();
+    assert_eq!(held, rust);
+    // The report as the reviewer: pinehaven's operations only.
+    let (code, out) = team.run(&reviewer, &[], &["report", "--json"]);
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("F09") && !out.contains("H09"), "{out}");
+    let (code, out) = team.run(&reviewer, &[], &["audit", "verify"]);
+    assert_ne!(code, 0, "{out}");
+    assert!(out.contains("run it as the database owner"), "{out}");
+    let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
+    assert_eq!(code, 0, "{out}");
+
+    // The rows no ingest of this fixture writes, by the owner.
+    team.fresh
+        .execute(
+            "INSERT INTO items (operation, idx, wire, record_hash) VALUES ('H09', 1, '{}', 'x'); \
+             INSERT INTO proposals (operation, action, proposed_by, proposed_at, rationale, status) \
+             VALUES ('H09', 'authorize-retry', 'lee', '2026-09-05T10:02:00Z', 'retry it', 'pending'); \
+             INSERT INTO lookup_claims VALUES ('H09', 1, 'observer', 1, 2); \
+             INSERT INTO due_counts VALUES ('harborline', 1, 1); \
+             INSERT INTO metric_facts VALUES ('H09', 'harborline', 1, NULL, 0); \
+             INSERT INTO metric_rows VALUES ('veto', 'H09', 'harborline', 1, NULL); \
+             INSERT INTO metric_counts VALUES ('harborline', 'veto', 1, 1);",
+        )
+        .await
+        .unwrap();
+    let mut admin = PgConnection::connect(&team.fresh.url).await.unwrap();
+    for (table, condition) in HARBORLINE_ROWS {
+        assert!(
+            seen(&mut admin, table, condition).await > 0,
+            "the owner sees harborline's {table}"
+        );
+    }
+    admin.close().await.unwrap();
+
+    let mut as_reviewer = PgConnection::connect(&stores::url_for_login(&team.fresh.url, &reviewer))
+        .await
+        .unwrap();
+    for (table, condition) in HARBORLINE_ROWS {
+        assert_eq!(
+            seen(&mut as_reviewer, table, condition).await,
+            0,
+            "a reviewer of pinehaven sees harborline's {table}"
+        );
+    }
+    for (table, condition) in [
+        ("operations", "tenant = 'pinehaven'"),
+        ("attempts", "operation = 'F09'"),
+        ("audit", "operation = 'F09'"),
+        ("dependencies", "depends_on = 'F09'"),
+    ] {
+        assert!(
+            seen(&mut as_reviewer, table, condition).await > 0,
+            "a reviewer of pinehaven sees pinehaven's {table}"
+        );
+    }
+    // Rows of harborline's operations, written by the reviewer of pinehaven.
+    for insert in [
+        "INSERT INTO operations (id, tenant, tool, owner, state, risk_rank, target, payload_hash, \
+         created_ms, state_since_ms, observe_order, queued, version, wire) VALUES ('H99', \
+         'harborline', 'T03', 'integrations', 'APPROVED', 1, 't', 'h', 0, 0, 0, 0, 1, '{}')",
+        "INSERT INTO attempts (id, operation, seq, kind, wire, record_hash) \
+         VALUES ('H-A9', 'H09', 9, 'request', '{}', 'x')",
+        "INSERT INTO items (operation, idx, wire, record_hash) VALUES ('H09', 9, '{}', 'x')",
+        "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) \
+         VALUES ('H-O9', 'H09', 0, '{}', 'x')",
+        "INSERT INTO expectations (operation, wire, record_hash) VALUES ('H10', '{}', 'x')",
+        "INSERT INTO wire_transitions (operation, from_state, to_state, at_ms, record_hash) \
+         VALUES ('H09', 'UNKNOWN', 'SUCCEEDED', 0, 'x')",
+        "INSERT INTO proposals (operation, action, proposed_by, proposed_at, rationale, status) \
+         VALUES ('H09', 'authorize-retry', 'x', 'x', 'x', 'pending')",
+        "INSERT INTO dependencies (operation, depends_on) VALUES ('H09', 'F09')",
+        "INSERT INTO search_terms (term, operation) VALUES ('planted', 'H09')",
+        "INSERT INTO redactions (record, record_key, path, operation, kinds, value_sha256, \
+         stored_sha256, sample) VALUES ('attempt', 'H-A9', 'note', 'H09', 'jwt', 'x', 'y', 'z')",
+        "INSERT INTO lookup_claims VALUES ('H09', 2, 'x', 1, 2)",
+    ] {
+        let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(insert))
+            .execute(&mut as_reviewer)
+            .await
+            .expect_err(insert)
+            .to_string();
+        assert!(
+            refused.contains("row-level security"),
+            "{insert}: {refused}"
+        );
+    }
+    let lease = format!(
+        "INSERT INTO work_leases (operation, worker, claimed_by, generation, claimed_ms, \
+         expires_ms, length_ms, status) VALUES ('H09', 'w9', '{reviewer}', 1, 0, 1, 1, 'held')"
+    );
+    let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(lease.as_str()))
+        .execute(&mut as_reviewer)
+        .await
+        .expect_err("a lease on harborline's work")
+        .to_string();
+    assert!(refused.contains("row-level security"), "{refused}");
+    // Updates of harborline's rows reach none of them.
+    for update in [
+        "UPDATE operations SET queued = 1 - queued WHERE id = 'H09'",
+        "UPDATE lookup_claims SET expires_ms = 0 WHERE operation = 'H09'",
+        "UPDATE proposals SET status = 'rejected' WHERE operation = 'H09'",
+        "UPDATE work_leases SET status = 'released' WHERE operation = 'H10'",
+    ] {
+        let done = sqlx::raw_sql(sqlx::AssertSqlSafe(update))
+            .execute(&mut as_reviewer)
+            .await
+            .unwrap_or_else(|e| panic!("{update}: {e}"));
+        assert_eq!(done.rows_affected(), 0, "{update}");
+    }
+    // Nor can an operation of pinehaven be moved into harborline.
+    let moved = sqlx::raw_sql("UPDATE operations SET tenant = 'harborline' WHERE id = 'F10'")
+        .execute(&mut as_reviewer)
+        .await
+        .expect_err("a move into another tenant")
+        .to_string();
+    assert!(moved.contains("row-level security"), "{moved}");
+    as_reviewer.close().await.unwrap();
+
+    let mut as_nobody = PgConnection::connect(&stores::url_for_login(&team.fresh.url, &nobody))
+        .await
+        .unwrap();
+    for (table, _) in HARBORLINE_ROWS {
+        let condition = if *table == "audit" {
+            "operation NOT LIKE 'holdfast:%'"
+        } else {
+            "TRUE"
+        };
+        assert_eq!(
+            seen(&mut as_nobody, table, condition).await,
+            0,
+            "a login with no grant sees {table}"
+        );
+    }
+    as_nobody.close().await.unwrap();
+}
+
+/// Item 5 of issue 27: a lease belongs to the login that claimed it, not to the
+/// `--worker` label. Another login with the worker role on the same tenant,
+/// naming the same worker, is refused by holdfast (G8) to heartbeat, complete
+/// or release it and gets nothing from a claim; writing the same by hand, each
+/// with a correctly hashed audit row its grants allow, is refused by the
+/// database; the work stays handed out once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lease_is_the_claiming_logins_and_another_login_cannot_take_it_over() {
+    skip_without_postgres!();
+    let team = Team::new(&["first", "second"]).await;
+    let (first, second) = (team.login(0).to_owned(), team.login(1).to_owned());
+    team.change("grant", &first, "worker", "pinehaven");
+    team.change("grant", &second, "worker", "pinehaven");
+    review::put_at_level(
+        team.fresh.store.as_ref(),
+        "T03",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
+    let session_of = |login: &str| {
+        let url = stores::url_for_login(&team.fresh.url, login);
+        let login = login.to_owned();
+        async move {
+            let app = PgStore::connect(&url).await.unwrap();
+            let grants = app.grants().await.unwrap();
+            holdfast::store::Session::new(
+                std::sync::Arc::new(app),
+                holdfast::core::access::act_for(&grants, &login, None, None).unwrap(),
+            )
+        }
+    };
+    let (a, b) = (session_of(&first).await, session_of(&second).await);
+    // The database's clock: a lease live now is live to it too. (The store
+    // keeps milliseconds.)
+    let now = chrono::SubsecRound::trunc_subsecs(chrono::Utc::now(), 3);
+    let hour = chrono::Duration::seconds(3600);
+    let leases = holdfast::work::claim(&a, "w1", hour, 5, now).await.unwrap();
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    assert_eq!(leases[0].claimed_by, first);
+    let holder = holdfast::work::Holder {
+        operation: id("F10"),
+        worker: "w1".into(),
+        generation: Some(1),
+    };
+    let taken_over = |result: Result<(), holdfast::work::WorkError>| {
+        let refused = result.expect_err("another login's lease").to_string();
+        assert!(
+            refused.contains(&format!("claimed by {first}, not by {second}")),
+            "{refused}"
+        );
+    };
+    taken_over(
+        holdfast::work::heartbeat(&b, &holder, None, now)
+            .await
+            .map(drop),
+    );
+    taken_over(holdfast::work::release(&b, &holder, now).await.map(drop));
+    taken_over(
+        holdfast::work::complete(&b, &holder, Vec::new(), now)
+            .await
+            .map(drop),
+    );
+    assert!(
+        holdfast::work::claim(&b, "w1", hour, 5, now)
+            .await
+            .unwrap()
+            .is_empty(),
+        "live work is handed out once"
+    );
+
+    // By hand, as the second login, each with its audit row.
+    let now_ms = now.timestamp_millis();
+    for (action, change, why) in [
+        (
+            "work-release",
+            "UPDATE work_leases SET status = 'released' WHERE operation = 'F10'".to_owned(),
+            "only that login",
+        ),
+        (
+            "work-heartbeat",
+            "UPDATE work_leases SET expires_ms = expires_ms + 1 WHERE operation = 'F10'".to_owned(),
+            "only that login",
+        ),
+        (
+            "work-claim",
+            format!(
+                "UPDATE work_leases SET claimed_by = '{second}', generation = generation + 1, \
+                 claimed_ms = {now_ms} + 1 WHERE operation = 'F10'"
+            ),
+            "only that login",
+        ),
+        (
+            "work-claim",
+            format!(
+                "UPDATE work_leases SET claimed_by = '{second}', generation = generation + 1, \
+                 claimed_ms = expires_ms WHERE operation = 'F10'"
+            ),
+            "later than the database's clock",
+        ),
+    ] {
+        let row = team
+            .forged(&second, "F10", action, Role::Worker, None)
+            .await;
+        let refused = team
+            .sql_as(
+                &second,
+                &format!("{}; {change}", stores::audit_insert_sql(&row)),
+            )
+            .await
+            .expect_err(&change)
+            .to_string();
+        assert!(refused.contains(why), "{change}: {refused}");
+    }
+    // Nor may a lease be written in the first login's name by the second.
+    let row = team
+        .forged(&second, "F09", "work-claim", Role::Worker, None)
+        .await;
+    let refused = team
+        .sql_as(
+            &second,
+            &format!(
+                "{}; INSERT INTO work_leases (operation, worker, claimed_by, generation, \
+                 claimed_ms, expires_ms, length_ms, status) \
+                 VALUES ('F09', 'w1', '{first}', 1, {now_ms}, {now_ms} + 1, 1, 'held')",
+                stores::audit_insert_sql(&row)
+            ),
+        )
+        .await
+        .expect_err("a lease in another's name")
+        .to_string();
+    assert!(refused.contains("own name"), "{refused}");
+
+    // The first login still holds it and completes it.
+    let rows = team.fresh.store.audit(1, 1000).await.unwrap();
+    let claims = rows
+        .iter()
+        .filter(|r| r.draft.action == "work-claim" && r.draft.operation.as_str() == "F10")
+        .count();
+    assert_eq!(claims, 1, "F10 was handed out once");
+    holdfast::work::release(&a, &holder, now).await.unwrap();
+    let again = holdfast::work::claim(&b, "w2", hour, 5, now).await.unwrap();
+    assert_eq!(
+        again.len(),
+        1,
+        "released work is claimable by another login"
+    );
+    assert_eq!(again[0].claimed_by, second);
+    let status = team.fresh.store.verify().await.unwrap();
+    assert!(matches!(status, ChainStatus::Intact { .. }), "{status:?}");
+}
+
+/// Item 9 of issue 27: a login set up exactly as the README's recipe says (the
+/// grants are read from the README itself) observes, reviews and claims work.
+/// The recipe once left out `lookup_claims`, and `observe` failed for such a
+/// login; every table of the schema is now readable by the group, but the one
+/// only the audit trigger reads.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
+    skip_without_postgres!();
+    let p = support::provider::Provider::start("").await;
+    let fresh = support::provider::due_holds(Kind::Postgres, &p, 2).await;
+    let team = Team::on(fresh, &["oncall"]).await;
+    let login = team.login(0).to_owned();
+    for role in ["ingest", "reviewer", "worker"] {
+        team.change("grant", &login, role, "pinehaven");
+    }
+
+    let mut admin = PgConnection::connect(&team.fresh.url).await.unwrap();
+    let unread: Vec<String> = sqlx::query_scalar(
+        "SELECT c.relname::text FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace \
+         WHERE n.nspname = 'public' AND c.relkind IN ('r', 'p') \
+         AND NOT has_table_privilege($1, c.oid, 'SELECT') ORDER BY 1",
+    )
+    .bind(&team.group.name)
+    .fetch_all(&mut admin)
+    .await
+    .unwrap();
+    admin.close().await.unwrap();
+    assert_eq!(unread, ["role_actions"], "tables the recipe leaves out");
+
+    let token = [("HOLDFAST_TEST_STATUS_TOKEN", support::provider::TOKEN)];
+    let (code, out) = team.run(&login, &token, &["observe"]);
+    assert_eq!(code, 0, "{out}");
+    for i in 0..2 {
+        assert_eq!(p.asked(&format!("match:{i}")), 1, "D{i:03}: {out}");
+    }
+    let (code, out) = team.run(
+        &login,
+        &[],
+        &[
+            "review",
+            "D000",
+            "resolve",
+            "--to",
+            "SUCCEEDED",
+            "--rationale",
+            "the provider holds the record once",
+        ],
+    );
+    assert_eq!(code, 0, "{out}");
+
+    let path = team.home.path().join("approved.jsonl");
+    std::fs::write(
+        &path,
+        format!(
+            r#"{{"type":"operation","id":"W01","tenant":"pinehaven","actor":"svc:agent","tool":"T06","action":"record.write","target":"queue:9","payload_hash":"{}","risk":"low","owner":"integrations","state":"APPROVED","depends_on":[],"created_at":"2026-09-05T10:00:30Z"}}
+"#,
+            support::provider::HASH
+        ),
+    )
+    .unwrap();
+    let (code, out) = team.run(&login, &[], &["ingest", &path.to_string_lossy()]);
+    assert_eq!(code, 0, "{out}");
+    review::put_at_level(
+        team.fresh.store.as_ref(),
+        "T06",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
+    let (code, out) = team.run(
+        &login,
+        &[],
+        &["work", "claim", "--worker", "w1", "--lease", "60"],
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(out.contains("W01"), "{out}");
+    for step in ["heartbeat", "release"] {
+        let (code, out) = team.run(&login, &[], &["work", step, "W01", "--worker", "w1"]);
+        assert_eq!(code, 0, "{step}: {out}");
+    }
+    let (code, out) = team.run(&team.owner, &[], &["audit", "verify"]);
+    assert_eq!(code, 0, "{out}");
+
+    // A group granted the recipe before the tenant_rows migration gets what it
+    // now needs from the migration itself.
+    let migration = include_str!("../migrations/postgres/20261202000012_tenant_rows.sql");
+    let upgrade = &migration[migration
+        .rfind("DO $$")
+        .expect("the migration ends with the upgrade's grants")..];
+    let group = &team.group.name;
+    team.fresh
+        .execute(&format!(
+            "REVOKE ALL ON lookup_claims FROM {group}; \
+             REVOKE ALL ON FUNCTION holdfast_requeue(TEXT, TEXT) FROM {group}; \
+             REVOKE ALL ON FUNCTION holdfast_tool_tenants(TEXT) FROM {group}; {upgrade}"
+        ))
+        .await
+        .unwrap();
+    let mut admin = PgConnection::connect(&team.fresh.url).await.unwrap();
+    let (claims, requeue, tenants): (bool, bool, bool) = sqlx::query_as(
+        "SELECT has_table_privilege($1, 'lookup_claims', 'SELECT') \
+         AND has_table_privilege($1, 'lookup_claims', 'INSERT') \
+         AND has_table_privilege($1, 'lookup_claims', 'UPDATE'), \
+         has_function_privilege($1, 'holdfast_requeue(text, text)', 'EXECUTE'), \
+         has_function_privilege($1, 'holdfast_tool_tenants(text)', 'EXECUTE')",
+    )
+    .bind(group)
+    .fetch_one(&mut admin)
+    .await
+    .unwrap();
+    admin.close().await.unwrap();
+    assert!(claims && requeue && tenants, "{claims} {requeue} {tenants}");
 }

@@ -524,7 +524,68 @@ async fn leased_work_is_reported_by_its_worker_only(kind: Kind) {
     intact(fresh.store.as_ref()).await;
 }
 
+/// A lease belongs to the identity that claimed it, not to the worker name: on
+/// PostgreSQL the login (whose lease the database itself also holds; see
+/// `team_mode`), on SQLite the identity the command acts as. Another identity
+/// naming the same worker and generation is refused (G8) to heartbeat,
+/// complete or release it, and a claim of its own gets nothing while the lease
+/// is live: the work is handed out once.
+async fn a_lease_is_the_claimers_whatever_worker_name_another_gives(kind: Kind) {
+    let fresh = loaded(kind, &[("W01", "pinehaven")]).await;
+    let first = worker_session(Arc::clone(&fresh.store));
+    let second = Session::new(
+        Arc::clone(&fresh.store),
+        Actor::local("svc:other", Some("RP03".into())),
+    );
+    let got = work::claim(&first, "w1", Duration::seconds(600), 1, at(0))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    assert_eq!(got[0].claimed_by, "svc:worker");
+    let named = Holder {
+        generation: Some(1),
+        ..holder("W01", "w1")
+    };
+    let another = |result: Result<(), WorkError>| match result {
+        Err(WorkError::Refused(refusal)) => {
+            assert_eq!(refusal.rule, Rule::G8);
+            assert!(
+                refusal
+                    .reason
+                    .contains("claimed by svc:worker, not by svc:other"),
+                "{refusal:?}"
+            );
+        }
+        other => panic!("another identity moved the lease: {other:?}"),
+    };
+    another(
+        work::heartbeat(&second, &named, None, at(1))
+            .await
+            .map(drop),
+    );
+    another(
+        work::complete(&second, &named, executed("W01", 1), at(1))
+            .await
+            .map(drop),
+    );
+    another(work::release(&second, &named, at(1)).await.map(drop));
+    let none = work::claim(&second, "w1", Duration::seconds(600), 1, at(2))
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "handed out twice: {none:?}");
+    assert_eq!(
+        audit_actions(fresh.store.as_ref(), "W01").await,
+        ["work-claim"]
+    );
+    let done = work::complete(&first, &named, executed("W01", 1), at(3))
+        .await
+        .unwrap();
+    assert!(done.lease.is_some(), "{:?}", done.report.rejected);
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
+    a_lease_is_the_claimers_whatever_worker_name_another_gives,
     work_of_a_tool_below_automation_is_not_handed_out,
     sixteen_claimers_hand_out_every_piece_once,
     a_lost_lease_is_reclaimed_executed_once_and_the_late_worker_refused,

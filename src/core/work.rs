@@ -80,6 +80,10 @@ pub struct Lease {
     pub tenant: String,
     pub tool: String,
     pub worker: String,
+    /// The identity that claimed it: on PostgreSQL the database login. Only it
+    /// heartbeats, completes or releases the lease, whatever `worker` label
+    /// another names.
+    pub claimed_by: String,
     /// 1 for the first claim of this operation, one more for each claim after.
     pub generation: i64,
     pub claimed_at: DateTime<Utc>,
@@ -104,12 +108,14 @@ pub struct Holder {
     pub generation: Option<i64>,
 }
 
-/// Whether `holder` still holds `lease` at `now`: held, by this worker, of this
-/// generation, not run out. Anything else is refused with G8, as a stale version
-/// is: someone else may be executing the work now.
+/// Whether `holder`, acting as `by`, still holds `lease` at `now`: held, claimed
+/// by `by` (the login, on PostgreSQL), by this worker, of this generation, not
+/// run out. Anything else is refused with G8, as a stale version is: someone
+/// else may be executing the work now.
 pub fn check_holder(
     lease: Option<&Lease>,
     holder: &Holder,
+    by: &str,
     now: DateTime<Utc>,
 ) -> Result<(), Refusal> {
     let id = &holder.operation;
@@ -124,6 +130,13 @@ pub fn check_holder(
             "{id} was never claimed; claim it with `holdfast work claim` first"
         ));
     };
+    if lease.claimed_by != by {
+        return refuse(format!(
+            "the lease on {id} (lease {}) was claimed by {}, not by {by}: only the identity that \
+             claimed work heartbeats, completes or releases it, whatever worker name is given",
+            lease.generation, lease.claimed_by
+        ));
+    }
     if lease.worker != holder.worker {
         return refuse(format!(
             "the lease on {id} is {}'s (lease {}), not {}'s: the work may be executing elsewhere; \
@@ -224,6 +237,7 @@ mod tests {
             tenant: "pinehaven".into(),
             tool: "T03".into(),
             worker: "w1".into(),
+            claimed_by: "maya".into(),
             generation: 2,
             claimed_at: at("2026-09-05T10:00:00Z"),
             expires_at: at("2026-09-05T10:01:00Z"),
@@ -243,20 +257,28 @@ mod tests {
     fn only_the_live_holder_of_the_current_generation_holds_a_lease() {
         let l = lease();
         let inside = at("2026-09-05T10:00:30Z");
-        assert!(check_holder(Some(&l), &holder("w1", None), inside).is_ok());
-        assert!(check_holder(Some(&l), &holder("w1", Some(2)), inside).is_ok());
+        assert!(check_holder(Some(&l), &holder("w1", None), "maya", inside).is_ok());
+        assert!(check_holder(Some(&l), &holder("w1", Some(2)), "maya", inside).is_ok());
         for (who, generation, now) in [
             ("w2", None, inside),
             ("w1", Some(1), inside),
             ("w1", None, at("2026-09-05T10:01:00Z")),
         ] {
-            let refused = check_holder(Some(&l), &holder(who, generation), now).unwrap_err();
+            let refused =
+                check_holder(Some(&l), &holder(who, generation), "maya", now).unwrap_err();
             assert_eq!(refused.rule, Rule::G8, "{who} {generation:?} {now}");
         }
-        assert!(check_holder(None, &holder("w1", None), inside).is_err());
+        assert!(check_holder(None, &holder("w1", None), "maya", inside).is_err());
+        // Another identity naming the same worker and generation.
+        let taken = check_holder(Some(&l), &holder("w1", Some(2)), "lee", inside).unwrap_err();
+        assert_eq!(taken.rule, Rule::G8);
+        assert!(
+            taken.reason.contains("claimed by maya, not by lee"),
+            "{taken:?}"
+        );
         for status in [LeaseStatus::Completed, LeaseStatus::Released] {
             let done = Lease { status, ..lease() };
-            assert!(check_holder(Some(&done), &holder("w1", None), inside).is_err());
+            assert!(check_holder(Some(&done), &holder("w1", None), "maya", inside).is_err());
         }
     }
 

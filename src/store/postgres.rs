@@ -88,6 +88,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_partial",
         include_str!("../../migrations/postgres/20261202000010_queue_partial.sql"),
     ),
+    (
+        20261202000012,
+        "tenant_rows",
+        include_str!("../../migrations/postgres/20261202000012_tenant_rows.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -201,6 +206,14 @@ impl Backend for Postgres {
     );
     // The login that authenticated, which `SET ROLE` does not change.
     const LOGIN: Option<&'static str> = Some("SELECT session_user::text AS login");
+    // Row-level security keeps a login of the application group to the tenants
+    // its grants name (the tenant_rows migration); the owner sees every row.
+    const SEES_EVERY_ROW: Option<&'static str> = Some("SELECT holdfast_sees_all() AS may");
+    // Through functions that run as the owner: a dependency or an operation of
+    // the tool may be in a tenant the login does not see.
+    const REQUEUE: &'static str = "SELECT holdfast_requeue($1, $2)";
+    const TOOL_TENANTS: &'static str =
+        "SELECT tenant FROM holdfast_tool_tenants($1) ORDER BY tenant";
     // Every column holds its declared type.
     const IS_TEXT: &'static str = "TRUE";
     const IS_INTEGER: &'static str = "TRUE";

@@ -78,6 +78,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_partial",
         include_str!("../../migrations/sqlite/20261202000010_queue_partial.sql"),
     ),
+    (
+        20261202000012,
+        "tenant_rows",
+        include_str!("../../migrations/sqlite/20261202000012_tenant_rows.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
@@ -138,6 +143,11 @@ impl Backend for Sqlite {
     const MAY_KEEP_FACTS: Option<&'static str> = None;
     // A file has no logins: the acting identity is whoever the command says.
     const LOGIN: Option<&'static str> = None;
+    // Nor row-level security: whoever opens the file reads all of it.
+    const SEES_EVERY_ROW: Option<&'static str> = None;
+    const REQUEUE: &'static str = super::engine::REQUEUE;
+    const TOOL_TENANTS: &'static str =
+        "SELECT DISTINCT tenant FROM operations WHERE tool = $1 ORDER BY tenant";
     const IS_TEXT: &'static str = "typeof({c}) = 'text'";
     const IS_INTEGER: &'static str = "typeof({c}) = 'integer'";
     const AGGREGATES_IN_ORDER: bool = true;

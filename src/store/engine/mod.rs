@@ -77,6 +77,17 @@ pub trait Backend: Database {
     /// Reads the database login a connection was authenticated as (a text column
     /// `login`), where the backend has logins; `None` where it has none.
     const LOGIN: Option<&'static str>;
+    /// Whether this connection's login sees every row (a boolean column `may`),
+    /// where row-level security may hide other tenants' rows from it; `None`
+    /// where every connection sees every row.
+    const SEES_EVERY_ROW: Option<&'static str>;
+    /// Recomputes the queue flag (G9) of the operation bound as `$1` and of every
+    /// operation depending on the one bound as `$2` (the same id), from the
+    /// stored states of every tenant, whatever rows the login sees.
+    const REQUEUE: &'static str;
+    /// The distinct tenants (a text column `tenant`) of the operations of the
+    /// tool bound as `$1`, in every tenant, whatever rows the login sees.
+    const TOOL_TENANTS: &'static str;
     /// A condition that the column `{c}` holds text; SQLite keeps whatever type
     /// was written, so a value written as another type is told apart.
     const IS_TEXT: &'static str;
@@ -165,6 +176,13 @@ pub(crate) fn db<DB: Backend>(error: sqlx::Error) -> StoreError {
 
 /// The newest committed audit `seq`, 0 for an empty log.
 pub(crate) const HEAD_SEQ: &str = "SELECT COALESCE(MAX(seq), 0) AS seq FROM audit";
+
+/// The queue flag's recomputation (G9) as one statement, where the login sees
+/// every row; `{held}` stands for the quoted held states.
+pub(crate) const REQUEUE: &str = "UPDATE operations SET queued = CASE WHEN state IN ({held}) OR EXISTS (\
+     SELECT 1 FROM dependencies d JOIN operations p ON p.id = d.depends_on \
+     WHERE d.operation = operations.id AND p.state IN ({held})) THEN 1 ELSE 0 END \
+     WHERE id = $1 OR id IN (SELECT operation FROM dependencies WHERE depends_on = $2)";
 
 /// Tells watchers `live`, unless it is what they already hold.
 pub(crate) fn publish(tx: &watch::Sender<Live>, live: Live) {
@@ -347,6 +365,35 @@ shared! {
         pub(super) fn text(row: &DB::Row, column: &str) -> Result<String, StoreError> {
             row.try_get(column).map_err(db::<DB>)
         }
+
+        /// Refuses `what`, which reads every row of the store, for a login that
+        /// row-level security keeps to its own tenants: it would see a chain
+        /// with other tenants' rows missing and report gaps that are not there.
+        async fn sees_every_row(&self, what: &str) -> Result<(), StoreError> {
+            let Some(sql) = DB::SEES_EVERY_ROW else {
+                return Ok(());
+            };
+            let may: bool = sqlx::query(sql)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("may")
+                .map_err(db::<DB>)?;
+            if may {
+                return Ok(());
+            }
+            let login = match DB::LOGIN {
+                Some(sql) => Self::text(
+                    &sqlx::query(sql).fetch_one(&self.pool).await.map_err(db::<DB>)?,
+                    "login",
+                )?,
+                None => String::new(),
+            };
+            Err(StoreError::Other(format!(
+                "{what} reads every tenant's rows, and the login {login} sees only the tenants \
+                 its grants name (row-level security): run it as the database owner"
+            )))
+        }
     }
 }
 
@@ -447,10 +494,12 @@ shared! {
         }
 
         async fn verify(&self) -> Result<ChainStatus, StoreError> {
+            self.sees_every_row("audit verify").await?;
             self.read_verify().await
         }
 
         async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError> {
+            self.sees_every_row("audit verify --from").await?;
             self.read_verify_from(seq, hash).await
         }
 
@@ -532,9 +581,7 @@ shared! {
         }
 
         async fn tool_tenants(&self, tool: &str) -> Result<Vec<String>, StoreError> {
-            let rows = sqlx::query(
-                "SELECT DISTINCT tenant FROM operations WHERE tool = $1 ORDER BY tenant",
-            )
+            let rows = sqlx::query(DB::TOOL_TENANTS)
             .bind(tool)
             .fetch_all(&self.pool)
             .await

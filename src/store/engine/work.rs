@@ -18,8 +18,8 @@ use crate::store::{Completion, IngestMode, Ingester, Scope, StoreError, WorkClai
 use crate::wire::Numbered;
 
 /// The columns of a lease joined with its operation.
-const LEASE_COLUMNS: &str = "l.operation, l.worker, l.generation, l.claimed_ms, l.expires_ms, \
-     l.status, o.tenant, o.tool";
+const LEASE_COLUMNS: &str = "l.operation, l.worker, l.claimed_by, l.generation, l.claimed_ms, \
+     l.expires_ms, l.status, o.tenant, o.tool";
 
 shared! {
     impl {
@@ -30,6 +30,7 @@ shared! {
                 tenant: Self::text(row, "tenant")?,
                 tool: Self::text(row, "tool")?,
                 worker: Self::text(row, "worker")?,
+                claimed_by: Self::text(row, "claimed_by")?,
                 generation: row.try_get("generation").map_err(db::<DB>)?,
                 claimed_at: from_ms(row.try_get("claimed_ms").map_err(db::<DB>)?)?,
                 expires_at: from_ms(row.try_get("expires_ms").map_err(db::<DB>)?)?,
@@ -67,7 +68,7 @@ shared! {
             conn: &mut DB::Connection,
         ) -> Result<Vec<Lease>, StoreError> {
             let rows = sqlx::query(
-                "SELECT l.operation, l.worker, l.generation, l.claimed_ms, l.expires_ms, l.status, \
+                "SELECT l.operation, l.worker, l.claimed_by, l.generation, l.claimed_ms, l.expires_ms, l.status, \
                  COALESCE(o.tenant, '') AS tenant, COALESCE(o.tool, '') AS tool \
                  FROM work_leases l LEFT JOIN operations o ON o.id = l.operation \
                  ORDER BY l.operation",
@@ -124,9 +125,11 @@ shared! {
                 let id = Self::text(row, "id")?;
                 let generation: i64 = sqlx::query(
                     "INSERT INTO work_leases \
-                     (operation, worker, generation, claimed_ms, expires_ms, length_ms, status) \
-                     VALUES ($1, $2, 1, $3, $4, $5, 'held') \
+                     (operation, worker, claimed_by, generation, claimed_ms, expires_ms, length_ms, \
+                     status) \
+                     VALUES ($1, $2, $3, 1, $4, $5, $6, 'held') \
                      ON CONFLICT (operation) DO UPDATE SET worker = excluded.worker, \
+                     claimed_by = excluded.claimed_by, \
                      generation = work_leases.generation + 1, claimed_ms = excluded.claimed_ms, \
                      expires_ms = excluded.expires_ms, length_ms = excluded.length_ms, \
                      status = excluded.status \
@@ -134,6 +137,7 @@ shared! {
                 )
                 .bind(&id)
                 .bind(&claim.worker)
+                .bind(&claim.signer.by)
                 .bind(ms(claim.now))
                 .bind(ms(claim.until))
                 .bind(ms(claim.until) - ms(claim.now))
@@ -147,6 +151,7 @@ shared! {
                     tenant: Self::text(row, "tenant")?,
                     tool: Self::text(row, "tool")?,
                     worker: claim.worker.clone(),
+                    claimed_by: claim.signer.by.clone(),
                     generation,
                     claimed_at: claim.now,
                     expires_at: claim.until,
@@ -180,7 +185,7 @@ shared! {
             let (mut tx, head) = self.begin_write().await?;
             let id = &step.holder.operation;
             let lease = Self::read_lease(&mut tx, &step.tenants, id, true).await?;
-            if let Err(refusal) = check_holder(lease.as_ref(), &step.holder, step.now) {
+            if let Err(refusal) = check_holder(lease.as_ref(), &step.holder, &step.signer.by, step.now) {
                 tx.rollback().await.map_err(db::<DB>)?;
                 return Err(refusal.into());
             }

@@ -261,12 +261,7 @@ shared! {
         /// the console's queue (G9).
         pub(super) async fn requeue(conn: &mut DB::Connection, ids: &BTreeSet<String>) -> Result<(), StoreError> {
             let held = held_states_sql();
-            let sql = format!(
-                "UPDATE operations SET queued = CASE WHEN state IN ({held}) OR EXISTS (\
-                   SELECT 1 FROM dependencies d JOIN operations p ON p.id = d.depends_on \
-                   WHERE d.operation = operations.id AND p.state IN ({held})) THEN 1 ELSE 0 END \
-                 WHERE id = $1 OR id IN (SELECT operation FROM dependencies WHERE depends_on = $2)"
-            );
+            let sql = DB::REQUEUE.replace("{held}", &held);
             for id in ids {
                 sqlx::query(AssertSqlSafe(sql.as_str()))
                     .bind(id)

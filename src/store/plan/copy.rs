@@ -215,6 +215,7 @@ pub const TABLES: &[Table] = &[
         columns: &[
             ("operation", Text),
             ("worker", Text),
+            ("claimed_by", Text),
             ("generation", Int),
             ("claimed_ms", Int),
             ("expires_ms", Int),
