@@ -284,7 +284,8 @@ pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(),
             adds(e, reviewer_row)?;
         }
         now.attempts.sort_by_key(|a| (a.seq, a.id.clone()));
-        now.observations.sort_by_key(|o| (o.observed_at, o.id.clone()));
+        now.observations
+            .sort_by_key(|o| (o.observed_at, o.id.clone()));
         now.items.sort_by_key(|i| i.index);
 
         let moved = |now: &mut OperationDetail, to: Option<State>, at: DateTime<Utc>| {
@@ -295,6 +296,12 @@ pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(),
         };
         match action {
             INGEST | CREATE => {
+                if action == CREATE {
+                    // A child's items (a resume's uncommitted subset) are
+                    // written with the row that creates it.
+                    named_items.extend(stored.items.iter().map(|i| i.index));
+                    now.items.clone_from(&stored.items);
+                }
                 now.row.version = 1;
                 moved(&mut now, row.draft.to, row.draft.at);
                 continue;
@@ -304,7 +311,9 @@ pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(),
         }
         let judged = if action == TRANSITION {
             let (Some(from), Some(to)) = (row.draft.from, row.draft.to) else {
-                return Err(unlawful("a transition row names no from or to state".into()));
+                return Err(unlawful(
+                    "a transition row names no from or to state".into(),
+                ));
             };
             let t = TransitionRecord {
                 operation: stored.row.operation.id.clone(),

@@ -11,11 +11,11 @@ use chrono::{DateTime, Utc};
 
 use super::access::LEDGER;
 use super::audit::{AuditRow, RECORD, RowView};
+use super::audit::{CREATE, INGEST, TRANSITION};
 use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
 };
 use super::clock::format_instant;
-use super::audit::{CREATE, INGEST, TRANSITION};
 use super::model::{ActionKind, Grant, Role, State};
 use super::rules::{MadeBy, transition_makers};
 use super::work::{self, Lease, LeaseStatus};
@@ -109,6 +109,9 @@ pub struct Ledger {
     /// Each recorded drill's evidence entries, as its row wrote them.
     drills: Vec<(i64, Vec<String>)>,
     head: i64,
+    /// Every `autonomy-set` row, in order: its seq, tool, level, author and
+    /// the identity it acted for.
+    level_rows: Vec<LevelRow>,
     /// Every `grant` (`true`) and `revoke` row, in order: the grants at any
     /// `seq` (see [`Ledger::grants_before`]).
     grant_rows: Vec<(i64, bool, (String, String, String))>,
@@ -128,6 +131,16 @@ pub struct Ledger {
     /// opening children (`approve-compensation`, `approve-resume`,
     /// `confirm`) or was itself such a child's `create` row.
     opener: Option<(CompactString, CompactString)>,
+}
+
+/// One `autonomy-set` row as verify replays it.
+#[derive(Debug, Clone)]
+pub struct LevelRow {
+    pub seq: i64,
+    pub tool: String,
+    pub level: String,
+    pub by: String,
+    pub on_behalf_of: Option<String>,
 }
 
 /// The record tables whose records the chain names, in [`Ledger::named`]'s
@@ -199,6 +212,13 @@ impl Ledger {
             if row.action == SET_ACTION {
                 let tool = entry(row, "tool:").unwrap_or_default().to_owned();
                 let level = entry(row, "level:").unwrap_or_default().to_owned();
+                self.level_rows.push(LevelRow {
+                    seq: row.seq,
+                    tool: tool.clone(),
+                    level: level.clone(),
+                    by: row.by.to_owned(),
+                    on_behalf_of: row.on_behalf_of.map(str::to_owned),
+                });
                 self.levels.insert(tool, (level, row.seq));
             }
             self.opener = None;
@@ -232,6 +252,7 @@ impl Ledger {
             _ => None,
         };
         if ActionKind::parse(row.action).is_some()
+            || row.action == CREATE
             || (row.action == TRANSITION
                 && row
                     .from
@@ -351,10 +372,9 @@ impl Ledger {
                         row.by, row.action
                     ))
                 }
-                None if row.action != work::CLAIM => Some(format!(
-                    "{} {}: no lease on it is held",
-                    row.by, row.action
-                )),
+                None if row.action != work::CLAIM => {
+                    Some(format!("{} {}: no lease on it is held", row.by, row.action))
+                }
                 _ => None,
             };
         }
@@ -425,6 +445,11 @@ impl Ledger {
     /// rows name.
     pub fn named(&self) -> [u64; 4] {
         self.named
+    }
+
+    /// Every `autonomy-set` row, in order.
+    pub fn level_rows(&self) -> &[LevelRow] {
+        &self.level_rows
     }
 
     /// The state the chain leaves `operation` in.

@@ -424,6 +424,8 @@ struct Tally {
     dependencies: u64,
     /// Each tool an operation names, with the least such operation.
     tools: BTreeMap<String, String>,
+    /// Each tool's tenants: those of its operations.
+    tenants: BTreeMap<String, BTreeSet<String>>,
 }
 
 /// The names of the fields of [`CreatedFacts::columns`], in its order.
@@ -524,6 +526,19 @@ impl<'a> StoredOperation<'a> {
         tally.dependencies += u64::try_from(created.depends_on.len()).unwrap_or(0);
         if !tally.tools.contains_key(created.tool.as_ref()) {
             tally.tools.insert(created.tool.to_string(), id.to_owned());
+        }
+        match tally.tenants.get_mut(created.tool.as_ref()) {
+            Some(tenants) => {
+                if !tenants.contains(created.tenant.as_ref()) {
+                    tenants.insert(created.tenant.to_string());
+                }
+            }
+            None => {
+                tally.tenants.insert(
+                    created.tool.to_string(),
+                    BTreeSet::from([created.tenant.to_string()]),
+                );
+            }
         }
         Ok(())
     }
@@ -1190,7 +1205,11 @@ struct Replayed {
 
 impl Replayed {
     fn found(&mut self, divergence: Divergence) {
-        if self.divergence.as_ref().is_none_or(|d| divergence.seq < d.seq) {
+        if self
+            .divergence
+            .as_ref()
+            .is_none_or(|d| divergence.seq < d.seq)
+        {
             self.divergence = Some(divergence);
         }
     }
@@ -1323,7 +1342,62 @@ shared! {
                     ),
                 }));
             }
+            if let Err(divergence) = self.compare_level_changes(ledger, tally).await? {
+                return Ok(Err(divergence));
+            }
             Ok(self.compare_metric_facts(ledger).await?)
+        }
+
+        /// Every `autonomy-set` row is an owner's decision on every tenant the
+        /// tool's operations belonged to at that row (G6, asked of
+        /// [`crate::core::autonomy::owner_role`] with the grants the chain
+        /// left there): an owner of one tenant does not set the level of
+        /// another's tool.
+        async fn compare_level_changes(
+            &self,
+            ledger: &Ledger,
+            tally: &Tally,
+        ) -> Result<Result<(), Divergence>, StoreError> {
+            for row in ledger.level_rows() {
+                let grants = ledger.grants_before(row.seq);
+                let principal = row.on_behalf_of.as_deref().unwrap_or(&row.by);
+                let mut actor = crate::core::actor::Actor::from_grants(principal, None, &grants);
+                actor.identity.clone_from(&row.by);
+                actor.on_behalf_of.clone_from(&row.on_behalf_of);
+                let now: Vec<String> = tally
+                    .tenants
+                    .get(&row.tool)
+                    .map(|t| t.iter().cloned().collect())
+                    .unwrap_or_default();
+                if crate::core::autonomy::owner_role(&actor, &row.tool, &now, "changing autonomy").is_ok() {
+                    continue;
+                }
+                // The tenants its operations had then: those created before the row.
+                let then: Vec<String> = sqlx::query(
+                    "SELECT DISTINCT o.tenant FROM operations o JOIN audit a ON a.operation = o.id \
+                     WHERE o.tool = $1 AND a.action IN ('ingest', 'create') AND a.seq < $2 ORDER BY o.tenant",
+                )
+                .bind(&row.tool)
+                .bind(row.seq)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(|r| Self::text(r, "tenant"))
+                .collect::<Result<_, _>>()?;
+                if let Err(refusal) =
+                    crate::core::autonomy::owner_role(&actor, &row.tool, &then, "changing autonomy")
+                {
+                    return Ok(Err(Divergence {
+                        seq: row.seq,
+                        reason: format!(
+                            "autonomy: {} set tool {} to {}, which the rules refuse ({}: {})",
+                            row.by, row.tool, row.level, refusal.rule, refusal.reason
+                        ),
+                    }));
+                }
+            }
+            Ok(Ok(()))
         }
 
         /// The one integer column `n` of `sql`.

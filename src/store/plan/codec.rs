@@ -159,10 +159,10 @@ impl CreatedFacts<'_> {
         let max = self
             .max_attempts
             .map_or_else(|| "-".to_owned(), |m| m.to_string());
-        let parent = self.parent.as_ref().map_or_else(
-            || "-".to_owned(),
-            |p| format!("{}:{p}", p.chars().count()),
-        );
+        let parent = self
+            .parent
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |p| format!("{}:{p}", p.chars().count()));
         Some(format!(
             "{risk}|{max}|{deadline}|{}|{}:{}|{parent}|{}",
             u8::from(queued),
