@@ -604,23 +604,34 @@ fn record_page_sql<DB: Backend>(table: &RecordTable, after: bool) -> String {
     )
 }
 
-/// The record comparison ([`super::SqlStore::first_altered`]) running on a task of its
-/// own beside the walk; dropped unfinished, when the walk breaks first, it is
-/// stopped.
-struct Beside(JoinHandle<Result<Option<Altered>, StoreError>>);
+/// A comparison that needs nothing from the chain (the records' hashes,
+/// [`super::SqlStore::first_altered`]; the tables' counts,
+/// [`super::SqlStore::counted`]) running on a task of its own beside the
+/// walk; dropped unfinished, when the walk breaks first, it is stopped.
+struct Beside<T>(JoinHandle<Result<T, StoreError>>);
 
-impl Beside {
-    async fn result(mut self) -> Result<Option<Altered>, StoreError> {
+impl<T> Beside<T> {
+    async fn result(mut self) -> Result<T, StoreError> {
         (&mut self.0)
             .await
             .map_err(|e| StoreError::Other(format!("the record comparison stopped: {e}")))?
     }
 }
 
-impl Drop for Beside {
+impl<T> Drop for Beside<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// What the store holds of the tables the chain counts: the records of each
+/// of [`NAMED_TABLES`], the dependencies, the contracts' tools, and the kept
+/// metric facts' reach (see `kept_coverage`).
+struct Counted {
+    tables: [u64; 4],
+    dependencies: u64,
+    contracts: HashSet<String>,
+    coverage: (u64, u64, u64),
 }
 
 /// Checks one audit row and feeds it to `verifier` and `ledger`.
@@ -664,6 +675,8 @@ shared! {
             // on their own task, on the other core, while the chain is walked.
             let store = self.clone();
             let records = Beside(tokio::spawn(async move { store.first_altered().await }));
+            let store = self.clone();
+            let counted = Beside(tokio::spawn(async move { store.counted().await }));
             let mut verifier = ChainVerifier::default();
             // The counts kept by every write say how many operations the
             // chain will name: only a size hint, never trusted for the check.
@@ -690,7 +703,7 @@ shared! {
                     reason: reason.clone(),
                 });
             }
-            Ok(match self.compare(&ledger, records, &replayed).await? {
+            Ok(match self.compare(&ledger, records, counted, &replayed).await? {
                 Ok(()) => verifier.finish(),
                 Err(Divergence { seq, reason }) => ChainStatus::Broken { seq, reason },
             })
@@ -869,7 +882,8 @@ shared! {
         async fn compare(
             &self,
             ledger: &Ledger,
-            records: Beside,
+            records: Beside<Option<Altered>>,
+            counted: Beside<Counted>,
             replayed: &Replayed,
         ) -> Result<Result<(), Divergence>, StoreError> {
             // Every stored operation that checks is one the chain made, and ids
@@ -892,7 +906,8 @@ shared! {
             if let Some(altered) = records.result().await? {
                 return Ok(Err(altered.divergence(ledger)));
             }
-            if let Err(divergence) = self.compare_evidence(ledger, &tally, replayed).await? {
+            let counted = counted.result().await?;
+            if let Err(divergence) = self.compare_evidence(ledger, &tally, &counted, replayed).await? {
                 return Ok(Err(divergence));
             }
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
@@ -1313,27 +1328,22 @@ shared! {
             &self,
             ledger: &Ledger,
             tally: &Tally,
+            counted: &Counted,
             replayed: &Replayed,
         ) -> Result<Result<(), Divergence>, StoreError> {
             let named = ledger.named();
-            for (t, (table, _)) in NAMED_TABLES.iter().enumerate() {
-                let stored = self.count_of(&format!("SELECT count(*) AS n FROM {table}")).await?;
+            for t in 0..NAMED_TABLES.len() {
+                let stored = counted.tables[t];
                 let expected = named[t] - replayed.named[t].min(named[t]) + replayed.stored[t];
                 if stored != expected {
                     return Ok(Err(self.first_unaccounted(ledger, t, replayed, stored, expected).await?));
                 }
             }
-            let stored = self.count_of("SELECT count(*) AS n FROM dependencies").await?;
+            let stored = counted.dependencies;
             if stored != tally.dependencies {
                 return Ok(Err(self.first_dependency_off(ledger, stored, tally.dependencies).await?));
             }
-            let tools: HashSet<String> = sqlx::query("SELECT tool FROM contracts")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(db::<DB>)?
-                .iter()
-                .map(|row| Self::text(row, "tool"))
-                .collect::<Result<_, _>>()?;
+            let tools = &counted.contracts;
             if let Some((tool, op)) = tally.tools.iter().find(|(tool, _)| !tools.contains(*tool)) {
                 return Ok(Err(Divergence {
                     seq: ledger.last_seq_of(op),
@@ -1345,7 +1355,29 @@ shared! {
             if let Err(divergence) = self.compare_level_changes(ledger, tally).await? {
                 return Ok(Err(divergence));
             }
-            Ok(self.compare_metric_facts(ledger).await?)
+            Ok(Self::compare_metric_facts(ledger, counted.coverage))
+        }
+
+        /// Counts what [`Counted`] holds, on a task beside the walk.
+        async fn counted(&self) -> Result<Counted, StoreError> {
+            let mut tables = [0; 4];
+            for (t, (table, _)) in NAMED_TABLES.iter().enumerate() {
+                tables[t] = self.count_of(&format!("SELECT count(*) AS n FROM {table}")).await?;
+            }
+            let dependencies = self.count_of("SELECT count(*) AS n FROM dependencies").await?;
+            let contracts = sqlx::query("SELECT tool FROM contracts")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(|row| Self::text(row, "tool"))
+                .collect::<Result<_, _>>()?;
+            Ok(Counted {
+                tables,
+                dependencies,
+                contracts,
+                coverage: self.kept_coverage().await?,
+            })
         }
 
         /// Every `autonomy-set` row is an owner's decision on every tenant the
@@ -1543,31 +1575,30 @@ shared! {
         /// counts hold one state row for each `metric_facts` row. (The facts
         /// themselves are judged again from the records whenever a report runs
         /// and finds them missing; see `read_metric_report`.)
-        async fn compare_metric_facts(
-            &self,
+        fn compare_metric_facts(
             ledger: &Ledger,
-        ) -> Result<Result<(), Divergence>, StoreError> {
-            let (facts, unjudged, states) = self.kept_coverage().await?;
+            (facts, unjudged, states): (u64, u64, u64),
+        ) -> Result<(), Divergence> {
             let operations = u64::try_from(ledger.operations()).unwrap_or(u64::MAX);
             let head = ledger.last_seq_of("");
             if facts + unjudged != operations {
-                return Ok(Err(Divergence {
+                return Err(Divergence {
                     seq: head,
                     reason: format!(
                         "metric_facts: kept facts or a mark to judge them cover {} of the {operations} operations the chain made (the metric tables were changed behind the store's back)",
                         facts + unjudged
                     ),
-                }));
+                });
             }
             if states != facts {
-                return Ok(Err(Divergence {
+                return Err(Divergence {
                     seq: head,
                     reason: format!(
                         "metric_counts: the kept counts hold {states} operations' states but {facts} operations have kept facts (the metric tables were changed behind the store's back)"
                     ),
-                }));
+                });
             }
-            Ok(Ok(()))
+            Ok(())
         }
     }
 }
