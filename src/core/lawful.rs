@@ -454,3 +454,62 @@ fn apply(now: &mut OperationDetail, effect: &Effect, ids: &mut i64) {
         now.row.operation.next_observation_at = next;
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::parse_instant;
+    use crate::core::ids::OperationId;
+
+    fn moved(from: State, to: State) -> TransitionRecord {
+        TransitionRecord {
+            operation: OperationId::parse("F27").unwrap(),
+            from,
+            to,
+            by: "rev:maya".into(),
+            role: None,
+            at: parse_instant("2026-09-05T10:00:00Z").unwrap(),
+            reason: None,
+            evidence: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_move_out_of_a_hold_or_into_approved_is_a_decision_and_a_system_move_is_not() {
+        let none = |_: &TransitionRecord| None;
+        assert_eq!(
+            reviewer_move(&moved(State::Unknown, State::Approved), none),
+            Some(Action::AuthorizeRetry)
+        );
+        assert_eq!(
+            reviewer_move(&moved(State::Blocked, State::Validated), none),
+            Some(Action::Revalidate)
+        );
+        assert_eq!(
+            reviewer_move(&moved(State::Sent, State::Unknown), none),
+            None
+        );
+        assert_eq!(
+            reviewer_move(&moved(State::Approved, State::Sent), none),
+            None
+        );
+        // Not in the table at all: no decision could make it.
+        assert_eq!(
+            reviewer_move(&moved(State::Approved, State::Succeeded), none),
+            None
+        );
+    }
+
+    #[test]
+    fn a_relative_s_state_before_a_row_is_the_one_its_earlier_rows_left() {
+        let states = StatesBySeq(vec![
+            (1, State::Approved),
+            (5, State::Sent),
+            (9, State::Unknown),
+        ]);
+        assert_eq!(states.before(1), None);
+        assert_eq!(states.before(2), Some(State::Approved));
+        assert_eq!(states.before(9), Some(State::Sent));
+        assert_eq!(states.before(100), Some(State::Unknown));
+    }
+}

@@ -1,6 +1,7 @@
 //! What the audit chain says the store holds — each operation's state, owner and
 //! version, and the grants — replayed row by row, so that `audit verify` finds a
-//! stored value changed behind the chain's back, not only an edited audit row.
+//! stored value changed behind the chain's back, not only an edited audit row;
+//! and the rows no door writes (see [`Ledger::unlawful`]), refused as they come.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -756,7 +757,9 @@ mod tests {
 
     fn ledger() -> Ledger {
         let mut ledger = Ledger::default();
-        ledger.push(&row(1, "ingest", Some(State::Unknown), &["A017"]));
+        let mut ingest = row(1, "ingest", Some(State::Unknown), &["A017"]);
+        ingest.draft.role = Role::System;
+        ledger.push(&ingest);
         ledger.push(&row(2, "record", None, &["O05"]));
         ledger.push(&row(3, "comment", None, &[]));
         ledger
@@ -791,6 +794,49 @@ mod tests {
         ledger.push(&row(4, "assign", None, &evidence));
         assert_eq!(ledger.check(&stored(State::Unknown, "payments", 3)), Ok(()));
         assert!(ledger.check(&stored(State::Unknown, "mallory", 3)).is_err());
+    }
+
+    #[test]
+    fn rows_no_door_writes_are_refused_as_they_come() {
+        let mut moved = row(4, "transition", Some(State::Succeeded), &[]);
+        moved.draft.from = Some(State::Unknown);
+        let mut first = row(1, "comment", None, &[]);
+        first.draft.operation = OperationId::parse("F99").unwrap();
+        let mut from_elsewhere = row(4, "comment", None, &[]);
+        from_elsewhere.draft.from = Some(State::Blocked);
+        for (bad, words) in [
+            (
+                row(4, "ingest", Some(State::Unknown), &[]),
+                "already created",
+            ),
+            (
+                row(4, "create", Some(State::Approved), &["parent:F08"]),
+                "create row",
+            ),
+            (first, "first row"),
+            (from_elsewhere, "moves from BLOCKED"),
+        ] {
+            let mut ledger = ledger();
+            ledger.push(&bad);
+            let refused = ledger
+                .unlawful()
+                .cloned()
+                .unwrap_or_else(|| panic!("{bad:?}"));
+            assert!(refused.reason.contains(words), "{}", refused.reason);
+        }
+        // UNKNOWN → SUCCEEDED is in the table: a decision, replayed by the rules.
+        let mut ledger = ledger();
+        ledger.push(&moved);
+        assert_eq!(ledger.unlawful(), None);
+        assert_eq!(ledger.decided(), vec!["F09".to_owned()]);
+        let mut outside = row(5, "transition", Some(State::Approved), &[]);
+        outside.draft.from = Some(State::Succeeded);
+        ledger.push(&outside);
+        assert!(
+            ledger
+                .unlawful()
+                .is_some_and(|d| d.seq == 5 && d.reason.contains("G1"))
+        );
     }
 
     #[test]

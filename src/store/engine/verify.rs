@@ -1,7 +1,11 @@
-//! Verification: the walk over the audit chain, then the comparison of what is
-//! stored — each operation's state, owner and version, every record against its
-//! `record_hash`, the grants, the autonomy levels and drill results — with what the chain says, so that an edit made
-//! behind the store's back is found wherever it was made.
+//! Verification: the walk over the audit chain, the replay of every recorded
+//! decision through the rules ([`crate::core::lawful`]), then the comparison of
+//! what is stored — each operation's state, owner, version and the columns a
+//! decision reads, every record against its `record_hash`, the records, the
+//! dependencies, contracts and kept metric facts against what the chain added,
+//! the grants, the autonomy levels and drill results — with what the chain
+//! says, so that an edit made behind the store's back, or a correctly hashed
+//! row recording a decision the rules refuse, is found wherever it was made.
 //!
 //! The audit rows, the operations and the records are read in keyset pages of
 //! [`PAGE_ROWS`] rows, and each row is checked from slices of its page. A page
