@@ -1336,9 +1336,8 @@ shared! {
             replayed: &Replayed,
         ) -> Result<Result<(), Divergence>, StoreError> {
             let named = ledger.named();
-            for t in 0..NAMED_TABLES.len() {
-                let stored = counted.tables[t];
-                let expected = named[t] - replayed.named[t].min(named[t]) + replayed.stored[t];
+            for (t, (&stored, &added)) in counted.tables.iter().zip(&named).enumerate() {
+                let expected = added - replayed.named[t].min(added) + replayed.stored[t];
                 if stored != expected {
                     return Ok(Err(self.first_unaccounted(ledger, t, replayed, stored, expected).await?));
                 }
