@@ -561,6 +561,19 @@ async fn a_forged_accept_without_a_repair_reference_is_refused(kind: Kind) {
     named(&fresh, seq, &["operation F09", "accept", "refuse"]).await;
 }
 
+async fn a_forged_reconcile_that_moves_the_state_is_refused(kind: Kind) {
+    // A reconcile records a lookup; it is never a move, whatever it names.
+    let fresh = loaded(kind).await;
+    let to = (Some(State::Unknown), Some(State::Succeeded));
+    let seq = forge(
+        &fresh,
+        draft("F09", "reconcile", to, "maya", &["O05"]),
+        &[moved("F09", State::Succeeded)],
+    )
+    .await;
+    named(&fresh, seq, &["operation F09", "reconcile row moves it"]).await;
+}
+
 async fn a_forged_transition_out_of_a_hold_is_a_decision_and_refused(kind: Kind) {
     // The F27 of the issue: UNKNOWN → APPROVED reported as a transition.
     let fresh = loaded_with(kind, "O05", "").await;
@@ -835,6 +848,7 @@ holdfast_on_both_backends!(
     a_forged_mark_compensated_without_a_compensation_is_refused,
     a_forged_confirm_with_no_proposal_is_refused,
     a_forged_accept_without_a_repair_reference_is_refused,
+    a_forged_reconcile_that_moves_the_state_is_refused,
     a_forged_transition_out_of_a_hold_is_a_decision_and_refused,
     a_forged_transition_outside_the_state_table_is_refused,
     a_forged_create_of_an_approved_operation_is_refused,

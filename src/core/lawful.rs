@@ -338,7 +338,16 @@ pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(),
                 }
             }
         } else if let Some(kind) = ActionKind::parse(action) {
-            action_of(row, kind).map(|decision| {
+            let judged = action_of(row, kind);
+            if judged.is_none() && row.draft.to.is_some() {
+                // A row that cannot be decided again (a reconcile, a schedule
+                // to no time) records no move either.
+                return Err(unlawful(format!(
+                    "a {action} row moves it to {}, which no {action} does",
+                    row.draft.to.map_or("nothing".to_owned(), |s| s.to_string())
+                )));
+            }
+            judged.map(|decision| {
                 let principal = row
                     .draft
                     .on_behalf_of
