@@ -512,7 +512,12 @@ async fn a_forged_retry_past_the_budget_is_refused(kind: Kind) {
         &[moved("F09", State::Approved)],
     )
     .await;
-    named(&fresh, seq, &["operation F09", "authorize-retry"]).await;
+    named(
+        &fresh,
+        seq,
+        &["operation F09", "authorize-retry", "budget exhausted"],
+    )
+    .await;
 }
 
 async fn a_forged_mark_compensated_without_a_compensation_is_refused(kind: Kind) {
