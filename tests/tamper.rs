@@ -5,15 +5,23 @@
 //! owner and version, a stored record, the grants). `audit verify` names each
 //! with the `seq` it breaks at; a chain written with the first canonical encoding
 //! still verifies. A truncated tail is caught by `audit verify --digest`.
+//!
+//! A forged row with a correct hash, appended with the change it claims, is
+//! named when the rules would refuse the decision it records (one test per kind
+//! of forged decision), and evidence deleted or changed behind the chain's back
+//! (an attempt, an observation, an expectation, a dependency, a contract, an
+//! operation's tenant, budget or queue flag, the kept metric facts) is named
+//! with its table.
 
 mod support;
 
 use holdfast::core::access::{GrantOp, GrantRequest, decide_grant};
-use holdfast::core::audit::{ChainStatus, chain_hash, genesis, seal};
+use holdfast::core::audit::{AuditDraft, ChainStatus, chain_hash, genesis, seal};
 use holdfast::core::ids::Sha256;
-use holdfast::core::model::Role;
+use holdfast::core::model::{Role, State};
 use holdfast::core::rules::Action;
-use support::review::{comment, decided, loaded, now};
+use holdfast::store::{IngestMode, Scope};
+use support::review::{SMALL, comment, decided, id, loaded, now, records, resolve_f09};
 use support::stores::{self, Fresh, Kind, unguard};
 
 /// A loaded store with two comments on F09 after the ingest rows, and its head.
@@ -369,6 +377,459 @@ async fn the_row_of_the_digest_must_still_hash_to_it(kind: Kind) {
     assert!(reason.contains("row was changed"), "{reason}");
 }
 
+/// A store of `kind` holding the small fixture without the lines containing
+/// `without`, and `more` lines after it.
+async fn loaded_with(kind: Kind, without: &str, more: &str) -> Fresh {
+    let fresh = stores::fresh(kind).await;
+    let mut lines: Vec<&str> = SMALL
+        .lines()
+        .filter(|l| without.is_empty() || !l.contains(without))
+        .collect();
+    lines.extend(more.lines().filter(|l| !l.trim().is_empty()));
+    let report = fresh
+        .store
+        .ingest(
+            records(&lines.join("\n")),
+            IngestMode::Strict,
+            "test",
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    assert!(matches!(
+        fresh.store.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+    fresh
+}
+
+/// F11: a low-risk operation left PARTIAL, with no compensation child.
+const PARTIAL_F11: &str = r#"{"type":"operation","id":"F11","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:9","payload_hash":"sha256:2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc7","risk":"low","owner":"integrations","state":"PARTIAL","created_at":"2026-09-05T10:00:40Z"}"#;
+
+/// A row of `action` on `op` by `by`, moving `from → to`.
+fn draft(
+    op: &str,
+    action: &str,
+    (from, to): (Option<State>, Option<State>),
+    by: &str,
+    evidence: &[&str],
+) -> AuditDraft {
+    AuditDraft {
+        operation: id(op),
+        action: action.into(),
+        from,
+        to,
+        by: by.into(),
+        role: Role::Local,
+        policy: Some("RP03".into()),
+        on_behalf_of: None,
+        rationale: Some("forged, but hashed exactly as the store hashes".into()),
+        evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+        at: now(),
+    }
+}
+
+/// Appends `draft` as the next row, chained and hashed correctly, then runs
+/// `also` (the change the row claims) behind the store's back: the row's seq.
+async fn forge(fresh: &Fresh, draft: AuditDraft, also: &[String]) -> i64 {
+    let head = fresh.store.head_seq().await.unwrap();
+    let last = row_at(fresh, head).await;
+    let row = seal(&last.hash, head + 1, draft);
+    fresh
+        .execute(&stores::audit_insert_sql(&row))
+        .await
+        .unwrap();
+    for sql in also {
+        fresh.execute(sql).await.unwrap();
+    }
+    head + 1
+}
+
+/// The SQL that moves `op` to `to` as a row would, version and queue flag too.
+fn moved(op: &str, to: State) -> String {
+    format!(
+        "UPDATE operations SET state = '{to}', version = version + 1, queued = {} WHERE id = '{op}'",
+        i32::from(to.is_held())
+    )
+}
+
+/// Asserts verify names row `seq` and says each of `words`.
+async fn named(fresh: &Fresh, seq: i64, words: &[&str]) {
+    let (at, reason) = broken(fresh).await;
+    assert_eq!(at, seq, "{reason}");
+    for word in words {
+        assert!(reason.contains(word), "{word:?} not in: {reason}");
+    }
+}
+
+async fn a_forged_resolve_without_an_observation_is_refused(kind: Kind) {
+    let fresh = loaded_with(kind, "O05", "").await;
+    let to = (Some(State::Unknown), Some(State::Succeeded));
+    let seq = forge(
+        &fresh,
+        draft("F09", "resolve", to, "maya", &[]),
+        &[moved("F09", State::Succeeded)],
+    )
+    .await;
+    named(&fresh, seq, &["operation F09", "resolve", "refuse"]).await;
+}
+
+async fn a_forged_retry_of_a_high_risk_operation_by_one_person_is_refused(kind: Kind) {
+    // F09 is high risk: a retry needs a second approver, and O05 found it applied.
+    let fresh = loaded(kind).await;
+    let to = (Some(State::Unknown), Some(State::Approved));
+    let seq = forge(
+        &fresh,
+        draft("F09", "authorize-retry", to, "maya", &[]),
+        &[moved("F09", State::Approved)],
+    )
+    .await;
+    named(&fresh, seq, &["operation F09", "authorize-retry"]).await;
+}
+
+async fn a_forged_retry_past_the_budget_is_refused(kind: Kind) {
+    // F09's budget is 3 requests; two more timeouts use it up.
+    let more: String = ["A018", "A019"]
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            SMALL
+                .lines()
+                .find(|l| l.contains(r#""id":"A017""#))
+                .unwrap()
+                .replace("A017", a)
+                .replace(r#""seq":1"#, &format!(r#""seq":{}"#, i + 2))
+                .replace("tr-1", &format!("tr-{}", i + 2))
+                + "\n"
+        })
+        .collect();
+    let fresh = loaded_with(kind, "O05", &more).await;
+    let to = (Some(State::Unknown), Some(State::Approved));
+    let seq = forge(
+        &fresh,
+        draft("F09", "authorize-retry", to, "maya", &[]),
+        &[moved("F09", State::Approved)],
+    )
+    .await;
+    named(
+        &fresh,
+        seq,
+        &["operation F09", "authorize-retry", "budget exhausted"],
+    )
+    .await;
+}
+
+async fn a_forged_mark_compensated_without_a_compensation_is_refused(kind: Kind) {
+    let fresh = loaded_with(kind, "", PARTIAL_F11).await;
+    let to = (Some(State::Partial), Some(State::Compensated));
+    let seq = forge(
+        &fresh,
+        draft("F11", "mark-compensated", to, "maya", &[]),
+        &[moved("F11", State::Compensated)],
+    )
+    .await;
+    named(
+        &fresh,
+        seq,
+        &["operation F11", "mark-compensated", "refuse"],
+    )
+    .await;
+}
+
+async fn a_forged_confirm_with_no_proposal_is_refused(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let to = (Some(State::Unknown), Some(State::Approved));
+    let seq = forge(
+        &fresh,
+        draft("F09", "confirm", to, "ana", &["proposal:1"]),
+        &[moved("F09", State::Approved)],
+    )
+    .await;
+    named(
+        &fresh,
+        seq,
+        &["operation F09", "confirm", "no pending proposal"],
+    )
+    .await;
+}
+
+async fn a_forged_accept_without_a_repair_reference_is_refused(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let to = (Some(State::Unknown), Some(State::Accepted));
+    let seq = forge(
+        &fresh,
+        draft("F09", "accept", to, "maya", &[]),
+        &[moved("F09", State::Accepted)],
+    )
+    .await;
+    named(&fresh, seq, &["operation F09", "accept", "refuse"]).await;
+}
+
+async fn a_forged_reconcile_that_moves_the_state_is_refused(kind: Kind) {
+    // A reconcile records a lookup; it is never a move, whatever it names.
+    let fresh = loaded(kind).await;
+    let to = (Some(State::Unknown), Some(State::Succeeded));
+    let seq = forge(
+        &fresh,
+        draft("F09", "reconcile", to, "maya", &["O05"]),
+        &[moved("F09", State::Succeeded)],
+    )
+    .await;
+    named(&fresh, seq, &["operation F09", "reconcile row moves it"]).await;
+}
+
+async fn a_forged_transition_out_of_a_hold_is_a_decision_and_refused(kind: Kind) {
+    // The F27 of the issue: UNKNOWN → APPROVED reported as a transition.
+    let fresh = loaded_with(kind, "O05", "").await;
+    let to = (Some(State::Unknown), Some(State::Approved));
+    let seq = forge(
+        &fresh,
+        draft("F09", "transition", to, "test", &[]),
+        &[moved("F09", State::Approved)],
+    )
+    .await;
+    named(&fresh, seq, &["operation F09", "transition"]).await;
+}
+
+async fn a_forged_transition_outside_the_state_table_is_refused(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let to = (Some(State::Approved), Some(State::Succeeded));
+    let seq = forge(
+        &fresh,
+        draft("F10", "transition", to, "test", &[]),
+        &[moved("F10", State::Succeeded)],
+    )
+    .await;
+    named(
+        &fresh,
+        seq,
+        &["operation F10", "APPROVED → SUCCEEDED", "G1"],
+    )
+    .await;
+}
+
+async fn a_forged_create_of_an_approved_operation_is_refused(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let seq = forge(
+        &fresh,
+        draft(
+            "F99",
+            "create",
+            (None, Some(State::Approved)),
+            "maya",
+            &["parent:F09"],
+        ),
+        &[],
+    )
+    .await;
+    named(&fresh, seq, &["operation F99", "create"]).await;
+}
+
+async fn a_comment_covering_a_rewrite_of_risk_budget_deadline_or_tenant_is_named(kind: Kind) {
+    for (set, column) in [
+        ("risk_rank = 0", "risk"),
+        ("max_attempts = 9", "max_attempts"),
+        ("deadline_ms = deadline_ms + 3600000", "deadline"),
+        ("tenant = 'elsewhere'", "tenant"),
+    ] {
+        let fresh = loaded(kind).await;
+        let seq = forge(
+            &fresh,
+            draft("F09", "comment", (Some(State::Unknown), None), "maya", &[]),
+            &[format!(
+                "UPDATE operations SET {set}, version = version + 1 WHERE id = 'F09'"
+            )],
+        )
+        .await;
+        named(&fresh, seq, &["operation F09", &format!("stored {column}")]).await;
+    }
+}
+
+async fn a_worker_login_moving_work_it_holds_no_lease_on_is_named(kind: Kind) {
+    let fresh = loaded(kind).await;
+    for (identity, role) in [("boss", Role::Owner), ("wrk", Role::Worker)] {
+        let all = fresh.store.grants().await.unwrap();
+        let change = decide_grant(
+            &all,
+            "boss",
+            None,
+            &GrantRequest {
+                op: GrantOp::Grant,
+                identity: identity.into(),
+                role,
+                tenant: "pinehaven".into(),
+            },
+            None,
+            now(),
+        )
+        .unwrap()
+        .unwrap();
+        fresh.store.change_grant(change).await.unwrap();
+    }
+    let to = (Some(State::Approved), Some(State::Sent));
+    let seq = forge(
+        &fresh,
+        draft("F10", "transition", to, "wrk", &[]),
+        &[moved("F10", State::Sent)],
+    )
+    .await;
+    named(
+        &fresh,
+        seq,
+        &["operation F10", "wrk", "worker role", "without a lease"],
+    )
+    .await;
+}
+
+async fn a_deleted_attempt_is_named_with_its_table(kind: Kind) {
+    let fresh = loaded(kind).await;
+    fresh
+        .execute("DELETE FROM attempts WHERE id = 'A017'")
+        .await
+        .unwrap();
+    named(&fresh, 1, &["attempts", "A017", "no longer stored"]).await;
+}
+
+async fn a_deleted_attempt_under_a_decision_is_named_and_the_decision_replayed(kind: Kind) {
+    // F09 resolved on O05 after A017: both are what the decision stood on.
+    let fresh = loaded(kind).await;
+    fresh
+        .store
+        .commit(resolve_f09(fresh.store.as_ref(), "maya").await)
+        .await
+        .unwrap();
+    fresh
+        .execute("DELETE FROM observations WHERE id = 'O05'")
+        .await
+        .unwrap();
+    named(&fresh, 1, &["observation O05", "no longer stored"]).await;
+}
+
+async fn a_deleted_observation_is_named_with_its_table(kind: Kind) {
+    let fresh = loaded(kind).await;
+    fresh
+        .execute("DELETE FROM observations WHERE id = 'O05'")
+        .await
+        .unwrap();
+    named(&fresh, 1, &["observations", "O05", "no longer stored"]).await;
+}
+
+async fn an_inserted_observation_no_row_added_is_named(kind: Kind) {
+    let fresh = loaded(kind).await;
+    fresh
+        .execute(
+            "INSERT INTO observations (id, operation, observed_ms, wire, record_hash) \
+             SELECT 'O06', operation, observed_ms, replace(wire, 'O05', 'O06'), record_hash \
+             FROM observations WHERE id = 'O05'",
+        )
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    let (_, reason) = broken(&fresh).await;
+    assert!(reason.contains("O06"), "{reason}");
+}
+
+async fn a_deleted_expectation_is_named_with_its_table(kind: Kind) {
+    let fresh = loaded(kind).await;
+    fresh
+        .execute("DELETE FROM expectations WHERE operation = 'F09'")
+        .await
+        .unwrap();
+    named(&fresh, 1, &["expectations", "F09", "no longer stored"]).await;
+}
+
+async fn a_deleted_dependency_is_named_with_its_table(kind: Kind) {
+    let fresh = loaded(kind).await;
+    fresh
+        .execute("DELETE FROM dependencies WHERE operation = 'F10'")
+        .await
+        .unwrap();
+    let (_, reason) = broken(&fresh).await;
+    assert!(
+        reason.contains("dependencies") && reason.contains("F10") && reason.contains("F09"),
+        "{reason}"
+    );
+}
+
+async fn a_deleted_contract_is_named_with_its_table(kind: Kind) {
+    let fresh = loaded(kind).await;
+    fresh.execute("DELETE FROM contracts").await.unwrap();
+    let (_, reason) = broken(&fresh).await;
+    assert!(
+        reason.contains("contracts") && reason.contains("T03"),
+        "{reason}"
+    );
+}
+
+async fn a_changed_tenant_or_queue_flag_is_named(kind: Kind) {
+    for (sql, op, words) in [
+        (
+            "UPDATE operations SET tenant = 'elsewhere' WHERE id = 'F09'",
+            "F09",
+            "stored tenant is elsewhere",
+        ),
+        (
+            "UPDATE operations SET queued = 0 WHERE id = 'F10'",
+            "F10",
+            "stored queue flag is 0",
+        ),
+    ] {
+        let fresh = loaded(kind).await;
+        fresh.execute(sql).await.unwrap();
+        let (_, reason) = broken(&fresh).await;
+        assert!(
+            reason.contains(&format!("operation {op}")) && reason.contains(words),
+            "{sql}: {reason}"
+        );
+    }
+}
+
+async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let before = holdfast::report::compute_kept(fresh.store.as_ref(), &Scope::Every, now())
+        .await
+        .unwrap();
+    assert!(
+        fresh
+            .store
+            .kept_report(&Scope::Every, now())
+            .await
+            .unwrap()
+            .is_some(),
+        "the facts are kept"
+    );
+    for table in [
+        "metric_rows",
+        "metric_facts",
+        "metric_counts",
+        "metric_stale",
+    ] {
+        fresh
+            .execute(&format!("DELETE FROM {table}"))
+            .await
+            .unwrap();
+    }
+    let (_, reason) = broken(&fresh).await;
+    assert!(reason.contains("metric_facts"), "{reason}");
+    assert!(
+        fresh
+            .store
+            .kept_report(&Scope::Every, now())
+            .await
+            .unwrap()
+            .is_none(),
+        "facts that do not cover every operation are not read"
+    );
+    let after = holdfast::report::compute_kept(fresh.store.as_ref(), &Scope::Every, now())
+        .await
+        .unwrap();
+    assert_eq!(after.release.disposition, before.release.disposition);
+    assert_ne!(
+        after.release.disposition,
+        holdfast::core::metrics::Disposition::Deployable
+    );
+}
+
 holdfast_on_both_backends!(
     an_edited_audit_field_is_named_with_its_seq,
     a_deleted_row_is_a_gap_at_its_seq,
@@ -386,6 +847,27 @@ holdfast_on_both_backends!(
     a_tail_edit_after_a_digest_is_caught,
     an_edit_before_the_digest_is_not_walked,
     the_row_of_the_digest_must_still_hash_to_it,
+    a_forged_resolve_without_an_observation_is_refused,
+    a_forged_retry_of_a_high_risk_operation_by_one_person_is_refused,
+    a_forged_retry_past_the_budget_is_refused,
+    a_forged_mark_compensated_without_a_compensation_is_refused,
+    a_forged_confirm_with_no_proposal_is_refused,
+    a_forged_accept_without_a_repair_reference_is_refused,
+    a_forged_reconcile_that_moves_the_state_is_refused,
+    a_forged_transition_out_of_a_hold_is_a_decision_and_refused,
+    a_forged_transition_outside_the_state_table_is_refused,
+    a_forged_create_of_an_approved_operation_is_refused,
+    a_comment_covering_a_rewrite_of_risk_budget_deadline_or_tenant_is_named,
+    a_worker_login_moving_work_it_holds_no_lease_on_is_named,
+    a_deleted_attempt_is_named_with_its_table,
+    a_deleted_attempt_under_a_decision_is_named_and_the_decision_replayed,
+    a_deleted_observation_is_named_with_its_table,
+    an_inserted_observation_no_row_added_is_named,
+    a_deleted_expectation_is_named_with_its_table,
+    a_deleted_dependency_is_named_with_its_table,
+    a_deleted_contract_is_named_with_its_table,
+    a_changed_tenant_or_queue_flag_is_named,
+    emptied_metric_facts_are_named_and_never_trusted,
 );
 
 /// A tail cut off leaves a shorter chain that checks on its own; the digest kept

@@ -1703,3 +1703,343 @@ async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
     admin.close().await.unwrap();
     assert!(claims && requeue && tenants, "{claims} {requeue} {tenants}");
 }
+
+/// A PostgreSQL store holding the small fixture without the lines containing
+/// `without` (nothing when empty), and `more` lines after it.
+async fn loaded_with(without: &str, more: &str) -> Fresh {
+    let fresh = stores::fresh(Kind::Postgres).await;
+    let mut lines: Vec<&str> = SMALL
+        .lines()
+        .filter(|l| without.is_empty() || !l.contains(without))
+        .collect();
+    lines.extend(more.lines().filter(|l| !l.trim().is_empty()));
+    let report = fresh
+        .store
+        .ingest(
+            records(&lines.join("\n")),
+            IngestMode::Strict,
+            "test",
+            now(),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    fresh
+}
+
+/// A team whose person 0 holds `role` on pinehaven.
+async fn forger(role: &str, fresh: Fresh) -> Team {
+    let team = Team::on(fresh, &["forger"]).await;
+    let login = team.login(0).to_owned();
+    team.change("grant", &login, role, "pinehaven");
+    team
+}
+
+/// A row of `action` on `op` moving `from → to` under `role`.
+fn forged(
+    op: &str,
+    action: &str,
+    (from, to): (
+        Option<holdfast::core::model::State>,
+        Option<holdfast::core::model::State>,
+    ),
+    role: Role,
+    evidence: &[&str],
+) -> holdfast::core::audit::AuditDraft {
+    holdfast::core::audit::AuditDraft {
+        operation: id(op),
+        action: action.into(),
+        from,
+        to,
+        by: String::new(),
+        role,
+        policy: None,
+        on_behalf_of: None,
+        rationale: Some("written by hand, hashed as the store hashes".into()),
+        evidence: evidence.iter().map(|e| (*e).to_owned()).collect(),
+        at: now(),
+    }
+}
+
+/// As `login`, in one transaction: takes the head, appends `draft` in its own
+/// name as the next row (sealed with holdfast's own hashing) and runs `also`.
+/// The row's seq.
+async fn forge_as(
+    team: &Team,
+    login: &str,
+    draft: holdfast::core::audit::AuditDraft,
+    also: &[String],
+) -> i64 {
+    forge_between(team, login, &[], draft, also).await
+}
+
+/// [`forge_as`], running `before` ahead of the row.
+async fn forge_between(
+    team: &Team,
+    login: &str,
+    before: &[String],
+    mut draft: holdfast::core::audit::AuditDraft,
+    also: &[String],
+) -> i64 {
+    let url = stores::url_for_login(&team.fresh.url, login);
+    let mut conn = PgConnection::connect(&url).await.unwrap();
+    let mut tx = conn.begin().await.unwrap();
+    let head: (i64, String) = sqlx::query_as("SELECT seq, hash FROM holdfast_lock_head()")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap_or_else(|e| panic!("the head: {e}"));
+    login.clone_into(&mut draft.by);
+    let prev = holdfast::core::ids::Sha256::parse(&head.1).unwrap();
+    let row = holdfast::core::audit::seal(&prev, head.0 + 1, draft);
+    let statements = before
+        .iter()
+        .cloned()
+        .chain(std::iter::once(stores::audit_insert_sql(&row)))
+        .chain(also.iter().cloned());
+    for sql in statements {
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.clone()))
+            .execute(&mut *tx)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: the login may write this, yet: {e}"));
+    }
+    tx.commit().await.unwrap();
+    conn.close().await.unwrap();
+    head.0 + 1
+}
+
+/// The SQL that moves `op` to `to` as a row would.
+fn moving(op: &str, to: holdfast::core::model::State) -> String {
+    format!(
+        "UPDATE operations SET state = '{to}', version = version + 1, queued = {} WHERE id = '{op}'",
+        i32::from(to.is_held())
+    )
+}
+
+/// Asserts verify names row `seq`, saying each of `words`.
+async fn verify_names(team: &Team, seq: i64, words: &[&str]) {
+    match team.fresh.store.verify().await.unwrap() {
+        ChainStatus::Broken { seq: at, reason } => {
+            assert_eq!(at, seq, "{reason}");
+            for word in words {
+                assert!(reason.contains(word), "{word:?} not in: {reason}");
+            }
+        }
+        intact => panic!("the forged row went unnoticed: {intact:?}"),
+    }
+}
+
+use holdfast::core::model::State as S;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_login_forging_a_resolve_without_an_observation_is_named() {
+    skip_without_postgres!();
+    let team = forger("reviewer", loaded_with("O05", "").await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F09",
+        "resolve",
+        (Some(S::Unknown), Some(S::Succeeded)),
+        Role::Reviewer,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F09", S::Succeeded)]).await;
+    verify_names(&team, seq, &["operation F09", "resolve", "refuse"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_login_forging_a_retry_of_a_high_risk_hold_alone_is_named() {
+    skip_without_postgres!();
+    let team = forger("reviewer", loaded_with("O05", "").await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F09",
+        "authorize-retry",
+        (Some(S::Unknown), Some(S::Approved)),
+        Role::Reviewer,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F09", S::Approved)]).await;
+    verify_names(&team, seq, &["operation F09", "authorize-retry", "refuse"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_login_forging_mark_compensated_without_evidence_is_named() {
+    skip_without_postgres!();
+    let f11 = r#"{"type":"operation","id":"F11","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:9","payload_hash":"sha256:2e7d2c03a9507ae265ecf5b5356885a53393a2029d241394997265a1a25aefc7","risk":"low","owner":"integrations","state":"PARTIAL","created_at":"2026-09-05T10:00:40Z"}"#;
+    let team = forger("reviewer", loaded_with("", f11).await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F11",
+        "mark-compensated",
+        (Some(S::Partial), Some(S::Compensated)),
+        Role::Reviewer,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F11", S::Compensated)]).await;
+    verify_names(&team, seq, &["operation F11", "mark-compensated", "refuse"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_approver_login_forging_a_confirm_with_no_proposal_is_named() {
+    skip_without_postgres!();
+    let team = forger("approver", loaded(Kind::Postgres).await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F09",
+        "confirm",
+        (Some(S::Unknown), Some(S::Approved)),
+        Role::Approver,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F09", S::Approved)]).await;
+    verify_names(
+        &team,
+        seq,
+        &["operation F09", "confirm", "no pending proposal"],
+    )
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_login_forging_an_accept_without_a_repair_reference_is_named() {
+    skip_without_postgres!();
+    let team = forger("owner", loaded(Kind::Postgres).await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F09",
+        "accept",
+        (Some(S::Unknown), Some(S::Accepted)),
+        Role::Owner,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F09", S::Accepted)]).await;
+    verify_names(&team, seq, &["operation F09", "accept", "refuse"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_login_forging_a_move_of_work_it_never_leased_is_named() {
+    skip_without_postgres!();
+    let team = forger("worker", loaded(Kind::Postgres).await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F10",
+        "transition",
+        (Some(S::Approved), Some(S::Sent)),
+        Role::Worker,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F10", S::Sent)]).await;
+    verify_names(&team, seq, &["operation F10", "without a lease"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ingest_login_forging_a_move_of_work_another_login_leased_is_named() {
+    skip_without_postgres!();
+    let team = Team::new(&["worker", "ingest"]).await;
+    let (worker, ingest) = (team.login(0).to_owned(), team.login(1).to_owned());
+    team.change("grant", &worker, "worker", "pinehaven");
+    team.change("grant", &ingest, "ingest", "pinehaven");
+    review::put_at_level(
+        team.fresh.store.as_ref(),
+        "T03",
+        holdfast::core::autonomy::Level::Automation,
+    )
+    .await;
+    let app = PgStore::connect(&stores::url_for_login(&team.fresh.url, &worker))
+        .await
+        .unwrap();
+    let grants = app.grants().await.unwrap();
+    let session = holdfast::store::Session::new(
+        std::sync::Arc::new(app.clone()),
+        holdfast::core::access::act_for(&grants, &worker, None, None).unwrap(),
+    );
+    let leases = holdfast::work::claim(&session, "w1", chrono::Duration::seconds(600), 5, now())
+        .await
+        .unwrap();
+    assert_eq!(leases.len(), 1, "{leases:?}");
+    app.pool().close().await;
+    let row = forged(
+        "F10",
+        "transition",
+        (Some(S::Approved), Some(S::Sent)),
+        Role::Ingest,
+        &[],
+    );
+    let seq = forge_as(&team, &ingest, row, &[moving("F10", S::Sent)]).await;
+    verify_names(&team, seq, &["operation F10", "held its lease"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_login_forging_a_create_of_an_approved_operation_is_named() {
+    skip_without_postgres!();
+    let team = forger("approver", loaded(Kind::Postgres).await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F99",
+        "create",
+        (None, Some(S::Approved)),
+        Role::Approver,
+        &["parent:F09"],
+    );
+    // A copy of F10 under a new id, APPROVED: work a worker would claim.
+    let insert = [
+        "INSERT INTO operations SELECT * FROM jsonb_populate_record(NULL::operations, \
+         (SELECT to_jsonb(o) || '{\"id\": \"F99\", \"state\": \"APPROVED\", \"version\": 1}'::jsonb \
+         FROM operations o WHERE id = 'F10'))"
+            .to_owned(),
+    ];
+    let seq = forge_between(&team, &login, &insert, row, &[]).await;
+    verify_names(&team, seq, &["operation F99", "create"]).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_comment_covering_a_rewrite_of_budget_deadline_risk_or_tenant_is_named() {
+    skip_without_postgres!();
+    for (set, column) in [
+        ("max_attempts = 9", "max_attempts"),
+        ("deadline_ms = deadline_ms + 3600000", "deadline"),
+        ("risk_rank = 0", "risk"),
+        ("tenant = 'elsewhere'", "tenant"),
+    ] {
+        let team = forger("reviewer", loaded(Kind::Postgres).await).await;
+        let login = team.login(0).to_owned();
+        if column == "tenant" {
+            // Row-level security refuses a move into a tenant the login holds
+            // no role on; one granted on both tenants can make it.
+            team.change("grant", &login, "reviewer", "elsewhere");
+        }
+        let row = forged(
+            "F09",
+            "comment",
+            (Some(S::Unknown), None),
+            Role::Reviewer,
+            &[],
+        );
+        let rewrite =
+            format!("UPDATE operations SET {set}, version = version + 1 WHERE id = 'F09'");
+        let seq = forge_as(&team, &login, row, &[rewrite]).await;
+        verify_names(&team, seq, &["operation F09", &format!("stored {column}")]).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_owner_of_another_tenant_raising_a_tools_autonomy_by_hand_is_named() {
+    skip_without_postgres!();
+    let team = Team::new(&["other"]).await;
+    let login = team.login(0).to_owned();
+    team.change("grant", &login, "owner", "elsewhere");
+    let mut row = forged(
+        holdfast::core::autonomy::AUTONOMY_LEDGER,
+        holdfast::core::autonomy::SET_ACTION,
+        (None, None),
+        Role::Owner,
+        &["tool:T03", "from:manual", "level:automation"],
+    );
+    row.operation = holdfast::core::autonomy::ledger_id(holdfast::core::autonomy::AUTONOMY_LEDGER);
+    let level = format!(
+        "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) VALUES \
+         ('T03', 'automation', 2, '{login}', '2026-09-05T10:03:00Z', 'by hand')"
+    );
+    let seq = forge_as(&team, &login, row, &[level]).await;
+    verify_names(&team, seq, &["autonomy", "T03", "G6", "pinehaven"]).await;
+}

@@ -1,6 +1,7 @@
 //! What the audit chain says the store holds — each operation's state, owner and
 //! version, and the grants — replayed row by row, so that `audit verify` finds a
-//! stored value changed behind the chain's back, not only an edited audit row.
+//! stored value changed behind the chain's back, not only an edited audit row;
+//! and the rows no door writes (see [`Ledger::unlawful`]), refused as they come.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -11,11 +12,13 @@ use chrono::{DateTime, Utc};
 
 use super::access::LEDGER;
 use super::audit::{AuditRow, RECORD, RowView};
+use super::audit::{CREATE, INGEST, TRANSITION};
 use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
 };
 use super::clock::format_instant;
-use super::model::{Grant, State};
+use super::model::{ActionKind, Grant, Role, State};
+use super::rules::{MadeBy, transition_makers};
 use super::work::{self, Lease, LeaseStatus};
 
 /// The evidence entry of an `assign` row that names the new owner.
@@ -107,7 +110,48 @@ pub struct Ledger {
     /// Each recorded drill's evidence entries, as its row wrote them.
     drills: Vec<(i64, Vec<String>)>,
     head: i64,
+    /// Every `autonomy-set` row, in order: its seq, tool, level, author and
+    /// the identity it acted for.
+    level_rows: Vec<LevelRow>,
+    /// Every `grant` (`true`) and `revoke` row, in order: the grants at any
+    /// `seq` (see [`Ledger::grants_before`]).
+    grant_rows: Vec<(i64, bool, (String, String, String))>,
+    /// The first row the rules would refuse that the walk alone can tell
+    /// (see [`Ledger::unlawful`]).
+    unlawful: Option<Divergence>,
+    /// The operations with a row that records a decision: replayed through the
+    /// rules after the walk ([`crate::core::lawful`]).
+    decided: hashbrown::HashSet<CompactString>,
+    /// The records `ingest` and `record` rows name, per table (attempts,
+    /// observations, items, expectations), over the whole chain.
+    named: [u64; 4],
+    /// By operation, the login that holds its lease (the claim row's `by`)
+    /// while it is held.
+    holders: HashMap<CompactString, CompactString>,
+    /// The operation and author of the row just before, when it approved
+    /// opening children (`approve-compensation`, `approve-resume`,
+    /// `confirm`) or was itself such a child's `create` row.
+    opener: Option<(CompactString, CompactString)>,
 }
+
+/// One `autonomy-set` row as verify replays it.
+#[derive(Debug, Clone)]
+pub struct LevelRow {
+    pub seq: i64,
+    pub tool: String,
+    pub level: String,
+    pub by: String,
+    pub on_behalf_of: Option<String>,
+}
+
+/// The record tables whose records the chain names, in [`Ledger::named`]'s
+/// order, with the prefix an `ingest` or `record` row names one by.
+pub const NAMED_TABLES: [(&str, &str); 4] = [
+    ("attempts", "attempt:"),
+    ("observations", "observation:"),
+    ("items", "item:"),
+    ("expectations", "expectation"),
+];
 
 /// The operation with the least id of `operations`: the one a report names
 /// when several diverge, the same whatever order the map holds them in.
@@ -152,13 +196,16 @@ impl Ledger {
             );
             match row.action {
                 "grant" => {
+                    self.grant_rows.push((row.seq, true, key.clone()));
                     self.grants.insert(key);
                 }
                 "revoke" => {
+                    self.grant_rows.push((row.seq, false, key.clone()));
                     self.grants.remove(&key);
                 }
                 _ => {}
             }
+            self.opener = None;
             return;
         }
         if row.operation == AUTONOMY_LEDGER {
@@ -166,8 +213,16 @@ impl Ledger {
             if row.action == SET_ACTION {
                 let tool = entry(row, "tool:").unwrap_or_default().to_owned();
                 let level = entry(row, "level:").unwrap_or_default().to_owned();
+                self.level_rows.push(LevelRow {
+                    seq: row.seq,
+                    tool: tool.clone(),
+                    level: level.clone(),
+                    by: row.by.to_owned(),
+                    on_behalf_of: row.on_behalf_of.map(str::to_owned),
+                });
                 self.levels.insert(tool, (level, row.seq));
             }
+            self.opener = None;
             return;
         }
         if row.operation == DRILL_LEDGER {
@@ -175,7 +230,49 @@ impl Ledger {
                 let evidence = row.evidence.iter().map(|e| e.as_ref().to_owned());
                 self.drills.push((row.seq, evidence.collect()));
             }
+            self.opener = None;
             return;
+        }
+        if let Some(reason) = self.refused(row)
+            && self.unlawful.is_none()
+        {
+            self.unlawful = Some(Divergence {
+                seq: row.seq,
+                reason: format!("operation {}: {reason}", row.operation),
+            });
+        }
+        self.opener = match row.action {
+            "approve-compensation" | "approve-resume" | "confirm" | CREATE => {
+                let parent = if row.action == CREATE {
+                    entry(row, "parent:").unwrap_or_default()
+                } else {
+                    row.operation
+                };
+                Some((parent.into(), row.by.into()))
+            }
+            _ => None,
+        };
+        if ActionKind::parse(row.action).is_some()
+            || row.action == CREATE
+            || (row.action == TRANSITION
+                && row
+                    .from
+                    .zip(row.to)
+                    .and_then(|(from, to)| transition_makers(from, to))
+                    .is_some_and(|makers| !makers.contains(&MadeBy::System)))
+        {
+            self.decided.insert(row.operation.into());
+        }
+        if matches!(row.action, INGEST | RECORD) {
+            for e in row.evidence {
+                let e = e.as_ref();
+                if let Some(table) = NAMED_TABLES
+                    .iter()
+                    .position(|(_, prefix)| e.starts_with(prefix))
+                {
+                    self.named[table] += 1;
+                }
+            }
         }
         let op = self.operations.entry_ref(row.operation).or_default();
         op.last_seq = row.seq;
@@ -191,6 +288,15 @@ impl Ledger {
                 entry(row, work::UNTIL).unwrap_or_default().to_owned(),
                 status.as_str(),
             );
+            match status {
+                LeaseStatus::Held if row.action == work::CLAIM => {
+                    self.holders.insert(row.operation.into(), row.by.into());
+                }
+                LeaseStatus::Held => {}
+                _ => {
+                    self.holders.remove(row.operation);
+                }
+            }
             self.leases.insert(row.operation.into(), lease);
             return;
         }
@@ -213,6 +319,169 @@ impl Ledger {
                 }
             };
         }
+    }
+
+    /// Why the rules refuse `row` on what the rows before it left, as far as
+    /// the walk alone can tell: a row for an operation no `ingest` or `create`
+    /// row made, a second creation, a `create` that is no lawful child, a row
+    /// moving from another state than the operation's, a transition the state
+    /// table does not have (G1), and a move or a lease step by a login that
+    /// does not hold the operation's lease. `None` when it finds nothing.
+    fn refused<E: AsRef<str>>(&self, row: &RowView<'_, E>) -> Option<String> {
+        let entry_of = self.operations.get(row.operation);
+        let exists = entry_of.is_some_and(|op| op.state.is_some());
+        let state = entry_of.and_then(|op| op.state);
+        match row.action {
+            INGEST | CREATE if exists => {
+                return Some(format!(
+                    "a {} row for an operation an earlier row already created",
+                    row.action
+                ));
+            }
+            INGEST => {
+                return (row.role != Role::System).then(|| {
+                    format!(
+                        "an ingest row is written under the system role, not {}",
+                        row.role
+                    )
+                });
+            }
+            CREATE => {
+                let parent = entry(row, "parent:");
+                let lawful = matches!((&self.opener, parent), (Some((p, by)), Some(parent))
+                    if p.as_str() == parent && by.as_str() == row.by);
+                return (!lawful).then(|| {
+                    "a create row opens a child only right after its parent's approve-compensation, \
+                     approve-resume or confirm by the same identity"
+                        .to_owned()
+                });
+            }
+            _ if !exists && !work::is_work_action(row.action) => {
+                return Some(format!(
+                    "its first row is a {} row, not the ingest or create row that makes an operation",
+                    row.action
+                ));
+            }
+            _ => {}
+        }
+        if work::is_work_action(row.action) {
+            let holder = self.holders.get(row.operation);
+            return match holder {
+                Some(holder) if row.action != work::CLAIM && holder.as_str() != row.by => {
+                    Some(format!(
+                        "{} {}: the lease was claimed by {holder}, and only that login holds it",
+                        row.by, row.action
+                    ))
+                }
+                None if row.action != work::CLAIM => {
+                    Some(format!("{} {}: no lease on it is held", row.by, row.action))
+                }
+                _ => None,
+            };
+        }
+        if let (Some(from), Some(state)) = (row.from, state)
+            && from != state
+        {
+            return Some(format!(
+                "the {} row moves from {from}, but its rows leave it {state}",
+                row.action
+            ));
+        }
+        if row.action == TRANSITION {
+            let (Some(from), Some(to)) = (row.from, row.to) else {
+                return Some("a transition row names no from or to state".into());
+            };
+            if transition_makers(from, to).is_none() {
+                return Some(format!(
+                    "{from} → {to} is no transition of the state table (G1)"
+                ));
+            }
+            if let Some(holder) = self.holders.get(row.operation) {
+                let until = self
+                    .leases
+                    .get(row.operation)
+                    .map_or("", |(_, _, until, _)| until.as_str());
+                let held = row.at < until;
+                if held && holder.as_str() != row.by {
+                    return Some(format!(
+                        "{} moved it {from} → {to} while {holder} held its lease",
+                        row.by
+                    ));
+                }
+            } else if self.worker_only(row.by) {
+                return Some(format!(
+                    "{} holds only the worker role and moved it {from} → {to} without a lease",
+                    row.by
+                ));
+            }
+        }
+        None
+    }
+
+    /// Whether `identity` holds grants and all of them are the worker role.
+    fn worker_only(&self, identity: &str) -> bool {
+        let mut roles = self
+            .grants
+            .iter()
+            .filter(|(who, _, _)| who == identity)
+            .map(|(_, role, _)| role.as_str())
+            .peekable();
+        roles.peek().is_some() && roles.all(|r| r == Role::Worker.as_str())
+    }
+
+    /// The first row the walk found unlawful (see [`Self::refused`]).
+    pub fn unlawful(&self) -> Option<&Divergence> {
+        self.unlawful.as_ref()
+    }
+
+    /// The operations with a row that records a decision, to replay through
+    /// the rules ([`crate::core::lawful::replay`]), in id order.
+    pub fn decided(&self) -> Vec<String> {
+        let mut ids: Vec<String> = self.decided.iter().map(|i| i.to_string()).collect();
+        ids.sort();
+        ids
+    }
+
+    /// How many records of each of [`NAMED_TABLES`] the `ingest` and `record`
+    /// rows name.
+    pub fn named(&self) -> [u64; 4] {
+        self.named
+    }
+
+    /// Every `autonomy-set` row, in order.
+    pub fn level_rows(&self) -> &[LevelRow] {
+        &self.level_rows
+    }
+
+    /// The state the chain leaves `operation` in.
+    pub fn state_of(&self, operation: &str) -> Option<State> {
+        self.operations.get(operation).and_then(|op| op.state)
+    }
+
+    /// The grants the grant and revoke rows leave just before row `seq`.
+    pub fn grants_before(&self, seq: i64) -> Vec<Grant> {
+        let mut held: BTreeSet<&(String, String, String)> = BTreeSet::new();
+        for (at, add, key) in &self.grant_rows {
+            if *at >= seq {
+                break;
+            }
+            if *add {
+                held.insert(key);
+            } else {
+                held.remove(key);
+            }
+        }
+        held.into_iter()
+            .filter_map(|(identity, role, tenant)| {
+                Some(Grant {
+                    identity: identity.clone(),
+                    role: Role::parse(role)?,
+                    tenant: tenant.clone(),
+                    granted_by: String::new(),
+                    granted_at: DateTime::<Utc>::UNIX_EPOCH,
+                })
+            })
+            .collect()
     }
 
     /// Compares one stored operation with what the chain says of it.
@@ -488,7 +757,9 @@ mod tests {
 
     fn ledger() -> Ledger {
         let mut ledger = Ledger::default();
-        ledger.push(&row(1, "ingest", Some(State::Unknown), &["A017"]));
+        let mut ingest = row(1, "ingest", Some(State::Unknown), &["A017"]);
+        ingest.draft.role = Role::System;
+        ledger.push(&ingest);
         ledger.push(&row(2, "record", None, &["O05"]));
         ledger.push(&row(3, "comment", None, &[]));
         ledger
@@ -523,6 +794,49 @@ mod tests {
         ledger.push(&row(4, "assign", None, &evidence));
         assert_eq!(ledger.check(&stored(State::Unknown, "payments", 3)), Ok(()));
         assert!(ledger.check(&stored(State::Unknown, "mallory", 3)).is_err());
+    }
+
+    #[test]
+    fn rows_no_door_writes_are_refused_as_they_come() {
+        let mut moved = row(4, "transition", Some(State::Succeeded), &[]);
+        moved.draft.from = Some(State::Unknown);
+        let mut first = row(1, "comment", None, &[]);
+        first.draft.operation = OperationId::parse("F99").unwrap();
+        let mut from_elsewhere = row(4, "comment", None, &[]);
+        from_elsewhere.draft.from = Some(State::Blocked);
+        for (bad, words) in [
+            (
+                row(4, "ingest", Some(State::Unknown), &[]),
+                "already created",
+            ),
+            (
+                row(4, "create", Some(State::Approved), &["parent:F08"]),
+                "create row",
+            ),
+            (first, "first row"),
+            (from_elsewhere, "moves from BLOCKED"),
+        ] {
+            let mut ledger = ledger();
+            ledger.push(&bad);
+            let refused = ledger
+                .unlawful()
+                .cloned()
+                .unwrap_or_else(|| panic!("{bad:?}"));
+            assert!(refused.reason.contains(words), "{}", refused.reason);
+        }
+        // UNKNOWN → SUCCEEDED is in the table: a decision, replayed by the rules.
+        let mut ledger = ledger();
+        ledger.push(&moved);
+        assert_eq!(ledger.unlawful(), None);
+        assert_eq!(ledger.decided(), vec!["F09".to_owned()]);
+        let mut outside = row(5, "transition", Some(State::Approved), &[]);
+        outside.draft.from = Some(State::Succeeded);
+        ledger.push(&outside);
+        assert!(
+            ledger
+                .unlawful()
+                .is_some_and(|d| d.seq == 5 && d.reason.contains("G1"))
+        );
     }
 
     #[test]

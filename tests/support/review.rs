@@ -102,12 +102,21 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
         .into_iter()
         .find(|t| t.tool == tool)
         .map_or(Level::Manual, |t| t.level);
+    // Set by an owner where the store has grants (verify holds a level change
+    // to an owner's decision), else by the local user.
+    let by = store
+        .grants()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|g| g.role == holdfast::core::model::Role::Owner)
+        .map_or_else(|| "fixture".to_owned(), |g| g.identity);
     let change = LevelChange {
         from,
         to: ToolLevel {
             tool: tool.into(),
             level,
-            set_by: "fixture".into(),
+            set_by: by.clone(),
             set_at: now(),
             rationale: "test fixture".into(),
         },
@@ -117,7 +126,7 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
             action: SET_ACTION.into(),
             from: None,
             to: None,
-            by: "fixture".into(),
+            by,
             role: holdfast::core::model::Role::Local,
             policy: None,
             on_behalf_of: None,

@@ -384,6 +384,9 @@ shared! {
                     None => return Ok(None),
                 }
             };
+            if !self.kept_facts_whole(&overlay).await? {
+                return Ok(None);
+            }
             if scope.tenants().is_some() {
                 if overlay.foreign {
                     return Ok(None);
@@ -558,6 +561,47 @@ shared! {
                 total: u64::try_from(total).unwrap_or(0),
                 first,
             }))
+        }
+
+        /// How far the kept facts reach: how many operations have a
+        /// `metric_facts` row, how many others are marked for judging, and how
+        /// many operations' state rows the kept counts sum to.
+        pub(super) async fn kept_coverage(&self) -> Result<(u64, u64, u64), StoreError> {
+            let row = sqlx::query(
+                "SELECT (SELECT count(*) FROM metric_facts) AS facts, \
+                 (SELECT count(*) FROM metric_stale s WHERE NOT EXISTS \
+                    (SELECT 1 FROM metric_facts f WHERE f.operation = s.operation) \
+                    AND EXISTS (SELECT 1 FROM operations o WHERE o.id = s.operation)) AS unjudged, \
+                 (SELECT CAST(COALESCE(sum(row_count), 0) AS BIGINT) FROM metric_counts \
+                    WHERE kind LIKE 'state:%') AS states",
+            )
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let count = |column: &str| -> Result<u64, StoreError> {
+                let n: i64 = row.try_get(column).map_err(db::<DB>)?;
+                Ok(u64::try_from(n).unwrap_or(0))
+            };
+            Ok((count("facts")?, count("unjudged")?, count("states")?))
+        }
+
+        /// Whether the kept facts may be trusted for a report: every
+        /// operation has its facts or is judged anew (marked stale, or in the
+        /// `overlay` a read-only login judged), and the kept counts hold one
+        /// state row per operation with facts. Facts emptied or deleted behind
+        /// the store's back fail this, and the report is then judged page by
+        /// page from the records, never from what is missing.
+        async fn kept_facts_whole(&self, overlay: &Overlay) -> Result<bool, StoreError> {
+            let (facts, unjudged, states) = self.kept_coverage().await?;
+            let operations: i64 = sqlx::query("SELECT count(*) AS n FROM operations")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            let operations = u64::try_from(operations).unwrap_or(u64::MAX);
+            let judged = u64::try_from(overlay.judged.len()).unwrap_or(u64::MAX);
+            Ok(states == facts && facts + unjudged.max(judged.min(operations)) >= operations)
         }
 
         /// Whether this login may write the kept facts; a login that may only

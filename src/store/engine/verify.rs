@@ -1,7 +1,11 @@
-//! Verification: the walk over the audit chain, then the comparison of what is
-//! stored — each operation's state, owner and version, every record against its
-//! `record_hash`, the grants, the autonomy levels and drill results — with what the chain says, so that an edit made
-//! behind the store's back is found wherever it was made.
+//! Verification: the walk over the audit chain, the replay of every recorded
+//! decision through the rules ([`crate::core::lawful`]), then the comparison of
+//! what is stored — each operation's state, owner, version and the columns a
+//! decision reads, every record against its `record_hash`, the records, the
+//! dependencies, contracts and kept metric facts against what the chain added,
+//! the grants, the autonomy levels and drill results — with what the chain
+//! says, so that an edit made behind the store's back, or a correctly hashed
+//! row recording a decision the rules refuse, is found wherever it was made.
 //!
 //! The audit rows, the operations and the records are read in keyset pages of
 //! [`PAGE_ROWS`] rows, and each row is checked from slices of its page. A page
@@ -22,7 +26,7 @@
 //! can be had, SQL joins a page's columns into one text value (see [`field`]),
 //! so the driver copies one value per page instead of a dozen per row.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use futures_util::TryStreamExt;
 use futures_util::future::join;
@@ -32,10 +36,12 @@ use tokio::task::JoinHandle;
 use super::{AUDIT_COLUMNS, Backend, db};
 use crate::core::audit::{ChainStatus, ChainVerifier, ENCODING, hashes_to};
 use crate::core::ids::Sha256;
-use crate::core::ledger::{Divergence, Ledger, Stored};
+use crate::core::lawful::{self, StatesBySeq, Surroundings};
+use crate::core::ledger::{Divergence, Ledger, NAMED_TABLES, Stored};
+use crate::core::model::State;
 use crate::store::StoreError;
 use crate::store::pages::{self, Column, Page, PageFields};
-use crate::store::plan::codec::{self, AuditColumns};
+use crate::store::plan::codec::{self, AuditColumns, CreatedFacts};
 
 /// A stored table whose records carry a `record_hash` of their `wire`.
 struct RecordTable {
@@ -409,7 +415,32 @@ struct StoredOperation<'a> {
     version: i64,
     wire: &'a str,
     record_hash: Option<&'a str>,
+    /// The columns a decision reads besides state, owner and version, as
+    /// [`codec::OPERATION_FACTS`] joins them.
+    facts: &'a str,
 }
+
+/// What the comparison of the operations gathers for the checks after it.
+#[derive(Default)]
+struct Tally {
+    /// How many dependencies the operations' records name.
+    dependencies: u64,
+    /// Each tool an operation names, with the least such operation.
+    tools: BTreeMap<String, String>,
+    /// Each tool's tenants: those of its operations.
+    tenants: BTreeMap<String, BTreeSet<String>>,
+}
+
+/// The names of the fields of [`CreatedFacts::columns`], in its order.
+const FACT_NAMES: [&str; 7] = [
+    "risk",
+    "max_attempts",
+    "deadline",
+    "queue flag",
+    "tool",
+    "parent",
+    "tenant",
+];
 
 impl<'a> StoredOperation<'a> {
     fn read(fields: &mut impl PageFields<'a>) -> Option<Self> {
@@ -420,11 +451,12 @@ impl<'a> StoredOperation<'a> {
             version: fields.integer()?,
             wire: fields.required()?,
             record_hash: fields.text()?,
+            facts: fields.required()?,
         })
     }
 
     /// Compares the operation with what `ledger` says of it.
-    fn check(&self, ledger: &Ledger) -> Result<(), Divergence> {
+    fn check(&self, ledger: &Ledger, tally: &mut Tally) -> Result<(), Divergence> {
         let id = self.id;
         let diverged = |reason: String| {
             Err(Divergence {
@@ -433,18 +465,26 @@ impl<'a> StoredOperation<'a> {
             })
         };
         // A record whose hash checks holds the bytes ingest stored, which
-        // decoded then: only its owner is read. One without a hash is decoded
-        // whole.
-        let created_owner = match self.record_hash {
+        // decoded then: only the fields compared are read. One without a hash
+        // is decoded whole.
+        let decoded;
+        let created = match self.record_hash {
             Some(h) if !Sha256::is_digest_of(h, self.wire.as_bytes()) => {
                 return Err(altered_operation(ledger, id));
             }
-            Some(_) => codec::created_owner(self.wire),
-            None => codec::operation(self.wire).map(|op| op.owner.into()),
+            Some(_) => codec::created_facts(self.wire),
+            None => match codec::operation(self.wire) {
+                Ok(op) => {
+                    decoded = op;
+                    Ok(CreatedFacts::of(&decoded))
+                }
+                Err(e) => Err(e),
+            },
         };
-        let Ok(created_owner) = created_owner else {
+        let Ok(created) = created else {
             return diverged(format!("operation {id}: its stored record does not parse"));
         };
+        let created_owner = &created.owner;
         let Ok(state) = codec::parse_state(self.state) else {
             return diverged(format!(
                 "operation {id}: unknown stored state {:?}",
@@ -455,9 +495,55 @@ impl<'a> StoredOperation<'a> {
             id,
             state,
             owner: self.owner,
-            created_owner: &created_owner,
+            created_owner,
             version: self.version,
-        })
+        })?;
+        // The queue flag the chain leaves: a held state, or a held dependency.
+        let queued = state.is_held()
+            || created
+                .depends_on
+                .iter()
+                .any(|d| ledger.state_of(d).is_some_and(State::is_held));
+        let Some(expected) = created.columns(queued) else {
+            return diverged(format!("operation {id}: its stored record does not parse"));
+        };
+        if expected != self.facts {
+            let stored: Vec<&str> = self.facts.splitn(FACT_NAMES.len(), '|').collect();
+            let chain: Vec<&str> = expected.splitn(FACT_NAMES.len(), '|').collect();
+            let differs = FACT_NAMES
+                .iter()
+                .enumerate()
+                .find(|(i, _)| stored.get(*i) != chain.get(*i))
+                .map_or(("columns", self.facts, expected.as_str()), |(i, name)| {
+                    (
+                        *name,
+                        stored.get(i).copied().unwrap_or("nothing"),
+                        chain.get(i).copied().unwrap_or("nothing"),
+                    )
+                });
+            return diverged(format!(
+                "operation {id}: the stored {} is {} but its record and audit rows say {}",
+                differs.0, differs.1, differs.2
+            ));
+        }
+        tally.dependencies += u64::try_from(created.depends_on.len()).unwrap_or(0);
+        if !tally.tools.contains_key(created.tool.as_ref()) {
+            tally.tools.insert(created.tool.to_string(), id.to_owned());
+        }
+        match tally.tenants.get_mut(created.tool.as_ref()) {
+            Some(tenants) => {
+                if !tenants.contains(created.tenant.as_ref()) {
+                    tenants.insert(created.tenant.to_string());
+                }
+            }
+            None => {
+                tally.tenants.insert(
+                    created.tool.to_string(),
+                    BTreeSet::from([created.tenant.to_string()]),
+                );
+            }
+        }
+        Ok(())
     }
 }
 
@@ -469,6 +555,7 @@ const OPERATION_PAGE: &[Column] = &[
     Column::Integer("version"),
     Column::Text("wire"),
     Column::Text("record_hash"),
+    Column::Text(codec::OPERATION_FACTS),
 ];
 
 /// The page of operations after `id > $1` (or the first, without `after`),
@@ -520,23 +607,34 @@ fn record_page_sql<DB: Backend>(table: &RecordTable, after: bool) -> String {
     )
 }
 
-/// The record comparison ([`super::SqlStore::first_altered`]) running on a task of its
-/// own beside the walk; dropped unfinished, when the walk breaks first, it is
-/// stopped.
-struct Beside(JoinHandle<Result<Option<Altered>, StoreError>>);
+/// A comparison that needs nothing from the chain (the records' hashes,
+/// [`super::SqlStore::first_altered`]; the tables' counts,
+/// [`super::SqlStore::counted`]) running on a task of its own beside the
+/// walk; dropped unfinished, when the walk breaks first, it is stopped.
+struct Beside<T>(JoinHandle<Result<T, StoreError>>);
 
-impl Beside {
-    async fn result(mut self) -> Result<Option<Altered>, StoreError> {
+impl<T> Beside<T> {
+    async fn result(mut self) -> Result<T, StoreError> {
         (&mut self.0)
             .await
             .map_err(|e| StoreError::Other(format!("the record comparison stopped: {e}")))?
     }
 }
 
-impl Drop for Beside {
+impl<T> Drop for Beside<T> {
     fn drop(&mut self) {
         self.0.abort();
     }
+}
+
+/// What the store holds of the tables the chain counts: the records of each
+/// of [`NAMED_TABLES`], the dependencies, the contracts' tools, and the kept
+/// metric facts' reach (see `kept_coverage`).
+struct Counted {
+    tables: [u64; 4],
+    dependencies: u64,
+    contracts: HashSet<String>,
+    coverage: (u64, u64, u64),
 }
 
 /// Checks one audit row and feeds it to `verifier` and `ledger`.
@@ -580,6 +678,8 @@ shared! {
             // on their own task, on the other core, while the chain is walked.
             let store = self.clone();
             let records = Beside(tokio::spawn(async move { store.first_altered().await }));
+            let store = self.clone();
+            let counted = Beside(tokio::spawn(async move { store.counted().await }));
             let mut verifier = ChainVerifier::default();
             // The counts kept by every write say how many operations the
             // chain will name: only a size hint, never trusted for the check.
@@ -594,7 +694,19 @@ shared! {
             if let Err(broken) = self.walk(1, &mut verifier, Some(&mut ledger)).await? {
                 return Ok(broken);
             }
-            Ok(match self.compare(&ledger, records).await? {
+            let replayed = self.replay_decided(&ledger).await?;
+            let unlawful = ledger
+                .unlawful()
+                .into_iter()
+                .chain(replayed.divergence.as_ref())
+                .min_by_key(|d| d.seq);
+            if let Some(Divergence { seq, reason }) = unlawful {
+                return Ok(ChainStatus::Broken {
+                    seq: *seq,
+                    reason: reason.clone(),
+                });
+            }
+            Ok(match self.compare(&ledger, records, counted, &replayed).await? {
                 Ok(()) => verifier.finish(),
                 Err(Divergence { seq, reason }) => ChainStatus::Broken { seq, reason },
             })
@@ -773,11 +885,14 @@ shared! {
         async fn compare(
             &self,
             ledger: &Ledger,
-            records: Beside,
+            records: Beside<Option<Altered>>,
+            counted: Beside<Counted>,
+            replayed: &Replayed,
         ) -> Result<Result<(), Divergence>, StoreError> {
             // Every stored operation that checks is one the chain made, and ids
             // are unique: when as many check as the chain made, none is missing.
-            let checked = match self.compare_operations(ledger).await? {
+            let mut tally = Tally::default();
+            let checked = match self.compare_operations(ledger, &mut tally).await? {
                 Ok(checked) => checked,
                 Err(divergence) => return Ok(Err(divergence)),
             };
@@ -793,6 +908,10 @@ shared! {
             }
             if let Some(altered) = records.result().await? {
                 return Ok(Err(altered.divergence(ledger)));
+            }
+            let counted = counted.result().await?;
+            if let Err(divergence) = self.compare_evidence(ledger, &tally, &counted, replayed).await? {
+                return Ok(Err(divergence));
             }
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             if let Err(divergence) = ledger.check_leases(&Self::read_all_leases(&mut conn).await?) {
@@ -812,6 +931,7 @@ shared! {
         async fn compare_operations(
             &self,
             ledger: &Ledger,
+            tally: &mut Tally,
         ) -> Result<Result<usize, Divergence>, StoreError> {
             if let Some(mut pages) =
                 own_pages::<DB>(&self.pool, &self.location, "operations", "id", OPERATION_PAGE, None)
@@ -822,9 +942,10 @@ shared! {
                             .filter(|o| rising(o.iter().map(|op| op.id)))
                     else {
                         drop(pages);
-                        return self.compare_operation_rows(ledger).await;
+                        *tally = Tally::default();
+                        return self.compare_operation_rows(ledger, tally).await;
                     };
-                    if let Err(divergence) = operations.iter().try_for_each(|op| op.check(ledger)) {
+                    if let Err(divergence) = operations.iter().try_for_each(|op| op.check(ledger, tally)) {
                         return Ok(Err(divergence));
                     }
                     checked += operations.len();
@@ -852,7 +973,8 @@ shared! {
                     .and_then(|t| Fields::rows(t, rows, StoredOperation::read))
                     .filter(|o| !DB::AGGREGATES_IN_ORDER || rising(o.iter().map(|op| op.id)))
                 else {
-                    return self.compare_operation_rows(ledger).await;
+                    *tally = Tally::default();
+                    return self.compare_operation_rows(ledger, tally).await;
                 };
                 let after = operations
                     .last()
@@ -865,7 +987,7 @@ shared! {
                             None => None,
                         }
                     },
-                    async { operations.iter().try_for_each(|op| op.check(ledger)) },
+                    async { operations.iter().try_for_each(|op| op.check(ledger, &mut *tally)) },
                 )
                 .await;
                 if let Err(divergence) = compared {
@@ -884,11 +1006,14 @@ shared! {
         async fn compare_operation_rows(
             &self,
             ledger: &Ledger,
+            tally: &mut Tally,
         ) -> Result<Result<usize, Divergence>, StoreError> {
             let mut checked = 0;
-            let mut rows = sqlx::query(
-                "SELECT id, state, owner, version, wire, record_hash FROM operations ORDER BY id",
-            )
+            let mut rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT id, state, owner, version, wire, record_hash, {} AS facts \
+                 FROM operations ORDER BY id",
+                codec::OPERATION_FACTS
+            )))
             .fetch(&self.pool);
             while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
                 let id = Self::text(&row, "id")?;
@@ -902,6 +1027,7 @@ shared! {
                 };
                 let state = Self::text(&row, "state")?;
                 let owner = Self::text(&row, "owner")?;
+                let facts = Self::text(&row, "facts")?;
                 let operation = StoredOperation {
                     id: &id,
                     state: &state,
@@ -909,8 +1035,9 @@ shared! {
                     version: row.try_get("version").map_err(db::<DB>)?,
                     wire: &wire,
                     record_hash: record_hash.as_deref(),
+                    facts: &facts,
                 };
-                if let Err(divergence) = operation.check(ledger) {
+                if let Err(divergence) = operation.check(ledger, tally) {
                     return Ok(Err(divergence));
                 }
                 checked += 1;
@@ -1076,6 +1203,403 @@ shared! {
                 }
             }
             Ok(None)
+        }
+    }
+}
+
+/// What replaying the operations with decisions found
+/// ([`super::SqlStore::replay_decided`]).
+#[derive(Default)]
+struct Replayed {
+    /// The first row the rules refuse, or the first record no row accounts for.
+    divergence: Option<Divergence>,
+    /// The operations replayed: their records were held to the chain one by one.
+    operations: BTreeSet<String>,
+    /// Over the operations replayed, per table of [`NAMED_TABLES`]: the records
+    /// their `ingest` and `record` rows name, and the records stored.
+    named: [u64; 4],
+    stored: [u64; 4],
+}
+
+impl Replayed {
+    fn found(&mut self, divergence: Divergence) {
+        if self
+            .divergence
+            .as_ref()
+            .is_none_or(|d| divergence.seq < d.seq)
+        {
+            self.divergence = Some(divergence);
+        }
+    }
+}
+
+/// The SQL key of a record of table `index` of [`NAMED_TABLES`], and the name
+/// its `ingest` or `record` row gives it after the prefix.
+const NAMED_KEYS: [&str; 4] = ["id", "id", "CAST(idx AS TEXT)", "''"];
+
+shared! {
+    impl {
+        /// Replays the rows of every operation with a decision through the
+        /// rules ([`lawful::replay`]), on the operation as its rows leave it
+        /// before each: the first row they refuse, and how many records those
+        /// operations hold.
+        async fn replay_decided(&self, ledger: &Ledger) -> Result<Replayed, StoreError> {
+            let mut out = Replayed::default();
+            let grants_before = |seq: i64| ledger.grants_before(seq);
+            for id in ledger.decided() {
+                let Ok(key) = codec::parse_id(&id) else {
+                    continue;
+                };
+                let detail = match self.read_detail(&crate::store::Scope::Every, &key).await {
+                    Ok(detail) => detail,
+                    // The comparison names an operation that is gone.
+                    Err(StoreError::NotFound(_)) => continue,
+                    Err(e) => {
+                        out.found(Divergence {
+                            seq: ledger.last_seq_of(&id),
+                            reason: format!(
+                                "operation {id}: its decisions cannot be replayed, it does not read back: {e}"
+                            ),
+                        });
+                        continue;
+                    }
+                };
+                let mut relatives: BTreeMap<String, StatesBySeq> = BTreeMap::new();
+                let related = detail
+                    .row
+                    .operation
+                    .depends_on
+                    .iter()
+                    .chain(detail.children.iter().map(|c| &c.id));
+                for other in related {
+                    relatives.insert(other.as_str().to_owned(), self.states_by_seq(other.as_str()).await?);
+                }
+                for row in &detail.audit {
+                    if matches!(row.draft.action.as_str(), crate::core::audit::INGEST | crate::core::audit::RECORD) {
+                        for e in &row.draft.evidence {
+                            if let Some(t) = NAMED_TABLES.iter().position(|(_, p)| e.starts_with(p)) {
+                                out.named[t] += 1;
+                            }
+                        }
+                    }
+                }
+                let held = [
+                    detail.attempts.len(),
+                    detail.observations.len(),
+                    detail.items.len(),
+                    usize::from(detail.expectation.is_some()),
+                ];
+                for (t, n) in held.into_iter().enumerate() {
+                    out.stored[t] += u64::try_from(n).unwrap_or(u64::MAX);
+                }
+                let around = Surroundings {
+                    relatives: &relatives,
+                    grants_before: &grants_before,
+                };
+                if let Err(divergence) = lawful::replay(&detail, &around) {
+                    out.found(divergence);
+                }
+                out.operations.insert(id);
+            }
+            Ok(out)
+        }
+
+        /// The states `operation` passed through, by the `seq` of each move.
+        async fn states_by_seq(&self, operation: &str) -> Result<StatesBySeq, StoreError> {
+            let rows = sqlx::query(
+                "SELECT seq, to_state FROM audit WHERE operation = $1 AND to_state IS NOT NULL ORDER BY seq",
+            )
+            .bind(operation)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let mut states = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
+                let state = Self::text(row, "to_state")?;
+                states.push((seq, codec::parse_state(&state)?));
+            }
+            Ok(StatesBySeq(states))
+        }
+
+        /// Holds the tables a decision reads besides the operations to the
+        /// chain: as many records in each record table as the rows added, the
+        /// dependencies the operations' records name, a contract for every
+        /// tool an operation names, and kept metric facts for every operation.
+        async fn compare_evidence(
+            &self,
+            ledger: &Ledger,
+            tally: &Tally,
+            counted: &Counted,
+            replayed: &Replayed,
+        ) -> Result<Result<(), Divergence>, StoreError> {
+            let named = ledger.named();
+            for (t, (&stored, &added)) in counted.tables.iter().zip(&named).enumerate() {
+                let expected = added - replayed.named[t].min(added) + replayed.stored[t];
+                if stored != expected {
+                    return Ok(Err(self.first_unaccounted(ledger, t, replayed, stored, expected).await?));
+                }
+            }
+            let stored = counted.dependencies;
+            if stored != tally.dependencies {
+                return Ok(Err(self.first_dependency_off(ledger, stored, tally.dependencies).await?));
+            }
+            let tools = &counted.contracts;
+            if let Some((tool, op)) = tally.tools.iter().find(|(tool, _)| !tools.contains(*tool)) {
+                return Ok(Err(Divergence {
+                    seq: ledger.last_seq_of(op),
+                    reason: format!(
+                        "contracts: the contract of tool {tool} (of operation {op} and any other of that tool) is no longer stored; ingest stored one before any operation of it"
+                    ),
+                }));
+            }
+            if let Err(divergence) = self.compare_level_changes(ledger, tally).await? {
+                return Ok(Err(divergence));
+            }
+            Ok(Self::compare_metric_facts(ledger, counted.coverage))
+        }
+
+        /// Counts what [`Counted`] holds, on a task beside the walk.
+        async fn counted(&self) -> Result<Counted, StoreError> {
+            let mut tables = [0; 4];
+            for (t, (table, _)) in NAMED_TABLES.iter().enumerate() {
+                tables[t] = self.count_of(&format!("SELECT count(*) AS n FROM {table}")).await?;
+            }
+            let dependencies = self.count_of("SELECT count(*) AS n FROM dependencies").await?;
+            let contracts = sqlx::query("SELECT tool FROM contracts")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(|row| Self::text(row, "tool"))
+                .collect::<Result<_, _>>()?;
+            Ok(Counted {
+                tables,
+                dependencies,
+                contracts,
+                coverage: self.kept_coverage().await?,
+            })
+        }
+
+        /// Every `autonomy-set` row is an owner's decision on every tenant the
+        /// tool's operations belonged to at that row (G6, asked of
+        /// [`crate::core::autonomy::owner_role`] with the grants the chain
+        /// left there): an owner of one tenant does not set the level of
+        /// another's tool.
+        async fn compare_level_changes(
+            &self,
+            ledger: &Ledger,
+            tally: &Tally,
+        ) -> Result<Result<(), Divergence>, StoreError> {
+            for row in ledger.level_rows() {
+                let grants = ledger.grants_before(row.seq);
+                let principal = row.on_behalf_of.as_deref().unwrap_or(&row.by);
+                let mut actor = crate::core::actor::Actor::from_grants(principal, None, &grants);
+                actor.identity.clone_from(&row.by);
+                actor.on_behalf_of.clone_from(&row.on_behalf_of);
+                let now: Vec<String> = tally
+                    .tenants
+                    .get(&row.tool)
+                    .map(|t| t.iter().cloned().collect())
+                    .unwrap_or_default();
+                if crate::core::autonomy::owner_role(&actor, &row.tool, &now, "changing autonomy").is_ok() {
+                    continue;
+                }
+                // The tenants its operations had then: those created before the row.
+                let then: Vec<String> = sqlx::query(
+                    "SELECT DISTINCT o.tenant FROM operations o JOIN audit a ON a.operation = o.id \
+                     WHERE o.tool = $1 AND a.action IN ('ingest', 'create') AND a.seq < $2 ORDER BY o.tenant",
+                )
+                .bind(&row.tool)
+                .bind(row.seq)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(|r| Self::text(r, "tenant"))
+                .collect::<Result<_, _>>()?;
+                if let Err(refusal) =
+                    crate::core::autonomy::owner_role(&actor, &row.tool, &then, "changing autonomy")
+                {
+                    return Ok(Err(Divergence {
+                        seq: row.seq,
+                        reason: format!(
+                            "autonomy: {} set tool {} to {}, which the rules refuse ({}: {})",
+                            row.by, row.tool, row.level, refusal.rule, refusal.reason
+                        ),
+                    }));
+                }
+            }
+            Ok(Ok(()))
+        }
+
+        /// The one integer column `n` of `sql`.
+        async fn count_of(&self, sql: &str) -> Result<u64, StoreError> {
+            let n: i64 = sqlx::query(AssertSqlSafe(sql.to_owned()))
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        }
+
+        /// Which record of table `t` of [`NAMED_TABLES`] the chain and the
+        /// store disagree on, when their counts differ: one the rows added and
+        /// the store no longer holds, else one stored that no row added. Read
+        /// only when the counts differ, so its cost is only that of a broken store.
+        async fn first_unaccounted(
+            &self,
+            ledger: &Ledger,
+            t: usize,
+            replayed: &Replayed,
+            stored: u64,
+            expected: u64,
+        ) -> Result<Divergence, StoreError> {
+            let (table, prefix) = NAMED_TABLES[t];
+            let mut added: BTreeMap<(String, String), i64> = BTreeMap::new();
+            let mut rows = sqlx::query(
+                "SELECT seq, operation, evidence FROM audit WHERE action IN ('ingest', 'record') ORDER BY seq",
+            )
+            .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                let operation = Self::text(&row, "operation")?;
+                if replayed.operations.contains(&operation) {
+                    continue;
+                }
+                let seq: i64 = row.try_get("seq").map_err(db::<DB>)?;
+                let evidence = Self::text(&row, "evidence")?;
+                let entries: Vec<String> = serde_json::from_str(&evidence).unwrap_or_default();
+                for e in entries {
+                    if let Some(key) = e.strip_prefix(prefix) {
+                        added.entry((operation.clone(), key.to_owned())).or_insert(seq);
+                    }
+                }
+            }
+            drop(rows);
+            let mut held: BTreeSet<(String, String)> = BTreeSet::new();
+            let mut rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT operation, {} AS record_key FROM {table}",
+                NAMED_KEYS[t]
+            )))
+            .fetch(&self.pool);
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                let operation = Self::text(&row, "operation")?;
+                if !replayed.operations.contains(&operation) {
+                    held.insert((operation, Self::text(&row, "record_key")?));
+                }
+            }
+            drop(rows);
+            let name = |(op, key): &(String, String)| match t {
+                3 => format!("the expectation of {op}"),
+                2 => format!("item {key} of {op}"),
+                _ => format!("{key} of {op}"),
+            };
+            if let Some((record, seq)) = added.iter().find(|(r, _)| !held.contains(*r)) {
+                return Ok(Divergence {
+                    seq: *seq,
+                    reason: format!(
+                        "{table}: {} was added by this row but is no longer stored",
+                        name(record)
+                    ),
+                });
+            }
+            if let Some(record) = held.iter().find(|r| !added.contains_key(*r)) {
+                return Ok(Divergence {
+                    seq: ledger.last_seq_of(&record.0),
+                    reason: format!("{table}: {} is stored but no audit row added it", name(record)),
+                });
+            }
+            Ok(Divergence {
+                seq: ledger.last_seq_of(""),
+                reason: format!(
+                    "{table}: {stored} records are stored but the audit rows added {expected}"
+                ),
+            })
+        }
+
+        /// The operation whose stored dependencies are not the ones its record
+        /// names, when their counts differ.
+        async fn first_dependency_off(
+            &self,
+            ledger: &Ledger,
+            stored: u64,
+            expected: u64,
+        ) -> Result<Divergence, StoreError> {
+            let mut held: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+            for row in sqlx::query("SELECT operation, depends_on FROM dependencies")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+            {
+                held.entry(Self::text(&row, "operation")?)
+                    .or_default()
+                    .insert(Self::text(&row, "depends_on")?);
+            }
+            let mut rows = sqlx::query("SELECT id, wire FROM operations ORDER BY id").fetch(&self.pool);
+            while let Some(row) = rows.try_next().await.map_err(db::<DB>)? {
+                let id = Self::text(&row, "id")?;
+                let wire = Self::text(&row, "wire")?;
+                let Ok(created) = codec::created_facts(&wire) else {
+                    continue;
+                };
+                let named: BTreeSet<String> = created.depends_on.iter().map(|d| d.to_string()).collect();
+                let stored_deps = held.remove(&id).unwrap_or_default();
+                if stored_deps != named {
+                    let list = |s: &BTreeSet<String>| {
+                        if s.is_empty() {
+                            "none".to_owned()
+                        } else {
+                            s.iter().cloned().collect::<Vec<_>>().join(", ")
+                        }
+                    };
+                    return Ok(Divergence {
+                        seq: ledger.last_seq_of(&id),
+                        reason: format!(
+                            "dependencies: operation {id} depends on {} as stored, but its record names {}",
+                            list(&stored_deps),
+                            list(&named)
+                        ),
+                    });
+                }
+            }
+            Ok(Divergence {
+                seq: ledger.last_seq_of(""),
+                reason: format!(
+                    "dependencies: {stored} are stored but the operations' records name {expected}"
+                ),
+            })
+        }
+
+        /// The kept metric facts cover every operation the chain made: each
+        /// has its `metric_facts` row or is marked for judging, and the kept
+        /// counts hold one state row for each `metric_facts` row. (The facts
+        /// themselves are judged again from the records whenever a report runs
+        /// and finds them missing; see `read_metric_report`.)
+        fn compare_metric_facts(
+            ledger: &Ledger,
+            (facts, unjudged, states): (u64, u64, u64),
+        ) -> Result<(), Divergence> {
+            let operations = u64::try_from(ledger.operations()).unwrap_or(u64::MAX);
+            let head = ledger.last_seq_of("");
+            if facts + unjudged != operations {
+                return Err(Divergence {
+                    seq: head,
+                    reason: format!(
+                        "metric_facts: kept facts or a mark to judge them cover {} of the {operations} operations the chain made (the metric tables were changed behind the store's back)",
+                        facts + unjudged
+                    ),
+                });
+            }
+            if states != facts {
+                return Err(Divergence {
+                    seq: head,
+                    reason: format!(
+                        "metric_counts: the kept counts hold {states} operations' states but {facts} operations have kept facts (the metric tables were changed behind the store's back)"
+                    ),
+                });
+            }
+            Ok(())
         }
     }
 }

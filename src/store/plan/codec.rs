@@ -104,6 +104,92 @@ pub fn created_owner(wire: &str) -> Result<std::borrow::Cow<'_, str>, StoreError
         .map_err(|e| corrupt(format!("a stored operation names no owner: {e}")))
 }
 
+/// What verification holds an operation's columns to, read from its stored
+/// record without decoding the rest (see [`created_owner`]).
+#[derive(serde::Deserialize)]
+pub struct CreatedFacts<'a> {
+    #[serde(borrow)]
+    pub owner: Cow<'a, str>,
+    #[serde(borrow)]
+    pub tenant: Cow<'a, str>,
+    #[serde(borrow)]
+    pub tool: Cow<'a, str>,
+    #[serde(borrow)]
+    pub risk: Cow<'a, str>,
+    #[serde(default)]
+    pub max_attempts: Option<i64>,
+    #[serde(default, borrow)]
+    pub deadline: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub parent: Option<Cow<'a, str>>,
+    #[serde(default, borrow)]
+    pub depends_on: Vec<Cow<'a, str>>,
+}
+
+impl CreatedFacts<'_> {
+    /// The facts of a decoded operation record.
+    pub fn of(op: &Operation) -> CreatedFacts<'_> {
+        CreatedFacts {
+            owner: Cow::Borrowed(&op.owner),
+            tenant: Cow::Borrowed(&op.tenant),
+            tool: Cow::Borrowed(&op.tool),
+            risk: Cow::Borrowed(op.risk.as_str()),
+            max_attempts: op.max_attempts.map(i64::from),
+            deadline: op
+                .deadline
+                .map(|d| Cow::Owned(crate::core::clock::format_instant(d))),
+            parent: op.parent.as_ref().map(|p| Cow::Borrowed(p.as_str())),
+            depends_on: op
+                .depends_on
+                .iter()
+                .map(|d| Cow::Borrowed(d.as_str()))
+                .collect(),
+        }
+    }
+
+    /// The columns as [`OPERATION_FACTS`] writes them, for an operation whose
+    /// queue flag is `queued`; `None` when the record holds a risk or deadline
+    /// that does not parse.
+    pub fn columns(&self, queued: bool) -> Option<String> {
+        let risk = risk_rank(crate::core::model::Risk::parse(&self.risk)?);
+        let deadline = match &self.deadline {
+            Some(d) => ms(crate::core::clock::parse_instant(d).ok()?).to_string(),
+            None => "-".to_owned(),
+        };
+        let max = self
+            .max_attempts
+            .map_or_else(|| "-".to_owned(), |m| m.to_string());
+        let parent = self
+            .parent
+            .as_ref()
+            .map_or_else(|| "-".to_owned(), |p| format!("{}:{p}", p.chars().count()));
+        Some(format!(
+            "{risk}|{max}|{deadline}|{}|{}:{}|{parent}|{}",
+            u8::from(queued),
+            self.tool.chars().count(),
+            self.tool,
+            self.tenant
+        ))
+    }
+}
+
+/// The SQL of an operation's columns a decision reads besides its state, owner
+/// and version, joined as one text in the order of [`CreatedFacts::columns`]
+/// (the text columns but the last written with their length in characters,
+/// so no two rows join alike).
+pub const OPERATION_FACTS: &str = "(CAST(risk_rank AS TEXT) || '|' || \
+     COALESCE(CAST(max_attempts AS TEXT), '-') || '|' || \
+     COALESCE(CAST(deadline_ms AS TEXT), '-') || '|' || CAST(queued AS TEXT) || '|' || \
+     CAST(length(tool) AS TEXT) || ':' || tool || '|' || \
+     COALESCE(CAST(length(parent) AS TEXT) || ':' || parent, '-') || '|' || tenant)";
+
+/// The facts an operation's stored record was created with (see
+/// [`CreatedFacts`]), for a record whose `record_hash` checks.
+pub fn created_facts(wire: &str) -> Result<CreatedFacts<'_>, StoreError> {
+    serde_json::from_str::<CreatedFacts<'_>>(wire)
+        .map_err(|e| corrupt(format!("a stored operation cannot be read: {e}")))
+}
+
 /// The entries of `text` where it is a list of strings written exactly as
 /// the canonical encoding writes one and no entry holds an escape: `[]` or
 /// `["a","b"]`, read without a JSON parser (the chain's walk reads two
