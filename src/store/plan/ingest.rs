@@ -113,6 +113,15 @@ pub fn lookups(records: &[Numbered]) -> Lookups {
         for op in references(&numbered.record) {
             out.operations.insert(op.to_owned());
         }
+        // What a transition cites must exist: an attempt, an observation or an
+        // operation, stored or in this batch.
+        if let Record::Transition(t) = &numbered.record {
+            for cited in &t.evidence {
+                out.keys.insert(RecordKey::Attempt(cited.clone()));
+                out.keys.insert(RecordKey::Observation(cited.clone()));
+                out.operations.insert(cited.clone());
+            }
+        }
         if let Record::Operation(o) = &numbered.record {
             out.contracts.insert(o.tool.clone());
         }
@@ -324,10 +333,43 @@ impl Planner<'_> {
         (ops, tools)
     }
 
-    /// Refuses records that name an operation or tool nobody has. Returns whether
-    /// anything new was refused.
+    /// Attempt and observation ids that exist for a transition to cite: stored, or
+    /// new in this batch and not refused.
+    fn available_evidence(&self) -> HashSet<&str> {
+        let mut out: HashSet<&str> = HashSet::new();
+        for key in self.known.hashes.keys() {
+            if let RecordKey::Attempt(id) | RecordKey::Observation(id) = key {
+                out.insert(id);
+            }
+        }
+        for (index, numbered) in self.records.iter().enumerate() {
+            if !self.is_live(index) {
+                continue;
+            }
+            match &numbered.record {
+                Record::Attempt(a) => {
+                    out.insert(&a.id);
+                }
+                Record::Observation(o) => {
+                    out.insert(&o.id);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Refuses records that name an operation or tool nobody has, and transitions
+    /// that cite evidence nobody has (never stored, or refused in this input: what
+    /// cites a refused record is refused with it). Returns whether anything new was
+    /// refused.
     fn check_references(&mut self) -> bool {
         let (ops, tools) = self.available();
+        let evidence: HashSet<String> = self
+            .available_evidence()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         let mut changed = false;
         for index in 0..self.records.len() {
             if !self.is_live(index) {
@@ -374,8 +416,22 @@ impl Planner<'_> {
                 Record::Observation(o) if missing_op(&o.operation) => {
                     problems.push(("operation", unknown(&o.operation)))
                 }
-                Record::Transition(t) if missing_op(&t.operation) => {
-                    problems.push(("operation", unknown(&t.operation)))
+                Record::Transition(t) => {
+                    if missing_op(&t.operation) {
+                        problems.push(("operation", unknown(&t.operation)));
+                    }
+                    for cited in t
+                        .evidence
+                        .iter()
+                        .filter(|e| !evidence.contains(e.as_str()) && !ops.contains(e.as_str()))
+                    {
+                        problems.push((
+                            "evidence",
+                            format!(
+                                "cites {cited}, which is no attempt, observation or operation in this input or the store (a cited record that was refused takes what cites it with it)"
+                            ),
+                        ));
+                    }
                 }
                 Record::Expectation(e) if missing_op(&e.operation) => {
                     problems.push(("operation", unknown(&e.operation)))
