@@ -450,7 +450,11 @@ fn actions(
             owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
         }),
         ActionKind::Schedule => one(Action::Schedule {
-            at: args.at.ok_or_else(|| missing("--at TIME"))?.resolve(now),
+            at: args
+                .at
+                .ok_or_else(|| missing("--at TIME"))?
+                .resolve(now)
+                .map_err(|e| Failure::bad_input(format!("--at: {e}")))?,
         }),
         ActionKind::Comment => one(Action::Comment),
         ActionKind::Confirm => one(Action::Confirm),
