@@ -46,7 +46,7 @@ pub(crate) struct SimProviderArgs {
     pub cases: PathBuf,
 }
 
-fn read_cases(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
+fn read_cases(path: &std::path::Path) -> anyhow::Result<Vec<Case>> {
     let text =
         crate::bounded::read_text(path, "case file", crate::bounded::CASES_BYTES).map_err(|e| {
             match e {

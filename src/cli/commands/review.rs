@@ -359,7 +359,7 @@ fn reconcile_inputs(
     }
     let parsed = crate::bounded::read_records(path, "observation file").map_err(|e| match e {
         crate::bounded::BoundError::Read { .. } => anyhow::anyhow!("{e}"),
-        other => Failure::bad_input(other.to_string()).into(),
+        other => Failure::bad_input(other.to_string()),
     })?;
     if !parsed.errors.is_empty() {
         let lines: Vec<String> = parsed
