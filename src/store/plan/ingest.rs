@@ -147,6 +147,25 @@ fn references(record: &Record) -> Vec<&str> {
     }
 }
 
+/// Whether one entry of a transition's `evidence` is satisfied: a bare id must name
+/// a record that exists (`A017`); a labelled reference (`validator:SV12`,
+/// `approval:RP03`, `repair:INC-7`, any `LABEL:…`) names something outside the
+/// store and is taken as written, unless its label is `attempt`, `observation` or
+/// `operation`, whose target must exist. An entry that names an existing record
+/// whole is satisfied whatever its shape (an id may hold `:`).
+fn cites_what_exists(entry: &str, exists: &dyn Fn(&str) -> bool) -> bool {
+    if exists(entry) {
+        return true;
+    }
+    match entry.split_once(':') {
+        Some((label, target)) if !label.is_empty() => match label.to_ascii_lowercase().as_str() {
+            "attempt" | "observation" | "operation" => exists(target),
+            _ => true,
+        },
+        _ => false,
+    }
+}
+
 /// Why a record is refused with an earlier refused line of its operation.
 pub fn withheld_reason(op: &str, line: usize) -> String {
     format!("part of operation {op}'s history, refused with line {line}")
@@ -420,15 +439,12 @@ impl Planner<'_> {
                     if missing_op(&t.operation) {
                         problems.push(("operation", unknown(&t.operation)));
                     }
-                    for cited in t
-                        .evidence
-                        .iter()
-                        .filter(|e| !evidence.contains(e.as_str()) && !ops.contains(e.as_str()))
-                    {
+                    let exists = |id: &str| evidence.contains(id) || ops.contains(id);
+                    for cited in t.evidence.iter().filter(|e| !cites_what_exists(e, &exists)) {
                         problems.push((
                             "evidence",
                             format!(
-                                "cites {cited}, which is no attempt, observation or operation in this input or the store (a cited record that was refused takes what cites it with it)"
+                                "cites {cited}, which names no attempt, observation or operation in this input or the store (a cited record that was refused takes what cites it with it)"
                             ),
                         ));
                     }
@@ -675,5 +691,40 @@ pub fn plan_refusing(
         histories,
         unchanged: unchanged.len() as u64,
         rejected: rejected.into_values().flatten().collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cites_what_exists;
+
+    #[test]
+    fn evidence_entries_name_records_or_labelled_outside_things() {
+        let exists = |id: &str| matches!(id, "A017" | "O05" | "F10" | "ns:A1");
+        for good in [
+            "A017",
+            "O05",
+            "F10",
+            "ns:A1",
+            "validator:SV12",
+            "approval:RP03",
+            "repair:INC-7",
+            "attempt:A017",
+            "observation:O05",
+            "operation:F10",
+        ] {
+            assert!(cites_what_exists(good, &exists), "{good}");
+        }
+        assert!(cites_what_exists("N-validator:SV12", &exists), "any label");
+        for bad in [
+            "A999",
+            "attempt:A999",
+            "Observation:A017x",
+            "operation:F99",
+            "A 1",
+            ":A017",
+        ] {
+            assert!(!cites_what_exists(bad, &exists), "{bad}");
+        }
     }
 }
