@@ -33,6 +33,9 @@ pub const MAX_CASE_DELIVERIES: usize = 100;
 pub const MAX_CASE_RULES: usize = 1_000;
 /// The longest gap before a later delivery (`deliveries[].after_seconds`): 30 days.
 pub const MAX_CASE_AFTER_SECONDS: u64 = 30 * 24 * 3600;
+/// A drill case's contract budget (`contract.budget_seconds`), from which the
+/// drill computes its operation's deadline: 30 days.
+pub const MAX_CASE_BUDGET_SECONDS: u32 = 30 * 24 * 3600;
 /// A work completion file (`work complete --file`) or an observation file
 /// (`review --observation`): one operation's records.
 pub const RECORD_FILE_BYTES: u64 = 4 * 1024 * 1024;

@@ -434,6 +434,18 @@ fn hostile_case_files_are_refused_by_file_line_and_limit() {
     ] {
         assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
     }
+    let mut long_budget: Value = serde_json::from_str(&case_with(json!({}))).unwrap();
+    long_budget["contract"]["budget_seconds"] = json!(4_294_967_295u64);
+    let budget = dir.join("budget.jsonl");
+    std::fs::write(&budget, long_budget.to_string()).unwrap();
+    let run = drill(budget.to_str().unwrap()).expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "line 1: contract.budget_seconds: 4294967295 is more than the limit of 2592000"
+        ),
+        "{}",
+        run.stderr
+    );
     let at_limit = dir.join("limit.jsonl");
     std::fs::write(&at_limit, case_with(json!({"items": 1000}))).unwrap();
     let parsed = holdfast::sim::parse_cases(&std::fs::read_to_string(&at_limit).unwrap());

@@ -474,6 +474,17 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
             return Err(errors);
         }
     };
+    let budget_limit = crate::bounded::MAX_CASE_BUDGET_SECONDS;
+    if contract.budget_seconds > budget_limit {
+        errors.push(error(
+            line,
+            "contract.budget_seconds",
+            format!(
+                "{} is more than the limit of {budget_limit} (the drill's deadline is now plus the budget)",
+                contract.budget_seconds
+            ),
+        ));
+    }
     match mode {
         Some(mode) if errors.is_empty() => Ok(Case {
             id: raw.id,
