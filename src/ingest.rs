@@ -63,6 +63,14 @@ pub enum IngestError {
         "cannot write the rejects file {path}: {error} (the good lines were committed; the refused lines are listed above)"
     )]
     Rejects { path: String, error: io::Error },
+    #[error(
+        "{source_name}: line {line}: more than {limit} lines refused; this is not a wire file with some bad lines, so nothing was committed (see README, \"Bounded inputs\")"
+    )]
+    TooManyRefused {
+        source_name: String,
+        line: usize,
+        limit: usize,
+    },
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -221,6 +229,14 @@ impl Input {
         match source {
             Source::Path(path) => {
                 File::open(path)?;
+                // Read three times over, so a file it must be: a device such as
+                // `/dev/zero` never ends, and a pipe cannot be read again.
+                if !std::fs::metadata(path)?.is_file() {
+                    return Err(io::Error::new(
+                        io::ErrorKind::InvalidInput,
+                        "not a regular file; pass - to read stdin",
+                    ));
+                }
                 Ok(Input {
                     path: path.clone(),
                     spooled: false,
@@ -278,6 +294,10 @@ struct Scan {
     records: u64,
     /// Every reason every unparseable line was refused.
     errors: Vec<LineError>,
+    /// Unparseable lines, counted up to [`crate::bounded::INGEST_REFUSED_LINES`].
+    refused_lines: usize,
+    /// The line past that bound, when there is one: nothing more is kept.
+    too_many_refused: Option<usize>,
     /// Unparseable lines too long to keep for a rejects file.
     unkept: BTreeSet<usize>,
     /// Operations an unparseable line names, with the first such line.
@@ -316,6 +336,14 @@ fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
                 errors,
                 bytes,
             } => {
+                if out.too_many_refused.is_some() {
+                    return;
+                }
+                out.refused_lines += 1;
+                if out.refused_lines > crate::bounded::INGEST_REFUSED_LINES {
+                    out.too_many_refused = Some(line);
+                    return;
+                }
                 out.errors.extend(errors);
                 match bytes {
                     Some(bytes) => {
@@ -533,25 +561,52 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
     Ok(totals)
 }
 
-/// The verbatim bytes of the given lines (1-based), without their `\n`.
+/// Hands the verbatim bytes of the given lines (1-based), without their `\n`, to
+/// `found` one at a time, holding one line at most: a line is gathered only when
+/// it is wanted, and lines longer than [`crate::wire::KEEP_LIMIT`] are never wanted
+/// (they are refused unkept).
 fn extract_lines(
-    reader: impl BufRead,
+    mut reader: impl BufRead,
     wanted: &BTreeSet<usize>,
-) -> io::Result<Vec<(usize, Vec<u8>)>> {
-    let mut out = Vec::new();
-    if wanted.is_empty() {
-        return Ok(out);
-    }
-    for (index, line) in reader.split(b'\n').enumerate() {
-        let line = line?;
-        if wanted.contains(&(index + 1)) {
-            out.push((index + 1, line));
+    found: &mut dyn FnMut(&[u8]) -> io::Result<()>,
+) -> io::Result<()> {
+    let Some(&last) = wanted.last() else {
+        return Ok(());
+    };
+    let mut line = 1usize;
+    let mut current: Vec<u8> = Vec::new();
+    loop {
+        let chunk = match reader.fill_buf() {
+            Ok(chunk) => chunk,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e),
+        };
+        if chunk.is_empty() {
+            if wanted.contains(&line) && !current.is_empty() {
+                found(&current)?;
+            }
+            return Ok(());
         }
-        if out.len() == wanted.len() {
-            break;
+        let keep = wanted.contains(&line);
+        let (used, ended) = match memchr::memchr(b'\n', chunk) {
+            Some(end) => (end + 1, Some(end)),
+            None => (chunk.len(), None),
+        };
+        if keep && current.len() <= crate::wire::KEEP_LIMIT {
+            current.extend_from_slice(&chunk[..ended.unwrap_or(used)]);
+        }
+        reader.consume(used);
+        if ended.is_some() {
+            if keep {
+                found(&current)?;
+            }
+            current.clear();
+            if line == last {
+                return Ok(());
+            }
+            line += 1;
         }
     }
-    Ok(out)
 }
 
 /// A refused line as the rejects file keeps it: its text with every secret the
@@ -623,6 +678,14 @@ pub async fn ingest_in_batches(
     let progress = Progress::new(input.size());
     let started = std::time::Instant::now();
     let scan = scan(&input, &progress).map_err(read_error)?;
+    if let Some(line) = scan.too_many_refused {
+        progress.finish();
+        return Err(IngestError::TooManyRefused {
+            source_name: name,
+            line,
+            limit: crate::bounded::INGEST_REFUSED_LINES,
+        });
+    }
     tracing::info!(
         source = %name,
         lines = scan.lines,
@@ -683,20 +746,30 @@ pub async fn ingest_in_batches(
             .map(|e| e.line)
             .filter(|line| !scan.unkept.contains(line))
             .collect();
-        let lines =
-            extract_lines(input.reader().map_err(read_error)?, &wanted).map_err(read_error)?;
-        let write = || -> io::Result<()> {
-            let mut file = io::BufWriter::new(File::create(path)?);
-            for (_, bytes) in &lines {
-                file.write_all(&redacted_line(bytes))?;
-                file.write_all(b"\n")?;
-            }
-            file.flush()
-        };
-        write().map_err(|error| IngestError::Rejects {
+        let reader = input.reader().map_err(read_error)?;
+        let rejects_error = |error| IngestError::Rejects {
             path: path.display().to_string(),
             error,
+        };
+        let mut file = io::BufWriter::new(File::create(path).map_err(rejects_error)?);
+        // Written line by line as found, so the rejects file costs one line of
+        // memory whatever the number of refused lines.
+        let mut write_error = None;
+        extract_lines(reader, &wanted, &mut |bytes| {
+            let written = file
+                .write_all(&redacted_line(bytes))
+                .and_then(|()| file.write_all(b"\n"));
+            if let Err(error) = written {
+                write_error = Some(io::Error::new(error.kind(), error.to_string()));
+                return Err(error);
+            }
+            Ok(())
+        })
+        .map_err(|error| match write_error.take() {
+            Some(error) => rejects_error(error),
+            None => read_error(error),
         })?;
+        file.flush().map_err(rejects_error)?;
         outcome.rejects_file = Some(path.display().to_string());
     }
     Ok(outcome)

@@ -10,6 +10,7 @@
 #![warn(unreachable_pub)]
 
 pub mod autonomy;
+pub mod bounded;
 mod cli;
 pub mod core;
 pub mod drill;

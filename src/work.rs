@@ -222,9 +222,11 @@ pub async fn complete_file(
         path: path.display().to_string(),
         error,
     };
-    let file = std::fs::File::open(path).map_err(read_error)?;
-    let parsed = crate::wire::parse_stream(std::io::BufReader::new(file), &mut |_| {})
-        .map_err(read_error)?;
+    let parsed =
+        crate::bounded::read_records(path, "work completion file").map_err(|e| match e {
+            crate::bounded::BoundError::Read { error, .. } => read_error(error),
+            other => WorkError::BadInput(other.to_string()),
+        })?;
     let lines = parsed.lines;
     let step = step(session, holder, now)?;
     let mut completion = if parsed.is_clean() {

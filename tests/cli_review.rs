@@ -1042,3 +1042,49 @@ fn list_pages_after_the_last_id_of_the_page_before() {
         text.stdout
     );
 }
+
+/// A time past the last instant a store keeps is refused, never stored: `--now`
+/// leaves headroom for every instant computed from it (the break: `--now
+/// 9999-12-31T23:59:59Z … schedule --at +1d` stored a year-10000 instant that
+/// export printed), and an instant beyond year 9999 is not read at all.
+#[test]
+fn instants_past_year_9999_are_refused_not_stored() {
+    let cli = Cli::with(FIXTURE);
+    let start = cli.head();
+    let schedule = |now: &str, at: &str| {
+        cli.run_at(
+            now,
+            "maya",
+            &[
+                "review",
+                "X1",
+                "schedule",
+                "--at",
+                at,
+                "--rationale",
+                "the provider asked to wait",
+            ],
+        )
+    };
+    let run = schedule("9999-12-31T23:59:59Z", "+1d").expect_code(2);
+    assert!(
+        run.stderr
+            .contains("9999-12-31T23:59:59Z is later than 9989-01-01T00:00:00Z"),
+        "{}",
+        run.stderr
+    );
+    let run = schedule(support::cli::NOW, "9999-12-31T23:59:59-01:00").expect_code(2);
+    assert!(
+        run.stderr.contains("outside the years 0001 to 9999"),
+        "{}",
+        run.stderr
+    );
+    assert_eq!(cli.head(), start, "nothing stored");
+    // The longest offset from the latest `now` still lands in year 9999.
+    applied(schedule("9989-01-01T00:00:00Z", "+3660d"), "schedule", "X1");
+    let export = cli
+        .run("maya", &["export", "X1", "--format", "json"])
+        .expect_code(0);
+    assert!(export.stdout.contains("\"9999-01-"), "{}", export.stdout);
+    assert!(!export.stdout.contains("10000-"), "{}", export.stdout);
+}

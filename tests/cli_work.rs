@@ -98,6 +98,45 @@ fn a_worker_claims_completes_and_a_late_or_foreign_report_is_refused() {
         run.stderr
     );
 
+    // A completion whose transition cites an attempt nobody reported is refused
+    // by the same rule as ingest, and so is a padded reference.
+    let t = "2026-09-05T10:10:00Z";
+    let uncited = completion(
+        &cli,
+        &[&format!(
+            r#"{{"type":"transition","operation":"F10","from":"SENT","to":"UNKNOWN","by":"svc:executor","role":"system","at":"{t}","reason":"timed out","evidence":["F10-A9"]}}"#
+        )],
+    );
+    let run = cli
+        .run(
+            "relay",
+            &["work", "complete", "F10", "--worker", "w1", &uncited],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("line 3: evidence: cites F10-A9"),
+        "{}",
+        run.stderr
+    );
+    let padded = completion(
+        &cli,
+        &[&format!(
+            r#"{{"type":"transition","operation":"F10","from":"SENT","to":"UNKNOWN","by":"svc:executor","role":"system","at":"{t}","reason":"timed out","evidence":["F10-A1 "]}}"#
+        )],
+    );
+    let run = cli
+        .run(
+            "relay",
+            &["work", "complete", "F10", "--worker", "w1", &padded],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("line 3: evidence[0]: begins or ends with whitespace"),
+        "{}",
+        run.stderr
+    );
+
     // After the lease ran out, w1 is late.
     cli.run_at(
         "2026-09-05T10:11:01Z",

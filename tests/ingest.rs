@@ -201,7 +201,118 @@ async fn quarantine_commits_exactly_the_good_lines_and_writes_exactly_the_bad_on
     assert!(kept.outcome.committed_any);
 }
 
+/// Ids are read by one rule: a padded id, or a padded reference to one, is
+/// refused where it is read, naming the line and the field.
+async fn padded_ids_and_references_are_refused_by_line_and_field(kind: Kind) {
+    let cases: Vec<(usize, String, &str)> = vec![
+        (
+            4,
+            line(4).replace("\"id\":\"A017\"", "\"id\":\"A017 \""),
+            "id",
+        ),
+        (
+            4,
+            line(4).replace("\"operation\":\"F09\"", "\"operation\":\"F09 \""),
+            "operation",
+        ),
+        (
+            5,
+            line(5).replace("\"id\":\"O05\"", "\"id\":\"\\tO05\""),
+            "id",
+        ),
+        (
+            6,
+            line(6).replace("[\"A017\"]", "[\" A017\"]"),
+            "evidence[0]",
+        ),
+    ];
+    for (n, bad, field) in cases {
+        let strict = run(kind, None, &with_line(n, bad.as_bytes()), false).await;
+        let error = strict
+            .outcome
+            .rejected
+            .iter()
+            .find(|e| e.line == n && e.field == field)
+            .unwrap_or_else(|| panic!("line {n} {field}: {:?}", strict.outcome.rejected));
+        assert!(error.reason.contains("whitespace"), "{}", error.reason);
+        assert_eq!(strict.head, 0, "nothing committed");
+    }
+}
+
+/// Strictly, a transition that cites an attempt nobody has is refused.
+async fn a_transition_citing_evidence_that_does_not_exist_is_refused(kind: Kind) {
+    let bad = line(6).replace("[\"A017\"]", "[\"A999\"]");
+    refused_strictly(kind, &with_line(6, bad.as_bytes()), 6, "evidence").await;
+    // Stored evidence counts: the transitions cite the attempt stored before.
+    let approved = line(2).replace("\"state\":\"UNKNOWN\"", "\"state\":\"APPROVED\"");
+    let before = format!("{}\n{approved}\n{}\n", line(1), line(4));
+    let after = format!("{}\n{}\n", line(6), line(7));
+    let later = run(kind, Some(&before), after.as_bytes(), false).await;
+    assert!(!later.outcome.refused(), "{:?}", later.outcome.rejected);
+}
+
+/// With a rejects file, a transition whose cited attempt was refused is refused
+/// with it, and so is the rest of its operation: nothing committed cites a
+/// refused record. Today's break: the attempt's `operation` had a trailing space,
+/// the attempt went to the rejects file and the transitions citing it committed.
+async fn quarantine_refuses_what_cites_a_refused_record(kind: Kind) {
+    let padded = line(4).replace("\"operation\":\"F09\"", "\"operation\":\"F09 \"");
+    let kept = run(kind, None, &with_line(4, padded.as_bytes()), true).await;
+    let refused: std::collections::BTreeSet<usize> =
+        kept.outcome.rejected.iter().map(|e| e.line).collect();
+    for n in [4, 6, 7] {
+        assert!(
+            refused.contains(&n),
+            "line {n}: {:?}",
+            kept.outcome.rejected
+        );
+    }
+    let rejects = String::from_utf8(kept.rejects.unwrap()).unwrap();
+    assert!(
+        rejects.contains(line(6)) && rejects.contains(line(7)),
+        "{rejects}"
+    );
+
+    // The cited attempt belongs to another operation, refused by the planner (its
+    // operation is unknown): the transition citing it goes too, with its reason.
+    let foreign = line(4)
+        .replace("\"id\":\"A017\"", "\"id\":\"A050\"")
+        .replace("\"operation\":\"F09\"", "\"operation\":\"F404\"");
+    let cites = r#"{"type":"transition","operation":"F10","from":"APPROVED","to":"SENT","by":"svc:orchestrator","role":"system","at":"2026-09-05T10:00:40Z","evidence":["A050"]}"#;
+    let mut bytes = SMALL
+        .lines()
+        .take(2)
+        .map(|l| format!("{l}\n"))
+        .collect::<String>();
+    bytes.push_str(&format!(
+        "{}\n",
+        line(3).replace("\"state\":\"APPROVED\"", "\"state\":\"SENT\"")
+    ));
+    bytes.push_str(&format!("{foreign}\n{cites}\n"));
+    let kept = run(kind, None, bytes.as_bytes(), true).await;
+    let on = |n: usize| -> Vec<&holdfast::wire::LineError> {
+        kept.outcome
+            .rejected
+            .iter()
+            .filter(|e| e.line == n)
+            .collect()
+    };
+    assert!(!on(4).is_empty(), "{:?}", kept.outcome.rejected);
+    assert!(
+        on(5)
+            .iter()
+            .any(|e| e.field == "evidence" && e.reason.contains("A050")),
+        "{:?}",
+        kept.outcome.rejected
+    );
+    // F10's own record goes with its refused transition.
+    assert!(!on(3).is_empty(), "{:?}", kept.outcome.rejected);
+}
+
 holdfast_on_both_backends!(
+    padded_ids_and_references_are_refused_by_line_and_field,
+    a_transition_citing_evidence_that_does_not_exist_is_refused,
+    quarantine_refuses_what_cites_a_refused_record,
     each_kind_of_bad_line_is_reported_by_line_and_field_and_nothing_commits,
     oversized_deep_and_non_utf8_lines_are_refused_whole,
     a_conflicting_reingest_is_refused_and_the_stored_record_stays,

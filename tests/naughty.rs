@@ -374,3 +374,240 @@ async fn the_console_shows_naughty_operations_without_a_control_character() {
     assert!(missing.is_empty(), "not on screen: {missing:?}");
     assert!(opened >= 10, "{opened} details");
 }
+
+// Bounded inputs: every file the CLI reads is refused past its documented bound
+// (README, "Bounded inputs"), naming the file, the line where it matters and the
+// limit, before it can grow memory. `/dev/zero` stands for a file that never ends.
+
+/// A file of `n` bytes of `byte`, never ending a line.
+fn endless_line(dir: &std::path::Path, name: &str, n: usize) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, vec![b'x'; n]).unwrap();
+    path.display().to_string()
+}
+
+/// One built-in drill case line with its `operation` fields replaced.
+fn case_with(operation: Value) -> String {
+    let seed = holdfast::drill::SEED_CASES.lines().next().unwrap();
+    let mut case: Value = serde_json::from_str(seed).unwrap();
+    case["id"] = json!("BIG1");
+    for (k, v) in operation.as_object().unwrap() {
+        case["operation"][k] = v.clone();
+    }
+    case.to_string()
+}
+
+#[test]
+fn hostile_case_files_are_refused_by_file_line_and_limit() {
+    let cli = support::cli::Cli::empty();
+    let dir = cli.dir.path();
+    let drill = |path: &str| cli.run("drill-runner", &["drill", "--cases", path]);
+    if std::path::Path::new("/dev/zero").exists() {
+        let run = drill("/dev/zero").expect_code(2);
+        assert!(
+            run.stderr
+                .contains("case file /dev/zero is larger than 4194304 bytes (4 MiB)"),
+            "{}",
+            run.stderr
+        );
+    }
+    let huge = endless_line(dir, "huge.jsonl", 300 * 1024);
+    let run = drill(&huge).expect_code(2);
+    assert!(
+        run.stderr
+            .contains("line 1: -: line is 307200 bytes long; at most 262144"),
+        "{}",
+        run.stderr
+    );
+
+    let items = dir.join("items.jsonl");
+    std::fs::write(
+        &items,
+        case_with(json!({"items": 4_294_967_295u64, "dependents": 101, "concurrent": 33})),
+    )
+    .unwrap();
+    let run = drill(items.to_str().unwrap()).expect_code(2);
+    for needle in [
+        "line 1: operation.items: 4294967295 is more than the limit of 1000",
+        "line 1: operation.dependents: 101 is more than the limit of 100",
+        "line 1: operation.concurrent: 33 is more than the limit of 32",
+    ] {
+        assert!(run.stderr.contains(needle), "{needle}: {}", run.stderr);
+    }
+    let mut long_budget: Value = serde_json::from_str(&case_with(json!({}))).unwrap();
+    long_budget["contract"]["budget_seconds"] = json!(4_294_967_295u64);
+    let budget = dir.join("budget.jsonl");
+    std::fs::write(&budget, long_budget.to_string()).unwrap();
+    let run = drill(budget.to_str().unwrap()).expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "line 1: contract.budget_seconds: 4294967295 is more than the limit of 2592000"
+        ),
+        "{}",
+        run.stderr
+    );
+    let at_limit = dir.join("limit.jsonl");
+    std::fs::write(&at_limit, case_with(json!({"items": 1000}))).unwrap();
+    let parsed = holdfast::sim::parse_cases(&std::fs::read_to_string(&at_limit).unwrap());
+    assert!(parsed.is_ok(), "the limit itself is allowed: {parsed:?}");
+
+    let many = dir.join("many.jsonl");
+    std::fs::write(&many, "{}\n".repeat(1_500)).unwrap();
+    let run = drill(many.to_str().unwrap()).expect_code(2);
+    assert!(
+        run.stderr.contains("line 1001: -: more than 1000 cases"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !run.stderr.contains("line 1002:"),
+        "it stops at the bound: {}",
+        run.stderr
+    );
+    assert!(!cli.db.exists(), "nothing ran");
+}
+
+#[test]
+fn a_digest_file_is_read_as_a_small_prefix_only() {
+    let cli = support::cli::Cli::with("small.jsonl");
+    let huge = endless_line(cli.dir.path(), "digest", 5_000);
+    let run = cli
+        .run("auditor", &["audit", "verify", "--digest", &huge])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains(&format!(
+            "digest file {huge} is larger than 4096 bytes (4 KiB)"
+        )),
+        "{}",
+        run.stderr
+    );
+    if std::path::Path::new("/dev/zero").exists() {
+        let run = cli
+            .run("auditor", &["audit", "verify", "--digest", "/dev/zero"])
+            .expect_code(2);
+        assert!(
+            run.stderr
+                .contains("digest file /dev/zero is larger than 4096 bytes"),
+            "{}",
+            run.stderr
+        );
+    }
+}
+
+#[test]
+fn work_completion_and_observation_files_are_bounded_in_bytes_and_records() {
+    let cli = support::cli::Cli::with("small.jsonl");
+    let dir = cli.dir.path();
+    let huge = endless_line(dir, "huge.jsonl", 4 * 1024 * 1024 + 1);
+    let attempt = |n: usize| {
+        format!(
+            r#"{{"type":"attempt","id":"F10-A{n}","operation":"F10","seq":{n},"kind":"request","started_at":"2026-09-05T10:10:00Z","phase":"not_sent","outcome":"rejected"}}"#
+        )
+    };
+    let many = dir.join("many.jsonl");
+    let lines: Vec<String> = (1..=10_001).map(attempt).collect();
+    std::fs::write(&many, lines.join("\n")).unwrap();
+    let many = many.display().to_string();
+    let zero = std::path::Path::new("/dev/zero").exists();
+    for (what, args) in [
+        (
+            "work completion file",
+            vec!["work", "complete", "F10", "--worker", "w1"],
+        ),
+        (
+            "observation file",
+            vec![
+                "review",
+                "F09",
+                "reconcile",
+                "--rationale",
+                "checked",
+                "--observation",
+            ],
+        ),
+    ] {
+        let run_on = |path: &str| {
+            let mut all = args.clone();
+            all.push(path);
+            cli.run("maya", &all).expect_code(2)
+        };
+        let run = run_on(&huge);
+        assert!(
+            run.stderr.contains(&format!(
+                "{what} {huge} is larger than 4194304 bytes (4 MiB)"
+            )),
+            "{what}: {}",
+            run.stderr
+        );
+        let run = run_on(&many);
+        assert!(
+            run.stderr.contains(&format!(
+                "{what} {many}: line 10001: more than 10000 records"
+            )),
+            "{what}: {}",
+            run.stderr
+        );
+        if zero {
+            let run = run_on("/dev/zero");
+            assert!(
+                run.stderr.contains("/dev/zero is larger than"),
+                "{what}: {}",
+                run.stderr
+            );
+        }
+    }
+}
+
+#[test]
+fn config_and_ingest_inputs_that_never_end_are_refused() {
+    let cli = support::cli::Cli::empty();
+    let config = endless_line(cli.dir.path(), "config.toml", 1024 * 1024 + 1);
+    let run = cli
+        .command("maya", &["list"])
+        .env("HOLDFAST_CONFIG", &config)
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_ne!(run.status.code(), Some(0));
+    assert!(
+        stderr.contains(&format!(
+            "config file {config} is larger than 1048576 bytes (1 MiB)"
+        )),
+        "{stderr}"
+    );
+    if std::path::Path::new("/dev/zero").exists() {
+        let run = cli.run("loader", &["ingest", "/dev/zero"]);
+        assert_ne!(run.code, 0);
+        assert!(
+            run.stderr.contains("/dev/zero: not a regular file"),
+            "{}",
+            run.stderr
+        );
+    }
+    // An input of nothing but bad lines is given up at the bound, nothing kept.
+    let bad = cli.dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "x\n".repeat(holdfast::bounded::INGEST_REFUSED_LINES + 5),
+    )
+    .unwrap();
+    let rejects = cli.dir.path().join("rejects.jsonl");
+    let run = cli
+        .run(
+            "loader",
+            &[
+                "ingest",
+                bad.to_str().unwrap(),
+                "--rejects",
+                rejects.to_str().unwrap(),
+            ],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("line 100001: more than 100000 lines refused"),
+        "{}",
+        run.stderr
+    );
+    assert!(!rejects.exists(), "nothing written");
+}

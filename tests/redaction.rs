@@ -24,7 +24,7 @@ use support::planted::{PAYLOAD, Planted, TRACE, no_raw, packet, planted};
 use support::stores::{Fresh, Kind};
 
 /// An attempt of an operation nobody has, whose excerpt holds a Stripe key: refused.
-const REFUSED: &str = r#"{"type":"attempt","id":"SAX","operation":"NOPE","seq":1,"kind":"request","started_at":"2026-09-05T10:00:01Z","phase":"request_sent","outcome":"timeout","response_excerpt":"charge failed for sk_live_51H8xYzAbCdEfGhIjKlMnOp"}"#;
+const REFUSED: &str = r#"{"type":"attempt","id":"SAX","operation":"NOPE","seq":1,"kind":"request","started_at":"2026-09-05T10:00:01Z","phase":"request_sent","outcome":"timeout","error_type":"invalid_api_key 9fQ2xLm7Pz4KdR8sVb1NcT6yHw3JeA5gUo0iZqXv","response_excerpt":"charge failed for sk_live_51H8xYzAbCdEfGhIjKlMnOp, password: hunter2"}"#;
 
 fn now() -> DateTime<Utc> {
     "2026-09-05T10:05:00Z".parse().unwrap()
@@ -169,6 +169,9 @@ async fn planted_secrets_never_reach_the_store(kind: Kind) {
     let rejected = std::fs::read_to_string(&rejects).unwrap();
     no_raw("rejects file", &rejected, &secrets);
     assert!(rejected.contains("‹redacted:stripe_key›"), "{rejected}");
+    // Secrets of no known shape go through the same redactor there.
+    assert!(rejected.contains("‹redacted:credential›"), "{rejected}");
+    assert!(rejected.contains("‹redacted:password›"), "{rejected}");
     assert!(rejected.contains("\"operation\":\"NOPE\""), "{rejected}");
 
     // The export reports the hashes of the values as received.

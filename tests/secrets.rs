@@ -111,3 +111,68 @@ async fn no_planted_secret_reaches_the_console() {
         h.key(KeyCode::Esc).await;
     }
 }
+
+/// What a reviewer types — a reconcile's `--reference`, an accept's
+/// `--repair-ref`, an assign's `--owner`, the rationale — is redacted before it
+/// is stored, by the redactor ingest uses: no surface and no byte of the store
+/// holds it.
+#[test]
+fn what_a_reviewer_types_is_redacted_before_it_is_stored() {
+    let cli = Cli::with("review.jsonl");
+    let shapeless = "9fQ2xLm7Pz4KdR8sVb1NcT6yHw3JeA5gUo0iZqXv";
+    let stripe = "sk_live_51H8xYzAbCdEfGhIjKlMnOp";
+    let password = "hunter2x";
+    let raws = [shapeless, stripe, password];
+    let rationale = format!("looked it up, login password: {password} for the console");
+    let mut runs = Vec::new();
+    for (id, action, flag, text) in [
+        (
+            "U4",
+            "reconcile",
+            "--reference",
+            format!("INC-1 api_key {shapeless}"),
+        ),
+        ("U6", "accept", "--repair-ref", format!("INC-7 {stripe}")),
+        ("X1", "assign", "--owner", format!("billing-{stripe}")),
+    ] {
+        let mut args = vec!["review", id, action, flag, &text, "--rationale", &rationale];
+        if action == "reconcile" {
+            args.push("--not-found");
+        }
+        let run = cli.run("maya", &args).expect_code(0);
+        runs.push(run.stdout);
+    }
+    let mut surfaces = runs;
+    for id in ["U4", "U6", "X1"] {
+        for args in [
+            vec!["show", id, "--json"],
+            vec!["show", id],
+            vec!["timeline", id, "--json"],
+            vec!["export", id, "--format", "json"],
+            vec!["export", id, "--format", "markdown"],
+        ] {
+            surfaces.push(cli.run("maya", &args).expect_code(0).stdout);
+        }
+    }
+    let all = surfaces.join("\n");
+    for raw in raws {
+        assert!(!all.contains(raw), "{raw} shown:\n{all}");
+    }
+    for kind in ["credential", "stripe_key", "password"] {
+        assert!(
+            all.contains(&format!("‹redacted:{kind}›")),
+            "{kind}:\n{all}"
+        );
+    }
+    for file in [cli.db.clone(), cli.db.with_extension("db-wal")] {
+        if let Ok(bytes) = std::fs::read(&file) {
+            for raw in raws {
+                assert!(
+                    !bytes.windows(raw.len()).any(|w| w == raw.as_bytes()),
+                    "{raw} stored in {}",
+                    file.display()
+                );
+            }
+        }
+    }
+}

@@ -116,6 +116,7 @@ async fn one_bad_line_at_the_end_and_strict_commits_no_batch(kind: Kind) {
     let mut lines = file(500);
     // A history that breaks the state machine, far past the first batches.
     lines.push(operation("S999999"));
+    lines.push(attempt("S999999"));
     lines.push(
         transition("S999999")
             .replace(r#""from":"SENT""#, r#""from":"SUCCEEDED""#)
@@ -136,13 +137,13 @@ async fn one_bad_line_at_the_end_and_strict_commits_no_batch(kind: Kind) {
     assert_eq!(operations(fresh.store.as_ref()).await, 0);
 
     // With a rejects file the good operations commit and the broken one is
-    // written back, its operation line with it.
+    // written back, its operation and attempt lines with it.
     let outcome = ingest(fresh.store.as_ref(), dir.path(), &lines, true, 100).await;
     assert!(outcome.committed_any);
-    assert_eq!(outcome.rejected_lines(), 2, "{:?}", outcome.rejected);
+    assert_eq!(outcome.rejected_lines(), 3, "{:?}", outcome.rejected);
     assert_eq!(operations(fresh.store.as_ref()).await, 500);
     let rejects = std::fs::read_to_string(dir.path().join("rejects.jsonl")).unwrap();
-    assert_eq!(rejects.lines().count(), 2);
+    assert_eq!(rejects.lines().count(), 3);
     assert!(rejects.lines().all(|l| l.contains("S999999")));
 }
 

@@ -88,14 +88,14 @@ impl Config {
     /// Reads the config file; a missing file is an empty config, a broken one an
     /// error that names the file and the problem.
     pub(crate) fn load(path: &Path) -> anyhow::Result<Config> {
-        match std::fs::read_to_string(path) {
+        use crate::bounded::{BoundError, CONFIG_BYTES, read_text};
+        match read_text(path, "config file", CONFIG_BYTES) {
             Ok(text) => toml::from_str(&text)
                 .map_err(|e| anyhow::anyhow!("config file {}: {e}", path.display())),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Config::default()),
-            Err(e) => Err(anyhow::anyhow!(
-                "cannot read config file {}: {e}",
-                path.display()
-            )),
+            Err(BoundError::Read { error, .. }) if error.kind() == std::io::ErrorKind::NotFound => {
+                Ok(Config::default())
+            }
+            Err(e) => Err(anyhow::anyhow!("{e}")),
         }
     }
 }

@@ -101,7 +101,9 @@ pub(crate) struct Cli {
 
 /// `--now`: an instant, or a time relative to the system clock (`-2h`).
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
-    TimeSpec::parse(text).map(|t| t.resolve(Utc::now()))
+    let now = TimeSpec::parse(text)?.resolve(Utc::now())?;
+    crate::core::clock::check_now(now)
+        .map_err(|e| format!("{} {e}", crate::core::clock::format_instant(now)))
 }
 
 #[derive(Debug, Subcommand)]

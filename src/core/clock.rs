@@ -34,6 +34,43 @@ pub enum InstantError {
     Fraction(usize),
     #[error("is outside the years 0001 to 9999 in UTC, the instants a store can keep")]
     Range,
+    #[error(
+        "is later than {HEADROOM_END}: holdfast computes instants up to ten years after now (time offsets, leases, backoff, deadlines) and a store keeps none past 9999-12-31T23:59:59Z"
+    )]
+    Headroom,
+}
+
+/// The latest "now" holdfast runs at: eleven years before the end of the last
+/// year a store keeps, so that no instant computed from now (a `+3660d` offset at
+/// most, a lease, a backoff, a deadline) can pass it.
+pub const HEADROOM_END: &str = "9989-01-01T00:00:00Z";
+
+/// Whether `at` is an instant a store keeps (years 0001 to 9999 in UTC).
+pub fn checked(at: DateTime<Utc>) -> Result<DateTime<Utc>, InstantError> {
+    if (1..=9999).contains(&at.year()) {
+        Ok(at)
+    } else {
+        Err(InstantError::Range)
+    }
+}
+
+/// `at + offset`, refused when the sum is not an instant a store keeps (instead of
+/// a year-10000 instant written where only years up to 9999 are read back).
+pub fn add(at: DateTime<Utc>, offset: chrono::Duration) -> Result<DateTime<Utc>, InstantError> {
+    at.checked_add_signed(offset)
+        .ok_or(InstantError::Range)
+        .and_then(checked)
+}
+
+/// Whether `now` leaves the headroom every computed instant needs
+/// ([`HEADROOM_END`]): `--now` and `HOLDFAST_NOW` are read through this.
+pub fn check_now(now: DateTime<Utc>) -> Result<DateTime<Utc>, InstantError> {
+    let end = parse_instant(HEADROOM_END).map_err(|_| InstantError::Headroom)?;
+    if now > end {
+        Err(InstantError::Headroom)
+    } else {
+        checked(now)
+    }
 }
 
 /// Parses an RFC 3339 instant with an offset into UTC: `YYYY-MM-DDTHH:MM:SS`, an
@@ -129,11 +166,23 @@ impl TimeSpec {
         }
     }
 
-    /// The instant meant, with `now` as the origin of a relative time.
-    pub fn resolve(self, now: DateTime<Utc>) -> DateTime<Utc> {
+    /// The instant meant, with `now` as the origin of a relative time; an offset
+    /// that lands outside the years a store keeps is refused.
+    pub fn resolve(self, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
         match self {
-            TimeSpec::At(at) => at,
-            TimeSpec::FromNow(offset) => now + offset,
+            TimeSpec::At(at) => Ok(at),
+            TimeSpec::FromNow(offset) => add(now, offset).map_err(|e| {
+                format!(
+                    "{} {} from {} {e}",
+                    if offset < chrono::Duration::zero() {
+                        "-"
+                    } else {
+                        "+"
+                    },
+                    human_duration(offset.num_seconds()).trim_start_matches('-'),
+                    format_instant(now)
+                )
+            }),
         }
     }
 }
@@ -267,7 +316,7 @@ mod tests {
     #[test]
     fn times_are_instants_or_offsets_from_now_and_words_are_refused_clearly() {
         let now = parse_instant("2026-09-05T10:00:00Z").unwrap();
-        let at = |t: &str| TimeSpec::parse(t).map(|s| format_instant(s.resolve(now)));
+        let at = |t: &str| TimeSpec::parse(t).and_then(|s| s.resolve(now).map(format_instant));
         assert_eq!(at("+30m").unwrap(), "2026-09-05T10:30:00Z");
         assert_eq!(at("-2h").unwrap(), "2026-09-05T08:00:00Z");
         assert_eq!(at("+1h30m").unwrap(), "2026-09-05T11:30:00Z");
@@ -313,6 +362,27 @@ mod tests {
             let at = parse_instant(text).unwrap();
             assert_eq!(parse_instant(&format_instant(at)), Ok(at), "{text}");
         }
+    }
+
+    #[test]
+    fn arithmetic_past_year_9999_is_refused_and_now_keeps_ten_years_of_headroom() {
+        let last = parse_instant("9999-12-31T23:59:59Z").unwrap();
+        let spec = TimeSpec::parse("+1d").unwrap();
+        let err = spec.resolve(last).unwrap_err();
+        assert!(err.contains("outside the years 0001 to 9999"), "{err}");
+        assert_eq!(
+            add(last, chrono::Duration::seconds(1)),
+            Err(InstantError::Range)
+        );
+        assert_eq!(add(last, chrono::Duration::zero()), Ok(last));
+        let first = parse_instant("0001-01-01T00:00:00Z").unwrap();
+        assert!(TimeSpec::parse("-1s").unwrap().resolve(first).is_err());
+        assert_eq!(check_now(last), Err(InstantError::Headroom));
+        let end = parse_instant(HEADROOM_END).unwrap();
+        assert_eq!(check_now(end), Ok(end));
+        // The headroom covers the longest offset a reviewer can type.
+        let longest = TimeSpec::parse("+3660d").unwrap().resolve(end);
+        assert!(longest.is_ok(), "{longest:?}");
     }
 
     #[test]

@@ -15,6 +15,39 @@ pub enum IdError {
     BadChar(char),
     #[error("must be `sha256:` followed by 64 lowercase hex digits")]
     BadHash,
+    #[error(
+        "begins or ends with whitespace; ids are compared byte for byte, so `A1 ` and `A1` would be two records"
+    )]
+    Padded,
+    #[error("must not contain control characters (found {0:?})")]
+    Control(char),
+}
+
+/// The longest id, in characters.
+pub const MAX_ID_CHARS: usize = 128;
+
+/// The one rule for the id of a record and for every reference to one (an
+/// attempt's or observation's id, a transition's `evidence`, a correlation id, an
+/// identity): 1 to [`MAX_ID_CHARS`] characters, no control characters, and no
+/// whitespace at either end. Every door reads ids through this function (the wire
+/// reader, work completion files, observation files), so a padded id is refused
+/// the same way wherever it comes in, instead of becoming a second record that
+/// what cites the first one never finds.
+pub fn check_id(text: &str) -> Result<(), IdError> {
+    if text.is_empty() {
+        return Err(IdError::Empty);
+    }
+    let count = text.chars().count();
+    if count > MAX_ID_CHARS {
+        return Err(IdError::TooLong(count));
+    }
+    if text.trim() != text {
+        return Err(IdError::Padded);
+    }
+    if let Some(c) = text.chars().find(|c| c.is_control()) {
+        return Err(IdError::Control(c));
+    }
+    Ok(())
 }
 
 /// The id of one logical operation (`F09`).
@@ -29,12 +62,10 @@ impl OperationId {
 
     /// Whether `text` is an operation id, without keeping it.
     pub fn check(text: &str) -> Result<(), IdError> {
-        if text.is_empty() {
-            return Err(IdError::Empty);
-        }
-        let count = text.chars().count();
-        if count > 128 {
-            return Err(IdError::TooLong(count));
+        match check_id(text) {
+            // Named below with the rest of what an operation id may not hold.
+            Ok(()) | Err(IdError::Control(_)) => {}
+            Err(e) => return Err(e),
         }
         if let Some(c) = text
             .chars()
@@ -159,6 +190,21 @@ mod tests {
             OperationId::parse("F\u{1b}9"),
             Err(IdError::BadChar('\u{1b}'))
         );
+    }
+
+    #[test]
+    fn padded_ids_are_refused_by_the_one_rule() {
+        for padded in ["A1 ", " A1", "A1\t", "\u{a0}A1", "A1\n"] {
+            assert_eq!(check_id(padded), Err(IdError::Padded), "{padded:?}");
+            assert_eq!(
+                OperationId::parse(padded),
+                Err(IdError::Padded),
+                "{padded:?}"
+            );
+        }
+        assert_eq!(check_id("A\u{7}1"), Err(IdError::Control('\u{7}')));
+        assert!(check_id("A 1").is_ok(), "inner spaces are part of the id");
+        assert_eq!(check_id(""), Err(IdError::Empty));
     }
 
     #[test]

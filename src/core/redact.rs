@@ -1,6 +1,7 @@
 //! Secret detection: finds credentials in text (bearer JWTs, Stripe, AWS, GitHub,
 //! Slack and GCP keys, Basic auth, passwords in URLs and query strings, PEM private
-//! keys, and the extra patterns of the config file) and replaces each with a
+//! keys, a secret of no known shape after a credential-like word — `password:
+//! hunter2`, `invalid_api_key 9fQ…` — and the extra patterns of the config file) and replaces each with a
 //! `‹redacted:KIND›` marker. Ingest redacts every text value of every record
 //! before it is stored (the store keeps, per redacted value, the SHA-256 of the
 //! original and a [`sample`] that reveals nothing secret), and redaction is applied
@@ -121,7 +122,70 @@ const BUILTIN: &[(&str, &str, Option<Confirm>)] = &[
         r#"(?i)"(?:password|passwd|secret|client_secret|token|access_token|refresh_token|api_key|apikey)"\s*:\s*"(?P<s>[^"‹]+)""#,
         None,
     ),
+    // A password after its word and `:` or `=`, whatever its shape, unless it is a
+    // plain word (`password: expired`, `secret=required`).
+    (
+        "password",
+        r#"(?i)(?:password|passwd|passphrase|secret)["']?\s*[:=]\s*["']?(?P<s>[^\s"'‹,;&]{4,})"#,
+        Some(is_not_plain_word),
+    ),
+    // A secret of no known shape after a credential-like word: a token-like run
+    // of 16 or more characters (letters and digits mixed, or high entropy), so
+    // that `invalid_api_key 9fQ…` is redacted and `token expired` is not. A bare
+    // `key` must be a word of its own followed by `:` or `=` (`business key
+    // order-…`, `"idempotency_key":"k-…"` are no credentials).
+    (
+        "credential",
+        r#"(?i)(?:api[_-]?key|access[_-]?key|secret[_-]?key|private[_-]?key|[a-z]*[_-]?token|secret|credentials?|cookie|session(?:[_-]?id)?|bearer|auth|authorization)(?:["']?\s*[:=]\s*["']?|\s+)(?P<s>[A-Za-z0-9._~+/=-]{16,})"#,
+        Some(is_token_like),
+    ),
+    (
+        "credential",
+        r#"(?i)\bkey\s*[:=]\s*["']?(?P<s>[A-Za-z0-9._~+/=-]{16,})"#,
+        Some(is_token_like),
+    ),
 ];
+
+/// Whether a value after a password word is more than a plain word: it holds a
+/// digit or a symbol, or a capital after its first letter (`hunter2`, `s3cr3t!`,
+/// `OpenSesame`, not `expired` or `Required`).
+fn is_not_plain_word(value: &str) -> bool {
+    let mut chars = value.chars();
+    let first_ok = chars.next().is_some_and(char::is_alphabetic);
+    !(first_ok && chars.all(char::is_lowercase))
+}
+
+/// Whether a run after a credential word looks like a token rather than text:
+/// letters and digits mixed, three or more capitals among small letters, or (20
+/// characters or more) a high entropy per character, as random text has and
+/// words do not.
+fn is_token_like(run: &str) -> bool {
+    let letters = run.bytes().filter(u8::is_ascii_alphabetic).count();
+    let digits = run.bytes().filter(u8::is_ascii_digit).count();
+    let upper = run.bytes().filter(u8::is_ascii_uppercase).count();
+    let lower = run.bytes().filter(u8::is_ascii_lowercase).count();
+    if (letters > 0 && digits > 0) || (upper >= 3 && lower > 0) {
+        return true;
+    }
+    run.len() >= 20 && entropy(run) >= 3.8
+}
+
+/// The Shannon entropy of `text`, in bits per byte.
+fn entropy(text: &str) -> f64 {
+    let mut counts = [0u32; 256];
+    for b in text.bytes() {
+        counts[usize::from(b)] += 1;
+    }
+    let n = text.len() as f64;
+    counts
+        .iter()
+        .filter(|&&c| c > 0)
+        .map(|&c| {
+            let p = f64::from(c) / n;
+            -p * p.log2()
+        })
+        .sum()
+}
 
 fn has_digit(token: &str) -> bool {
     token.bytes().any(|b| b.is_ascii_digit())

@@ -357,6 +357,57 @@ fn locate(line: usize, text: &str, whole: serde_json::Error) -> LineError {
     error(line, field, reason)
 }
 
+/// Refuses counts past the case file's bounds (README, "Bounded inputs"): each
+/// of them is memory, tasks or connections the drill would spend.
+fn check_bounds(raw: &RawCase, line: usize, errors: &mut Vec<LineError>) {
+    use crate::bounded::{
+        MAX_CASE_AFTER_SECONDS, MAX_CASE_CONCURRENT, MAX_CASE_DELIVERIES, MAX_CASE_DEPENDENTS,
+        MAX_CASE_ITEMS, MAX_CASE_RULES,
+    };
+    let op = &raw.operation;
+    let mut over = |field: String, value: u64, limit: u64| {
+        if value > limit {
+            errors.push(error(
+                line,
+                field,
+                format!("{value} is more than the limit of {limit}"),
+            ));
+        }
+    };
+    over(
+        "operation.items".into(),
+        op.items.into(),
+        MAX_CASE_ITEMS.into(),
+    );
+    over(
+        "operation.dependents".into(),
+        op.dependents.into(),
+        MAX_CASE_DEPENDENTS.into(),
+    );
+    over(
+        "operation.concurrent".into(),
+        op.concurrent.into(),
+        MAX_CASE_CONCURRENT.into(),
+    );
+    over(
+        "operation.deliveries".into(),
+        op.deliveries.len() as u64,
+        MAX_CASE_DELIVERIES as u64,
+    );
+    for (index, delivery) in op.deliveries.iter().enumerate() {
+        over(
+            format!("operation.deliveries[{index}].after_seconds"),
+            delivery.after_seconds,
+            MAX_CASE_AFTER_SECONDS,
+        );
+    }
+    over(
+        "provider".into(),
+        raw.provider.len() as u64,
+        MAX_CASE_RULES as u64,
+    );
+}
+
 /// Parses one case line.
 pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
     let raw: RawCase = serde_json::from_str(text).map_err(|e| vec![locate(line, text, e)])?;
@@ -396,6 +447,7 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
     if raw.operation.concurrent == 0 {
         errors.push(error(line, "operation.concurrent", "at least 1"));
     }
+    check_bounds(&raw, line, &mut errors);
     for (index, rule) in raw.provider.iter().enumerate() {
         if rule.n == 0 {
             errors.push(error(line, format!("provider[{index}].n"), "counts from 1"));
@@ -422,6 +474,17 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
             return Err(errors);
         }
     };
+    let budget_limit = crate::bounded::MAX_CASE_BUDGET_SECONDS;
+    if contract.budget_seconds > budget_limit {
+        errors.push(error(
+            line,
+            "contract.budget_seconds",
+            format!(
+                "{} is more than the limit of {budget_limit} (the drill's deadline is now plus the budget)",
+                contract.budget_seconds
+            ),
+        ));
+    }
     match mode {
         Some(mode) if errors.is_empty() => Ok(Case {
             id: raw.id,
@@ -485,9 +548,31 @@ fn read_contract(
 pub fn parse_cases(text: &str) -> Result<Vec<Case>, Vec<LineError>> {
     let mut cases = Vec::new();
     let mut errors = Vec::new();
+    use crate::bounded::{CASE_LINE_BYTES, MAX_CASES};
+    let mut seen = 0usize;
     for (index, line) in text.lines().enumerate() {
         if line.trim().is_empty() {
             continue;
+        }
+        if line.len() > CASE_LINE_BYTES {
+            errors.push(error(
+                index + 1,
+                "-",
+                format!(
+                    "line is {} bytes long; at most {CASE_LINE_BYTES} bytes (256 KiB) are allowed",
+                    line.len()
+                ),
+            ));
+            continue;
+        }
+        seen += 1;
+        if seen > MAX_CASES {
+            errors.push(error(
+                index + 1,
+                "-",
+                format!("more than {MAX_CASES} cases; a case file holds at most {MAX_CASES}"),
+            ));
+            break;
         }
         match parse_case(line, index + 1) {
             Ok(case) => {

@@ -22,6 +22,9 @@ pub fn operation_named(bytes: &[u8]) -> Option<String> {
         Some("operation") => get("id"),
         _ => get("operation"),
     }
+    // A padded id is refused, but still names the operation it was meant for: its
+    // history is withheld with it.
+    .map(|id| id.trim().to_owned())
 }
 
 #[cfg(test)]

@@ -870,13 +870,13 @@ fn int<T: TryFrom<u64>>(min: u64, max: u64) -> impl Fn(&Node<'_>) -> Result<T, S
     }
 }
 
-/// An id or key: 1 to 128 characters, no control characters.
+/// An id, a key or a reference to one, read by the one rule for ids
+/// ([`crate::core::ids::check_id`]): 1 to 128 characters, no control characters,
+/// no whitespace at either end.
 fn key(node: &Node<'_>) -> Result<String, String> {
-    let s = evidence_key(node)?;
-    if let Some(c) = s.chars().find(|c| c.is_control()) {
-        return Err(format!("must not contain control characters (found {c:?})"));
-    }
-    Ok(s)
+    let s = string(node)?;
+    crate::core::ids::check_id(s).map_err(|e| e.to_string())?;
+    Ok(s.to_owned())
 }
 
 /// A key that a provider or the calling tool reported (an error type, a request

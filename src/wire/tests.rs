@@ -147,7 +147,8 @@ fn to_value_puts_type_first() {
 }
 
 fn attempt_strategy() -> impl Strategy<Value = Attempt> {
-    let key = "[a-zA-Z0-9:._ -]{1,40}";
+    // Inner spaces are part of an id; at either end they are refused.
+    let key = "[a-zA-Z0-9:._-]([a-zA-Z0-9:._ -]{0,38}[a-zA-Z0-9:._-])?";
     (
         (
             key,

@@ -3,16 +3,16 @@
 
 use std::io::Write as _;
 
-use anyhow::Context as _;
-
 use crate::cli::{AuditCommand, Context, Failure, exit};
 use crate::core::audit::ChainStatus;
 use crate::core::ids::Sha256;
 
 /// A saved chain head: `SEQ HASH`.
 fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("cannot read digest file {}", path.display()))?;
+    // A bounded prefix only: `SEQ HASH` is under 100 bytes, and a digest file
+    // that is not one (`/dev/zero`) is refused after 4 KiB.
+    let text = crate::bounded::read_text(path, "digest file", crate::bounded::DIGEST_BYTES)
+        .map_err(|e| Failure::new(exit::BAD_INPUT, e.to_string()))?;
     let mut parts = text.split_whitespace();
     let bad = || {
         Failure::new(

@@ -46,9 +46,16 @@ pub(crate) struct SimProviderArgs {
     pub cases: PathBuf,
 }
 
-fn read_cases(path: &PathBuf) -> anyhow::Result<Vec<Case>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Failure::new(exit::ERROR, format!("cannot read {}: {e}", path.display())))?;
+fn read_cases(path: &std::path::Path) -> anyhow::Result<Vec<Case>> {
+    let text =
+        crate::bounded::read_text(path, "case file", crate::bounded::CASES_BYTES).map_err(|e| {
+            match e {
+                crate::bounded::BoundError::Read { .. } => {
+                    anyhow::Error::from(Failure::new(exit::ERROR, e.to_string()))
+                }
+                _ => Failure::bad_input(e.to_string()),
+            }
+        })?;
     parse_cases(&text).map_err(|errors| {
         let lines: Vec<String> = errors
             .iter()

@@ -29,7 +29,13 @@ pub(crate) async fn ingest(
         &ingester,
         ctx.now(),
     )
-    .await?;
+    .await
+    .map_err(|e| match e {
+        crate::ingest::IngestError::TooManyRefused { .. } => {
+            crate::cli::Failure::bad_input(e.to_string())
+        }
+        other => other.into(),
+    })?;
     if json {
         println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {

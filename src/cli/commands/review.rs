@@ -6,7 +6,7 @@
 use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 use clap::{Args, ValueEnum};
-use std::io::{BufReader, Write as _};
+use std::io::Write as _;
 use std::path::PathBuf;
 
 use crate::cli::{Context, Failure, exit, parse_id, render};
@@ -357,10 +357,10 @@ fn reconcile_inputs(
             "{flag} and --observation exclude each other: the file says what the lookup showed"
         )));
     }
-    let file = std::fs::File::open(path)
-        .with_context(|| format!("cannot read observation file {}", path.display()))?;
-    let parsed = crate::wire::parse_stream(BufReader::new(file), &mut |_| {})
-        .with_context(|| format!("cannot read observation file {}", path.display()))?;
+    let parsed = crate::bounded::read_records(path, "observation file").map_err(|e| match e {
+        crate::bounded::BoundError::Read { .. } => anyhow::anyhow!("{e}"),
+        other => Failure::bad_input(other.to_string()),
+    })?;
     if !parsed.errors.is_empty() {
         let lines: Vec<String> = parsed
             .errors
@@ -450,7 +450,11 @@ fn actions(
             owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
         }),
         ActionKind::Schedule => one(Action::Schedule {
-            at: args.at.ok_or_else(|| missing("--at TIME"))?.resolve(now),
+            at: args
+                .at
+                .ok_or_else(|| missing("--at TIME"))?
+                .resolve(now)
+                .map_err(|e| Failure::bad_input(format!("--at: {e}")))?,
         }),
         ActionKind::Comment => one(Action::Comment),
         ActionKind::Confirm => one(Action::Confirm),

@@ -141,3 +141,77 @@ fn a_sampled_redaction_hashes_the_value_as_received_and_as_redacted() {
     assert_eq!(s.sample, "stripe_key:sk_live_…(31 chars)");
     assert_eq!(value["id"], "A017");
 }
+
+#[test]
+fn a_secret_of_no_known_shape_after_a_credential_word_is_redacted() {
+    let redactor = Redactor::builtin();
+    for (text, raw, kind) in [
+        (
+            "invalid_api_key 9fQ2xLm7Pz4KdR8sVb1NcT6yHw3JeA5gUo0iZqXv",
+            "9fQ2xLm7Pz4KdR8sVb1NcT6yHw3JeA5gUo0iZqXv",
+            "credential",
+        ),
+        (
+            "upstream: auth token: abc123def456ghi789jkl",
+            "abc123def456ghi789jkl",
+            "credential",
+        ),
+        (
+            "Cookie: sid_Zk29XfQ0pLm3Nw8RtY5b",
+            "sid_Zk29XfQ0pLm3Nw8RtY5b",
+            "credential",
+        ),
+        (
+            "x-session-id qwhdkzmxprtvbnaslkfjyc",
+            "qwhdkzmxprtvbnaslkfjyc",
+            "credential",
+        ),
+        (
+            "API_KEY = \"AbCdEfGhIjKlMnOpQrSt\"",
+            "AbCdEfGhIjKlMnOpQrSt",
+            "credential",
+        ),
+        ("password: hunter2", "hunter2", "password"),
+        ("Passwd=\"s3cr3t!\"", "s3cr3t!", "password"),
+        ("secret: OpenSesame", "OpenSesame", "password"),
+    ] {
+        let out = redactor.redact(text);
+        assert!(!out.contains(raw), "{text} → {out}");
+        assert!(out.contains(&marker(kind)), "{text} → {out}");
+        assert_eq!(redactor.redact(&out), out, "redacting twice changes {out}");
+    }
+}
+
+#[test]
+fn a_credential_word_before_ordinary_words_is_no_secret() {
+    let redactor = Redactor::builtin();
+    for text in [
+        "key findings: the ticket was created twice",
+        "the key is missing from the request",
+        "business key order-2026-000123 not found",
+        "idempotency key reused with another payload",
+        "token expired, please sign in again",
+        "auth failed for tenant pinehaven",
+        "session timed out after 30 minutes",
+        "password: expired",
+        "password reset requested",
+        "api_key invalid",
+        "cookie consent banner dismissed",
+        "authorization header missing",
+        "token internationalization",
+        "credentials rejected by the provider",
+        "key: sha256:ca978112ca1bbdcafac231b39a23dc4da786eff8147c4e72b9807785afee48bb",
+    ] {
+        assert_eq!(redactor.redact(text), text);
+    }
+}
+
+#[test]
+fn a_wire_line_is_redacted_as_its_values_are() {
+    // The rejects file redacts whole lines: a key field's name must not make its
+    // value look like a credential there when it is none in the value itself.
+    let redactor = Redactor::builtin();
+    let line =
+        r#"{"idempotency_key":"k-F09-0123456789abcdef","business_key":"order-2026-000123-eu"}"#;
+    assert_eq!(redactor.redact(line), line);
+}

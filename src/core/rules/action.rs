@@ -95,6 +95,28 @@ impl Action {
         }
     }
 
+    /// The action with every text a reviewer typed (a reconcile's reference and
+    /// provider request id, an accept's repair reference, an assign's owner)
+    /// redacted by the one redactor ingest uses ([`crate::core::redact::redact`]),
+    /// so a secret pasted into a flag is never stored, shown or exported.
+    pub fn redacted(&self) -> Action {
+        let clean = |text: &str| crate::core::redact::redact(text).into_owned();
+        match self {
+            Action::Reconcile(input) => Action::Reconcile(ReconcileInput {
+                reference: input.reference.as_deref().map(clean),
+                provider_request_id: input.provider_request_id.as_deref().map(clean),
+                ..input.clone()
+            }),
+            Action::Accept { repair_ref } => Action::Accept {
+                repair_ref: clean(repair_ref),
+            },
+            Action::Assign { owner } => Action::Assign {
+                owner: clean(owner),
+            },
+            other => other.clone(),
+        }
+    }
+
     /// The action to evaluate for a proposal's stored kind; `None` for a kind
     /// that cannot be proposed.
     pub fn from_proposal(kind: ActionKind) -> Option<Action> {
@@ -107,7 +129,8 @@ impl Action {
     }
 }
 
-/// Why a reviewer acts, as they typed it: at least 10 characters of text.
+/// Why a reviewer acts, as they typed it: at least 10 characters of text, with
+/// every secret in it redacted (the one redactor ingest uses) before it is kept.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Rationale(String);
 
@@ -139,7 +162,7 @@ impl Rationale {
                 u32::from(c)
             ));
         }
-        Ok(Rationale(trimmed.to_owned()))
+        Ok(Rationale(crate::core::redact::redact(trimmed).into_owned()))
     }
 
     pub fn as_str(&self) -> &str {

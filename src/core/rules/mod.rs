@@ -60,6 +60,9 @@ fn decide_with(
     now: DateTime<Utc>,
     confirming: bool,
 ) -> Result<Effect, Refusal> {
+    // What a reviewer typed is redacted before it can reach an effect, exactly as
+    // ingest redacts a record: whatever door the action came through.
+    let action = &action.redacted();
     let op = &detail.row.operation;
     let kind = action.kind();
     if !actor.sees(&op.tenant) {

@@ -2,7 +2,8 @@
 //! in a transaction of its own, so a cut must never separate records that are
 //! judged together: every record of one operation (its attempts, transitions,
 //! items, observations, expectation), the operations it names as parent or
-//! dependency, and every record that reuses an attempt or observation id. A
+//! dependency, every record that reuses an attempt or observation id, and every
+//! record a transition cites as its evidence. A
 //! first pass over the input notes, for each such tie, the last line it appears
 //! on ([`Reach::note`]); the second pass cuts only at a line past the reach of
 //! everything in the current batch ([`Batcher`]). Contracts belong to no
@@ -24,8 +25,8 @@ fn tie(kind: u8, id: &str) -> u64 {
     hasher.finish()
 }
 
-/// Every tie of a record: its operation, the operations it names, and its own id
-/// when that id is global (attempts, observations).
+/// Every tie of a record: its operation, the operations it names, its own id
+/// when that id is global (attempts, observations), and what a transition cites.
 fn ties(record: &Record) -> Vec<u64> {
     const OPERATION: u8 = 0;
     const ATTEMPT: u8 = 1;
@@ -44,7 +45,19 @@ fn ties(record: &Record) -> Vec<u64> {
             tie(OBSERVATION, &o.id),
         ],
         Record::Item(i) => vec![tie(OPERATION, i.operation.as_str())],
-        Record::Transition(t) => vec![tie(OPERATION, t.operation.as_str())],
+        Record::Transition(t) => {
+            // What it cites is judged with it: a cited record refused in one batch
+            // must not let its transition commit in another.
+            let mut out = vec![tie(OPERATION, t.operation.as_str())];
+            for cited in &t.evidence {
+                out.extend([
+                    tie(ATTEMPT, cited),
+                    tie(OBSERVATION, cited),
+                    tie(OPERATION, cited),
+                ]);
+            }
+            out
+        }
         Record::Expectation(e) => vec![tie(OPERATION, e.operation.as_str())],
     }
 }

@@ -113,6 +113,15 @@ pub fn lookups(records: &[Numbered]) -> Lookups {
         for op in references(&numbered.record) {
             out.operations.insert(op.to_owned());
         }
+        // What a transition cites must exist: an attempt, an observation or an
+        // operation, stored or in this batch.
+        if let Record::Transition(t) = &numbered.record {
+            for cited in &t.evidence {
+                out.keys.insert(RecordKey::Attempt(cited.clone()));
+                out.keys.insert(RecordKey::Observation(cited.clone()));
+                out.operations.insert(cited.clone());
+            }
+        }
         if let Record::Operation(o) = &numbered.record {
             out.contracts.insert(o.tool.clone());
         }
@@ -135,6 +144,25 @@ fn references(record: &Record) -> Vec<&str> {
         Record::Observation(o) => vec![o.operation.as_str()],
         Record::Transition(t) => vec![t.operation.as_str()],
         Record::Expectation(e) => vec![e.operation.as_str()],
+    }
+}
+
+/// Whether one entry of a transition's `evidence` is satisfied: a bare id must name
+/// a record that exists (`A017`); a labelled reference (`validator:SV12`,
+/// `approval:RP03`, `repair:INC-7`, any `LABEL:…`) names something outside the
+/// store and is taken as written, unless its label is `attempt`, `observation` or
+/// `operation`, whose target must exist. An entry that names an existing record
+/// whole is satisfied whatever its shape (an id may hold `:`).
+fn cites_what_exists(entry: &str, exists: &dyn Fn(&str) -> bool) -> bool {
+    if exists(entry) {
+        return true;
+    }
+    match entry.split_once(':') {
+        Some((label, target)) if !label.is_empty() => match label.to_ascii_lowercase().as_str() {
+            "attempt" | "observation" | "operation" => exists(target),
+            _ => true,
+        },
+        _ => false,
     }
 }
 
@@ -327,10 +355,43 @@ impl Planner<'_> {
         (ops, tools)
     }
 
-    /// Refuses records that name an operation or tool nobody has. Returns whether
-    /// anything new was refused.
+    /// Attempt and observation ids that exist for a transition to cite: stored, or
+    /// new in this batch and not refused.
+    fn available_evidence(&self) -> HashSet<&str> {
+        let mut out: HashSet<&str> = HashSet::new();
+        for key in self.known.hashes.keys() {
+            if let RecordKey::Attempt(id) | RecordKey::Observation(id) = key {
+                out.insert(id);
+            }
+        }
+        for (index, numbered) in self.records.iter().enumerate() {
+            if !self.is_live(index) {
+                continue;
+            }
+            match &numbered.record {
+                Record::Attempt(a) => {
+                    out.insert(&a.id);
+                }
+                Record::Observation(o) => {
+                    out.insert(&o.id);
+                }
+                _ => {}
+            }
+        }
+        out
+    }
+
+    /// Refuses records that name an operation or tool nobody has, and transitions
+    /// that cite evidence nobody has (never stored, or refused in this input: what
+    /// cites a refused record is refused with it). Returns whether anything new was
+    /// refused.
     fn check_references(&mut self) -> bool {
         let (ops, tools) = self.available();
+        let evidence: HashSet<String> = self
+            .available_evidence()
+            .into_iter()
+            .map(str::to_owned)
+            .collect();
         let mut changed = false;
         for index in 0..self.records.len() {
             if !self.is_live(index) {
@@ -377,8 +438,19 @@ impl Planner<'_> {
                 Record::Observation(o) if missing_op(&o.operation) => {
                     problems.push(("operation", unknown(&o.operation)))
                 }
-                Record::Transition(t) if missing_op(&t.operation) => {
-                    problems.push(("operation", unknown(&t.operation)))
+                Record::Transition(t) => {
+                    if missing_op(&t.operation) {
+                        problems.push(("operation", unknown(&t.operation)));
+                    }
+                    let exists = |id: &str| evidence.contains(id) || ops.contains(id);
+                    for cited in t.evidence.iter().filter(|e| !cites_what_exists(e, &exists)) {
+                        problems.push((
+                            "evidence",
+                            format!(
+                                "cites {cited}, which names no attempt, observation or operation in this input or the store (a cited record that was refused takes what cites it with it)"
+                            ),
+                        ));
+                    }
                 }
                 Record::Expectation(e) if missing_op(&e.operation) => {
                     problems.push(("operation", unknown(&e.operation)))
@@ -623,5 +695,40 @@ pub fn plan_refusing(
         unchanged: unchanged.len() as u64,
         rejected: rejected.into_values().flatten().collect(),
         decided: super::decisions::Decisions::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::cites_what_exists;
+
+    #[test]
+    fn evidence_entries_name_records_or_labelled_outside_things() {
+        let exists = |id: &str| matches!(id, "A017" | "O05" | "F10" | "ns:A1");
+        for good in [
+            "A017",
+            "O05",
+            "F10",
+            "ns:A1",
+            "validator:SV12",
+            "approval:RP03",
+            "repair:INC-7",
+            "attempt:A017",
+            "observation:O05",
+            "operation:F10",
+        ] {
+            assert!(cites_what_exists(good, &exists), "{good}");
+        }
+        assert!(cites_what_exists("N-validator:SV12", &exists), "any label");
+        for bad in [
+            "A999",
+            "attempt:A999",
+            "Observation:A017x",
+            "operation:F99",
+            "A 1",
+            ":A017",
+        ] {
+            assert!(!cites_what_exists(bad, &exists), "{bad}");
+        }
     }
 }

@@ -182,7 +182,7 @@ pub(crate) fn default_text(kind: FieldKind, detail: &OperationDetail) -> String 
 /// An instant typed as an offset from `now` (`+30m`, `-2h`) or in RFC 3339.
 pub(crate) fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
     TimeSpec::parse(text)
-        .map(|spec| spec.resolve(now))
+        .and_then(|spec| spec.resolve(now))
         .map_err(|e| format!("next observation {text:?}: {e}"))
 }
 
