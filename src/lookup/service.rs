@@ -79,7 +79,7 @@ pub async fn look_up_paced(
     let detail = review::load(session, id).await?;
     let spec = spec_of(&detail)?;
     if let Some(limiter) = limiter {
-        limiter.acquire(&spec.provider()).await;
+        limiter.acquire(&spec.origin()).await;
     }
     let call = looker
         .look_up(

@@ -960,7 +960,7 @@ fn status_lookup_takes_the_design_object_and_writes_it_back() {
         spec.fields.effect_count.as_ref().unwrap().as_str(),
         "/count"
     );
-    assert_eq!(spec.provider(), "http://127.0.0.1:8710");
+    assert_eq!(spec.origin(), "http://127.0.0.1:8710");
     assert!(c.status_lookup.exists());
     let written = write_line(&Record::Contract(c.clone()));
     assert_eq!(
@@ -1166,7 +1166,7 @@ fn bad_lookup_objects_are_refused_field_by_field() {
 
 #[test]
 fn every_placeholder_is_accepted_and_rendered_percent_encoded() {
-    use crate::core::lookup::{Placeholder, UrlTemplate};
+    use crate::core::lookup::{Placeholder, Unfillable, UrlTemplate};
     let all: Vec<String> = Placeholder::ALL
         .iter()
         .map(|p| format!("{}={{{}}}", p.name(), p.name()))
@@ -1185,10 +1185,10 @@ fn every_placeholder_is_accepted_and_rendered_percent_encoded() {
     op.business_key = None;
     assert_eq!(
         template.render(&op, Some("r")),
-        Err(Placeholder::BusinessKey)
+        Err(Unfillable::Missing(Placeholder::BusinessKey))
     );
     assert_eq!(
         template.render(&op, None),
-        Err(Placeholder::ProviderRequestId)
+        Err(Unfillable::Missing(Placeholder::ProviderRequestId))
     );
 }

@@ -106,13 +106,17 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     } else {
         failures_in_a_row(detail) + 1
     };
-    effect.next = next_observation(
-        call.ended_at,
-        verdict.as_ref(),
-        call.retry_after,
+    effect.next = not_sooner_than(
+        next_observation(
+            call.ended_at,
+            verdict.as_ref(),
+            call.retry_after,
+            assessment.deadline,
+            failures,
+            jitter(op.id.as_str(), call.ended_at),
+        ),
+        call.ended_at + chrono::Duration::seconds(i64::from(call.min_interval_seconds.max(1))),
         assessment.deadline,
-        failures,
-        jitter(op.id.as_str(), call.ended_at),
     );
     match &effect.next {
         Next::At(at) => {
@@ -130,6 +134,24 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     effect.observation = observation;
     effect.verdict = verdict;
     effect
+}
+
+/// `next`, moved to `floor` when it would come sooner: however a provider answers
+/// (a `Retry-After` of 0, a lag window about to end), one hold is never asked
+/// again sooner than the operator's minimum interval. Past the deadline it is
+/// exhausted, as any schedule past it is.
+fn not_sooner_than(next: Next, floor: DateTime<Utc>, deadline: Option<DateTime<Utc>>) -> Next {
+    match next {
+        Next::At(at) if at < floor => match deadline {
+            Some(d) if floor > d => Next::Exhausted(format!(
+                "the next lookup would be at {} (the minimum interval), past the deadline {}: routed to the owner",
+                format_instant(floor),
+                format_instant(d)
+            )),
+            _ => Next::At(floor),
+        },
+        other => other,
+    }
 }
 
 /// Status queries without an answer since the last observation.
