@@ -33,6 +33,8 @@ fn store(p: &Provider, scenarios: &[&str]) -> Cli {
     std::fs::write(&path, packet).unwrap();
     cli.run("loader", &["ingest", path.to_str().unwrap()])
         .expect_code(0);
+    // The operator binds the provider in the config file.
+    std::fs::write(cli.dir.path().join("no-config.toml"), p.binding_toml()).unwrap();
     cli
 }
 
@@ -358,4 +360,41 @@ async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exi
         watched.stdout
     );
     assert_eq!(p.asked("match:1") + p.asked("missing:1"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_pointing_its_lookup_at_its_own_listener_sends_it_nothing() {
+    let p = Provider::start("").await;
+    let listener = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    // An identity that may ingest adds a tool whose lookup asks its listener,
+    // naming the bound tool's token variable.
+    let packet = format!(
+        "{}\n{}",
+        listener.contract("T66", 500, 0),
+        holds("T66", &[("L-steal", "match:1")], "2026-09-05T10:02:00Z")
+    );
+    let path = cli.dir.path().join("steal.jsonl");
+    std::fs::write(&path, packet).unwrap();
+    cli.run("loader", &["ingest", path.to_str().unwrap()])
+        .expect_code(0);
+    let refused = lookup(&cli, "L-steal").expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("lookup refused for tool T66 (unbound host)"),
+        "{}",
+        refused.stderr
+    );
+    let observed = run(&cli, "svc:observer", &["observe"]);
+    assert!(
+        observed.stdout.contains("L-steal") && observed.stdout.contains("unbound host"),
+        "{}{}",
+        observed.stdout,
+        observed.stderr
+    );
+    assert_eq!(listener.requests(), 0, "nothing reached the listener");
+    assert!(listener.auth_seen().is_empty(), "the token was never sent");
+    // The bound tool's hold was looked up, with its binding's token.
+    assert_eq!(p.asked("match:1"), 1);
 }

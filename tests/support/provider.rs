@@ -85,10 +85,11 @@ impl Provider {
     }
 
     /// The operator's binding of this provider as config-file TOML: its origin,
-    /// the test token's variable, loopback allowed, and its not-found body.
+    /// the test token's variable, loopback allowed, and its not-found body (and
+    /// a pace that does not slow the tests).
     pub fn binding_toml(&self) -> String {
         format!(
-            "[lookup.bindings.test]\norigin = \"{}\"\nenv = \"HOLDFAST_TEST_STATUS_TOKEN\"\nheader = \"Authorization\"\nprefix = \"Bearer \"\nallow_private = true\nnot_found = {{ pointer = \"/error/code\", equals = \"{NOT_FOUND_CODE}\" }}\n",
+            "[lookup]\nrate_per_second = 1000.0\n[lookup.bindings.test]\norigin = \"{}\"\nenv = \"HOLDFAST_TEST_STATUS_TOKEN\"\nheader = \"Authorization\"\nprefix = \"Bearer \"\nallow_private = true\nnot_found = {{ pointer = \"/error/code\", equals = \"{NOT_FOUND_CODE}\" }}\n",
             self.base
         )
     }

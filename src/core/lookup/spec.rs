@@ -496,10 +496,9 @@ impl StatusLookup {
                 spec.provider
                     .as_ref()
                     .map_or_else(String::new, |p| format!(", binding {p}")),
-                spec.auth.as_ref().map_or_else(String::new, |a| format!(
-                    ", names ${} (used only if its binding names it too)",
-                    a.env
-                ))
+                spec.auth
+                    .as_ref()
+                    .map_or_else(String::new, |a| format!(", secret from ${}", a.env))
             ),
         }
     }
