@@ -420,6 +420,17 @@ async fn an_unchecked_lookup_caps_the_tool_at_manual(kind: Kind) {
     let capped = standing(&Snapshot::read(store, now()).await.unwrap());
     assert_eq!(capped.level, Level::Native);
     assert_eq!(capped.effective, Level::Manual);
+    // The evidence bundle flags it, and its level is the capped one.
+    let detail = store.detail(&id("F62")).await.unwrap();
+    assert_eq!(detail.autonomy, Level::Manual);
+    let bundle = holdfast::core::evidence::bundle(&detail, &maya, now());
+    assert!(
+        bundle.autonomy.describe().contains(
+            "LOOKUP UNCHECKED, capped at manual: tool T06's status lookup did not find F62"
+        ),
+        "{}",
+        bundle.autonomy.describe()
+    );
     assert!(observer.due(now(), 10).await.unwrap().is_empty(), "skipped");
     assert_eq!(
         set(store, &maya, "T06", Level::Automation).await,

@@ -460,6 +460,12 @@ async fn lookup_check_proves_the_lookup_finds_a_known_record_and_lifts_the_cap()
     assert_eq!(checked["found"], true, "{checked}");
     assert_eq!(checked["audit"]["action"], "lookup-check", "{checked}");
     assert!(t06(&cli)["unchecked"].is_null(), "{}", t06(&cli));
+    let shown = run(&cli, "maya", &["show", "L-match"]).expect_code(0);
+    assert!(
+        !shown.stdout.contains("LOOKUP UNCHECKED"),
+        "{}",
+        shown.stdout
+    );
     // The raise now passes A1 and stops at the drill (A2).
     run(
         &cli,
