@@ -51,8 +51,7 @@ async fn check(ctx: &Context, args: CheckArgs) -> anyhow::Result<u8> {
             known,
             render::clean(&op.tool),
             render::clean(&args.tool)
-        ))
-        .into());
+        )));
     }
     let spec = spec_of(&detail).map_err(|e| Failure::new(exit::ERROR, e.to_string()))?;
     let looker = Looker::new(ctx.config.lookup.client())

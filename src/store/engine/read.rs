@@ -587,8 +587,7 @@ shared! {
                 .audit_rows(&checks)
                 .iter()
                 .filter_map(crate::core::autonomy::LookupCheck::from_row)
-                .filter(|c| c.tool == op.tool)
-                .last();
+                .rfind(|c| c.tool == op.tool);
             let lookup_unchecked =
                 crate::core::autonomy::unchecked(contract.as_ref(), latest_check.as_ref());
             let autonomy = crate::core::autonomy::effective_level(
