@@ -88,6 +88,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_partial",
         include_str!("../../migrations/postgres/20261202000010_queue_partial.sql"),
     ),
+    (
+        20261202000013,
+        "lookup_check_role",
+        include_str!("../../migrations/postgres/20261202000013_lookup_check_role.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

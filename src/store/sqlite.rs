@@ -78,6 +78,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "queue_partial",
         include_str!("../../migrations/sqlite/20261202000010_queue_partial.sql"),
     ),
+    (
+        20261202000013,
+        "lookup_check_role",
+        include_str!("../../migrations/sqlite/20261202000013_lookup_check_role.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
