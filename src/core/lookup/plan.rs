@@ -188,3 +188,34 @@ fn route(detail: &OperationDetail, effect: &mut LookupEffect) {
         "lookups exhausted ({why}): routed to owner {owner}; no more scheduled lookups"
     ));
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::parse_instant;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        parse_instant(s).expect("instant")
+    }
+
+    #[test]
+    fn no_schedule_comes_sooner_than_the_minimum_interval() {
+        let floor = at("2026-09-05T10:00:30Z");
+        assert_eq!(
+            not_sooner_than(Next::At(at("2026-09-05T10:00:00Z")), floor, None),
+            Next::At(floor),
+            "a Retry-After of now is raised to the floor"
+        );
+        let later = Next::At(at("2026-09-05T10:05:00Z"));
+        assert_eq!(not_sooner_than(later.clone(), floor, None), later);
+        assert_eq!(not_sooner_than(Next::Settled, floor, None), Next::Settled);
+        assert!(matches!(
+            not_sooner_than(
+                Next::At(at("2026-09-05T10:00:00Z")),
+                floor,
+                Some(at("2026-09-05T10:00:10Z"))
+            ),
+            Next::Exhausted(why) if why.contains("minimum interval")
+        ));
+    }
+}

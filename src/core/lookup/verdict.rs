@@ -376,6 +376,18 @@ mod tests {
             next_observation(now, Some(&Verdict::Applied), None, None, 0, 0.5),
             Next::Settled
         );
+        // A Retry-After in the past asks nothing: the backoff decides.
+        let past = at("2026-09-05T09:00:00Z");
+        assert_eq!(
+            next_observation(now, None, Some(past), None, 1, 1.0),
+            Next::At(now + Duration::seconds(15))
+        );
+        // One far ahead is honoured for at most a day.
+        let far = at("2036-09-05T10:00:00Z");
+        assert_eq!(
+            next_observation(now, None, Some(far), None, 1, 1.0),
+            Next::At(now + Duration::seconds(RETRY_AFTER_MAX_SECONDS))
+        );
     }
 
     #[test]
