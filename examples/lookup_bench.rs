@@ -21,8 +21,7 @@ use holdfast::core::clock::{Clock, parse_instant};
 use holdfast::core::model::Role;
 use holdfast::core::rules::{Actor, Rationale};
 use holdfast::lookup::{
-    EnvSecrets, Looker, LookupConfig, LookupSettings, ObserveOptions, Observer, RateLimiter,
-    SessionObserver,
+    EnvSecrets, Looker, LookupSettings, ObserveOptions, Observer, RateLimiter, SessionObserver,
 };
 use holdfast::store::{IngestMode, Location, Session};
 use holdfast::wire::parse_stream;
@@ -114,6 +113,22 @@ async fn main() -> anyhow::Result<()> {
             },
         })
         .await?;
+    // The operator's binding of the local provider; pacing as fast as it goes.
+    let mut settings = LookupSettings {
+        rate_per_second: Some(1e9),
+        ..LookupSettings::default()
+    };
+    settings.bindings.insert(
+        "bench".into(),
+        holdfast::lookup::Binding {
+            origin: base.clone(),
+            env: None,
+            header: None,
+            prefix: None,
+            allow_private: true,
+            not_found: None,
+        },
+    );
     let observer = Observer {
         store: Arc::new(SessionObserver {
             session: Session::new(store, Actor::local("svc:observer", None)),
@@ -122,8 +137,8 @@ async fn main() -> anyhow::Result<()> {
             clock: Clock::Frozen(now),
             at_least: Some(Capability::ScheduledLookup.needs()),
         }),
-        looker: Looker::new(LookupConfig::default())?,
-        limiter: RateLimiter::new(LookupSettings::default()),
+        looker: Looker::new(settings.client())?,
+        limiter: RateLimiter::new(settings.clone()),
         secrets: Arc::new(EnvSecrets),
         clock: Clock::Frozen(now),
         options: ObserveOptions {

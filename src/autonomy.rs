@@ -11,8 +11,8 @@ use serde::Serialize;
 use crate::core::actor::Actor;
 use crate::core::audit::AuditRow;
 use crate::core::autonomy::{
-    self, DrillResult, Gates, Level, LevelChange, LevelRequest, OpenVeto, OpenVetoes, Standing,
-    ToolLevel, VETOES_NAMED,
+    self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVeto, OpenVetoes,
+    Standing, ToolLevel, VETOES_NAMED,
 };
 use crate::core::metrics;
 use crate::core::model::{Contract, Dataset};
@@ -62,6 +62,11 @@ pub struct ToolStanding {
     pub open_vetoes: OpenVetoes,
     /// Whether a raise would pass the gates now, and if not why.
     pub gates: Standing,
+    /// Why the tool's lookup is unchecked, which caps it at `manual`.
+    pub unchecked: Option<String>,
+    /// The level that bounds what holdfast does on its own: `level`, or
+    /// `manual` while the lookup is unchecked.
+    pub effective: Level,
 }
 
 /// What the gates read of one tool's operations.
@@ -79,6 +84,8 @@ pub struct Snapshot {
     pub contracts: Vec<Contract>,
     pub levels: Vec<ToolLevel>,
     pub drills: Vec<(i64, DrillResult)>,
+    /// Every lookup check, oldest first.
+    pub checks: Vec<LookupCheck>,
     tools: BTreeMap<String, ToolOperations>,
 }
 
@@ -89,6 +96,7 @@ impl Snapshot {
         let contracts = store.contracts().await?;
         let levels = store.autonomy_levels().await?;
         let drills = store.drill_results(None).await?;
+        let checks = store.lookup_checks().await?;
         let mut names: Vec<String> = contracts
             .iter()
             .map(|c| c.tool.clone())
@@ -119,6 +127,7 @@ impl Snapshot {
             contracts,
             levels,
             drills,
+            checks,
             tools,
         })
     }
@@ -160,11 +169,22 @@ impl Snapshot {
             drill: self.latest_drill(tool),
             vetoes: self.open_vetoes(tool),
             tenants: self.tenants(tool),
+            lookup_check: self.latest_check(tool),
         }
     }
 
     pub fn level(&self, tool: &str) -> Level {
         autonomy::level_of(&self.levels, tool)
+    }
+
+    /// The newest lookup check of `tool`.
+    pub fn latest_check(&self, tool: &str) -> Option<&LookupCheck> {
+        self.checks.iter().rev().find(|c| c.tool == tool)
+    }
+
+    /// Why `tool`'s lookup is unchecked (which caps it at `manual`), if it is.
+    pub fn unchecked(&self, tool: &str) -> Option<String> {
+        autonomy::unchecked(self.contract(tool), self.latest_check(tool))
     }
 
     /// Every tool the store knows (a contract, a level or a drill), by name.
@@ -174,7 +194,10 @@ impl Snapshot {
             .cloned()
             .map(|tool| {
                 let gates = self.gates(&tool);
+                let unchecked = self.unchecked(&tool);
                 ToolStanding {
+                    effective: autonomy::effective_level(self.level(&tool), unchecked.as_deref()),
+                    unchecked,
                     level: self.level(&tool),
                     set: self.levels.iter().find(|l| l.tool == tool).cloned(),
                     lookup: gates.contract.map_or_else(
@@ -243,4 +266,24 @@ pub async fn record_drill(
     };
     let draft = result.draft(role, actor.policy.clone());
     Ok(store.record_drill(result, draft).await?)
+}
+
+/// Records `check` for its tool as `actor`: an owner's act once grants exist,
+/// like the raise it enables (G6), audited on the autonomy ledger.
+pub async fn record_lookup_check(
+    store: &dyn Store,
+    actor: &Actor,
+    check: LookupCheck,
+    now: DateTime<Utc>,
+) -> Result<AuditRow, ReviewError> {
+    let tenants = store.tool_tenants(&check.tool).await?;
+    let role = autonomy::owner_role(actor, &check.tool, &tenants, "checking a lookup")
+        .map_err(ReviewError::Refused)?;
+    let check = LookupCheck {
+        by: actor.identity.clone(),
+        at: now,
+        ..check
+    };
+    let draft = check.draft(role, actor.policy.clone());
+    Ok(store.append_ledger_row(draft).await?)
 }

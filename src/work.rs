@@ -148,6 +148,22 @@ async fn claim_gated(
             "a claim asks for at least 1 piece".into(),
         ));
     }
+    // A tool whose lookup is unchecked is capped at `manual`: no worker gets
+    // its work, whatever its level.
+    let tools = match at_least {
+        Some(level) if level > Level::Manual => {
+            let checked = session.checked_tools().await?;
+            let allowed: Vec<String> = match tools {
+                Some(asked) => asked.into_iter().filter(|t| checked.contains(t)).collect(),
+                None => checked,
+            };
+            if allowed.is_empty() {
+                return Ok(Vec::new());
+            }
+            Some(allowed)
+        }
+        _ => tools,
+    };
     let claim = WorkClaim {
         worker,
         signer: signer(session)?,

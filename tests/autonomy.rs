@@ -7,10 +7,10 @@
 
 mod support;
 
-use holdfast::autonomy::{Snapshot, record_drill, set_level};
+use holdfast::autonomy::{Snapshot, record_drill, record_lookup_check, set_level};
 use holdfast::core::access::{GrantOp, GrantRequest};
 use holdfast::core::audit::ChainStatus;
-use holdfast::core::autonomy::{DrillResult, Level, LevelRequest};
+use holdfast::core::autonomy::{DrillResult, Level, LevelRequest, LookupCheck, lookup_fingerprint};
 use holdfast::core::model::{FailureMode, Role};
 use holdfast::core::refusal::Rule;
 use holdfast::core::rules::{Action, Actor, Rationale, decide};
@@ -67,6 +67,34 @@ fn drill(tool: &str, passed: u32, modes: &[FailureMode]) -> DrillResult {
     }
 }
 
+/// Records a check of `tool`'s current lookup that `found` (or not) F62's
+/// record, as `actor`.
+async fn check(store: &dyn Store, actor: &Actor, tool: &str, found: bool) {
+    let contracts = store.contracts().await.unwrap();
+    let spec = contracts
+        .iter()
+        .find(|c| c.tool == tool)
+        .and_then(|c| c.status_lookup.spec())
+        .expect("a lookup object");
+    let result = LookupCheck {
+        tool: tool.into(),
+        known: "F62".into(),
+        found,
+        lookup: lookup_fingerprint(spec),
+        answer: if found {
+            "HTTP 200, found"
+        } else {
+            "HTTP 404, unclear_not_found"
+        }
+        .into(),
+        by: String::new(),
+        at: now(),
+    };
+    record_lookup_check(store, actor, result, now())
+        .await
+        .unwrap();
+}
+
 /// F60's owner accepts it with a manual repair: its veto is no longer open.
 async fn settle_f60(store: &dyn Store, owner: &Actor) {
     let detail = store.detail(&id("F60")).await.unwrap();
@@ -100,7 +128,13 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
         set(store, &maya, "NOPE", Level::Native).await,
         Err(Rule::A1)
     );
-    // T06 has a lookup but no drill, then drills that do not count (A2).
+    // T06 has a lookup, never proven to find a known record (A1), then one
+    // that did not find it (A1), then one that did.
+    assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A1));
+    check(store, &maya, "T06", false).await;
+    assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A1));
+    check(store, &maya, "T06", true).await;
+    // No drill, then drills that do not count (A2).
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A2));
     record_drill(store, &maya, drill("T06", 15, FailureMode::ALL), now())
         .await
@@ -250,6 +284,7 @@ async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
     )
     .await;
     assert!(matches!(refused, Err(ReviewError::Refused(r)) if r.rule == Rule::G6));
+    check(store.as_ref(), &as_("maya"), "T06", true).await;
     record_drill(
         store.as_ref(),
         &as_("maya"),
@@ -278,8 +313,9 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
         .await
         .unwrap();
     assert!(watched.is_empty(), "T06 is manual: {watched:?}");
-    // Raise T06 (drill recorded, F60's veto settled by its owner).
+    // Raise T06 (lookup checked, drill recorded, F60's veto settled by its owner).
     let maya = local();
+    check(store, &maya, "T06", true).await;
     record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
         .await
         .unwrap();
@@ -338,7 +374,80 @@ async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
     assert_eq!(decide_as(&detail, &Action::Comment), Err(Rule::A4));
 }
 
+/// A lookup check flips the flag and the cap: unchecked, the tool stands at
+/// manual whatever its level and what runs by itself skips it; a failing check
+/// caps it again, audited, and `audit verify` still passes.
+async fn an_unchecked_lookup_caps_the_tool_at_manual(kind: Kind) {
+    use holdfast::lookup::{ObserveStore, SessionObserver};
+    let fresh = with_t06(kind).await;
+    let store = fresh.store.as_ref();
+    let maya = local();
+    record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
+        .await
+        .unwrap();
+    settle_f60(store, &maya).await;
+    let standing = |s: &Snapshot| s.standings().into_iter().find(|t| t.tool == "T06").unwrap();
+    let before = standing(&Snapshot::read(store, now()).await.unwrap());
+    assert!(
+        before
+            .unchecked
+            .as_deref()
+            .is_some_and(|w| w.contains("holdfast lookup check T06 --known")),
+        "{:?}",
+        before.unchecked
+    );
+    assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A1));
+    check(store, &maya, "T06", true).await;
+    let after = standing(&Snapshot::read(store, now()).await.unwrap());
+    assert_eq!(after.unchecked, None, "checked");
+    assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
+    let observer = SessionObserver {
+        session: Session::new(fresh.store.clone(), Actor::local("svc:observer", None)),
+        rationale: rationale(),
+        clock: holdfast::core::clock::Clock::Frozen(now()),
+        at_least: Some(Level::Native),
+    };
+    let due: Vec<String> = observer
+        .due(now(), 10)
+        .await
+        .unwrap()
+        .iter()
+        .map(|d| d.operation.id.to_string())
+        .collect();
+    assert_eq!(due, ["F62"], "checked and native: looked up by itself");
+    // The lookup no longer finds the known record: capped at manual again.
+    check(store, &maya, "T06", false).await;
+    let capped = standing(&Snapshot::read(store, now()).await.unwrap());
+    assert_eq!(capped.level, Level::Native);
+    assert_eq!(capped.effective, Level::Manual);
+    // The evidence bundle flags it, and its level is the capped one.
+    let detail = store.detail(&id("F62")).await.unwrap();
+    assert_eq!(detail.autonomy, Level::Manual);
+    let bundle = holdfast::core::evidence::bundle(&detail, &maya, now());
+    assert!(
+        bundle.autonomy.describe().contains(
+            "LOOKUP UNCHECKED, capped at manual: tool T06's status lookup did not find F62"
+        ),
+        "{}",
+        bundle.autonomy.describe()
+    );
+    assert!(observer.due(now(), 10).await.unwrap().is_empty(), "skipped");
+    assert_eq!(
+        set(store, &maya, "T06", Level::Automation).await,
+        Err(Rule::A1),
+        "raising is refused with the reason"
+    );
+    let rows = store.lookup_checks().await.unwrap();
+    assert_eq!(
+        rows.iter().filter(|c| c.tool == "T06").count(),
+        2,
+        "audited"
+    );
+    intact(store).await;
+}
+
 holdfast_on_both_backends!(
+    an_unchecked_lookup_caps_the_tool_at_manual,
     raising_passes_three_gates_and_lowering_none,
     verify_finds_a_level_or_drill_changed_behind_the_chain,
     once_grants_exist_only_owners_of_the_tools_tenants_decide,

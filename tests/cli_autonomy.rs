@@ -33,7 +33,7 @@ fn a_drill_under_the_tools_contract_passes_and_opens_the_raise() {
         "owner",
         &["autonomy", "set", "T06", "native", "--rationale", RATIONALE],
     )
-    .refused("A2");
+    .refused("A1");
     let run = cli.run("owner", &["drill", "--tool", "T06"]).expect_code(0);
     assert!(run.stdout.contains("16 of 16 cases pass"), "{}", run.stdout);
     assert!(
@@ -52,12 +52,28 @@ fn a_drill_under_the_tools_contract_passes_and_opens_the_raise() {
         .expect_code(0)
         .json();
     assert!(listed.as_array().unwrap().is_empty(), "{listed}");
-    cli.run(
-        "owner",
-        &["autonomy", "set", "T06", "native", "--rationale", RATIONALE],
-    )
-    .expect_code(0);
-    assert_eq!(standing(&cli, "T06")["level"], "native");
+    // The drill opens A2; the lookup was never proven to find a known record
+    // (`holdfast lookup check`, tests/cli_lookup.rs), so A1 still refuses.
+    let refused = cli
+        .run(
+            "owner",
+            &["autonomy", "set", "T06", "native", "--rationale", RATIONALE],
+        )
+        .refused("A1");
+    assert!(
+        refused
+            .stderr
+            .contains("holdfast lookup check T06 --known ID"),
+        "{}",
+        refused.stderr
+    );
+    assert!(
+        standing(&cli, "T06")["unchecked"]
+            .as_str()
+            .is_some_and(|w| w.contains("never proven")),
+        "flagged"
+    );
+    assert_eq!(standing(&cli, "T06")["level"], "manual");
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
 }
 
@@ -84,7 +100,14 @@ fn a_contract_that_does_not_retry_a_failed_name_lookup_fails_its_drill_and_stays
         "owner",
         &["autonomy", "set", "T07", "native", "--rationale", RATIONALE],
     )
-    .refused("A2");
+    .refused("A1");
+    let gates = &standing(&cli, "T07")["gates"];
+    assert!(
+        gates["drill"]
+            .as_str()
+            .is_some_and(|w| w.contains("passed 15 of 16")),
+        "the failed drill refuses it too: {gates}"
+    );
 }
 
 #[test]

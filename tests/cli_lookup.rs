@@ -33,6 +33,8 @@ fn store(p: &Provider, scenarios: &[&str]) -> Cli {
     std::fs::write(&path, packet).unwrap();
     cli.run("loader", &["ingest", path.to_str().unwrap()])
         .expect_code(0);
+    // The operator binds the provider in the config file.
+    std::fs::write(cli.dir.path().join("no-config.toml"), p.binding_toml()).unwrap();
     cli
 }
 
@@ -330,6 +332,7 @@ async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exi
         holdfast::core::autonomy::Level::Native,
     )
     .await;
+    support::review::put_checked(store.as_ref(), "T06").await;
     let started = std::time::Instant::now();
     let watched = run(
         &cli,
@@ -358,4 +361,131 @@ async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exi
         watched.stdout
     );
     assert_eq!(p.asked("match:1") + p.asked("missing:1"), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_contract_pointing_its_lookup_at_its_own_listener_sends_it_nothing() {
+    let p = Provider::start("").await;
+    let listener = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    // An identity that may ingest adds a tool whose lookup asks its listener,
+    // naming the bound tool's token variable.
+    let packet = format!(
+        "{}\n{}",
+        listener.contract("T66", 500, 0),
+        holds("T66", &[("L-steal", "match:1")], "2026-09-05T10:02:00Z")
+    );
+    let path = cli.dir.path().join("steal.jsonl");
+    std::fs::write(&path, packet).unwrap();
+    cli.run("loader", &["ingest", path.to_str().unwrap()])
+        .expect_code(0);
+    let refused = lookup(&cli, "L-steal").expect_code(1);
+    assert!(
+        refused
+            .stderr
+            .contains("lookup refused for tool T66 (unbound host)"),
+        "{}",
+        refused.stderr
+    );
+    let observed = run(&cli, "svc:observer", &["observe"]);
+    assert!(
+        observed.stdout.contains("L-steal") && observed.stdout.contains("unbound host"),
+        "{}{}",
+        observed.stdout,
+        observed.stderr
+    );
+    assert_eq!(listener.requests(), 0, "nothing reached the listener");
+    assert!(listener.auth_seen().is_empty(), "the token was never sent");
+    // The bound tool's hold was looked up, with its binding's token.
+    assert_eq!(p.asked("match:1"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookup_check_proves_the_lookup_finds_a_known_record_and_lifts_the_cap() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match", "html404"]);
+    let t06 = |cli: &Cli| {
+        run(cli, "maya", &["autonomy", "list", "--json"])
+            .expect_code(0)
+            .json()
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|t| t["tool"] == "T06")
+            .cloned()
+            .unwrap()
+    };
+    assert!(
+        t06(&cli)["unchecked"].is_string(),
+        "flagged before any check"
+    );
+    assert_eq!(t06(&cli)["effective"], "manual");
+    // A lookup whose answer is a router's page proves nothing: still unchecked.
+    let failed = run(
+        &cli,
+        "maya",
+        &["lookup", "check", "T06", "--known", "L-html404"],
+    )
+    .expect_code(1);
+    assert!(
+        failed.stdout.contains("stays unchecked") && failed.stdout.contains("unclear_not_found"),
+        "{}",
+        failed.stdout
+    );
+    assert!(
+        t06(&cli)["unchecked"]
+            .as_str()
+            .is_some_and(|w| w.contains("did not find L-html404")),
+        "{}",
+        t06(&cli)
+    );
+    let wrong = run(
+        &cli,
+        "maya",
+        &["lookup", "check", "T08", "--known", "L-match"],
+    )
+    .expect_code(2);
+    assert!(
+        wrong.stderr.contains("is of tool T06, not T08"),
+        "{}",
+        wrong.stderr
+    );
+    let checked = run(
+        &cli,
+        "maya",
+        &["lookup", "check", "T06", "--known", "L-match", "--json"],
+    )
+    .expect_code(0)
+    .json();
+    assert_eq!(checked["found"], true, "{checked}");
+    assert_eq!(checked["audit"]["action"], "lookup-check", "{checked}");
+    assert!(t06(&cli)["unchecked"].is_null(), "{}", t06(&cli));
+    let shown = run(&cli, "maya", &["show", "L-match"]).expect_code(0);
+    assert!(
+        !shown.stdout.contains("LOOKUP UNCHECKED"),
+        "{}",
+        shown.stdout
+    );
+    // The raise now passes A1 and stops at the drill (A2).
+    run(
+        &cli,
+        "maya",
+        &[
+            "autonomy",
+            "set",
+            "T06",
+            "native",
+            "--rationale",
+            "the lookup is proven now",
+        ],
+    )
+    .refused("A2");
+    assert_eq!(p.asked("match:1"), 1);
+    assert!(
+        !std::fs::read(&cli.db)
+            .unwrap()
+            .windows(TOKEN.len())
+            .any(|w| w == TOKEN.as_bytes())
+    );
+    cli.run("auditor", &["audit", "verify"]).expect_code(0);
 }

@@ -144,6 +144,7 @@ fn detail(state: State) -> OperationDetail {
         key_conflicts: vec![],
         autonomy: holdfast::core::autonomy::Level::Manual,
         redactions: Vec::new(),
+        lookup_unchecked: None,
     }
 }
 

@@ -478,3 +478,110 @@ async fn the_drill_records_into_postgresql_as_into_sqlite() {
     assert_eq!(d.row.operation.state, State::Succeeded);
     assert_eq!(d.children.len(), 1);
 }
+
+/// The seed's T2 (a write commits, its answer is lost) under id `id`, its
+/// lookup URL and status answers replaced.
+fn lost_answer_case(
+    id: &str,
+    url: &str,
+    status: &str,
+    status_queries: u32,
+) -> holdfast::sim::case::Case {
+    let t2 = include_str!("../assets/drill/seed.jsonl")
+        .lines()
+        .find(|l| l.contains(r#""id": "T2""#))
+        .expect("the seed's T2");
+    let mut case: serde_json::Value = serde_json::from_str(t2).unwrap();
+    case["id"] = id.into();
+    case["contract"]["tool"] = format!("DRILL-{id}").into();
+    case["contract"]["status_lookup"]["url"] = url.into();
+    let mut provider = vec![serde_json::json!(
+        {"on": "request", "n": 1, "commit": true, "respond": "drop"}
+    )];
+    for n in 1..=6 {
+        let mut rule: serde_json::Value = serde_json::from_str(status).unwrap();
+        rule["on"] = "status".into();
+        rule["n"] = n.into();
+        provider.push(rule);
+    }
+    case["provider"] = provider.into();
+    case["expect"] = serde_json::json!({"state": "UNKNOWN", "requests": 1, "effects": 1,
+        "status_queries": status_queries, "retried_before_reconcile": false});
+    holdfast::sim::case::parse_case(&case.to_string(), 1).unwrap()
+}
+
+/// A committed write whose answer was lost is never retried on the strength of
+/// a router's HTML 404 or of a wrong path's 404: the lookup proves nothing, the
+/// hold stays held, and the provider applied the effect once.
+#[tokio::test]
+async fn a_lost_answer_looked_up_through_an_html_or_wrong_path_404_is_not_applied_twice() {
+    let html = lost_answer_case(
+        "H404",
+        "{sim}/records?business_key={business_key}",
+        r#"{"respond": {"status": 404, "headers": {"Content-Type": "text/html"}, "body": "<html><body><h1>404 Not Found</h1></body></html>"}}"#,
+        4,
+    );
+    let typo = lost_answer_case(
+        "W404",
+        "{sim}/recrods?business_key={business_key}",
+        r#"{"respond": "record"}"#,
+        0,
+    );
+    for case in [html, typo] {
+        let fresh = stores::sqlite().await;
+        let outcome = drill::run(fresh.store.as_ref(), std::slice::from_ref(&case))
+            .await
+            .unwrap();
+        let ran = &outcome.cases[0];
+        let c = &ran.counters;
+        assert_eq!(c.effects, 1, "{}: applied once", case.id);
+        assert_eq!(c.requests, 1, "{}: never retried", case.id);
+        let d = fresh
+            .store
+            .detail(&OperationId::parse(&case.id).unwrap())
+            .await
+            .unwrap();
+        assert!(
+            d.row.operation.state.is_held(),
+            "{}: held, not {}",
+            case.id,
+            d.row.operation.state
+        );
+        assert!(
+            d.observations.iter().all(|o| o.found),
+            "{}: no observation of non-application",
+            case.id
+        );
+        assert!(
+            ran.pass,
+            "{}: {:?} vs {:?}",
+            case.id, ran.expected, ran.observed
+        );
+    }
+}
+
+/// A case file cannot point the drill's lookups anywhere but the simulator.
+#[test]
+fn a_case_whose_lookup_is_not_the_simulator_is_refused() {
+    for url in [
+        "http://169.254.169.254/latest/meta-data?k={business_key}",
+        "http://127.0.0.1:8080/records?business_key={business_key}",
+        "{sim}.evil.example/records?business_key={business_key}",
+        "{sim}@evil.example/records?business_key={business_key}",
+    ] {
+        let t2 = include_str!("../assets/drill/seed.jsonl")
+            .lines()
+            .find(|l| l.contains(r#""id": "T2""#))
+            .unwrap();
+        let mut case: serde_json::Value = serde_json::from_str(t2).unwrap();
+        case["contract"]["status_lookup"]["url"] = url.into();
+        let errors = holdfast::sim::case::parse_case(&case.to_string(), 7).unwrap_err();
+        assert!(
+            errors
+                .iter()
+                .any(|e| e.field == "contract.status_lookup.url"
+                    && e.reason.contains("calls only its simulated provider")),
+            "{url}: {errors:?}"
+        );
+    }
+}

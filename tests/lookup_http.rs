@@ -10,9 +10,9 @@ use chrono::{DateTime, Duration, Utc};
 use holdfast::core::clock::{Clock, parse_instant};
 use holdfast::core::lookup::{self, Finding, LookupCall, LookupSpec, Next, Verdict};
 use holdfast::core::model::{Observation, Operation, Outcome, Phase};
-use holdfast::lookup::{Impossible, Looker, LookupConfig, Secrets};
+use holdfast::lookup::{Binding, Impossible, Looker, LookupConfig, LookupSettings, Secrets};
 use holdfast::wire::{Record, parse_line};
-use support::provider::{HASH, Provider, TOKEN};
+use support::provider::{HASH, Provider, TOKEN, contract_with};
 
 /// The instant the lookups are made at (a frozen clock, as in every test).
 const NOW: &str = "2026-09-05T10:10:00Z";
@@ -59,7 +59,11 @@ fn operation(business_key: Option<&str>) -> Operation {
 
 /// One lookup of the scenario named by `key`.
 async fn look(provider: &Provider, key: &str, timeout_ms: u32, limit: usize) -> LookupCall {
-    let looker = Looker::new(LookupConfig { body_limit: limit }).unwrap();
+    let looker = Looker::new(LookupConfig {
+        body_limit: limit,
+        ..provider.settings().client()
+    })
+    .unwrap();
     looker
         .look_up(
             &spec(provider, timeout_ms),
@@ -327,7 +331,7 @@ async fn the_secret_goes_on_the_wire_and_nowhere_else() {
 #[tokio::test]
 async fn a_missing_identity_value_or_secret_makes_the_lookup_impossible() {
     let p = Provider::start("").await;
-    let looker = Looker::new(LookupConfig::default()).unwrap();
+    let looker = Looker::new(p.settings().client()).unwrap();
     let spec = spec(&p, 2000);
     let err = looker
         .look_up(
@@ -368,7 +372,11 @@ async fn a_failed_tls_handshake_is_an_attempt_with_its_error_type() {
     let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
         panic!("the contract does not parse")
     };
-    let looker = Looker::new(LookupConfig::default()).unwrap();
+    let mut settings = p.settings();
+    if let Some(b) = settings.bindings.get_mut("test") {
+        b.origin = b.origin.replace("http://", "https://");
+    }
+    let looker = Looker::new(settings.client()).unwrap();
     let call = looker
         .look_up(
             c.status_lookup.spec().unwrap(),
@@ -386,4 +394,274 @@ async fn a_failed_tls_handshake_is_an_attempt_with_its_error_type() {
         p.auth_seen().is_empty(),
         "the token never left over a failed handshake"
     );
+}
+
+/// Every variable holds the token: what is sent is decided by the binding alone.
+struct AnySecret;
+
+impl Secrets for AnySecret {
+    fn get(&self, _: &str) -> Option<String> {
+        Some(TOKEN.to_owned())
+    }
+}
+
+/// The lookup object of a contract line written by hand.
+fn spec_of(status_lookup: &str) -> LookupSpec {
+    let line = contract_with("T06", status_lookup);
+    let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
+        panic!("the contract does not parse: {line}")
+    };
+    c.status_lookup.spec().unwrap().clone()
+}
+
+/// A lookup object asking `url`, with `extra` JSON members (`,"auth":{…}`).
+fn lookup_at(url: &str, extra: &str) -> String {
+    format!(
+        r#"{{"method":"GET","url":"{url}"{extra},"fields":{{"target":"/record/target","payload_hash":"/record/payload_hash","tenant":"/record/tenant","effect_count":"/count"}}}}"#
+    )
+}
+
+async fn try_look(
+    settings: &LookupSettings,
+    spec: &LookupSpec,
+    key: &str,
+) -> Result<LookupCall, Impossible> {
+    Looker::new(settings.client())
+        .unwrap()
+        .look_up(
+            spec,
+            &operation(Some(key)),
+            None,
+            &AnySecret,
+            Clock::Frozen(now()),
+        )
+        .await
+}
+
+fn refused_rule(result: Result<LookupCall, Impossible>) -> String {
+    match result {
+        Err(Impossible::Refused { tool, rule, why }) => {
+            assert_eq!(tool, "T06", "the refusal names the tool: {why}");
+            rule
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_contract_never_sends_a_token_to_an_unbound_host_or_from_another_variable() {
+    let bound = Provider::start("").await;
+    let listener = Provider::start("").await;
+    let settings = bound.settings();
+    // The contract points its lookup at a listener of its own choosing.
+    let elsewhere = spec_of(&lookup_at(
+        &format!("{}/v1/records?business_key={{business_key}}", listener.base),
+        r#","auth":{"header":"Authorization","prefix":"Bearer ","env":"HOLDFAST_TEST_STATUS_TOKEN"}"#,
+    ));
+    let err = try_look(&settings, &elsewhere, "match:1").await;
+    let text = format!("{err:?}");
+    assert_eq!(refused_rule(err), "unbound host", "{text}");
+    // Naming the bound binding does not move the host either.
+    let named = spec_of(&lookup_at(
+        &format!("{}/v1/records?business_key={{business_key}}", listener.base),
+        r#","provider":"test""#,
+    ));
+    assert_eq!(
+        refused_rule(try_look(&settings, &named, "match:1").await),
+        "unbound host"
+    );
+    let unknown = spec_of(&lookup_at(
+        &format!("{}/v1/records?business_key={{business_key}}", bound.base),
+        r#","provider":"payments""#,
+    ));
+    assert_eq!(
+        refused_rule(try_look(&settings, &unknown, "match:1").await),
+        "unbound provider"
+    );
+    // On the bound host, the contract names another tool's variable.
+    let other_var = spec_of(&lookup_at(
+        &format!("{}/v1/records?business_key={{business_key}}", bound.base),
+        r#","auth":{"header":"Cookie","env":"T99_SESSION_COOKIE"}"#,
+    ));
+    let err = try_look(&settings, &other_var, "match:1").await;
+    assert!(
+        err.as_ref()
+            .is_err_and(|e| e.to_string().contains("T99_SESSION_COOKIE")),
+        "{err:?}"
+    );
+    assert_eq!(refused_rule(err), "contract secret");
+    assert_eq!(listener.requests(), 0, "nothing reached the listener");
+    assert_eq!(
+        bound.requests(),
+        0,
+        "nothing was sent from another variable"
+    );
+    // A binding without a secret sends none, and a contract naming one is refused.
+    let mut bare = bound.settings();
+    if let Some(b) = bare.bindings.get_mut("test") {
+        b.env = None;
+    }
+    assert_eq!(
+        refused_rule(try_look(&bare, &spec(&bound, 2000), "match:1").await),
+        "contract secret"
+    );
+    // The bound lookup, by name or by origin, carries the binding's secret.
+    let by_name = spec_of(&lookup_at(
+        &format!("{}/v1/records?business_key={{business_key}}", bound.base),
+        r#","provider":"test""#,
+    ));
+    let call = try_look(&settings, &by_name, "match:1").await.unwrap();
+    assert_eq!(call.http_status, Some(200));
+    assert_eq!(bound.auth_seen(), vec![Some(format!("Bearer {TOKEN}"))]);
+    assert!(!format!("{call:?}").contains(TOKEN));
+}
+
+#[tokio::test]
+async fn loopback_private_metadata_and_obfuscated_hosts_are_refused_unless_allowed() {
+    let p = Provider::start("").await;
+    let port = p.base.rsplit(':').next().unwrap().to_owned();
+    for origin in [
+        "http://169.254.169.254".to_owned(),
+        "http://[fd00:ec2::254]".to_owned(),
+        format!("http://0x7f.1:{port}"),
+        format!("http://2130706433:{port}"),
+        format!("http://0177.0.0.1:{port}"),
+        format!("http://[::1]:{port}"),
+        format!("http://[::ffff:127.0.0.1]:{port}"),
+        format!("http://localhost:{port}"),
+        format!("http://127.0.0.1:{port}"),
+        "http://10.1.2.3".to_owned(),
+        "http://172.16.0.1".to_owned(),
+        "http://192.168.0.1".to_owned(),
+        "http://0.0.0.0".to_owned(),
+        "http://[fe80::1]".to_owned(),
+    ] {
+        let mut settings = LookupSettings::default();
+        settings.bindings.insert(
+            "x".into(),
+            Binding {
+                origin: origin.clone(),
+                allow_private: false,
+                env: None,
+                not_found: None,
+                ..p.binding()
+            },
+        );
+        let spec = spec_of(&lookup_at(
+            &format!("{origin}/v1/records?business_key={{business_key}}"),
+            "",
+        ));
+        let err = try_look(&settings, &spec, "match:1").await;
+        assert!(
+            err.as_ref()
+                .is_err_and(|e| e.to_string().contains("allow_private")),
+            "{origin}: {err:?}"
+        );
+        assert_eq!(refused_rule(err), "private address", "{origin}");
+    }
+    assert_eq!(p.requests(), 0, "no refused lookup reached the provider");
+    // Allowed by the binding, the obfuscated spelling is the same origin.
+    let mut settings = p.settings();
+    if let Some(b) = settings.bindings.get_mut("test") {
+        b.env = None;
+    }
+    let spec = spec_of(&lookup_at(
+        &format!("http://0x7f.1:{port}/v1/records?business_key={{business_key}}"),
+        "",
+    ));
+    let call = try_look(&settings, &spec, "match:1").await.unwrap();
+    assert_eq!(call.http_status, Some(200));
+    assert_eq!(p.requests(), 1);
+}
+
+#[tokio::test]
+async fn identity_values_never_change_the_path_and_redacted_values_are_never_sent() {
+    let p = Provider::start("").await;
+    let settings = p.settings();
+    let by_path = spec_of(&lookup_at(
+        &format!("{}/v1/items/{{business_key}}/status", p.base),
+        "",
+    ));
+    for key in [
+        "..",
+        ".",
+        "‹redacted:stripe_key›",
+        "sk_‹redacted:stripe_key›x",
+    ] {
+        let err = try_look(&settings, &by_path, key).await.unwrap_err();
+        assert!(matches!(err, Impossible::Unsendable(_)), "{key}: {err:?}");
+        let text = err.to_string();
+        assert!(
+            text.contains("business_key")
+                && (text.contains("dot segment") || text.contains("redacted")),
+            "{key}: {text}"
+        );
+    }
+    assert_eq!(p.requests(), 0, "no lookup was sent");
+    let call = try_look(&settings, &by_path, "a/b").await.unwrap();
+    assert_eq!(call.http_status, Some(404));
+    let call = try_look(&settings, &by_path, "../../v1/records")
+        .await
+        .unwrap();
+    assert_eq!(call.http_status, Some(404));
+    assert_eq!(
+        p.other_paths(),
+        vec![
+            "/v1/items/a%2Fb/status".to_owned(),
+            "/v1/items/..%2F..%2Fv1%2Frecords/status".to_owned()
+        ],
+        "each value stays one path segment"
+    );
+    assert_eq!(p.asked(""), 0);
+    // In a query, a dot-only value is refused the same way.
+    let query = spec(&p, 2000);
+    assert!(matches!(
+        try_look(&settings, &query, "..").await,
+        Err(Impossible::Unsendable(_))
+    ));
+}
+
+#[tokio::test]
+async fn only_the_providers_own_not_found_is_an_answer() {
+    let p = Provider::start("").await;
+    let call = look(&p, "missing:1", 2000, 1 << 20).await;
+    assert!(call.answer.as_ref().is_some_and(|a| !a.found), "{call:?}");
+    for key in ["html404:1", "empty404:1", "shape404:1"] {
+        let call = look(&p, key, 2000, 1 << 20).await;
+        assert_eq!(call.http_status, Some(404), "{key}");
+        assert_eq!(
+            call.error_type.as_deref(),
+            Some("unclear_not_found"),
+            "{key}"
+        );
+        assert!(call.answer.is_none(), "{key}: no observation");
+        assert!(
+            call.excerpt
+                .as_ref()
+                .is_some_and(|e| e.contains("proves nothing")),
+            "{key}: {:?}",
+            call.excerpt
+        );
+    }
+    // A wrong path on the provider's host answers its router's 404.
+    let typo = spec_of(&lookup_at(
+        &format!("{}/v1/record?business_key={{business_key}}", p.base),
+        "",
+    ));
+    let mut settings = p.settings();
+    if let Some(b) = settings.bindings.get_mut("test") {
+        b.env = None;
+    }
+    let call = try_look(&settings, &typo, "missing:1").await.unwrap();
+    assert_eq!(call.error_type.as_deref(), Some("unclear_not_found"));
+    // Without the binding's not-found body, only the declared shape (count 0) counts.
+    if let Some(b) = settings.bindings.get_mut("test") {
+        b.not_found = None;
+    }
+    let plain = spec_of(&lookup_at(
+        &format!("{}/v1/records?business_key={{business_key}}", p.base),
+        "",
+    ));
+    let call = try_look(&settings, &plain, "missing:2").await.unwrap();
+    assert_eq!(call.error_type.as_deref(), Some("unclear_not_found"));
 }

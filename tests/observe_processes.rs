@@ -60,6 +60,7 @@ async fn two_observe_processes_on_one_postgres_store_look_each_hold_up_once() {
     let p = Provider::start("").await;
     let fresh = due_holds(Kind::Postgres, &p, 50).await;
     let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("no-config.toml"), p.binding_toml()).unwrap();
     let a = observe(&fresh, dir.path(), &["--concurrency", "8"])
         .spawn()
         .unwrap();
@@ -104,6 +105,7 @@ async fn observe_watch_skips_a_manual_tool_and_a_one_shot_observe_does_not() {
     let p = Provider::start("").await;
     let fresh = due_holds(Kind::Sqlite, &p, 3).await;
     let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("no-config.toml"), p.binding_toml()).unwrap();
     let watched = observe(&fresh, dir.path(), &["--watch", "--duration", "1"])
         .output()
         .unwrap();

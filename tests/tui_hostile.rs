@@ -278,6 +278,7 @@ mod screens {
             key_conflicts: vec![id("F95")],
             autonomy: holdfast::core::autonomy::Level::Manual,
             redactions: Vec::new(),
+            lookup_unchecked: None,
         }
     }
 

@@ -13,6 +13,15 @@ use support::provider::{Provider, contract_with, holds};
 
 /// A store with holds whose tool's lookup needs no secret (the console reads
 /// secrets from its own environment, which a test leaves alone).
+/// The operator's binding of the provider, carrying no secret (as the contract).
+fn bound(p: &Provider) -> holdfast::lookup::LookupSettings {
+    let mut settings = p.settings();
+    if let Some(b) = settings.bindings.get_mut("test") {
+        b.env = None;
+    }
+    settings
+}
+
 fn packet(p: &Provider) -> String {
     let lookup = format!(
         r#"{{"method":"GET","url":"{}/v1/records?business_key={{business_key}}","timeout_ms":2000,"lag_seconds":60,"fields":{{"target":"/record/target","payload_hash":"/record/payload_hash","tenant":"/record/tenant","effect_count":"/count","provider_request_id":"/record/request_id"}}}}"#,
@@ -67,6 +76,7 @@ async fn o_looks_the_hold_up_and_shows_what_it_now_allows() {
     for (w, hgt) in [(80u16, 24u16), (200, 50)] {
         let size = format!("{w}x{hgt}");
         let mut h = Harness::at(&packet(&p), now, w, hgt).await;
+        h.lookup = bound(&p);
         h.select_id("L-match").await;
         assert!(
             !allowed(&h, "resolve --to SUCCEEDED"),
@@ -122,6 +132,7 @@ async fn o_reads_answers_under_the_lookup_config_like_the_command_line() {
     let mut h = Harness::at(&packet(&p), now, 200, 50).await;
     // The same answer that resolves L-match under the default limit is over a
     // 64-byte `[lookup] body_limit_bytes`: an attempt, and nothing proved.
+    h.lookup = bound(&p);
     h.lookup.body_limit_bytes = Some(64);
     h.select_id("L-match").await;
     h.key(KeyCode::Char('o')).await;

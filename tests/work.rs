@@ -584,8 +584,42 @@ async fn a_lease_is_the_claimers_whatever_worker_name_another_gives(kind: Kind) 
     intact(fresh.store.as_ref()).await;
 }
 
+/// Work of a tool whose status lookup was never proven to find a known record
+/// (`holdfast lookup check`) is not handed out, whatever its level: the tool is
+/// capped at `manual` until a check finds one.
+async fn work_of_a_tool_with_an_unchecked_lookup_is_not_handed_out(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let t09 = contract().replace(r#""tool":"T03""#, r#""tool":"T09""#).replace(
+        r#""status_lookup":true"#,
+        r#""status_lookup":{"method":"GET","url":"https://status.example/v1/records/{operation}","fields":{"effect_count":"/count"}}"#,
+    );
+    let packet = format!(
+        "{t09}\n{}",
+        approved("W09", "pinehaven").replace(r#""tool":"T03""#, r#""tool":"T09""#)
+    );
+    let report = fresh
+        .store
+        .ingest(records(&packet), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    put_at_level(fresh.store.as_ref(), "T09", Level::Automation).await;
+    let session = worker_session(Arc::clone(&fresh.store));
+    let none = work::claim(&session, "w1", Duration::seconds(60), 5, at(0))
+        .await
+        .unwrap();
+    assert!(none.is_empty(), "claimed while unchecked: {none:?}");
+    support::review::put_checked(fresh.store.as_ref(), "T09").await;
+    let got = work::claim(&session, "w1", Duration::seconds(60), 5, at(1))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1, "checked: handed out");
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
     a_lease_is_the_claimers_whatever_worker_name_another_gives,
+    work_of_a_tool_with_an_unchecked_lookup_is_not_handed_out,
     work_of_a_tool_below_automation_is_not_handed_out,
     sixteen_claimers_hand_out_every_piece_once,
     a_lost_lease_is_reclaimed_executed_once_and_the_late_worker_refused,

@@ -184,6 +184,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: commands::autonomy::AutonomyCommand,
     },
+    /// Status lookups: prove a tool's lookup finds a record known to exist.
+    Lookup {
+        #[command(subcommand)]
+        command: commands::lookup::LookupCommand,
+    },
     /// Approved work for workers (DESIGN §9.2): claim it under a lease, keep the
     /// lease alive, complete it with the records of what was done, or release it.
     Work {
@@ -552,6 +557,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
+        Some(Command::Lookup { command }) => commands::lookup::lookup(&ctx, command).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());

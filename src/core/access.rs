@@ -83,6 +83,7 @@ pub fn role_actions() -> Vec<(Role, &'static str)> {
         GrantOp::Revoke.as_str(),
         autonomy::SET_ACTION,
         autonomy::DRILL_ACTION,
+        autonomy::LOOKUP_CHECK_ACTION,
     ] {
         pairs.push((Role::Owner, action));
     }
@@ -484,6 +485,9 @@ mod tests {
     fn the_databases_role_actions_are_the_permission_table() {
         let sql = include_str!("../../migrations/postgres/20261201000041_audit_within_grants.sql");
         let mut stored = migration_pairs(sql);
+        stored.extend(migration_pairs(include_str!(
+            "../../migrations/postgres/20261202000013_lookup_check_role.sql"
+        )));
         stored.sort();
         let mut rust: Vec<(String, String)> = role_actions()
             .into_iter()

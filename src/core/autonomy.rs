@@ -27,6 +27,9 @@ pub const DRILL_LEDGER: &str = "holdfast:drills";
 pub const SET_ACTION: &str = "autonomy-set";
 /// The action name of a recorded drill in the audit log.
 pub const DRILL_ACTION: &str = "drill";
+/// The action name of a recorded lookup check (`holdfast lookup check`) in the
+/// audit log: a row of the autonomy ledger, since what it proves bounds autonomy.
+pub const LOOKUP_CHECK_ACTION: &str = "lookup-check";
 
 text_enum!(
     /// How much holdfast does on its own for one tool, lowest first.
@@ -228,6 +231,118 @@ impl DrillResult {
     }
 }
 
+/// One check of a tool's status lookup against a record known to exist
+/// (`holdfast lookup check TOOL --known ID`): the lookup of operation `known`,
+/// whose effect is known to be at the provider, found it or not. A lookup is
+/// "checked" while the latest check of its tool found the record with the very
+/// lookup object the contract holds now (its fingerprint).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LookupCheck {
+    pub tool: String,
+    /// The operation whose record is known to exist.
+    pub known: String,
+    /// Whether the lookup found it.
+    pub found: bool,
+    /// The fingerprint of the lookup object checked ([`lookup_fingerprint`]).
+    pub lookup: String,
+    /// What the lookup showed, in words (`HTTP 200, found`, `unclear_not_found`).
+    pub answer: String,
+    pub by: String,
+    pub at: DateTime<Utc>,
+}
+
+impl LookupCheck {
+    /// The audit row that records it, on the autonomy ledger.
+    pub fn draft(&self, role: Role, policy: Option<String>) -> AuditDraft {
+        AuditDraft {
+            operation: ledger_id(AUTONOMY_LEDGER),
+            action: LOOKUP_CHECK_ACTION.to_owned(),
+            from: None,
+            to: None,
+            by: self.by.clone(),
+            role,
+            policy,
+            on_behalf_of: None,
+            rationale: None,
+            evidence: vec![
+                format!("tool:{}", self.tool),
+                format!("known:{}", self.known),
+                format!("found:{}", if self.found { "yes" } else { "no" }),
+                format!("lookup:{}", self.lookup),
+                format!("answer:{}", self.answer),
+            ],
+            at: self.at,
+        }
+    }
+
+    /// The check an audit row records, when it is a lookup-check row.
+    pub fn from_row(row: &super::audit::AuditRow) -> Option<LookupCheck> {
+        let d = &row.draft;
+        if d.operation.as_str() != AUTONOMY_LEDGER || d.action != LOOKUP_CHECK_ACTION {
+            return None;
+        }
+        let entry = |key: &str| {
+            d.evidence
+                .iter()
+                .find_map(|e| e.strip_prefix(key))
+                .map(str::to_owned)
+        };
+        Some(LookupCheck {
+            tool: entry("tool:")?,
+            known: entry("known:")?,
+            found: entry("found:")? == "yes",
+            lookup: entry("lookup:")?,
+            answer: entry("answer:").unwrap_or_default(),
+            by: d.by.clone(),
+            at: d.at,
+        })
+    }
+}
+
+/// The fingerprint of a lookup object: the SHA-256 of its JSON form. A check
+/// holds only for the lookup it checked; a contract that changes its lookup
+/// must be checked again.
+pub fn lookup_fingerprint(spec: &super::lookup::LookupSpec) -> String {
+    let text = serde_json::to_string(spec).unwrap_or_default();
+    super::ids::Sha256::of(text.as_bytes()).to_string()
+}
+
+/// Why `contract`'s lookup does not count as checked by `latest` (the tool's
+/// newest check), or `None` when it does. A contract without a lookup object
+/// has nothing to check (the lookup gate refuses it on its own).
+pub fn unchecked(contract: Option<&Contract>, latest: Option<&LookupCheck>) -> Option<String> {
+    let spec = contract.and_then(|c| c.status_lookup.spec())?;
+    let tool = contract.map_or("", |c| c.tool.as_str());
+    let again =
+        format!("run `holdfast lookup check {tool} --known ID` with a record known to exist");
+    Some(match latest {
+        None => format!(
+            "tool {tool}'s status lookup was never proven to find a record known to exist; {again}"
+        ),
+        Some(c) if c.lookup != lookup_fingerprint(spec) => format!(
+            "tool {tool}'s status lookup changed since it was checked ({}); {again}",
+            format_instant(c.at)
+        ),
+        Some(c) if !c.found => format!(
+            "tool {tool}'s status lookup did not find {}, a record known to exist ({}, {}); {again}",
+            c.known,
+            c.answer,
+            format_instant(c.at)
+        ),
+        Some(_) => return None,
+    })
+}
+
+/// The level that bounds what holdfast does on its own for a tool: its set
+/// level, capped at `manual` while its lookup is unchecked.
+pub fn effective_level(level: Level, unchecked: Option<&str>) -> Level {
+    if unchecked.is_some() {
+        Level::Manual
+    } else {
+        level
+    }
+}
+
 /// The modes `modes` covers, each once, in [`FailureMode::ALL`] order.
 pub fn covered(modes: impl IntoIterator<Item = FailureMode>) -> Vec<FailureMode> {
     let set: BTreeSet<FailureMode> = modes.into_iter().collect();
@@ -287,6 +402,8 @@ pub struct Gates<'a> {
     pub vetoes: OpenVetoes,
     /// The tenants of the tool's operations (whose owners the change touches).
     pub tenants: Vec<String>,
+    /// The tool's newest lookup check.
+    pub lookup_check: Option<&'a LookupCheck>,
 }
 
 /// A tool's standing against the three gates, for `autonomy list`.
@@ -309,7 +426,7 @@ impl Standing {
 pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
     let lookup = match gates.contract.map(|c| &c.status_lookup) {
         None => Some(format!("the store holds no contract for tool {tool}")),
-        Some(StatusLookup::Http(_)) => None,
+        Some(StatusLookup::Http(_)) => unchecked(gates.contract, gates.lookup_check),
         Some(StatusLookup::ByHand) => Some(format!(
             "tool {tool}'s contract says a lookup exists but not how to make it; give status_lookup the object of DESIGN §9.1"
         )),

@@ -226,12 +226,22 @@ fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
 pub struct AutonomyView {
     pub level: super::autonomy::Level,
     pub meaning: String,
+    /// Why the tool's status lookup is unchecked, which caps it at `manual`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lookup_unchecked: Option<String>,
 }
 
 impl AutonomyView {
-    /// `manual: a person runs every lookup and every piece of work`.
+    /// `manual: a person runs every lookup and every piece of work`, and the
+    /// flag of an unchecked lookup when there is one.
     pub fn describe(&self) -> String {
-        format!("{}: {}", self.level, self.meaning)
+        match &self.lookup_unchecked {
+            Some(why) => format!(
+                "{}: {} (LOOKUP UNCHECKED, capped at manual: {why})",
+                self.level, self.meaning
+            ),
+            None => format!("{}: {}", self.level, self.meaning),
+        }
     }
 }
 
@@ -400,6 +410,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         autonomy: AutonomyView {
             level: detail.autonomy,
             meaning: detail.autonomy.meaning().to_owned(),
+            lookup_unchecked: detail.lookup_unchecked.clone(),
         },
         action: op.action.clone(),
         target: op.target.clone(),

@@ -574,10 +574,15 @@ pub struct OperationDetail {
     /// Other operations with the same idempotency key (same tenant) but a different
     /// payload hash (G3).
     pub key_conflicts: Vec<OperationId>,
-    /// The tool's autonomy level (DESIGN §9.4).
+    /// The tool's autonomy level (DESIGN §9.4), capped at `manual` while its
+    /// status lookup is unchecked.
     pub autonomy: super::autonomy::Level,
     /// The values of its records that ingest redacted.
     pub redactions: Vec<super::redact::IngestRedaction>,
+    /// Why the tool's status lookup is unchecked (never proven to find a record
+    /// known to exist, `holdfast lookup check`), when it is: flagged in the
+    /// evidence bundle, and the reason `autonomy` is capped.
+    pub lookup_unchecked: Option<String>,
 }
 
 /// One grant: `identity` holds `role` on `tenant` (G6, G7). A store without any

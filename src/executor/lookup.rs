@@ -12,7 +12,7 @@ use super::transport::{Exchange, HttpRequest, Transport, Url};
 use crate::core::ids::Sha256;
 use crate::core::lookup::LookupSpec;
 use crate::core::model::{AttemptKind, Matches, Operation, Outcome, Phase};
-use crate::lookup::{Reading, Response, read};
+use crate::lookup::{NotFoundBody, Reading, Response, read};
 
 /// What one lookup showed.
 #[derive(Debug, Clone, PartialEq)]
@@ -52,14 +52,12 @@ pub async fn look_up(
     provider_request_id: Option<&str>,
     lag_passed: bool,
     version: u64,
+    not_found: Option<&NotFoundBody>,
 ) -> Result<Looked, String> {
-    let url = spec.url.render(op, provider_request_id).map_err(|p| {
-        format!(
-            "the lookup needs {}, which operation {} lacks",
-            p.name(),
-            op.id
-        )
-    })?;
+    let url = spec
+        .url
+        .render(op, provider_request_id)
+        .map_err(|why| format!("the lookup of operation {} is impossible: {why}", op.id))?;
     let parsed = Url::parse(&url)?;
     let exchange = transport
         .send(&HttpRequest {
@@ -70,7 +68,7 @@ pub async fn look_up(
             kind: AttemptKind::StatusQuery,
         })
         .await;
-    let answer = interpret(&exchange, spec, op, lag_passed, version);
+    let answer = interpret(&exchange, spec, op, lag_passed, version, not_found);
     Ok(Looked {
         exchange,
         url,
@@ -84,6 +82,7 @@ fn interpret(
     op: &Operation,
     lag_passed: bool,
     version: u64,
+    not_found: Option<&NotFoundBody>,
 ) -> Answer {
     let Some(status) = exchange
         .status
@@ -102,7 +101,7 @@ fn interpret(
         location: exchange.header("location"),
         body: &exchange.body,
     };
-    match read(spec, op, &response) {
+    match read(spec, op, not_found, &response) {
         Reading::Answer(answer) if !answer.found => {
             if lag_passed {
                 Answer::NotFound

@@ -112,6 +112,9 @@ pub struct Settings {
     /// First backoff; doubled per repeat, capped, with jitter.
     pub backoff_base: Duration,
     pub backoff_cap: Duration,
+    /// The provider's own not-found body, as its lookup binding describes it: a
+    /// not-found answer without it proves nothing (default: the simulator's).
+    pub lookup_not_found: Option<crate::lookup::NotFoundBody>,
 }
 
 impl Default for Settings {
@@ -122,6 +125,7 @@ impl Default for Settings {
             latency: Duration::milliseconds(40),
             backoff_base: Duration::seconds(1),
             backoff_cap: Duration::seconds(30),
+            lookup_not_found: Some(crate::sim::provider::not_found_body()),
         }
     }
 }
@@ -894,6 +898,7 @@ impl Executor {
             provider_request_id,
             lag_passed,
             job.version,
+            self.settings.lookup_not_found.as_ref(),
         )
         .await
         {

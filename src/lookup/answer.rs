@@ -9,6 +9,8 @@ use crate::core::lookup::{JsonPointer, LookupAnswer, LookupSpec};
 use crate::core::model::{Matches, Operation, Outcome};
 use crate::wire::tree::{self, Node};
 
+use super::NotFoundBody;
+
 /// What a response came to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Reading {
@@ -39,11 +41,34 @@ fn bad(outcome: Outcome, error_type: &str, detail: impl Into<String>) -> Reading
     }
 }
 
-/// Reads a whole response to a lookup for `op` made after `spec`.
-pub fn read(spec: &LookupSpec, op: &Operation, response: &Response<'_>) -> Reading {
+/// Reads a whole response to a lookup for `op` made after `spec`; `not_found` is
+/// the binding's description of the provider's own not-found body.
+///
+/// A not-found status is an answer (non-application, once the lag window has
+/// passed) only when the body is recognizably the provider's: the binding's
+/// not-found body, or else strict JSON of the lookup's declared shape (its
+/// `effect_count` pointer reading 0). An HTML page, an empty body, another
+/// JSON shape or a redirect is `unclear_not_found`: an attempt that proves
+/// nothing — a router's error page or a wrong path says nothing about the record.
+pub fn read(
+    spec: &LookupSpec,
+    op: &Operation,
+    not_found: Option<&NotFoundBody>,
+    response: &Response<'_>,
+) -> Reading {
     let raw_hash = Sha256::of(response.body);
-    if spec.is_not_found(response.status) {
-        return Reading::Answer(not_found(raw_hash));
+    if spec.is_not_found(response.status) && !(300..=399).contains(&response.status) {
+        return match recognized_not_found(spec, not_found, response) {
+            Ok(()) => Reading::Answer(self::not_found(raw_hash)),
+            Err(why) => bad(
+                Outcome::HttpError,
+                "unclear_not_found",
+                format!(
+                    "HTTP {} with {why}: not recognizably the provider's not-found, proves nothing",
+                    response.status
+                ),
+            ),
+        };
     }
     match response.status {
         300..=399 => {
@@ -96,6 +121,57 @@ pub fn read(spec: &LookupSpec, op: &Operation, response: &Response<'_>) -> Readi
         }
     };
     compare(spec, op, &root, raw_hash)
+}
+
+/// Whether a not-found response is the provider's own; the error says what the
+/// body is instead.
+fn recognized_not_found(
+    spec: &LookupSpec,
+    rule: Option<&NotFoundBody>,
+    response: &Response<'_>,
+) -> Result<(), String> {
+    let text = std::str::from_utf8(response.body)
+        .map_err(|_| "a body that is not UTF-8 text".to_owned())?;
+    if text.trim().is_empty() {
+        return Err("an empty body".into());
+    }
+    let root = tree::parse(text).map_err(|_| {
+        let html = response
+            .content_type
+            .is_some_and(|c| c.to_ascii_lowercase().contains("html"))
+            || text.trim_start().starts_with('<');
+        if html {
+            "an HTML page".to_owned()
+        } else {
+            "a body that is not strict JSON".to_owned()
+        }
+    })?;
+    if let Some(rule) = rule {
+        let pointer = JsonPointer::parse(&rule.pointer)
+            .map_err(|e| format!("a body the binding's not-found pointer cannot read ({e})"))?;
+        return match resolve(&root, &pointer).and_then(scalar) {
+            Some(v) if v == rule.equals => Ok(()),
+            _ => Err(format!(
+                "a JSON body without the provider's not-found mark ({} = {:?})",
+                rule.pointer, rule.equals
+            )),
+        };
+    }
+    match spec
+        .fields
+        .effect_count
+        .as_ref()
+        .and_then(|p| resolve(&root, p))
+    {
+        Some(Node::UInt(0)) => Ok(()),
+        _ => Err(format!(
+            "a JSON body not of the lookup's declared shape ({}), and the binding names no not-found body",
+            spec.fields.effect_count.as_ref().map_or_else(
+                || "no effect_count pointer to read 0 at".to_owned(),
+                |p| format!("effect_count at {} is not 0", p.as_str())
+            )
+        )),
+    }
 }
 
 fn not_found(raw_hash: Sha256) -> LookupAnswer {
@@ -226,7 +302,8 @@ fn pointer_missing(name: &str, pointer: &JsonPointer) -> Reading {
 }
 
 /// The instant a `Retry-After` value asks to wait until: delay seconds or an
-/// HTTP-date; `None` for anything else.
+/// HTTP-date still to come; `None` for anything else, a date in the past (or
+/// now) included — such a header asks nothing, and the backoff decides.
 pub fn retry_after(value: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     let value = value.trim();
     if !value.is_empty() && value.bytes().all(|b| b.is_ascii_digit()) {
@@ -236,6 +313,7 @@ pub fn retry_after(value: &str, now: DateTime<Utc>) -> Option<DateTime<Utc>> {
     DateTime::parse_from_rfc2822(value)
         .ok()
         .map(|t| t.with_timezone(&Utc))
+        .filter(|t| *t > now)
 }
 
 #[cfg(test)]
@@ -267,6 +345,7 @@ mod tests {
         read(
             &spec(),
             &op(),
+            None,
             &Response {
                 status,
                 content_type: Some("application/json"),
@@ -300,9 +379,57 @@ mod tests {
         assert_eq!(a.raw_hash, Sha256::of(body.as_bytes()));
     }
 
+    fn with_rule(status: u16, content_type: &str, body: &str) -> Reading {
+        let rule = NotFoundBody {
+            pointer: "/error/code".into(),
+            equals: "resource_missing".into(),
+        };
+        read(
+            &spec(),
+            &op(),
+            Some(&rule),
+            &Response {
+                status,
+                content_type: Some(content_type),
+                location: None,
+                body: body.as_bytes(),
+            },
+        )
+    }
+
+    #[test]
+    fn only_a_recognizable_not_found_is_an_answer() {
+        let Reading::Answer(a) = with_rule(
+            404,
+            "application/json",
+            r#"{"error":{"code":"resource_missing"}}"#,
+        ) else {
+            panic!("the binding's not-found body is an answer")
+        };
+        assert!(!a.found);
+        let Reading::Answer(a) = json(404, r#"{"count":0}"#) else {
+            panic!("a 404 of the declared shape is an answer")
+        };
+        assert!(!a.found);
+        for (ct, body) in [
+            ("text/html", "<html><h1>404 Not Found</h1></html>"),
+            ("application/json", ""),
+            ("application/json", r#"{"error":{"code":"route_missing"}}"#),
+            ("application/json", r#"{"message":"no route"}"#),
+            ("text/plain", "no such record"),
+        ] {
+            assert_eq!(
+                error_type(&with_rule(404, ct, body)),
+                "unclear_not_found",
+                "{body}"
+            );
+            assert_eq!(error_type(&json(404, body)), "unclear_not_found", "{body}");
+        }
+    }
+
     #[test]
     fn not_found_statuses_and_a_zero_count_are_answers() {
-        let Reading::Answer(a) = json(404, "") else {
+        let Reading::Answer(a) = json(404, r#"{"count":0}"#) else {
             panic!("no answer")
         };
         assert!(!a.found);
@@ -342,6 +469,8 @@ mod tests {
             crate::core::clock::parse_instant("2026-09-05T10:30:00Z").ok()
         );
         assert_eq!(retry_after("soon", now), None);
+        assert_eq!(retry_after("Sat, 05 Sep 2026 09:59:59 GMT", now), None);
+        assert_eq!(retry_after("Thu, 01 Jan 1970 00:00:00 GMT", now), None);
         assert_eq!(retry_after("-5", now), None);
     }
 }

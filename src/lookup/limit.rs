@@ -1,5 +1,7 @@
 //! Per-provider pacing of lookups: at most N a second to each provider (its
-//! scheme, host and port), however many run at once.
+//! scheme, host and port), however many run at once. The pacing is always on:
+//! a provider the config names no rate for gets [`DEFAULT_RATE_PER_SECOND`].
+//! Also the `[lookup]` section of the config file, bindings included.
 
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
@@ -12,13 +14,22 @@ use std::time::{Duration, Instant};
 pub struct LookupSettings {
     /// The largest response body read, in bytes (default 1 MiB).
     pub body_limit_bytes: Option<usize>,
-    /// Lookups a second to any one provider not listed below (default: no limit).
+    /// Lookups a second to any one provider not listed below (default
+    /// [`DEFAULT_RATE_PER_SECOND`]; never unlimited).
     pub rate_per_second: Option<f64>,
-    /// Lookups a second per provider, keyed by `scheme://host:port` as the
-    /// contract's URL writes it.
+    /// Lookups a second per provider, keyed by `scheme://host:port`.
     #[serde(default)]
     pub providers: BTreeMap<String, ProviderSettings>,
+    /// The shortest wait before one hold is looked up again, in seconds (default
+    /// 30, at least 1): whatever a provider's `Retry-After` says.
+    pub min_interval_seconds: Option<u32>,
+    /// Where lookups may go and which secret they carry, by binding name.
+    #[serde(default)]
+    pub bindings: super::Bindings,
 }
+
+/// Lookups a second to one provider when the config names no rate.
+pub const DEFAULT_RATE_PER_SECOND: f64 = 5.0;
 
 /// Settings of one provider.
 #[derive(Debug, Clone, Default, PartialEq, Deserialize)]
@@ -32,16 +43,29 @@ impl LookupSettings {
     pub fn client(&self) -> super::LookupConfig {
         super::LookupConfig {
             body_limit: self.body_limit_bytes.unwrap_or(super::DEFAULT_BODY_LIMIT),
+            bindings: self.bindings.clone(),
+            min_interval_seconds: self
+                .min_interval_seconds
+                .unwrap_or(super::DEFAULT_MIN_INTERVAL_SECONDS)
+                .max(1),
         }
     }
 
-    /// The rate for `provider`, if it has one.
-    pub fn rate(&self, provider: &str) -> Option<f64> {
+    /// The rate for `provider` (`scheme://host:port`, in any spelling the URL
+    /// parser reads the same): its own, else the section's, else the default.
+    /// A rate that is not a positive number counts as unset.
+    pub fn rate(&self, provider: &str) -> f64 {
+        let key = super::canonical_origin(provider);
+        let valid = |r: &f64| r.is_finite() && *r > 0.0;
         self.providers
-            .get(provider)
-            .and_then(|p| p.rate_per_second)
-            .or(self.rate_per_second)
-            .filter(|r| r.is_finite() && *r > 0.0)
+            .iter()
+            .find(|(k, _)| {
+                k.as_str() == provider || (key.is_some() && super::canonical_origin(k) == key)
+            })
+            .and_then(|(_, p)| p.rate_per_second)
+            .filter(valid)
+            .or(self.rate_per_second.filter(valid))
+            .unwrap_or(DEFAULT_RATE_PER_SECOND)
     }
 }
 
@@ -63,9 +87,7 @@ impl RateLimiter {
 
     /// Waits until `provider` may be asked again, and takes that turn.
     pub async fn acquire(&self, provider: &str) {
-        let Some(rate) = self.settings.rate(provider) else {
-            return;
-        };
+        let rate = self.settings.rate(provider);
         let gap = Duration::from_secs_f64(1.0 / rate);
         let wait = {
             let mut next = match self.next_free.lock() {
@@ -93,8 +115,13 @@ mod tests {
             "rate_per_second = 1000.0\n[providers.\"http://slow:1\"]\nrate_per_second = 20.0\n",
         )
         .unwrap();
-        assert_eq!(settings.rate("http://slow:1"), Some(20.0));
-        assert_eq!(settings.rate("http://other:2"), Some(1000.0));
+        assert_eq!(settings.rate("http://slow:1"), 20.0);
+        assert_eq!(settings.rate("http://other:2"), 1000.0);
+        assert_eq!(
+            LookupSettings::default().rate("http://any:3"),
+            DEFAULT_RATE_PER_SECOND,
+            "pacing is always on"
+        );
         let limiter = RateLimiter::new(settings);
         let started = Instant::now();
         for _ in 0..5 {

@@ -5,13 +5,18 @@
 //! decided in `core::lookup`, never here.
 
 mod answer;
+mod bind;
 mod limit;
 mod observe;
 mod redact;
 mod service;
 
 pub use answer::{Reading, Response, read, retry_after};
-pub use limit::{LookupSettings, ProviderSettings, RateLimiter};
+pub use bind::{
+    Binding, Bindings, NotFoundBody, Route, RouteAuth, canonical_origin, is_private, is_private_ip,
+    route,
+};
+pub use limit::{DEFAULT_RATE_PER_SECOND, LookupSettings, ProviderSettings, RateLimiter};
 pub use observe::{Due, ObserveLine, ObserveOptions, ObserveStore, Observer};
 pub use redact::{redact_secret, redact_url};
 pub use service::{
@@ -61,21 +66,40 @@ pub enum Impossible {
     MissingSecret(String),
     #[error("lookup impossible: the secret in {0} cannot be sent in an HTTP header")]
     BadSecret(String),
+    /// A value of the operation would change what is asked, or is not the real one.
+    #[error("lookup impossible: {0}")]
+    Unsendable(String),
+    /// The operator's bindings do not let this lookup go where it would go.
+    #[error("lookup refused for tool {tool} ({rule}): {why}")]
+    Refused {
+        tool: String,
+        rule: String,
+        why: String,
+    },
     #[error("lookup impossible: {0}")]
     Client(String),
 }
 
+/// The shortest wait between two lookups of one hold by default, in seconds.
+pub const DEFAULT_MIN_INTERVAL_SECONDS: u32 = 30;
+
 /// Settings of the HTTP side.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LookupConfig {
     /// The largest body read, in bytes.
     pub body_limit: usize,
+    /// The operator's bindings: where lookups may go and what they carry.
+    pub bindings: Bindings,
+    /// The shortest wait before a hold is looked up again, in seconds.
+    pub min_interval_seconds: u32,
 }
 
 impl Default for LookupConfig {
     fn default() -> Self {
         LookupConfig {
             body_limit: DEFAULT_BODY_LIMIT,
+            bindings: Bindings::new(),
+            min_interval_seconds: DEFAULT_MIN_INTERVAL_SECONDS,
         }
     }
 }
@@ -83,24 +107,75 @@ impl Default for LookupConfig {
 /// The HTTP client of lookups; one per process, shared by every lookup.
 #[derive(Debug, Clone)]
 pub struct Looker {
+    /// For bindings that do not allow private addresses: a name resolving to
+    /// one is not connected to (a hostname cannot smuggle in what an IP literal
+    /// may not name).
     http: reqwest::Client,
+    /// For bindings that allow them (`allow_private = true`).
+    private: reqwest::Client,
     config: LookupConfig,
+}
+
+/// Resolves names through the system, keeping only addresses a binding that
+/// does not allow private ones may reach.
+struct PublicOnly;
+
+impl reqwest::dns::Resolve for PublicOnly {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        Box::pin(async move {
+            let addrs: Vec<std::net::SocketAddr> =
+                tokio::net::lookup_host((host.as_str(), 0)).await?.collect();
+            let public: Vec<std::net::SocketAddr> = addrs
+                .into_iter()
+                .filter(|a| !bind::is_private_ip(a.ip()))
+                .collect();
+            if public.is_empty() {
+                return Err(format!(
+                    "{host} resolves only to loopback, private, link-local or metadata addresses, which its binding does not allow"
+                )
+                .into());
+            }
+            Ok(Box::new(public.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
 }
 
 impl Looker {
     pub fn new(config: LookupConfig) -> Result<Looker, Impossible> {
-        let http = reqwest::Client::builder()
-            .redirect(reqwest::redirect::Policy::none())
-            .user_agent(concat!("holdfast/", env!("CARGO_PKG_VERSION")))
-            .connect_timeout(Duration::from_millis(u64::from(LookupSpec::MAX_TIMEOUT_MS)))
-            .build()
-            .map_err(|e| Impossible::Client(e.without_url().to_string()))?;
-        Ok(Looker { http, config })
+        let builder = || {
+            reqwest::Client::builder()
+                .redirect(reqwest::redirect::Policy::none())
+                .user_agent(concat!("holdfast/", env!("CARGO_PKG_VERSION")))
+                .connect_timeout(Duration::from_millis(u64::from(LookupSpec::MAX_TIMEOUT_MS)))
+        };
+        let built = |b: reqwest::ClientBuilder| {
+            b.build()
+                .map_err(|e| Impossible::Client(e.without_url().to_string()))
+        };
+        Ok(Looker {
+            http: built(builder().dns_resolver(PublicOnly))?,
+            private: built(builder())?,
+            config,
+        })
     }
 
-    /// Makes one lookup of `op` as `spec` says. `provider_request_id` is the one
-    /// the last request attempt recorded. Every call that was sent comes back as a
-    /// [`LookupCall`], whatever happened on the way; its times are on `clock`.
+    /// How `spec`'s lookup of `op` would be made under this client's bindings,
+    /// or why it may not be made at all.
+    pub fn route(
+        &self,
+        spec: &LookupSpec,
+        op: &Operation,
+        provider_request_id: Option<&str>,
+    ) -> Result<Route, Impossible> {
+        route(&self.config.bindings, spec, op, provider_request_id)
+    }
+
+    /// Makes one lookup of `op` as `spec` says, through the operator's binding
+    /// ([`route`]): nothing is sent where no binding allows it. `provider_request_id`
+    /// is the one the last request attempt recorded. Every call that was sent
+    /// comes back as a [`LookupCall`], whatever happened on the way; its times are
+    /// on `clock`.
     pub async fn look_up(
         &self,
         spec: &LookupSpec,
@@ -109,20 +184,22 @@ impl Looker {
         secrets: &dyn Secrets,
         clock: Clock,
     ) -> Result<LookupCall, Impossible> {
-        let url = spec
-            .url
-            .render(op, provider_request_id)
-            .map_err(|p| Impossible::MissingValue(p.name()))?;
-        let mut request = self
-            .http
+        let route = self.route(spec, op, provider_request_id)?;
+        let url = route.url.clone();
+        let http = if route.allow_private {
+            &self.private
+        } else {
+            &self.http
+        };
+        let mut request = http
             .get(&url)
             .timeout(Duration::from_millis(u64::from(spec.timeout_ms())));
         let mut secret = None;
-        if let Some(auth) = &spec.auth {
+        if let Some(auth) = &route.auth {
             let value = secrets
                 .get(&auth.env)
                 .ok_or_else(|| Impossible::MissingSecret(auth.env.clone()))?;
-            let text = format!("{}{value}", auth.prefix.as_deref().unwrap_or(""));
+            let text = format!("{}{value}", auth.prefix);
             let mut header = reqwest::header::HeaderValue::from_str(&text)
                 .map_err(|_| Impossible::BadSecret(auth.env.clone()))?;
             header.set_sensitive(true);
@@ -150,6 +227,7 @@ impl Looker {
             response_hash: None,
             excerpt: None,
             answer: None,
+            min_interval_seconds: self.config.min_interval_seconds,
         };
         // The secret itself, then every secret the project's redactor knows.
         let clean = |text: &str| {
@@ -188,7 +266,7 @@ impl Looker {
                     location: location.as_deref(),
                     body: &body,
                 };
-                match read(spec, op, &response) {
+                match read(spec, op, route.not_found.as_ref(), &response) {
                     Reading::Answer(mut answer) => {
                         answer.provider_request_id =
                             answer.provider_request_id.map(|id| clean(&id));

@@ -138,7 +138,7 @@ impl Observer {
                 Err(e) => done(format!("error: {e:#}"), false),
             };
         }
-        self.limiter.acquire(&due.spec.provider()).await;
+        self.limiter.acquire(&due.spec.origin()).await;
         let call = self
             .looker
             .look_up(

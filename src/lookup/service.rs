@@ -79,7 +79,7 @@ pub async fn look_up_paced(
     let detail = review::load(session, id).await?;
     let spec = spec_of(&detail)?;
     if let Some(limiter) = limiter {
-        limiter.acquire(&spec.provider()).await;
+        limiter.acquire(&spec.origin()).await;
     }
     let call = looker
         .look_up(
@@ -137,6 +137,14 @@ impl ObserveStore for SessionObserver {
             .session
             .due_lookups(now, self.at_least, u64::try_from(limit).unwrap_or(u64::MAX))
             .await?;
+        // A tool whose lookup was never proven to find a known record is capped
+        // at `manual`: what runs by itself leaves it alone.
+        let checked = match self.at_least {
+            Some(level) if level > crate::core::autonomy::Level::Manual && !ids.is_empty() => {
+                Some(self.session.checked_tools().await?)
+            }
+            _ => None,
+        };
         let mut out = Vec::with_capacity(ids.len());
         for id in ids {
             let detail = match self.session.detail(&id).await {
@@ -144,6 +152,12 @@ impl ObserveStore for SessionObserver {
                 Err(crate::store::StoreError::NotFound(_)) => continue,
                 Err(e) => return Err(e.into()),
             };
+            if checked
+                .as_ref()
+                .is_some_and(|tools| !tools.contains(&detail.row.operation.tool))
+            {
+                continue;
+            }
             let (Ok(spec), Some(slot)) =
                 (spec_of(&detail), detail.row.operation.next_observation_at)
             else {

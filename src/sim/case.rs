@@ -45,11 +45,31 @@ impl Case {
     }
 }
 
-/// Reads a `status_lookup` object, `{sim}` in its URL replaced by `base`.
+/// Reads a `status_lookup` object, `{sim}` in its URL replaced by `base`. The
+/// drill asks only its simulated provider: a URL that does not start with
+/// `{sim}` followed by a path or query, or that leads anywhere but `base`'s
+/// origin once filled, is refused — a case file never points a lookup elsewhere.
 fn lookup_spec(raw: &RawLookup, base: &str, line: usize) -> Result<LookupSpec, Vec<LineError>> {
     let mut raw = raw.clone();
-    if let Some(Value::String(url)) = raw.get_mut("url") {
-        *url = url.replace(SIM_PLACEHOLDER, base);
+    let refused = || {
+        vec![error(
+            line,
+            "contract.status_lookup.url",
+            format!(
+                "must start with {SIM_PLACEHOLDER} followed by a path or query: the drill calls only its simulated provider, never a case's own host"
+            ),
+        )]
+    };
+    match raw.get_mut("url") {
+        Some(Value::String(url)) => {
+            let rest = url.strip_prefix(SIM_PLACEHOLDER).ok_or_else(refused)?;
+            if !(rest.is_empty() || rest.starts_with(['/', '?'])) || rest.contains(SIM_PLACEHOLDER)
+            {
+                return Err(refused());
+            }
+            *url = format!("{base}{rest}");
+        }
+        _ => return Err(refused()),
     }
     let record = serde_json::json!({
         "type": "contract", "tool": "lookup", "version": "-", "action": "-", "method": "GET",
@@ -66,6 +86,13 @@ fn lookup_spec(raw: &RawLookup, base: &str, line: usize) -> Result<LookupSpec, V
             .collect()
     };
     match parse_line(record.to_string().as_bytes(), line) {
+        Ok(Record::Contract(contract))
+            if contract.status_lookup.spec().is_some_and(|s| {
+                s.url.origin().map(|u| u.origin()) != url::Url::parse(base).ok().map(|u| u.origin())
+            }) =>
+        {
+            Err(refused())
+        }
         Ok(Record::Contract(contract)) => contract.status_lookup.spec().cloned().ok_or_else(|| {
             vec![error(
                 line,

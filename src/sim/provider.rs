@@ -379,6 +379,8 @@ fn scripted(
         }
         (_, _, Some(Value::String(raw))) => raw.clone(),
         (_, _, Some(other)) => other.to_string(),
+        // A scripted 404 without a body is the provider's own "no such record".
+        (_, _, None) if answer.status == 404 => json!({"error": RECORD_NOT_FOUND}).to_string(),
         (_, _, None) => json!({"error": format!("http_{}", answer.status)}).to_string(),
     };
     let mut response = (
@@ -406,6 +408,29 @@ fn not_found() -> Response {
     (
         StatusCode::NOT_FOUND,
         json!({"error": "not_found"}).to_string(),
+    )
+        .into_response()
+}
+
+/// The value at `/error` of the simulator's answer to a status query that finds
+/// no record: what its lookup binding recognizes as "no such record" (a 404
+/// for an unknown path or case says `not_found` and proves nothing).
+pub const RECORD_NOT_FOUND: &str = "record_not_found";
+
+/// The simulator's binding's description of its own not-found body.
+pub fn not_found_body() -> crate::lookup::NotFoundBody {
+    crate::lookup::NotFoundBody {
+        pointer: "/error".to_owned(),
+        equals: RECORD_NOT_FOUND.to_owned(),
+    }
+}
+
+/// The answer to a status query that finds no record.
+fn record_not_found() -> Response {
+    (
+        StatusCode::NOT_FOUND,
+        [("content-type", "application/json")],
+        json!({"error": RECORD_NOT_FOUND}).to_string(),
     )
         .into_response()
 }
@@ -825,7 +850,7 @@ async fn status_answer(
     };
     let normal = |found: Option<Value>| match found {
         Some(body) => json_response(200, &request_id, &shaped(body), false),
-        None => not_found(),
+        None => record_not_found(),
     };
     match rule.map(|r| r.respond) {
         Some(Respond::Word(Word::Drop)) => drop_connection(provider, case, killer).await,

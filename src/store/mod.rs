@@ -553,6 +553,14 @@ pub trait Store: Send + Sync {
         draft: AuditDraft,
     ) -> Result<AuditRow, StoreError>;
 
+    /// Every lookup check (`holdfast lookup check`), oldest first, as the audit
+    /// rows of the autonomy ledger record them.
+    async fn lookup_checks(&self) -> Result<Vec<crate::core::autonomy::LookupCheck>, StoreError>;
+
+    /// Appends the audit row of one lookup check (a `lookup-check` row of the
+    /// autonomy ledger; any other draft is refused).
+    async fn append_ledger_row(&self, draft: AuditDraft) -> Result<AuditRow, StoreError>;
+
     /// Claims the lookup of `id` for the slot `slot` (its scheduled instant) for
     /// `by` until `until`: `true` when this call holds it now, `false` when a live
     /// claim of another holds it. A claim past its `until` may be taken over.

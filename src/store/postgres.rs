@@ -93,6 +93,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tenant_rows",
         include_str!("../../migrations/postgres/20261202000012_tenant_rows.sql"),
     ),
+    (
+        20261202000013,
+        "lookup_check_role",
+        include_str!("../../migrations/postgres/20261202000013_lookup_check_role.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

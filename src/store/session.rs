@@ -216,6 +216,23 @@ impl Session {
             .await
     }
 
+    /// The tools whose status lookup counts as checked now: every stored
+    /// contract's tool but those whose lookup object was never proven to find a
+    /// record known to exist (`holdfast lookup check`), which are capped at
+    /// `manual` whatever their level.
+    pub async fn checked_tools(&self) -> Result<Vec<String>, StoreError> {
+        let checks = self.store.lookup_checks().await?;
+        let contracts = self.store.contracts().await?;
+        Ok(contracts
+            .iter()
+            .filter(|c| {
+                let latest = checks.iter().rev().find(|k| k.tool == c.tool);
+                crate::core::autonomy::unchecked(Some(c), latest).is_none()
+            })
+            .map(|c| c.tool.clone())
+            .collect())
+    }
+
     /// Claims one lookup slot for this session's actor (see
     /// [`Store::claim_lookup`]).
     pub async fn claim_lookup(

@@ -83,6 +83,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tenant_rows",
         include_str!("../../migrations/sqlite/20261202000012_tenant_rows.sql"),
     ),
+    (
+        20261202000013,
+        "lookup_check_role",
+        include_str!("../../migrations/sqlite/20261202000013_lookup_check_role.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -58,6 +58,7 @@ const IDEMPOTENCY_FIELDS: &[&str] = &["supported", "scope", "retention_hours"];
 const LOOKUP_FIELDS: &[&str] = &[
     "method",
     "url",
+    "provider",
     "auth",
     "timeout_ms",
     "lag_seconds",
@@ -317,6 +318,7 @@ fn read_lookup<'t, 'a>(
         }
     });
     let url = n.req(sink, "url", |node| UrlTemplate::parse(string(node)?));
+    let provider = n.opt(sink, "provider", binding_name);
     let auth = n.opt(sink, "auth", object).and_then(|auth| {
         let a = n.nested(
             auth,
@@ -385,12 +387,25 @@ fn read_lookup<'t, 'a>(
     Some(StatusLookup::Http(Box::new(LookupSpec {
         method: method?,
         url: url?,
+        provider,
         auth,
         timeout_ms,
         lag_seconds,
         not_found_status,
         fields: fields.unwrap_or_default(),
     })))
+}
+
+/// The name of an operator's lookup binding: 1 to 64 of `a-z`, `0-9`, `_`, `-`.
+fn binding_name(node: &Node<'_>) -> Result<String, String> {
+    let s = string(node)?;
+    let ok = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_' || c == '-';
+    if s.is_empty() || s.len() > 64 || !s.chars().all(ok) {
+        return Err(format!(
+            "{s:?} is not a binding name: 1 to 64 of a-z, 0-9, `_` and `-`"
+        ));
+    }
+    Ok(s.to_owned())
 }
 
 /// An HTTP header name: a token of RFC 9110.

@@ -947,6 +947,42 @@ fn with_lookup(field: &str, value: Option<&str>) -> String {
 }
 
 #[test]
+fn a_lookup_may_name_its_binding_and_only_by_a_binding_name() {
+    let named = LOOKUP.replacen(
+        r#""url":"http://127.0.0.1:8710/v1/records?business_key={business_key}","#,
+        r#""url":"http://127.0.0.1:8710/v1/records?business_key={business_key}","provider":"payments","#,
+        1,
+    );
+    let line = with("contract", "status_lookup", Some(&named));
+    let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
+        panic!("not a contract")
+    };
+    assert_eq!(
+        c.status_lookup.spec().unwrap().provider.as_deref(),
+        Some("payments")
+    );
+    let written = write_line(&Record::Contract(c.clone()));
+    assert_eq!(written, line, "written back where it stood");
+    let without = with("contract", "status_lookup", Some(LOOKUP));
+    let Ok(plain) = parse_line(without.as_bytes(), 1) else {
+        panic!("not a contract")
+    };
+    assert!(
+        !write_line(&plain).contains(r#""provider":"#),
+        "a lookup without a binding keeps its bytes"
+    );
+    refused(
+        &with(
+            "contract",
+            "status_lookup",
+            Some(&named.replace(r#""payments""#, r#""Pay Ments""#)),
+        ),
+        "status_lookup.provider",
+        "is not a binding name",
+    );
+}
+
+#[test]
 fn status_lookup_takes_the_design_object_and_writes_it_back() {
     let line = with("contract", "status_lookup", Some(LOOKUP));
     let Ok(Record::Contract(c)) = parse_line(line.as_bytes(), 1) else {
@@ -961,7 +997,7 @@ fn status_lookup_takes_the_design_object_and_writes_it_back() {
         spec.fields.effect_count.as_ref().unwrap().as_str(),
         "/count"
     );
-    assert_eq!(spec.provider(), "http://127.0.0.1:8710");
+    assert_eq!(spec.origin(), "http://127.0.0.1:8710");
     assert!(c.status_lookup.exists());
     let written = write_line(&Record::Contract(c.clone()));
     assert_eq!(
@@ -1167,7 +1203,7 @@ fn bad_lookup_objects_are_refused_field_by_field() {
 
 #[test]
 fn every_placeholder_is_accepted_and_rendered_percent_encoded() {
-    use crate::core::lookup::{Placeholder, UrlTemplate};
+    use crate::core::lookup::{Placeholder, Unfillable, UrlTemplate};
     let all: Vec<String> = Placeholder::ALL
         .iter()
         .map(|p| format!("{}={{{}}}", p.name(), p.name()))
@@ -1186,10 +1222,10 @@ fn every_placeholder_is_accepted_and_rendered_percent_encoded() {
     op.business_key = None;
     assert_eq!(
         template.render(&op, Some("r")),
-        Err(Placeholder::BusinessKey)
+        Err(Unfillable::Missing(Placeholder::BusinessKey))
     );
     assert_eq!(
         template.render(&op, None),
-        Err(Placeholder::ProviderRequestId)
+        Err(Unfillable::Missing(Placeholder::ProviderRequestId))
     );
 }

@@ -102,15 +102,26 @@ impl Serialize for W<'_, StatusLookup> {
     }
 }
 
-wire_object!(LookupSpec, spec;
-    "method" => spec.method,
-    "url" => spec.url.as_str(),
-    "auth" => spec.auth.as_ref().map(W),
-    "timeout_ms" => spec.timeout_ms,
-    "lag_seconds" => spec.lag_seconds,
-    "not_found_status" => spec.not_found_status,
-    "fields" => W(&spec.fields),
-);
+/// A lookup object in wire order; `provider` (the operator's binding it names)
+/// is written only when set, so a lookup without one keeps the bytes, and the
+/// hash, it always had.
+impl Serialize for W<'_, LookupSpec> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let spec = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("method", &spec.method)?;
+        map.serialize_entry("url", spec.url.as_str())?;
+        if let Some(provider) = &spec.provider {
+            map.serialize_entry("provider", provider)?;
+        }
+        map.serialize_entry("auth", &spec.auth.as_ref().map(W))?;
+        map.serialize_entry("timeout_ms", &spec.timeout_ms)?;
+        map.serialize_entry("lag_seconds", &spec.lag_seconds)?;
+        map.serialize_entry("not_found_status", &spec.not_found_status)?;
+        map.serialize_entry("fields", &W(&spec.fields))?;
+        map.end()
+    }
+}
 
 wire_object!(LookupAuth, a;
         "header" => a.header,

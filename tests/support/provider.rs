@@ -19,6 +19,8 @@ pub const OTHER_HASH: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 /// The secret the tests hand to holdfast and expect to see on every call.
 pub const TOKEN: &str = "tok-7Hq2-zz91-secret";
+/// What `/error/code` of this provider's own "no such record" body says.
+pub const NOT_FOUND_CODE: &str = "resource_missing";
 
 /// What the provider saw.
 #[derive(Default)]
@@ -27,6 +29,9 @@ pub struct Seen {
     pub auth: Vec<Option<String>>,
     /// The business key of every request.
     pub keys: Vec<String>,
+    /// The path and query of every request to a path the provider does not
+    /// serve (answered 404 with an empty body), as it arrived.
+    pub other: Vec<String>,
 }
 
 #[derive(Clone)]
@@ -60,6 +65,7 @@ impl Provider {
         let app = Router::new()
             .route("/v1/records", get(records))
             .route("/elsewhere", get(|| async { "moved" }))
+            .fallback(other)
             .with_state(shared);
         tokio::spawn(async move {
             let _ = axum::serve(listener, app).await;
@@ -76,6 +82,49 @@ impl Provider {
                 self.base
             ),
         )
+    }
+
+    /// The operator's binding of this provider as config-file TOML: its origin,
+    /// the test token's variable, loopback allowed, and its not-found body (and
+    /// a pace that does not slow the tests).
+    pub fn binding_toml(&self) -> String {
+        format!(
+            "[lookup]\nrate_per_second = 1000.0\n[lookup.bindings.test]\norigin = \"{}\"\nenv = \"HOLDFAST_TEST_STATUS_TOKEN\"\nheader = \"Authorization\"\nprefix = \"Bearer \"\nallow_private = true\nnot_found = {{ pointer = \"/error/code\", equals = \"{NOT_FOUND_CODE}\" }}\n",
+            self.base
+        )
+    }
+
+    /// The `[lookup]` settings holding [`Provider::binding_toml`].
+    pub fn settings(&self) -> holdfast::lookup::LookupSettings {
+        let mut settings = holdfast::lookup::LookupSettings::default();
+        settings.bindings.insert("test".into(), self.binding());
+        settings
+    }
+
+    /// This provider's binding.
+    pub fn binding(&self) -> holdfast::lookup::Binding {
+        holdfast::lookup::Binding {
+            origin: self.base.clone(),
+            env: Some("HOLDFAST_TEST_STATUS_TOKEN".into()),
+            header: Some("Authorization".into()),
+            prefix: Some("Bearer ".into()),
+            allow_private: true,
+            not_found: Some(holdfast::lookup::NotFoundBody {
+                pointer: "/error/code".into(),
+                equals: NOT_FOUND_CODE.into(),
+            }),
+        }
+    }
+
+    /// How many requests reached this provider, whatever they asked.
+    pub fn requests(&self) -> usize {
+        let seen = self.seen.lock().expect("seen");
+        seen.keys.len() + seen.other.len()
+    }
+
+    /// The paths asked that the provider does not serve.
+    pub fn other_paths(&self) -> Vec<String> {
+        self.seen.lock().expect("seen").other.clone()
     }
 
     /// Every `Authorization` header seen so far.
@@ -100,6 +149,22 @@ pub fn contract_with(tool: &str, status_lookup: &str) -> String {
     format!(
         r#"{{"type":"contract","tool":"{tool}","version":"IC01","action":"record.write","method":"POST","idempotency":{{"supported":true,"scope":"tenant","retention_hours":24}},"status_lookup":{status_lookup},"retryable":["http_503"],"compensation":null,"owner":"integrations","max_attempts":3,"budget_seconds":86400}}"#
     )
+}
+
+/// A path the provider does not serve: kept as asked, answered 404 empty.
+async fn other(State(s): State<Shared>, headers: HeaderMap, uri: axum::http::Uri) -> Response {
+    let mut seen = s.seen.lock().expect("seen");
+    seen.auth.push(
+        headers
+            .get(header::AUTHORIZATION)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_owned),
+    );
+    seen.other.push(
+        uri.path_and_query()
+            .map_or_else(String::new, |p| p.to_string()),
+    );
+    StatusCode::NOT_FOUND.into_response()
 }
 
 fn record(target: &str, hash: &str, tenant: &str, count: u32) -> String {
@@ -135,7 +200,26 @@ async fn records(
     };
     match scenario {
         "match" => json(record("queue:7", HASH, "pinehaven", 1)),
-        "missing" => (StatusCode::NOT_FOUND, "no such record").into_response(),
+        "missing" => (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "application/json")],
+            format!(r#"{{"error":{{"code":"{NOT_FOUND_CODE}"}}}}"#),
+        )
+            .into_response(),
+        // Not-found answers that are not recognizably the provider's.
+        "html404" => (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "text/html")],
+            "<html><body><h1>404 Not Found</h1>nginx</body></html>",
+        )
+            .into_response(),
+        "empty404" => StatusCode::NOT_FOUND.into_response(),
+        "shape404" => (
+            StatusCode::NOT_FOUND,
+            [(header::CONTENT_TYPE, "application/json")],
+            r#"{"error":{"code":"route_missing","message":"Unrecognized request URL"}}"#,
+        )
+            .into_response(),
         "payload" => json(record("queue:7", OTHER_HASH, "pinehaven", 1)),
         "tenant" => json(record("queue:7", HASH, "harbor", 1)),
         "dup" => json(record("queue:7", HASH, "pinehaven", 2)),

@@ -141,3 +141,28 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
     };
     store.set_autonomy(change).await.unwrap();
 }
+
+/// Records, as a fixture, that `tool`'s current lookup was proven to find a
+/// known record (`holdfast lookup check`), so that its level is not capped.
+pub async fn put_checked(store: &dyn Store, tool: &str) {
+    use holdfast::core::autonomy::{LookupCheck, lookup_fingerprint};
+    let contracts = store.contracts().await.unwrap();
+    let spec = contracts
+        .iter()
+        .find(|c| c.tool == tool)
+        .and_then(|c| c.status_lookup.spec())
+        .expect("a lookup object");
+    let check = LookupCheck {
+        tool: tool.into(),
+        known: "fixture".into(),
+        found: true,
+        lookup: lookup_fingerprint(spec),
+        answer: "HTTP 200, found".into(),
+        by: "fixture".into(),
+        at: now(),
+    };
+    store
+        .append_ledger_row(check.draft(holdfast::core::model::Role::Local, None))
+        .await
+        .unwrap();
+}

@@ -76,6 +76,13 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
             );
         }
         println!("  lookup:  {}", render::clean(&s.lookup));
+        if let Some(why) = &s.unchecked {
+            println!(
+                "  checked: no, capped at {}: {}",
+                s.effective,
+                render::clean(why)
+            );
+        }
         match &s.drill {
             Some(d) => println!(
                 "  drill:   {} of {} passed, {} of 8 modes, {}",

@@ -8,6 +8,7 @@ pub(crate) mod copy;
 pub(crate) mod drill;
 pub(crate) mod ingest;
 pub(crate) mod list;
+pub(crate) mod lookup;
 pub(crate) mod observe;
 pub(crate) mod report;
 pub(crate) mod review;

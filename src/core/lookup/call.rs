@@ -26,6 +26,9 @@ pub struct LookupCall {
     /// A bounded excerpt of the body: untrusted data, sanitized on display.
     pub excerpt: Option<String>,
     pub answer: Option<LookupAnswer>,
+    /// The operator's shortest wait before this hold is looked up again, in
+    /// seconds (`[lookup] min_interval_seconds`): no schedule comes sooner.
+    pub min_interval_seconds: u32,
 }
 
 impl LookupCall {

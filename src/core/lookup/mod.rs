@@ -12,7 +12,8 @@ pub use call::{LookupAnswer, LookupCall};
 pub use plan::{LookupEffect, LookupInput, plan};
 pub use record::records;
 pub use spec::{
-    JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, UrlTemplate,
+    JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, Unfillable,
+    UrlTemplate,
 };
 pub use verdict::{
     Finding, Next, Verdict, backoff, compared_fields, jitter, judge, next_observation,

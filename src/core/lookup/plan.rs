@@ -106,13 +106,17 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     } else {
         failures_in_a_row(detail) + 1
     };
-    effect.next = next_observation(
-        call.ended_at,
-        verdict.as_ref(),
-        call.retry_after,
+    effect.next = not_sooner_than(
+        next_observation(
+            call.ended_at,
+            verdict.as_ref(),
+            call.retry_after,
+            assessment.deadline,
+            failures,
+            jitter(op.id.as_str(), call.ended_at),
+        ),
+        call.ended_at + chrono::Duration::seconds(i64::from(call.min_interval_seconds.max(1))),
         assessment.deadline,
-        failures,
-        jitter(op.id.as_str(), call.ended_at),
     );
     match &effect.next {
         Next::At(at) => {
@@ -130,6 +134,24 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     effect.observation = observation;
     effect.verdict = verdict;
     effect
+}
+
+/// `next`, moved to `floor` when it would come sooner: however a provider answers
+/// (a `Retry-After` of 0, a lag window about to end), one hold is never asked
+/// again sooner than the operator's minimum interval. Past the deadline it is
+/// exhausted, as any schedule past it is.
+fn not_sooner_than(next: Next, floor: DateTime<Utc>, deadline: Option<DateTime<Utc>>) -> Next {
+    match next {
+        Next::At(at) if at < floor => match deadline {
+            Some(d) if floor > d => Next::Exhausted(format!(
+                "the next lookup would be at {} (the minimum interval), past the deadline {}: routed to the owner",
+                format_instant(floor),
+                format_instant(d)
+            )),
+            _ => Next::At(floor),
+        },
+        other => other,
+    }
 }
 
 /// Status queries without an answer since the last observation.
@@ -165,4 +187,35 @@ fn route(detail: &OperationDetail, effect: &mut LookupEffect) {
     effect.consequences.push(format!(
         "lookups exhausted ({why}): routed to owner {owner}; no more scheduled lookups"
     ));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::parse_instant;
+
+    fn at(s: &str) -> DateTime<Utc> {
+        parse_instant(s).expect("instant")
+    }
+
+    #[test]
+    fn no_schedule_comes_sooner_than_the_minimum_interval() {
+        let floor = at("2026-09-05T10:00:30Z");
+        assert_eq!(
+            not_sooner_than(Next::At(at("2026-09-05T10:00:00Z")), floor, None),
+            Next::At(floor),
+            "a Retry-After of now is raised to the floor"
+        );
+        let later = Next::At(at("2026-09-05T10:05:00Z"));
+        assert_eq!(not_sooner_than(later.clone(), floor, None), later);
+        assert_eq!(not_sooner_than(Next::Settled, floor, None), Next::Settled);
+        assert!(matches!(
+            not_sooner_than(
+                Next::At(at("2026-09-05T10:00:00Z")),
+                floor,
+                Some(at("2026-09-05T10:00:10Z"))
+            ),
+            Next::Exhausted(why) if why.contains("minimum interval")
+        ));
+    }
 }

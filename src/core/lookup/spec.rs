@@ -63,6 +63,46 @@ impl Placeholder {
     }
 }
 
+/// What a redaction at ingest leaves in a value (`‹redacted:KIND›`).
+const REDACTION_MARK: &str = "‹redacted:";
+
+/// Why a URL template cannot be filled for an operation.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unfillable {
+    /// The operation has no value for it.
+    Missing(Placeholder),
+    /// Its value is `.` or `..`: as a path segment it would ask another path.
+    DotSegment(Placeholder),
+    /// Its value was redacted at ingest: the stored form is not the real key.
+    Redacted(Placeholder),
+}
+
+impl Unfillable {
+    pub fn placeholder(self) -> Placeholder {
+        match self {
+            Unfillable::Missing(p) | Unfillable::DotSegment(p) | Unfillable::Redacted(p) => p,
+        }
+    }
+}
+
+impl fmt::Display for Unfillable {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Unfillable::Missing(p) => write!(f, "the operation has no {}", p.name()),
+            Unfillable::DotSegment(p) => write!(
+                f,
+                "the operation's {} is a dot segment (`.` or `..`), which would change the path asked; it is never sent",
+                p.name()
+            ),
+            Unfillable::Redacted(p) => write!(
+                f,
+                "the operation's {} was redacted at ingest (it holds a ‹redacted:…› marker); the redacted form is never sent",
+                p.name()
+            ),
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq)]
 enum Part {
     Text(String),
@@ -182,14 +222,33 @@ impl UrlTemplate {
         })
     }
 
-    /// The URL with every slot filled, percent-encoded; the first placeholder
-    /// without a value makes the lookup impossible.
+    /// The URL with every slot filled, each value percent-encoded as a single
+    /// path segment (no `/` survives). The first placeholder without a value, with
+    /// a value that is a dot segment (`.`, `..`: it would change the path asked),
+    /// or with a value redacted at ingest (it holds a `‹redacted:…›` marker, and
+    /// the redacted form is not the operation's key) makes the lookup impossible.
     pub fn render(
         &self,
         op: &Operation,
         provider_request_id: Option<&str>,
-    ) -> Result<String, Placeholder> {
+    ) -> Result<String, Unfillable> {
+        for p in self.placeholders() {
+            match p.value(op, provider_request_id) {
+                None => return Err(Unfillable::Missing(p)),
+                Some("." | "..") => return Err(Unfillable::DotSegment(p)),
+                Some(v) if v.contains(REDACTION_MARK) => return Err(Unfillable::Redacted(p)),
+                Some(_) => {}
+            }
+        }
         self.render_with(|p| p.value(op, provider_request_id))
+            .map_err(Unfillable::Missing)
+    }
+
+    /// The scheme, host and port every URL of this template goes to (its
+    /// placeholders stand only after the host), as the URL parser canonicalizes
+    /// them: `http://0x7f.1` is `http://127.0.0.1`.
+    pub fn origin(&self) -> Option<url::Url> {
+        url::Url::parse(&self.sample()).ok()
     }
 
     /// The URL with every slot filled by `value`, percent-encoded; the first
@@ -337,6 +396,11 @@ pub struct LookupSpec {
     /// `GET`: a lookup only reads.
     pub method: String,
     pub url: UrlTemplate,
+    /// The operator's binding this lookup goes through (`[lookup.bindings.NAME]`
+    /// of the config file): it decides the host and the credential, never the
+    /// contract. Absent: the binding whose origin is the URL's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub provider: Option<String>,
     pub auth: Option<LookupAuth>,
     pub timeout_ms: Option<u32>,
     pub lag_seconds: Option<u32>,
@@ -367,9 +431,18 @@ impl LookupSpec {
     }
 
     /// Which provider a lookup goes to, for rate limits: the URL's scheme, host
-    /// and port as written.
-    pub fn provider(&self) -> String {
+    /// and port, as the URL parser canonicalizes them (`http://0x7f.1` is
+    /// `http://127.0.0.1:80`), the port written out only when the URL writes it.
+    pub fn origin(&self) -> String {
         let text = self.url.as_str();
+        if let Some(url) = self.url.origin()
+            && let Some(host) = url.host_str()
+        {
+            return match url.port() {
+                Some(port) => format!("{}://{host}:{port}", url.scheme()),
+                None => format!("{}://{host}", url.scheme()),
+            };
+        }
         let start = text.find("://").map_or(0, |i| i + 3);
         let end = text[start..]
             .find(['/', '?', '#', '{'])
@@ -415,11 +488,14 @@ impl StatusLookup {
                 "by hand: a status path exists, a person looks it up and reconciles".into()
             }
             StatusLookup::Http(spec) => format!(
-                "{} {} (timeout {} ms, lag {} s{})",
+                "{} {} (timeout {} ms, lag {} s{}{})",
                 spec.method,
                 spec.url,
                 spec.timeout_ms(),
                 spec.lag_seconds(),
+                spec.provider
+                    .as_ref()
+                    .map_or_else(String::new, |p| format!(", binding {p}")),
                 spec.auth
                     .as_ref()
                     .map_or_else(String::new, |a| format!(", secret from ${}", a.env))

@@ -189,6 +189,9 @@ pub enum Next {
 const BACKOFF_BASE_SECONDS: i64 = 15;
 /// The longest wait between two lookups without an answer.
 const BACKOFF_MAX_SECONDS: i64 = 1_800;
+/// The longest a `Retry-After` is honoured: a provider cannot park a hold for
+/// longer than a day.
+const RETRY_AFTER_MAX_SECONDS: i64 = 86_400;
 
 /// The wait after `failures` lookups in a row without an answer (1 = the first),
 /// with `jitter` in `[0, 1)` spreading it over its upper half.
@@ -235,8 +238,9 @@ pub fn next_observation(
     let at = match verdict {
         Some(Verdict::NotYetVisible { visible_after }) => (*visible_after).max(now),
         Some(_) => return Next::Settled,
-        None => match retry_after {
-            Some(t) => t.max(now),
+        // A Retry-After in the past asks nothing: the backoff decides.
+        None => match retry_after.filter(|t| *t > now) {
+            Some(t) => t.min(now + Duration::seconds(RETRY_AFTER_MAX_SECONDS)),
             None => now + backoff(failures.max(1), jitter),
         },
     };
@@ -371,6 +375,18 @@ mod tests {
         assert_eq!(
             next_observation(now, Some(&Verdict::Applied), None, None, 0, 0.5),
             Next::Settled
+        );
+        // A Retry-After in the past asks nothing: the backoff decides.
+        let past = at("2026-09-05T09:00:00Z");
+        assert_eq!(
+            next_observation(now, None, Some(past), None, 1, 1.0),
+            Next::At(now + Duration::seconds(15))
+        );
+        // One far ahead is honoured for at most a day.
+        let far = at("2036-09-05T10:00:00Z");
+        assert_eq!(
+            next_observation(now, None, Some(far), None, 1, 1.0),
+            Next::At(now + Duration::seconds(RETRY_AFTER_MAX_SECONDS))
         );
     }
 

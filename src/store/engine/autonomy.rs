@@ -1,12 +1,17 @@
 //! Autonomy per tool and the drill results its gate reads: the stored levels, a
 //! level change with its audit row, and a drill result with its audit row, each
-//! in one write transaction.
+//! in one write transaction. Lookup checks are audit rows of the autonomy ledger
+//! alone: the chain is their only record, read back from it.
 
 use sqlx::Row;
 
-use super::db;
+use sqlx::AssertSqlSafe;
+
+use super::{AUDIT_COLUMNS, db};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
-use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
+use crate::core::autonomy::{
+    AUTONOMY_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, Level, LevelChange, LookupCheck, ToolLevel,
+};
 use crate::core::clock::{format_instant, parse_instant};
 use crate::core::model::FailureMode;
 use crate::store::StoreError;
@@ -168,6 +173,39 @@ shared! {
             .execute(&mut *tx)
             .await
             .map_err(db::<DB>)?;
+            Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(row)
+        }
+
+        /// Every lookup check, oldest first, read from the audit rows that
+        /// recorded them.
+        pub(super) async fn read_lookup_checks(&self) -> Result<Vec<LookupCheck>, StoreError> {
+            let rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 AND action = $2 ORDER BY seq"
+            )))
+            .bind(AUTONOMY_LEDGER)
+            .bind(LOOKUP_CHECK_ACTION)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            Ok(self
+                .audit_rows(&rows)
+                .iter()
+                .filter_map(LookupCheck::from_row)
+                .collect())
+        }
+
+        /// Appends the audit row of one lookup check.
+        pub(super) async fn write_lookup_check(&self, draft: AuditDraft) -> Result<AuditRow, StoreError> {
+            if draft.operation.as_str() != AUTONOMY_LEDGER || draft.action != LOOKUP_CHECK_ACTION {
+                return Err(StoreError::Other(format!(
+                    "a lookup check is a {LOOKUP_CHECK_ACTION} row of {AUTONOMY_LEDGER}, not {} of {}",
+                    draft.action, draft.operation
+                )));
+            }
+            let (mut tx, head) = self.begin_write().await?;
+            let row = seal(&head.hash, head.seq + 1, draft);
             Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
             tx.commit().await.map_err(db::<DB>)?;
             Ok(row)

@@ -613,6 +613,16 @@ shared! {
             self.write_drill(result, draft).await
         }
 
+        async fn lookup_checks(
+            &self,
+        ) -> Result<Vec<crate::core::autonomy::LookupCheck>, StoreError> {
+            self.read_lookup_checks().await
+        }
+
+        async fn append_ledger_row(&self, draft: AuditDraft) -> Result<AuditRow, StoreError> {
+            self.write_lookup_check(draft).await
+        }
+
         async fn claim_lookup(
             &self,
             id: &OperationId,

@@ -575,7 +575,25 @@ shared! {
             )
             .await?
             .pop();
-            let autonomy = Self::autonomy_of(&mut conn, &op.tool).await?;
+            let checks = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 AND action = $2 ORDER BY seq"
+            )))
+            .bind(crate::core::autonomy::AUTONOMY_LEDGER)
+            .bind(crate::core::autonomy::LOOKUP_CHECK_ACTION)
+            .fetch_all(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            let latest_check = self
+                .audit_rows(&checks)
+                .iter()
+                .filter_map(crate::core::autonomy::LookupCheck::from_row)
+                .rfind(|c| c.tool == op.tool);
+            let lookup_unchecked =
+                crate::core::autonomy::unchecked(contract.as_ref(), latest_check.as_ref());
+            let autonomy = crate::core::autonomy::effective_level(
+                Self::autonomy_of(&mut conn, &op.tool).await?,
+                lookup_unchecked.as_deref(),
+            );
             let attempts =
                 Self::wires_of(&mut conn, "attempts", "seq, id", key, codec::attempt).await?;
             let items = Self::wires_of(&mut conn, "items", "idx", key, codec::item).await?;
@@ -655,6 +673,7 @@ shared! {
                 key_conflicts,
                 autonomy,
                 redactions,
+                lookup_unchecked,
             })
         }
 

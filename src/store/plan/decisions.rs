@@ -148,6 +148,7 @@ pub fn created_detail(op: &Operation, staged: &[Staged], around: Surroundings) -
         key_conflicts,
         autonomy,
         redactions: Vec::new(),
+        lookup_unchecked: None,
     }
 }
 
