@@ -83,7 +83,14 @@ fn worker_name(worker: &str) -> Result<String, WorkError> {
     access::parse_name(worker).map_err(|e| WorkError::BadInput(format!("worker name {e}")))
 }
 
+/// `now` as a store keeps an instant (milliseconds): a lease's times and the
+/// audit row that records them must agree when `audit verify` compares them.
+fn kept(now: DateTime<Utc>) -> DateTime<Utc> {
+    chrono::SubsecRound::trunc_subsecs(now, 3)
+}
+
 fn step(session: &Session, holder: &Holder, now: DateTime<Utc>) -> Result<WorkStep, WorkError> {
+    let now = kept(now);
     worker_name(&holder.worker)?;
     Ok(WorkStep {
         holder: holder.clone(),
@@ -141,6 +148,7 @@ async fn claim_gated(
     at_least: Option<Level>,
     now: DateTime<Utc>,
 ) -> Result<Vec<Lease>, WorkError> {
+    let now = kept(now);
     let worker = worker_name(worker)?;
     work::lease_length(lease.num_seconds()).map_err(WorkError::BadInput)?;
     if limit == 0 {
@@ -262,7 +270,7 @@ pub async fn complete_file(
         completion.report.rejected = refused;
         // A lost lease is refused as such, whatever its lines say.
         let lease = session.lease(&holder.operation).await?;
-        work::check_holder(lease.as_ref(), holder, &step.signer.by, now)?;
+        work::check_holder(lease.as_ref(), holder, &step.signer.by, step.now)?;
         completion
     };
     completion.report.rejected.sort_by_key(|e| e.line);

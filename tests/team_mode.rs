@@ -1620,6 +1620,8 @@ async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
     admin.close().await.unwrap();
     assert_eq!(unread, ["role_actions"], "tables the recipe leaves out");
 
+    // The operator binds where the lookups go, as the README says.
+    std::fs::write(team.home.path().join("config.toml"), p.binding_toml()).unwrap();
     let token = [("HOLDFAST_TEST_STATUS_TOKEN", support::provider::TOKEN)];
     let (code, out) = team.run(&login, &token, &["observe"]);
     assert_eq!(code, 0, "{out}");
@@ -1653,6 +1655,8 @@ async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
     .unwrap();
     let (code, out) = team.run(&login, &[], &["ingest", &path.to_string_lossy()]);
     assert_eq!(code, 0, "{out}");
+    // Work is handed out only for a tool whose lookup was proven (`lookup check`).
+    review::put_checked(team.fresh.store.as_ref(), "T06").await;
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T06",

@@ -617,6 +617,27 @@ async fn work_of_a_tool_with_an_unchecked_lookup_is_not_handed_out(kind: Kind) {
     intact(fresh.store.as_ref()).await;
 }
 
+/// A system clock reads nanoseconds; a store keeps milliseconds. A claim and a
+/// heartbeat at such an instant still leave a chain that verifies.
+async fn work_at_a_clock_finer_than_a_millisecond_still_verifies(kind: Kind) {
+    let fresh = loaded(kind, &[("W01", "pinehaven")]).await;
+    let session = worker_session(Arc::clone(&fresh.store));
+    let fine = at(0) + Duration::nanoseconds(123_456_789);
+    let got = work::claim(&session, "w1", Duration::seconds(60), 1, fine)
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    work::heartbeat(
+        &session,
+        &holder("W01", "w1"),
+        None,
+        fine + Duration::nanoseconds(7),
+    )
+    .await
+    .unwrap();
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
     a_lease_is_the_claimers_whatever_worker_name_another_gives,
     work_of_a_tool_with_an_unchecked_lookup_is_not_handed_out,
@@ -629,4 +650,5 @@ holdfast_on_both_backends!(
     verify_finds_a_lease_changed_behind_the_chain,
     a_completion_cannot_put_work_back_into_approved,
     leased_work_is_reported_by_its_worker_only,
+    work_at_a_clock_finer_than_a_millisecond_still_verifies,
 );
