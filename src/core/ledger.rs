@@ -14,10 +14,10 @@ use super::access::LEDGER;
 use super::audit::{AuditRow, RECORD, RowView};
 use super::audit::{CREATE, INGEST, TRANSITION};
 use super::autonomy::{
-    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, SET_ACTION, ToolLevel,
+    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, Level, SET_ACTION, ToolLevel,
 };
 use super::clock::format_instant;
-use super::model::{ActionKind, Grant, Role, State};
+use super::model::{ActionKind, FailureMode, Grant, Role, State};
 use super::rules::{MadeBy, transition_makers};
 use super::work::{self, Lease, LeaseStatus};
 
@@ -132,6 +132,37 @@ pub struct Ledger {
     /// opening children (`approve-compensation`, `approve-resume`,
     /// `confirm`) or was itself such a child's `create` row.
     opener: Option<(CompactString, CompactString)>,
+}
+
+/// The value of a drill row's evidence entry starting with `prefix`.
+fn drill_entry<'a>(evidence: &'a [String], prefix: &str) -> Option<&'a str> {
+    evidence.iter().find_map(|e| e.strip_prefix(prefix))
+}
+
+/// Whether a drill row's evidence passes gate A2: every case passed and all
+/// eight failure modes were covered.
+fn drill_gate(evidence: &[String]) -> Result<(), String> {
+    let number = |prefix| drill_entry(evidence, prefix).and_then(|n| n.parse::<u32>().ok());
+    let (Some(cases), Some(passed)) = (number("cases:"), number("passed:")) else {
+        return Err("the drill row names no case counts".into());
+    };
+    if cases == 0 || passed != cases {
+        return Err(format!("the drill passed {passed} of {cases} cases"));
+    }
+    let modes: Vec<&str> = drill_entry(evidence, "modes:")
+        .unwrap_or_default()
+        .split(',')
+        .collect();
+    let missing: Vec<&str> = FailureMode::ALL
+        .iter()
+        .map(|m| m.as_str())
+        .filter(|m| !modes.contains(m))
+        .collect();
+    if missing.is_empty() {
+        Ok(())
+    } else {
+        Err(format!("the drill did not cover {}", missing.join(", ")))
+    }
 }
 
 /// One `autonomy-set` row as verify replays it.
@@ -451,6 +482,44 @@ impl Ledger {
     /// Every `autonomy-set` row, in order.
     pub fn level_rows(&self) -> &[LevelRow] {
         &self.level_rows
+    }
+
+    /// The first `autonomy-set` row that raises a tool without the drill gate
+    /// (A2) the chain can show: the tool's latest `drill` row before it must
+    /// cover all eight failure modes with every case passing. (A1 and A3 read
+    /// the contract and the metrics at that instant, which the chain does not
+    /// hold; the store's gate checks them when the raise is made.)
+    pub fn check_raise_gates(&self) -> Result<(), Divergence> {
+        let mut current: HashMap<&str, Level> = HashMap::new();
+        for row in &self.level_rows {
+            let level = Level::parse(&row.level).unwrap_or(Level::Manual);
+            let before = current
+                .insert(row.tool.as_str(), level)
+                .unwrap_or(Level::Manual);
+            if level <= before {
+                continue;
+            }
+            let latest = self.drills.iter().rev().find(|(seq, evidence)| {
+                *seq < row.seq && drill_entry(evidence, "tool:") == Some(row.tool.as_str())
+            });
+            let why = match latest {
+                None => Some("no drill of the tool is recorded before it".to_owned()),
+                Some((seq, evidence)) => drill_gate(evidence)
+                    .err()
+                    .map(|e| format!("{e} (drill row {seq})")),
+            };
+            if let Some(why) = why {
+                return Err(Divergence {
+                    seq: row.seq,
+                    reason: format!(
+                        "autonomy: {} raised tool {} from {before} to {level} without its gate \
+                         (A2): {why}",
+                        row.by, row.tool
+                    ),
+                });
+            }
+        }
+        Ok(())
     }
 
     /// The state the chain leaves `operation` in.

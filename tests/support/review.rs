@@ -111,6 +111,22 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
         .into_iter()
         .find(|g| g.role == holdfast::core::model::Role::Owner)
         .map_or_else(|| "fixture".to_owned(), |g| g.identity);
+    if level > from {
+        // A raise passes gate A2 in verify's replay: its tool's latest drill
+        // before it covered every mode with every case passing.
+        let drill = holdfast::core::autonomy::DrillResult {
+            tool: tool.into(),
+            at: now(),
+            cases: 16,
+            passed: 16,
+            modes: holdfast::core::model::FailureMode::ALL.to_vec(),
+            failed: Vec::new(),
+            drill_store: "fixture".into(),
+            by: by.clone(),
+        };
+        let draft = drill.draft(holdfast::core::model::Role::Local, None);
+        store.record_drill(drill, draft).await.unwrap();
+    }
     let change = LevelChange {
         from,
         to: ToolLevel {

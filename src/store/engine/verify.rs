@@ -1356,6 +1356,9 @@ shared! {
             if let Err(divergence) = self.compare_level_changes(ledger, tally).await? {
                 return Ok(Err(divergence));
             }
+            if let Err(divergence) = ledger.check_raise_gates() {
+                return Ok(Err(divergence));
+            }
             Ok(Self::compare_metric_facts(ledger, counted.coverage))
         }
 
