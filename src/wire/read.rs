@@ -835,8 +835,14 @@ impl<'t, 'a> Obj<'t, 'a> {
     fn refuse_unknown(&self, sink: &mut Sink) {
         for (k, _) in self.entries {
             if !self.allowed.contains(&k.as_ref()) {
+                // An empty key is named as written, so the error names a field.
+                let name: &str = if k.as_ref().is_empty() {
+                    "\"\""
+                } else {
+                    k.as_ref()
+                };
                 sink.push_owned(
-                    self.path(k),
+                    self.path(name),
                     format!(
                         "unknown field; allowed fields of {} are: {}",
                         self.what,

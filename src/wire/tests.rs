@@ -285,6 +285,18 @@ proptest! {
 }
 
 #[test]
+fn an_empty_key_is_refused_and_named() {
+    let line = with("attempt", "", Some("1"));
+    let errors = errors(&line);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e.field == "\"\"" && e.reason.starts_with("unknown field")),
+        "{errors:?}"
+    );
+}
+
+#[test]
 fn untrusted_text_with_control_characters_round_trips() {
     let line = with(
         "attempt",
