@@ -74,3 +74,44 @@ pub async fn compute_in(
     }
     Ok(tally.finish(now))
 }
+
+/// Where the report from the kept facts differs from the report judged anew
+/// from the records at `now`, in words; `None` when they agree. The kept facts
+/// are a cache a writer of the metric tables could change behind the store's
+/// back (emptied, or a veto row taken out with its counts moved to match):
+/// `audit verify` recomputes them this way, so the release gate never rests on
+/// facts the records do not give.
+pub async fn kept_facts_differ(
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Option<String>, StoreError> {
+    let scope = Scope::Every;
+    let kept = compute_kept(store, &scope, now).await?;
+    let judged = compute_in(store, &scope, now, PAGE).await?;
+    if kept == judged {
+        return Ok(None);
+    }
+    let mut differences = Vec::new();
+    if kept.release.disposition != judged.release.disposition {
+        differences.push(format!(
+            "the release gate is {} from the kept facts but {} from the records",
+            kept.release.disposition, judged.release.disposition
+        ));
+    }
+    for (k, j) in kept.metrics.iter().zip(&judged.metrics) {
+        if (k.numerator, k.denominator) != (j.numerator, j.denominator) {
+            differences.push(format!(
+                "{}: kept {}/{}, from the records {}/{}",
+                k.id.as_str(),
+                k.numerator,
+                k.denominator,
+                j.numerator,
+                j.denominator
+            ));
+        }
+    }
+    if differences.is_empty() {
+        differences.push("the operational figures or the lists differ".into());
+    }
+    Ok(Some(differences.join("; ")))
+}

@@ -1005,3 +1005,37 @@ fn the_walk_from_a_saved_digest_on_the_command_line() {
         .expect_code(4);
     assert!(run.stderr.contains("does not match"), "{}", run.stderr);
 }
+
+/// A veto taken out of the kept metric facts with its counts moved to match
+/// keeps every count in step, so only judging the records again shows it: the
+/// report from the kept facts would say DEPLOYABLE, and `audit verify` names the
+/// difference instead of passing.
+#[test]
+fn kept_facts_changed_with_their_counts_are_recomputed_by_verify() {
+    let cli = support::cli::Cli::demo();
+    cli.run("maya", &["report"]).expect_code(0);
+    cli.run("maya", &["audit", "verify"]).expect_code(0);
+    let sql = "DELETE FROM metric_rows WHERE kind = 'veto'; \
+               UPDATE metric_counts SET row_count = 0, n_sum = 0 WHERE kind = 'veto';";
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    runtime.block_on(async {
+        let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
+            .await
+            .unwrap();
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_owned()))
+            .execute(store.pool())
+            .await
+            .unwrap();
+        store.pool().close().await;
+    });
+    let run = cli.run("maya", &["audit", "verify"]).expect_code(4);
+    assert!(
+        run.stderr
+            .contains("the kept metric facts differ from the records")
+            && run
+                .stderr
+                .contains("DEPLOYABLE from the kept facts but NOT_DEPLOYED from the records"),
+        "{}",
+        run.stderr
+    );
+}

@@ -1323,9 +1323,9 @@ async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
              VALUES ('H09', 'authorize-retry', 'lee', '2026-09-05T10:02:00Z', 'retry it', 'pending'); \
              INSERT INTO lookup_claims VALUES ('H09', 1, 'observer', 1, 2); \
              INSERT INTO due_counts VALUES ('harborline', 1, 1); \
-             INSERT INTO metric_facts VALUES ('H09', 'harborline', 1, NULL, 0); \
-             INSERT INTO metric_rows VALUES ('veto', 'H09', 'harborline', 1, NULL); \
-             INSERT INTO metric_counts VALUES ('harborline', 'veto', 1, 1);",
+             INSERT INTO metric_facts VALUES ('H09', 'harborline', 1, NULL, 0) ON CONFLICT DO NOTHING; \
+             INSERT INTO metric_rows VALUES ('veto', 'H09', 'harborline', 1, NULL) ON CONFLICT DO NOTHING; \
+             INSERT INTO metric_counts VALUES ('harborline', 'veto', 1, 1) ON CONFLICT DO NOTHING;",
         )
         .await
         .unwrap();

@@ -106,6 +106,17 @@ pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Resul
                     Err(format!("audit chain broken at seq {seq}: {reason}"))
                 }
             };
+            // The kept metric facts are held to the records they were judged
+            // from: the release gate never rests on facts changed behind the
+            // store's back.
+            if verdict.is_ok()
+                && let Some(difference) =
+                    crate::report::kept_facts_differ(session.store(), ctx.now()).await?
+            {
+                verdict = Err(format!(
+                    "the kept metric facts differ from the records (the metric tables were changed behind the store's back): {difference}"
+                ));
+            }
             if let (Some((seq, hash)), Ok(_)) = (&saved, &verdict) {
                 match session.chain_link_from(*seq).await? {
                     Some((found, link)) if found == *seq && &link == hash => {
