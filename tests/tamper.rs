@@ -831,25 +831,12 @@ async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
 }
 
 /// A raise written with a correct hash (as the store's own autonomy call
-/// writes it, without asking the gates) but no passing drill of the tool before
-/// it is named: a drill that failed a case, or none at all.
-async fn a_raise_without_a_passing_drill_is_named(kind: Kind) {
+/// writes it, without asking the gates) is named when the chain shows no
+/// proven lookup of the tool before it (A1), or no passing drill (A2).
+async fn a_raise_without_a_proven_lookup_or_a_passing_drill_is_named(kind: Kind) {
     use holdfast::core::autonomy::{
         AUTONOMY_LEDGER, DrillResult, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
     };
-    let fresh = loaded_with(kind, "", "").await;
-    let failed = DrillResult {
-        tool: "T03".into(),
-        at: now(),
-        cases: 16,
-        passed: 15,
-        modes: holdfast::core::model::FailureMode::ALL.to_vec(),
-        failed: vec!["T2".into()],
-        drill_store: "elsewhere".into(),
-        by: "owner".into(),
-    };
-    let draft = failed.draft(Role::Local, None);
-    fresh.store.record_drill(failed, draft).await.unwrap();
     let raise = |tool: &str| LevelChange {
         from: Level::Manual,
         to: ToolLevel {
@@ -878,12 +865,42 @@ async fn a_raise_without_a_passing_drill_is_named(kind: Kind) {
             at: now(),
         },
     };
+    let unchecked = loaded_with(kind, "", "").await;
+    let row = unchecked.store.set_autonomy(raise("T03")).await.unwrap();
+    named(&unchecked, row.seq, &["T03", "A1", "no lookup check"]).await;
+    let fresh = loaded_with(kind, "", "").await;
+    let check = holdfast::core::autonomy::LookupCheck {
+        tool: "T03".into(),
+        known: "F09".into(),
+        found: true,
+        lookup: "fingerprint".into(),
+        answer: "HTTP 200, found".into(),
+        by: "owner".into(),
+        at: now(),
+    };
+    fresh
+        .store
+        .append_ledger_row(check.draft(Role::Local, None))
+        .await
+        .unwrap();
+    let failed = DrillResult {
+        tool: "T03".into(),
+        at: now(),
+        cases: 16,
+        passed: 15,
+        modes: holdfast::core::model::FailureMode::ALL.to_vec(),
+        failed: vec!["T2".into()],
+        drill_store: "elsewhere".into(),
+        by: "owner".into(),
+    };
+    let draft = failed.draft(Role::Local, None);
+    fresh.store.record_drill(failed, draft).await.unwrap();
     let row = fresh.store.set_autonomy(raise("T03")).await.unwrap();
     named(&fresh, row.seq, &["T03", "A2", "passed 15 of 16"]).await;
 }
 
 holdfast_on_both_backends!(
-    a_raise_without_a_passing_drill_is_named,
+    a_raise_without_a_proven_lookup_or_a_passing_drill_is_named,
     an_edited_audit_field_is_named_with_its_seq,
     a_deleted_row_is_a_gap_at_its_seq,
     reordered_rows_break_at_the_first_moved,

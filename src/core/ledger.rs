@@ -14,7 +14,8 @@ use super::access::LEDGER;
 use super::audit::{AuditRow, RECORD, RowView};
 use super::audit::{CREATE, INGEST, TRANSITION};
 use super::autonomy::{
-    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, Level, SET_ACTION, ToolLevel,
+    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, Level,
+    SET_ACTION, ToolLevel,
 };
 use super::clock::format_instant;
 use super::model::{ActionKind, FailureMode, Grant, Role, State};
@@ -109,6 +110,8 @@ pub struct Ledger {
     last_level_seq: i64,
     /// Each recorded drill's evidence entries, as its row wrote them.
     drills: Vec<(i64, Vec<String>)>,
+    /// Every `lookup-check` row: its seq, tool and whether it found the record.
+    lookup_checks: Vec<(i64, String, bool)>,
     head: i64,
     /// Every `autonomy-set` row, in order: its seq, tool, level, author and
     /// the identity it acted for.
@@ -252,6 +255,11 @@ impl Ledger {
                     on_behalf_of: row.on_behalf_of.map(str::to_owned),
                 });
                 self.levels.insert(tool, (level, row.seq));
+            }
+            if row.action == LOOKUP_CHECK_ACTION {
+                let tool = entry(row, "tool:").unwrap_or_default().to_owned();
+                let found = entry(row, "found:") == Some("yes");
+                self.lookup_checks.push((row.seq, tool, found));
             }
             self.opener = None;
             return;
@@ -484,11 +492,12 @@ impl Ledger {
         &self.level_rows
     }
 
-    /// The first `autonomy-set` row that raises a tool without the drill gate
-    /// (A2) the chain can show: the tool's latest `drill` row before it must
-    /// cover all eight failure modes with every case passing. (A1 and A3 read
-    /// the contract and the metrics at that instant, which the chain does not
-    /// hold; the store's gate checks them when the raise is made.)
+    /// The first `autonomy-set` row that raises a tool without the gates the
+    /// chain can show: A1, the tool's latest `lookup-check` row before it found
+    /// the known record (a lookup holdfast can make, proven); A2, its latest
+    /// `drill` row before it covered all eight failure modes with every case
+    /// passing. (A3 reads the metrics at that instant, which the chain does not
+    /// hold; the store's gate checks it when the raise is made.)
     pub fn check_raise_gates(&self) -> Result<(), Divergence> {
         let mut current: HashMap<&str, Level> = HashMap::new();
         for row in &self.level_rows {
@@ -502,6 +511,28 @@ impl Ledger {
             let latest = self.drills.iter().rev().find(|(seq, evidence)| {
                 *seq < row.seq && drill_entry(evidence, "tool:") == Some(row.tool.as_str())
             });
+            let checked = self
+                .lookup_checks
+                .iter()
+                .rev()
+                .find(|(seq, tool, _)| *seq < row.seq && *tool == row.tool);
+            if !checked.is_some_and(|(_, _, found)| *found) {
+                return Err(Divergence {
+                    seq: row.seq,
+                    reason: format!(
+                        "autonomy: {} raised tool {} from {before} to {level} without its gate \
+                         (A1): {}",
+                        row.by,
+                        row.tool,
+                        match checked {
+                            None => "no lookup check of the tool is recorded before it".to_owned(),
+                            Some((seq, _, _)) => format!(
+                                "its latest lookup check (row {seq}) did not find the known record"
+                            ),
+                        }
+                    ),
+                });
+            }
             let why = match latest {
                 None => Some("no drill of the tool is recorded before it".to_owned()),
                 Some((seq, evidence)) => drill_gate(evidence)

@@ -112,8 +112,32 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
         .find(|g| g.role == holdfast::core::model::Role::Owner)
         .map_or_else(|| "fixture".to_owned(), |g| g.identity);
     if level > from {
-        // A raise passes gate A2 in verify's replay: its tool's latest drill
-        // before it covered every mode with every case passing.
+        // A raise passes gates A1 and A2 in verify's replay: its tool's latest
+        // lookup check before it found the known record, and its latest drill
+        // covered every mode with every case passing. The check names no lookup
+        // object, so it leaves the tool's lookup as checked or unchecked as it
+        // was (`put_checked` checks it).
+        let check = holdfast::core::autonomy::LookupCheck {
+            tool: tool.into(),
+            known: "fixture".into(),
+            found: true,
+            lookup: "fixture".into(),
+            answer: "HTTP 200, found".into(),
+            by: by.clone(),
+            at: now(),
+        };
+        let found = store
+            .lookup_checks()
+            .await
+            .unwrap()
+            .iter()
+            .any(|c| c.tool == tool && c.found);
+        if !found {
+            store
+                .append_ledger_row(check.draft(holdfast::core::model::Role::Local, None))
+                .await
+                .unwrap();
+        }
         let drill = holdfast::core::autonomy::DrillResult {
             tool: tool.into(),
             at: now(),
