@@ -31,8 +31,42 @@ pub enum WorkError {
     BadInput(String),
     #[error("cannot read {path}: {error}")]
     Read { path: String, error: std::io::Error },
+    /// No such operation (or none the session may see, G7): a step on it is not
+    /// a lease problem. Carries the nearest visible id as a hint.
+    #[error(transparent)]
+    NoOperation(crate::review::ReviewError),
     #[error(transparent)]
     Store(StoreError),
+}
+
+/// A G8 refusal of a step on an operation with no lease at all, told apart:
+/// when the operation itself does not exist (or is hidden, G7), that is said,
+/// with the nearest visible id, instead of "never claimed".
+async fn judged<T>(
+    session: &Session,
+    holder: &Holder,
+    result: Result<T, StoreError>,
+) -> Result<T, WorkError> {
+    match result {
+        Err(StoreError::Refused(refusal)) if refusal.rule == Rule::G8 => {
+            Err(no_operation(session, holder)
+                .await
+                .unwrap_or(WorkError::Refused(refusal)))
+        }
+        other => Ok(other?),
+    }
+}
+
+/// The error for `holder`'s operation when it has no lease and the session
+/// cannot load it; `None` when it exists (or cannot be told).
+async fn no_operation(session: &Session, holder: &Holder) -> Option<WorkError> {
+    if session.lease(&holder.operation).await.ok()?.is_some() {
+        return None;
+    }
+    match crate::review::load(session, &holder.operation).await {
+        Err(e @ crate::review::ReviewError::NotFound { .. }) => Some(WorkError::NoOperation(e)),
+        _ => None,
+    }
 }
 
 impl From<StoreError> for WorkError {
@@ -197,7 +231,7 @@ pub async fn heartbeat(
         work::lease_length(length.num_seconds()).map_err(WorkError::BadInput)?;
     }
     let step = step(session, holder, now)?;
-    Ok(session.renew_work(step, length).await?)
+    judged(session, holder, session.renew_work(step, length).await).await
 }
 
 /// Completes `holder`'s lease with `records` (attempt, item, observation and
@@ -211,7 +245,7 @@ pub async fn complete(
     now: DateTime<Utc>,
 ) -> Result<Completion, WorkError> {
     let step = step(session, holder, now)?;
-    Ok(session.complete_work(step, records).await?)
+    judged(session, holder, session.complete_work(step, records).await).await
 }
 
 /// What a completion from a file did: the lines that did not parse, and what
@@ -254,7 +288,12 @@ pub async fn complete_file(
     let lines = parsed.lines;
     let step = step(session, holder, now)?;
     let mut completion = if parsed.is_clean() {
-        session.complete_work(step, parsed.records).await?
+        judged(
+            session,
+            holder,
+            session.complete_work(step, parsed.records).await,
+        )
+        .await?
     } else {
         // Still judged, so every problem of the file shows at once; the bad
         // lines refuse it (a line for no operation is not taken either way).
@@ -270,7 +309,8 @@ pub async fn complete_file(
         completion.report.rejected = refused;
         // A lost lease is refused as such, whatever its lines say.
         let lease = session.lease(&holder.operation).await?;
-        work::check_holder(lease.as_ref(), holder, &step.signer.by, step.now)?;
+        let held = work::check_holder(lease.as_ref(), holder, &step.signer.by, step.now);
+        judged(session, holder, held.map_err(StoreError::Refused)).await?;
         completion
     };
     completion.report.rejected.sort_by_key(|e| e.line);
@@ -284,5 +324,5 @@ pub async fn release(
     now: DateTime<Utc>,
 ) -> Result<Lease, WorkError> {
     let step = step(session, holder, now)?;
-    Ok(session.release_work(step).await?)
+    judged(session, holder, session.release_work(step).await).await
 }

@@ -143,3 +143,63 @@ fn a_second_drill_into_the_same_store_is_refused_and_runs_are_deterministic() {
         assert_eq!(a, b, "{id} differs between two drills");
     }
 }
+
+#[test]
+fn a_failed_case_names_each_missed_expectation_and_what_was_observed() {
+    let cli = Cli::empty();
+    let text = std::fs::read_to_string(extra()).unwrap();
+    // X1 ends SUCCEEDED with one effect: FAILED with five can never be met.
+    let first = text
+        .lines()
+        .next()
+        .unwrap()
+        .replace("\"state\": \"SUCCEEDED\"", "\"state\": \"FAILED\"")
+        .replace("\"effects\": 1", "\"effects\": 5");
+    let path = cli.dir.path().join("unmeetable.jsonl");
+    std::fs::write(&path, &first).unwrap();
+    let run = cli
+        .run(
+            "drill-runner",
+            &["drill", "--cases", path.to_str().unwrap()],
+        )
+        .expect_code(1);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("X1 failed:"))
+        .unwrap_or_else(|| panic!("no reason line for X1:\n{}", run.stdout));
+    assert_eq!(
+        line,
+        "X1 failed: state: expected FAILED, observed SUCCEEDED; effects: expected 5, observed 1",
+        "{}",
+        run.stdout
+    );
+    // Passing cases get no reason line.
+    assert!(!run.stdout.contains("T2 failed"), "{}", run.stdout);
+
+    let cli = Cli::empty();
+    let path = cli.dir.path().join("unmeetable.jsonl");
+    std::fs::write(&path, &first).unwrap();
+    let json = cli
+        .run(
+            "drill-runner",
+            &["drill", "--json", "--cases", path.to_str().unwrap()],
+        )
+        .expect_code(1)
+        .json();
+    let cases = json["cases"].as_array().unwrap();
+    let x1 = cases.iter().find(|c| c["id"] == "X1").unwrap();
+    assert_eq!(x1["pass"], false);
+    let failed = x1["failed"].as_array().unwrap();
+    assert_eq!(failed.len(), 2, "{x1}");
+    assert_eq!(failed[0]["expectation"], "state");
+    assert_eq!(failed[0]["expected"], "FAILED");
+    assert_eq!(failed[0]["observed"], "SUCCEEDED");
+    assert_eq!(failed[1]["expectation"], "effects");
+    assert_eq!(failed[1]["expected"], 5);
+    assert_eq!(failed[1]["observed"], 1);
+    assert_eq!(failed[1]["words"], "effects: expected 5, observed 1");
+    for case in cases.iter().filter(|c| c["pass"] == true) {
+        assert_eq!(case["failed"], serde_json::json!([]), "{case}");
+    }
+}

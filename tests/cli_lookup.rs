@@ -213,7 +213,11 @@ async fn observe_looks_each_due_hold_up_once_as_the_observer_and_keeps_the_token
     let p = Provider::start("").await;
     let cli = store(&p, &["match", "missing", "echo", "unavailable"]);
     let first = run(&cli, "svc:observer", &["observe"]).expect_code(0);
-    let lines: Vec<&str> = first.stdout.lines().collect();
+    let lines: Vec<&str> = first
+        .stdout
+        .lines()
+        .filter(|l| !l.starts_with("L-none: not looked up:"))
+        .collect();
     assert_eq!(lines.len(), 4, "one line per due hold:\n{}", first.stdout);
     assert!(
         lines
@@ -240,7 +244,13 @@ async fn observe_looks_each_due_hold_up_once_as_the_observer_and_keeps_the_token
     assert_eq!(audit.as_array().unwrap().len(), 2);
     assert_eq!(shown["next_observation_at"], serde_json::Value::Null);
     let again = run(&cli, "svc:observer", &["observe"]).expect_code(0);
-    assert_eq!(again.stdout, "no lookups are due\n");
+    assert!(
+        again.stdout.ends_with(
+            "no lookups are due: every overdue hold above is left for the reason given\n"
+        ),
+        "{}",
+        again.stdout
+    );
     assert_eq!(p.asked("match:1"), 1);
     assert!(
         p.auth_seen()
@@ -354,6 +364,7 @@ async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exi
         .lines()
         .map(|l| serde_json::from_str(l).unwrap())
         .collect();
+    let lines: Vec<&serde_json::Value> = lines.iter().filter(|l| l["id"] != "L-none").collect();
     assert_eq!(lines.len(), 2, "{}", watched.stdout);
     assert!(
         lines.iter().all(|l| l["acted"] == true),
@@ -488,4 +499,98 @@ async fn lookup_check_proves_the_lookup_finds_a_known_record_and_lifts_the_cap()
             .any(|w| w == TOKEN.as_bytes())
     );
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
+}
+
+/// The `--json` lines of a run, as values.
+fn json_lines(run: &Run) -> Vec<serde_json::Value> {
+    run.stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{e}: {l}")))
+        .collect()
+}
+
+/// The line of `id` in `lines`.
+fn line_of<'a>(lines: &'a [serde_json::Value], id: &str) -> &'a serde_json::Value {
+    lines
+        .iter()
+        .find(|l| l["id"] == id)
+        .unwrap_or_else(|| panic!("no line for {id}: {lines:?}"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_says_why_each_overdue_hold_it_leaves_is_not_looked_up() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    // `--watch` with T06 at `manual`: both holds are overdue, neither is asked.
+    let watch = ["observe", "--watch", "--duration", "1", "--json"];
+    let lines = json_lines(&run(&cli, "svc:observer", &watch).expect_code(0));
+    let none = line_of(&lines, "L-none");
+    assert_eq!(none["acted"], false);
+    assert_eq!(none["reason"], "no_lookup", "{none}");
+    assert!(
+        none["words"]
+            .as_str()
+            .unwrap()
+            .contains("the contract of tool T08 has no lookup object"),
+        "{none}"
+    );
+    let manual = line_of(&lines, "L-match");
+    assert_eq!(manual["reason"], "tool_level", "{manual}");
+    assert!(
+        manual["words"]
+            .as_str()
+            .unwrap()
+            .contains("T06 is at `manual`"),
+        "{manual}"
+    );
+    assert_eq!(p.asked("match:1"), 0);
+
+    // At `native` but with its lookup unchecked: capped, and said so.
+    let store = holdfast::store::Location::Sqlite(cli.db.clone())
+        .open_existing()
+        .await
+        .unwrap();
+    support::review::put_at_level(
+        store.as_ref(),
+        "T06",
+        holdfast::core::autonomy::Level::Native,
+    )
+    .await;
+    let lines = json_lines(&run(&cli, "svc:observer", &watch).expect_code(0));
+    assert_eq!(line_of(&lines, "L-match")["reason"], "lookup_unchecked");
+    assert_eq!(p.asked("match:1"), 0);
+
+    // A one-shot observe asks for L-match and names L-none's reason in words.
+    let once = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    assert!(
+        once.stdout
+            .lines()
+            .any(|l| l.starts_with("L-match: records")),
+        "{}",
+        once.stdout
+    );
+    assert!(
+        once.stdout.lines().any(|l| l
+            .starts_with("L-none: not looked up: the contract of tool T08 has no lookup object")),
+        "{}",
+        once.stdout
+    );
+    assert_eq!(p.asked("match:1"), 1);
+    // Nothing due, one hold still overdue: not a bare "no lookups are due".
+    let again = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    assert!(
+        again.stdout.starts_with("L-none: not looked up: "),
+        "{}",
+        again.stdout
+    );
+    assert!(
+        again.stdout.ends_with(
+            "no lookups are due: every overdue hold above is left for the reason given\n"
+        ),
+        "{}",
+        again.stdout
+    );
+    let json = json_lines(&run(&cli, "svc:observer", &["observe", "--json"]).expect_code(0));
+    assert_eq!(json.len(), 1, "{json:?}");
+    assert_eq!(json[0]["reason"], "no_lookup");
 }

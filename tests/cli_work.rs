@@ -203,3 +203,84 @@ fn a_compensation_approved_on_a_drill_store_is_executed_by_drill_work() {
     );
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
 }
+
+#[test]
+fn a_step_on_no_such_operation_or_a_generation_never_claimed_says_so() {
+    let cli = Cli::with("small.jsonl");
+    at_automation(&cli, "T03");
+    cli.run(
+        "relay",
+        &["work", "claim", "--worker", "w1", "--lease", "60"],
+    )
+    .expect_code(0);
+    // No operation F100: not "never claimed", and the nearest id is offered.
+    for step in ["heartbeat", "release"] {
+        let run = cli.run("relay", &["work", step, "F100", "--worker", "w1"]);
+        assert_ne!(run.code, 0, "{step}: {}", run.stdout);
+        assert!(
+            run.stderr.contains("no operation F100"),
+            "{step}: {}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("did you mean F10?"),
+            "{step}: {}",
+            run.stderr
+        );
+        assert!(
+            !run.stderr.contains("never claimed"),
+            "{step}: {}",
+            run.stderr
+        );
+    }
+    let good = completion(&cli, &[]);
+    let run = cli.run(
+        "relay",
+        &["work", "complete", "F100", "--worker", "w1", &good],
+    );
+    assert!(run.stderr.contains("no operation F100"), "{}", run.stderr);
+    // An operation that exists but was never claimed still says that.
+    let run = cli
+        .run("relay", &["work", "heartbeat", "F09", "--worker", "w1"])
+        .refused("G8");
+    assert!(
+        run.stderr.contains("F09 was never claimed"),
+        "{}",
+        run.stderr
+    );
+    // Lease 7 of F10 never existed (only lease 1 does): not "replaced".
+    let run = cli
+        .run(
+            "relay",
+            &[
+                "work",
+                "heartbeat",
+                "F10",
+                "--worker",
+                "w1",
+                "--lease-generation",
+                "7",
+            ],
+        )
+        .refused("G8");
+    assert!(
+        run.stderr.contains("lease 7 on F10 never existed"),
+        "{}",
+        run.stderr
+    );
+    assert!(!run.stderr.contains("replaced"), "{}", run.stderr);
+    // The live lease itself is untouched by the refused steps.
+    cli.run(
+        "relay",
+        &[
+            "work",
+            "heartbeat",
+            "F10",
+            "--worker",
+            "w1",
+            "--lease-generation",
+            "1",
+        ],
+    )
+    .expect_code(0);
+}

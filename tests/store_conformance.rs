@@ -747,6 +747,25 @@ async fn due_lookups_are_scoped_and_each_slot_is_claimed_once(kind: Kind) {
         store.due_lookups(&every, now(), None, 10).await.unwrap(),
         [id("L2")]
     );
+    // Overdue whatever their lookup or claim (what `observe` explains), in
+    // scope, and never one whose observation has not come.
+    let overdue = store.overdue_holds(&every, now(), 10).await.unwrap();
+    assert!(
+        overdue.contains(&id("L1")) && overdue.contains(&id("L2")),
+        "{overdue:?}"
+    );
+    assert!(!overdue.contains(&id("L3")), "{overdue:?}");
+    assert_eq!(
+        store.overdue_holds(&every, now(), 1).await.unwrap().len(),
+        1
+    );
+    assert!(
+        store
+            .overdue_holds(&other, now(), 10)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     let later = lease + chrono::Duration::seconds(1);
     assert!(
         store

@@ -105,6 +105,7 @@ async fn intact(store: &dyn Store) {
 fn refused_with(result: Result<impl std::fmt::Debug, WorkError>, rule: Rule) {
     match result {
         Err(WorkError::Refused(refusal)) => assert_eq!(refusal.rule, rule, "{refusal}"),
+        Err(WorkError::NoOperation(hidden)) => assert_eq!(hidden.rule(), Some(rule), "{hidden}"),
         other => panic!("expected a refusal by {rule}, got {other:?}"),
     }
 }
@@ -391,11 +392,18 @@ async fn claims_need_the_worker_role_and_stay_in_its_tenants(kind: Kind) {
         (claim.draft.by.as_str(), claim.draft.role),
         ("bot", Role::Worker)
     );
-    // A lease outside the worker's tenants reads as absent.
-    refused_with(
-        work::heartbeat(&bot, &holder("W02", "w-bot"), None, at(1)).await,
-        Rule::G8,
+    // A lease outside the worker's tenants reads as absent: its operation is
+    // hidden (G7), worded as a missing one is, with no hint of the other tenant.
+    let hidden = work::heartbeat(&bot, &holder("W02", "w-bot"), None, at(1)).await;
+    let text = format!(
+        "{:?}",
+        hidden.as_ref().map(|_| ()).map_err(ToString::to_string)
     );
+    assert!(
+        text.contains("no operation W02 in the tenants granted to you (pinehaven)"),
+        "{text}"
+    );
+    refused_with(hidden, Rule::G7);
     intact(store).await;
 }
 

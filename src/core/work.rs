@@ -1,6 +1,7 @@
 //! The work protocol's rules (DESIGN §9.2), pure: what counts as work, who holds a
 //! lease on it and until when, whether a heartbeat, completion or release still
-//! holds one (a lease that ran out is lost, G8), and the audit rows of each step.
+//! holds one (a lease that ran out is lost, G8; a generation no claim returned is
+//! named as such, not as replaced), and the audit rows of each step.
 
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
@@ -145,6 +146,16 @@ pub fn check_holder(
         ));
     }
     if let Some(generation) = holder.generation
+        && !(1..=lease.generation).contains(&generation)
+    {
+        return refuse(format!(
+            "lease {generation} on {id} never existed: its leases are numbered 1 to {} \
+             (the latest claimed at {}); give the generation its claim printed",
+            lease.generation,
+            format_instant(lease.claimed_at)
+        ));
+    }
+    if let Some(generation) = holder.generation
         && generation != lease.generation
     {
         return refuse(format!(
@@ -269,6 +280,23 @@ mod tests {
             assert_eq!(refused.rule, Rule::G8, "{who} {generation:?} {now}");
         }
         assert!(check_holder(None, &holder("w1", None), "maya", inside).is_err());
+        // A generation no claim ever returned is not a replaced one.
+        for never in [3, 0, -1] {
+            let refused =
+                check_holder(Some(&l), &holder("w1", Some(never)), "maya", inside).unwrap_err();
+            assert_eq!(refused.rule, Rule::G8);
+            assert!(
+                refused
+                    .reason
+                    .contains(&format!("lease {never} on F09 never existed")),
+                "{refused:?}"
+            );
+        }
+        let replaced = check_holder(Some(&l), &holder("w1", Some(1)), "maya", inside).unwrap_err();
+        assert!(
+            replaced.reason.contains("replaced by lease 2"),
+            "{replaced:?}"
+        );
         // Another identity naming the same worker and generation.
         let taken = check_holder(Some(&l), &holder("w1", Some(2)), "lee", inside).unwrap_err();
         assert_eq!(taken.rule, Rule::G8);

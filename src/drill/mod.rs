@@ -154,6 +154,94 @@ pub struct Figures {
     pub deliveries: Vec<State>,
 }
 
+/// One expectation a case did not meet: which figure, what the case expected and
+/// what the drill observed (`null` where a figure was not produced at all).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Miss {
+    pub expectation: &'static str,
+    pub expected: Value,
+    pub observed: Value,
+    /// `state: expected SUCCEEDED, observed UNKNOWN`.
+    pub words: String,
+}
+
+/// Every expectation of `expected` that `observed` does not meet, in the order of
+/// [`Figures`]' fields; empty exactly when the two are equal.
+pub fn misses(expected: &Figures, observed: &Figures) -> Vec<Miss> {
+    // Destructured so that a new figure cannot be added without being judged here.
+    let Figures {
+        state,
+        requests,
+        status_queries,
+        effects,
+        retried_before_reconcile,
+        identities,
+        dependent_requests,
+        max_item_effects,
+        recovery_state,
+        deliveries,
+    } = expected;
+    let mut out = Vec::new();
+    let mut check = |name: &'static str, want: Value, got: Value| {
+        if want != got {
+            let words = format!(
+                "{name}: expected {}, observed {}",
+                shown(&want),
+                shown(&got)
+            );
+            out.push(Miss {
+                expectation: name,
+                expected: want,
+                observed: got,
+                words,
+            });
+        }
+    };
+    check("state", json!(state), json!(observed.state));
+    check("requests", json!(requests), json!(observed.requests));
+    check(
+        "status_queries",
+        json!(status_queries),
+        json!(observed.status_queries),
+    );
+    check("effects", json!(effects), json!(observed.effects));
+    check(
+        "retried_before_reconcile",
+        json!(retried_before_reconcile),
+        json!(observed.retried_before_reconcile),
+    );
+    check("identities", json!(identities), json!(observed.identities));
+    check(
+        "dependent_requests",
+        json!(dependent_requests),
+        json!(observed.dependent_requests),
+    );
+    check(
+        "max_item_effects",
+        json!(max_item_effects),
+        json!(observed.max_item_effects),
+    );
+    check(
+        "recovery_state",
+        json!(recovery_state),
+        json!(observed.recovery_state),
+    );
+    check("deliveries", json!(deliveries), json!(observed.deliveries));
+    out
+}
+
+/// A figure in words: a state or number as is, `none` for a figure never
+/// produced, a list joined by commas (`[]` when empty).
+fn shown(value: &Value) -> String {
+    match value {
+        Value::Null => "none".to_owned(),
+        Value::String(s) => crate::core::sanitize::sanitize(s).into_owned(),
+        Value::Array(list) if list.is_empty() => "[]".to_owned(),
+        Value::Array(list) => list.iter().map(shown).collect::<Vec<_>>().join(","),
+        other => other.to_string(),
+    }
+}
+
 /// One case's verdict.
 #[derive(Debug, Clone, Serialize)]
 pub struct CaseResult {
@@ -163,6 +251,8 @@ pub struct CaseResult {
     pub pass: bool,
     pub expected: Figures,
     pub observed: Figures,
+    /// Each expectation not met (empty on a pass).
+    pub failed: Vec<Miss>,
     /// Everything the provider counted.
     #[serde(skip)]
     pub counters: Counters,
@@ -650,7 +740,8 @@ async fn run_case(
         recovery_state: expected.recovery_state.and(recovery_state),
         deliveries: delivery_states,
     };
-    let pass = observed == expected;
+    let failed = misses(&expected, &observed);
+    let pass = failed.is_empty();
     Ok((
         CaseResult {
             id: case.id.clone(),
@@ -659,6 +750,7 @@ async fn run_case(
             pass,
             expected,
             observed,
+            failed,
             counters,
             operations,
         },

@@ -1,5 +1,6 @@
 //! The drill's printed table: case | mode | expected | observed | pass, then the
-//! report's metrics and release gate.
+//! report's metrics and release gate. Each failed case then gets a line naming
+//! every expectation it missed and what was observed.
 
 use std::fmt::Write as _;
 
@@ -65,6 +66,10 @@ pub fn render(outcome: &Outcome) -> String {
             .map(|(cell, width)| format!("{cell:<width$}"))
             .collect();
         let _ = writeln!(out, "{}", cells.join("  ").trim_end());
+    }
+    for case in outcome.cases.iter().filter(|c| !c.pass) {
+        let words: Vec<&str> = case.failed.iter().map(|m| m.words.as_str()).collect();
+        let _ = writeln!(out, "{} failed: {}", sanitize(&case.id), words.join("; "));
     }
     let passed = outcome.cases.iter().filter(|c| c.pass).count();
     let _ = writeln!(out, "\n{passed} of {} cases pass\n", outcome.cases.len());

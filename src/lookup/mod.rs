@@ -17,7 +17,9 @@ pub use bind::{
     route,
 };
 pub use limit::{DEFAULT_RATE_PER_SECOND, LookupSettings, ProviderSettings, RateLimiter};
-pub use observe::{Due, ObserveLine, ObserveOptions, ObserveStore, Observer};
+pub use observe::{
+    Due, LEFT_LIMIT, Left, LeftKind, ObserveLine, ObserveOptions, ObserveStore, Observer,
+};
 pub use redact::{redact_secret, redact_url};
 pub use service::{
     LookupError, Recorded, SessionObserver, last_provider_request_id, look_up, look_up_paced,

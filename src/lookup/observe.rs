@@ -1,7 +1,8 @@
 //! The observer: every due lookup once (`observe`), or on and on, honouring each
 //! hold's schedule (`observe --watch`). At most N lookups are in flight, each
 //! provider is paced, and each slot is claimed in the store first so that several
-//! observers on one store never ask twice for the same hold and slot.
+//! observers on one store never ask twice for the same hold and slot. Every
+//! overdue hold it does not look up is named with the reason ([`Left`]).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -30,6 +31,52 @@ pub struct Due {
     pub exhausted: bool,
 }
 
+/// Why an overdue hold is not looked up, as a kind a script can match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum LeftKind {
+    /// Its tool's contract has no lookup object (or there is no contract).
+    NoLookup,
+    /// `observe --watch` only: its tool is below the autonomy level it needs.
+    ToolLevel,
+    /// `observe --watch` only: its tool's lookup is unchecked (capped at manual).
+    LookupUnchecked,
+    /// The operator's bindings do not let its lookup go where it would go.
+    NoBinding,
+    /// The lookup cannot be made (a placeholder without a value, a secret unset).
+    Impossible,
+    /// Another observer claimed its slot; it is due again when that claim lapses.
+    Claimed,
+    /// Held by a dependency, not in a held state: looked up once it is held.
+    NotHeld,
+}
+
+impl LeftKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LeftKind::NoLookup => "no_lookup",
+            LeftKind::ToolLevel => "tool_level",
+            LeftKind::LookupUnchecked => "lookup_unchecked",
+            LeftKind::NoBinding => "no_binding",
+            LeftKind::Impossible => "impossible",
+            LeftKind::Claimed => "claimed",
+            LeftKind::NotHeld => "not_held",
+        }
+    }
+}
+
+/// An overdue hold this observer did not look up, and why.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Left {
+    pub id: OperationId,
+    pub kind: LeftKind,
+    /// The reason in words, with what would let it be looked up.
+    pub words: String,
+}
+
+/// The most overdue holds `observe` explains in one run.
+pub const LEFT_LIMIT: usize = 100;
+
 /// What the observer needs from a store, as the identity it runs as.
 #[async_trait]
 pub trait ObserveStore: Send + Sync {
@@ -48,6 +95,14 @@ pub trait ObserveStore: Send + Sync {
     async fn record(&self, id: &OperationId, call: LookupCall) -> anyhow::Result<String>;
     /// Routes a hold whose lookups are exhausted to its owner.
     async fn route(&self, id: &OperationId, now: DateTime<Utc>) -> anyhow::Result<String>;
+    /// The overdue holds at `now` other than `seen` (those already given a
+    /// line), soonest first, at most `limit`, each with why it is not looked up.
+    async fn left(
+        &self,
+        now: DateTime<Utc>,
+        seen: &[OperationId],
+        limit: usize,
+    ) -> anyhow::Result<Vec<Left>>;
 }
 
 /// How the observer runs.
@@ -81,6 +136,8 @@ pub struct ObserveLine {
     pub text: String,
     /// The hold was looked up (or routed) by this observer.
     pub acted: bool,
+    /// Why it was not, when the lookup could not be made.
+    pub left: Option<LeftKind>,
 }
 
 /// Everything an observer shares between its lookups.
@@ -121,6 +178,7 @@ impl Observer {
             id: id.clone(),
             text,
             acted,
+            left: None,
         };
         let now = self.clock.now();
         match self
@@ -129,7 +187,12 @@ impl Observer {
             .await
         {
             Ok(true) => {}
-            Ok(false) => return done("skipped: another observer holds this slot".into(), false),
+            Ok(false) => {
+                return ObserveLine {
+                    left: Some(LeftKind::Claimed),
+                    ..done("skipped: another observer holds this slot".into(), false)
+                };
+            }
             Err(e) => return done(format!("error: {e:#}"), false),
         }
         if due.exhausted {
@@ -150,12 +213,28 @@ impl Observer {
             )
             .await;
         match call {
-            Err(impossible) => done(impossible.to_string(), false),
+            Err(impossible) => {
+                let kind = match impossible {
+                    super::Impossible::NoSpec(_) => LeftKind::NoLookup,
+                    super::Impossible::Refused { .. } => LeftKind::NoBinding,
+                    _ => LeftKind::Impossible,
+                };
+                ObserveLine {
+                    left: Some(kind),
+                    ..done(impossible.to_string(), false)
+                }
+            }
             Ok(call) => match self.store.record(&id, call).await {
                 Ok(text) => done(text, true),
                 Err(e) => done(format!("error: {e:#}"), false),
             },
         }
+    }
+
+    /// The overdue holds other than `seen` that this observer leaves, and why
+    /// (at most [`LEFT_LIMIT`]).
+    pub async fn left(&self, seen: &[OperationId]) -> anyhow::Result<Vec<Left>> {
+        self.store.left(self.clock.now(), seen, LEFT_LIMIT).await
     }
 
     /// Rounds until `stop` turns true, waiting `poll` between rounds that found

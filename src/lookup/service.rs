@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use std::time::Duration;
 
-use super::observe::{Due, ObserveStore};
+use super::observe::{Due, Left, LeftKind, ObserveStore};
 use super::{Impossible, Looker, Secrets};
 use crate::core::clock::Clock;
 use crate::core::ids::OperationId;
@@ -195,5 +195,95 @@ impl ObserveStore for SessionObserver {
         let action = Action::Lookup(LookupInput::Exhausted);
         let applied = review::apply(&self.session, id, &action, &self.rationale, None, now).await?;
         Ok(summary(&applied))
+    }
+
+    async fn left(
+        &self,
+        now: DateTime<Utc>,
+        seen: &[OperationId],
+        limit: usize,
+    ) -> anyhow::Result<Vec<Left>> {
+        let asked = u64::try_from(limit.saturating_add(seen.len())).unwrap_or(u64::MAX);
+        let ids = self.session.overdue_holds(now, asked).await?;
+        let ids: Vec<OperationId> = ids.into_iter().filter(|id| !seen.contains(id)).collect();
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        // What `observe --watch` asks beyond a lookup object: the tool's level,
+        // and a checked lookup above `manual` (the same gates as `due`).
+        let gate = match self.at_least {
+            Some(level) => Some((
+                level,
+                self.session.store().autonomy_levels().await?,
+                if level > crate::core::autonomy::Level::Manual {
+                    Some(self.session.checked_tools().await?)
+                } else {
+                    None
+                },
+            )),
+            None => None,
+        };
+        let mut out = Vec::new();
+        for id in ids.into_iter().take(limit) {
+            let detail = match self.session.detail(&id).await {
+                Ok(d) => d,
+                Err(crate::store::StoreError::NotFound(_)) => continue,
+                Err(e) => return Err(e.into()),
+            };
+            let op = &detail.row.operation;
+            let tool = crate::core::sanitize::sanitize(&op.tool).into_owned();
+            let (kind, words) = if spec_of(&detail).is_err() {
+                (
+                    LeftKind::NoLookup,
+                    format!(
+                        "the contract of tool {tool} has no lookup object: holdfast cannot ask; \
+                         look it up by hand and record it (`review {id} reconcile`)"
+                    ),
+                )
+            } else if let Some((need, has)) = gate
+                .as_ref()
+                .map(|(need, levels, _)| (*need, crate::core::autonomy::level_of(levels, &op.tool)))
+                .filter(|(need, has)| has < need)
+            {
+                (
+                    LeftKind::ToolLevel,
+                    format!(
+                        "tool {tool} is at `{}`: `observe --watch` looks up only tools at \
+                         `{}` or above (`holdfast autonomy set`); a one-shot `observe` does",
+                        has.as_str(),
+                        need.as_str()
+                    ),
+                )
+            } else if gate
+                .as_ref()
+                .and_then(|(_, _, checked)| checked.as_ref())
+                .is_some_and(|checked| !checked.contains(&op.tool))
+            {
+                (
+                    LeftKind::LookupUnchecked,
+                    format!(
+                        "tool {tool}'s lookup is unchecked, capped at `manual`: `observe --watch` \
+                         skips it until `holdfast lookup check {tool} --known ID` finds a known record"
+                    ),
+                )
+            } else if !op.state.is_held() {
+                (
+                    LeftKind::NotHeld,
+                    format!(
+                        "it is {} (held by a dependency), not a held state: it is looked up once held",
+                        op.state
+                    ),
+                )
+            } else {
+                (
+                    LeftKind::Claimed,
+                    "another observer claimed its slot: it is due again if that claim lapses \
+                     (five minutes after it was taken) without a lookup recorded"
+                        .to_owned(),
+                )
+            };
+            out.push(Left { id, kind, words });
+        }
+        Ok(out)
     }
 }

@@ -516,6 +516,16 @@ pub trait Store: Send + Sync {
         limit: u64,
     ) -> Result<Vec<OperationId>, StoreError>;
 
+    /// Held operations in `scope` whose next observation has come at `now` (the
+    /// header's overdue ones), soonest first, at most `limit`, whatever their
+    /// lookup: `observe` says why each it does not look up is left.
+    async fn overdue_holds(
+        &self,
+        scope: &Scope,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<OperationId>, StoreError>;
+
     /// Every tool's stored autonomy level; a tool not listed is at `manual`.
     async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError>;
 

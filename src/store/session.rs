@@ -203,6 +203,15 @@ impl Session {
         self.store.change_grant(change).await
     }
 
+    /// [`Store::overdue_holds`] in this session's scope.
+    pub async fn overdue_holds(
+        &self,
+        now: DateTime<Utc>,
+        limit: u64,
+    ) -> Result<Vec<OperationId>, StoreError> {
+        self.store.overdue_holds(&self.scope, now, limit).await
+    }
+
     /// Ids of the holds in scope whose lookup is due at `now` (see
     /// [`Store::due_lookups`]).
     pub async fn due_lookups(

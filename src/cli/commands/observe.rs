@@ -1,6 +1,7 @@
 //! `holdfast observe`: every due status lookup once, or with `--watch` on and on,
 //! as the observer's own identity (`svc:observer` unless `--as` says otherwise;
-//! on PostgreSQL the database login). One line per hold.
+//! on PostgreSQL the database login). One line per hold, and one per overdue hold
+//! it leaves, saying why (`--json`: `reason` and `words` as fields).
 
 use clap::Args;
 use std::sync::Arc;
@@ -71,20 +72,57 @@ pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<
         },
     };
     let json = args.json;
-    let print = move |line: ObserveLine| {
+    let seen = std::sync::Mutex::new(Vec::new());
+    let print = |line: ObserveLine| {
         if json {
-            println!(
-                "{}",
-                serde_json::json!({"id": line.id, "acted": line.acted, "result": line.text})
-            );
+            let mut value =
+                serde_json::json!({"id": line.id, "acted": line.acted, "result": line.text});
+            if let Some(kind) = line.left {
+                value["reason"] = serde_json::json!(kind);
+                value["words"] = serde_json::json!(line.text);
+            }
+            println!("{value}");
         } else {
             println!("{}: {}", line.id, render::clean(&line.text));
         }
     };
+    // The first round, then every overdue hold it left, with why: once, so
+    // that `--watch` does not repeat them every poll.
+    let first = |line: ObserveLine| {
+        if let Ok(mut seen) = seen.lock() {
+            seen.push(line.id.clone());
+        }
+        print(line);
+    };
+    let acted = observer.round(&first).await?;
+    let seen: Vec<_> = seen.lock().map(|s| s.clone()).unwrap_or_default();
+    let left = observer.left(&seen).await?;
+    for hold in &left {
+        if json {
+            println!(
+                "{}",
+                serde_json::json!({"id": hold.id, "acted": false, "reason": hold.kind, "words": hold.words})
+            );
+        } else {
+            println!("{}: not looked up: {}", hold.id, render::clean(&hold.words));
+        }
+    }
+    if !json && left.len() >= crate::lookup::LEFT_LIMIT {
+        println!(
+            "(the first {} overdue holds left are shown)",
+            crate::lookup::LEFT_LIMIT
+        );
+    }
     if !args.watch {
-        let acted = observer.round(&print).await?;
-        if !json && acted == 0 {
-            println!("no lookups are due");
+        if !json && acted == 0 && seen.is_empty() {
+            println!(
+                "{}",
+                if left.is_empty() {
+                    "no lookups are due"
+                } else {
+                    "no lookups are due: every overdue hold above is left for the reason given"
+                }
+            );
         }
         return Ok(exit::OK);
     }

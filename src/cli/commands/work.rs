@@ -72,12 +72,14 @@ pub(crate) struct StepArgs {
     pub json: bool,
 }
 
-/// Maps a work error to its exit code: refused 3, bad input 2, else 1.
+/// Maps a work error to its exit code: refused 3 (a hidden operation is a G7
+/// refusal), bad input 2, else 1 (no such operation, as `show` says it).
 fn failure(error: WorkError) -> anyhow::Error {
     let code = match &error {
         WorkError::Refused(_) => exit::REFUSED,
         WorkError::BadInput(_) => exit::BAD_INPUT,
-        WorkError::Read { .. } | WorkError::Store(_) => exit::ERROR,
+        WorkError::NoOperation(e) if e.rule().is_some() => exit::REFUSED,
+        WorkError::Read { .. } | WorkError::Store(_) | WorkError::NoOperation(_) => exit::ERROR,
     };
     Failure::new(code, render::clean(&error.to_string())).into()
 }

@@ -57,6 +57,32 @@ shared! {
                 .collect()
         }
 
+        /// Held operations in `scope` whose next observation is at or before
+        /// `now` (the console header's overdue count), soonest first, at most
+        /// `limit`: whatever their tool, lookup or level.
+        pub(super) async fn read_overdue_holds(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+            limit: u64,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            let mut qb: QueryBuilder<DB> = QueryBuilder::new(
+                "SELECT o.id FROM operations o WHERE o.queued = 1 \
+                 AND o.next_observation_ms IS NOT NULL AND o.next_observation_ms <= ",
+            );
+            qb.push_bind(ms(now));
+            push_tenants(&mut qb, "o.tenant", scope);
+            qb.push(" ORDER BY o.next_observation_ms, o.id LIMIT ");
+            qb.push_bind(i64::try_from(limit).unwrap_or(i64::MAX));
+            let rows = qb.build().fetch_all(&self.pool).await.map_err(db::<DB>)?;
+            rows.iter()
+                .map(|row| {
+                    let id: String = row.try_get("id").map_err(db::<DB>)?;
+                    codec::parse_id(&id)
+                })
+                .collect()
+        }
+
         pub(super) async fn write_claim_lookup(
             &self,
             id: &OperationId,

@@ -571,6 +571,15 @@ shared! {
             self.read_due_lookups(scope, now, at_least, limit).await
         }
 
+        async fn overdue_holds(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+            limit: u64,
+        ) -> Result<Vec<OperationId>, StoreError> {
+            self.read_overdue_holds(scope, now, limit).await
+        }
+
         async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             Self::all_levels(&mut conn).await
