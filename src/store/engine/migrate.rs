@@ -1,5 +1,6 @@
 //! Bringing a store's schema up to date: the migrations each backend compiles in,
-//! run on open, and the refusal of a store written by a newer holdfast.
+//! run on open, the refusal of a store written by a newer holdfast, and of a
+//! database without holdfast's schema opened by a command that may not create one.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
