@@ -592,7 +592,8 @@ fn tenant_scope_hides_and_refuses_other_tenants() {
         "{exported:?}"
     );
 
-    let report = cli.run("ana", &["report", "--json"]).expect_code(0);
+    // No expectation in the fixture: the gate evaluated nothing (exit 5).
+    let report = cli.run("ana", &["report", "--json"]).expect_code(5);
     assert!(
         report.stdout.contains("\"U1\"") && !report.stdout.contains("\"H1\""),
         "{}",

@@ -688,6 +688,41 @@ async fn release_is_deployable_on_a_clean_run() {
     assert_eq!(figure(&r, MetricId::ContractPassRate), (26, 29));
 }
 
+/// Drops every expectation record: nothing left for the contract check to judge.
+fn no_expectations(records: &mut Vec<Numbered>) {
+    records.retain(|n| !matches!(n.record, Record::Expectation(_)));
+}
+
+#[tokio::test]
+async fn the_gate_never_passes_on_no_evaluated_case() {
+    let r = demo_with(|rec| {
+        clean(rec);
+        no_expectations(rec);
+    })
+    .await;
+    assert_eq!(figure(&r, MetricId::ContractPassRate), (0, 0));
+    assert!(r.release.vetoes.is_empty(), "{:?}", r.release.vetoes);
+    assert_eq!(r.release.disposition, Disposition::NotEvaluated);
+    assert_eq!(
+        serde_json::to_value(r.release.disposition).unwrap(),
+        "NOT_EVALUATED"
+    );
+    // A veto found without any expectation still stops the release.
+    let r = demo_with(no_expectations).await;
+    assert_eq!(figure(&r, MetricId::ContractPassRate), (0, 0));
+    assert_eq!(r.release.disposition, Disposition::NotDeployed);
+    // And one evaluated case is enough to be judged.
+    let r = demo_with(|rec| {
+        clean(rec);
+        let keep = expectation(rec, "F01").clone();
+        no_expectations(rec);
+        push(rec, Record::Expectation(keep));
+    })
+    .await;
+    assert_eq!(figure(&r, MetricId::ContractPassRate).1, 1);
+    assert_eq!(r.release.disposition, Disposition::Deployable);
+}
+
 async fn vetoed(change: impl FnOnce(&mut Vec<Numbered>)) -> Vec<(OperationId, Vec<VetoKind>)> {
     let r = demo_with(|rec| {
         clean(rec);
@@ -792,6 +827,36 @@ fn holdfast(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
         .env_remove("HOLDFAST_NOW")
         .output()
         .expect("run holdfast")
+}
+
+#[test]
+fn report_on_a_store_without_expectations_is_not_evaluated_and_exits_5() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("store.db");
+    let db = db.to_str().expect("a UTF-8 temp path");
+    let fixture = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/review.jsonl");
+    assert!(
+        !std::fs::read_to_string(fixture)
+            .unwrap()
+            .contains("\"expectation\"")
+    );
+    let loaded = holdfast(dir.path(), &["--db", db, "ingest", fixture]);
+    assert!(loaded.status.success(), "{loaded:?}");
+    let now = "2026-09-05T11:40:00Z";
+    let text = holdfast(dir.path(), &["--db", db, "--now", now, "report"]);
+    assert_eq!(text.status.code(), Some(5), "{text:?}");
+    let shown = String::from_utf8_lossy(&text.stdout);
+    assert!(
+        shown.contains("RELEASE: NOT_EVALUATED (0 vetoes)"),
+        "{shown}"
+    );
+    assert!(!shown.contains("DEPLOYABLE"), "{shown}");
+    assert!(shown.contains("nothing evaluated"), "{shown}");
+    let json = holdfast(dir.path(), &["--db", db, "--now", now, "report", "--json"]);
+    assert_eq!(json.status.code(), Some(5), "{json:?}");
+    let json: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(json["release"]["disposition"], "NOT_EVALUATED");
+    assert_eq!(json["metrics"][0]["denominator"], 0);
 }
 
 #[test]

@@ -30,6 +30,29 @@ async fn snapshots_of_the_metrics_and_audit_tabs_of_the_demo() {
 }
 
 #[tokio::test]
+async fn a_store_without_expectations_is_not_evaluated_on_the_metrics_tab() {
+    // The review fixture holds no expectation, no drill and no veto: nothing
+    // measured, so the gate must not read as a pass.
+    const REVIEW: &str = include_str!("fixtures/review.jsonl");
+    assert!(!REVIEW.contains("\"expectation\""));
+    let now = holdfast::core::clock::parse_instant(support::cli::NOW).unwrap();
+    let mut h = Harness::at(REVIEW, now, 200, 50).await;
+    h.key(KeyCode::Char('3')).await;
+    let screen = h.screen();
+    assert!(screen.contains("NOT_EVALUATED"), "{screen}");
+    assert!(!screen.contains("DEPLOYABLE"), "{screen}");
+    assert!(screen.contains("nothing evaluated"), "{screen}");
+    let report = h.app.metrics.report.clone().unwrap();
+    assert_eq!(
+        report
+            .metric(MetricId::ContractPassRate)
+            .map(|m| m.denominator),
+        Some(0)
+    );
+    assert!(report.release.vetoes.is_empty());
+}
+
+#[tokio::test]
 async fn a_figure_lists_its_operations_one_opens_and_esc_comes_back() {
     let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
     h.key(KeyCode::Char('3')).await;

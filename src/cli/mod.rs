@@ -34,6 +34,9 @@ pub(crate) mod exit {
     pub(crate) const REFUSED: u8 = 3;
     /// The audit chain does not verify, or does not match a saved digest.
     pub(crate) const INTEGRITY: u8 = 4;
+    /// `report`: the release gate evaluated nothing (`NOT_EVALUATED`), which is
+    /// not a pass.
+    pub(crate) const NOT_EVALUATED: u8 = 5;
 }
 
 impl Failure {
@@ -419,7 +422,7 @@ pub(crate) async fn open_existing(location: &Location) -> anyhow::Result<Arc<dyn
 /// Text for `--help` that names the files holdfast uses.
 fn files_help(paths: &Paths) -> String {
     format!(
-        "Files:\n  config file  {}\n  data dir     {}\n  log file     {}\n\nExit codes: 0 ok, 1 error, 2 bad input, 3 refused by a guard (G8: changed by someone else first), 4 audit chain broken.",
+        "Files:\n  config file  {}\n  data dir     {}\n  log file     {}\n\nExit codes: 0 ok, 1 error, 2 bad input, 3 refused by a guard (G8: changed by someone else first), 4 audit chain broken, 5 report: release gate NOT_EVALUATED (nothing measured).",
         paths.config_file.display(),
         paths.data_dir.display(),
         paths.log_file.display()

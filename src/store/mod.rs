@@ -12,6 +12,7 @@ pub mod sql;
 pub mod sqlite;
 pub mod work;
 
+pub use engine::Create;
 pub use plan::{copy, filter};
 pub use session::Session;
 pub use work::{Completion, WorkClaim, WorkStep};
@@ -75,6 +76,10 @@ pub enum StoreError {
     /// A store that must exist does not (a SQLite file not there).
     #[error("no store at {0}")]
     Missing(String),
+    /// A database that can be reached but holds no holdfast schema, opened by a
+    /// command that may not create a store.
+    #[error("no holdfast store at {0} — run `holdfast db migrate` first")]
+    NoSchema(String),
     #[error("cannot open the store at {location}: {reason}")]
     Open { location: String, reason: String },
     #[error("store error: {0}")]
@@ -107,22 +112,27 @@ impl Location {
         }
     }
 
-    /// Opens a store that already exists, migrating it as needed; a SQLite file
-    /// that is not there is [`StoreError::Missing`], and nothing is created. A
-    /// PostgreSQL database must exist to be reached at all; an empty one is
-    /// migrated.
+    /// Opens a store that already exists, migrating it as needed; nothing is
+    /// created. A SQLite file that is not there is [`StoreError::Missing`]; a
+    /// database (or file) without holdfast's schema is [`StoreError::NoSchema`],
+    /// found before anything is written to it.
     pub async fn open_existing(&self) -> Result<Arc<dyn Store>, StoreError> {
         match self {
             Location::Sqlite(path) if !path.exists() => Err(StoreError::Missing(self.to_string())),
-            _ => self.open().await,
+            _ => self.open_as(Create::No).await,
         }
     }
 
-    /// Opens the store, creating and migrating it as needed.
+    /// Opens the store, creating and migrating it as needed: only for the
+    /// commands that fill or prepare one.
     pub async fn open(&self) -> Result<Arc<dyn Store>, StoreError> {
+        self.open_as(Create::Yes).await
+    }
+
+    async fn open_as(&self, create: Create) -> Result<Arc<dyn Store>, StoreError> {
         Ok(match self {
-            Location::Sqlite(path) => Arc::new(sqlite::SqliteStore::open(path).await?),
-            Location::Postgres(url) => Arc::new(postgres::PgStore::connect(url).await?),
+            Location::Sqlite(path) => Arc::new(sqlite::SqliteStore::open_as(path, create).await?),
+            Location::Postgres(url) => Arc::new(postgres::PgStore::connect_as(url, create).await?),
         })
     }
 }

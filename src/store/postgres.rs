@@ -8,11 +8,11 @@
 use std::str::FromStr;
 use std::time::Duration;
 
-use sqlx::Postgres;
-use sqlx::postgres::{PgConnectOptions, PgListener, PgPool, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgConnection, PgListener, PgPool, PgPoolOptions};
+use sqlx::{Connection, Postgres};
 use tokio::sync::{mpsc, watch};
 
-use super::engine::{Backend, HEAD_SEQ, SqlStore, publish};
+use super::engine::{Backend, Create, HEAD_SEQ, SqlStore, publish};
 use super::pages::{self, Column, Page};
 use super::{Link, Live, StoreError};
 
@@ -111,6 +111,13 @@ const IDLE_IN_TRANSACTION_TIMEOUT: &str = "60s";
 
 /// How often a listening console checks its connection when nothing is heard.
 const RECHECK: Duration = Duration::from_secs(5);
+
+/// How long opening a store waits for the server to accept a connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long a command waits for a pooled connection once the store is open
+/// (each may be held up to [`LOCK_TIMEOUT`] by a writer waiting its turn).
+const ACQUIRE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// Connections per store handle: a console's reads, its writes and its listener.
 const POOL_SIZE: u32 = 6;
@@ -217,6 +224,10 @@ impl Backend for Postgres {
     // Through functions that run as the owner: a dependency or an operation of
     // the tool may be in a tenant the login does not see.
     const REQUEUE: &'static str = "SELECT holdfast_requeue($1, $2)";
+    // The name as the migrator resolves it, on the login's search path; needs no
+    // privilege on the table itself.
+    const HAS_SCHEMA: &'static str =
+        "SELECT CASE WHEN to_regclass('_sqlx_migrations') IS NULL THEN 0 ELSE 1 END::int8 AS has";
     const TOOL_TENANTS: &'static str =
         "SELECT tenant FROM holdfast_tool_tenants($1) ORDER BY tenant";
     // Every column holds its declared type.
@@ -407,29 +418,61 @@ async fn listen(pool: PgPool, tx: watch::Sender<Live>) {
     }
 }
 
-/// `url` without its password, for messages and `location()`.
+/// `url` without its password (after the login or as a `password=` parameter),
+/// for messages and `location()`.
 pub fn without_password(url: &str) -> String {
     let Some((scheme, rest)) = url.split_once("://") else {
         return url.to_owned();
     };
-    match rest.split_once('@') {
+    let (rest, query) = match rest.split_once('?') {
+        Some((rest, query)) => (rest, Some(query)),
+        None => (rest, None),
+    };
+    let mut shown = match rest.rsplit_once('@') {
         Some((login, host)) => {
             let user = login.split_once(':').map_or(login, |(user, _)| user);
             format!("{scheme}://{user}@{host}")
         }
-        None => url.to_owned(),
+        None => format!("{scheme}://{rest}"),
+    };
+    if let Some(query) = query {
+        let kept: Vec<&str> = query
+            .split('&')
+            .filter(|pair| {
+                let key = pair.split_once('=').map_or(*pair, |(key, _)| key);
+                !key.eq_ignore_ascii_case("password")
+            })
+            .collect();
+        if !kept.is_empty() {
+            shown.push('?');
+            shown.push_str(&kept.join("&"));
+        }
     }
+    shown
 }
 
 impl SqlStore<Postgres> {
     /// Connects to the database at `url` (`postgres://…`) and brings its schema up
-    /// to date. A database written by a newer holdfast is refused.
+    /// to date, creating it in an empty database. A database written by a newer
+    /// holdfast is refused.
     pub async fn connect(url: &str) -> Result<PgStore, StoreError> {
-        let options = PgConnectOptions::from_str(url).map_err(|e| StoreError::Open {
-            location: without_password(url),
-            reason: e.to_string(),
-        })?;
+        Self::connect_as(url, Create::Yes).await
+    }
+
+    /// Connects to the database at `url`; with [`Create::No`] a database without
+    /// holdfast's schema is refused before anything is written to it. A server
+    /// that cannot be reached, a missing database or a refused login is reported
+    /// within [`CONNECT_TIMEOUT`], naming what was tried (host, port, database,
+    /// login; never a password) and why.
+    pub async fn connect_as(url: &str, create: Create) -> Result<PgStore, StoreError> {
         let location = without_password(url);
+        let options = PgConnectOptions::from_str(url).map_err(|e| StoreError::Open {
+            location: location.clone(),
+            reason: format!(
+                "the URL does not parse: {}",
+                without_password(&e.to_string())
+            ),
+        })?;
         let options = if options.get_application_name().is_some() {
             options
         } else {
@@ -446,16 +489,124 @@ impl SqlStore<Postgres> {
             ),
             ("jit", "off"),
         ]);
+        // One connection first, bounded in time: the pool retries a refused
+        // connection until its acquire timeout and then says only that it timed
+        // out, with the reason lost.
+        let open_error = |reason: String| StoreError::Open {
+            location: location.clone(),
+            reason,
+        };
+        let tried = Tried::of(&options);
+        match tokio::time::timeout(CONNECT_TIMEOUT, PgConnection::connect_with(&options)).await {
+            Ok(Ok(probe)) => {
+                // Only a courtesy to the server: the connection is dropped anyway.
+                let _ = probe.close().await;
+            }
+            Ok(Err(error)) => {
+                tracing::warn!(%error, "cannot connect to the store");
+                return Err(open_error(tried.explain(&error)));
+            }
+            Err(_) => return Err(open_error(tried.unanswered())),
+        }
         let pool = PgPoolOptions::new()
             .max_connections(POOL_SIZE)
-            .acquire_timeout(Duration::from_secs(30))
-            .connect_with(options)
-            .await
-            .map_err(|e| StoreError::Open {
-                location: location.clone(),
-                reason: e.to_string(),
-            })?;
-        SqlStore::new(pool, location).await
+            .acquire_timeout(ACQUIRE_TIMEOUT)
+            .connect_lazy_with(options);
+        SqlStore::new(pool, location, create).await
+    }
+}
+
+/// What a connection attempt tried, in words: where, which database, as whom.
+/// The password is never part of it.
+struct Tried {
+    place: String,
+    database: String,
+    user: String,
+}
+
+impl Tried {
+    fn of(options: &PgConnectOptions) -> Tried {
+        let place = match options.get_socket() {
+            Some(socket) => format!("the socket in {}", socket.display()),
+            None => format!("{}:{}", options.get_host(), options.get_port()),
+        };
+        let user = options.get_username().to_owned();
+        // PostgreSQL's own default: the database named after the login.
+        let database = options.get_database().unwrap_or(&user).to_owned();
+        Tried {
+            place,
+            database,
+            user,
+        }
+    }
+
+    /// The reason `error` gives, in words, with what was tried.
+    fn explain(&self, error: &sqlx::Error) -> String {
+        let Tried {
+            place,
+            database,
+            user,
+        } = self;
+        let as_whom = format!("database {database}, login {user}");
+        match error {
+            sqlx::Error::Io(e) => {
+                let why = match e.kind() {
+                    std::io::ErrorKind::ConnectionRefused => "connection refused".to_owned(),
+                    std::io::ErrorKind::TimedOut => "the connection timed out".to_owned(),
+                    std::io::ErrorKind::NotFound => "no such host or socket".to_owned(),
+                    std::io::ErrorKind::ConnectionReset | std::io::ErrorKind::UnexpectedEof => {
+                        "the server closed the connection".to_owned()
+                    }
+                    _ => e.to_string(),
+                };
+                format!("could not reach PostgreSQL at {place} ({why}; tried {as_whom})")
+            }
+            sqlx::Error::Tls(e) => {
+                format!("could not set up TLS with PostgreSQL at {place} ({e}; tried {as_whom})")
+            }
+            sqlx::Error::Database(e) => {
+                let message = e.message();
+                match e.code().as_deref() {
+                    Some("3D000") => format!("database {database} does not exist on {place}"),
+                    Some("28P01") => format!(
+                        "PostgreSQL at {place} refused login {user} to database {database} \
+                         (password authentication failed)"
+                    ),
+                    Some("28000") => format!(
+                        "PostgreSQL at {place} refused login {user} to database {database} \
+                         ({message})"
+                    ),
+                    Some("53300") => {
+                        format!("PostgreSQL at {place} has no free connection ({message})")
+                    }
+                    Some("57P03") => {
+                        format!("PostgreSQL at {place} does not accept connections now ({message})")
+                    }
+                    Some("55000") => format!(
+                        "database {database} on {place} does not accept connections now \
+                         ({message})"
+                    ),
+                    _ => format!(
+                        "PostgreSQL at {place} refused the connection ({message}; tried {as_whom})"
+                    ),
+                }
+            }
+            other => format!(
+                "could not connect to PostgreSQL at {place} ({}; tried {as_whom})",
+                without_password(&other.to_string())
+            ),
+        }
+    }
+
+    /// No answer within [`CONNECT_TIMEOUT`].
+    fn unanswered(&self) -> String {
+        format!(
+            "could not reach PostgreSQL at {} (no answer within {} s; tried database {}, login {})",
+            self.place,
+            CONNECT_TIMEOUT.as_secs(),
+            self.database,
+            self.user
+        )
     }
 }
 
@@ -475,6 +626,14 @@ mod tests {
         );
         assert_eq!(
             without_password("postgres://db/holdfast"),
+            "postgres://db/holdfast"
+        );
+        assert_eq!(
+            without_password("postgres://maya@db/holdfast?password=s3cret&sslmode=require"),
+            "postgres://maya@db/holdfast?sslmode=require"
+        );
+        assert_eq!(
+            without_password("postgres://db/holdfast?PASSWORD=s3cret"),
             "postgres://db/holdfast"
         );
     }

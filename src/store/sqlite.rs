@@ -13,7 +13,7 @@ use sqlx::sqlite::{
 };
 use tokio::sync::watch;
 
-use super::engine::{Backend, SqlStore, publish};
+use super::engine::{Backend, Create, SqlStore, publish};
 use super::{Link, Live, StoreError};
 
 /// Migrations compiled into the binary, one file each under `migrations/sqlite`.
@@ -151,6 +151,8 @@ impl Backend for Sqlite {
     // Nor row-level security: whoever opens the file reads all of it.
     const SEES_EVERY_ROW: Option<&'static str> = None;
     const REQUEUE: &'static str = super::engine::REQUEUE;
+    const HAS_SCHEMA: &'static str = "SELECT count(*) AS has FROM sqlite_master \
+         WHERE type = 'table' AND name = '_sqlx_migrations'";
     const TOOL_TENANTS: &'static str =
         "SELECT DISTINCT tenant FROM operations WHERE tool = $1 ORDER BY tenant";
     const IS_TEXT: &'static str = "typeof({c}) = 'text'";
@@ -216,19 +218,32 @@ impl SqlStore<Sqlite> {
     /// Opens the store at `path`, creating and migrating it on first use. A store
     /// written by a newer holdfast is refused.
     pub async fn open(path: &Path) -> Result<SqliteStore, StoreError> {
+        Self::open_as(path, Create::Yes).await
+    }
+
+    /// Opens the store at `path`; with [`Create::No`] neither the file nor the
+    /// schema is created (a file without holdfast's schema is refused).
+    pub async fn open_as(path: &Path, create: Create) -> Result<SqliteStore, StoreError> {
         let location = path.display().to_string();
         let open_error = |reason: String| StoreError::Open {
             location: location.clone(),
             reason,
         };
-        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        // An empty file holds no store; opening it would write SQLite's header.
+        if create == Create::No && std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
+            return Err(StoreError::NoSchema(location));
+        }
+        if let Some(dir) = path
+            .parent()
+            .filter(|d| create == Create::Yes && !d.as_os_str().is_empty())
+        {
             std::fs::create_dir_all(dir)
                 .map_err(|e| open_error(format!("cannot create {}: {e}", dir.display())))?;
         }
         let options = SqliteConnectOptions::from_str("sqlite:")
             .map_err(|e| open_error(e.to_string()))?
             .filename(path)
-            .create_if_missing(true)
+            .create_if_missing(create == Create::Yes)
             .page_size(PAGE_SIZE)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
@@ -242,7 +257,7 @@ impl SqlStore<Sqlite> {
             .connect_with(options)
             .await
             .map_err(|e| open_error(e.to_string()))?;
-        SqlStore::new(pool, location).await
+        SqlStore::new(pool, location, create).await
     }
 
     /// The file this store lives in.

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 use crate::cli::{Context, exit};
 use crate::core::clock::{format_instant, human_duration};
 use crate::core::ids::OperationId;
-use crate::core::metrics::Report;
+use crate::core::metrics::{Disposition, NOT_EVALUATED_WHY, Report};
 use crate::core::names::count;
 use crate::core::sanitize::sanitize;
 
@@ -27,7 +27,17 @@ pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
             render(&report)
         );
     }
-    Ok(exit::OK)
+    Ok(code(&report))
+}
+
+/// The exit code of a report: a gate that evaluated nothing is not a pass, so a
+/// script that reads exit 0 as one never reads it so.
+fn code(report: &Report) -> u8 {
+    if report.release.disposition == Disposition::NotEvaluated {
+        exit::NOT_EVALUATED
+    } else {
+        exit::OK
+    }
 }
 
 fn join(ids: &[OperationId]) -> String {
@@ -94,6 +104,9 @@ pub(crate) fn render(report: &Report) -> String {
         release.veto_count(),
         if release.veto_count() == 1 { "" } else { "es" }
     );
+    if release.disposition == Disposition::NotEvaluated {
+        let _ = writeln!(out, "  {NOT_EVALUATED_WHY}");
+    }
     for veto in &release.vetoes {
         let kinds: Vec<&str> = veto.kinds.iter().map(|k| k.as_str()).collect();
         let _ = writeln!(out, "  {:<5} {}", veto.operation.as_str(), kinds.join(", "));
@@ -237,16 +250,20 @@ mod tests {
     use crate::core::model::Dataset;
 
     #[test]
-    fn an_empty_store_reads_as_nothing_measured_and_deployable() {
+    fn an_empty_store_reads_as_nothing_measured_and_not_evaluated() {
         let now = crate::core::clock::parse_instant("2026-09-05T12:00:00Z");
         let Ok(now) = now else {
             panic!("a fixed instant parses");
         };
-        let text = render(&crate::core::metrics::report(&Dataset::default(), now));
+        let report = crate::core::metrics::report(&Dataset::default(), now);
+        let text = render(&report);
         assert!(text.contains("Contract pass rate"));
         assert!(text.contains("0/0"));
-        assert!(text.contains("RELEASE: DEPLOYABLE (0 vetoes)"));
+        assert!(text.contains("RELEASE: NOT_EVALUATED (0 vetoes)"), "{text}");
+        assert!(!text.contains("DEPLOYABLE"), "{text}");
+        assert!(text.contains("nothing evaluated"), "{text}");
         assert!(text.contains("proposals     0 pending"));
+        assert_eq!(code(&report), exit::NOT_EVALUATED);
     }
 
     /// A report folded from more operations than a list keeps prints the first

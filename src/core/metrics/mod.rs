@@ -72,7 +72,7 @@ pub use operational::{
     unknown_since,
 };
 pub use prohibition::Prohibition;
-pub use release::{Disposition, Release, Veto, VetoKind};
+pub use release::{Disposition, NOT_EVALUATED_WHY, Release, Veto, VetoKind};
 pub use result::{Metric, MetricId, Report, percent};
 pub use stored::{FactRow, Judged, Stored, figure_kinds, instant_ms, judge, verdict_kind};
 pub use tally::{LISTED, Tally, page_facts};
@@ -100,13 +100,23 @@ pub fn assemble(facts: Facts, now: DateTime<Utc>) -> Report {
                 .unwrap_or_default();
             Metric::build(*id, rows)
         })
-        .collect();
+        .collect::<Vec<Metric>>();
+    let evaluated = evaluated(&metrics);
     Report {
         now,
         metrics,
-        release: release::assemble(facts.findings),
+        release: release::assemble(facts.findings, evaluated),
         operational: operational::assemble(facts.operational, now),
     }
+}
+
+/// How many cases the release gate rests on: the operations whose expectation
+/// was judged (the contract pass rate's denominator).
+fn evaluated(metrics: &[Metric]) -> u32 {
+    metrics
+        .iter()
+        .find(|m| m.id == MetricId::ContractPassRate)
+        .map_or(0, |m| m.denominator)
 }
 
 #[cfg(test)]
@@ -123,7 +133,8 @@ mod tests {
                 .iter()
                 .all(|m| m.denominator == 0 && m.percent.is_none())
         );
-        assert_eq!(r.release.disposition, Disposition::Deployable);
+        assert!(r.release.vetoes.is_empty());
+        assert_eq!(r.release.disposition, Disposition::NotEvaluated);
         assert_eq!(r.operational.unknown_age.median_seconds, None);
     }
 

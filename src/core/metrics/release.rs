@@ -13,18 +13,50 @@ use crate::core::ids::OperationId;
 /// The release decision.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub enum Disposition {
+    /// Cases were evaluated and none vetoes a release.
     #[serde(rename = "DEPLOYABLE")]
     Deployable,
+    /// At least one veto.
     #[serde(rename = "NOT_DEPLOYED")]
     NotDeployed,
+    /// No veto, and no case evaluated either: no operation carries an
+    /// expectation to judge (a contract pass rate of 0/0, no drill run into the
+    /// store). Nothing was measured, so nothing passed.
+    #[serde(rename = "NOT_EVALUATED")]
+    NotEvaluated,
+}
+
+/// Why a gate is `NOT_EVALUATED`, and what would evaluate it, in one sentence.
+pub const NOT_EVALUATED_WHY: &str = "nothing evaluated: no operation carries an expectation \
+     to judge (contract pass rate 0/0); ingest runs with expectations or run `holdfast drill`";
+
+impl Disposition {
+    /// The gate's rule: any veto is `NOT_DEPLOYED`; without one, `DEPLOYABLE`
+    /// only when at least one case was `evaluated` (the contract pass rate's
+    /// denominator), else `NOT_EVALUATED`.
+    pub fn decide(vetoes: u32, evaluated: u32) -> Disposition {
+        if vetoes > 0 {
+            Disposition::NotDeployed
+        } else if evaluated == 0 {
+            Disposition::NotEvaluated
+        } else {
+            Disposition::Deployable
+        }
+    }
+
+    /// The stable name (`NOT_EVALUATED`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Disposition::Deployable => "DEPLOYABLE",
+            Disposition::NotDeployed => "NOT_DEPLOYED",
+            Disposition::NotEvaluated => "NOT_EVALUATED",
+        }
+    }
 }
 
 impl fmt::Display for Disposition {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            Disposition::Deployable => "DEPLOYABLE",
-            Disposition::NotDeployed => "NOT_DEPLOYED",
-        })
+        f.write_str(self.as_str())
     }
 }
 
@@ -159,8 +191,19 @@ impl Index<'_> {
 }
 
 /// The release gate from its findings: one veto per operation, the disposition
-/// `DEPLOYABLE` only when there is none.
-pub(super) fn assemble(findings: Vec<Finding>) -> Release {
+/// `DEPLOYABLE` only when there is none and at least one case was `evaluated`
+/// ([`Disposition::decide`]).
+pub(super) fn assemble(findings: Vec<Finding>, evaluated: u32) -> Release {
+    let vetoes = vetoes(findings);
+    Release {
+        disposition: Disposition::decide(super::result::count(vetoes.len()), evaluated),
+        vetoes,
+        vetoes_total: None,
+    }
+}
+
+/// One veto per operation, its kinds in order, from the findings.
+pub(super) fn vetoes(findings: Vec<Finding>) -> Vec<Veto> {
     let mut vetoes: BTreeMap<OperationId, Veto> = BTreeMap::new();
     for finding in findings {
         let veto = vetoes
@@ -185,13 +228,5 @@ pub(super) fn assemble(findings: Vec<Finding>) -> Release {
     for veto in &mut vetoes {
         veto.kinds.sort();
     }
-    Release {
-        disposition: if vetoes.is_empty() {
-            Disposition::Deployable
-        } else {
-            Disposition::NotDeployed
-        },
-        vetoes,
-        vetoes_total: None,
-    }
+    vetoes
 }

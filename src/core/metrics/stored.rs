@@ -327,8 +327,8 @@ impl Stored {
                 .collect();
             figure.shortfalls = Self::listing(reasons, ns + nu);
         }
-        let release = super::release::assemble(self.listed.findings.clone());
-        tally.vetoes = Self::listing(release.vetoes, self.rows("veto"));
+        let vetoes = super::release::vetoes(self.listed.findings.clone());
+        tally.vetoes = Self::listing(vetoes, self.rows("veto"));
         for state in State::ALL {
             let n = self.rows(&format!("state:{}", state.as_str()));
             if n > 0 {

@@ -112,7 +112,7 @@ impl Tally {
                 }
             }
         }
-        self.vetoes.extend(release::assemble(facts.findings).vetoes);
+        self.vetoes.extend(release::vetoes(facts.findings));
         self.add_operational(facts.operational);
     }
 
@@ -147,7 +147,7 @@ impl Tally {
     /// The report at `now`: the figures from the counts, the lists cut.
     pub fn finish(self, now: DateTime<Utc>) -> Report {
         let mut figures = self.figures;
-        let metrics = MetricId::ALL
+        let metrics: Vec<Metric> = MetricId::ALL
             .iter()
             .map(|id| {
                 let t = figures.remove(id).unwrap_or_default();
@@ -168,12 +168,9 @@ impl Tally {
                 }
             })
             .collect();
+        let evaluated = super::evaluated(&metrics);
         let release = Release {
-            disposition: if self.vetoes.total == 0 {
-                Disposition::Deployable
-            } else {
-                Disposition::NotDeployed
-            },
+            disposition: Disposition::decide(self.vetoes.total, evaluated),
             vetoes_total: self.vetoes.total_if_cut(),
             vetoes: self.vetoes.first,
         };

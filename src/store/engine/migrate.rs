@@ -1,12 +1,13 @@
 //! Bringing a store's schema up to date: the migrations each backend compiles in,
-//! run on open, and the refusal of a store written by a newer holdfast.
+//! run on open, the refusal of a store written by a newer holdfast, and of a
+//! database without holdfast's schema opened by a command that may not create one.
 
 use std::borrow::Cow;
 use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use sqlx::migrate::{Migrate, MigrateError, Migration, MigrationType, Migrator};
-use sqlx::{AssertSqlSafe, Pool, SqlSafeStr};
+use sqlx::{AssertSqlSafe, Pool, Row, SqlSafeStr};
 use tokio::sync::OnceCell;
 
 use super::{Backend, SqlStore, db};
@@ -15,6 +16,16 @@ use crate::store::StoreError;
 /// The newest schema version a backend's build knows.
 pub fn known_schema<DB: Backend>() -> i64 {
     DB::MIGRATIONS.iter().map(|m| m.0).max().unwrap_or(0)
+}
+
+/// Whether opening a store may create its schema.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Create {
+    /// Create the schema in an empty database (`db migrate`, `ingest`, `demo`,
+    /// a drill into a fresh store, the target of `db copy`).
+    Yes,
+    /// The schema must be there already: every other command.
+    No,
 }
 
 fn migrator<DB: Backend>() -> Migrator {
@@ -36,30 +47,50 @@ fn migrator<DB: Backend>() -> Migrator {
 shared! {
     impl {
         /// Wraps a connected pool and brings its schema up to date. A store written by
-        /// a newer holdfast is refused.
-        pub(crate) async fn new(pool: Pool<DB>, location: String) -> Result<Self, StoreError> {
+        /// a newer holdfast is refused. With [`Create::No`] a database that holds no
+        /// holdfast schema is refused ([`StoreError::NoSchema`]) before anything is
+        /// written to it: only the commands that fill or prepare a store create one.
+        pub(crate) async fn new(
+            pool: Pool<DB>,
+            location: String,
+            create: Create,
+        ) -> Result<Self, StoreError> {
             let store = SqlStore {
                 pool,
                 location,
                 live: Arc::new(OnceCell::new()),
                 skipped: crate::store::skipped::Skipped::default(),
             };
-            store.migrate().await?;
+            store.migrate(create).await?;
             Ok(store)
         }
 
-        async fn migrate(&self) -> Result<(), StoreError> {
+        async fn migrate(&self, create: Create) -> Result<(), StoreError> {
             let too_new = |found| StoreError::TooNew {
                 location: self.location.clone(),
                 found,
                 known: known_schema::<DB>(),
             };
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let no_schema = || StoreError::NoSchema(self.location.clone());
+            if create == Create::No {
+                let has: i64 = sqlx::query(DB::HAS_SCHEMA)
+                    .fetch_one(&mut *conn)
+                    .await
+                    .and_then(|row| row.try_get("has"))
+                    .map_err(db::<DB>)?;
+                if has == 0 {
+                    return Err(no_schema());
+                }
+            }
             let applied: BTreeSet<i64> = match conn.list_applied_migrations("_sqlx_migrations").await {
                 Ok(applied) => applied.iter().map(|m| m.version).collect(),
                 Err(_) => BTreeSet::new(),
             };
             drop(conn);
+            if create == Create::No && applied.is_empty() {
+                return Err(no_schema());
+            }
             if let Some(&found) = applied.iter().max().filter(|v| **v > known_schema::<DB>()) {
                 return Err(too_new(found));
             }

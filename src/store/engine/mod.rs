@@ -31,7 +31,7 @@ use crate::core::rules::Commit;
 use crate::core::work::Lease;
 use crate::wire::Numbered;
 
-pub use migrate::known_schema;
+pub use migrate::{Create, known_schema};
 
 /// What one backend says differently. Everything else is shared.
 pub trait Backend: Database {
@@ -85,6 +85,9 @@ pub trait Backend: Database {
     /// operation depending on the one bound as `$2` (the same id), from the
     /// stored states of every tenant, whatever rows the login sees.
     const REQUEUE: &'static str;
+    /// `has`: 1 when the database holds holdfast's migration table, else 0; read before
+    /// anything is written by a command that may not create a store.
+    const HAS_SCHEMA: &'static str;
     /// The distinct tenants (a text column `tenant`) of the operations of the
     /// tool bound as `$1`, in every tenant, whatever rows the login sees.
     const TOOL_TENANTS: &'static str;

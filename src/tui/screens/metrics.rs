@@ -338,6 +338,7 @@ fn release(doc: &mut Doc, theme: Theme, report: &Report) {
     let style = match r.disposition {
         Disposition::Deployable => theme.good(),
         Disposition::NotDeployed => theme.alert(),
+        Disposition::NotEvaluated => theme.warn(),
     };
     doc.blank();
     doc.push(line(vec![
@@ -352,6 +353,15 @@ fn release(doc: &mut Doc, theme: Theme, report: &Report) {
             theme.dim(),
         ),
     ]));
+    if r.disposition == Disposition::NotEvaluated {
+        doc.push_indented(
+            line(vec![span(
+                Clean::new(&format!("  {}", crate::core::metrics::NOT_EVALUATED_WHY)),
+                theme.warn(),
+            )]),
+            4,
+        );
+    }
     for veto in &r.vetoes {
         let kinds: Vec<&str> = veto.kinds.iter().map(|k| k.as_str()).collect();
         doc.push_indented(
@@ -572,6 +582,7 @@ fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
     let (text, style) = match report.release.disposition {
         Disposition::Deployable => ("DEPLOYABLE", theme.good()),
         Disposition::NotDeployed => ("NOT_DEPLOYED", theme.alert()),
+        Disposition::NotEvaluated => ("NOT_EVALUATED", theme.warn()),
     };
     line(vec![
         span(Clean::new(" release "), theme.label()),
