@@ -98,6 +98,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "lookup_check_role",
         include_str!("../../migrations/postgres/20261202000013_lookup_check_role.sql"),
     ),
+    (
+        20261202000014,
+        "operation_columns",
+        include_str!("../../migrations/postgres/20261202000014_operation_columns.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

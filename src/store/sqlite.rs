@@ -88,6 +88,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "lookup_check_role",
         include_str!("../../migrations/sqlite/20261202000013_lookup_check_role.sql"),
     ),
+    (
+        20261202000014,
+        "operation_columns",
+        include_str!("../../migrations/sqlite/20261202000014_operation_columns.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
