@@ -8,64 +8,9 @@ mod support;
 use support::cli::{Cli, Run};
 use support::provider::{Provider, TOKEN, holds};
 
-const ENV: &str = "HOLDFAST_TEST_STATUS_TOKEN";
-
-/// A store with T06 holds (one per scenario) and a T08 hold whose contract has no
-/// status path.
-fn store(p: &Provider, scenarios: &[&str]) -> Cli {
-    let cli = Cli::empty();
-    let pairs: Vec<(String, String)> = scenarios
-        .iter()
-        .map(|s| (format!("L-{s}"), format!("{s}:1")))
-        .collect();
-    let pairs: Vec<(&str, &str)> = pairs
-        .iter()
-        .map(|(a, b)| (a.as_str(), b.as_str()))
-        .collect();
-    let none = support::provider::contract_with("T08", "false");
-    let packet = format!(
-        "{}\n{none}\n{}{}",
-        p.contract("T06", 500, 60),
-        holds("T06", &pairs, "2026-09-05T10:02:00Z"),
-        holds("T08", &[("L-none", "match:9")], "2026-09-05T10:02:00Z"),
-    );
-    let path = cli.dir.path().join("packet.jsonl");
-    std::fs::write(&path, packet).unwrap();
-    cli.run("loader", &["ingest", path.to_str().unwrap()])
-        .expect_code(0);
-    // The operator binds the provider in the config file.
-    std::fs::write(cli.dir.path().join("no-config.toml"), p.binding_toml()).unwrap();
-    cli
-}
-
-/// `holdfast ARGS` as `identity` with the token in the environment.
-fn run(cli: &Cli, identity: &str, args: &[&str]) -> Run {
-    let output = cli
-        .command(identity, args)
-        .env(ENV, TOKEN)
-        .output()
-        .expect("run holdfast");
-    Run {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-fn lookup(cli: &Cli, id: &str) -> Run {
-    run(
-        cli,
-        "maya",
-        &[
-            "review",
-            id,
-            "reconcile",
-            "--lookup",
-            "--rationale",
-            "asked the provider by business key",
-        ],
-    )
-}
+use support::provider::{
+    TOKEN_ENV as ENV, lookup, run_with_token as run, store_with_holds as store,
+};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn show_names_the_lookup_or_its_absence() {
@@ -103,7 +48,8 @@ async fn reconcile_lookup_records_the_answer_and_what_it_allows() {
         "payload hash           match",
         "tenant                 match",
         "effect count           1",
-        "found, all fields match → resolve to SUCCEEDED is allowed",
+        "found, all fields match → the effect, once",
+        "allows now: resolve --to SUCCEEDED",
         "no further scheduled lookups",
     ] {
         assert!(

@@ -4,7 +4,9 @@
 
 mod support;
 
-use support::cli::Cli;
+use holdfast::core::rules::{allowed_in_words, remaining_in_words};
+use support::cli::{Cli, Run};
+use support::provider::{Provider, lookup, run_with_token, store_with_holds};
 
 /// The demo instant the compensation walk-through uses.
 const DEMO_LATE: &str = "2026-09-05T11:40:00Z";
@@ -412,7 +414,15 @@ fn reconcile_source_takes_only_its_values_at_every_door() {
         "ana",
         "F23",
         "reconcile",
-        &["--found", "--source", "downstream"],
+        &[
+            "--found",
+            "--source",
+            "downstream",
+            "--match",
+            "all",
+            "--effect-count",
+            "1",
+        ],
     )
     .expect_code(0);
 
@@ -486,5 +496,227 @@ fn the_readme_reconcile_example_keeps_attempt_evidence_complete() {
     assert!(
         !evidence_complete(&cli).contains(&other),
         "a lookup with neither a raw hash nor a reference is not complete evidence ({other})"
+    );
+}
+
+/// The labels of the allowed actions that move `id` (change its state, create
+/// a child or open a proposal), as `show --json` lists them.
+fn moves_allowed(shown: &serde_json::Value) -> Vec<String> {
+    shown["actions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter(|a| a["allowed"] == true && a["effect"] != "no state change")
+        .filter_map(|a| a["label"].as_str().map(str::to_owned))
+        .collect()
+}
+
+#[test]
+fn refusals_name_exactly_the_moves_the_rules_allow_after_a_downstream_reconcile() {
+    let cli = Cli::demo();
+    cli.run_at(
+        DEMO_LATE,
+        "ana",
+        &[
+            "review",
+            "F23",
+            "reconcile",
+            "--found",
+            "--source",
+            "downstream",
+            "--match",
+            "all",
+            "--effect-count",
+            "1",
+            "--reference",
+            "INC-5120",
+            "--rationale",
+            "the downstream ledger shows the reversal",
+        ],
+    )
+    .expect_code(0);
+    let shown = cli
+        .run_at(DEMO_LATE, "ana", &["show", "F23", "--json"])
+        .expect_code(0)
+        .json();
+    let open = moves_allowed(&shown);
+    assert!(open.contains(&"mark-compensated".to_owned()), "{open:?}");
+    let refused = cli
+        .run_at(
+            DEMO_LATE,
+            "ana",
+            &["review", "F23", "approve-resume", "--dry-run"],
+        )
+        .refused("G5");
+    let words = remaining_in_words(&open);
+    assert!(
+        refused.stderr.contains(&words),
+        "{words}\n{}",
+        refused.stderr
+    );
+    let reason = shown["actions"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|a| a["label"] == "approve-resume")
+        .map(|a| a["reason"].as_str().unwrap_or_default().to_owned())
+        .unwrap_or_default();
+    assert!(reason.ends_with(&words), "{reason}");
+}
+
+/// The outcome-classification figure's counted and listed operations.
+fn classified(cli: &Cli) -> (Vec<String>, u64) {
+    // The gate's disposition sets the exit code; the figures are in the JSON.
+    let report = cli.run("ana", &["report", "--json"]).json();
+    let metric = report["metrics"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .into_iter()
+        .find(|m| m["id"] == "outcome_classification_completeness")
+        .unwrap_or_default();
+    let ids = metric["numerator_ids"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|v| v.as_str().map(str::to_owned))
+        .collect();
+    (ids, metric["denominator"].as_u64().unwrap_or_default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_lookup_that_settles_the_question_keeps_the_hold_classified() {
+    let p = Provider::start("").await;
+    let settling = ["match", "missing", "tenant", "dup"];
+    let cli = store_with_holds(&p, &settling);
+    let (before, total) = classified(&cli);
+    assert_eq!(
+        before.len() as u64,
+        total,
+        "every hold is classified: {before:?}"
+    );
+    for scenario in settling {
+        let run = lookup(&cli, &format!("L-{scenario}")).expect_code(0);
+        assert!(
+            run.stdout.contains("no further scheduled lookups"),
+            "{scenario} settles the question:\n{}",
+            run.stdout
+        );
+    }
+    let (after, total) = classified(&cli);
+    assert_eq!(
+        after.len() as u64,
+        total,
+        "a settled lookup is a classification, not a gap: {after:?}"
+    );
+    let verified = cli.run("auditor", &["audit", "verify", "--json"]);
+    assert_eq!(verified.code, 0, "{}{}", verified.stdout, verified.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_lookup_answer_says_what_it_allows_as_the_rules_do() {
+    let p = Provider::start("").await;
+    let scenarios = [
+        "match",
+        "missing",
+        "tenant",
+        "dup",
+        "throttle-secs",
+        "hang",
+        "html",
+        "redirect",
+    ];
+    let cli = store_with_holds(&p, &scenarios);
+    for scenario in scenarios {
+        let id = format!("L-{scenario}");
+        let run: Run = lookup(&cli, &id).expect_code(0);
+        assert!(
+            !run.stdout.contains("resolve afterwards"),
+            "{id}:\n{}",
+            run.stdout
+        );
+        let shown = run_with_token(&cli, "maya", &["show", &id, "--json"])
+            .expect_code(0)
+            .json();
+        let open = moves_allowed(&shown);
+        let words = allowed_in_words(&open);
+        assert!(run.stdout.contains(&words), "{id}: {words}\n{}", run.stdout);
+        let succeeded = open.contains(&"resolve --to SUCCEEDED".to_owned());
+        assert_eq!(succeeded, scenario == "match", "{id}: {open:?}");
+        let failed = open.contains(&"resolve --to FAILED".to_owned());
+        assert_eq!(failed, scenario == "missing", "{id}: {open:?}");
+    }
+}
+
+#[test]
+fn a_found_reconcile_needs_every_field_or_names_the_unknown_ones() {
+    let cli = Cli::demo();
+    let before = evidence_complete(&cli);
+    assert!(before.contains(&"F09".to_owned()), "{before:?}");
+    let blank = cli
+        .review(
+            "ana",
+            "F09",
+            "reconcile",
+            &["--found", "--reference", "INC-7"],
+        )
+        .expect_code(2);
+    for needle in [
+        "target, payload_hash, owner, version, effect_count",
+        "--unknown",
+    ] {
+        assert!(blank.stderr.contains(needle), "{needle}: {}", blank.stderr);
+    }
+    assert_eq!(evidence_complete(&cli), before, "nothing was recorded");
+    let declared = [
+        "--found",
+        "--match",
+        "target,payload_hash",
+        "--unknown",
+        "owner,version,effect_count",
+        "--reference",
+        "INC-7",
+    ];
+    let mut preview: Vec<&str> = declared.to_vec();
+    preview.push("--dry-run");
+    let shown = cli
+        .review("ana", "F09", "reconcile", &preview)
+        .expect_code(0);
+    assert!(
+        shown.stdout.contains(
+            "records owner, version, effect_count as unknown: a found answer without them is incomplete evidence, so attempt-evidence completeness counts F09 short"
+        ),
+        "{}",
+        shown.stdout
+    );
+    cli.review("ana", "F09", "reconcile", &declared)
+        .expect_code(0);
+    assert!(
+        !evidence_complete(&cli).contains(&"F09".to_owned()),
+        "what the preview said"
+    );
+    let given = cli
+        .review(
+            "ana",
+            "F27",
+            "reconcile",
+            &[
+                "--found",
+                "--match",
+                "all",
+                "--effect-count",
+                "1",
+                "--unknown",
+                "version",
+            ],
+        )
+        .expect_code(2);
+    assert!(
+        given.stderr.contains("--unknown version"),
+        "{}",
+        given.stderr
     );
 }

@@ -717,6 +717,7 @@ fn reconcile_records_a_status_query_and_an_observation_without_moving_state() {
         provider_request_id: Some("req_81".into()),
         reference: Some("console lookup".into()),
         raw_hash: None,
+        unknown: Vec::new(),
         id: None,
         observed_at: None,
     };

@@ -145,8 +145,8 @@ async fn found_and_matching_allows_succeeded_and_settles() {
     let (verdict, next) = judged(&call, 600);
     assert_eq!(verdict, Verdict::Applied);
     assert_eq!(
-        verdict.allows(),
-        "found, all fields match → resolve to SUCCEEDED is allowed"
+        verdict.proves(),
+        "found, all fields match → the effect, once"
     );
     assert_eq!(next, Next::Settled);
 }
@@ -166,11 +166,11 @@ async fn not_found_proves_nothing_inside_the_lag_window_and_non_application_afte
             visible_after: visible
         }
     );
-    assert!(inside.allows().contains("not yet visible"));
+    assert!(inside.proves().contains("not yet visible"));
     assert_eq!(next, Next::At(visible));
     let (after, next) = judged(&call, 120);
     assert_eq!(after, Verdict::NotApplied);
-    assert!(after.allows().contains("authorize-retry"));
+    assert!(after.proves().contains("non-application proved"));
     assert_eq!(next, Next::Settled);
 }
 
@@ -192,14 +192,14 @@ async fn mismatches_other_tenants_and_duplicates_are_findings() {
             },
             "{key}"
         );
-        assert!(verdict.allows().contains("resolve to SUCCEEDED is refused"));
+        assert!(verdict.proves().contains("not the intended effect once"));
         assert_eq!(next, Next::Settled, "{key}");
     }
     let tenant = look(&p, "tenant:2", 2000, 1 << 20).await;
     assert!(
         judged(&tenant, 600)
             .0
-            .allows()
+            .proves()
             .contains("found under another tenant → wrong-tenant finding (G7)")
     );
 }

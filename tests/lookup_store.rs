@@ -299,7 +299,7 @@ async fn observe_looks_each_of_fifty_due_holds_up_once() {
     assert!(
         lines
             .iter()
-            .all(|l| l.text.contains("resolve to SUCCEEDED is allowed")),
+            .all(|l| l.text.contains("allows now: resolve --to SUCCEEDED")),
         "{lines:?}"
     );
     each_looked_up_once(&fresh, &p, 50).await;

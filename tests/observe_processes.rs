@@ -82,7 +82,7 @@ async fn two_observe_processes_on_one_postgres_store_look_each_hold_up_once() {
         );
         looked_up += stdout
             .lines()
-            .filter(|l| l.contains("resolve to SUCCEEDED is allowed"))
+            .filter(|l| l.contains("allows now: resolve --to SUCCEEDED"))
             .count();
     }
     assert_eq!(looked_up, 50, "each hold looked up by one of the two");

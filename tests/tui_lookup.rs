@@ -84,7 +84,10 @@ async fn o_looks_the_hold_up_and_shows_what_it_now_allows() {
         );
         h.key(KeyCode::Char('o')).await;
         let screen = h.render().to_string();
-        assert!(screen.contains("SUCCEEDED is allowed"), "{screen}");
+        assert!(
+            screen.contains("allows now: resolve --to SUCCEEDED"),
+            "{screen}"
+        );
         insta::assert_snapshot!(format!("lookup_found_{size}"), masked(&screen, &p));
         h.key(KeyCode::Esc).await;
         assert!(
@@ -138,7 +141,7 @@ async fn o_reads_answers_under_the_lookup_config_like_the_command_line() {
     h.key(KeyCode::Char('o')).await;
     let screen = h.render().to_string();
     assert!(screen.contains("body_too_large"), "{screen}");
-    assert!(!screen.contains("SUCCEEDED is allowed"), "{screen}");
+    assert!(!screen.contains("resolve --to SUCCEEDED"), "{screen}");
     let detail = h
         .store()
         .detail(&holdfast::core::ids::OperationId::parse("L-match").unwrap())

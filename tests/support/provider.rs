@@ -7,6 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
+
+use super::cli::{Cli, Run};
 use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
@@ -19,6 +21,8 @@ pub const OTHER_HASH: &str =
     "sha256:0000000000000000000000000000000000000000000000000000000000000000";
 /// The secret the tests hand to holdfast and expect to see on every call.
 pub const TOKEN: &str = "tok-7Hq2-zz91-secret";
+/// The environment variable the binding reads [`TOKEN`] from.
+pub const TOKEN_ENV: &str = "HOLDFAST_TEST_STATUS_TOKEN";
 /// What `/error/code` of this provider's own "no such record" body says.
 pub const NOT_FOUND_CODE: &str = "resource_missing";
 
@@ -308,4 +312,64 @@ pub async fn due_holds(kind: super::stores::Kind, p: &Provider, n: usize) -> sup
         .await
         .unwrap();
     fresh
+}
+
+/// A command-line store with T06 holds (one per scenario, `L-SCENARIO`, looked
+/// up by this provider) and a T08 hold `L-none` whose contract has no status
+/// path; the config file binds the provider.
+pub fn store_with_holds(p: &Provider, scenarios: &[&str]) -> Cli {
+    let cli = Cli::empty();
+    let pairs: Vec<(String, String)> = scenarios
+        .iter()
+        .map(|s| (format!("L-{s}"), format!("{s}:1")))
+        .collect();
+    let pairs: Vec<(&str, &str)> = pairs
+        .iter()
+        .map(|(a, b)| (a.as_str(), b.as_str()))
+        .collect();
+    let none = contract_with("T08", "false");
+    let packet = format!(
+        "{}\n{none}\n{}{}",
+        p.contract("T06", 500, 60),
+        holds("T06", &pairs, "2026-09-05T10:02:00Z"),
+        holds("T08", &[("L-none", "match:9")], "2026-09-05T10:02:00Z"),
+    );
+    let path = cli.dir.path().join("packet.jsonl");
+    std::fs::write(&path, packet).expect("write the packet");
+    cli.run("loader", &["ingest", &path.to_string_lossy()])
+        .expect_code(0);
+    // The operator binds the provider in the config file.
+    std::fs::write(cli.dir.path().join("no-config.toml"), p.binding_toml())
+        .expect("write the config");
+    cli
+}
+
+/// `holdfast ARGS` as `identity` with the token in the environment.
+pub fn run_with_token(cli: &Cli, identity: &str, args: &[&str]) -> Run {
+    let output = cli
+        .command(identity, args)
+        .env(TOKEN_ENV, TOKEN)
+        .output()
+        .expect("run holdfast");
+    Run {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// `review ID reconcile --lookup` as maya, with the token.
+pub fn lookup(cli: &Cli, id: &str) -> Run {
+    run_with_token(
+        cli,
+        "maya",
+        &[
+            "review",
+            id,
+            "reconcile",
+            "--lookup",
+            "--rationale",
+            "asked the provider by business key",
+        ],
+    )
 }

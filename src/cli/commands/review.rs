@@ -14,7 +14,7 @@ use crate::core::access::{self, GrantOp, GrantRequest};
 use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
-use crate::core::rules::{Action, ActionKind, Rationale, ReconcileInput};
+use crate::core::rules::{Action, ActionKind, FoundField, Rationale, ReconcileInput};
 use crate::core::triage::TriageLine;
 use crate::review::{self as service, ReviewError};
 use crate::store::OperationFilter;
@@ -79,6 +79,11 @@ pub(crate) struct ReviewArgs {
     /// `reconcile`: how many effects the lookup found.
     #[arg(long, value_name = "N")]
     pub effect_count: Option<u32>,
+    /// `reconcile --found`: fields the lookup did not show, recorded as unknown
+    /// (target, payload_hash, owner, version, effect_count); the observation is
+    /// then incomplete evidence. Comma-separated or repeated.
+    #[arg(long, value_name = "FIELDS", value_delimiter = ',')]
+    pub unknown: Vec<String>,
     /// `reconcile`: the provider's request id the lookup showed.
     #[arg(long, value_name = "ID")]
     pub provider_request_id: Option<String>,
@@ -260,6 +265,7 @@ fn action_flags(args: &ReviewArgs) -> Vec<(&'static str, ActionKind)> {
         ("--match", Reconcile, !args.matched.is_empty()),
         ("--mismatch", Reconcile, !args.mismatched.is_empty()),
         ("--effect-count", Reconcile, args.effect_count.is_some()),
+        ("--unknown", Reconcile, !args.unknown.is_empty()),
         (
             "--provider-request-id",
             Reconcile,
@@ -313,6 +319,49 @@ fn matches(args: &ReviewArgs) -> anyhow::Result<Option<Matches>> {
     Ok(Some(m))
 }
 
+/// The fields `--unknown` names.
+fn unknown_fields(args: &ReviewArgs) -> anyhow::Result<Vec<FoundField>> {
+    let mut fields = Vec::new();
+    for name in args.unknown.iter().map(|n| n.trim()) {
+        let field = FoundField::parse(name).ok_or_else(|| {
+            Failure::bad_input(format!(
+                "--unknown {name}: fields are {}",
+                FoundField::list(&FoundField::ALL)
+            ))
+        })?;
+        if !fields.contains(&field) {
+            fields.push(field);
+        }
+    }
+    Ok(fields)
+}
+
+/// `input` when every field a found answer needs is given or recorded as
+/// unknown, and only such fields are recorded as unknown; else what to add.
+fn declared(input: ReconcileInput) -> anyhow::Result<ReconcileInput> {
+    if !input.found && !input.unknown.is_empty() {
+        return Err(Failure::bad_input(
+            "--unknown names fields of a found answer; --not-found has none",
+        ));
+    }
+    let not_given = input.not_given();
+    if let Some(given) = input.unknown.iter().find(|f| !not_given.contains(f)) {
+        return Err(Failure::bad_input(format!(
+            "--unknown {}: the field is given (or not compared for this source); record as unknown only what the lookup did not show",
+            given.as_str()
+        )));
+    }
+    let undeclared = input.undeclared();
+    if !undeclared.is_empty() {
+        let list = FoundField::list(&undeclared);
+        return Err(Failure::bad_input(format!(
+            "--found needs what the lookup showed for every field: {list} not given. Give them (--match/--mismatch FIELDS, --effect-count N), or record them as unknown with --unknown {}; an unknown field leaves the observation incomplete evidence",
+            list.replace(", ", ",")
+        )));
+    }
+    Ok(input)
+}
+
 /// The reconcile inputs: one per observation line of `--observation`, or one from
 /// the flags.
 fn reconcile_inputs(
@@ -337,7 +386,7 @@ fn reconcile_inputs(
                 Sha256::parse(h).map_err(|e| Failure::bad_input(format!("--raw-hash {h}: {e}")))
             })
             .transpose()?;
-        return Ok(vec![ReconcileInput {
+        let input = ReconcileInput {
             source: args.source.unwrap_or(ObservationSource::ProviderStatus),
             found: args.found,
             matches: matches(args)?,
@@ -345,9 +394,11 @@ fn reconcile_inputs(
             provider_request_id: args.provider_request_id.clone(),
             reference: args.reference.clone(),
             raw_hash,
+            unknown: unknown_fields(args)?,
             id: None,
             observed_at: None,
-        }]);
+        };
+        return Ok(vec![declared(input)?]);
     };
     if let Some((flag, _)) = action_flags(args)
         .into_iter()

@@ -94,7 +94,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     if let (Some(o), Some(v)) = (&observation, &verdict) {
         effect
             .consequences
-            .push(format!("records observation {}: {}", o.id, v.allows()));
+            .push(format!("records observation {}: {}", o.id, v.proves()));
         effect.evidence.push(o.id.clone());
     } else {
         effect

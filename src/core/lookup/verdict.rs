@@ -78,15 +78,12 @@ impl Verdict {
         !matches!(self, Verdict::NotYetVisible { .. })
     }
 
-    /// What the answer now allows, in words.
-    pub fn allows(&self) -> String {
+    /// What the answer proves, in words. What it then allows is the rules'
+    /// to say ([`crate::core::rules::options`]), once it is recorded.
+    pub fn proves(&self) -> String {
         match self {
-            Verdict::Applied => {
-                "found, all fields match → resolve to SUCCEEDED is allowed".into()
-            }
-            Verdict::NotApplied => {
-                "not found, lag window passed → non-application proved, authorize-retry and resolve to FAILED allowed".into()
-            }
+            Verdict::Applied => "found, all fields match → the effect, once".into(),
+            Verdict::NotApplied => "not found, lag window passed → non-application proved".into(),
             Verdict::NotYetVisible { visible_after } => format!(
                 "not found inside the lag window → not yet visible, proves nothing; ask again after {}",
                 format_instant(*visible_after)
@@ -94,9 +91,15 @@ impl Verdict {
             Verdict::Findings { findings } => {
                 let named: Vec<String> = findings
                     .iter()
-                    .map(|f| format!("{f} → {} finding ({})", f.name().replace('_', "-"), f.rule()))
+                    .map(|f| {
+                        format!(
+                            "{f} → {} finding ({})",
+                            f.name().replace('_', "-"),
+                            f.rule()
+                        )
+                    })
                     .collect();
-                format!("{}; resolve to SUCCEEDED is refused", named.join("; "))
+                format!("{}: not the intended effect once", named.join("; "))
             }
             Verdict::Incomplete { missing } => format!(
                 "found, but {} not compared → proves nothing about SUCCEEDED",
@@ -291,11 +294,7 @@ mod tests {
     fn a_single_matching_effect_is_applied() {
         let o = obs(true, matching(), Some(1), "2026-09-05T10:10:00Z");
         assert_eq!(judge(&o, None, 60), Verdict::Applied);
-        assert!(
-            judge(&o, None, 60)
-                .allows()
-                .contains("SUCCEEDED is allowed")
-        );
+        assert!(judge(&o, None, 60).proves().contains("the effect, once"));
     }
 
     #[test]
@@ -344,7 +343,7 @@ mod tests {
                 findings: vec![Finding::DuplicateEffect(2)]
             }
         );
-        assert!(dup.allows().contains("duplicate-effect finding"));
+        assert!(dup.proves().contains("duplicate-effect finding"));
         assert_eq!(
             judge(&obs(true, Matches::default(), None, when), None, 0),
             Verdict::Incomplete {

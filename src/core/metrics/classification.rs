@@ -26,7 +26,7 @@ impl Index<'_> {
             State::Succeeded if v.entered(State::Partial) => self.resume_verified(v),
             State::Succeeded => verified_success(v),
             State::Failed => self.non_application_proved(v),
-            State::Unknown => unknown_supported(v),
+            State::Unknown => self.unknown_supported(v),
             State::Partial => committed_subset(v),
             State::Blocked => match v.last_entry(State::Blocked) {
                 Some(row) if not_blank(row.draft.rationale.as_deref()) => Ok(()),
@@ -147,20 +147,53 @@ pub(super) fn verified_success(v: &View<'_>) -> Result<(), String> {
     }
 }
 
-/// UNKNOWN: the last request may have applied with its outcome unknown, and a next
-/// observation is planned.
-pub(super) fn unknown_supported(v: &View<'_>) -> Result<(), String> {
-    let crossed = v
-        .requests()
-        .last()
-        .is_some_and(|a| a.phase.may_have_crossed_boundary() && matrix::ambiguous(a.outcome));
-    if !crossed {
-        return Err("UNKNOWN but no request left its outcome in doubt".into());
+impl Index<'_> {
+    /// UNKNOWN: the last request may have applied with its outcome unknown, and
+    /// either a next observation is planned or an observation newer than that
+    /// request settles the question (it proves the effect once, its absence, or
+    /// a finding) and the hold waits for a reviewer's decision on it. A lookup
+    /// that settles the question clears the schedule: what it showed is the
+    /// classification.
+    pub(super) fn unknown_supported(&self, v: &View<'_>) -> Result<(), String> {
+        let crossed = v
+            .requests()
+            .last()
+            .is_some_and(|a| a.phase.may_have_crossed_boundary() && matrix::ambiguous(a.outcome));
+        if !crossed {
+            return Err("UNKNOWN but no request left its outcome in doubt".into());
+        }
+        if v.op.next_observation_at.is_some() || self.settled_by_observation(v) {
+            return Ok(());
+        }
+        Err("UNKNOWN without a next observation time, and no observation since the last request settles it".into())
     }
-    if v.op.next_observation_at.is_none() {
-        return Err("UNKNOWN without a next observation time".into());
+
+    /// Whether the newest observation after the last request proves what
+    /// happened: the effect once, non-application, or a finding (another
+    /// target, payload or tenant, or more than one effect).
+    fn settled_by_observation(&self, v: &View<'_>) -> bool {
+        let a = v.assess_at(self.now);
+        if a.non_application.is_some() {
+            return true;
+        }
+        let Some(fresh) = a
+            .fresh_observation
+            .as_deref()
+            .and_then(|id| v.observations.iter().find(|o| o.id == id))
+        else {
+            return false;
+        };
+        let verdict = a
+            .lookup
+            .clone()
+            .unwrap_or_else(|| crate::core::lookup::judge(fresh, None, 0));
+        fresh.found
+            && matches!(
+                verdict,
+                crate::core::lookup::Verdict::Applied
+                    | crate::core::lookup::Verdict::Findings { .. }
+            )
     }
-    Ok(())
 }
 
 /// PARTIAL: items showing a committed subset.

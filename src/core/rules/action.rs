@@ -19,6 +19,10 @@ pub struct ReconcileInput {
     /// Where the reviewer looked (a ticket, a console URL, a query id).
     pub reference: Option<String>,
     pub raw_hash: Option<Sha256>,
+    /// Fields of a found answer the reviewer records as unknown, by choice: a
+    /// found reconcile gives every field of [`ReconcileInput::not_given`] or
+    /// names it here, so that incomplete evidence is never entered by a blank.
+    pub unknown: Vec<FoundField>,
     /// The observation's own id, when it came as a wire-format line; else one is
     /// made up from the operation id.
     pub id: Option<String>,
@@ -29,8 +33,9 @@ pub struct ReconcileInput {
 impl ReconcileInput {
     /// What a stored or received observation showed, as a reconcile input: the
     /// same record counts whether it arrives by ingest or by a reviewer.
+    /// A field the line leaves out is recorded as the line gives it: unknown.
     pub fn from_observation(o: &Observation) -> ReconcileInput {
-        ReconcileInput {
+        let mut input = ReconcileInput {
             source: o.source,
             found: o.found,
             matches: o.matches.clone(),
@@ -38,9 +43,88 @@ impl ReconcileInput {
             provider_request_id: None,
             reference: o.note.clone(),
             raw_hash: o.raw_hash.clone(),
+            unknown: Vec::new(),
             id: Some(o.id.clone()),
             observed_at: Some(o.observed_at),
+        };
+        input.unknown = input.not_given();
+        input
+    }
+
+    /// The fields a found answer needs for complete evidence that this input
+    /// leaves out: each `matches` field its source compares
+    /// ([`crate::core::lookup::compared_fields`]) and the effect count. A
+    /// not-found answer needs none.
+    pub fn not_given(&self) -> Vec<FoundField> {
+        if !self.found {
+            return Vec::new();
         }
+        let m = self.matches.clone().unwrap_or_default();
+        let lookup = self.source == crate::core::lookup::SOURCE;
+        [
+            (FoundField::Target, m.target.is_some()),
+            (FoundField::PayloadHash, m.payload_hash.is_some()),
+            (FoundField::Owner, m.owner.is_some()),
+            (FoundField::Version, lookup || m.version.is_some()),
+            (FoundField::EffectCount, self.effect_count.is_some()),
+        ]
+        .into_iter()
+        .filter(|(_, given)| !given)
+        .map(|(field, _)| field)
+        .collect()
+    }
+
+    /// The fields left out and not recorded as unknown either.
+    pub fn undeclared(&self) -> Vec<FoundField> {
+        self.not_given()
+            .into_iter()
+            .filter(|f| !self.unknown.contains(f))
+            .collect()
+    }
+}
+
+/// A field of a found answer: a comparison with the intent, or the effect count.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum FoundField {
+    Target,
+    PayloadHash,
+    Owner,
+    Version,
+    EffectCount,
+}
+
+impl FoundField {
+    pub const ALL: [FoundField; 5] = [
+        FoundField::Target,
+        FoundField::PayloadHash,
+        FoundField::Owner,
+        FoundField::Version,
+        FoundField::EffectCount,
+    ];
+
+    /// The name a reviewer types (`payload_hash`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FoundField::Target => "target",
+            FoundField::PayloadHash => "payload_hash",
+            FoundField::Owner => "owner",
+            FoundField::Version => "version",
+            FoundField::EffectCount => "effect_count",
+        }
+    }
+
+    pub fn parse(text: &str) -> Option<FoundField> {
+        FoundField::ALL.into_iter().find(|f| f.as_str() == text)
+    }
+
+    /// Names joined with commas, as a reviewer types them.
+    pub fn list(fields: &[FoundField]) -> String {
+        fields
+            .iter()
+            .map(|f| f.as_str())
+            .collect::<Vec<_>>()
+            .join(", ")
     }
 }
 

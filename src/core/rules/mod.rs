@@ -13,10 +13,12 @@ mod transitions;
 
 use chrono::{DateTime, Utc};
 
-pub use self::action::{Action, Rationale, ReconcileInput};
+pub use self::action::{Action, FoundField, Rationale, ReconcileInput};
 pub use self::approval::approval_binds;
 pub use self::effect::{Commit, Effect};
-pub use self::options::{ActionOption, options, prohibited};
+pub use self::options::{
+    ActionOption, allowed_in_words, moves, options, prohibited, remaining_in_words,
+};
 pub use self::races::may_overtake;
 pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
 pub use crate::core::actor::{Actor, permits};
@@ -60,6 +62,41 @@ fn decide_with(
     now: DateTime<Utc>,
     confirming: bool,
 ) -> Result<Effect, Refusal> {
+    let asked = Asked {
+        confirming,
+        quiet: false,
+    };
+    plan_with(
+        detail,
+        action,
+        actor,
+        rationale,
+        expected_version,
+        now,
+        asked,
+    )
+    .map(|plan| plan.finish(expected_version))
+}
+
+/// How a plan is asked for: `confirming` applies a proposed action for its
+/// second approver; `quiet` asks only whether the action is allowed, so a
+/// refusal's reason is not worded (it would ask every other action again).
+#[derive(Debug, Clone, Copy)]
+struct Asked {
+    confirming: bool,
+    quiet: bool,
+}
+
+/// The plan of `action`, every guard checked, before it becomes an effect.
+fn plan_with<'a>(
+    detail: &'a OperationDetail,
+    action: &Action,
+    actor: &'a Actor,
+    rationale: &'a Rationale,
+    expected_version: i64,
+    now: DateTime<Utc>,
+    asked: Asked,
+) -> Result<Plan<'a>, Refusal> {
     // What a reviewer typed is redacted before it can reach an effect, exactly as
     // ingest redacts a record: whatever door the action came through.
     let action = &action.redacted();
@@ -86,7 +123,7 @@ fn decide_with(
         );
     }
     let role = actor.role_for(&op.tenant, kind)?;
-    if crate::core::autonomy::is_agent(actor.principal()) && !confirming {
+    if crate::core::autonomy::is_agent(actor.principal()) && !asked.confirming {
         use crate::core::model::ActionKind::{ApproveCompensation, ApproveResume, AuthorizeRetry};
         if !matches!(kind, AuthorizeRetry | ApproveCompensation | ApproveResume) {
             return refuse(
@@ -112,9 +149,9 @@ fn decide_with(
             ),
         );
     }
-    let mut plan = Plan::new(detail, actor, role, rationale, kind, now, confirming);
+    let mut plan = Plan::new(detail, actor, role, rationale, kind, now, asked);
     plan.apply(action, expected_version)?;
-    Ok(plan.finish(expected_version))
+    Ok(plan)
 }
 
 /// Operation ids as a comma-separated list, for reasons.

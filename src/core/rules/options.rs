@@ -68,11 +68,10 @@ pub struct ActionOption {
     pub outcome: Result<Effect, Refusal>,
 }
 
-/// Every action with default parameters, decided now for this actor: what the
-/// evidence pane lists as allowed and refused.
-pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Vec<ActionOption> {
-    let preview = Rationale::preview();
-    let version = detail.row.version;
+/// Every action with default parameters, as the evidence pane lists them: the
+/// command-line label and the action. What [`options`] decides, and what a
+/// refusal or a lookup may name as open.
+pub(super) fn candidates(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<(String, Action)> {
     let reconcile = Action::Reconcile(ReconcileInput {
         source: ObservationSource::ProviderStatus,
         found: false,
@@ -81,6 +80,7 @@ pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> V
         provider_request_id: None,
         reference: None,
         raw_hash: None,
+        unknown: Vec::new(),
         id: None,
         observed_at: None,
     });
@@ -111,6 +111,14 @@ pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> V
     ];
     actions.extend(plain.into_iter().map(|a| (a.kind().as_str().to_owned(), a)));
     actions
+}
+
+/// Every action with default parameters, decided now for this actor: what the
+/// evidence pane lists as allowed and refused.
+pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Vec<ActionOption> {
+    let preview = Rationale::preview();
+    let version = detail.row.version;
+    candidates(detail, now)
         .into_iter()
         .map(|(label, action)| {
             let outcome = decide(detail, &action, actor, &preview, version, now);
@@ -121,4 +129,31 @@ pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> V
             }
         })
         .collect()
+}
+
+/// Whether an allowed effect moves the operation: changes its state, creates a
+/// child or opens a proposal to do so. Recording a lookup, an owner, a schedule
+/// or a comment leaves the hold where it is.
+pub fn moves(effect: &Effect) -> bool {
+    effect.to.is_some() || effect.proposal_only || !effect.commit.children.is_empty()
+}
+
+/// The labels of the allowed options that move the operation, in words:
+/// `only accept or block remain`, or that none does.
+pub fn remaining_in_words(labels: &[String]) -> String {
+    match labels {
+        [] => "no action that moves it is open to you now".into(),
+        [one] => format!("only {one} remains"),
+        [init @ .., last] => format!("only {} or {last} remain", init.join(", ")),
+    }
+}
+
+/// What a recorded answer allows now, in words: the labels of the allowed
+/// options that move the operation.
+pub fn allowed_in_words(labels: &[String]) -> String {
+    match labels {
+        [] => "allows no action that moves it yet".into(),
+        [one] => format!("allows now: {one}"),
+        [init @ .., last] => format!("allows now: {} or {last}", init.join(", ")),
+    }
 }

@@ -11,7 +11,8 @@ use chrono::{DateTime, Utc};
 
 use super::transitions::transition_makers;
 use super::{
-    Action, ActionKind, Actor, Commit, Effect, MadeBy, Rationale, decide_with, join_ids, prohibited,
+    Action, ActionKind, Actor, Asked, Commit, Effect, MadeBy, Rationale, join_ids, plan_with,
+    prohibited,
 };
 use crate::core::audit::AuditDraft;
 use crate::core::ids::OperationId;
@@ -32,6 +33,8 @@ pub(super) struct Plan<'a> {
     kind: ActionKind,
     /// Applying a confirmed proposal: no second proposal is opened.
     confirming: bool,
+    /// Asked only whether the action is allowed: reasons are not worded.
+    quiet: bool,
     to: Option<State>,
     proposal_only: bool,
     consequences: Vec<String>,
@@ -60,7 +63,7 @@ impl<'a> Plan<'a> {
         rationale: &'a Rationale,
         kind: ActionKind,
         now: DateTime<Utc>,
-        confirming: bool,
+        asked: Asked,
     ) -> Self {
         Plan {
             detail,
@@ -69,7 +72,8 @@ impl<'a> Plan<'a> {
             rationale,
             now,
             kind,
-            confirming,
+            confirming: asked.confirming,
+            quiet: asked.quiet,
             to: None,
             proposal_only: false,
             consequences: Vec::new(),
@@ -139,45 +143,46 @@ impl<'a> Plan<'a> {
         )
     }
 
-    /// Whether [`decide_with`] allows `action` to this actor now: what a refusal
-    /// may point to.
+    /// Whether this actor may take `action` now: what a refusal may point to.
     fn allows(&self, action: &Action) -> bool {
-        decide_with(
-            self.detail,
-            action,
-            self.actor,
-            self.rationale,
-            self.detail.row.version,
-            self.now,
-            false,
-        )
-        .is_ok()
+        quietly(self.detail, action, self.actor, self.rationale, self.now).is_some()
     }
 
-    /// What is left once a retry or repair is refused: of accept, resolve to
-    /// FAILED and block, those [`decide_with`] allows this actor now, in words.
-    /// A refusal names only actions that would be allowed.
+    /// What is left once a retry or repair is refused: the options that move
+    /// the operation and that this actor may take now, in words. A refusal
+    /// names exactly the actions [`super::options`] allows.
     fn remaining(&self) -> String {
-        let candidates = [
-            (
-                "accept",
-                Action::Accept {
-                    repair_ref: "REF".into(),
-                },
-            ),
-            ("resolve --to FAILED", Action::Resolve { to: State::Failed }),
-            ("block", Action::Block),
-        ];
-        let allowed: Vec<&str> = candidates
-            .iter()
-            .filter(|(_, action)| self.allows(action))
-            .map(|(label, _)| *label)
-            .collect();
-        match allowed.as_slice() {
-            [] => "nothing else is open to you now".into(),
-            [one] => format!("only {one} remains"),
-            [init @ .., last] => format!("only {} or {last} remain", init.join(", ")),
+        if self.quiet {
+            return String::new();
         }
+        super::remaining_in_words(&moves_open(
+            self.detail,
+            self.actor,
+            self.rationale,
+            self.now,
+            Some(self.kind),
+        ))
+    }
+
+    /// The hold as it will be once this plan commits: its state, records,
+    /// schedule and owner.
+    fn detail_after(&self) -> OperationDetail {
+        let extra = &self.commit_extra;
+        let mut after = self.detail.clone();
+        if let Some(to) = self.to {
+            after.row.operation.state = to;
+        }
+        if let Some(next) = extra.new_next_observation_at {
+            after.row.operation.next_observation_at = next;
+        }
+        if let Some(owner) = &extra.new_owner {
+            after.row.operation.owner.clone_from(owner);
+        }
+        after.attempts.extend(extra.attempts.iter().cloned());
+        after
+            .observations
+            .extend(extra.observations.iter().cloned());
+        after
     }
 
     /// The guard every repair and revalidation starts with: the operation is in
@@ -220,18 +225,8 @@ impl<'a> Plan<'a> {
 
     pub(super) fn finish(self, expected_version: i64) -> Effect {
         let op = self.op();
+        let still_prohibited = prohibited(&self.detail_after(), self.now);
         let extra = self.commit_extra;
-        let still_prohibited = {
-            let mut after = self.detail.clone();
-            if let Some(to) = self.to {
-                after.row.operation.state = to;
-            }
-            after.attempts.extend(extra.attempts.iter().cloned());
-            after
-                .observations
-                .extend(extra.observations.iter().cloned());
-            prohibited(&after, self.now)
-        };
         let audit = AuditDraft {
             operation: op.id.clone(),
             action: self.kind.as_str().to_owned(),
@@ -267,5 +262,56 @@ impl<'a> Plan<'a> {
                 audit,
             },
         }
+    }
+}
+
+/// The plan of `action` when this actor may take it now, asked quietly.
+fn quietly<'a>(
+    detail: &'a OperationDetail,
+    action: &Action,
+    actor: &'a Actor,
+    rationale: &'a Rationale,
+    now: DateTime<Utc>,
+) -> Option<Plan<'a>> {
+    let asked = Asked {
+        confirming: false,
+        quiet: true,
+    };
+    plan_with(
+        detail,
+        action,
+        actor,
+        rationale,
+        detail.row.version,
+        now,
+        asked,
+    )
+    .ok()
+}
+
+/// The labels of the options ([`super::options::candidates`]) that move the
+/// hold in `detail` — change its state, create a child or open a proposal —
+/// and that `actor` may take now, `except` one kind left out.
+fn moves_open(
+    detail: &OperationDetail,
+    actor: &Actor,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+    except: Option<ActionKind>,
+) -> Vec<String> {
+    super::options::candidates(detail, now)
+        .into_iter()
+        .filter(|(_, action)| Some(action.kind()) != except)
+        .filter(|(_, action)| {
+            quietly(detail, action, actor, rationale, now).is_some_and(|plan| plan.moves())
+        })
+        .map(|(label, _)| label)
+        .collect()
+}
+
+impl Plan<'_> {
+    /// Whether the planned effect moves the operation (see [`super::moves`]).
+    fn moves(&self) -> bool {
+        self.to.is_some() || self.proposal_only || !self.commit_extra.children.is_empty()
     }
 }

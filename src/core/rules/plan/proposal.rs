@@ -4,7 +4,7 @@
 use super::{CommitExtra, Plan};
 use crate::core::model::{Proposal, ProposalStatus, Role};
 use crate::core::refusal::{Refusal, Rule, refuse};
-use crate::core::rules::{Action, decide_with};
+use crate::core::rules::{Action, Asked, plan_with};
 
 impl<'a> Plan<'a> {
     /// Runs a proposable action, turning it into a proposal where four eyes or the
@@ -97,15 +97,20 @@ impl<'a> Plan<'a> {
         };
         let mut detail = self.detail.clone();
         detail.proposals.retain(|p| p.id != proposal.id);
-        let mut inner = decide_with(
+        let asked = Asked {
+            confirming: true,
+            quiet: self.quiet,
+        };
+        let mut inner = plan_with(
             &detail,
             &action,
             self.actor,
             self.rationale,
             version,
             self.now,
-            true,
-        )?;
+            asked,
+        )?
+        .finish(version);
         if inner.proposal_only {
             return refuse(Rule::G6, "the proposal could not be applied directly");
         }

@@ -8,7 +8,7 @@ use crate::core::model::{
     Attempt, AttemptKind, ItemState, Observation, ObservationSource, Outcome, Phase, State,
 };
 use crate::core::refusal::{Refusal, Rule, refuse};
-use crate::core::rules::{MadeBy, ReconcileInput};
+use crate::core::rules::{FoundField, MadeBy, ReconcileInput};
 
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
@@ -37,6 +37,16 @@ impl Plan<'_> {
                 format!(
                     "observation {observation_id} is already recorded for {}",
                     op.id
+                ),
+            );
+        }
+        let undeclared = input.undeclared();
+        if !undeclared.is_empty() {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "a found answer is complete evidence only with every comparison and the effect count; not given: {}. Give them, or record them as unknown",
+                    FoundField::list(&undeclared)
                 ),
             );
         }
@@ -87,14 +97,21 @@ impl Plan<'_> {
             observation.source,
             if input.found { "found" } else { "not found" }
         ));
-        self.consequences.push(
-            if matches!(op.state, State::Unknown | State::Blocked) {
-                "the state does not change; resolve afterwards on what it shows"
-            } else {
-                "the state does not change"
-            }
-            .into(),
-        );
+        let unknown = input.not_given();
+        if !unknown.is_empty() {
+            self.consequences.push(format!(
+                "records {} as unknown: a found answer without them is incomplete evidence, so attempt-evidence completeness counts {} short",
+                FoundField::list(&unknown),
+                op.id
+            ));
+        }
+        if input.raw_hash.is_none() && input.reference.is_none() {
+            self.consequences.push(format!(
+                "records neither the answer's raw hash nor a reference to where it was seen: attempt-evidence completeness counts {} short",
+                op.id
+            ));
+        }
+        self.consequences.push("the state does not change".into());
         if let Some(next) = op.next_observation_at.filter(|t| *t <= self.now) {
             self.consequences.push(format!(
                 "the next observation ({}) stays overdue until a new one is scheduled (schedule --at +30m)",
@@ -104,6 +121,7 @@ impl Plan<'_> {
         self.evidence = vec![attempt_id, observation_id];
         self.commit_extra.attempts.push(attempt);
         self.commit_extra.observations.push(observation);
+        self.say_what_is_open();
         Ok(())
     }
 
@@ -132,14 +150,35 @@ impl Plan<'_> {
             );
         }
         self.consequences = effect.consequences;
-        self.consequences
-            .push("the state does not change; resolve afterwards".into());
         self.evidence = effect.evidence;
         self.commit_extra.attempts.extend(effect.attempt);
         self.commit_extra.observations.extend(effect.observation);
         self.commit_extra.new_next_observation_at = Some(effect.next_observation_at);
         self.commit_extra.new_owner = effect.new_owner;
+        // After what was recorded and proved, before the next lookup.
+        let mut next = self.consequences.split_off(self.consequences.len().min(2));
+        self.consequences.push("the state does not change".into());
+        self.say_what_is_open();
+        self.consequences.append(&mut next);
         Ok(())
+    }
+
+    /// Says what the answer allows once it is recorded: the options that move
+    /// the hold and that the rules allow this actor then (nothing when asked
+    /// quietly).
+    fn say_what_is_open(&mut self) {
+        if self.quiet {
+            return;
+        }
+        let open = super::moves_open(
+            &self.detail_after(),
+            self.actor,
+            self.rationale,
+            self.now,
+            None,
+        );
+        self.consequences
+            .push(crate::core::rules::allowed_in_words(&open));
     }
 
     pub(super) fn resolve(&mut self, to: State) -> Result<(), Refusal> {

@@ -7,7 +7,7 @@ use chrono::{DateTime, Utc};
 use crate::core::clock::TimeSpec;
 use crate::core::ids::Sha256;
 use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
-use crate::core::rules::{Action, ActionKind, ReconcileInput};
+use crate::core::rules::{Action, ActionKind, FoundField, ReconcileInput};
 use crate::tui::widgets::Prompt;
 
 /// What an input of the form holds, and how its text is read.
@@ -38,11 +38,11 @@ impl FieldKind {
             FieldKind::At => "next observation (+30m, -2h, +1d or RFC 3339)",
             FieldKind::RepairRef => "manual repair reference",
             FieldKind::Found => "found (y/n)",
-            FieldKind::MatchTarget => "target matches (y/n/blank)",
-            FieldKind::MatchPayload => "payload hash matches (y/n/blank)",
-            FieldKind::MatchOwner => "owner matches (y/n/blank)",
-            FieldKind::MatchVersion => "version matches (y/n/blank)",
-            FieldKind::EffectCount => "effect count (blank: unknown)",
+            FieldKind::MatchTarget => "target matches (y/n, ? unknown)",
+            FieldKind::MatchPayload => "payload hash matches (y/n, ? unknown)",
+            FieldKind::MatchOwner => "owner matches (y/n, ? unknown)",
+            FieldKind::MatchVersion => "version matches (y/n, ? unknown)",
+            FieldKind::EffectCount => "effect count (a number, ? unknown)",
             FieldKind::ProviderRequestId => "provider request id",
             FieldKind::Source => "source (← → choose)",
             FieldKind::Reference => "reference (where you looked)",
@@ -194,26 +194,72 @@ fn required(text: &str, what: &str) -> Result<String, String> {
     }
 }
 
-/// `y`/`yes`, `n`/`no`, or blank for "not looked at".
-fn yes_no(text: &str, what: &str) -> Result<Option<bool>, String> {
-    match text.to_ascii_lowercase().as_str() {
-        "" => Ok(None),
-        "y" | "yes" => Ok(Some(true)),
-        "n" | "no" => Ok(Some(false)),
-        other => Err(format!("{what}: {other:?} is not y or n")),
+/// What one input of a found answer says: a value, "unknown" (`?`) chosen on
+/// purpose, or nothing typed.
+enum Said<T> {
+    Value(T),
+    Unknown,
+    Blank,
+}
+
+impl<T> Said<T> {
+    /// The value, if one was given; `field` is recorded as unknown when `?` was
+    /// typed.
+    fn value(self, field: FoundField, unknown: &mut Vec<FoundField>) -> Option<T> {
+        match self {
+            Said::Value(v) => Some(v),
+            Said::Unknown => {
+                unknown.push(field);
+                None
+            }
+            Said::Blank => None,
+        }
     }
 }
 
+/// `y`/`yes`, `n`/`no`, `?` for unknown, or blank.
+fn yes_no(text: &str, what: &str) -> Result<Said<bool>, String> {
+    match text.to_ascii_lowercase().as_str() {
+        "" => Ok(Said::Blank),
+        "?" => Ok(Said::Unknown),
+        "y" | "yes" => Ok(Said::Value(true)),
+        "n" | "no" => Ok(Said::Value(false)),
+        other => Err(format!("{what}: {other:?} is not y, n or ? (unknown)")),
+    }
+}
+
+/// The reconcile the form describes. A found answer needs every comparison and
+/// the effect count, each given or marked `?` (unknown, on purpose): a blank is
+/// refused, so incomplete evidence is never entered by leaving a field empty.
 pub(crate) fn reconcile_input(
     text: &dyn Fn(FieldKind) -> String,
 ) -> Result<ReconcileInput, String> {
-    let found = yes_no(&text(FieldKind::Found), "found")?
-        .ok_or_else(|| "found: say what the lookup showed, y or n".to_owned())?;
+    let found = match yes_no(&text(FieldKind::Found), "found")? {
+        Said::Value(found) => found,
+        _ => return Err("found: say what the lookup showed, y or n".to_owned()),
+    };
+    let mut unknown = Vec::new();
+    let mut blank = Vec::new();
+    let mut read = |kind: FieldKind, field: FoundField, what: &str| {
+        let said = yes_no(&text(kind), what)?;
+        if matches!(said, Said::Blank) {
+            blank.push(field);
+        }
+        Ok::<_, String>(said.value(field, &mut unknown))
+    };
     let matches = Matches {
-        target: yes_no(&text(FieldKind::MatchTarget), "target matches")?,
-        payload_hash: yes_no(&text(FieldKind::MatchPayload), "payload hash matches")?,
-        owner: yes_no(&text(FieldKind::MatchOwner), "owner matches")?,
-        version: yes_no(&text(FieldKind::MatchVersion), "version matches")?,
+        target: read(FieldKind::MatchTarget, FoundField::Target, "target matches")?,
+        payload_hash: read(
+            FieldKind::MatchPayload,
+            FoundField::PayloadHash,
+            "payload hash matches",
+        )?,
+        owner: read(FieldKind::MatchOwner, FoundField::Owner, "owner matches")?,
+        version: read(
+            FieldKind::MatchVersion,
+            FoundField::Version,
+            "version matches",
+        )?,
     };
     let any = [
         matches.target,
@@ -224,15 +270,31 @@ pub(crate) fn reconcile_input(
     .iter()
     .any(Option::is_some);
     let count = text(FieldKind::EffectCount);
-    let effect_count = if count.is_empty() {
-        None
-    } else {
-        Some(
-            count
-                .parse::<u32>()
-                .map_err(|_| format!("effect count {count:?} is not a whole number"))?,
-        )
+    let effect_count = match count.as_str() {
+        "" => {
+            blank.push(FoundField::EffectCount);
+            None
+        }
+        "?" => {
+            unknown.push(FoundField::EffectCount);
+            None
+        }
+        _ => Some(count.parse::<u32>().map_err(|_| {
+            format!("effect count {count:?} is not a whole number (or ? for unknown)")
+        })?),
     };
+    if found && !blank.is_empty() {
+        return Err(format!(
+            "found: say what the lookup showed for {} — y/n (a number for the effect count), or ? to record it as unknown (incomplete evidence)",
+            FoundField::list(&blank)
+        ));
+    }
+    if !found && !unknown.is_empty() {
+        return Err(
+            "not found: leave the comparisons and the effect count blank; ? is for a found answer"
+                .to_owned(),
+        );
+    }
     let optional = |kind| Some(text(kind)).filter(|t: &String| !t.is_empty());
     Ok(ReconcileInput {
         source: ObservationSource::parse_hinted(&required(&text(FieldKind::Source), "the source")?)
@@ -247,6 +309,7 @@ pub(crate) fn reconcile_input(
                 Sha256::parse(&text).map_err(|e| format!("raw response hash {text:?}: {e}"))
             })
             .transpose()?,
+        unknown,
         id: None,
         observed_at: None,
     })
