@@ -153,3 +153,35 @@ async fn o_reads_answers_under_the_lookup_config_like_the_command_line() {
         Some("body_too_large")
     );
 }
+
+#[tokio::test]
+async fn o_on_a_tool_without_a_lookup_says_why_in_the_dialog() {
+    use support::console::{DEMO, demo_now};
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    h.select_id("F09").await;
+    let id = support::review::id("F09");
+    let attempts = h.store().detail(&id).await.unwrap().attempts.len();
+    h.key(KeyCode::Char('o')).await;
+    let screen = h.screen();
+    // The dialog, without the status line under it.
+    let lines: Vec<&str> = screen.lines().collect();
+    let dialog = lines[..lines.len() - 1].join(" ");
+    let words: String = dialog
+        .split(|c: char| c.is_whitespace() || c == '│')
+        .filter(|w| !w.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
+    for needle in [
+        "no status lookup holdfast can make",
+        "a person looks it up",
+        "r → reconcile",
+        "nothing was recorded",
+    ] {
+        assert!(words.contains(needle), "{needle}:\n{screen}");
+    }
+    assert_eq!(
+        h.store().detail(&id).await.unwrap().attempts.len(),
+        attempts,
+        "nothing was asked or recorded"
+    );
+}

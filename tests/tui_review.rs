@@ -85,6 +85,32 @@ async fn block_from_the_dialog_previews_confirms_and_audits() {
 }
 
 #[tokio::test]
+async fn the_dialog_title_shows_the_version_the_apply_left() {
+    let mut h = Harness::at(DEMO, demo_now(), 200, 50).await;
+    let (_, version, _) = state_of(&h, "F26").await;
+    pick(&mut h, "F26", "comment").await;
+    h.key(KeyCode::Enter).await;
+    h.keys("the provider console shows the ticket twice").await;
+    h.key(KeyCode::Enter).await;
+    if matches!(step(&h), Step::Confirm { .. }) {
+        h.key(KeyCode::Char('y')).await;
+    }
+    assert!(matches!(step(&h), Step::Done(_)), "{}", h.screen());
+    let (_, now, _) = state_of(&h, "F26").await;
+    assert_eq!(now, version + 1);
+    let title = h
+        .screen()
+        .lines()
+        .find(|l| l.contains(" Review F26 "))
+        .unwrap_or_default()
+        .to_owned();
+    assert!(
+        title.contains(&format!("version {version} → {now}")),
+        "{title}"
+    );
+}
+
+#[tokio::test]
 async fn a_short_rationale_is_refused_with_its_message() {
     let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
     pick(&mut h, "F09", "comment").await;

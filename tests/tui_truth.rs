@@ -486,6 +486,56 @@ async fn a_search_with_no_match_here_says_where_it_matches() {
     );
 }
 
+#[tokio::test]
+async fn a_found_reconcile_in_the_dialog_takes_each_field_or_a_named_unknown() {
+    use holdfast::console::review::FieldKind;
+    use holdfast::core::rules::{Action, FoundField};
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    form(&mut h, "F09", "reconcile").await;
+    h.keys("y").await;
+    focus(&mut h, FieldKind::Reference).await;
+    h.keys("INC-7").await;
+    focus(&mut h, FieldKind::Rationale).await;
+    h.keys("the provider console shows the ticket").await;
+    h.key(KeyCode::Enter).await;
+    assert!(matches!(step(&h), Step::Form { .. }), "{}", h.screen());
+    let error = h.review_error();
+    assert!(
+        error.contains("target, payload_hash, owner, version, effect_count"),
+        "{error}"
+    );
+    for (kind, text) in [
+        (FieldKind::MatchTarget, "y"),
+        (FieldKind::MatchPayload, "y"),
+        (FieldKind::MatchOwner, "?"),
+        (FieldKind::MatchVersion, "?"),
+        (FieldKind::EffectCount, "?"),
+    ] {
+        focus(&mut h, kind).await;
+        h.keys(text).await;
+    }
+    h.key(KeyCode::Enter).await;
+    let Step::Confirm { action, .. } = step(&h) else {
+        panic!("no preview:\n{}", h.screen())
+    };
+    let Action::Reconcile(input) = action.as_ref() else {
+        panic!("{action:?}")
+    };
+    assert_eq!(
+        input.unknown,
+        vec![
+            FoundField::Owner,
+            FoundField::Version,
+            FoundField::EffectCount
+        ]
+    );
+    let screen = h.screen();
+    assert!(
+        screen.contains("records owner, version, effect_count as unknown"),
+        "{screen}"
+    );
+}
+
 /// Records a reconcile on `id` (not found, the default source) and confirms it.
 async fn reconcile(h: &mut Harness, id: &str) {
     use holdfast::console::review::FieldKind;

@@ -153,6 +153,15 @@ impl App {
             }
             Some(DetailApplied::Shown) | None => {}
         }
+        let read = self.detail.current().map(|l| {
+            let row = &l.detail.row;
+            (row.operation.id.clone(), row.operation.state, row.version)
+        });
+        if let Some((id, state, version)) = read
+            && let Some(dialog) = self.review_mut()
+        {
+            dialog.read_back(&id, state, version);
+        }
         self.leave_missing_items();
         self.clamp_scrolls();
         Vec::new()

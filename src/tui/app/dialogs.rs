@@ -103,6 +103,19 @@ impl App {
             return Vec::new();
         };
         let id = loaded.detail.row.operation.id.clone();
+        if let Err(impossible) = crate::lookup::spec_of(&loaded.detail) {
+            // Nothing to ask: the dialog says why, and what is left instead.
+            let how = loaded.detail.contract.as_ref().map_or_else(
+                || "unknown: no contract is stored for its tool".to_owned(),
+                |c| c.status_lookup.describe(),
+            );
+            let why = format!(
+                "{impossible}. Its status lookup: {how}. Nothing was sent; r → reconcile records what you find by hand."
+            );
+            self.say(&why, true);
+            self.modal = Some(Modal::Lookup(Box::new(LookupScreen::impossible(id, why))));
+            return Vec::new();
+        }
         let (screen, generation) = LookupScreen::start(id.clone());
         self.say(&format!("looking {id} up at the provider…"), false);
         self.modal = Some(Modal::Lookup(Box::new(screen)));

@@ -49,6 +49,15 @@ impl LookupScreen {
         )
     }
 
+    /// A screen that asks nothing: the lookup cannot be made, and `why` says why.
+    pub fn impossible(id: OperationId, why: String) -> LookupScreen {
+        LookupScreen {
+            id,
+            pending: Latest::default(),
+            result: Some(Err(why)),
+        }
+    }
+
     /// Takes the answer tagged `generation`; `false` when it is not this one's.
     pub fn answered(&mut self, generation: u64, result: Result<LookupShown, String>) -> bool {
         if self.pending.answer(generation).is_none() {
@@ -77,23 +86,41 @@ impl Screen for LookupScreen {
     fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
         let theme = ctx.theme;
         let title = format!(" Lookup · {} ", self.id);
-        let error = match &self.result {
-            Some(Err(e)) => Some(e.as_str()),
-            _ => None,
-        };
-        let body = dialog::shell(frame, ctx, &title, error, "Enter/Esc close");
+        let body = dialog::shell(frame, ctx, &title, None, "Enter/Esc close");
         let mut lines: Vec<Line<'static>> = Vec::new();
         match &self.result {
             None => lines.push(line(vec![span(
                 Clean::new("asking the provider…"),
                 theme.dim(),
             )])),
-            Some(Err(_)) => lines.push(line(vec![span(
-                Clean::new("nothing was recorded"),
-                theme.dim(),
-            )])),
-            Some(Ok(shown)) => {
+            Some(Err(why)) => {
                 lines.push(Line::default());
+                lines.push(line(vec![span(Clean::new(why), theme.alert())]));
+                lines.push(Line::default());
+                lines.push(line(vec![span(
+                    Clean::new("nothing was recorded"),
+                    theme.dim(),
+                )]));
+            }
+            Some(Ok(shown)) => {
+                // What it recorded and allows first: on a short screen the
+                // answer's fields give way, never the conclusion.
+                lines.push(Line::default());
+                lines.push(line(vec![span(
+                    Clean::new(" Recorded, and what it allows now"),
+                    theme.title(),
+                )]));
+                for c in &shown.consequences {
+                    lines.push(line(vec![
+                        span(Clean::new("  · "), theme.dim()),
+                        span(Clean::new(c), theme.plain()),
+                    ]));
+                }
+                lines.push(Line::default());
+                lines.push(line(vec![span(
+                    Clean::new(" The answer, field by field"),
+                    theme.title(),
+                )]));
                 for (label, value) in &shown.rows {
                     let style = if value.contains("MISMATCH") || value.contains("ANOTHER") {
                         theme.alert()
@@ -105,17 +132,6 @@ impl Screen for LookupScreen {
                     lines.push(line(vec![
                         span(Clean::new(&format!(" {label:<18}")), theme.label()),
                         span(Clean::new(value), style),
-                    ]));
-                }
-                lines.push(Line::default());
-                lines.push(line(vec![span(
-                    Clean::new(" Recorded, and what it allows now"),
-                    theme.title(),
-                )]));
-                for c in &shown.consequences {
-                    lines.push(line(vec![
-                        span(Clean::new("  · "), theme.dim()),
-                        span(Clean::new(c), theme.plain()),
                     ]));
                 }
             }

@@ -23,10 +23,23 @@ const INPUT_LABEL: u16 = 34;
 pub(super) fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
     let theme = ctx.theme;
     let op = &dialog.detail.row;
-    let title = format!(
-        " Review {} · {} · version {} ",
-        op.operation.id, op.operation.state, op.version
-    );
+    let title = match dialog.after {
+        Some((state, version)) if version != op.version => {
+            let states = if state == op.operation.state {
+                state.to_string()
+            } else {
+                format!("{} → {state}", op.operation.state)
+            };
+            format!(
+                " Review {} · {states} · version {} → {version} ",
+                op.operation.id, op.version
+            )
+        }
+        _ => format!(
+            " Review {} · {} · version {} ",
+            op.operation.id, op.operation.state, op.version
+        ),
+    };
     let hint = match &dialog.step {
         Step::Pick => "↑↓ choose · Enter inputs and rationale · Esc close",
         Step::Form { .. } => "Tab next input · Enter preview the effect · Esc back to the actions",

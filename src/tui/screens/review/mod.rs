@@ -20,7 +20,7 @@ use ratatui::layout::Rect;
 use super::dialog::{self, Dialog};
 use super::{Ctx, Outcome, Screen};
 use crate::core::ids::OperationId;
-use crate::core::model::{OperationDetail, Risk};
+use crate::core::model::{OperationDetail, Risk, State};
 use crate::core::rules::{self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule};
 use crate::review::{Applied, ReviewError};
 use crate::tui::keymap::Context;
@@ -159,6 +159,9 @@ pub struct ReviewDialog {
     /// offered (`+30m`) so the overdue mark can go; `Enter` schedules it through
     /// the review service, `Esc` skips it.
     pub follow_up: Option<FollowUp>,
+    /// The state and version the operation is at since the apply: first as
+    /// the applied effect says, then as the store reads it back.
+    pub after: Option<(State, i64)>,
     /// The apply the dialog waits on.
     applying: Latest<()>,
 }
@@ -189,6 +192,7 @@ impl ReviewDialog {
             step: Step::Pick,
             error: None,
             follow_up: None,
+            after: None,
             applying: Latest::default(),
         }
     }
@@ -210,7 +214,22 @@ impl ReviewDialog {
 
     /// The verdict of the apply; after a reconcile that left a hold held, the
     /// next observation is offered when the core allows scheduling one.
+    /// The operation read back after the apply: the title shows the state and
+    /// version it is at now.
+    pub fn read_back(&mut self, id: &OperationId, state: State, version: i64) {
+        if self.after.is_some() && *id == self.detail.row.operation.id {
+            self.after = Some((state, version));
+        }
+    }
+
     pub fn finish(&mut self, verdict: Verdict) {
+        if let Verdict::Applied(applied) = &verdict {
+            let effect = &applied.effect;
+            self.after = Some((
+                effect.to.unwrap_or(effect.from),
+                effect.commit.expected_version + 1,
+            ));
+        }
         self.follow_up = match &verdict {
             Verdict::Applied(applied)
                 if applied.effect.action == ActionKind::Reconcile
