@@ -18,7 +18,7 @@ use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, line, span};
 
 /// Width of the labels of the form's inputs.
-const INPUT_LABEL: u16 = 34;
+const INPUT_LABEL: u16 = 40;
 
 pub(super) fn draw(frame: &mut Frame, ctx: &Ctx, dialog: &ReviewDialog) {
     let theme = ctx.theme;
