@@ -382,8 +382,24 @@ async fn classification_needs_the_evidence_of_the_state() {
     assert_figure(
         MetricId::OutcomeClassificationCompleteness,
         (28, 32),
-        "UNKNOWN without a next observation is not a plan",
-        |rec| operation(rec, "F09").next_observation_at = None,
+        "UNKNOWN without a next observation, and nothing observed since, is not a plan",
+        |rec| {
+            operation(rec, "F09").next_observation_at = None;
+            rec.retain(|n| !matches!(&n.record, Record::Observation(o) if o.operation.as_str() == "F09"));
+        },
+    )
+    .await;
+    assert_figure(
+        MetricId::OutcomeClassificationCompleteness,
+        (29, 32),
+        "an observation since the last request that settles it is the classification",
+        |rec| {
+            operation(rec, "F09").next_observation_at = None;
+            push(
+                rec,
+                observation("F09", 2, "2026-09-05T11:30:00Z", true, Some(1)),
+            );
+        },
     )
     .await;
     assert_figure(
