@@ -385,7 +385,9 @@ async fn classification_needs_the_evidence_of_the_state() {
         "UNKNOWN without a next observation, and nothing observed since, is not a plan",
         |rec| {
             operation(rec, "F09").next_observation_at = None;
-            rec.retain(|n| !matches!(&n.record, Record::Observation(o) if o.operation.as_str() == "F09"));
+            rec.retain(
+                |n| !matches!(&n.record, Record::Observation(o) if o.operation.as_str() == "F09"),
+            );
         },
     )
     .await;

@@ -35,6 +35,8 @@ pub(super) struct Plan<'a> {
     confirming: bool,
     /// Asked only whether the action is allowed: reasons are not worded.
     quiet: bool,
+    /// The state a `resolve` asks for: the other targets stay open to name.
+    resolving: Option<State>,
     to: Option<State>,
     proposal_only: bool,
     consequences: Vec<String>,
@@ -74,6 +76,7 @@ impl<'a> Plan<'a> {
             kind,
             confirming: asked.confirming,
             quiet: asked.quiet,
+            resolving: None,
             to: None,
             proposal_only: false,
             consequences: Vec::new(),
@@ -87,7 +90,10 @@ impl<'a> Plan<'a> {
         match action {
             Action::Reconcile(input) => self.reconcile(input),
             Action::Lookup(input) => self.lookup(input),
-            Action::Resolve { to } => self.resolve(*to),
+            Action::Resolve { to } => {
+                self.resolving = Some(*to);
+                self.resolve(*to)
+            }
             Action::AuthorizeRetry => self.proposable(Plan::authorize_retry),
             Action::ApproveCompensation => self.proposable(Plan::approve_compensation),
             Action::ApproveResume => self.proposable(Plan::approve_resume),
@@ -155,12 +161,16 @@ impl<'a> Plan<'a> {
         if self.quiet {
             return String::new();
         }
+        let refused = |action: &Action| match action {
+            Action::Resolve { to } => self.resolving == Some(*to),
+            other => other.kind() == self.kind,
+        };
         super::remaining_in_words(&moves_open(
             self.detail,
             self.actor,
             self.rationale,
             self.now,
-            Some(self.kind),
+            &refused,
         ))
     }
 
@@ -291,17 +301,17 @@ fn quietly<'a>(
 
 /// The labels of the options ([`super::options::candidates`]) that move the
 /// hold in `detail` — change its state, create a child or open a proposal —
-/// and that `actor` may take now, `except` one kind left out.
+/// and that `actor` may take now, leaving out those `except` names.
 fn moves_open(
     detail: &OperationDetail,
     actor: &Actor,
     rationale: &Rationale,
     now: DateTime<Utc>,
-    except: Option<ActionKind>,
+    except: &dyn Fn(&Action) -> bool,
 ) -> Vec<String> {
     super::options::candidates(detail, now)
         .into_iter()
-        .filter(|(_, action)| Some(action.kind()) != except)
+        .filter(|(_, action)| !except(action))
         .filter(|(_, action)| {
             quietly(detail, action, actor, rationale, now).is_some_and(|plan| plan.moves())
         })

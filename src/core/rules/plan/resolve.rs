@@ -175,7 +175,7 @@ impl Plan<'_> {
             self.actor,
             self.rationale,
             self.now,
-            None,
+            &|_| false,
         );
         self.consequences
             .push(crate::core::rules::allowed_in_words(&open));
