@@ -84,6 +84,7 @@ pub fn role_actions() -> Vec<(Role, &'static str)> {
         autonomy::SET_ACTION,
         autonomy::DRILL_ACTION,
         autonomy::LOOKUP_CHECK_ACTION,
+        super::chain::ACKNOWLEDGE_ACTION,
     ] {
         pairs.push((Role::Owner, action));
     }

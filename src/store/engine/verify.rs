@@ -766,7 +766,7 @@ shared! {
         /// `ledger`; the first row that does not check ends it. A page is
         /// checked whole before any of its rows is fed, so a page that cannot
         /// be read is walked again by [`Self::walk_rows`] from its first row.
-        async fn walk(
+        pub(super) async fn walk(
             &self,
             from: i64,
             verifier: &mut ChainVerifier,
