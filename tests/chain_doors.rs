@@ -1,0 +1,218 @@
+//! A broken audit chain stops every door that appends to it: each write command
+//! refuses with exit 4 and the seq of the break until an owner acknowledges the
+//! break (an audited row) or `audit verify` passes again, and a read prints one
+//! warning line on stderr naming the break.
+
+mod support;
+
+use sqlx::{Connection, Row, SqliteConnection};
+use support::cli::{Cli, Run};
+
+const RATIONALE: &str = "checked the provider console by hand";
+
+async fn raw(cli: &Cli) -> SqliteConnection {
+    SqliteConnection::connect(&format!("sqlite:{}", cli.db.display()))
+        .await
+        .unwrap()
+}
+
+/// Edits the newest audit row behind the store's back (its hash no longer
+/// matches): a row after the checkpoint the last door's walk left, which the next
+/// door's walk reaches. Returns its seq.
+async fn tamper(cli: &Cli) -> i64 {
+    let head = audit_rows(cli).await.len() as i64;
+    let mut conn = raw(cli).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP TRIGGER audit_no_update; UPDATE audit SET by_identity = 'mallory' WHERE seq = {head}"
+    )))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    head
+}
+
+async fn audit_rows(cli: &Cli) -> Vec<(i64, String, String)> {
+    let mut conn = raw(cli).await;
+    sqlx::query("SELECT seq, operation, action FROM audit ORDER BY seq")
+        .fetch_all(&mut conn)
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| (r.get("seq"), r.get("operation"), r.get("action")))
+        .collect()
+}
+
+fn refused_at(seq: i64, run: Run, door: &str) {
+    assert_eq!(run.code, 4, "{door}: {}", run.stderr);
+    assert!(
+        run.stderr
+            .contains(&format!("refused: the audit chain is broken at seq {seq} (")),
+        "{door}: {}",
+        run.stderr
+    );
+    assert!(
+        run.stderr
+            .contains(&format!("holdfast audit acknowledge {seq} --reason")),
+        "{door}: {}",
+        run.stderr
+    );
+}
+
+fn fixture(name: &str) -> String {
+    format!("{}/tests/fixtures/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+#[tokio::test]
+async fn a_broken_chain_refuses_every_write_door_with_exit_4_and_the_seq() {
+    let cli = Cli::with("small.jsonl");
+    // A lease taken before the break, for the work protocol's later steps.
+    cli.run("w0", &["work", "claim", "--worker", "w0", "--lease", "600"])
+        .expect_code(0);
+    let seq = tamper(&cli).await;
+    let before = audit_rows(&cli).await;
+    let records = fixture("review.jsonl");
+    let doors: Vec<(&str, Vec<&str>)> = vec![
+        ("review", vec!["review", "F09", "comment", "--rationale", RATIONALE]),
+        (
+            "review --filter",
+            vec!["review", "--filter", "tenant:pinehaven", "comment", "--rationale", RATIONALE],
+        ),
+        (
+            "review assign",
+            vec!["review", "F09", "assign", "--owner", "billing", "--rationale", RATIONALE],
+        ),
+        ("ingest", vec!["ingest", &records]),
+        ("observe", vec!["observe"]),
+        ("work claim", vec!["work", "claim", "--worker", "w1", "--lease", "60"]),
+        ("work heartbeat", vec!["work", "heartbeat", "F10", "--worker", "w0"]),
+        ("work release", vec!["work", "release", "F10", "--worker", "w0"]),
+        (
+            "autonomy set",
+            vec!["autonomy", "set", "T03", "native", "--rationale", RATIONALE],
+        ),
+        ("lookup check", vec!["lookup", "check", "T03", "--known", "F09"]),
+        (
+            "grant",
+            vec!["grant", "maya", "--role", "owner", "--tenant", "pinehaven"],
+        ),
+    ];
+    for (door, args) in &doors {
+        refused_at(seq, cli.run("maya", args), door);
+    }
+    assert_eq!(audit_rows(&cli).await, before, "nothing was appended");
+}
+
+#[tokio::test]
+async fn a_read_on_a_broken_chain_prints_exactly_one_warning_line() {
+    let cli = Cli::with("small.jsonl");
+    let clean = cli.run("maya", &["list"]).expect_code(0);
+    assert_eq!(clean.stderr, "", "an intact chain: no warning");
+    let seq = tamper(&cli).await;
+    for args in [
+        vec!["list"],
+        vec!["show", "F09"],
+        vec!["report"],
+        vec!["review", "F09", "comment", "--dry-run"],
+    ] {
+        let run = cli.run("maya", &args);
+        let lines: Vec<&str> = run.stderr.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {}", run.stderr);
+        assert!(
+            lines[0].starts_with(&format!("warning: the audit chain is broken at seq {seq} (")),
+            "{args:?}: {}",
+            lines[0]
+        );
+    }
+}
+
+#[tokio::test]
+async fn acknowledging_a_break_is_audited_and_lets_writes_go_on() {
+    let cli = Cli::with("small.jsonl");
+    // Row 2 is behind the checkpoint a door's walk left (`list` here): the
+    // doors walk on from there, so only a full verify finds it, and records it.
+    cli.run("maya", &["list"]).expect_code(0);
+    let mut conn = raw(&cli).await;
+    sqlx::raw_sql("DROP TRIGGER audit_no_update; UPDATE audit SET by_identity = 'mallory' WHERE seq = 2")
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(0);
+    cli.run("auditor", &["audit", "verify"]).expect_code(4);
+    refused_at(
+        2,
+        cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE]),
+        "review",
+    );
+    // A reason is required, and only a recorded break can be acknowledged.
+    cli.run("maya", &["audit", "acknowledge", "2", "--reason", "short"])
+        .expect_code(2);
+    cli.run("maya", &["audit", "acknowledge", "7", "--reason", RATIONALE])
+        .expect_code(2);
+    let acked = cli
+        .run(
+            "maya",
+            &["audit", "acknowledge", "2", "--reason", "restored from backup, row 2 differs", "--json"],
+        )
+        .expect_code(0)
+        .json();
+    assert_eq!(acked["acknowledged"], 2, "{acked}");
+    assert_eq!(acked["audit"]["action"], "acknowledge-break", "{acked}");
+    assert_eq!(acked["audit"]["operation"], "holdfast:chain", "{acked}");
+    assert_eq!(acked["audit"]["by"], "maya", "{acked}");
+    let rows = audit_rows(&cli).await;
+    assert_eq!(
+        rows.last().map(|r| r.2.as_str()),
+        Some("acknowledge-break")
+    );
+    // Writes go on; the chain still names the break; a read says it is acknowledged.
+    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(0);
+    let verify = cli.run("auditor", &["audit", "verify"]).expect_code(4);
+    assert!(verify.stderr.contains("broken at seq 2"), "{}", verify.stderr);
+    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(0);
+    let read = cli.run("maya", &["list"]).expect_code(0);
+    assert_eq!(read.stderr.lines().count(), 1, "{}", read.stderr);
+    assert!(read.stderr.contains("acknowledged at seq"), "{}", read.stderr);
+    // A second acknowledgement of the same break is refused.
+    cli.run("maya", &["audit", "acknowledge", "2", "--reason", RATIONALE])
+        .expect_code(2);
+}
+
+#[tokio::test]
+async fn a_break_after_the_checkpoint_is_found_by_the_write_door_itself() {
+    let cli = Cli::with("small.jsonl");
+    // The door's walk finds the break without any `audit verify`, and records it.
+    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(0);
+    let head = audit_rows(&cli).await.len();
+    let mut conn = raw(&cli).await;
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "DROP TRIGGER audit_no_update; UPDATE audit SET rationale = 'nothing' WHERE seq = {head}"
+    )))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    let run = cli
+        .run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(4);
+    assert!(
+        run.stderr
+            .contains(&format!("broken at seq {head}")),
+        "{}",
+        run.stderr
+    );
+    // Once the row is as it was and a full verify passes, writes go on.
+    sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
+        "UPDATE audit SET rationale = '{RATIONALE}' WHERE seq = {head}"
+    )))
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(4);
+    cli.run("auditor", &["audit", "verify"]).expect_code(0);
+    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .expect_code(0);
+}
