@@ -216,3 +216,84 @@ async fn a_break_after_the_checkpoint_is_found_by_the_write_door_itself() {
     cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
         .expect_code(0);
 }
+
+/// The store's side, on both backends: a door's walk finds an edited row after
+/// the checkpoint and records it; the store then refuses any commit (whatever
+/// door it came through) until the owner's acknowledgement, an audit row, which
+/// moves the checkpoint past the break; a passing full verify clears breaks.
+async fn the_store_refuses_a_commit_past_a_recorded_break_until_acknowledged(
+    kind: support::stores::Kind,
+) {
+    use holdfast::core::audit::ChainStatus;
+    use holdfast::store::StoreError;
+    use support::review::{comment, loaded, now};
+    let fresh = loaded(kind).await;
+    let store = fresh.store.as_ref();
+    assert_eq!(holdfast::store::chain::check(store, now()).await.unwrap(), None);
+    let head = store.head_seq().await.unwrap();
+    assert_eq!(
+        store.chain_marks().await.unwrap().checkpoint.map(|c| c.0),
+        Some(head),
+        "the walk left its checkpoint at the head"
+    );
+    let c = comment(store, "F09", "first look at the provider").await;
+    store.commit(c).await.unwrap();
+    // Only the update guard goes: the head keeps moving with appended rows.
+    fresh
+        .execute(match kind {
+            support::stores::Kind::Sqlite => "DROP TRIGGER audit_no_update",
+            support::stores::Kind::Postgres => "DROP TRIGGER audit_no_update ON audit",
+        })
+        .await
+        .unwrap();
+    fresh
+        .execute(&format!(
+            "UPDATE audit SET rationale = 'nothing happened' WHERE seq = {}",
+            head + 1
+        ))
+        .await
+        .unwrap();
+    let found = holdfast::store::chain::check(store, now())
+        .await
+        .unwrap()
+        .expect("the walk finds the edited row");
+    assert_eq!(found.seq, head + 1);
+    assert_eq!(found.found_by, "link-check");
+    assert_eq!(found.acknowledged_seq, None);
+    let c = comment(store, "F09", "second look at the provider").await;
+    match store.commit(c).await {
+        Err(StoreError::ChainBroken(b)) => assert_eq!(b.seq, head + 1),
+        other => panic!("committed past a recorded break: {other:?}"),
+    }
+    // A full verify finds the same break and keeps it (not acknowledged).
+    let status = store.verify().await.unwrap();
+    assert!(matches!(status, ChainStatus::Broken { seq, .. } if seq == head + 1));
+    store.record_chain(&status, "verify", now()).await.unwrap();
+    let reason = holdfast::core::rules::Rationale::parse("the row was restored by hand").unwrap();
+    let draft = holdfast::core::chain::acknowledgement(
+        "maya",
+        holdfast::core::model::Role::Local,
+        None,
+        head + 1,
+        &reason,
+        now(),
+    );
+    let ack = store.acknowledge_break(head + 1, draft).await.unwrap();
+    assert_eq!(ack.draft.operation.as_str(), "holdfast:chain");
+    let marks = store.chain_marks().await.unwrap();
+    assert_eq!(marks.breaks[0].acknowledged_seq, Some(ack.seq));
+    assert_eq!(marks.checkpoint.map(|c| c.0), Some(ack.seq));
+    let c = comment(store, "F09", "second look at the provider").await;
+    store.commit(c).await.unwrap();
+    // The same break found again keeps its acknowledgement.
+    store.record_chain(&status, "verify", now()).await.unwrap();
+    assert_eq!(store.chain_marks().await.unwrap().refusing(), None);
+    // A passing verify clears it.
+    store
+        .record_chain(&ChainStatus::Intact { rows: 1, head: None }, "verify", now())
+        .await
+        .unwrap();
+    assert!(store.chain_marks().await.unwrap().breaks.is_empty());
+}
+
+holdfast_on_both_backends!(the_store_refuses_a_commit_past_a_recorded_break_until_acknowledged);
