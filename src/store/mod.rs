@@ -94,6 +94,15 @@ pub enum StoreError {
     ChainBroken(Box<crate::core::chain::ChainBreak>),
 }
 
+/// An overdue hold ([`Store::overdue_holds`]), with the claim another observer
+/// holds on its slot, if one does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overdue {
+    pub id: OperationId,
+    /// The observer holding the slot of its next observation, and until when.
+    pub claim: Option<(String, DateTime<Utc>)>,
+}
+
 /// Where a store lives: a SQLite file or a PostgreSQL database.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Location {
@@ -539,7 +548,7 @@ pub trait Store: Send + Sync {
         scope: &Scope,
         now: DateTime<Utc>,
         limit: u64,
-    ) -> Result<Vec<OperationId>, StoreError>;
+    ) -> Result<Vec<Overdue>, StoreError>;
 
     /// Every tool's stored autonomy level; a tool not listed is at `manual`.
     async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError>;

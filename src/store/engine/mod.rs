@@ -580,7 +580,7 @@ shared! {
             scope: &Scope,
             now: DateTime<Utc>,
             limit: u64,
-        ) -> Result<Vec<OperationId>, StoreError> {
+        ) -> Result<Vec<super::Overdue>, StoreError> {
             self.read_overdue_holds(scope, now, limit).await
         }
 
