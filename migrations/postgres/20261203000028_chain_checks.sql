@@ -18,7 +18,7 @@ CREATE TABLE chain_breaks (
 );
 
 CREATE TABLE chain_checkpoint (
-    id         INTEGER PRIMARY KEY CHECK (id = 1),
+    id         BIGINT PRIMARY KEY CHECK (id = 1),
     seq        BIGINT NOT NULL,
     hash       TEXT NOT NULL,
     checked_by TEXT NOT NULL,
