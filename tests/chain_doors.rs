@@ -45,8 +45,9 @@ async fn audit_rows(cli: &Cli) -> Vec<(i64, String, String)> {
 fn refused_at(seq: i64, run: Run, door: &str) {
     assert_eq!(run.code, 4, "{door}: {}", run.stderr);
     assert!(
-        run.stderr
-            .contains(&format!("refused: the audit chain is broken at seq {seq} (")),
+        run.stderr.contains(&format!(
+            "refused: the audit chain is broken at seq {seq} ("
+        )),
         "{door}: {}",
         run.stderr
     );
@@ -72,25 +73,55 @@ async fn a_broken_chain_refuses_every_write_door_with_exit_4_and_the_seq() {
     let before = audit_rows(&cli).await;
     let records = fixture("review.jsonl");
     let doors: Vec<(&str, Vec<&str>)> = vec![
-        ("review", vec!["review", "F09", "comment", "--rationale", RATIONALE]),
+        (
+            "review",
+            vec!["review", "F09", "comment", "--rationale", RATIONALE],
+        ),
         (
             "review --filter",
-            vec!["review", "--filter", "tenant:pinehaven", "comment", "--rationale", RATIONALE],
+            vec![
+                "review",
+                "--filter",
+                "tenant:pinehaven",
+                "comment",
+                "--rationale",
+                RATIONALE,
+            ],
         ),
         (
             "review assign",
-            vec!["review", "F09", "assign", "--owner", "billing", "--rationale", RATIONALE],
+            vec![
+                "review",
+                "F09",
+                "assign",
+                "--owner",
+                "billing",
+                "--rationale",
+                RATIONALE,
+            ],
         ),
         ("ingest", vec!["ingest", &records]),
         ("observe", vec!["observe"]),
-        ("work claim", vec!["work", "claim", "--worker", "w1", "--lease", "60"]),
-        ("work heartbeat", vec!["work", "heartbeat", "F10", "--worker", "w0"]),
-        ("work release", vec!["work", "release", "F10", "--worker", "w0"]),
+        (
+            "work claim",
+            vec!["work", "claim", "--worker", "w1", "--lease", "60"],
+        ),
+        (
+            "work heartbeat",
+            vec!["work", "heartbeat", "F10", "--worker", "w0"],
+        ),
+        (
+            "work release",
+            vec!["work", "release", "F10", "--worker", "w0"],
+        ),
         (
             "autonomy set",
             vec!["autonomy", "set", "T03", "native", "--rationale", RATIONALE],
         ),
-        ("lookup check", vec!["lookup", "check", "T03", "--known", "F09"]),
+        (
+            "lookup check",
+            vec!["lookup", "check", "T03", "--known", "F09"],
+        ),
         (
             "grant",
             vec!["grant", "maya", "--role", "owner", "--tenant", "pinehaven"],
@@ -118,7 +149,9 @@ async fn a_read_on_a_broken_chain_prints_exactly_one_warning_line() {
         let lines: Vec<&str> = run.stderr.lines().collect();
         assert_eq!(lines.len(), 1, "{args:?}: {}", run.stderr);
         assert!(
-            lines[0].starts_with(&format!("warning: the audit chain is broken at seq {seq} (")),
+            lines[0].starts_with(&format!(
+                "warning: the audit chain is broken at seq {seq} ("
+            )),
             "{args:?}: {}",
             lines[0]
         );
@@ -132,27 +165,45 @@ async fn acknowledging_a_break_is_audited_and_lets_writes_go_on() {
     // doors walk on from there, so only a full verify finds it, and records it.
     cli.run("maya", &["list"]).expect_code(0);
     let mut conn = raw(&cli).await;
-    sqlx::raw_sql("DROP TRIGGER audit_no_update; UPDATE audit SET by_identity = 'mallory' WHERE seq = 2")
-        .execute(&mut conn)
-        .await
-        .unwrap();
-    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
-        .expect_code(0);
+    sqlx::raw_sql(
+        "DROP TRIGGER audit_no_update; UPDATE audit SET by_identity = 'mallory' WHERE seq = 2",
+    )
+    .execute(&mut conn)
+    .await
+    .unwrap();
+    cli.run(
+        "maya",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
     cli.run("auditor", &["audit", "verify"]).expect_code(4);
     refused_at(
         2,
-        cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE]),
+        cli.run(
+            "maya",
+            &["review", "F09", "comment", "--rationale", RATIONALE],
+        ),
         "review",
     );
     // A reason is required, and only a recorded break can be acknowledged.
     cli.run("maya", &["audit", "acknowledge", "2", "--reason", "short"])
         .expect_code(2);
-    cli.run("maya", &["audit", "acknowledge", "7", "--reason", RATIONALE])
-        .expect_code(2);
+    cli.run(
+        "maya",
+        &["audit", "acknowledge", "7", "--reason", RATIONALE],
+    )
+    .expect_code(2);
     let acked = cli
         .run(
             "maya",
-            &["audit", "acknowledge", "2", "--reason", "restored from backup, row 2 differs", "--json"],
+            &[
+                "audit",
+                "acknowledge",
+                "2",
+                "--reason",
+                "restored from backup, row 2 differs",
+                "--json",
+            ],
         )
         .expect_code(0)
         .json();
@@ -161,31 +212,48 @@ async fn acknowledging_a_break_is_audited_and_lets_writes_go_on() {
     assert_eq!(acked["audit"]["operation"], "holdfast:chain", "{acked}");
     assert_eq!(acked["audit"]["by"], "maya", "{acked}");
     let rows = audit_rows(&cli).await;
-    assert_eq!(
-        rows.last().map(|r| r.2.as_str()),
-        Some("acknowledge-break")
-    );
+    assert_eq!(rows.last().map(|r| r.2.as_str()), Some("acknowledge-break"));
     // Writes go on; the chain still names the break; a read says it is acknowledged.
-    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
-        .expect_code(0);
+    cli.run(
+        "maya",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
     let verify = cli.run("auditor", &["audit", "verify"]).expect_code(4);
-    assert!(verify.stderr.contains("broken at seq 2"), "{}", verify.stderr);
-    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
-        .expect_code(0);
+    assert!(
+        verify.stderr.contains("broken at seq 2"),
+        "{}",
+        verify.stderr
+    );
+    cli.run(
+        "maya",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
     let read = cli.run("maya", &["list"]).expect_code(0);
     assert_eq!(read.stderr.lines().count(), 1, "{}", read.stderr);
-    assert!(read.stderr.contains("acknowledged at seq"), "{}", read.stderr);
+    assert!(
+        read.stderr.contains("acknowledged at seq"),
+        "{}",
+        read.stderr
+    );
     // A second acknowledgement of the same break is refused.
-    cli.run("maya", &["audit", "acknowledge", "2", "--reason", RATIONALE])
-        .expect_code(2);
+    cli.run(
+        "maya",
+        &["audit", "acknowledge", "2", "--reason", RATIONALE],
+    )
+    .expect_code(2);
 }
 
 #[tokio::test]
 async fn a_break_after_the_checkpoint_is_found_by_the_write_door_itself() {
     let cli = Cli::with("small.jsonl");
     // The door's walk finds the break without any `audit verify`, and records it.
-    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
-        .expect_code(0);
+    cli.run(
+        "maya",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
     let head = audit_rows(&cli).await.len();
     let mut conn = raw(&cli).await;
     sqlx::raw_sql(sqlx::AssertSqlSafe(format!(
@@ -195,11 +263,13 @@ async fn a_break_after_the_checkpoint_is_found_by_the_write_door_itself() {
     .await
     .unwrap();
     let run = cli
-        .run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
+        .run(
+            "maya",
+            &["review", "F09", "comment", "--rationale", RATIONALE],
+        )
         .expect_code(4);
     assert!(
-        run.stderr
-            .contains(&format!("broken at seq {head}")),
+        run.stderr.contains(&format!("broken at seq {head}")),
         "{}",
         run.stderr
     );
@@ -210,11 +280,17 @@ async fn a_break_after_the_checkpoint_is_found_by_the_write_door_itself() {
     .execute(&mut conn)
     .await
     .unwrap();
-    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
-        .expect_code(4);
+    cli.run(
+        "maya",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(4);
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
-    cli.run("maya", &["review", "F09", "comment", "--rationale", RATIONALE])
-        .expect_code(0);
+    cli.run(
+        "maya",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
 }
 
 /// The store's side, on both backends: a door's walk finds an edited row after
@@ -229,7 +305,10 @@ async fn the_store_refuses_a_commit_past_a_recorded_break_until_acknowledged(
     use support::review::{comment, loaded, now};
     let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
-    assert_eq!(holdfast::store::chain::check(store, now()).await.unwrap(), None);
+    assert_eq!(
+        holdfast::store::chain::check(store, now()).await.unwrap(),
+        None
+    );
     let head = store.head_seq().await.unwrap();
     assert_eq!(
         store.chain_marks().await.unwrap().checkpoint.map(|c| c.0),
@@ -290,7 +369,14 @@ async fn the_store_refuses_a_commit_past_a_recorded_break_until_acknowledged(
     assert_eq!(store.chain_marks().await.unwrap().refusing(), None);
     // A passing verify clears it.
     store
-        .record_chain(&ChainStatus::Intact { rows: 1, head: None }, "verify", now())
+        .record_chain(
+            &ChainStatus::Intact {
+                rows: 1,
+                head: None,
+            },
+            "verify",
+            now(),
+        )
         .await
         .unwrap();
     assert!(store.chain_marks().await.unwrap().breaks.is_empty());

@@ -621,7 +621,10 @@ async fn observe_names_when_another_observers_claim_expires() {
     assert_eq!(claimed["acted"], false, "{claimed}");
     assert_eq!(claimed["reason"], "claimed", "{claimed}");
     assert_eq!(claimed["claimed_by"], "svc:observer-2", "{claimed}");
-    assert_eq!(claimed["claim_expires_at"], "2026-09-05T10:14:00Z", "{claimed}");
+    assert_eq!(
+        claimed["claim_expires_at"], "2026-09-05T10:14:00Z",
+        "{claimed}"
+    );
     assert_eq!(p.asked("match:1"), 0);
     let text = run(&cli, "svc:observer", &["observe"]).expect_code(0);
     assert!(

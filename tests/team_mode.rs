@@ -269,14 +269,21 @@ async fn an_application_login_honours_a_recorded_break_and_cannot_clear_it() {
     let app = PgStore::connect(&url).await.unwrap();
     // Without grants the login sees every row and walks the chain; it may not
     // record what it found (a warning in the log), and the chain is intact.
-    assert_eq!(holdfast::store::chain::check(&app, now()).await.unwrap(), None);
+    assert_eq!(
+        holdfast::store::chain::check(&app, now()).await.unwrap(),
+        None
+    );
     assert_eq!(app.chain_marks().await.unwrap().checkpoint, None);
     // The owner's verify records a break.
     let broken = ChainStatus::Broken {
         seq: 2,
         reason: "hash does not match the row's content (the row was changed)".into(),
     };
-    fresh.store.record_chain(&broken, "verify", now()).await.unwrap();
+    fresh
+        .store
+        .record_chain(&broken, "verify", now())
+        .await
+        .unwrap();
     let found = holdfast::store::chain::check(&app, now())
         .await
         .unwrap()
@@ -286,7 +293,10 @@ async fn an_application_login_honours_a_recorded_break_and_cannot_clear_it() {
         .commit(review::resolve_f09(&app, &role.name).await)
         .await
         .unwrap_err();
-    assert!(matches!(refused, StoreError::ChainBroken(ref b) if b.seq == 2), "{refused}");
+    assert!(
+        matches!(refused, StoreError::ChainBroken(ref b) if b.seq == 2),
+        "{refused}"
+    );
     let mut as_app = PgConnection::connect(&url).await.unwrap();
     for tamper in [
         "UPDATE chain_breaks SET acknowledged_seq = 1",
@@ -302,9 +312,8 @@ async fn an_application_login_honours_a_recorded_break_and_cannot_clear_it() {
     as_app.close().await.unwrap();
     // Nor may it acknowledge through the store: that is the owner's login.
     let reason = holdfast::core::rules::Rationale::parse("checked the backup against it").unwrap();
-    let ack = |by: &str| {
-        holdfast::core::chain::acknowledgement(by, Role::Owner, None, 2, &reason, now())
-    };
+    let ack =
+        |by: &str| holdfast::core::chain::acknowledgement(by, Role::Owner, None, 2, &reason, now());
     assert!(app.acknowledge_break(2, ack(&role.name)).await.is_err());
     fresh
         .store

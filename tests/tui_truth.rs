@@ -277,7 +277,13 @@ async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_ack
         "{}",
         h.screen()
     );
-    assert!(!h.screen().lines().next().unwrap().contains("(acknowledged)"));
+    assert!(
+        !h.screen()
+            .lines()
+            .next()
+            .unwrap()
+            .contains("(acknowledged)")
+    );
     // The verify recorded the break for every door: the store refuses a commit.
     let store = h.store();
     let comment = support::review::comment(store.as_ref(), "F09", "a look while broken").await;
@@ -286,7 +292,8 @@ async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_ack
         Err(holdfast::store::StoreError::ChainBroken(b)) if b.seq == 3
     ));
     // An owner acknowledges it (an audit row); the console follows the store.
-    let reason = holdfast::core::rules::Rationale::parse("restored from last night's backup").unwrap();
+    let reason =
+        holdfast::core::rules::Rationale::parse("restored from last night's backup").unwrap();
     let draft = holdfast::core::chain::acknowledgement(
         "maya",
         holdfast::core::model::Role::Local,

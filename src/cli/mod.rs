@@ -543,12 +543,16 @@ pub fn main() -> ExitCode {
         Err(e) => {
             // A write the store refused on a broken chain is exit 4 whichever door it came through.
             let broken = e.chain().any(|c| {
-                matches!(c.downcast_ref::<StoreError>(), Some(StoreError::ChainBroken(_)))
+                matches!(
+                    c.downcast_ref::<StoreError>(),
+                    Some(StoreError::ChainBroken(_))
+                )
             });
-            let code = e.downcast_ref::<Failure>().map_or(
-                if broken { exit::INTEGRITY } else { exit::ERROR },
-                |f| f.code,
-            );
+            let code = e
+                .downcast_ref::<Failure>()
+                .map_or(if broken { exit::INTEGRITY } else { exit::ERROR }, |f| {
+                    f.code
+                });
             let text = format!("{e:#}");
             tracing::error!(
                 error = %crate::core::sanitize::sanitize(&text),

@@ -15,7 +15,10 @@ use crate::core::chain::{BY_LINK_CHECK, ChainBreak};
 /// The break a door must name, if any, after checking the chain: `None` when the
 /// chain links from its checkpoint to its head and no break is recorded. A break
 /// with `acknowledged_seq` set lets writes go on (a read still names it).
-pub async fn check(store: &dyn Store, now: DateTime<Utc>) -> Result<Option<ChainBreak>, StoreError> {
+pub async fn check(
+    store: &dyn Store,
+    now: DateTime<Utc>,
+) -> Result<Option<ChainBreak>, StoreError> {
     let marks = store.chain_marks().await?;
     if let Some(refusing) = marks.refusing() {
         return Ok(Some(refusing.clone()));
@@ -35,7 +38,9 @@ pub async fn check(store: &dyn Store, now: DateTime<Utc>) -> Result<Option<Chain
         ChainStatus::Intact { .. } => marks.named().cloned(),
         ChainStatus::Broken { seq, reason } => {
             let known = store.chain_marks().await.ok().and_then(|m| {
-                m.breaks.into_iter().find(|b| b.seq == seq && b.reason == reason)
+                m.breaks
+                    .into_iter()
+                    .find(|b| b.seq == seq && b.reason == reason)
             });
             Some(known.unwrap_or(ChainBreak {
                 seq,

@@ -7,10 +7,10 @@ use crate::cli::{AuditCommand, Context, Failure, exit, render};
 use crate::core::actor::Actor;
 use crate::core::audit::ChainStatus;
 use crate::core::chain::{BY_VERIFY, acknowledgement};
+use crate::core::ids::Sha256;
 use crate::core::model::Role;
 use crate::core::refusal::{Refusal, Rule};
 use crate::core::rules::Rationale;
-use crate::core::ids::Sha256;
 
 /// A saved chain head: `SEQ HASH`.
 fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
@@ -56,12 +56,13 @@ fn owner_role(actor: &Actor) -> Result<Role, Refusal> {
 }
 
 async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyhow::Result<u8> {
-    let reason = Rationale::parse(reason)
-        .map_err(|e| Failure::bad_input(format!("--reason: {e}")))?;
+    let reason =
+        Rationale::parse(reason).map_err(|e| Failure::bad_input(format!("--reason: {e}")))?;
     let session = ctx.session().await?;
     let actor = session.actor();
-    let role = owner_role(actor)
-        .map_err(|r| crate::cli::commands::review::failure(crate::review::ReviewError::Refused(r)))?;
+    let role = owner_role(actor).map_err(|r| {
+        crate::cli::commands::review::failure(crate::review::ReviewError::Refused(r))
+    })?;
     let draft = acknowledgement(
         &actor.identity,
         role,
@@ -76,10 +77,7 @@ async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyho
         .await
         .map_err(|e| Failure::new(exit::BAD_INPUT, render::clean(&e.to_string())))?;
     if json {
-        println!(
-            "{}",
-            serde_json::json!({"acknowledged": seq, "audit": row})
-        );
+        println!("{}", serde_json::json!({"acknowledged": seq, "audit": row}));
     } else {
         println!(
             "acknowledged the break at seq {seq} (audit row {}): writes go on; the chain stays broken there and `audit verify` still names it",
@@ -91,7 +89,11 @@ async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyho
 
 /// Records what a full verify found, for the write doors (README, Security).
 async fn record(ctx: &Context, session: &crate::store::Session, status: &ChainStatus) {
-    if let Err(e) = session.store().record_chain(status, BY_VERIFY, ctx.now()).await {
+    if let Err(e) = session
+        .store()
+        .record_chain(status, BY_VERIFY, ctx.now())
+        .await
+    {
         tracing::warn!(error = %e, "recording the verified chain failed");
     }
 }

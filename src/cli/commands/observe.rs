@@ -105,7 +105,8 @@ pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<
             }
             match (hold.kind, hold.until) {
                 (crate::lookup::LeftKind::Claimed, Some(at)) => {
-                    value["claim_expires_at"] = serde_json::json!(crate::core::clock::format_instant(at));
+                    value["claim_expires_at"] =
+                        serde_json::json!(crate::core::clock::format_instant(at));
                 }
                 (crate::lookup::LeftKind::BudgetSpent, Some(at)) => {
                     value["deadline"] = serde_json::json!(crate::core::clock::format_instant(at));

@@ -6,7 +6,9 @@ use chrono::{DateTime, Utc};
 use sqlx::{Row, Transaction};
 
 use super::{AUDIT_COLUMNS, db};
-use crate::core::audit::{AuditDraft, AuditRow, ChainStatus, ChainVerifier, ENCODING, hashes_to, seal};
+use crate::core::audit::{
+    AuditDraft, AuditRow, ChainStatus, ChainVerifier, ENCODING, hashes_to, seal,
+};
 use crate::core::chain::{BY_VERIFY, ChainBreak, ChainMarks};
 use crate::core::ids::Sha256;
 use crate::store::StoreError;
@@ -89,9 +91,9 @@ shared! {
             .map_err(db::<DB>)?;
             let broken = |reason: String| Ok(ChainStatus::Broken { seq, reason });
             let Some(row) = row else {
-                return broken(format!(
-                    "the row the chain was last checked up to is gone (rows were removed)"
-                ));
+                return broken(
+                    "the row the chain was last checked up to is gone (rows were removed)".into(),
+                );
             };
             let columns = match Self::audit_columns::<&str>(&row) {
                 Ok(columns) => columns,
