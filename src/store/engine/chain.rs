@@ -5,10 +5,8 @@
 use chrono::{DateTime, Utc};
 use sqlx::{Row, Transaction};
 
-use super::{AUDIT_COLUMNS, db};
-use crate::core::audit::{
-    AuditDraft, AuditRow, ChainStatus, ChainVerifier, ENCODING, hashes_to, seal,
-};
+use super::db;
+use crate::core::audit::{AuditDraft, AuditRow, ChainStatus, ChainVerifier, seal};
 use crate::core::chain::{BY_VERIFY, ChainBreak, ChainMarks};
 use crate::core::ids::Sha256;
 use crate::store::StoreError;
@@ -81,49 +79,7 @@ shared! {
                     Err(broken) => broken,
                 });
             };
-            let seq = *seq;
-            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq = $1"
-            )))
-            .bind(seq)
-            .fetch_optional(&self.pool)
-            .await
-            .map_err(db::<DB>)?;
-            let broken = |reason: String| Ok(ChainStatus::Broken { seq, reason });
-            let Some(row) = row else {
-                return broken(
-                    "the row the chain was last checked up to is gone (rows were removed)".into(),
-                );
-            };
-            let columns = match Self::audit_columns::<&str>(&row) {
-                Ok(columns) => columns,
-                Err(e) => return broken(format!("the row cannot be read: {e}")),
-            };
-            let checked = match columns.check() {
-                Ok(checked) => checked,
-                Err(e) => return broken(format!("the row cannot be read: {e}")),
-            };
-            let view = columns.view(&checked);
-            if columns.hash != hash.as_str()
-                || !(1..=ENCODING).contains(&view.encoding)
-                || !hashes_to(&mut String::new(), columns.prev_hash, &view, hash.as_str())
-            {
-                return broken(
-                    "the row the chain was last checked up to has changed since (the chain was rewritten)"
-                        .into(),
-                );
-            }
-            let mut verifier = ChainVerifier::after(seq, hash, view.encoding);
-            Ok(match self.walk(seq + 1, &mut verifier, None).await? {
-                Ok(()) => match verifier.finish() {
-                    ChainStatus::Intact { rows, head: None } => ChainStatus::Intact {
-                        rows,
-                        head: Some((seq, hash.clone())),
-                    },
-                    intact => intact,
-                },
-                Err(broken) => broken,
-            })
+            self.walk_after(*seq, hash, "the chain checkpoint").await
         }
 
         pub(super) async fn write_chain_outcome(
