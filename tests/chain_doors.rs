@@ -383,3 +383,51 @@ async fn the_store_refuses_a_commit_past_a_recorded_break_until_acknowledged(
 }
 
 holdfast_on_both_backends!(the_store_refuses_a_commit_past_a_recorded_break_until_acknowledged);
+
+#[tokio::test]
+async fn once_grants_exist_only_an_owner_acknowledges_a_break() {
+    let cli = Cli::with("small.jsonl");
+    for (who, role) in [("maya", "owner"), ("rev", "reviewer")] {
+        cli.run(
+            "maya",
+            &["grant", who, "--role", role, "--tenant", "pinehaven"],
+        )
+        .expect_code(0);
+    }
+    let seq = tamper(&cli).await;
+    refused_at(
+        seq,
+        cli.run(
+            "rev",
+            &["review", "F09", "comment", "--rationale", RATIONALE],
+        ),
+        "review",
+    );
+    let seq_text = seq.to_string();
+    let ack = [
+        "audit",
+        "acknowledge",
+        seq_text.as_str(),
+        "--reason",
+        RATIONALE,
+    ];
+    let refused = cli.run("rev", &ack).refused("G6");
+    assert!(
+        refused.stderr.contains("an owner's decision"),
+        "{}",
+        refused.stderr
+    );
+    let before = audit_rows(&cli).await;
+    cli.run("maya", &ack).expect_code(0);
+    let after = audit_rows(&cli).await;
+    assert_eq!(after.len(), before.len() + 1);
+    assert_eq!(
+        after.last().map(|r| (r.1.as_str(), r.2.as_str())),
+        Some(("holdfast:chain", "acknowledge-break"))
+    );
+    cli.run(
+        "rev",
+        &["review", "F09", "comment", "--rationale", RATIONALE],
+    )
+    .expect_code(0);
+}

@@ -489,6 +489,9 @@ mod tests {
         stored.extend(migration_pairs(include_str!(
             "../../migrations/postgres/20261202000013_lookup_check_role.sql"
         )));
+        stored.extend(migration_pairs(include_str!(
+            "../../migrations/postgres/20261203000028_chain_checks.sql"
+        )));
         stored.sort();
         let mut rust: Vec<(String, String)> = role_actions()
             .into_iter()
