@@ -540,3 +540,92 @@ async fn observe_says_why_each_overdue_hold_it_leaves_is_not_looked_up() {
     assert_eq!(json.len(), 1, "{json:?}");
     assert_eq!(json[0]["reason"], "no_lookup");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_names_when_another_observers_claim_expires() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    // Another observer holds L-match's slot (its next observation, 10:02) until 10:14.
+    let mut conn = <sqlx::SqliteConnection as sqlx::Connection>::connect(&format!(
+        "sqlite:{}",
+        cli.db.display()
+    ))
+    .await
+    .unwrap();
+    let slot = holdfast::core::clock::parse_instant("2026-09-05T10:02:00Z").unwrap();
+    let taken = holdfast::core::clock::parse_instant("2026-09-05T10:09:00Z").unwrap();
+    let until = holdfast::core::clock::parse_instant("2026-09-05T10:14:00Z").unwrap();
+    sqlx::query("INSERT INTO lookup_claims VALUES ('L-match', ?, 'svc:observer-2', ?, ?)")
+        .bind(slot.timestamp_millis())
+        .bind(taken.timestamp_millis())
+        .bind(until.timestamp_millis())
+        .execute(&mut conn)
+        .await
+        .unwrap();
+    let lines = json_lines(&run(&cli, "svc:observer", &["observe", "--json"]).expect_code(0));
+    let claimed = line_of(&lines, "L-match");
+    assert_eq!(claimed["acted"], false, "{claimed}");
+    assert_eq!(claimed["reason"], "claimed", "{claimed}");
+    assert_eq!(claimed["claimed_by"], "svc:observer-2", "{claimed}");
+    assert_eq!(
+        claimed["claim_expires_at"], "2026-09-05T10:14:00Z",
+        "{claimed}"
+    );
+    assert_eq!(p.asked("match:1"), 0);
+    let text = run(&cli, "svc:observer", &["observe"]).expect_code(0);
+    assert!(
+        text.stdout.lines().any(|l| l
+            == "L-match: not looked up: svc:observer-2 claimed its slot: the claim expires at \
+                2026-09-05T10:14:00Z, and it is due again then if no lookup is recorded"),
+        "{}",
+        text.stdout
+    );
+    // Once the claim has expired, this observer takes the slot and asks.
+    let after = cli
+        .command_at("2026-09-05T10:15:00Z", "svc:observer", &["observe"])
+        .env(ENV, TOKEN)
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&after.stdout).contains("L-match: records"),
+        "{}",
+        String::from_utf8_lossy(&after.stdout)
+    );
+    assert_eq!(p.asked("match:1"), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn observe_says_budget_spent_for_an_overdue_hold_past_its_deadline() {
+    let p = Provider::start("").await;
+    let cli = store(&p, &["match"]);
+    // Both holds' deadline is 11:00. L-none (no lookup object) is still overdue
+    // past it; it is the budget, not the lookup object, that ends its lookups.
+    let late = "2026-09-05T11:30:00Z";
+    let output = cli
+        .command_at(late, "svc:observer", &["observe", "--json"])
+        .env(ENV, TOKEN)
+        .output()
+        .unwrap();
+    assert_eq!(output.status.code(), Some(0));
+    let lines: Vec<serde_json::Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let spent = line_of(&lines, "L-none");
+    assert_eq!(spent["reason"], "budget_spent", "{spent}");
+    assert_eq!(spent["deadline"], "2026-09-05T11:00:00Z", "{spent}");
+    assert!(
+        spent["words"]
+            .as_str()
+            .unwrap()
+            .starts_with("budget spent: its deadline 2026-09-05T11:00:00Z has passed"),
+        "{spent}"
+    );
+    // L-match, with a lookup, is routed to its owner instead of being asked.
+    let routed = line_of(&lines, "L-match");
+    assert_eq!(routed["acted"], true, "{routed}");
+    assert_eq!(p.asked("match:1"), 0);
+    // Before the deadline, L-none is left for its missing lookup object.
+    let early = json_lines(&run(&cli, "svc:observer", &["observe", "--json"]).expect_code(0));
+    assert_eq!(line_of(&early, "L-none")["reason"], "no_lookup");
+}

@@ -749,12 +749,18 @@ async fn due_lookups_are_scoped_and_each_slot_is_claimed_once(kind: Kind) {
     );
     // Overdue whatever their lookup or claim (what `observe` explains), in
     // scope, and never one whose observation has not come.
-    let overdue = store.overdue_holds(&every, now(), 10).await.unwrap();
+    let holds = store.overdue_holds(&every, now(), 10).await.unwrap();
+    let overdue: Vec<_> = holds.iter().map(|h| h.id.clone()).collect();
     assert!(
         overdue.contains(&id("L1")) && overdue.contains(&id("L2")),
         "{overdue:?}"
     );
     assert!(!overdue.contains(&id("L3")), "{overdue:?}");
+    // With the claim on its slot: who holds it and until when (what `observe`
+    // names); none on a hold nobody claimed.
+    let claim_of = |op: &str| holds.iter().find(|h| h.id == id(op)).unwrap().claim.clone();
+    assert_eq!(claim_of("L1"), Some(("svc:a".to_owned(), lease)));
+    assert_eq!(claim_of("L2"), None);
     assert_eq!(
         store.overdue_holds(&every, now(), 1).await.unwrap().len(),
         1

@@ -256,6 +256,77 @@ async fn application_login(name: &str) -> (LoginRole, Fresh) {
     (role, fresh)
 }
 
+/// A login of the application group honours the breaks the owner's `audit
+/// verify` recorded (once grants exist, row-level security keeps it from walking
+/// the chain, so they are all it has to go on): it reads
+/// `chain_breaks` and `chain_checkpoint` but may neither clear a break nor move the
+/// checkpoint, and the store refuses its commits until the owner acknowledges.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_application_login_honours_a_recorded_break_and_cannot_clear_it() {
+    skip_without_postgres!();
+    let (role, fresh) = application_login("holdfast_app_chain").await;
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let app = PgStore::connect(&url).await.unwrap();
+    // Without grants the login sees every row and walks the chain; it may not
+    // record what it found (a warning in the log), and the chain is intact.
+    assert_eq!(
+        holdfast::store::chain::check(&app, now()).await.unwrap(),
+        None
+    );
+    assert_eq!(app.chain_marks().await.unwrap().checkpoint, None);
+    // The owner's verify records a break.
+    let broken = ChainStatus::Broken {
+        seq: 2,
+        reason: "hash does not match the row's content (the row was changed)".into(),
+    };
+    fresh
+        .store
+        .record_chain(&broken, "verify", now())
+        .await
+        .unwrap();
+    let found = holdfast::store::chain::check(&app, now())
+        .await
+        .unwrap()
+        .expect("the login reads the recorded break");
+    assert_eq!((found.seq, found.acknowledged_seq), (2, None));
+    let refused = app
+        .commit(review::resolve_f09(&app, &role.name).await)
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(refused, StoreError::ChainBroken(ref b) if b.seq == 2),
+        "{refused}"
+    );
+    let mut as_app = PgConnection::connect(&url).await.unwrap();
+    for tamper in [
+        "UPDATE chain_breaks SET acknowledged_seq = 1",
+        "UPDATE chain_breaks SET cleared_ms = 0",
+        "DELETE FROM chain_breaks",
+        "INSERT INTO chain_checkpoint VALUES (1, 99, 'x', 'me', 0)",
+    ] {
+        let refused = sqlx::raw_sql(sqlx::AssertSqlSafe(tamper))
+            .execute(&mut as_app)
+            .await;
+        assert!(refused.is_err(), "the application role may not: {tamper}");
+    }
+    as_app.close().await.unwrap();
+    // Nor may it acknowledge through the store: that is the owner's login.
+    let reason = holdfast::core::rules::Rationale::parse("checked the backup against it").unwrap();
+    let ack =
+        |by: &str| holdfast::core::chain::acknowledgement(by, Role::Owner, None, 2, &reason, now());
+    assert!(app.acknowledge_break(2, ack(&role.name)).await.is_err());
+    fresh
+        .store
+        .acknowledge_break(2, ack("postgres"))
+        .await
+        .unwrap();
+    app.commit(review::resolve_f09(&app, &role.name).await)
+        .await
+        .unwrap();
+    app.pool().close().await;
+    drop(fresh);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_application_role_of_the_readme_works_but_cannot_change_the_audit_log() {
     skip_without_postgres!();

@@ -270,13 +270,49 @@ async fn a_broken_audit_chain_shows_on_every_screen_and_refuses_review_until_ack
     h.key(KeyCode::Char(' ')).await;
     h.key(KeyCode::Char('b')).await;
     assert!(h.app.bulk.is_none(), "no bulk triage either");
+    // A key alone acknowledges nothing: it says how an owner does, audited.
     h.key(KeyCode::Char('A')).await;
+    assert!(
+        h.screen().contains("holdfast audit acknowledge 3 --reason"),
+        "{}",
+        h.screen()
+    );
+    assert!(
+        !h.screen()
+            .lines()
+            .next()
+            .unwrap()
+            .contains("(acknowledged)")
+    );
+    // The verify recorded the break for every door: the store refuses a commit.
+    let store = h.store();
+    let comment = support::review::comment(store.as_ref(), "F09", "a look while broken").await;
+    assert!(matches!(
+        store.commit(comment).await,
+        Err(holdfast::store::StoreError::ChainBroken(b)) if b.seq == 3
+    ));
+    // An owner acknowledges it (an audit row); the console follows the store.
+    let reason =
+        holdfast::core::rules::Rationale::parse("restored from last night's backup").unwrap();
+    let draft = holdfast::core::chain::acknowledgement(
+        "maya",
+        holdfast::core::model::Role::Local,
+        None,
+        3,
+        &reason,
+        demo_now(),
+    );
+    let row = store.acknowledge_break(3, draft).await.unwrap();
+    assert_eq!(row.draft.action, "acknowledge-break");
+    h.key(KeyCode::Char('R')).await;
     assert!(
         h.screen()
             .lines()
             .next()
             .unwrap()
-            .contains("(acknowledged)")
+            .contains("(acknowledged)"),
+        "{}",
+        h.screen()
     );
     h.select_id("F09").await;
     h.key(KeyCode::Char('r')).await;
@@ -669,6 +705,7 @@ async fn an_intact_chain_at_start_is_not_announced_as_verifying_again() {
             rows: 3,
             head: None,
         }),
+        acknowledged: false,
     });
     let said = app.status.as_ref().map(|s| s.text.to_string());
     assert!(

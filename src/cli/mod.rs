@@ -267,6 +267,19 @@ pub(crate) enum AuditCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Acknowledge the recorded break at SEQ (owner; audited, with a reason):
+    /// writes go on while the chain stays broken there, and `audit verify` keeps
+    /// naming the break.
+    Acknowledge {
+        /// The seq of the break, as `audit verify` or a refused write named it.
+        seq: i64,
+        /// Why writing may go on (at least 10 characters); recorded on the audit row.
+        #[arg(long, value_name = "TEXT")]
+        reason: String,
+        /// Print JSON instead of text, for scripts.
+        #[arg(long)]
+        json: bool,
+    },
     /// Print the chain head (`SEQ HASH`) to keep outside the database.
     Digest {
         /// Print JSON instead of text, for scripts.
@@ -295,6 +308,60 @@ pub(crate) struct Context {
     pub db: Option<PathBuf>,
     /// `--database-url` / `HOLDFAST_DATABASE_URL`.
     pub database_url: Option<String>,
+    /// What the command does to the audit chain: how a broken one stops it.
+    pub door: Door,
+    /// Whether the read warning about a broken chain was printed (once a run).
+    pub warned: std::sync::atomic::AtomicBool,
+}
+
+/// How a command meets a broken audit chain (README, Security): a write door
+/// refuses (exit 4) while a break is not acknowledged, a read prints one warning
+/// line on stderr, and the rest (`audit`, `db`, the console, which shows the
+/// break itself) check it their own way.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Door {
+    Write,
+    Read,
+    Own,
+}
+
+impl Door {
+    fn of(command: Option<&Command>) -> Door {
+        use commands::autonomy::AutonomyCommand;
+        match command {
+            None
+            | Some(
+                Command::Demo { .. }
+                | Command::Audit { .. }
+                | Command::Db { .. }
+                | Command::SimProvider(_)
+                | Command::Completions { .. },
+            ) => Door::Own,
+            Some(
+                Command::List(_)
+                | Command::Show { .. }
+                | Command::Timeline { .. }
+                | Command::Grants { .. }
+                | Command::Export(_)
+                | Command::Report { .. }
+                | Command::Autonomy {
+                    command: AutonomyCommand::List { .. },
+                },
+            ) => Door::Read,
+            Some(Command::Review(args)) if args.dry_run => Door::Read,
+            Some(
+                Command::Ingest { .. }
+                | Command::Review(_)
+                | Command::Observe(_)
+                | Command::Grant(_)
+                | Command::Revoke(_)
+                | Command::Drill(_)
+                | Command::Work { .. }
+                | Command::Autonomy { .. }
+                | Command::Lookup { .. },
+            ) => Door::Write,
+        }
+    }
 }
 
 impl Context {
@@ -325,13 +392,35 @@ impl Context {
     /// Opens the store, which must exist: a mistyped `--db` is refused (exit 1)
     /// rather than answered from a new empty store.
     pub(crate) async fn open_store(&self) -> anyhow::Result<Arc<dyn Store>> {
-        open_existing(&self.store_location()?).await
+        let store = open_existing(&self.store_location()?).await?;
+        self.check_chain(store.as_ref()).await?;
+        Ok(store)
+    }
+
+    /// The chain check of this command's door ([`Door`]): refuses a write on a
+    /// break no owner acknowledged, warns a read once.
+    pub(crate) async fn check_chain(&self, store: &dyn Store) -> anyhow::Result<()> {
+        if self.door == Door::Own {
+            return Ok(());
+        }
+        let Some(broken) = crate::store::chain::check(store, self.now()).await? else {
+            return Ok(());
+        };
+        if self.door == Door::Write && broken.acknowledged_seq.is_none() {
+            return Err(Failure::new(exit::INTEGRITY, render::clean(&broken.refusal())).into());
+        }
+        if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            eprintln!("{}", render::clean(&broken.warning()));
+        }
+        Ok(())
     }
 
     /// Opens the store, creating it when it is not there: only for the commands
     /// that fill or prepare one (`ingest`, `db migrate`, `demo`).
     pub(crate) async fn create_store(&self) -> anyhow::Result<Arc<dyn Store>> {
-        Ok(self.store_location()?.open().await?)
+        let store = self.store_location()?.open().await?;
+        self.check_chain(store.as_ref()).await?;
+        Ok(store)
     }
 
     /// The store as the acting identity sees it: every read and write of a
@@ -452,7 +541,18 @@ pub fn main() -> ExitCode {
     match runtime.block_on(run(cli, paths)) {
         Ok(code) => ExitCode::from(code),
         Err(e) => {
-            let code = e.downcast_ref::<Failure>().map_or(exit::ERROR, |f| f.code);
+            // A write the store refused on a broken chain is exit 4 whichever door it came through.
+            let broken = e.chain().any(|c| {
+                matches!(
+                    c.downcast_ref::<StoreError>(),
+                    Some(StoreError::ChainBroken(_))
+                )
+            });
+            let code = e
+                .downcast_ref::<Failure>()
+                .map_or(if broken { exit::INTEGRITY } else { exit::ERROR }, |f| {
+                    f.code
+                });
             let text = format!("{e:#}");
             tracing::error!(
                 error = %crate::core::sanitize::sanitize(&text),
@@ -519,6 +619,8 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         local_user: config::os_user(),
         db: cli.db.clone(),
         database_url: cli.database_url.clone(),
+        door: Door::of(cli.command.as_ref()),
+        warned: std::sync::atomic::AtomicBool::new(false),
     };
     // Only the command's name: its arguments hold free text (rationales,
     // references) that must never reach the log.

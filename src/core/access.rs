@@ -84,6 +84,7 @@ pub fn role_actions() -> Vec<(Role, &'static str)> {
         autonomy::SET_ACTION,
         autonomy::DRILL_ACTION,
         autonomy::LOOKUP_CHECK_ACTION,
+        super::chain::ACKNOWLEDGE_ACTION,
     ] {
         pairs.push((Role::Owner, action));
     }
@@ -487,6 +488,9 @@ mod tests {
         let mut stored = migration_pairs(sql);
         stored.extend(migration_pairs(include_str!(
             "../../migrations/postgres/20261202000013_lookup_check_role.sql"
+        )));
+        stored.extend(migration_pairs(include_str!(
+            "../../migrations/postgres/20261203000028_chain_checks.sql"
         )));
         stored.sort();
         let mut rust: Vec<(String, String)> = role_actions()

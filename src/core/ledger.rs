@@ -264,6 +264,10 @@ impl Ledger {
             self.opener = None;
             return;
         }
+        if row.operation == super::chain::CHAIN_LEDGER {
+            self.opener = None;
+            return;
+        }
         if row.operation == DRILL_LEDGER {
             if row.action == DRILL_ACTION {
                 let evidence = row.evidence.iter().map(|e| e.as_ref().to_owned());

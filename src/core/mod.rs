@@ -5,6 +5,7 @@ pub mod access;
 pub mod actor;
 pub mod audit;
 pub mod autonomy;
+pub mod chain;
 pub mod clock;
 pub mod evidence;
 pub mod export;

@@ -47,6 +47,10 @@ pub enum LeftKind {
     Impossible,
     /// Another observer claimed its slot; it is due again when that claim lapses.
     Claimed,
+    /// Its time budget is spent (the deadline passed): no more lookups.
+    BudgetSpent,
+    /// It came due while this round ran: the next round looks it up.
+    NextRound,
     /// Held by a dependency, not in a held state: looked up once it is held.
     NotHeld,
 }
@@ -60,6 +64,8 @@ impl LeftKind {
             LeftKind::NoBinding => "no_binding",
             LeftKind::Impossible => "impossible",
             LeftKind::Claimed => "claimed",
+            LeftKind::BudgetSpent => "budget_spent",
+            LeftKind::NextRound => "next_round",
             LeftKind::NotHeld => "not_held",
         }
     }
@@ -72,6 +78,11 @@ pub struct Left {
     pub kind: LeftKind,
     /// The reason in words, with what would let it be looked up.
     pub words: String,
+    /// [`LeftKind::Claimed`]: the observer holding its slot.
+    pub claimed_by: Option<String>,
+    /// [`LeftKind::Claimed`]: when that claim expires; [`LeftKind::BudgetSpent`]:
+    /// the deadline that passed.
+    pub until: Option<DateTime<Utc>>,
 }
 
 /// The most overdue holds `observe` explains in one run.

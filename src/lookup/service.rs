@@ -204,9 +204,12 @@ impl ObserveStore for SessionObserver {
         limit: usize,
     ) -> anyhow::Result<Vec<Left>> {
         let asked = u64::try_from(limit.saturating_add(seen.len())).unwrap_or(u64::MAX);
-        let ids = self.session.overdue_holds(now, asked).await?;
-        let ids: Vec<OperationId> = ids.into_iter().filter(|id| !seen.contains(id)).collect();
-        if ids.is_empty() {
+        let holds = self.session.overdue_holds(now, asked).await?;
+        let holds: Vec<_> = holds
+            .into_iter()
+            .filter(|hold| !seen.contains(&hold.id))
+            .collect();
+        if holds.is_empty() {
             return Ok(Vec::new());
         }
         // What `observe --watch` asks beyond a lookup object: the tool's level,
@@ -224,7 +227,8 @@ impl ObserveStore for SessionObserver {
             None => None,
         };
         let mut out = Vec::new();
-        for id in ids.into_iter().take(limit) {
+        for hold in holds.into_iter().take(limit) {
+            let id = hold.id;
             let detail = match self.session.detail(&id).await {
                 Ok(d) => d,
                 Err(crate::store::StoreError::NotFound(_)) => continue,
@@ -232,7 +236,29 @@ impl ObserveStore for SessionObserver {
             };
             let op = &detail.row.operation;
             let tool = crate::core::sanitize::sanitize(&op.tool).into_owned();
-            let (kind, words) = if spec_of(&detail).is_err() {
+            let mut claimed_by = None;
+            let mut until = None;
+            // The time budget as `due` reads it: past the deadline a hold is
+            // routed to its owner, never looked up.
+            let deadline = matrix::assess_detail(&detail, now)
+                .deadline
+                .filter(|d| now >= *d);
+            let (kind, words) = if let Some(deadline) = deadline {
+                until = Some(deadline);
+                let owner = detail
+                    .contract
+                    .as_ref()
+                    .map_or(op.owner.as_str(), |c| c.owner.as_str());
+                (
+                    LeftKind::BudgetSpent,
+                    format!(
+                        "budget spent: its deadline {} has passed, so holdfast looks it up no more; \
+                         its owner {} decides (`review {id} …`)",
+                        crate::core::clock::format_instant(deadline),
+                        crate::core::sanitize::sanitize(owner)
+                    ),
+                )
+            } else if spec_of(&detail).is_err() {
                 (
                     LeftKind::NoLookup,
                     format!(
@@ -274,15 +300,28 @@ impl ObserveStore for SessionObserver {
                         op.state
                     ),
                 )
+            } else if let Some((by, expires)) = hold.claim {
+                let words = format!(
+                    "{} claimed its slot: the claim expires at {}, and it is due again then if no lookup is recorded",
+                    crate::core::sanitize::sanitize(&by),
+                    crate::core::clock::format_instant(expires)
+                );
+                claimed_by = Some(by);
+                until = Some(expires);
+                (LeftKind::Claimed, words)
             } else {
                 (
-                    LeftKind::Claimed,
-                    "another observer claimed its slot: it is due again if that claim lapses \
-                     (five minutes after it was taken) without a lookup recorded"
-                        .to_owned(),
+                    LeftKind::NextRound,
+                    "it came due while this round ran: the next `observe` looks it up".to_owned(),
                 )
             };
-            out.push(Left { id, kind, words });
+            out.push(Left {
+                id,
+                kind,
+                words,
+                claimed_by,
+                until,
+            });
         }
         Ok(out)
     }

@@ -1,6 +1,7 @@
 //! The operations store: one async trait, one implementation per backend. Every
 //! write commits its audit row in the same transaction as the change it records.
 
+pub mod chain;
 pub mod engine;
 pub mod metric_sql;
 pub mod pages;
@@ -87,6 +88,19 @@ pub enum StoreError {
     /// A guard refused the change (a lease lost or held by another worker).
     #[error(transparent)]
     Refused(#[from] crate::core::refusal::Refusal),
+    /// A recorded break of the audit chain that no owner acknowledged: nothing
+    /// is appended to the chain (see [`crate::core::chain`]).
+    #[error("{}", .0.refusal())]
+    ChainBroken(Box<crate::core::chain::ChainBreak>),
+}
+
+/// An overdue hold ([`Store::overdue_holds`]), with the claim another observer
+/// holds on its slot, if one does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overdue {
+    pub id: OperationId,
+    /// The observer holding the slot of its next observation, and until when.
+    pub claim: Option<(String, DateTime<Utc>)>,
 }
 
 /// Where a store lives: a SQLite file or a PostgreSQL database.
@@ -534,7 +548,7 @@ pub trait Store: Send + Sync {
         scope: &Scope,
         now: DateTime<Utc>,
         limit: u64,
-    ) -> Result<Vec<OperationId>, StoreError>;
+    ) -> Result<Vec<Overdue>, StoreError>;
 
     /// Every tool's stored autonomy level; a tool not listed is at `manual`.
     async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError>;
@@ -637,4 +651,32 @@ pub trait Store: Send + Sync {
     /// one transaction: the audit chain and its hashes stay as they are. `source`
     /// should not change while it is copied.
     async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError>;
+
+    /// What the checks of the audit chain recorded: the checkpoint and the
+    /// breaks not cleared.
+    async fn chain_marks(&self) -> Result<crate::core::chain::ChainMarks, StoreError>;
+
+    /// Whether this login reads every row of the audit chain (on PostgreSQL, a
+    /// login bound by row-level security does not): only then can it walk it.
+    async fn walks_chain(&self) -> Result<bool, StoreError>;
+
+    /// Walks the chain from the row `from` (it must still have its hash; the
+    /// genesis for `None`) to the head: the links and each row's hash only.
+    async fn link_check(&self, from: Option<&(i64, Sha256)>) -> Result<ChainStatus, StoreError>;
+
+    /// Records what a check of the chain found. `Intact` moves the checkpoint
+    /// forward to its head (and, for a full `audit verify` — `found_by` is
+    /// [`crate::core::chain::BY_VERIFY`] — clears every recorded break); `Broken`
+    /// records the break (the same break found again keeps its acknowledgement).
+    async fn record_chain(
+        &self,
+        status: &ChainStatus,
+        found_by: &str,
+        now: DateTime<Utc>,
+    ) -> Result<(), StoreError>;
+
+    /// Appends the owner's acknowledgement of the recorded break at `seq` (the
+    /// one write a broken chain allows) and moves the checkpoint to it, so that a
+    /// write door's walk starts after the break it accepts.
+    async fn acknowledge_break(&self, seq: i64, draft: AuditDraft) -> Result<AuditRow, StoreError>;
 }

@@ -208,7 +208,7 @@ impl Session {
         &self,
         now: DateTime<Utc>,
         limit: u64,
-    ) -> Result<Vec<OperationId>, StoreError> {
+    ) -> Result<Vec<super::Overdue>, StoreError> {
         self.store.overdue_holds(&self.scope, now, limit).await
     }
 

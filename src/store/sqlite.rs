@@ -93,6 +93,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation_columns",
         include_str!("../../migrations/sqlite/20261202000014_operation_columns.sql"),
     ),
+    (
+        20261203000028,
+        "chain_checks",
+        include_str!("../../migrations/sqlite/20261203000028_chain_checks.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -176,16 +176,20 @@ impl App {
                 self.audit.apply(generation, result.map(|p| *p));
                 Vec::new()
             }
-            Message::Verified { generation, result } => {
+            Message::Verified {
+                generation,
+                result,
+                acknowledged,
+            } => {
                 // The first answer is no news: "verifies again" only follows a break.
                 let was_broken = self.chain.broken().is_some();
-                let moved = self.chain.apply(generation, result);
+                let moved = self.chain.apply(generation, result, acknowledged);
                 self.audit.chain.clone_from(&self.chain.status);
                 if moved {
                     match self.chain.broken() {
                         Some((seq, reason)) => {
                             let text = format!(
-                                "⚠ the audit chain is broken at seq {seq} ({reason}): no transition until A acknowledges it or it verifies again"
+                                "⚠ the audit chain is broken at seq {seq} ({reason}): no transition until an owner acknowledges it (A says how) or it verifies again"
                             );
                             self.say(&text, true);
                         }

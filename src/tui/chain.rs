@@ -1,5 +1,6 @@
 //! The audit chain as the whole console sees it: its status, verified at start
-//! and whenever the store moves, and whether the reviewer acknowledged a break.
+//! and whenever the store moves (what the verify finds is recorded for every
+//! door), and whether an owner acknowledged the break (audited, on the command line).
 //! While the chain is broken and not acknowledged, every screen says so and no
 //! dialog that could write a transition opens.
 
@@ -11,7 +12,8 @@ use crate::core::audit::ChainStatus;
 pub struct Chain {
     /// The last answer (`None` until the first verify answers).
     pub status: Option<ChainStatus>,
-    /// The reviewer acknowledged the break shown (a new break asks again).
+    /// An owner acknowledged the break the store records (`holdfast audit
+    /// acknowledge`, audited); a new break asks again.
     pub acknowledged: bool,
     pending: Latest<()>,
 }
@@ -24,7 +26,12 @@ impl Chain {
 
     /// Takes the answer tagged `generation`, if it is the newest; returns the
     /// status it moved to when it moved (intact again, or a new break).
-    pub fn apply(&mut self, generation: u64, result: Result<ChainStatus, String>) -> bool {
+    pub fn apply(
+        &mut self,
+        generation: u64,
+        result: Result<ChainStatus, String>,
+        acknowledged: bool,
+    ) -> bool {
         if self.pending.answer(generation).is_none() {
             return false;
         }
@@ -38,9 +45,7 @@ impl Chain {
             (Some(ChainStatus::Intact { .. }), ChainStatus::Intact { .. }) => false,
             _ => true,
         };
-        if moved {
-            self.acknowledged = false;
-        }
+        self.acknowledged = acknowledged && matches!(status, ChainStatus::Broken { .. });
         self.status = Some(status);
         moved
     }

@@ -181,7 +181,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         K::Char('A'),
         "A",
         C::AcknowledgeChain,
-        "acknowledge a broken audit chain (transitions are refused until then)",
+        "how to acknowledge a broken audit chain (transitions are refused until an owner does)",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),

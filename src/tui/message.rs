@@ -50,6 +50,8 @@ pub enum Message {
     Verified {
         generation: u64,
         result: Result<ChainStatus, String>,
+        /// An owner acknowledged the break the store records (audited).
+        acknowledged: bool,
     },
     /// A page of the queue, answering the request tagged `generation`.
     Listed {

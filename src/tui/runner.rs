@@ -170,9 +170,27 @@ pub async fn perform_with(
                 tracing::warn!(error = %e, "verifying the audit chain failed");
                 e.to_string()
             });
+            // What the verify found is recorded for every door (as `audit
+            // verify` records it), and the acknowledgement is the store's.
+            if let Ok(status) = &result
+                && let Err(e) = session
+                    .store()
+                    .record_chain(status, crate::core::chain::BY_VERIFY, chrono::Utc::now())
+                    .await
+            {
+                tracing::warn!(error = %e, "recording the verified chain failed");
+            }
+            let acknowledged = match session.store().chain_marks().await {
+                Ok(marks) => marks.refusing().is_none() && marks.named().is_some(),
+                Err(e) => {
+                    tracing::warn!(error = %e, "reading the chain checks failed");
+                    false
+                }
+            };
             Some(Message::Verified {
                 generation: *generation,
                 result,
+                acknowledged,
             })
         }
         Effect::Debounce { generation, delay } => {

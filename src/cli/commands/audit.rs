@@ -3,9 +3,14 @@
 
 use std::io::Write as _;
 
-use crate::cli::{AuditCommand, Context, Failure, exit};
+use crate::cli::{AuditCommand, Context, Failure, exit, render};
+use crate::core::actor::Actor;
 use crate::core::audit::ChainStatus;
+use crate::core::chain::{BY_VERIFY, acknowledgement};
 use crate::core::ids::Sha256;
+use crate::core::model::Role;
+use crate::core::refusal::{Refusal, Rule};
+use crate::core::rules::Rationale;
 
 /// A saved chain head: `SEQ HASH`.
 fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
@@ -31,9 +36,75 @@ fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
     Ok((seq, hash))
 }
 
+/// The role that acknowledges a break: the local user in single-user mode, else
+/// an owner (of any tenant: the chain is the whole store's), in its own name.
+fn owner_role(actor: &Actor) -> Result<Role, Refusal> {
+    if actor.on_behalf_of.is_some() {
+        crate::core::access::own_name(actor, "acknowledging a break of the audit chain")?;
+    }
+    match &actor.grants {
+        None => Ok(Role::Local),
+        Some(grants) if grants.iter().any(|g| g.role == Role::Owner) => Ok(Role::Owner),
+        Some(_) => Err(Refusal {
+            rule: Rule::G6,
+            reason: format!(
+                "acknowledging a break of the audit chain is an owner's decision; {} is an owner nowhere",
+                actor.identity
+            ),
+        }),
+    }
+}
+
+async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyhow::Result<u8> {
+    let reason =
+        Rationale::parse(reason).map_err(|e| Failure::bad_input(format!("--reason: {e}")))?;
+    let session = ctx.session().await?;
+    let actor = session.actor();
+    let role = owner_role(actor).map_err(|r| {
+        crate::cli::commands::review::failure(crate::review::ReviewError::Refused(r))
+    })?;
+    let draft = acknowledgement(
+        &actor.identity,
+        role,
+        actor.policy.clone(),
+        seq,
+        &reason,
+        ctx.now(),
+    );
+    let row = session
+        .store()
+        .acknowledge_break(seq, draft)
+        .await
+        .map_err(|e| Failure::new(exit::BAD_INPUT, render::clean(&e.to_string())))?;
+    if json {
+        println!("{}", serde_json::json!({"acknowledged": seq, "audit": row}));
+    } else {
+        println!(
+            "acknowledged the break at seq {seq} (audit row {}): writes go on; the chain stays broken there and `audit verify` still names it",
+            row.seq
+        );
+    }
+    Ok(exit::OK)
+}
+
+/// Records what a full verify found, for the write doors (README, Security).
+async fn record(ctx: &Context, session: &crate::store::Session, status: &ChainStatus) {
+    if let Err(e) = session
+        .store()
+        .record_chain(status, BY_VERIFY, ctx.now())
+        .await
+    {
+        tracing::warn!(error = %e, "recording the verified chain failed");
+    }
+}
+
 pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Result<u8> {
+    if let AuditCommand::Acknowledge { seq, reason, json } = &command {
+        return acknowledge(ctx, *seq, reason, *json).await;
+    }
     let session = ctx.session().await?;
     match command {
+        AuditCommand::Acknowledge { .. } => unreachable!("taken above"),
         AuditCommand::Digest { json } => {
             let status = session.verify().await?;
             match status {
@@ -95,6 +166,7 @@ pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Resul
         }
         AuditCommand::Verify { digest, json, .. } => {
             let status = session.verify().await?;
+            record(ctx, &session, &status).await;
             let saved = digest.as_deref().map(read_digest).transpose()?;
             let mut verdict = match &status {
                 ChainStatus::Intact { rows, head } => Ok(format!(

@@ -99,10 +99,21 @@ pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<
     let left = observer.left(&seen).await?;
     for hold in &left {
         if json {
-            println!(
-                "{}",
-                serde_json::json!({"id": hold.id, "acted": false, "reason": hold.kind, "words": hold.words})
-            );
+            let mut value = serde_json::json!({"id": hold.id, "acted": false, "reason": hold.kind, "words": hold.words});
+            if let Some(by) = &hold.claimed_by {
+                value["claimed_by"] = serde_json::json!(by);
+            }
+            match (hold.kind, hold.until) {
+                (crate::lookup::LeftKind::Claimed, Some(at)) => {
+                    value["claim_expires_at"] =
+                        serde_json::json!(crate::core::clock::format_instant(at));
+                }
+                (crate::lookup::LeftKind::BudgetSpent, Some(at)) => {
+                    value["deadline"] = serde_json::json!(crate::core::clock::format_instant(at));
+                }
+                _ => {}
+            }
+            println!("{value}");
         } else {
             println!("{}: not looked up: {}", hold.id, render::clean(&hold.words));
         }

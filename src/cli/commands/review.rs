@@ -226,7 +226,12 @@ fn parse_role(text: &str) -> Result<Role, String> {
 /// Turns a reviewer-facing error into the exit code it documents: 3 for a
 /// refusal or a G8 conflict, 1 for anything else.
 pub(crate) fn failure(error: ReviewError) -> anyhow::Error {
-    let code = if error.rule().is_some() {
+    let code = if matches!(
+        error,
+        ReviewError::Store(crate::store::StoreError::ChainBroken(_))
+    ) {
+        exit::INTEGRITY
+    } else if error.rule().is_some() {
         exit::REFUSED
     } else {
         exit::ERROR

@@ -59,15 +59,22 @@ shared! {
 
         /// Held operations in `scope` whose next observation is at or before
         /// `now` (the console header's overdue count), soonest first, at most
-        /// `limit`: whatever their tool, lookup or level.
+        /// `limit`: whatever their tool, lookup or level; each with the claim an
+        /// observer holds on the slot of that observation, if one does.
         pub(super) async fn read_overdue_holds(
             &self,
             scope: &Scope,
             now: DateTime<Utc>,
             limit: u64,
-        ) -> Result<Vec<OperationId>, StoreError> {
+        ) -> Result<Vec<crate::store::Overdue>, StoreError> {
             let mut qb: QueryBuilder<DB> = QueryBuilder::new(
-                "SELECT o.id FROM operations o WHERE o.queued = 1 \
+                "SELECT o.id, c.claimed_by, c.expires_ms FROM operations o \
+                 LEFT JOIN lookup_claims c ON c.operation = o.id \
+                 AND c.slot_ms = o.next_observation_ms AND c.expires_ms > ",
+            );
+            qb.push_bind(ms(now));
+            qb.push(
+                " WHERE o.queued = 1 \
                  AND o.next_observation_ms IS NOT NULL AND o.next_observation_ms <= ",
             );
             qb.push_bind(ms(now));
@@ -78,7 +85,16 @@ shared! {
             rows.iter()
                 .map(|row| {
                     let id: String = row.try_get("id").map_err(db::<DB>)?;
-                    codec::parse_id(&id)
+                    let by: Option<String> = row.try_get("claimed_by").map_err(db::<DB>)?;
+                    let until: Option<i64> = row.try_get("expires_ms").map_err(db::<DB>)?;
+                    let claim = match (by, until) {
+                        (Some(by), Some(until)) => Some((by, codec::from_ms(until)?)),
+                        _ => None,
+                    };
+                    Ok(crate::store::Overdue {
+                        id: codec::parse_id(&id)?,
+                        claim,
+                    })
                 })
                 .collect()
         }

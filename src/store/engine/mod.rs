@@ -301,6 +301,7 @@ macro_rules! shared {
 }
 
 mod autonomy;
+mod chain;
 mod copy;
 mod lookup;
 mod metric;
@@ -579,7 +580,7 @@ shared! {
             scope: &Scope,
             now: DateTime<Utc>,
             limit: u64,
-        ) -> Result<Vec<OperationId>, StoreError> {
+        ) -> Result<Vec<super::Overdue>, StoreError> {
             self.read_overdue_holds(scope, now, limit).await
         }
 
@@ -690,6 +691,31 @@ shared! {
 
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
             self.copy_from(source).await
+        }
+
+        async fn chain_marks(&self) -> Result<crate::core::chain::ChainMarks, StoreError> {
+            self.read_chain_marks().await
+        }
+
+        async fn walks_chain(&self) -> Result<bool, StoreError> {
+            Ok(self.sees_every_row("").await.is_ok())
+        }
+
+        async fn link_check(&self, from: Option<&(i64, Sha256)>) -> Result<ChainStatus, StoreError> {
+            self.read_link_check(from).await
+        }
+
+        async fn record_chain(
+            &self,
+            status: &ChainStatus,
+            found_by: &str,
+            now: DateTime<Utc>,
+        ) -> Result<(), StoreError> {
+            self.write_chain_outcome(status, found_by, now).await
+        }
+
+        async fn acknowledge_break(&self, seq: i64, draft: AuditDraft) -> Result<AuditRow, StoreError> {
+            self.write_acknowledgement(seq, draft).await
         }
     }
 }

@@ -721,6 +721,18 @@ shared! {
             seq: i64,
             hash: &Sha256,
         ) -> Result<ChainStatus, StoreError> {
+            self.walk_after(seq, hash, "the saved digest").await
+        }
+
+        /// Walks the chain after row `seq`, which must still be there with
+        /// `hash` and hash to it from its content; `what` names where `seq` and
+        /// `hash` came from (a saved digest, the chain checkpoint) in a break.
+        pub(super) async fn walk_after(
+            &self,
+            seq: i64,
+            hash: &Sha256,
+            what: &str,
+        ) -> Result<ChainStatus, StoreError> {
             let row = sqlx::query(AssertSqlSafe(format!(
                 "SELECT {AUDIT_COLUMNS} FROM audit WHERE seq = $1"
             )))
@@ -731,7 +743,7 @@ shared! {
             let broken = |reason: String| Ok(ChainStatus::Broken { seq, reason });
             let Some(row) = row else {
                 return broken(format!(
-                    "the saved digest names seq {seq}, which the chain no longer has (rows were removed)"
+                    "{what} names seq {seq}, which the chain no longer has (rows were removed)"
                 ));
             };
             let columns = match Self::audit_columns::<&str>(&row) {
@@ -744,7 +756,7 @@ shared! {
             };
             if columns.hash != hash.as_str() {
                 return broken(format!(
-                    "the saved digest does not match: seq {seq} now has another hash (the chain was rewritten)"
+                    "{what} does not match: seq {seq} now has another hash (the chain was rewritten)"
                 ));
             }
             let view = columns.view(&checked);
@@ -766,7 +778,7 @@ shared! {
         /// `ledger`; the first row that does not check ends it. A page is
         /// checked whole before any of its rows is fed, so a page that cannot
         /// be read is walked again by [`Self::walk_rows`] from its first row.
-        async fn walk(
+        pub(super) async fn walk(
             &self,
             from: i64,
             verifier: &mut ChainVerifier,

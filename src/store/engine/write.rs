@@ -57,7 +57,22 @@ fn child_drafts(commit: &Commit) -> Vec<AuditDraft> {
 shared! {
     impl {
         /// Opens a write transaction and reads the chain head in it, first thing.
+        /// Begins a write: locks the chain head and reads it, then refuses while
+        /// a recorded break of the chain is not acknowledged (every door that
+        /// appends to the chain comes through here).
         pub(super) async fn begin_write(&self) -> Result<(Transaction<'static, DB>, Head), StoreError> {
+            let (mut tx, head) = self.begin_write_on_any_chain().await?;
+            if let Some(broken) = Self::refusing_break(&mut tx).await? {
+                return Err(StoreError::ChainBroken(Box::new(broken)));
+            }
+            Ok((tx, head))
+        }
+
+        /// [`Self::begin_write`] without the refusal: for the acknowledgement of
+        /// a break, the one row a broken chain takes.
+        pub(super) async fn begin_write_on_any_chain(
+            &self,
+        ) -> Result<(Transaction<'static, DB>, Head), StoreError> {
             let mut tx = self
                 .pool
                 .begin_with(DB::BEGIN_WRITE)

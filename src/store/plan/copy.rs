@@ -271,6 +271,31 @@ pub const TABLES: &[Table] = &[
             ("hash", Text),
         ],
     },
+    // What the chain checks found: a copy of a store with a break not
+    // acknowledged refuses writes as the original does.
+    Table {
+        name: "chain_breaks",
+        order: "seq",
+        columns: &[
+            ("seq", Int),
+            ("reason", Text),
+            ("found_by", Text),
+            ("found_ms", Int),
+            ("acknowledged_seq", Int),
+            ("cleared_ms", Int),
+        ],
+    },
+    Table {
+        name: "chain_checkpoint",
+        order: "id",
+        columns: &[
+            ("id", Int),
+            ("seq", Int),
+            ("hash", Text),
+            ("checked_by", Text),
+            ("checked_ms", Int),
+        ],
+    },
 ];
 
 /// What a copy moved: rows per table, in copy order.

@@ -204,10 +204,15 @@ impl App {
             Command::LookUp => self.look_up(),
             Command::AcknowledgeChain => {
                 match self.chain.broken() {
-                    Some((seq, _)) => {
-                        self.chain.acknowledged = true;
+                    Some((seq, _)) if self.chain.acknowledged => {
                         let text = format!(
-                            "acknowledged: the audit chain stays broken at seq {seq}; transitions are offered again (holdfast audit verify shows the break)"
+                            "the break at seq {seq} is acknowledged (audited): transitions are offered; holdfast audit verify still names it"
+                        );
+                        self.say(&text, false);
+                    }
+                    Some((seq, _)) => {
+                        let text = format!(
+                            "acknowledging is an owner's audited act: holdfast audit acknowledge {seq} --reason \"…\", then R"
                         );
                         self.say(&text, true);
                     }

@@ -53,7 +53,7 @@ impl App {
             return false;
         };
         let text = format!(
-            "refused: the audit chain is broken at seq {seq}; A acknowledges it (or R once it verifies again)"
+            "refused: the audit chain is broken at seq {seq}; an owner acknowledges it (holdfast audit acknowledge {seq} --reason …), then R"
         );
         self.say(&text, true);
         true

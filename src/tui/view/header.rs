@@ -47,7 +47,9 @@ pub(super) fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         let text = if app.chain.acknowledged {
             format!(" ⚠ AUDIT CHAIN BROKEN at seq {seq} (acknowledged) │")
         } else {
-            format!(" ⚠ AUDIT CHAIN BROKEN at seq {seq}: transitions refused, A acknowledges │")
+            format!(
+                " ⚠ AUDIT CHAIN BROKEN at seq {seq}: transitions refused, A: how to acknowledge │"
+            )
         };
         parts.push(span(Clean::new(&text), theme.alert()));
     }
