@@ -249,13 +249,27 @@ pub(crate) async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
         .map_err(|e| Failure::bad_input(e.to_string()))?;
     println!("simulated provider on http://{}", running.addr);
     for case in &cases {
+        let base = running.case_url(&case.id);
+        let path = case
+            .contract
+            .path
+            .as_ref()
+            .map_or(crate::executor::run::DEFAULT_PATH, |p| p.as_str());
+        let lookup = match case.lookup_spec(&base) {
+            Ok(Some(spec)) => format!("{} {}", spec.method, spec.url),
+            _ => format!(
+                "GET {base}{}?business_key=…",
+                crate::sim::provider::STANDARD_LOOKUP
+            ),
+        };
         println!(
-            "  {:<6} {:<18} POST {}/ops  GET {}/records?business_key=…  GET {}/counters",
-            case.id,
-            case.mode.as_str(),
-            running.case_url(&case.id),
-            running.case_url(&case.id),
-            running.case_url(&case.id)
+            "{}",
+            crate::cli::render::clean(&format!(
+                "  {:<6} {:<18} {} {base}{path}  {lookup}  GET {base}/counters",
+                case.id,
+                case.mode.as_str(),
+                case.contract.method.to_ascii_uppercase(),
+            ))
         );
     }
     tokio::select! {
