@@ -323,16 +323,115 @@ impl Resolver for SimResolver {
     }
 }
 
+/// The actor of every operation a drill writes: what tells a drill's operation
+/// from any other ([`foreign_operation`]).
+pub const DRILL_AGENT: &str = "svc:drill-agent";
+
+/// The tenant a drill's operations go to in a store that holds other
+/// operations (`holdfast drill --into-existing`); the report of the real
+/// tenants never counts it ([`crate::report::without_drill`]).
+pub const DRILL_TENANT: &str = "drill";
+
+/// Operations read per page when a store is searched for one a drill did not
+/// write.
+const FOREIGN_PAGE: u64 = 500;
+
+/// The first operation of `store` (in id order) that no drill wrote, with how
+/// many operations the store holds; `None` when every operation is a drill's
+/// (an empty store included). Read a page at a time, stopping at the first.
+pub async fn foreign_operation(
+    store: &dyn Store,
+) -> Result<Option<(crate::core::model::Operation, u64)>, StoreError> {
+    use crate::store::{OperationFilter, Page, SortOrder, Start};
+    let filter = OperationFilter::default();
+    let mut page = Page::first(FOREIGN_PAGE);
+    loop {
+        let (rows, total) = store.list(&filter, SortOrder::Id, page).await?;
+        if let Some(row) = rows.iter().find(|r| r.operation.actor != DRILL_AGENT) {
+            return Ok(Some((row.operation.clone(), total)));
+        }
+        match rows.last() {
+            Some(last) if rows.len() as u64 == FOREIGN_PAGE => {
+                page = Page {
+                    start: Start::After(last.operation.id.clone()),
+                    limit: FOREIGN_PAGE,
+                };
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
 /// Runs `cases` against a fresh simulated provider on 127.0.0.1, recording into
 /// `store`.
 pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillError> {
-    for case in cases {
-        match store.detail(&id(&case.id)?).await {
-            Ok(_) => {
+    run_into(store, cases, None).await
+}
+
+/// Runs `cases` into `store`; with `tenant`, every case's operations go to that
+/// tenant, and the metrics and gate are computed over it alone (a drill into a
+/// store that holds other tenants). Refused before anything is written when an
+/// operation id is taken or, under `tenant`, a case's tool is one the store
+/// already has a contract for (its operations would weigh on that tool's
+/// autonomy gate).
+pub async fn run_into(
+    store: &dyn Store,
+    cases: &[Case],
+    tenant: Option<&str>,
+) -> Result<Outcome, DrillError> {
+    let cases: Vec<Case> = cases
+        .iter()
+        .cloned()
+        .map(|mut case| {
+            if let Some(tenant) = tenant {
+                case.operation.tenant = tenant.to_owned();
+            }
+            case
+        })
+        .collect();
+    let contracts = store.contracts().await?;
+    for case in &cases {
+        let tool = &case.contract.tool;
+        if contracts
+            .iter()
+            .any(|c| &c.tool == tool && c != &case.contract)
+        {
+            return Err(DrillError::Case {
+                case: case.id.clone(),
+                reason: format!(
+                    "{} already has another contract for tool {tool}; run the drill into a fresh store (leave out --db and --database-url)",
+                    store.location()
+                ),
+            });
+        }
+        // Under its own tenant the drill uses tools of its own, so that its
+        // operations never weigh on a real tool's autonomy gate (A3): a tool
+        // the store knows is the drill's only while all its operations are.
+        if let Some(tenant) = tenant {
+            let tenants = store.tool_tenants(tool).await?;
+            let ours = !tenants.is_empty() && tenants.iter().all(|t| t == tenant);
+            let known = !tenants.is_empty() || contracts.iter().any(|c| &c.tool == tool);
+            if known && !ours {
                 return Err(DrillError::Case {
                     case: case.id.clone(),
                     reason: format!(
-                        "{} already holds operation {} from an earlier drill; run the drill into a fresh store",
+                        "tool {tool} is one of {}'s own tools: a drill into a store with other operations uses tools of its own, so its operations never weigh on a real tool's autonomy gate (`holdfast drill --tool {tool}` drills a real tool, its operations in a store of their own)",
+                        store.location()
+                    ),
+                });
+            }
+        }
+        match store.detail(&id(&case.id)?).await {
+            Ok(held) => {
+                let whose = if held.row.operation.actor == DRILL_AGENT {
+                    "from an earlier drill".to_owned()
+                } else {
+                    format!("of tenant {}", held.row.operation.tenant)
+                };
+                return Err(DrillError::Case {
+                    case: case.id.clone(),
+                    reason: format!(
+                        "{} already holds operation {} {whose}; run the drill into a fresh store (leave out --db and --database-url)",
                         store.location(),
                         case.id
                     ),
@@ -342,6 +441,7 @@ pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillErro
             Err(other) => return Err(other.into()),
         }
     }
+    let cases = &cases[..];
     let provider = Provider::new();
     let running =
         crate::sim::serve(provider.clone(), SocketAddr::from(([127, 0, 0, 1], 0))).await?;
@@ -353,7 +453,14 @@ pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillErro
         results.push(result);
     }
     running.stop().await;
-    let dataset = store.dataset().await?;
+    let dataset = match tenant {
+        Some(tenant) => {
+            store
+                .dataset_in(&crate::store::Scope::Tenants(vec![tenant.to_owned()]))
+                .await?
+        }
+        None => store.dataset().await?,
+    };
     let report = metrics::report(&dataset, latest);
     Ok(Outcome {
         cases: results,
@@ -462,7 +569,7 @@ impl Bench<'_> {
         Operation {
             id: op_id.clone(),
             tenant: o.tenant.clone(),
-            actor: "svc:drill-agent".to_owned(),
+            actor: DRILL_AGENT.to_owned(),
             tool: self.case.contract.tool.clone(),
             action: self.case.contract.action.clone(),
             target: o

@@ -24,9 +24,8 @@ pub fn figures(f: &Figures) -> String {
             parts.push(format!("{label} {n}"));
         }
     }
-    match f.retried_before_reconcile {
-        Some(true) => parts.push("RETRIED-BEFORE-RECONCILE".to_owned()),
-        Some(false) | None => {}
+    if f.retried_before_reconcile == Some(true) {
+        parts.push("RETRIED-BEFORE-RECONCILE".to_owned());
     }
     if let Some(n) = f.unrouted.filter(|n| *n > 0) {
         parts.push(format!("unrouted {n}"));

@@ -34,6 +34,12 @@ pub(crate) struct DrillArgs {
     /// the store `--db` / `--database-url` name (a drill's store).
     #[arg(long)]
     pub work: bool,
+    /// Run into the store `--db` / `--database-url` name even though it holds
+    /// operations no drill wrote: the drill's operations go to a tenant of
+    /// their own (`drill`), which the report and release gate of the store's
+    /// other tenants never count. Without it such a store is refused.
+    #[arg(long, conflicts_with_all = ["tool", "work"])]
+    pub into_existing: bool,
 }
 
 #[derive(Debug, Args)]
@@ -171,17 +177,49 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
     if args.work {
         return serve_work(ctx, &cases, args.json).await;
     }
-    let location = if ctx.database_url.is_some() || ctx.db.is_some() {
+    let named = ctx.database_url.is_some() || ctx.db.is_some();
+    let location = if named {
         ctx.store_location()?
     } else {
         fresh_store(ctx, "")
     };
     let store = location.open().await?;
-    let outcome = crate::drill::run(store.as_ref(), &cases).await?;
+    let tenant = if args.into_existing {
+        Some(crate::drill::DRILL_TENANT)
+    } else {
+        if let Some((op, total)) = crate::drill::foreign_operation(store.as_ref()).await? {
+            return Err(Failure::new(
+                exit::REFUSED,
+                format!(
+                    "{} holds operations no drill wrote ({} of tenant {}, one of {} there): the drill writes nothing into it. \
+                     Leave out --db / --database-url (and HOLDFAST_DB / HOLDFAST_DATABASE_URL) to run into a fresh drill store in {}, \
+                     or add --into-existing to put the drill's operations in tenant `{}` of this store, which its other tenants' report and release gate never count. \
+                     To record a drill of one of its tools for the autonomy gate, run `holdfast drill --tool TOOL` on it.",
+                    store.location(),
+                    crate::cli::render::clean(op.id.as_str()),
+                    crate::cli::render::clean(&op.tenant),
+                    total,
+                    ctx.paths.data_dir.display(),
+                    crate::drill::DRILL_TENANT,
+                ),
+            )
+            .into());
+        }
+        None
+    };
+    let outcome = crate::drill::run_into(store.as_ref(), &cases, tenant).await?;
+    let place = match tenant {
+        Some(tenant) => format!("tenant `{tenant}` of {}", store.location()),
+        None => store.location(),
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.to_json())?);
+        let mut value = outcome.to_json();
+        value["store"] = serde_json::json!(store.location());
+        value["tenant"] = serde_json::json!(tenant);
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", crate::drill::table::render(&outcome));
+        println!("drill operations in {place}");
     }
     eprintln!(
         "drill store {} (clock {}); open it with `holdfast --db …` or `holdfast --database-url …`",
