@@ -272,6 +272,23 @@ fn a_drill_pointed_at_a_store_with_a_real_operation_refuses_and_writes_nothing()
         .expect_code(3);
     assert!(with_cases.stderr.contains("no drill wrote"));
     assert_eq!(seen(), before);
+    // A store of contracts alone is a real store being set up, not a drill's.
+    let contracts = Cli::with("tool_t06.jsonl");
+    let head = || {
+        contracts
+            .run("auditor", &["audit", "verify"])
+            .expect_code(0)
+            .stdout
+    };
+    let before = head();
+    let refused = contracts.run("drill-runner", &["drill"]).expect_code(3);
+    assert!(
+        refused.stderr.contains("holds the contract of tool T06")
+            && refused.stderr.contains("holdfast drill --tool T06"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(head(), before);
 }
 
 /// `--into-existing` puts the drill's operations in a tenant of its own, and the

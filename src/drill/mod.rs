@@ -362,6 +362,20 @@ pub async fn foreign_operation(
     }
 }
 
+/// The first tool (by name) whose contract `store` holds without any
+/// operation of it: a contract no drill wrote (a drill writes each contract
+/// with its case's operation). `None` when every contract has operations.
+pub async fn foreign_contract(store: &dyn Store) -> Result<Option<String>, StoreError> {
+    let mut tools: Vec<String> = store.contracts().await?.into_iter().map(|c| c.tool).collect();
+    tools.sort();
+    for tool in tools {
+        if store.tool_tenants(&tool).await?.is_empty() {
+            return Ok(Some(tool));
+        }
+    }
+    Ok(None)
+}
+
 /// Runs `cases` against a fresh simulated provider on 127.0.0.1, recording into
 /// `store`.
 pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillError> {

@@ -205,6 +205,24 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
             )
             .into());
         }
+        if let Some(tool) = crate::drill::foreign_contract(store.as_ref()).await? {
+            return Err(Failure::new(
+                exit::REFUSED,
+                format!(
+                    "{} holds the contract of tool {} without any operation of it, which no drill writes: the drill writes nothing into it. \
+                     Leave out --db / --database-url (and HOLDFAST_DB / HOLDFAST_DATABASE_URL) to run into a fresh drill store in {}, \
+                     or add --into-existing to put the drill's operations in tenant `{}` of this store. \
+                     To record a drill of {} for the autonomy gate, run `holdfast drill --tool {}` on it.",
+                    store.location(),
+                    crate::cli::render::clean(&tool),
+                    ctx.paths.data_dir.display(),
+                    crate::drill::DRILL_TENANT,
+                    crate::cli::render::clean(&tool),
+                    crate::cli::render::clean(&tool),
+                ),
+            )
+            .into());
+        }
         None
     };
     let outcome = crate::drill::run_into(store.as_ref(), &cases, tenant).await?;
