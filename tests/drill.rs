@@ -770,3 +770,70 @@ async fn a_2xx_is_judged_only_by_the_response_shape_the_contract_declares() {
         );
     }
 }
+
+/// On both backends a drill run under its own tenant beside a real one keeps
+/// the report of the real tenants exactly as it was, its own figures computed
+/// over its tenant alone, and the drill module tells a drill's operations from
+/// others.
+#[tokio::test]
+async fn a_drill_in_its_own_tenant_leaves_the_real_tenants_report_unchanged_on_both_backends() {
+    use holdfast::store::Scope;
+    let mut kinds = vec![stores::Kind::Sqlite];
+    if !stores::postgres_skipped().await {
+        kinds.push(stores::Kind::Postgres);
+    }
+    for kind in kinds {
+        let fresh = stores::fresh(kind).await;
+        let store = fresh.store.as_ref();
+        let demo = include_str!("../assets/demo/tc094.jsonl");
+        let records: Vec<_> = demo
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .enumerate()
+            .map(|(i, l)| holdfast::wire::parse_line(l.as_bytes(), i + 1).unwrap())
+            .collect();
+        drill::record(store, "demo", &records, drill::epoch())
+            .await
+            .unwrap();
+        let now = drill::epoch() + Duration::hours(2);
+        let before = holdfast::report::compute_kept(store, &Scope::Every, now)
+            .await
+            .unwrap();
+        let scope = holdfast::report::without_drill(store, &Scope::Every)
+            .await
+            .unwrap();
+        assert_eq!(scope, Scope::Every, "{kind:?}: no drill tenant yet");
+        let (foreign, _) = drill::foreign_operation(store).await.unwrap().unwrap();
+        assert_ne!(foreign.actor, drill::DRILL_AGENT);
+        let outcome = drill::run_into(
+            store,
+            &drill::seed_cases().unwrap(),
+            Some(drill::DRILL_TENANT),
+        )
+        .await
+        .unwrap();
+        assert!(outcome.all_pass(), "{kind:?}");
+        assert_eq!(outcome.report.metrics[0].denominator, 16, "{kind:?}");
+        let scope = holdfast::report::without_drill(store, &Scope::Every)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&scope, Scope::Tenants(t) if !t.iter().any(|t| t == drill::DRILL_TENANT) && !t.is_empty()),
+            "{kind:?}: {scope:?}"
+        );
+        let after = holdfast::report::compute_kept(store, &scope, now)
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&after).unwrap(),
+            serde_json::to_value(&before).unwrap(),
+            "{kind:?}: the drill moved the real tenants' figures"
+        );
+        let drilled = store
+            .detail(&OperationId::parse("T2").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(drilled.row.operation.tenant, drill::DRILL_TENANT);
+        assert_eq!(drilled.row.operation.actor, drill::DRILL_AGENT);
+    }
+}

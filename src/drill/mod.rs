@@ -366,7 +366,12 @@ pub async fn foreign_operation(
 /// operation of it: a contract no drill wrote (a drill writes each contract
 /// with its case's operation). `None` when every contract has operations.
 pub async fn foreign_contract(store: &dyn Store) -> Result<Option<String>, StoreError> {
-    let mut tools: Vec<String> = store.contracts().await?.into_iter().map(|c| c.tool).collect();
+    let mut tools: Vec<String> = store
+        .contracts()
+        .await?
+        .into_iter()
+        .map(|c| c.tool)
+        .collect();
     tools.sort();
     for tool in tools {
         if store.tool_tenants(&tool).await?.is_empty() {
@@ -426,10 +431,14 @@ pub async fn run_into(
             let ours = !tenants.is_empty() && tenants.iter().all(|t| t == tenant);
             let known = !tenants.is_empty() || contracts.iter().any(|c| &c.tool == tool);
             if known && !ours {
+                let what = match tenants.iter().find(|t| *t != tenant) {
+                    Some(other) => format!("operations of tenant {other}"),
+                    None => "its contract".to_owned(),
+                };
                 return Err(DrillError::Case {
                     case: case.id.clone(),
                     reason: format!(
-                        "tool {tool} is one of {}'s own tools: a drill into a store with other operations uses tools of its own, so its operations never weigh on a real tool's autonomy gate (`holdfast drill --tool {tool}` drills a real tool, its operations in a store of their own)",
+                        "{} already holds tool {tool} ({what}): with --into-existing the drill uses tools of its own, so its operations never weigh on another tool's autonomy gate (`holdfast drill --tool {tool}` drills a store's own tool, its operations in a store of their own)",
                         store.location()
                     ),
                 });
