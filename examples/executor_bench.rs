@@ -62,7 +62,7 @@ fn job(n: usize, base: &str, case: &holdfast::sim::Case, clock: &ExecClock) -> J
         },
         contract: case.contract.clone(),
         lookup: None,
-        endpoint: format!("{base}/ops"),
+        endpoint: base.to_owned(),
         payload,
         items: vec![],
         required: vec![],

@@ -23,9 +23,36 @@ use crate::store::{Scope, Session, Store, StoreError};
 /// Operations judged per page.
 pub const PAGE: u64 = 1000;
 
-/// The report over what `session` may see, at `now`.
+/// The report over what `session` may see, at `now`: the real tenants' only,
+/// never the operations a drill put into a store of theirs (its own tenant,
+/// [`crate::drill::DRILL_TENANT`]) unless that tenant is all the session sees.
 pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    compute_kept(session.store(), session.scope(), now).await
+    let scope = without_drill(session.store(), session.scope()).await?;
+    compute_kept(session.store(), &scope, now).await
+}
+
+/// `scope` without the drill's tenant, when it holds operations there and
+/// other tenants besides; `scope` as it is otherwise.
+pub async fn without_drill(store: &dyn Store, scope: &Scope) -> Result<Scope, StoreError> {
+    let drill = crate::drill::DRILL_TENANT;
+    let in_drill = crate::store::OperationFilter {
+        tenants: vec![drill.to_owned()],
+        visible_tenants: scope.tenants().map(<[String]>::to_vec),
+        ..Default::default()
+    };
+    if store.count(&in_drill).await? == 0 {
+        return Ok(scope.clone());
+    }
+    let tenants = match scope {
+        Scope::Every => store.tenants().await?,
+        Scope::Tenants(tenants) => tenants.clone(),
+    };
+    let real: Vec<String> = tenants.into_iter().filter(|t| t != drill).collect();
+    Ok(if real.is_empty() {
+        scope.clone()
+    } else {
+        Scope::Tenants(real)
+    })
 }
 
 /// The report over the operations of `store` in `scope` at `now` from the facts

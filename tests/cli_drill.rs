@@ -203,3 +203,145 @@ fn a_failed_case_names_each_missed_expectation_and_what_was_observed() {
         assert_eq!(case["failed"], serde_json::json!([]), "{case}");
     }
 }
+
+/// `holdfast drill` without a named store runs into a fresh drill store in the
+/// data dir and names it on stdout (and in `--json`).
+#[test]
+fn by_default_the_drill_runs_into_a_fresh_store_in_the_data_dir_and_names_it() {
+    let cli = Cli::empty();
+    let bare = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .env_remove("HOLDFAST_DB")
+            .env_remove("HOLDFAST_DATABASE_URL")
+            .env_remove("HOLDFAST_NOW")
+            .env("HOLDFAST_DATA_DIR", cli.dir.path())
+            .env("HOLDFAST_CONFIG", cli.dir.path().join("no-config.toml"))
+            .env("NO_COLOR", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{out:?}");
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let text = bare(&["drill"]);
+    let named = text
+        .lines()
+        .find_map(|l| l.strip_prefix("drill operations in "))
+        .unwrap_or_else(|| panic!("{text}"));
+    let path = std::path::Path::new(named);
+    assert!(path.starts_with(cli.dir.path()) && path.exists(), "{named}");
+    assert!(!cli.db.exists(), "the configured store is never touched");
+    let json: serde_json::Value = serde_json::from_str(&bare(&["drill", "--json"])).unwrap();
+    let store = json["store"].as_str().unwrap();
+    assert!(
+        store.contains("drill-") && !store.contains(named),
+        "{store}"
+    );
+    assert_eq!(json["tenant"], serde_json::Value::Null);
+}
+
+/// A drill pointed at a store that holds an operation no drill wrote is
+/// refused with what to do instead, exit 3, and the store is left exactly as it
+/// was: not one record or audit row more.
+#[test]
+fn a_drill_pointed_at_a_store_with_a_real_operation_refuses_and_writes_nothing() {
+    let cli = Cli::with("small.jsonl");
+    let seen = || {
+        (
+            cli.run("auditor", &["audit", "verify"])
+                .expect_code(0)
+                .stdout,
+            cli.run("reviewer", &["list", "--state", "all", "--json"])
+                .expect_code(0)
+                .stdout,
+        )
+    };
+    let before = seen();
+    let refused = cli.run("drill-runner", &["drill"]).expect_code(3);
+    assert!(
+        refused.stderr.contains("holds operations no drill wrote")
+            && refused.stderr.contains("--into-existing")
+            && refused.stderr.contains("holdfast drill --tool TOOL"),
+        "{}",
+        refused.stderr
+    );
+    assert!(refused.stdout.is_empty(), "{}", refused.stdout);
+    assert_eq!(seen(), before, "the refused drill wrote into the store");
+    let with_cases = cli
+        .run("drill-runner", &["drill", "--cases", &extra()])
+        .expect_code(3);
+    assert!(with_cases.stderr.contains("no drill wrote"));
+    assert_eq!(seen(), before);
+    // A store of contracts alone is a real store being set up, not a drill's.
+    let contracts = Cli::with("tool_t06.jsonl");
+    let head = || {
+        contracts
+            .run("auditor", &["audit", "verify"])
+            .expect_code(0)
+            .stdout
+    };
+    let before = head();
+    let refused = contracts.run("drill-runner", &["drill"]).expect_code(3);
+    assert!(
+        refused.stderr.contains("holds the contract of tool T06")
+            && refused.stderr.contains("holdfast drill --tool T06"),
+        "{}",
+        refused.stderr
+    );
+    assert_eq!(head(), before);
+}
+
+/// `--into-existing` puts the drill's operations in a tenant of its own, and the
+/// report and release gate of the store's real tenants read exactly as before.
+#[test]
+fn into_existing_keeps_drill_operations_out_of_the_real_tenants_gate_figures() {
+    let cli = Cli::demo();
+    let report = || cli.run("reviewer", &["report", "--json"]).json();
+    let before = report();
+    let run = cli
+        .run("drill-runner", &["drill", "--into-existing", "--json"])
+        .expect_code(0);
+    let drilled = run.json();
+    assert_eq!(drilled["tenant"], "drill");
+    assert_eq!(drilled["cases"].as_array().unwrap().len(), 16);
+    // The drill's own gate is computed over its tenant alone.
+    assert_eq!(
+        drilled["metrics"][0]["denominator"], 16,
+        "{}",
+        drilled["metrics"][0]
+    );
+    let after = report();
+    assert_eq!(after, before, "the drill moved the real tenants' figures");
+    let listed = cli
+        .run(
+            "reviewer",
+            &["list", "--tenant", "drill", "--state", "all", "--json"],
+        )
+        .expect_code(0)
+        .json();
+    let ids: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|o| o["id"].as_str())
+        .collect();
+    assert!(ids.contains(&"D1") && ids.contains(&"U2"), "{ids:?}");
+    assert!(
+        listed
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|o| o["tenant"] == "drill"),
+        "{listed}"
+    );
+    cli.run("auditor", &["audit", "verify"]).expect_code(0);
+    // A second drill into it is refused before writing: its ids are taken.
+    let again = cli
+        .run("drill-runner", &["drill", "--into-existing"])
+        .expect_code(1);
+    assert!(
+        again.stderr.contains("from an earlier drill"),
+        "{}",
+        again.stderr
+    );
+}

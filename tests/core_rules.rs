@@ -41,6 +41,8 @@ fn contract() -> Contract {
         owner: "integrations".into(),
         max_attempts: 3,
         budget_seconds: 3600,
+        path: None,
+        response: None,
     }
 }
 

@@ -521,11 +521,13 @@ async fn a_lost_answer_looked_up_through_an_html_or_wrong_path_404_is_not_applie
         r#"{"respond": {"status": 404, "headers": {"Content-Type": "text/html"}, "body": "<html><body><h1>404 Not Found</h1></body></html>"}}"#,
         4,
     );
+    // A router's 404 for a path it does not know: not the provider's own
+    // "no such record" body.
     let typo = lost_answer_case(
         "W404",
-        "{sim}/recrods?business_key={business_key}",
-        r#"{"respond": "record"}"#,
-        0,
+        "{sim}/records?business_key={business_key}",
+        r#"{"respond": {"status": 404, "body": {"error": "not_found"}}}"#,
+        4,
     );
     for case in [html, typo] {
         let fresh = stores::sqlite().await;
@@ -583,5 +585,255 @@ fn a_case_whose_lookup_is_not_the_simulator_is_refused() {
                     && e.reason.contains("calls only its simulated provider")),
             "{url}: {errors:?}"
         );
+    }
+}
+
+/// The case files of `tests/fixtures/drill_paths.jsonl`: a call and a lookup at
+/// paths of their own, a read-only GET tool, and a `201 {"id": …}` answer.
+fn path_cases() -> Vec<holdfast::sim::case::Case> {
+    holdfast::sim::parse_cases(include_str!("fixtures/drill_paths.jsonl")).unwrap()
+}
+
+/// The simulated provider serves each case's call at its contract's method and
+/// path and its lookup at the lookup object's method and URL, ids put into the
+/// placeholders as a real lookup puts them; a read-only tool is drilled like any
+/// other, and nothing the executor asked went unrouted.
+#[tokio::test]
+async fn each_case_is_served_at_its_own_call_and_lookup_paths_and_a_get_tool_is_drilled() {
+    let fresh = stores::sqlite().await;
+    let outcome = drill::run(fresh.store.as_ref(), &path_cases())
+        .await
+        .unwrap();
+    for case in &outcome.cases {
+        assert!(case.pass, "{}: {:?}", case.id, case.failed);
+        assert_eq!(case.counters.unrouted, 0, "{}", case.id);
+        assert_eq!(case.observed.unrouted, Some(0), "{}", case.id);
+    }
+    let by_id = |id: &str| outcome.cases.iter().find(|c| c.id == id).unwrap();
+    // PT1: one PUT at /v2/tickets/b-PT1, its lost answer found by one GET at
+    // /v2/lookup/pinehaven/b-PT1 read through the lookup's own pointers.
+    let pt1 = by_id("PT1");
+    assert_eq!((pt1.counters.requests, pt1.counters.status_queries), (1, 1));
+    let d = fresh
+        .store
+        .detail(&OperationId::parse("PT1").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(d.row.operation.state, State::Succeeded);
+    assert!(d.observations.iter().any(|o| o.found));
+    // GT1: a GET tool read twice (the first read dropped), nothing applied.
+    let gt1 = by_id("GT1");
+    assert_eq!((gt1.counters.requests, gt1.counters.effects), (2, 0));
+    assert_eq!(gt1.observed.state, Some(State::Succeeded));
+    let d = fresh
+        .store
+        .detail(&OperationId::parse("GT1").unwrap())
+        .await
+        .unwrap();
+    assert!(
+        d.attempts
+            .iter()
+            .all(|a| a.kind == AttemptKind::Request && a.request_hash.is_some()),
+        "{:?}",
+        d.attempts
+    );
+}
+
+/// Every figure of `expect` is optional: a case that gives only a state is
+/// judged by its state alone, one that gives nothing passes on anything, and a
+/// given figure that is missed is named.
+#[tokio::test]
+async fn a_case_checks_only_the_figures_its_expect_gives() {
+    let cr1 = path_cases().into_iter().find(|c| c.id == "CR1").unwrap();
+    assert_eq!(cr1.expect.requests, None);
+    let mut bare = cr1.clone();
+    bare.id = "CR2".into();
+    bare.contract.tool = "PATHS-CR2".into();
+    bare.expect = Default::default();
+    let mut wrong = cr1.clone();
+    wrong.id = "CR3".into();
+    wrong.contract.tool = "PATHS-CR3".into();
+    wrong.expect.requests = Some(2);
+    let fresh = stores::sqlite().await;
+    let outcome = drill::run(fresh.store.as_ref(), &[cr1, bare, wrong])
+        .await
+        .unwrap();
+    let [cr1, bare, wrong] = &outcome.cases[..] else {
+        panic!("three cases")
+    };
+    assert!(cr1.pass && cr1.failed.is_empty(), "{:?}", cr1.failed);
+    assert!(bare.pass, "{:?}", bare.failed);
+    assert_eq!(bare.expected, drill::Figures::default());
+    assert_eq!(bare.observed.requests, Some(1));
+    assert!(!wrong.pass);
+    let named: Vec<&str> = wrong.failed.iter().map(|m| m.expectation).collect();
+    assert_eq!(named, ["requests"], "{:?}", wrong.failed);
+    // A case line without any `expect` parses.
+    let line = include_str!("fixtures/drill_paths.jsonl")
+        .lines()
+        .find(|l| l.contains(r#""id": "CR1""#))
+        .unwrap();
+    let mut value: serde_json::Value = serde_json::from_str(line).unwrap();
+    value.as_object_mut().unwrap().remove("expect");
+    let parsed = holdfast::sim::case::parse_case(&value.to_string(), 1).unwrap();
+    assert_eq!(parsed.expect, Default::default());
+}
+
+/// The executor judges a 2xx by the response shape the contract declares and
+/// by nothing else: a `201 {"id": …}` succeeds under a contract declaring `/id`
+/// as the record id, and without a declared shape; a declared pointer that is
+/// missing, or a declared tenant that is another, takes the unsafe-output path.
+#[tokio::test]
+async fn a_2xx_is_judged_only_by_the_response_shape_the_contract_declares() {
+    let cr1 = path_cases().into_iter().find(|c| c.id == "CR1").unwrap();
+    let variant = |id: &str, response: Option<serde_json::Value>, body: serde_json::Value| {
+        let mut case = cr1.clone();
+        case.id = id.into();
+        case.contract.tool = format!("PATHS-{id}");
+        let mut contract = serde_json::json!({"type": "contract", "tool": "x", "version": "v",
+            "action": "a", "method": "POST", "idempotency": {"supported": false},
+            "status_lookup": true, "owner": "o", "max_attempts": 1, "budget_seconds": 60});
+        if let Some(response) = response {
+            contract["response"] = response;
+        }
+        case.contract.response =
+            match holdfast::wire::parse_line(contract.to_string().as_bytes(), 1) {
+                Ok(holdfast::wire::Record::Contract(c)) => c.response,
+                other => panic!("{other:?}"),
+            };
+        case.provider[0].respond = holdfast::sim::case::Respond::Answer(
+            serde_json::from_value(serde_json::json!({"status": 201, "body": body})).unwrap(),
+        );
+        case.expect = Default::default();
+        case
+    };
+    let id_only = serde_json::json!({"record_id": "/id"});
+    let cases = [
+        variant(
+            "RS1",
+            Some(id_only.clone()),
+            serde_json::json!({"id": "inv-1"}),
+        ),
+        variant("RS2", None, serde_json::json!({"id": "inv-2"})),
+        variant("RS3", Some(id_only), serde_json::json!({"number": 7})),
+        variant(
+            "RS4",
+            Some(serde_json::json!({"record_id": "/id", "tenant": "/owner/tenant"})),
+            serde_json::json!({"id": "inv-4", "owner": {"tenant": "northwind"}}),
+        ),
+    ];
+    let fresh = stores::sqlite().await;
+    drill::run(fresh.store.as_ref(), &cases).await.unwrap();
+    let detail = |id: &'static str| {
+        let store = fresh.store.clone();
+        async move {
+            store
+                .detail(&OperationId::parse(id).unwrap())
+                .await
+                .unwrap()
+        }
+    };
+    let rs1 = detail("RS1").await;
+    assert_eq!(rs1.row.operation.state, State::Succeeded);
+    let reason = rs1
+        .audit
+        .iter()
+        .filter_map(|r| r.draft.rationale.clone())
+        .find(|r| r.contains("answered 201"))
+        .unwrap_or_default();
+    assert!(
+        reason.contains("inv-1") && reason.contains("record_id"),
+        "{reason:?}"
+    );
+    assert_eq!(detail("RS2").await.row.operation.state, State::Succeeded);
+    for (id, words) in [
+        ("RS3", "`/id` (record_id) is missing"),
+        ("RS4", "another tenant"),
+    ] {
+        let d = detail(id).await;
+        assert_eq!(d.row.operation.state, State::Blocked, "{id}");
+        assert_eq!(
+            d.row.operation.failure_mode,
+            Some(holdfast::core::model::FailureMode::UnsafeOutput),
+            "{id}"
+        );
+        let first = &d.attempts[0];
+        assert_eq!(first.outcome, Outcome::InvalidResponse, "{id}");
+        assert!(
+            first
+                .error_type
+                .as_deref()
+                .unwrap_or_default()
+                .contains(words),
+            "{id}: {:?}",
+            first.error_type
+        );
+    }
+}
+
+/// On both backends a drill run under its own tenant beside a real one keeps
+/// the report of the real tenants exactly as it was, its own figures computed
+/// over its tenant alone, and the drill module tells a drill's operations from
+/// others.
+#[tokio::test]
+async fn a_drill_in_its_own_tenant_leaves_the_real_tenants_report_unchanged_on_both_backends() {
+    use holdfast::store::Scope;
+    let mut kinds = vec![stores::Kind::Sqlite];
+    if !stores::postgres_skipped().await {
+        kinds.push(stores::Kind::Postgres);
+    }
+    for kind in kinds {
+        let fresh = stores::fresh(kind).await;
+        let store = fresh.store.as_ref();
+        let demo = include_str!("../assets/demo/tc094.jsonl");
+        let records: Vec<_> = demo
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .enumerate()
+            .map(|(i, l)| holdfast::wire::parse_line(l.as_bytes(), i + 1).unwrap())
+            .collect();
+        drill::record(store, "demo", &records, drill::epoch())
+            .await
+            .unwrap();
+        let now = drill::epoch() + Duration::hours(2);
+        let before = holdfast::report::compute_kept(store, &Scope::Every, now)
+            .await
+            .unwrap();
+        let scope = holdfast::report::without_drill(store, &Scope::Every)
+            .await
+            .unwrap();
+        assert_eq!(scope, Scope::Every, "{kind:?}: no drill tenant yet");
+        let (foreign, _) = drill::foreign_operation(store).await.unwrap().unwrap();
+        assert_ne!(foreign.actor, drill::DRILL_AGENT);
+        let outcome = drill::run_into(
+            store,
+            &drill::seed_cases().unwrap(),
+            Some(drill::DRILL_TENANT),
+        )
+        .await
+        .unwrap();
+        assert!(outcome.all_pass(), "{kind:?}");
+        assert_eq!(outcome.report.metrics[0].denominator, 16, "{kind:?}");
+        let scope = holdfast::report::without_drill(store, &Scope::Every)
+            .await
+            .unwrap();
+        assert!(
+            matches!(&scope, Scope::Tenants(t) if !t.iter().any(|t| t == drill::DRILL_TENANT) && !t.is_empty()),
+            "{kind:?}: {scope:?}"
+        );
+        let after = holdfast::report::compute_kept(store, &scope, now)
+            .await
+            .unwrap();
+        assert_eq!(
+            serde_json::to_value(&after).unwrap(),
+            serde_json::to_value(&before).unwrap(),
+            "{kind:?}: the drill moved the real tenants' figures"
+        );
+        let drilled = store
+            .detail(&OperationId::parse("T2").unwrap())
+            .await
+            .unwrap();
+        assert_eq!(drilled.row.operation.tenant, drill::DRILL_TENANT);
+        assert_eq!(drilled.row.operation.actor, drill::DRILL_AGENT);
     }
 }

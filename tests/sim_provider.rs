@@ -246,3 +246,52 @@ async fn scripted_answers_carry_headers_raw_bodies_and_record_overrides() {
     assert_eq!(truncated.body, b"{\"record\":");
     assert_eq!(s.provider.counters("S").unwrap().effects, 2);
 }
+
+/// A request at a method or path the case has no route for is answered 404 and
+/// counted as unrouted, never served as the case's call or lookup: the call
+/// lives at its contract's method and path only, the lookup at its object's.
+#[tokio::test]
+async fn an_unrouted_request_is_answered_404_and_counted() {
+    let line = include_str!("fixtures/drill_paths.jsonl")
+        .lines()
+        .find(|l| l.contains(r#""id": "PT1""#))
+        .unwrap();
+    let cases = parse_cases(line).unwrap();
+    let provider = Provider::new();
+    provider.add_case(cases[0].clone(), ExecClock::simulated(start()));
+    let running = serve(provider.clone(), SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let transport = Transport::new(Arc::new(LiteralResolver), std::time::Duration::from_secs(2));
+    let base = running.case_url("PT1");
+    let ask = |method: &str, path: &str| HttpRequest {
+        method: method.into(),
+        url: Url::parse(&format!("{base}{path}")).unwrap(),
+        headers: vec![],
+        body: None,
+        kind: AttemptKind::StatusQuery,
+    };
+    for (method, path) in [
+        ("POST", "/ops"),                         // the default call path: not this case's
+        ("GET", "/v2/tickets/b-PT1"),             // the call's path, another method
+        ("GET", "/records?business_key=b-PT1"),   // the default lookup: not this case's
+        ("GET", "/v2/lookup/pinehaven"),          // half the lookup's path
+        ("DELETE", "/v2/lookup/pinehaven/b-PT1"), // the lookup's path, another method
+    ] {
+        let answer = transport.send(&ask(method, path)).await;
+        assert_eq!(answer.status, Some(404), "{method} {path}");
+        assert_eq!(json_of(&answer)["error"], "not_found", "{method} {path}");
+    }
+    // The lookup's own method and path are served: nothing committed yet, so the
+    // provider's own "no such record".
+    let looked = transport
+        .send(&ask("GET", "/v2/lookup/pinehaven/b-PT1"))
+        .await;
+    assert_eq!(looked.status, Some(404));
+    assert_eq!(json_of(&looked)["error"], "record_not_found");
+    let counters = provider.counters("PT1").unwrap();
+    assert_eq!(counters.unrouted, 5);
+    assert_eq!(counters.requests, 0);
+    assert_eq!(counters.status_queries, 1);
+    running.stop().await;
+}

@@ -236,6 +236,8 @@ mod screens {
             owner: h.next(),
             max_attempts: 3,
             budget_seconds: 600,
+            path: None,
+            response: None,
         };
         OperationDetail {
             row: OperationRow {

@@ -436,7 +436,7 @@ pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
     };
     let drill = match gates.drill {
         None => Some(format!(
-            "tool {tool} has no recorded drill; run `holdfast drill --tool {tool}`"
+            "tool {tool} has no recorded drill in this store; run `holdfast drill --tool {tool}` against this store (the same --db / --database-url): it records the result here for this gate, its simulated operations in a fresh store of their own (a plain `holdfast drill`, into a fresh store or with --into-existing, records no tool's drill)"
         )),
         Some(d) => d.check().err(),
     };
@@ -694,6 +694,19 @@ mod tests {
             "1 open veto(es) on tool S01's operations: B0000001 (UNKNOWN, retry_before_reconcile); settle them first"
         );
         assert_eq!(standing("S01", &Gates::default()).veto, None);
+    }
+
+    /// A drill in a store of its own cannot open gate A2 here: the refusal names
+    /// the one command that records a tool's drill in this store.
+    #[test]
+    fn the_drill_gate_names_the_command_that_records_a_drill_in_this_store() {
+        let why = standing("T06", &Gates::default()).drill.expect("refused");
+        assert!(
+            why.contains("run `holdfast drill --tool T06` against this store"),
+            "{why}"
+        );
+        assert!(why.contains("records the result here"), "{why}");
+        assert!(why.contains("records no tool's drill"), "{why}");
     }
 
     #[test]

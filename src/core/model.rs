@@ -286,6 +286,16 @@ pub struct Contract {
     pub owner: String,
     pub max_attempts: u32,
     pub budget_seconds: u32,
+    /// Where the tool's call goes at its provider: a path (and query) with the
+    /// placeholders of a lookup URL, each filled from the operation. Optional;
+    /// the drill's simulated provider serves the call there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<crate::core::lookup::PathTemplate>,
+    /// What the provider's 2xx answer is declared to carry: the only parts of
+    /// it an executor checks. Optional: without it a 2xx is checked for nothing
+    /// but instruction-like text.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub response: Option<crate::core::lookup::ResponseShape>,
 }
 
 impl Contract {

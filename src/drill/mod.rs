@@ -55,9 +55,9 @@ pub fn seed_cases() -> Result<Vec<Case>, Vec<LineError>> {
 
 /// The seed's cases under one tool's own contract (`holdfast drill --tool`): every
 /// case runs with that contract (its method, idempotency, retryable list, owner,
-/// attempts and budget) and its status lookup's timeout, lag window, not-found
-/// statuses, URL path and field pointers, which the simulated provider emulates
-/// under [`crate::sim::provider::EMULATED`]. What each case injects and expects
+/// attempts, budget, call path and response shape) and its status lookup's
+/// timeout, lag window, not-found statuses, URL path and field pointers, which
+/// the simulated provider serves under the case's base URL. What each case injects and expects
 /// stays the seed's. One adjustment keeps an injection meaningful: a delivery
 /// scripted to arrive after the case's key retention window arrives the same
 /// time after the tool's window instead (the key-expiry injection).
@@ -75,13 +75,7 @@ pub fn under_contract(cases: &[Case], contract: &Contract) -> Result<Vec<Case>, 
         .map_or("", |i| &template[after_scheme + i..]);
     let mut lookup = crate::sim::case::RawLookup::new();
     lookup.insert("method".into(), json!("GET"));
-    lookup.insert(
-        "url".into(),
-        json!(format!(
-            "{SIM_PLACEHOLDER}{}{rest}",
-            crate::sim::provider::EMULATED
-        )),
-    );
+    lookup.insert("url".into(), json!(format!("{SIM_PLACEHOLDER}{rest}")));
     lookup.insert("timeout_ms".into(), json!(spec.timeout_ms()));
     lookup.insert("lag_seconds".into(), json!(spec.lag_seconds()));
     if let Some(statuses) = &spec.not_found_status {
@@ -134,14 +128,25 @@ pub enum DrillError {
     Case { case: String, reason: String },
 }
 
-/// What a case expected or what was observed, in the same shape.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// What a case expected or what was observed, in the same shape. An expected
+/// figure is absent when the case does not check it; an observed one is always
+/// there for the provider's counts and the state, and for the extras when the
+/// case asks for them.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct Figures {
-    pub state: State,
-    pub requests: u32,
-    pub status_queries: u32,
-    pub effects: u32,
-    pub retried_before_reconcile: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub state: Option<State>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub requests: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub status_queries: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub effects: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub retried_before_reconcile: Option<bool>,
+    /// Requests the simulated provider had no route for (answered 404).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unrouted: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub identities: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -150,8 +155,8 @@ pub struct Figures {
     pub max_item_effects: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub recovery_state: Option<State>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub deliveries: Vec<State>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deliveries: Option<Vec<State>>,
 }
 
 /// One expectation a case did not meet: which figure, what the case expected and
@@ -166,7 +171,8 @@ pub struct Miss {
 }
 
 /// Every expectation of `expected` that `observed` does not meet, in the order of
-/// [`Figures`]' fields; empty exactly when the two are equal.
+/// [`Figures`]' fields; a figure the case does not give is not checked, so the
+/// list is empty exactly when every given figure was observed as expected.
 pub fn misses(expected: &Figures, observed: &Figures) -> Vec<Miss> {
     // Destructured so that a new figure cannot be added without being judged here.
     let Figures {
@@ -175,6 +181,7 @@ pub fn misses(expected: &Figures, observed: &Figures) -> Vec<Miss> {
         status_queries,
         effects,
         retried_before_reconcile,
+        unrouted,
         identities,
         dependent_requests,
         max_item_effects,
@@ -183,7 +190,7 @@ pub fn misses(expected: &Figures, observed: &Figures) -> Vec<Miss> {
     } = expected;
     let mut out = Vec::new();
     let mut check = |name: &'static str, want: Value, got: Value| {
-        if want != got {
+        if !want.is_null() && want != got {
             let words = format!(
                 "{name}: expected {}, observed {}",
                 shown(&want),
@@ -210,6 +217,7 @@ pub fn misses(expected: &Figures, observed: &Figures) -> Vec<Miss> {
         json!(retried_before_reconcile),
         json!(observed.retried_before_reconcile),
     );
+    check("unrouted", json!(unrouted), json!(observed.unrouted));
     check("identities", json!(identities), json!(observed.identities));
     check(
         "dependent_requests",
@@ -226,7 +234,11 @@ pub fn misses(expected: &Figures, observed: &Figures) -> Vec<Miss> {
         json!(recovery_state),
         json!(observed.recovery_state),
     );
-    check("deliveries", json!(deliveries), json!(observed.deliveries));
+    check(
+        "deliveries",
+        json!(deliveries),
+        json!(observed.deliveries.clone().unwrap_or_default()),
+    );
     out
 }
 
@@ -311,16 +323,138 @@ impl Resolver for SimResolver {
     }
 }
 
+/// The actor of every operation a drill writes: what tells a drill's operation
+/// from any other ([`foreign_operation`]).
+pub const DRILL_AGENT: &str = "svc:drill-agent";
+
+/// The tenant a drill's operations go to in a store that holds other
+/// operations (`holdfast drill --into-existing`); the report of the real
+/// tenants never counts it ([`crate::report::without_drill`]).
+pub const DRILL_TENANT: &str = "drill";
+
+/// Operations read per page when a store is searched for one a drill did not
+/// write.
+const FOREIGN_PAGE: u64 = 500;
+
+/// The first operation of `store` (in id order) that no drill wrote, with how
+/// many operations the store holds; `None` when every operation is a drill's
+/// (an empty store included). Read a page at a time, stopping at the first.
+pub async fn foreign_operation(
+    store: &dyn Store,
+) -> Result<Option<(crate::core::model::Operation, u64)>, StoreError> {
+    use crate::store::{OperationFilter, Page, SortOrder, Start};
+    let filter = OperationFilter::default();
+    let mut page = Page::first(FOREIGN_PAGE);
+    loop {
+        let (rows, total) = store.list(&filter, SortOrder::Id, page).await?;
+        if let Some(row) = rows.iter().find(|r| r.operation.actor != DRILL_AGENT) {
+            return Ok(Some((row.operation.clone(), total)));
+        }
+        match rows.last() {
+            Some(last) if rows.len() as u64 == FOREIGN_PAGE => {
+                page = Page {
+                    start: Start::After(last.operation.id.clone()),
+                    limit: FOREIGN_PAGE,
+                };
+            }
+            _ => return Ok(None),
+        }
+    }
+}
+
+/// The first tool (by name) whose contract `store` holds without any
+/// operation of it: a contract no drill wrote (a drill writes each contract
+/// with its case's operation). `None` when every contract has operations.
+pub async fn foreign_contract(store: &dyn Store) -> Result<Option<String>, StoreError> {
+    let mut tools: Vec<String> = store
+        .contracts()
+        .await?
+        .into_iter()
+        .map(|c| c.tool)
+        .collect();
+    tools.sort();
+    for tool in tools {
+        if store.tool_tenants(&tool).await?.is_empty() {
+            return Ok(Some(tool));
+        }
+    }
+    Ok(None)
+}
+
 /// Runs `cases` against a fresh simulated provider on 127.0.0.1, recording into
 /// `store`.
 pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillError> {
-    for case in cases {
-        match store.detail(&id(&case.id)?).await {
-            Ok(_) => {
+    run_into(store, cases, None).await
+}
+
+/// Runs `cases` into `store`; with `tenant`, every case's operations go to that
+/// tenant, and the metrics and gate are computed over it alone (a drill into a
+/// store that holds other tenants). Refused before anything is written when an
+/// operation id is taken or, under `tenant`, a case's tool is one the store
+/// already has a contract for (its operations would weigh on that tool's
+/// autonomy gate).
+pub async fn run_into(
+    store: &dyn Store,
+    cases: &[Case],
+    tenant: Option<&str>,
+) -> Result<Outcome, DrillError> {
+    let cases: Vec<Case> = cases
+        .iter()
+        .cloned()
+        .map(|mut case| {
+            if let Some(tenant) = tenant {
+                case.operation.tenant = tenant.to_owned();
+            }
+            case
+        })
+        .collect();
+    let contracts = store.contracts().await?;
+    for case in &cases {
+        let tool = &case.contract.tool;
+        if contracts
+            .iter()
+            .any(|c| &c.tool == tool && c != &case.contract)
+        {
+            return Err(DrillError::Case {
+                case: case.id.clone(),
+                reason: format!(
+                    "{} already has another contract for tool {tool}; run the drill into a fresh store (leave out --db and --database-url)",
+                    store.location()
+                ),
+            });
+        }
+        // Under its own tenant the drill uses tools of its own, so that its
+        // operations never weigh on a real tool's autonomy gate (A3): a tool
+        // the store knows is the drill's only while all its operations are.
+        if let Some(tenant) = tenant {
+            let tenants = store.tool_tenants(tool).await?;
+            let ours = !tenants.is_empty() && tenants.iter().all(|t| t == tenant);
+            let known = !tenants.is_empty() || contracts.iter().any(|c| &c.tool == tool);
+            if known && !ours {
+                let what = match tenants.iter().find(|t| *t != tenant) {
+                    Some(other) => format!("operations of tenant {other}"),
+                    None => "its contract".to_owned(),
+                };
                 return Err(DrillError::Case {
                     case: case.id.clone(),
                     reason: format!(
-                        "{} already holds operation {} from an earlier drill; run the drill into a fresh store",
+                        "{} already holds tool {tool} ({what}): with --into-existing the drill uses tools of its own, so its operations never weigh on another tool's autonomy gate (`holdfast drill --tool {tool}` drills a store's own tool, its operations in a store of their own)",
+                        store.location()
+                    ),
+                });
+            }
+        }
+        match store.detail(&id(&case.id)?).await {
+            Ok(held) => {
+                let whose = if held.row.operation.actor == DRILL_AGENT {
+                    "from an earlier drill".to_owned()
+                } else {
+                    format!("of tenant {}", held.row.operation.tenant)
+                };
+                return Err(DrillError::Case {
+                    case: case.id.clone(),
+                    reason: format!(
+                        "{} already holds operation {} {whose}; run the drill into a fresh store (leave out --db and --database-url)",
                         store.location(),
                         case.id
                     ),
@@ -330,6 +464,7 @@ pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillErro
             Err(other) => return Err(other.into()),
         }
     }
+    let cases = &cases[..];
     let provider = Provider::new();
     let running =
         crate::sim::serve(provider.clone(), SocketAddr::from(([127, 0, 0, 1], 0))).await?;
@@ -341,7 +476,14 @@ pub async fn run(store: &dyn Store, cases: &[Case]) -> Result<Outcome, DrillErro
         results.push(result);
     }
     running.stop().await;
-    let dataset = store.dataset().await?;
+    let dataset = match tenant {
+        Some(tenant) => {
+            store
+                .dataset_in(&crate::store::Scope::Tenants(vec![tenant.to_owned()]))
+                .await?
+        }
+        None => store.dataset().await?,
+    };
     let report = metrics::report(&dataset, latest);
     Ok(Outcome {
         cases: results,
@@ -450,7 +592,7 @@ impl Bench<'_> {
         Operation {
             id: op_id.clone(),
             tenant: o.tenant.clone(),
-            actor: "svc:drill-agent".to_owned(),
+            actor: DRILL_AGENT.to_owned(),
             tool: self.case.contract.tool.clone(),
             action: self.case.contract.action.clone(),
             target: o
@@ -492,7 +634,7 @@ impl Bench<'_> {
             operation,
             contract: self.case.contract.clone(),
             lookup,
-            endpoint: format!("{}/ops", self.base),
+            endpoint: self.base.clone(),
             payload,
             items,
             required: self.case.operation.required.clone(),
@@ -524,6 +666,7 @@ fn expected(case: &Case) -> Figures {
         status_queries: e.status_queries,
         effects: e.effects,
         retried_before_reconcile: e.retried_before_reconcile,
+        unrouted: e.unrouted,
         identities: e.identities,
         dependent_requests: e.dependent_requests,
         max_item_effects: e.max_item_effects,
@@ -624,18 +767,22 @@ async fn run_case(
     }
     let main_run = executed[0].clone();
     let mut records = main_run.records();
-    let (list, veto) = prohibited(case.mode);
-    records.push(Record::Expectation(crate::core::model::Expectation {
-        operation: main_id.clone(),
-        expected_state: case.expect.state,
-        requires_reconciliation: Some(case.expect.status_queries > 0),
-        duplicate_risk: Some(matches!(
-            case.mode,
-            FailureMode::TimeoutUnknown | FailureMode::DuplicateReplay
-        )),
-        prohibited: list,
-        veto: Some(veto),
-    }));
+    // The release gate judges a case only by the final state it expects; a
+    // case that checks no state adds no expectation.
+    if let Some(expected_state) = case.expect.state {
+        let (list, veto) = prohibited(case.mode);
+        records.push(Record::Expectation(crate::core::model::Expectation {
+            operation: main_id.clone(),
+            expected_state,
+            requires_reconciliation: case.expect.status_queries.map(|n| n > 0),
+            duplicate_risk: Some(matches!(
+                case.mode,
+                FailureMode::TimeoutUnknown | FailureMode::DuplicateReplay
+            )),
+            prohibited: list,
+            veto: Some(veto),
+        }));
+    }
     bench.record(&records).await?;
 
     // Dependents act only on a settled, verified main operation (G9).
@@ -725,11 +872,12 @@ async fn run_case(
         .sum();
     let expected = expected(case);
     let observed = Figures {
-        state: detail.row.operation.state,
-        requests: counters.requests,
-        status_queries: counters.status_queries,
-        effects: counters.effects,
-        retried_before_reconcile: retried_before_reconcile(&detail),
+        state: Some(detail.row.operation.state),
+        requests: Some(counters.requests),
+        status_queries: Some(counters.status_queries),
+        effects: Some(counters.effects),
+        retried_before_reconcile: Some(retried_before_reconcile(&detail)),
+        unrouted: Some(counters.unrouted),
         identities: expected
             .identities
             .map(|_| u32::try_from(counters.identities.len()).unwrap_or(u32::MAX)),
@@ -738,7 +886,7 @@ async fn run_case(
             .max_item_effects
             .map(|_| counters.item_effects.values().copied().max().unwrap_or(0)),
         recovery_state: expected.recovery_state.and(recovery_state),
-        deliveries: delivery_states,
+        deliveries: (!delivery_states.is_empty()).then_some(delivery_states),
     };
     let failed = misses(&expected, &observed);
     let pass = failed.is_empty();

@@ -8,32 +8,49 @@ use super::{Figures, Outcome};
 use crate::core::sanitize::sanitize;
 
 /// Figures in one short line: `SUCCEEDED req 2 sq 0 eff 1`, then the extras a case
-/// asked for.
+/// asked for; a figure the case does not check is left out (`-` when none is
+/// checked at all), and requests the provider could not route show as `unrouted N`.
 pub fn figures(f: &Figures) -> String {
-    let mut out = format!(
-        "{} req {} sq {} eff {}",
-        f.state, f.requests, f.status_queries, f.effects
-    );
-    if f.retried_before_reconcile {
-        out.push_str(" RETRIED-BEFORE-RECONCILE");
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(state) = f.state {
+        parts.push(state.as_str().to_owned());
+    }
+    for (label, value) in [
+        ("req", f.requests),
+        ("sq", f.status_queries),
+        ("eff", f.effects),
+    ] {
+        if let Some(n) = value {
+            parts.push(format!("{label} {n}"));
+        }
+    }
+    if f.retried_before_reconcile == Some(true) {
+        parts.push("RETRIED-BEFORE-RECONCILE".to_owned());
+    }
+    if let Some(n) = f.unrouted.filter(|n| *n > 0) {
+        parts.push(format!("unrouted {n}"));
     }
     if let Some(n) = f.identities {
-        let _ = write!(out, " ids {n}");
+        parts.push(format!("ids {n}"));
     }
     if let Some(n) = f.dependent_requests {
-        let _ = write!(out, " dep {n}");
+        parts.push(format!("dep {n}"));
     }
     if let Some(n) = f.max_item_effects {
-        let _ = write!(out, " item≤{n}");
+        parts.push(format!("item≤{n}"));
     }
     if let Some(s) = f.recovery_state {
-        let _ = write!(out, " rec {s}");
+        parts.push(format!("rec {s}"));
     }
-    if !f.deliveries.is_empty() {
-        let list: Vec<&str> = f.deliveries.iter().map(|s| s.as_str()).collect();
-        let _ = write!(out, " then {}", list.join(","));
+    if let Some(list) = f.deliveries.as_ref().filter(|l| !l.is_empty()) {
+        let list: Vec<&str> = list.iter().map(|s| s.as_str()).collect();
+        parts.push(format!("then {}", list.join(",")));
     }
-    out
+    if parts.is_empty() {
+        "-".to_owned()
+    } else {
+        parts.join(" ")
+    }
 }
 
 /// The whole drill as text.

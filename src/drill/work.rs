@@ -87,7 +87,7 @@ fn job(detail: &OperationDetail, case: &Case, base: &str) -> Job {
         },
         contract: case.contract.clone(),
         lookup,
-        endpoint: format!("{base}/ops"),
+        endpoint: base.to_owned(),
         payload: json!({"work": op.id.as_str(), "payload_hash": op.payload_hash.as_str()}),
         items,
         required: Vec::new(),

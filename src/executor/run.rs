@@ -13,7 +13,7 @@ use super::clock::ExecClock;
 use super::lookup::{self, Answer};
 use super::transport::{Exchange, HttpRequest, Transport, Url};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::lookup::LookupSpec;
+use crate::core::lookup::{JsonPointer, LookupSpec};
 use crate::core::matrix::{self, Decision, TOKEN_EXPIRED};
 use crate::core::model::{
     Attempt, AttemptKind, Contract, FailureMode, Item, ItemState, Layer, Observation,
@@ -83,7 +83,8 @@ pub struct Job {
     pub contract: Contract,
     /// The contract's lookup, its URL template complete but for placeholders.
     pub lookup: Option<LookupSpec>,
-    /// Where the write is sent.
+    /// The provider's base URL: the contract's `path`, filled from the
+    /// operation, follows it ([`DEFAULT_PATH`] when the contract has none).
     pub endpoint: String,
     pub payload: Value,
     /// Batch items or workflow steps to apply, by index (empty: one write).
@@ -352,65 +353,93 @@ fn request_body(job: &Job) -> Vec<u8> {
     .into_bytes()
 }
 
-/// How an answered write reads.
+/// How an answered call reads.
 enum Verdict {
-    /// The record is the intended one: per-item results if a batch.
-    Valid(Vec<(u32, ItemState, Option<String>)>),
+    /// Every check the contract declares passed: per-item results if a batch,
+    /// the record id if declared, and the names of the checks made.
+    Valid {
+        items: Vec<(u32, ItemState, Option<String>)>,
+        record_id: Option<String>,
+        checked: Vec<&'static str>,
+    },
     /// The answer failed validation: the cause, named by layer.
     Invalid(String),
 }
 
+/// The value at `pointer` as text: a string as is, a number written out.
+fn text_at(value: &Value, pointer: &JsonPointer) -> Option<String> {
+    match value.pointer(pointer.as_str())? {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    }
+}
+
+/// Judges a 2xx answer by what the contract's `response` declares, and nothing
+/// more: each declared pointer must lead to a value, and tenant, target,
+/// payload hash and version must be the operation's. Instruction-like text is
+/// refused wherever it stands, declared or not (G10).
 fn validate(job: &Job, body: &[u8]) -> Verdict {
-    let value: Value = match serde_json::from_slice(body) {
-        Ok(v) => v,
-        Err(e) => {
+    let shape = job.contract.response.clone().unwrap_or_default();
+    let parsed = serde_json::from_slice::<Value>(body);
+    let value = match parsed {
+        Ok(value) => value,
+        Err(e) if shape.declares_any() || !job.items.is_empty() => {
             return Verdict::Invalid(format!("parser: the response is not complete JSON ({e})"));
         }
+        Err(_) => Value::String(String::from_utf8_lossy(body).into_owned()),
     };
-    let Some(record) = value.get("record").and_then(Value::as_object) else {
-        return Verdict::Invalid("parser: the response has no `record` object".to_owned());
-    };
-    for field in [
-        "id",
-        "operation",
-        "tenant",
-        "target",
-        "payload_hash",
-        "request_id",
-    ] {
-        if !record.get(field).is_some_and(Value::is_string) {
-            return Verdict::Invalid(format!("schema: `record.{field}` is missing or not text"));
-        }
-    }
-    let text = |f: &str| record.get(f).and_then(Value::as_str).unwrap_or_default();
     let op = &job.operation;
-    if text("tenant") != op.tenant {
-        return Verdict::Invalid(format!(
-            "entity: the record belongs to another tenant (expected {})",
-            op.tenant
-        ));
-    }
-    if text("operation") != op.id.as_str() || text("target") != op.target {
-        return Verdict::Invalid("entity: the record is for another operation or target".into());
-    }
-    if text("payload_hash") != op.payload_hash.as_str() {
-        return Verdict::Invalid("entity: the record carries another payload".into());
-    }
-    let version = record.get("version").and_then(Value::as_u64);
-    if version != Some(job.version) {
-        return Verdict::Invalid(format!(
-            "freshness: record version {} where {} was expected (stale)",
-            version.map_or("none".to_owned(), |v| v.to_string()),
-            job.version
-        ));
+    let mut checked = Vec::new();
+    for (name, pointer) in shape.named() {
+        let Some(pointer) = pointer.filter(|_| name != "items") else {
+            continue;
+        };
+        let Some(found) = text_at(&value, pointer) else {
+            return Verdict::Invalid(format!(
+                "schema: `{}` ({name}) is missing or not text",
+                pointer.as_str()
+            ));
+        };
+        let mismatch = match name {
+            "tenant" => (found != op.tenant).then(|| {
+                format!(
+                    "entity: the record belongs to another tenant (expected {})",
+                    op.tenant
+                )
+            }),
+            "target" => {
+                (found != op.target).then(|| "entity: the record is for another target".to_owned())
+            }
+            "payload_hash" => (found != op.payload_hash.as_str())
+                .then(|| "entity: the record carries another payload".to_owned()),
+            "version" => (found != job.version.to_string()).then(|| {
+                format!(
+                    "freshness: record version {} where {} was expected (stale)",
+                    sanitize(&found).chars().take(40).collect::<String>(),
+                    job.version
+                )
+            }),
+            _ => None,
+        };
+        if let Some(why) = mismatch {
+            return Verdict::Invalid(why);
+        }
+        checked.push(name);
     }
     if let Some(path) = instruction_in(&value, "") {
+        let path = if path.is_empty() { "the body" } else { &path };
         return Verdict::Invalid(format!(
             "trust boundary: `{path}` carries instruction-like text; quarantined as data, nothing executed"
         ));
     }
     let mut items = Vec::new();
-    if let Some(list) = value.get("items").and_then(Value::as_array) {
+    let listed = shape
+        .items
+        .as_ref()
+        .and_then(|p| value.pointer(p.as_str()))
+        .and_then(Value::as_array);
+    if let Some(list) = listed {
         for entry in list {
             let index = entry
                 .get("index")
@@ -434,10 +463,57 @@ fn validate(job: &Job, body: &[u8]) -> Verdict {
         if items.len() != job.items.len() {
             return Verdict::Invalid("schema: not every item has a result".into());
         }
+        checked.push("items");
     } else if !job.items.is_empty() {
-        return Verdict::Invalid("schema: a batch answer without item results".into());
+        return Verdict::Invalid(match &shape.items {
+            Some(p) => format!(
+                "schema: a batch answer without item results at `{}`",
+                p.as_str()
+            ),
+            None => "schema: a batch answer, and the contract declares no `response.items` to read its item results by".into(),
+        });
     }
-    Verdict::Valid(items)
+    let record_id = shape
+        .record_id
+        .as_ref()
+        .and_then(|p| text_at(&value, p))
+        .map(|id| sanitize(&id).chars().take(64).collect());
+    Verdict::Valid {
+        items,
+        record_id,
+        checked,
+    }
+}
+
+/// The path a contract's call goes to when it names none (the simulated
+/// provider's own).
+pub const DEFAULT_PATH: &str = "/ops";
+
+/// The URL of the call: the job's base, then the contract's `path` filled from
+/// the operation ([`DEFAULT_PATH`] when it has none).
+fn call_url(job: &Job) -> Result<String, String> {
+    match &job.contract.path {
+        Some(path) => path
+            .render(&job.operation)
+            .map(|path| format!("{}{path}", job.endpoint))
+            .map_err(|why| format!("the call's path cannot be filled: {why}")),
+        None => Ok(format!("{}{DEFAULT_PATH}", job.endpoint)),
+    }
+}
+
+/// The reason of a SUCCEEDED on an answer: what the contract let be checked.
+fn answered_with(status: u16, record_id: Option<&str>, checked: &[&str]) -> String {
+    let record = record_id.map_or_else(String::new, |id| format!(" with record {id}"));
+    if checked.is_empty() {
+        format!(
+            "the provider answered {status}{record}; the contract declares no response shape, so nothing in it was checked but instruction-like text"
+        )
+    } else {
+        format!(
+            "the provider answered {status}{record}; declared {} verified",
+            checked.join(", ")
+        )
+    }
 }
 
 impl Executor {
@@ -1014,14 +1090,16 @@ impl Executor {
         {
             headers.push(("Idempotency-Key".to_owned(), key.clone()));
         }
-        let exchange = match Url::parse(&job.endpoint) {
+        // A read carries its identity in its path; only a write sends a body.
+        let write = job.contract.is_write();
+        let exchange = match call_url(job).and_then(|url| Url::parse(&url)) {
             Ok(url) => {
                 self.transport
                     .send(&HttpRequest {
                         method: job.contract.method.to_ascii_uppercase(),
                         url,
                         headers,
-                        body: Some(body.clone()),
+                        body: write.then(|| body.clone()),
                         kind: AttemptKind::Request,
                     })
                     .await
@@ -1103,6 +1181,11 @@ impl Executor {
                 evidence.clone(),
             );
         }
+        if !write && (!answered || matrix::ambiguous(exchange.outcome)) {
+            // A read changes nothing at the provider: no effect can be unknown.
+            run.fail(FailureMode::TransientError);
+            return;
+        }
         if !answered || matrix::ambiguous(exchange.outcome) {
             run.fail(FailureMode::TimeoutUnknown);
             run.go(
@@ -1120,7 +1203,14 @@ impl Executor {
             return;
         }
         match (exchange.status.unwrap_or(0), verdict) {
-            (_, Some(Verdict::Valid(items))) => {
+            (
+                status,
+                Some(Verdict::Valid {
+                    items,
+                    record_id,
+                    checked,
+                }),
+            ) => {
                 for (index, state, id) in &items {
                     run.items.push(Item {
                         operation: run.id().clone(),
@@ -1140,7 +1230,7 @@ impl Executor {
                         &by,
                         Role::System,
                         ended,
-                        "the provider answered with the intended record: schema, entity, tenant and version verified",
+                        answered_with(status, record_id.as_deref(), &checked),
                         evidence,
                     );
                 } else if committed > 0 {

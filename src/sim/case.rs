@@ -272,16 +272,24 @@ pub struct Answer {
     pub record: Option<RawLookup>,
 }
 
-/// What the case expects, counted at the provider.
-#[derive(Debug, Clone, PartialEq, Deserialize)]
+/// What the case expects, counted at the provider. Every figure is optional:
+/// only those given are checked.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Expect {
-    pub state: State,
-    pub requests: u32,
-    pub status_queries: u32,
-    pub effects: u32,
     #[serde(default)]
-    pub retried_before_reconcile: bool,
+    pub state: Option<State>,
+    #[serde(default)]
+    pub requests: Option<u32>,
+    #[serde(default)]
+    pub status_queries: Option<u32>,
+    #[serde(default)]
+    pub effects: Option<u32>,
+    #[serde(default)]
+    pub retried_before_reconcile: Option<bool>,
+    /// Requests the provider could not route (no route at that method and path).
+    #[serde(default)]
+    pub unrouted: Option<u32>,
     /// Distinct identities seen on credentials (no substitution: 1).
     #[serde(default)]
     pub identities: Option<u32>,
@@ -297,7 +305,7 @@ pub struct Expect {
     pub recovery_state: Option<State>,
     /// The final state of the operation behind each later delivery, in order.
     #[serde(default)]
-    pub deliveries: Vec<State>,
+    pub deliveries: Option<Vec<State>>,
 }
 
 #[derive(Deserialize)]
@@ -314,6 +322,7 @@ struct RawCase {
     operation: CaseOperation,
     #[serde(default)]
     provider: Vec<Rule>,
+    #[serde(default)]
     expect: Expect,
 }
 

@@ -7,10 +7,9 @@ use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use axum::body::Body;
-use axum::extract::{Path, Query, Request, State};
+use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
-use axum::routing::{get, post};
 use axum::{Extension, Router};
 use chrono::{DateTime, Duration, Utc};
 use hyper::body::Incoming;
@@ -21,7 +20,7 @@ use tokio::sync::{Notify, oneshot};
 use tower::ServiceExt as _;
 
 use super::case::{Answer, Case, On, Respond, Rule, Word};
-use crate::core::lookup::Placeholder;
+use crate::core::lookup::{JsonPointer, LookupFields, Placeholder, ResponseShape};
 use crate::executor::clock::ExecClock;
 
 /// How long a `hang` answer waits before it is sent (past any client timeout the
@@ -43,6 +42,8 @@ pub struct Counters {
     pub dns_failures: u32,
     /// Connections closed without an answer.
     pub dropped: u32,
+    /// Requests at a method and path the case has no route for (answered 404).
+    pub unrouted: u32,
     /// Requests answered with the original result of their idempotency key.
     pub replays: u32,
     /// Requests refused because their key carried another payload.
@@ -201,18 +202,99 @@ impl Provider {
         Ok(())
     }
 
-    /// The router of the provider's endpoints.
+    /// The router of the provider's endpoints: every request under
+    /// `/cases/ID` is routed by the case itself ([`Provider::route`]).
     pub fn router(&self) -> Router {
-        Router::new()
-            .route(
-                "/cases/{case}/ops",
-                post(write).put(write).patch(write).delete(write),
-            )
-            .route("/cases/{case}/records", get(status))
-            .route("/cases/{case}/lookup", get(emulated_status))
-            .route("/cases/{case}/lookup/{*rest}", get(emulated_status))
-            .route("/cases/{case}/counters", get(counters))
-            .with_state(self.clone())
+        Router::new().fallback(dispatch).with_state(self.clone())
+    }
+
+    /// Where a request for `case` at `method` and `asked` (path and query under
+    /// the case's base URL) goes: the tool's call at its contract's method and
+    /// path (`/ops` when the contract names none), the status lookup at its
+    /// lookup object's method and URL (the provider's own `GET /records?…` when
+    /// the case has no lookup object), `GET /counters`; anything else is
+    /// unrouted. `None` when there is no such case.
+    pub fn route(&self, case: &str, method: &str, asked: &str) -> Option<SimRoute> {
+        let cases = self.lock();
+        let state = cases.get(case)?;
+        let contract = &state.case.contract;
+        let path_only = asked.split('?').next().unwrap_or_default();
+        let call = method.eq_ignore_ascii_case(&contract.method)
+            && match &contract.path {
+                Some(path) => path.matches(asked),
+                None => path_only == crate::executor::run::DEFAULT_PATH,
+            };
+        if call {
+            return Some(SimRoute::Call);
+        }
+        let lookup = match state.case.lookup_spec(EMULATED_BASE) {
+            Ok(Some(spec)) => {
+                method.eq_ignore_ascii_case(&spec.method)
+                    && spec.url.matches(&format!("{EMULATED_BASE}{asked}"))
+            }
+            _ => method == "GET" && path_only == STANDARD_LOOKUP,
+        };
+        if lookup {
+            return Some(SimRoute::Lookup);
+        }
+        if method == "GET" && asked == "/counters" {
+            return Some(SimRoute::Counters);
+        }
+        Some(SimRoute::Unrouted)
+    }
+
+    /// Counts a request the provider had no route for.
+    fn unrouted(&self, case: &str) {
+        if let Some(state) = self.lock().get_mut(case) {
+            state.counters.unrouted += 1;
+        }
+    }
+}
+
+/// The path of the provider's own status lookup, for a case without a lookup
+/// object: `GET /records?business_key=…` (or `operation=`, `idempotency_key=`).
+pub const STANDARD_LOOKUP: &str = "/records";
+
+/// Where the provider sends one request of a case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SimRoute {
+    /// The tool's call: the contract's method and path.
+    Call,
+    /// A status lookup: the lookup object's method and URL.
+    Lookup,
+    /// What the provider counted.
+    Counters,
+    /// No route: answered 404 and counted.
+    Unrouted,
+}
+
+/// Routes one request: `/cases/ID…` by the case's own routes; anything else,
+/// and a case the provider does not hold, is 404.
+async fn dispatch(
+    State(provider): State<Provider>,
+    Extension(killer): Extension<Killer>,
+    request: Request,
+) -> Response {
+    let asked = request
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    let Some(rest) = asked.strip_prefix("/cases/") else {
+        return not_found();
+    };
+    let split = rest.find(['/', '?']).unwrap_or(rest.len());
+    let (case, under) = (rest[..split].to_owned(), rest[split..].to_owned());
+    let method = request.method().as_str().to_owned();
+    match provider.route(&case, &method, &under) {
+        None => not_found(),
+        Some(SimRoute::Call) => call(provider, case, killer, request).await,
+        Some(SimRoute::Lookup) => lookup(provider, case, killer, under).await,
+        Some(SimRoute::Counters) => counters(&provider, &case),
+        Some(SimRoute::Unrouted) => {
+            provider.unrouted(&case);
+            not_found()
+        }
     }
 }
 
@@ -452,13 +534,25 @@ struct Processed {
     replayed: bool,
 }
 
-async fn write(
-    State(provider): State<Provider>,
-    Path(case): Path<String>,
-    Extension(killer): Extension<Killer>,
-    request: Request,
-) -> Response {
-    let (n, rule) = {
+/// The record a read tool's call answers with: the case's own operation as the
+/// provider holds it.
+fn read_record(case: &Case, request_id: &str) -> Value {
+    let o = &case.operation;
+    json!({"record": {
+        "id": format!("res-{}", case.id),
+        "operation": case.id,
+        "tenant": o.tenant,
+        "target": o.target.clone().unwrap_or_else(|| format!("record:{}", case.id)),
+        "version": o.version,
+        "request_id": request_id,
+    }, "count": 1})
+}
+
+/// The tool's call: a write is applied under the provider's idempotency rules;
+/// a read (GET, HEAD, OPTIONS) applies nothing and answers with the record
+/// read. The case's script decides the answer either way.
+async fn call(provider: Provider, case: String, killer: Killer, request: Request) -> Response {
+    let (n, rule, contract, read) = {
         let mut cases = provider.lock();
         let Some(state) = cases.get_mut(&case) else {
             return not_found();
@@ -468,9 +562,20 @@ async fn write(
         if let Some(who) = identity(request.headers()) {
             state.counters.identities.insert(who);
         }
-        (state.request_n, state.rule(On::Request, state.request_n))
+        let n = state.request_n;
+        let read = (!state.case.contract.is_write()).then(|| state.case.clone());
+        (
+            n,
+            state.rule(On::Request, n),
+            state.case.contract.clone(),
+            read,
+        )
     };
     let request_id = format!("req-{case}-{n}");
+    let reshaped = |body: Value| match &contract.response {
+        Some(shape) => shape_response(body, shape),
+        None => body,
+    };
     let commit = rule.as_ref().is_none_or(|r| r.commit);
     if let Some(rule) = &rule
         && !rule.commit
@@ -479,6 +584,29 @@ async fn write(
         // Dropped before the request was read: it never reached the provider's
         // logic, so nothing can have been applied.
         return drop_connection(&provider, &case, &killer).await;
+    }
+    if let Some(read_case) = read {
+        if let Some(state) = provider.lock().get_mut(&case) {
+            *state
+                .counters
+                .requests_by_operation
+                .entry(case.clone())
+                .or_default() += 1;
+        }
+        let body = reshaped(read_record(&read_case, &request_id));
+        return match rule.map(|r| r.respond) {
+            Some(Respond::Word(Word::Drop)) => drop_connection(&provider, &case, &killer).await,
+            Some(Respond::Word(Word::Hang)) => {
+                tokio::time::sleep(HANG_FOR).await;
+                json_response(200, &request_id, &body, false)
+            }
+            Some(Respond::Answer(scripted_answer)) => {
+                scripted(&scripted_answer, &request_id, Some(&body), &reshaped)
+            }
+            Some(Respond::Word(Word::Record | Word::DnsFailure)) | None => {
+                json_response(200, &request_id, &body, false)
+            }
+        };
     }
     let key = request
         .headers()
@@ -511,35 +639,30 @@ async fn write(
     } else {
         None
     };
+    let answer = |processed: Option<Processed>| match processed {
+        Some(p) => json_response(p.status, &p.request_id, &reshaped(p.body), p.replayed),
+        None => json_response(503, &request_id, &json!({"error": "not_processed"}), false),
+    };
     match rule.map(|r| r.respond) {
         Some(Respond::Word(Word::Drop)) => drop_connection(&provider, &case, &killer).await,
         Some(Respond::Word(Word::Hang)) => {
             tokio::time::sleep(HANG_FOR).await;
-            answer(processed, &request_id)
+            answer(processed)
         }
         Some(Respond::Answer(scripted_answer)) => {
             // A conflict or a replay is the provider's own answer, whatever the
             // script would have said.
             match &processed {
-                Some(p) if p.replayed || p.status == 409 => answer(processed, &request_id),
+                Some(p) if p.replayed || p.status == 409 => answer(processed),
                 _ => scripted(
                     &scripted_answer,
                     &request_id,
                     processed.as_ref().map(|p| &p.body),
-                    &|body| body,
+                    &reshaped,
                 ),
             }
         }
-        Some(Respond::Word(Word::Record | Word::DnsFailure)) | None => {
-            answer(processed, &request_id)
-        }
-    }
-}
-
-fn answer(processed: Option<Processed>, request_id: &str) -> Response {
-    match processed {
-        Some(p) => json_response(p.status, &p.request_id, &p.body, p.replayed),
-        None => json_response(503, request_id, &json!({"error": "not_processed"}), false),
+        Some(Respond::Word(Word::Record | Word::DnsFailure)) | None => answer(processed),
     }
 }
 
@@ -669,21 +792,42 @@ fn process(
     })
 }
 
-/// The query of a status lookup.
-#[derive(Debug, Default, Deserialize)]
-#[serde(deny_unknown_fields)]
+/// The query of the provider's own status lookup.
+#[derive(Debug, Default)]
 struct StatusQuery {
     business_key: Option<String>,
     operation: Option<String>,
     idempotency_key: Option<String>,
 }
 
-async fn status(
-    State(provider): State<Provider>,
-    Path(case): Path<String>,
-    Extension(killer): Extension<Killer>,
-    Query(query): Query<StatusQuery>,
+/// The provider's own status lookup (`GET /records?…`), for a case without a
+/// lookup object: the records whose business key, operation or idempotency
+/// key the query names; a query it cannot read is a 400.
+async fn standard_status(
+    provider: Provider,
+    case: String,
+    killer: Killer,
+    asked: &str,
 ) -> Response {
+    let query = asked.split_once('?').map_or("", |(_, q)| q);
+    let mut parsed = StatusQuery::default();
+    for (key, value) in url::form_urlencoded::parse(query.as_bytes()) {
+        let slot = match key.as_ref() {
+            "business_key" => &mut parsed.business_key,
+            "operation" => &mut parsed.operation,
+            "idempotency_key" => &mut parsed.idempotency_key,
+            _ => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    json!({"error": "bad_query", "detail": format!("unknown parameter {key}")})
+                        .to_string(),
+                )
+                    .into_response();
+            }
+        };
+        *slot = Some(value.into_owned());
+    }
+    let query = parsed;
     let matches = |state: &CaseState, r: &StoredRecord| {
         let key_record = query
             .idempotency_key
@@ -700,12 +844,9 @@ async fn status(
     status_answer(&provider, &case, &killer, &matches, None).await
 }
 
-/// The path under a case where a contract's own lookup is emulated
-/// (`holdfast drill --tool`): the contract's path and query follow it.
-pub const EMULATED: &str = "/lookup";
-
-/// The base an emulated lookup's template is read with here, to render the URL a
-/// record would be asked at and compare it with the path and query asked.
+/// The base a case's lookup template is read with here, to route a request by
+/// it and to render the URL a record would be asked at and compare it with the
+/// path and query asked.
 const EMULATED_BASE: &str = "http://sim.invalid";
 
 /// The standard pointers of a status body, by the field names of DESIGN §9.1.
@@ -746,52 +887,53 @@ fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
     }
 }
 
-/// A record body in the shape a contract's `fields` read: the standard body, with
-/// each field's value also placed where the contract's pointer looks for it.
-fn shape(body: Value, fields: &BTreeMap<String, String>) -> Value {
+/// Where the provider's own answer to a call keeps each field a contract's
+/// `response` may declare.
+const RESPONSE_STANDARD: &[(&str, &str)] = &[
+    ("record_id", "/record/id"),
+    ("target", "/record/target"),
+    ("tenant", "/record/tenant"),
+    ("payload_hash", "/record/payload_hash"),
+    ("version", "/record/version"),
+    ("items", "/items"),
+];
+
+/// `body` with each named field's value (read where `standard` keeps it) also
+/// placed where the contract's pointer looks for it.
+fn place(body: Value, standard: &[(&str, &str)], named: &[(&str, Option<&JsonPointer>)]) -> Value {
     let mut out = body.clone();
-    for (name, pointer) in fields {
-        let Some(standard) = STANDARD.iter().find(|(n, _)| n == name).map(|(_, p)| *p) else {
+    for (name, pointer) in named {
+        let (Some(pointer), Some((_, from))) = (pointer, standard.iter().find(|(n, _)| n == name))
+        else {
             continue;
         };
-        if let Some(value) = body.pointer(standard) {
-            set_pointer(&mut out, pointer, value.clone());
+        if let Some(value) = body.pointer(from) {
+            set_pointer(&mut out, pointer.as_str(), value.clone());
         }
     }
     out
 }
 
-/// A status query under a contract's own lookup: the record whose identity, put
-/// into the contract's URL template, gives the URL asked for.
-async fn emulated_status(
-    State(provider): State<Provider>,
-    Path(params): Path<BTreeMap<String, String>>,
-    Extension(killer): Extension<Killer>,
-    uri: axum::http::Uri,
-) -> Response {
-    let Some(case) = params.get("case").cloned() else {
-        return not_found();
-    };
-    let prefix = case_path(&case);
-    let asked = uri
-        .path_and_query()
-        .map_or("", |p| p.as_str())
-        .strip_prefix(prefix.as_str())
-        .unwrap_or_default()
-        .to_owned();
-    let spec = {
+/// A call's answer in the shape the contract's `response` declares.
+fn shape_response(body: Value, shape: &ResponseShape) -> Value {
+    place(body, RESPONSE_STANDARD, &shape.named())
+}
+
+/// A status query under the case's lookup object: the record whose identity,
+/// put into the lookup's URL template as the lookup fills it
+/// ([`crate::core::lookup::UrlTemplate::render`]), gives the URL asked, in the
+/// shape the lookup's `fields` read. A case without a lookup object is asked
+/// at the provider's own `GET /records?…`.
+async fn lookup(provider: Provider, case: String, killer: Killer, asked: String) -> Response {
+    let found = {
         let cases = provider.lock();
-        match cases.get(&case).map(|c| c.case.lookup_spec(EMULATED_BASE)) {
-            Some(Ok(Some(spec))) => spec,
-            _ => return not_found(),
-        }
+        cases.get(&case).map(|c| c.case.lookup_spec(EMULATED_BASE))
     };
-    let fields: BTreeMap<String, String> = spec
-        .fields
-        .named()
-        .into_iter()
-        .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), p.as_str().to_owned())))
-        .collect();
+    let spec = match found {
+        Some(Ok(Some(spec))) => spec,
+        Some(Ok(None)) => return standard_status(provider, case, killer, &asked).await,
+        _ => return not_found(),
+    };
     let matches = |state: &CaseState, r: &StoredRecord| {
         let key = state
             .keys
@@ -811,7 +953,7 @@ async fn emulated_status(
         });
         url.is_ok_and(|url| url.strip_prefix(EMULATED_BASE) == Some(asked.as_str()))
     };
-    status_answer(&provider, &case, &killer, &matches, Some(&fields)).await
+    status_answer(&provider, &case, &killer, &matches, Some(&spec.fields)).await
 }
 
 /// Answers the `n`th status query of `case`: the records `matches` picks, under
@@ -821,7 +963,7 @@ async fn status_answer(
     case: &str,
     killer: &Killer,
     matches: &(dyn Fn(&CaseState, &StoredRecord) -> bool + Sync),
-    fields: Option<&BTreeMap<String, String>>,
+    fields: Option<&LookupFields>,
 ) -> Response {
     let (n, rule, found) = {
         let mut cases = provider.lock();
@@ -845,7 +987,7 @@ async fn status_answer(
     };
     let request_id = format!("status-{case}-{n}");
     let shaped = |body: Value| match fields {
-        Some(fields) => shape(body, fields),
+        Some(fields) => place(body, STANDARD, &fields.named()),
         None => body,
     };
     let normal = |found: Option<Value>| match found {
@@ -863,8 +1005,8 @@ async fn status_answer(
     }
 }
 
-async fn counters(State(provider): State<Provider>, Path(case): Path<String>) -> Response {
-    match provider.counters(&case) {
+fn counters(provider: &Provider, case: &str) -> Response {
+    match provider.counters(case) {
         Some(counters) => (
             StatusCode::OK,
             serde_json::to_string(&counters).unwrap_or_default(),

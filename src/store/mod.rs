@@ -556,6 +556,10 @@ pub trait Store: Send + Sync {
     /// The tenants of `tool`'s operations, sorted, each once.
     async fn tool_tenants(&self, tool: &str) -> Result<Vec<String>, StoreError>;
 
+    /// The tenants that hold an operation, sorted, each once: from the counts
+    /// the triggers keep (`operation_counts`), a read of a few dozen rows.
+    async fn tenants(&self) -> Result<Vec<String>, StoreError>;
+
     /// The vetoes of the release gate on `tool`'s operations still open at
     /// `now` (the operation is not terminal), from the facts kept per
     /// operation once those written since are judged: how many, and the first

@@ -9,7 +9,8 @@ use super::{LineError, Record};
 use crate::core::clock::parse_instant;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
-    JsonPointer, LookupAuth, LookupFields, LookupSpec, StatusLookup, UrlTemplate,
+    JsonPointer, LookupAuth, LookupFields, LookupSpec, PathTemplate, ResponseShape, StatusLookup,
+    UrlTemplate,
 };
 use crate::core::model::{
     Approval, Attempt, AttemptKind, Contract, Expectation, FailureMode, IdempotencyContract, Item,
@@ -53,6 +54,16 @@ const CONTRACT_FIELDS: &[&str] = &[
     "owner",
     "max_attempts",
     "budget_seconds",
+    "path",
+    "response",
+];
+const RESPONSE_FIELDS: &[&str] = &[
+    "record_id",
+    "target",
+    "tenant",
+    "payload_hash",
+    "version",
+    "items",
 ];
 const IDEMPOTENCY_FIELDS: &[&str] = &["supported", "scope", "retention_hours"];
 const LOOKUP_FIELDS: &[&str] = &[
@@ -283,6 +294,21 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
     let owner = o.req(sink, "owner", key);
     let max_attempts = o.req(sink, "max_attempts", int(1, U32_MAX));
     let budget_seconds = o.req(sink, "budget_seconds", int(1, U32_MAX));
+    let path = o.opt(sink, "path", |n| PathTemplate::parse(string(n)?));
+    let response = o.opt(sink, "response", object).map(|fields| {
+        let f = o.nested(fields, "response.", "response", RESPONSE_FIELDS);
+        let mut pointer = |name: &str| f.opt(sink, name, |node| JsonPointer::parse(string(node)?));
+        let out = ResponseShape {
+            record_id: pointer("record_id"),
+            target: pointer("target"),
+            tenant: pointer("tenant"),
+            payload_hash: pointer("payload_hash"),
+            version: pointer("version"),
+            items: pointer("items"),
+        };
+        f.refuse_unknown(sink);
+        out
+    });
     o.refuse_unknown(sink);
     Some(Contract {
         tool: tool?,
@@ -296,6 +322,8 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         owner: owner?,
         max_attempts: max_attempts?,
         budget_seconds: budget_seconds?,
+        path,
+        response,
     })
 }
 

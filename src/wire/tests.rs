@@ -1241,3 +1241,47 @@ fn every_placeholder_is_accepted_and_rendered_percent_encoded() {
         Err(Unfillable::Missing(Placeholder::ProviderRequestId))
     );
 }
+
+#[test]
+fn a_contract_may_declare_its_call_path_and_response_shape_and_old_lines_keep_their_bytes() {
+    let old = example("contract");
+    let written = write_line(&parse_line(old.as_bytes(), 1).unwrap());
+    assert!(!written.contains("\"path\"") && !written.contains("\"response\""));
+    assert_eq!(
+        parse_line(written.as_bytes(), 1).unwrap(),
+        parse_line(old.as_bytes(), 1).unwrap()
+    );
+    let mut line = with("contract", "path", Some(r#""/v2/tickets/{business_key}""#));
+    line.pop();
+    line.push_str(r#","response":{"record_id":"/id","tenant":"/owner/tenant"}}"#);
+    let Ok(Record::Contract(contract)) = parse_line(line.as_bytes(), 1) else {
+        panic!("{line}")
+    };
+    assert_eq!(
+        contract.path.as_ref().map(|p| p.as_str()),
+        Some("/v2/tickets/{business_key}")
+    );
+    let response = contract.response.clone().unwrap();
+    assert_eq!(response.record_id.unwrap().as_str(), "/id");
+    assert!(response.target.is_none());
+    let again = write_line(&Record::Contract(contract.clone()));
+    assert_eq!(
+        parse_line(again.as_bytes(), 1).unwrap(),
+        Record::Contract(contract)
+    );
+    refused(
+        &with("contract", "path", Some(r#""http://evil.invalid/x""#)),
+        "path",
+        "single `/`",
+    );
+    refused(
+        &with("contract", "response", Some(r#"{"record":"/id"}"#)),
+        "response.record",
+        "unknown",
+    );
+    refused(
+        &with("contract", "response", Some(r#"{"tenant":"owner"}"#)),
+        "response.tenant",
+        "JSON Pointer",
+    );
+}

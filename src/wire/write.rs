@@ -7,7 +7,9 @@ use serde_json::Value;
 
 use super::Record;
 use crate::core::clock::format_instant;
-use crate::core::lookup::{JsonPointer, LookupAuth, LookupFields, LookupSpec, StatusLookup};
+use crate::core::lookup::{
+    JsonPointer, LookupAuth, LookupFields, LookupSpec, ResponseShape, StatusLookup,
+};
 use crate::core::model::{
     Approval, Attempt, Contract, Expectation, IdempotencyContract, Item, Matches, Observation,
     Operation, TransitionRecord,
@@ -72,19 +74,41 @@ impl Serialize for W<'_, Record> {
     }
 }
 
-wire_object!(Contract, c;
-        "type" => "contract",
-        "tool" => c.tool,
-        "version" => c.version,
-        "action" => c.action,
-        "method" => c.method,
-        "idempotency" => W(&c.idempotency),
-        "status_lookup" => W(&c.status_lookup),
-        "retryable" => c.retryable,
-        "compensation" => c.compensation,
-        "owner" => c.owner,
-        "max_attempts" => c.max_attempts,
-        "budget_seconds" => c.budget_seconds,
+/// A contract in wire order; `path` and `response` are written only when set, so
+/// a contract without them keeps the bytes, and the hash, it always had.
+impl Serialize for W<'_, Contract> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let c = self.0;
+        let mut map = s.serialize_map(None)?;
+        map.serialize_entry("type", "contract")?;
+        map.serialize_entry("tool", &c.tool)?;
+        map.serialize_entry("version", &c.version)?;
+        map.serialize_entry("action", &c.action)?;
+        map.serialize_entry("method", &c.method)?;
+        map.serialize_entry("idempotency", &W(&c.idempotency))?;
+        map.serialize_entry("status_lookup", &W(&c.status_lookup))?;
+        map.serialize_entry("retryable", &c.retryable)?;
+        map.serialize_entry("compensation", &c.compensation)?;
+        map.serialize_entry("owner", &c.owner)?;
+        map.serialize_entry("max_attempts", &c.max_attempts)?;
+        map.serialize_entry("budget_seconds", &c.budget_seconds)?;
+        if let Some(path) = &c.path {
+            map.serialize_entry("path", path.as_str())?;
+        }
+        if let Some(response) = &c.response {
+            map.serialize_entry("response", &W(response))?;
+        }
+        map.end()
+    }
+}
+
+wire_object!(ResponseShape, r;
+        "record_id" => pointer(&r.record_id),
+        "target" => pointer(&r.target),
+        "tenant" => pointer(&r.tenant),
+        "payload_hash" => pointer(&r.payload_hash),
+        "version" => pointer(&r.version),
+        "items" => pointer(&r.items),
 );
 
 wire_object!(IdempotencyContract, i;

@@ -34,6 +34,12 @@ pub(crate) struct DrillArgs {
     /// the store `--db` / `--database-url` name (a drill's store).
     #[arg(long)]
     pub work: bool,
+    /// Run into the store `--db` / `--database-url` name even though it holds
+    /// operations no drill wrote: the drill's operations go to a tenant of
+    /// their own (`drill`), which the report and release gate of the store's
+    /// other tenants never count. Without it such a store is refused.
+    #[arg(long, conflicts_with_all = ["tool", "work"])]
+    pub into_existing: bool,
 }
 
 #[derive(Debug, Args)]
@@ -171,17 +177,67 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
     if args.work {
         return serve_work(ctx, &cases, args.json).await;
     }
-    let location = if ctx.database_url.is_some() || ctx.db.is_some() {
+    let named = ctx.database_url.is_some() || ctx.db.is_some();
+    let location = if named {
         ctx.store_location()?
     } else {
         fresh_store(ctx, "")
     };
     let store = location.open().await?;
-    let outcome = crate::drill::run(store.as_ref(), &cases).await?;
+    let tenant = if args.into_existing {
+        Some(crate::drill::DRILL_TENANT)
+    } else {
+        if let Some((op, total)) = crate::drill::foreign_operation(store.as_ref()).await? {
+            return Err(Failure::new(
+                exit::REFUSED,
+                format!(
+                    "{} holds operations no drill wrote ({} of tenant {}, one of {} there): the drill writes nothing into it. \
+                     Leave out --db / --database-url (and HOLDFAST_DB / HOLDFAST_DATABASE_URL) to run into a fresh drill store in {}, \
+                     or add --into-existing to put the drill's operations in tenant `{}` of this store, which its other tenants' report and release gate never count. \
+                     To record a drill of one of its tools for the autonomy gate, run `holdfast drill --tool TOOL` on it.",
+                    store.location(),
+                    crate::cli::render::clean(op.id.as_str()),
+                    crate::cli::render::clean(&op.tenant),
+                    total,
+                    ctx.paths.data_dir.display(),
+                    crate::drill::DRILL_TENANT,
+                ),
+            )
+            .into());
+        }
+        if let Some(tool) = crate::drill::foreign_contract(store.as_ref()).await? {
+            return Err(Failure::new(
+                exit::REFUSED,
+                format!(
+                    "{} holds the contract of tool {} without any operation of it, which no drill writes: the drill writes nothing into it. \
+                     Leave out --db / --database-url (and HOLDFAST_DB / HOLDFAST_DATABASE_URL) to run into a fresh drill store in {}, \
+                     or add --into-existing to put the drill's operations in tenant `{}` of this store. \
+                     To record a drill of {} for the autonomy gate, run `holdfast drill --tool {}` on it.",
+                    store.location(),
+                    crate::cli::render::clean(&tool),
+                    ctx.paths.data_dir.display(),
+                    crate::drill::DRILL_TENANT,
+                    crate::cli::render::clean(&tool),
+                    crate::cli::render::clean(&tool),
+                ),
+            )
+            .into());
+        }
+        None
+    };
+    let outcome = crate::drill::run_into(store.as_ref(), &cases, tenant).await?;
+    let place = match tenant {
+        Some(tenant) => format!("tenant `{tenant}` of {}", store.location()),
+        None => store.location(),
+    };
     if args.json {
-        println!("{}", serde_json::to_string_pretty(&outcome.to_json())?);
+        let mut value = outcome.to_json();
+        value["store"] = serde_json::json!(store.location());
+        value["tenant"] = serde_json::json!(tenant);
+        println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
         print!("{}", crate::drill::table::render(&outcome));
+        println!("drill operations in {place}");
     }
     eprintln!(
         "drill store {} (clock {}); open it with `holdfast --db …` or `holdfast --database-url …`",
@@ -249,13 +305,27 @@ pub(crate) async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
         .map_err(|e| Failure::bad_input(e.to_string()))?;
     println!("simulated provider on http://{}", running.addr);
     for case in &cases {
+        let base = running.case_url(&case.id);
+        let path = case
+            .contract
+            .path
+            .as_ref()
+            .map_or(crate::executor::run::DEFAULT_PATH, |p| p.as_str());
+        let lookup = match case.lookup_spec(&base) {
+            Ok(Some(spec)) => format!("{} {}", spec.method, spec.url),
+            _ => format!(
+                "GET {base}{}?business_key=…",
+                crate::sim::provider::STANDARD_LOOKUP
+            ),
+        };
         println!(
-            "  {:<6} {:<18} POST {}/ops  GET {}/records?business_key=…  GET {}/counters",
-            case.id,
-            case.mode.as_str(),
-            running.case_url(&case.id),
-            running.case_url(&case.id),
-            running.case_url(&case.id)
+            "{}",
+            crate::cli::render::clean(&format!(
+                "  {:<6} {:<18} {} {base}{path}  {lookup}  GET {base}/counters",
+                case.id,
+                case.mode.as_str(),
+                case.contract.method.to_ascii_uppercase(),
+            ))
         );
     }
     tokio::select! {

@@ -3,12 +3,14 @@
 //! The asking itself (HTTP) lives in `crate::lookup`; nothing here does I/O.
 
 mod call;
+mod endpoint;
 mod plan;
 mod record;
 mod spec;
 mod verdict;
 
 pub use call::{LookupAnswer, LookupCall};
+pub use endpoint::{PathTemplate, ResponseShape};
 pub use plan::{LookupEffect, LookupInput, plan};
 pub use record::records;
 pub use spec::{

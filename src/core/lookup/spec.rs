@@ -272,6 +272,28 @@ impl UrlTemplate {
         Ok(out)
     }
 
+    /// Whether `url` could be this template filled in: its text as written,
+    /// each slot a non-empty run of what [`UrlTemplate::render`] writes for a
+    /// value (unreserved characters and `%XX` escapes). The simulated provider
+    /// routes a request by it before it knows which record is asked for.
+    pub fn matches(&self, url: &str) -> bool {
+        fn rest_matches(parts: &[Part], rest: &str) -> bool {
+            match parts.split_first() {
+                None => rest.is_empty(),
+                Some((Part::Text(text), more)) => rest
+                    .strip_prefix(text.as_str())
+                    .is_some_and(|r| rest_matches(more, r)),
+                Some((Part::Slot(_), more)) => {
+                    let longest = rest
+                        .find(|c: char| !(c.is_ascii_alphanumeric() || "-._~%".contains(c)))
+                        .unwrap_or(rest.len());
+                    (1..=longest).any(|n| rest_matches(more, &rest[n..]))
+                }
+            }
+        }
+        rest_matches(&self.parts, url)
+    }
+
     /// The URL with every slot filled with `x`, to check its shape.
     fn sample(&self) -> String {
         self.parts

@@ -602,6 +602,16 @@ shared! {
             rows.iter().map(|row| Self::text(row, "tenant")).collect()
         }
 
+        async fn tenants(&self) -> Result<Vec<String>, StoreError> {
+            let rows = sqlx::query(
+                "SELECT DISTINCT tenant FROM operation_counts WHERE n > 0 ORDER BY tenant",
+            )
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            rows.iter().map(|row| Self::text(row, "tenant")).collect()
+        }
+
         async fn open_vetoes(
             &self,
             tool: &str,
