@@ -41,3 +41,39 @@ fn a_reader_that_stops_early_ends_the_program_quietly() {
         );
     }
 }
+
+#[test]
+fn list_with_limit_zero_prints_only_the_count() {
+    let cli = Cli::with("review.jsonl");
+    let held = cli.run("ana", &["list"]).expect_code(0);
+    let shown = held
+        .stdout
+        .lines()
+        .find_map(|l| l.contains(" shown").then(|| l.split(" of ").nth(1)).flatten())
+        .and_then(|rest| rest.split_whitespace().next())
+        .expect("an `N of M shown` line")
+        .to_owned();
+    let run = cli.run("ana", &["list", "--limit", "0"]).expect_code(0);
+    assert_eq!(run.stdout, format!("{shown}\n"), "only the count");
+}
+
+#[test]
+fn the_report_says_none_when_nothing_is_unknown_instead_of_dashes() {
+    // Nothing measured: the report's exit code is the release gate's business.
+    let cli = Cli::with("tool_t06.jsonl");
+    let run = cli.run("ana", &["report"]);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("unknown age"))
+        .expect("an unknown age line");
+    assert_eq!(line.trim_end(), "  unknown age   none", "{}", run.stdout);
+    let demo = Cli::demo();
+    let run = demo.run_at("2026-09-05T11:40:00Z", "ana", &["report"]);
+    assert!(
+        run.stdout
+            .contains("unknown age   2 unknown; oldest F27 (2h38m); median 2h08m"),
+        "{}",
+        run.stdout
+    );
+}

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::{Context, exit};
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::format_instant;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, NOT_EVALUATED_WHY, Report};
 use crate::core::names::count;
@@ -57,10 +57,6 @@ fn more(total: Option<u32>, shown: usize) -> String {
         Some(total) if total > shown => format!(" … and {} more", total - shown),
         _ => String::new(),
     }
-}
-
-fn age(seconds: Option<i64>) -> String {
-    seconds.map_or_else(|| "-".into(), human_duration)
 }
 
 /// The report as plain text. Reasons name stored ids and states; they pass the
@@ -138,14 +134,7 @@ pub(crate) fn render(report: &Report) -> String {
         o.held
     );
     let u = &o.unknown_age;
-    let _ = writeln!(
-        out,
-        "  unknown age   {} unknown; oldest {} {}; median {}",
-        u.count,
-        u.oldest.as_ref().map_or("-", OperationId::as_str),
-        age(u.oldest_seconds),
-        age(u.median_seconds)
-    );
+    let _ = writeln!(out, "  unknown age   {}", u.summary("; "));
     let bars: Vec<String> = u
         .histogram
         .iter()

@@ -199,8 +199,9 @@ pub(crate) async fn work(ctx: &Context, command: WorkCommand) -> anyhow::Result<
                             .map(|(_, n)| n)
                             .sum();
                         println!(
-                            "completed {}: {taken} records taken, {} already stored",
+                            "{}: {} taken, {} already stored",
                             lease_line(lease),
+                            crate::core::names::count(taken, "record", "records"),
                             done.completion.report.unchanged
                         );
                     }

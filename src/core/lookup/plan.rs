@@ -144,7 +144,7 @@ fn not_sooner_than(next: Next, floor: DateTime<Utc>, deadline: Option<DateTime<U
     match next {
         Next::At(at) if at < floor => match deadline {
             Some(d) if floor > d => Next::Exhausted(format!(
-                "the next lookup would be at {} (the minimum interval), past the deadline {}: routed to the owner",
+                "the next lookup would be at {} (the minimum interval), past the deadline {}",
                 format_instant(floor),
                 format_instant(d)
             )),
@@ -196,6 +196,29 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         parse_instant(s).expect("instant")
+    }
+
+    #[test]
+    fn an_exhausted_schedule_says_why_and_leaves_the_routing_to_the_one_line_that_routes() {
+        let now = at("2026-09-05T10:00:00Z");
+        let deadline = Some(at("2026-09-05T10:00:10Z"));
+        let late = next_observation(
+            now,
+            None,
+            Some(at("2026-09-05T10:02:00Z")),
+            deadline,
+            1,
+            0.5,
+        );
+        let floored = not_sooner_than(Next::At(now), at("2026-09-05T10:00:30Z"), deadline);
+        for next in [late, floored] {
+            let Next::Exhausted(why) = next else {
+                panic!("past the deadline: {next:?}");
+            };
+            assert!(why.contains("past the deadline"), "{why}");
+            // `route` adds "routed to owner X" once; the reason must not say it first.
+            assert!(!why.contains("routed"), "{why}");
+        }
     }
 
     #[test]

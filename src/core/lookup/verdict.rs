@@ -246,7 +246,7 @@ pub fn next_observation(
     };
     match deadline {
         Some(d) if at > d => Next::Exhausted(format!(
-            "the next lookup would be at {}, past the deadline {}: routed to the owner",
+            "the next lookup would be at {}, past the deadline {}",
             format_instant(at),
             format_instant(d)
         )),
