@@ -49,7 +49,11 @@ fn list_with_limit_zero_prints_only_the_count() {
     let shown = held
         .stdout
         .lines()
-        .find_map(|l| l.contains(" shown").then(|| l.split(" of ").nth(1)).flatten())
+        .find_map(|l| {
+            l.contains(" shown")
+                .then(|| l.split(" of ").nth(1))
+                .flatten()
+        })
         .and_then(|rest| rest.split_whitespace().next())
         .expect("an `N of M shown` line")
         .to_owned();

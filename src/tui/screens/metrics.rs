@@ -485,12 +485,14 @@ const COLUMNS: &[Column<Behind, Theme>] = &[
         header: "OPERATION",
         width: 10,
         priority: 0,
+        cut: false,
         cell: |b, _| (Clean::new(b.id.as_str()), Style::new()),
     },
     Column {
         header: "COUNTED",
         width: 8,
         priority: 1,
+        cut: true,
         cell: |b, theme| {
             if b.counted {
                 (Clean::new("✓ yes"), theme.good())
@@ -503,6 +505,7 @@ const COLUMNS: &[Column<Behind, Theme>] = &[
         header: "WHY NOT",
         width: 58,
         priority: 2,
+        cut: true,
         cell: |b, _| {
             (
                 Clean::new(b.shortfall.as_deref().unwrap_or("")),
