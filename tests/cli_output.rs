@@ -81,3 +81,43 @@ fn the_report_says_none_when_nothing_is_unknown_instead_of_dashes() {
         run.stdout
     );
 }
+
+#[test]
+fn people_never_read_nanoseconds_from_the_system_clock() {
+    // A clock with nanoseconds, as the system clock has them.
+    let cli = Cli::with("review.jsonl");
+    let now = "2026-09-05T10:10:00.123456789Z";
+    let mut seen = String::new();
+    for args in [
+        &[
+            "review",
+            "U1",
+            "comment",
+            "--rationale",
+            "paged the owner by phone",
+        ][..],
+        &[
+            "review",
+            "U1",
+            "schedule",
+            "--at",
+            "+30m",
+            "--rationale",
+            "look again later",
+        ],
+        &["show", "U1"],
+        &["timeline", "U1"],
+        &["report"],
+        &["export", "U1", "--format", "markdown"],
+    ] {
+        let run = cli.run_at(now, "ana", args);
+        seen.push_str(&run.stdout);
+        seen.push_str(&run.stderr);
+    }
+    assert!(seen.contains("2026-09-05T10:10:00.123Z"), "{seen}");
+    assert!(!seen.contains("123456789"), "{seen}");
+    assert!(
+        seen.contains("2026-09-05T10:40:00Z"),
+        "+30m lands on a whole second: {seen}"
+    );
+}

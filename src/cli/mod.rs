@@ -106,7 +106,7 @@ pub(crate) struct Cli {
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
     let now = TimeSpec::parse(text)?.resolve(Utc::now())?;
     crate::core::clock::check_now(now)
-        .map_err(|e| format!("{} {e}", crate::core::clock::format_instant(now)))
+        .map_err(|e| format!("{} {e}", crate::core::clock::human_instant(now)))
 }
 
 #[derive(Debug, Subcommand)]

@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::actor::Actor;
 use super::audit::AuditDraft;
-use super::clock::format_instant;
+use super::clock::human_instant;
 use super::ids::OperationId;
 use super::lookup::StatusLookup;
 use super::model::{Contract, FailureMode, Role, State, text_enum};
@@ -177,14 +177,14 @@ impl DrillResult {
         if !missing.is_empty() {
             return Err(format!(
                 "its latest drill ({}) did not cover {}",
-                format_instant(self.at),
+                human_instant(self.at),
                 missing.join(", ")
             ));
         }
         if self.passed != self.cases || !self.failed.is_empty() {
             return Err(format!(
                 "its latest drill ({}) passed {} of {} cases (failed: {})",
-                format_instant(self.at),
+                human_instant(self.at),
                 self.passed,
                 self.cases,
                 self.failed.join(", ")
@@ -321,13 +321,13 @@ pub fn unchecked(contract: Option<&Contract>, latest: Option<&LookupCheck>) -> O
         ),
         Some(c) if c.lookup != lookup_fingerprint(spec) => format!(
             "tool {tool}'s status lookup changed since it was checked ({}); {again}",
-            format_instant(c.at)
+            human_instant(c.at)
         ),
         Some(c) if !c.found => format!(
             "tool {tool}'s status lookup did not find {}, a record known to exist ({}, {}); {again}",
             c.known,
             c.answer,
-            format_instant(c.at)
+            human_instant(c.at)
         ),
         Some(_) => return None,
     })

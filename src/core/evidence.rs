@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::clock::format_instant;
+use super::clock::human_instant;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Decision, Recommendation};
 use super::model::{
@@ -130,7 +130,7 @@ impl WhyHeld {
             self.to,
             self.by,
             self.role,
-            format_instant(self.at)
+            human_instant(self.at)
         )
     }
 }
@@ -449,7 +449,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
                     p.id,
                     p.action,
                     p.proposed_by,
-                    format_instant(p.proposed_at)
+                    human_instant(p.proposed_at)
                 )
             }),
     }

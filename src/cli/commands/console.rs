@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 
 use crate::cli::{Context, exit, render};
-use crate::core::clock::{Clock, format_instant};
+use crate::core::clock::{Clock, human_instant};
 use crate::store::{OperationFilter, Page, Session, SortOrder, Store};
 
 pub(crate) async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
@@ -84,7 +84,7 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
     eprintln!(
         "demo store {} loaded; clock frozen at {}",
         store.location(),
-        format_instant(at)
+        human_instant(at)
     );
     if print {
         print!("{}", held_page(&ctx, Arc::clone(&store)).await?);

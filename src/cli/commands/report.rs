@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::{Context, exit};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, NOT_EVALUATED_WHY, Report};
 use crate::core::names::count;
@@ -67,7 +67,7 @@ pub(crate) fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "holdfast report: {ops} logical operations, clock {}",
-        format_instant(report.now)
+        human_instant(report.now)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "{:<38} {:>9} {:>9}", "METRIC", "FRACTION", "PERCENT");

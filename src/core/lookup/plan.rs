@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{LookupCall, Next, Verdict, jitter, judge, next_observation, records};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::matrix;
 use crate::core::model::{Attempt, AttemptKind, Observation, OperationDetail};
 
@@ -55,7 +55,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     let call = match input {
         LookupInput::Exhausted => {
             effect.next = Next::Exhausted(match assessment.deadline {
-                Some(d) => format!("the deadline {} has passed", format_instant(d)),
+                Some(d) => format!("the deadline {} has passed", human_instant(d)),
                 None => "no lookup is left".into(),
             });
             route(detail, &mut effect);
@@ -123,7 +123,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
             effect.next_observation_at = Some(*at);
             effect
                 .consequences
-                .push(format!("next lookup at {}", format_instant(*at)));
+                .push(format!("next lookup at {}", human_instant(*at)));
         }
         Next::Settled => effect
             .consequences
@@ -145,8 +145,8 @@ fn not_sooner_than(next: Next, floor: DateTime<Utc>, deadline: Option<DateTime<U
         Next::At(at) if at < floor => match deadline {
             Some(d) if floor > d => Next::Exhausted(format!(
                 "the next lookup would be at {} (the minimum interval), past the deadline {}",
-                format_instant(floor),
-                format_instant(d)
+                human_instant(floor),
+                human_instant(d)
             )),
             _ => Next::At(floor),
         },

@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use std::fmt;
 
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::model::Observation;
 
 /// Something an answer showed that refuses `resolve --to SUCCEEDED`.
@@ -89,7 +89,7 @@ impl Verdict {
             }
             Verdict::NotYetVisible { visible_after } => format!(
                 "not found inside the lag window → not yet visible, proves nothing; ask again after {}",
-                format_instant(*visible_after)
+                human_instant(*visible_after)
             ),
             Verdict::Findings { findings } => {
                 let named: Vec<String> = findings
@@ -247,8 +247,8 @@ pub fn next_observation(
     match deadline {
         Some(d) if at > d => Next::Exhausted(format!(
             "the next lookup would be at {}, past the deadline {}",
-            format_instant(at),
-            format_instant(d)
+            human_instant(at),
+            human_instant(d)
         )),
         _ => Next::At(at),
     }

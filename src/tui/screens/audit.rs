@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::{Ctx, Outcome, Screen};
 use crate::core::audit::{AuditRow, ChainStatus};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
@@ -194,7 +194,7 @@ const COLUMNS: &[Column<AuditRow, Theme>] = &[
         width: 20,
         priority: 5,
         cut: false,
-        cell: |r, _| (Clean::new(&format_instant(r.draft.at)), Style::new()),
+        cell: |r, _| (Clean::new(&human_instant(r.draft.at)), Style::new()),
     },
     Column {
         header: "WHO",

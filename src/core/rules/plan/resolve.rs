@@ -46,7 +46,7 @@ impl Plan<'_> {
                 Rule::G1,
                 format!(
                     "observation {observation_id} is dated {}, after now: a lookup cannot come from the future",
-                    clock::format_instant(observed_at)
+                    clock::human_instant(observed_at)
                 ),
             );
         }
@@ -98,7 +98,7 @@ impl Plan<'_> {
         if let Some(next) = op.next_observation_at.filter(|t| *t <= self.now) {
             self.consequences.push(format!(
                 "the next observation ({}) stays overdue until a new one is scheduled (schedule --at +30m)",
-                clock::format_instant(next)
+                clock::human_instant(next)
             ));
         }
         self.evidence = vec![attempt_id, observation_id];
