@@ -121,3 +121,96 @@ fn people_never_read_nanoseconds_from_the_system_clock() {
         "+30m lands on a whole second: {seen}"
     );
 }
+
+#[test]
+fn bulk_triage_files_each_hold_under_its_own_state() {
+    let cli = Cli::demo();
+    let run = cli
+        .run_at(
+            "2026-09-05T11:40:00Z",
+            "ana",
+            &[
+                "review",
+                "--filter",
+                "risk:high",
+                "block",
+                "--dry-run",
+                "--json",
+            ],
+        )
+        .expect_code(0)
+        .json();
+    let lines = run["lines"].as_array().unwrap();
+    assert!(lines.iter().any(|l| l["state"] == "UNKNOWN"), "{run}");
+    for l in lines {
+        let expected = match l["state"].as_str().unwrap() {
+            "UNKNOWN" => "needs_reconciliation",
+            "PARTIAL" => "needs_compensation",
+            _ => "blocked",
+        };
+        assert_eq!(l["bucket"], expected, "{l}");
+    }
+}
+
+#[test]
+fn near_misses_in_filters_and_resolve_targets_name_what_was_meant() {
+    let cli = Cli::with("review.jsonl");
+    let run = cli
+        .run(
+            "ana",
+            &["review", "--filter", "stat:unknown", "block", "--dry-run"],
+        )
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("did you mean `state`?"),
+        "{}",
+        run.stderr
+    );
+    let run = cli
+        .run("ana", &["export", "--filter", "state:unknwon"])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("did you mean `UNKNOWN`?"),
+        "{}",
+        run.stderr
+    );
+    let run = cli
+        .review("ana", "U1", "resolve", &["--to", "ACCEPTED"])
+        .expect_code(2);
+    assert!(
+        run.stderr
+            .contains("resolve moves a hold to SUCCEEDED, FAILED, PARTIAL"),
+        "{}",
+        run.stderr
+    );
+    let run = cli
+        .review("ana", "U1", "resolve", &["--to", "faild"])
+        .expect_code(2);
+    assert!(
+        run.stderr.contains("did you mean FAILED?"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn export_filter_state_all_selects_every_state_as_list_does() {
+    let cli = Cli::with("review.jsonl");
+    let listed = cli
+        .run("ana", &["list", "--state", "all", "--limit", "0"])
+        .expect_code(0);
+    let all: usize = listed.stdout.trim().parse().unwrap();
+    let held: usize = cli
+        .run("ana", &["list", "--limit", "0"])
+        .expect_code(0)
+        .stdout
+        .trim()
+        .parse()
+        .unwrap();
+    assert!(all > held, "the fixture has settled operations too");
+    let export = cli
+        .run("ana", &["export", "--filter", "state:all"])
+        .expect_code(0)
+        .json();
+    assert_eq!(export["bundles"].as_array().unwrap().len(), all, "{export}");
+}

@@ -85,7 +85,7 @@ pub fn options(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> V
         observed_at: None,
     });
     let mut actions: Vec<(String, Action)> = vec![("reconcile".into(), reconcile)];
-    for to in [State::Succeeded, State::Failed, State::Partial] {
+    for to in super::RESOLVE_TARGETS {
         actions.push((format!("resolve --to {to}"), Action::Resolve { to }));
     }
     let plain = [

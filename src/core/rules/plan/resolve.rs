@@ -10,6 +10,10 @@ use crate::core::model::{
 use crate::core::refusal::{Refusal, Rule, refuse};
 use crate::core::rules::{MadeBy, ReconcileInput};
 
+/// The states `resolve` moves a hold to, each a row of [`Plan::resolve`]: every
+/// list of them (the console's options, `review … resolve --to`) is this one.
+pub const RESOLVE_TARGETS: [State; 3] = [State::Succeeded, State::Failed, State::Partial];
+
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
         let op = self.op();
