@@ -214,3 +214,35 @@ fn export_filter_state_all_selects_every_state_as_list_does() {
         .json();
     assert_eq!(export["bundles"].as_array().unwrap().len(), all, "{export}");
 }
+
+#[test]
+fn commands_on_the_demo_store_read_the_demo_clock_unless_now_says_otherwise() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+            .env_remove("HOLDFAST_DB")
+            .env_remove("HOLDFAST_NOW")
+            .env_remove("HOLDFAST_DATABASE_URL")
+            .env("HOLDFAST_DATA_DIR", dir.path())
+            .env("HOLDFAST_CONFIG", dir.path().join("no-config.toml"))
+            .env("NO_COLOR", "1")
+            .args(args)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "{args:?}: {out:?}");
+        (
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (printed, _) = run(&["demo", "--print"]);
+    let demo = dir.path().join("demo.db");
+    let demo = demo.to_str().unwrap();
+    // The F09 row as the demo's console shows it: held 1h38m at the packet's instant.
+    let row = |text: &str| text.lines().find(|l| l.contains("F09")).unwrap().to_owned();
+    let (listed, note) = run(&["--db", demo, "list"]);
+    assert_eq!(row(&listed), row(&printed), "{listed}");
+    assert!(note.contains("frozen at 2026-09-05T11:40:00Z"), "{note}");
+    let (later, _) = run(&["--db", demo, "--now", "2026-09-05T12:40:00Z", "list"]);
+    assert!(row(&later).contains("2h38m"), "--now wins: {later}");
+}

@@ -74,7 +74,7 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
         .ingest(
             parsed.records,
             crate::store::IngestMode::Strict,
-            "holdfast-demo",
+            DEMO_IDENTITY,
             at,
         )
         .await?;
@@ -91,6 +91,33 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     console(&ctx, store).await
+}
+
+/// The identity `holdfast demo` loads its packet as: the author of a demo
+/// store's first audit row.
+pub(crate) const DEMO_IDENTITY: &str = "holdfast-demo";
+
+/// The demo's frozen clock, when the SQLite store this invocation names is a
+/// demo store (its first row written by [`DEMO_IDENTITY`]): every command on it
+/// reads the clock the console reads there, the packet's own instant, unless
+/// `--now` says otherwise. `None` for any other store, or one not there.
+pub(crate) async fn demo_clock(ctx: &Context) -> Option<DateTime<Utc>> {
+    let Ok(crate::store::Location::Sqlite(path)) = ctx.store_location() else {
+        return None;
+    };
+    if !path.is_file() {
+        return None;
+    }
+    let store = crate::store::Location::Sqlite(path)
+        .open_existing()
+        .await
+        .ok()?;
+    let first = store.audit(1, 1).await.ok()?;
+    if first.first()?.draft.by != DEMO_IDENTITY {
+        return None;
+    }
+    let parsed = crate::wire::parse_stream(DEMO_PACKET.as_bytes(), &mut |_| {}).ok()?;
+    latest_instant(parsed.records.iter().map(|n| &n.record))
 }
 
 /// The latest instant any record names: the demo packet's own frozen "now".
