@@ -654,3 +654,69 @@ async fn a_claimed_identity_is_marked_in_the_header() {
         );
     }
 }
+
+#[tokio::test]
+async fn reopening_search_selects_the_old_text_so_typing_replaces_it() {
+    let mut h = Harness::new(PACKET, 80, 24).await;
+    h.key(KeyCode::Char('/')).await;
+    h.keys("case-44").await;
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('/')).await;
+    h.keys("req_9").await;
+    assert_eq!(
+        h.app.queue.search, "req_9",
+        "typing replaced the old search"
+    );
+    assert_eq!(h.selected().as_deref(), Some("F12"));
+    h.key(KeyCode::Enter).await;
+    // An arrow keeps the text and moves into it.
+    h.key(KeyCode::Char('/')).await;
+    h.key(KeyCode::End).await;
+    h.keys("x").await;
+    assert_eq!(h.app.queue.search, "req_9x");
+}
+
+#[tokio::test]
+async fn colon_opens_a_command_line_for_tabs_by_name_help_and_quit() {
+    use holdfast::console::app::Page;
+    let mut h = Harness::at(DEMO, demo_now(), 120, 40).await;
+    h.key(KeyCode::Char(':')).await;
+    h.keys("audit").await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Audit);
+    assert!(h.app.prompt.is_none());
+
+    // Tab completes a unique start.
+    h.key(KeyCode::Char(':')).await;
+    h.keys("me").await;
+    h.key(KeyCode::Tab).await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Metrics);
+
+    h.key(KeyCode::Char(':')).await;
+    h.keys("all").await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Queue);
+    assert!(h.screen().contains("All operations"), "{}", h.screen());
+
+    // An unknown command says so on the error line and the prompt stays open.
+    h.key(KeyCode::Char(':')).await;
+    h.keys("helld").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.app.prompt.is_some(), "the prompt stays open");
+    let screen = h.screen();
+    assert!(
+        screen.contains("unknown command :helld. did you mean :held?"),
+        "{screen}"
+    );
+    h.key(KeyCode::Esc).await;
+    h.key(KeyCode::Char(':')).await;
+    h.keys("held").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.screen().contains("Held queue"), "{}", h.screen());
+
+    h.key(KeyCode::Char(':')).await;
+    h.keys("q").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.quit);
+}

@@ -360,7 +360,16 @@ impl Prompt {
         let mut area = TextArea::new(vec![Clean::new(initial).into_string()]);
         area.move_cursor(ratatui_textarea::CursorMove::End);
         area.set_cursor_line_style(Style::new());
+        // Reversed rather than coloured, so a selection shows without colour too.
+        area.set_selection_style(Style::new().reversed());
         Prompt { label, area }
+    }
+
+    /// Selects the whole text (when there is any), so that typing replaces it.
+    pub fn select_all(&mut self) {
+        if !self.text().is_empty() {
+            self.area.select_all();
+        }
     }
 
     /// Feeds one key to the input; returns whether the text changed. Newlines and
