@@ -73,7 +73,7 @@ pub(crate) enum Command {
     /// Apply what a dialog previewed (a key distinct from `Enter`).
     Apply,
     /// Open the `:` command prompt (a tab by its name, `:q`, `:help`).
-    CommandLine,
+    Colon,
     /// Complete what is typed at the `:` prompt.
     Complete,
 }
@@ -191,7 +191,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         Global,
         K::Char(':'),
         ":",
-        C::CommandLine,
+        C::Colon,
         "command: :held :all :metrics :audit (a tab by its name), :help, :q; Tab completes",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),

@@ -638,8 +638,7 @@ async fn lookup(ctx: &Context, id: &OperationId, args: &ReviewArgs) -> anyhow::R
 
 /// A filter typed on the command line; without a state term it means the queue.
 fn selection_filter(text: &str) -> anyhow::Result<OperationFilter> {
-    crate::store::filter::selection(text)
-        .map_err(|e| Failure::bad_input(format!("--filter: {e}")).into())
+    crate::store::filter::selection(text).map_err(|e| Failure::bad_input(format!("--filter: {e}")))
 }
 
 async fn bulk(

@@ -181,7 +181,7 @@ impl App {
             Command::Back => self.back(),
             Command::Search => self.open_prompt(PromptKind::Search),
             Command::Filter => self.open_prompt(PromptKind::Filter),
-            Command::CommandLine => self.open_prompt(PromptKind::Command),
+            Command::Colon => self.open_prompt(PromptKind::Command),
             Command::SwitchTab => {
                 let ctx = ctx!(self);
                 self.queue.switch_tab(&ctx)
