@@ -425,19 +425,8 @@ fn actions(
             .collect()),
         ActionKind::Resolve => {
             let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
-            let targets = crate::core::rules::RESOLVE_TARGETS;
-            let to = targets
-                .into_iter()
-                .find(|s| s.as_str().eq_ignore_ascii_case(text.trim()))
-                .ok_or_else(|| {
-                    let names: Vec<&str> = targets.iter().map(|s| s.as_str()).collect();
-                    let hint = crate::core::names::nearest(text, names.iter().copied())
-                        .map_or_else(String::new, |n| format!("; did you mean {n}?"));
-                    Failure::bad_input(format!(
-                        "--to {text}: resolve moves a hold to {}{hint}",
-                        names.join(", ")
-                    ))
-                })?;
+            let to = crate::core::rules::resolve_target(text)
+                .map_err(|e| Failure::bad_input(format!("--to {text}: {e}")))?;
             one(Action::Resolve { to })
         }
         ActionKind::AuthorizeRetry => one(Action::AuthorizeRetry),

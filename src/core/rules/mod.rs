@@ -17,7 +17,7 @@ pub use self::action::{Action, Rationale, ReconcileInput};
 pub use self::approval::approval_binds;
 pub use self::effect::{Commit, Effect};
 pub use self::options::{ActionOption, options, prohibited};
-pub use self::plan::RESOLVE_TARGETS;
+pub use self::plan::{RESOLVE_TARGETS, resolve_target};
 pub use self::races::may_overtake;
 pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
 pub use crate::core::actor::{Actor, permits};

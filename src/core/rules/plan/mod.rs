@@ -7,7 +7,7 @@ mod repair;
 mod resolve;
 mod settle;
 
-pub use self::resolve::RESOLVE_TARGETS;
+pub use self::resolve::{RESOLVE_TARGETS, resolve_target};
 
 use chrono::{DateTime, Utc};
 

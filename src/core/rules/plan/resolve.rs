@@ -14,6 +14,21 @@ use crate::core::rules::{MadeBy, ReconcileInput};
 /// list of them (the console's options, `review … resolve --to`) is this one.
 pub const RESOLVE_TARGETS: [State; 3] = [State::Succeeded, State::Failed, State::Partial];
 
+/// The state `text` names among [`RESOLVE_TARGETS`], in any case; the error
+/// lists them and names the one probably meant.
+pub fn resolve_target(text: &str) -> Result<State, String> {
+    let text = text.trim();
+    RESOLVE_TARGETS
+        .into_iter()
+        .find(|s| s.as_str().eq_ignore_ascii_case(text))
+        .ok_or_else(|| {
+            let names = RESOLVE_TARGETS.map(State::as_str);
+            let hint = crate::core::names::nearest(text, names)
+                .map_or_else(String::new, |n| format!("; did you mean {n}?"));
+            format!("resolve moves a hold to {}{hint}", names.join(", "))
+        })
+}
+
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
         let op = self.op();

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::core::clock::TimeSpec;
 use crate::core::ids::Sha256;
-use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
+use crate::core::model::{Matches, ObservationSource, OperationDetail};
 use crate::core::rules::{Action, ActionKind, ReconcileInput};
 use crate::tui::widgets::Prompt;
 
@@ -140,15 +140,8 @@ pub(crate) fn action_from_input(
     let text = text.trim();
     Ok(match kind {
         ActionKind::Resolve => Action::Resolve {
-            to: crate::core::rules::RESOLVE_TARGETS
-                .into_iter()
-                .find(|s| s.as_str().eq_ignore_ascii_case(text))
-                .ok_or_else(|| {
-                    let names = crate::core::rules::RESOLVE_TARGETS.map(State::as_str);
-                    let hint = crate::core::names::nearest(text, names)
-                        .map_or_else(String::new, |n| format!(" did you mean {n}?"));
-                    format!("resolve to {text:?}:{hint} one of {}", names.join(", "))
-                })?,
+            to: crate::core::rules::resolve_target(text)
+                .map_err(|e| format!("resolve to {text:?}: {e}"))?,
         },
         ActionKind::Accept => Action::Accept {
             repair_ref: required(text, "the manual repair reference")?,
@@ -290,7 +283,10 @@ mod tests {
     fn resolve_takes_the_states_the_rules_resolve_to_with_a_hint() {
         let now = parse_instant("2026-09-05T10:00:00Z").unwrap();
         let e = action_from_input(ActionKind::Resolve, "ACCEPTED", now).unwrap_err();
-        assert!(e.ends_with("one of SUCCEEDED, FAILED, PARTIAL"), "{e}");
+        assert!(
+            e.ends_with("resolve moves a hold to SUCCEEDED, FAILED, PARTIAL"),
+            "{e}"
+        );
         let e = action_from_input(ActionKind::Resolve, "faild", now).unwrap_err();
         assert!(e.contains("did you mean FAILED?"), "{e}");
     }
