@@ -5,7 +5,7 @@ use super::{App, Effect, PromptKind, PromptState};
 use crate::tui::filter;
 use crate::tui::layout::Pane;
 use crate::tui::screens::Modal;
-use crate::tui::screens::prompt::{LineCommand, Narrow};
+use crate::tui::screens::prompt::{LineCommand, Narrow, line_commands};
 
 impl App {
     /// `/` or `f`: the prompt, starting from the search or filter in force.
@@ -16,10 +16,8 @@ impl App {
                 kind,
                 String::new(),
             ))));
-            self.say(
-                ":held :all :metrics :audit (a tab by its name), :help, :q · Tab completes",
-                false,
-            );
+            let names: Vec<&str> = line_commands().into_iter().map(|(n, _)| n).collect();
+            self.say(&format!(":{} · Tab completes", names.join(" :")), false);
             return Vec::new();
         }
         // From inside a hold: back to the queue, whose list the query narrows
