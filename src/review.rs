@@ -35,7 +35,7 @@ pub enum ReviewError {
     /// Someone else changed the operation first (G8); nothing was applied.
     #[error(
         "refused: G8: {id} was changed by {by} at {} (version {expected} → {current}); reload and decide again",
-        crate::core::clock::format_instant(*.at)
+        crate::core::clock::human_instant(*.at)
     )]
     Conflict {
         id: OperationId,

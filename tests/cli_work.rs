@@ -144,11 +144,26 @@ fn a_worker_claims_completes_and_a_late_or_foreign_report_is_refused() {
         &["work", "heartbeat", "F10", "--worker", "w1"],
     )
     .refused("G8");
-    cli.run(
-        "relay",
-        &["work", "complete", "F10", "--worker", "w1", &good],
-    )
-    .expect_code(0);
+    let done = cli
+        .run(
+            "relay",
+            &["work", "complete", "F10", "--worker", "w1", &good],
+        )
+        .expect_code(0);
+    // The lease line already says `completed`: the headline does not repeat it,
+    // and a count takes its noun in the right number.
+    assert_eq!(
+        done.stdout.matches("completed").count(),
+        1,
+        "{}",
+        done.stdout
+    );
+    assert!(
+        done.stdout.starts_with("F10 completed ("),
+        "{}",
+        done.stdout
+    );
+    assert!(!done.stdout.contains("1 records"), "{}", done.stdout);
     assert_eq!(cli.state("relay", "F10"), "SENT");
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
 }

@@ -65,6 +65,32 @@ async fn snapshots_of_every_screen_of_the_demo_at_every_size() {
 }
 
 #[tokio::test]
+async fn at_120_columns_the_queue_shows_owner_and_tenant_and_no_empty_flags_column() {
+    let h = Harness::at(DEMO, demo_now(), 120, 40).await;
+    let screen = h.screen();
+    let header = screen
+        .lines()
+        .find(|l| l.contains("STATE") && l.contains("RISK"))
+        .unwrap_or_else(|| panic!("a header:\n{screen}"));
+    for column in [
+        "TENANT",
+        "TOOL/ACTION",
+        "MODE",
+        "OWNER",
+        "HELD",
+        "NEXT OBS",
+        "LEFT",
+    ] {
+        assert!(header.contains(column), "{column} missing: {header}");
+    }
+    // No hold of the demo has a flag: the column would only hold blanks.
+    assert!(!header.contains("FLAGS"), "{header}");
+    let f08 = screen.lines().find(|l| l.contains("F08")).unwrap();
+    assert!(f08.contains("validation_failed "), "a mode whole: {f08}");
+    assert!(f08.contains("billing"), "its owner: {f08}");
+}
+
+#[tokio::test]
 async fn the_queue_is_held_operations_by_urgency_with_counts_and_overdue() {
     let h = Harness::new(PACKET, 200, 50).await;
     assert_eq!(h.ids(), ["F21", "F09", "F30", "F41", "F12", "F10", "F44"]);
@@ -92,7 +118,7 @@ async fn enter_opens_the_detail_and_esc_closes_it() {
     let screen = h.screen();
     assert!(screen.contains("F09 UNKNOWN"), "{screen}");
     assert!(
-        !screen.contains("STATE         ID"),
+        !screen.contains("│STATE "),
         "the queue is stacked away at 80 columns"
     );
     h.key(KeyCode::Tab).await;
@@ -100,7 +126,7 @@ async fn enter_opens_the_detail_and_esc_closes_it() {
     assert!(h.screen().contains("1 logical operation F09"));
     h.key(KeyCode::Esc).await;
     assert_eq!(h.app.focus, Pane::Queue);
-    assert!(h.screen().contains("STATE         ID"));
+    assert!(h.screen().contains("│STATE "));
     assert_eq!(h.selected().as_deref(), Some("F09"), "the selection stays");
     h.key(KeyCode::Char('q')).await;
     assert!(h.quit);
@@ -627,4 +653,70 @@ async fn a_claimed_identity_is_marked_in_the_header() {
             "claimed={claimed}:\n{screen}"
         );
     }
+}
+
+#[tokio::test]
+async fn reopening_search_selects_the_old_text_so_typing_replaces_it() {
+    let mut h = Harness::new(PACKET, 80, 24).await;
+    h.key(KeyCode::Char('/')).await;
+    h.keys("case-44").await;
+    h.key(KeyCode::Enter).await;
+    h.key(KeyCode::Char('/')).await;
+    h.keys("req_9").await;
+    assert_eq!(
+        h.app.queue.search, "req_9",
+        "typing replaced the old search"
+    );
+    assert_eq!(h.selected().as_deref(), Some("F12"));
+    h.key(KeyCode::Enter).await;
+    // An arrow keeps the text and moves into it.
+    h.key(KeyCode::Char('/')).await;
+    h.key(KeyCode::End).await;
+    h.keys("x").await;
+    assert_eq!(h.app.queue.search, "req_9x");
+}
+
+#[tokio::test]
+async fn colon_opens_a_command_line_for_tabs_by_name_help_and_quit() {
+    use holdfast::console::app::Page;
+    let mut h = Harness::at(DEMO, demo_now(), 120, 40).await;
+    h.key(KeyCode::Char(':')).await;
+    h.keys("audit").await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Audit);
+    assert!(h.app.prompt.is_none());
+
+    // Tab completes a unique start.
+    h.key(KeyCode::Char(':')).await;
+    h.keys("me").await;
+    h.key(KeyCode::Tab).await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Metrics);
+
+    h.key(KeyCode::Char(':')).await;
+    h.keys("all").await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Queue);
+    assert!(h.screen().contains("All operations"), "{}", h.screen());
+
+    // An unknown command says so on the error line and the prompt stays open.
+    h.key(KeyCode::Char(':')).await;
+    h.keys("helld").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.app.prompt.is_some(), "the prompt stays open");
+    let screen = h.screen();
+    assert!(
+        screen.contains("unknown command :helld. did you mean :held?"),
+        "{screen}"
+    );
+    h.key(KeyCode::Esc).await;
+    h.key(KeyCode::Char(':')).await;
+    h.keys("held").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.screen().contains("Held queue"), "{}", h.screen());
+
+    h.key(KeyCode::Char(':')).await;
+    h.keys("q").await;
+    h.key(KeyCode::Enter).await;
+    assert!(h.quit);
 }

@@ -206,3 +206,36 @@ async fn r_on_a_tab_opens_no_hidden_dialog_and_says_how_to_review() {
     assert_eq!(Some(review.id().to_string()), h.open());
     assert!(h.screen().contains(&format!("Review {}", review.id())));
 }
+
+#[tokio::test]
+async fn the_audit_tab_names_the_person_a_delegate_acted_for_before_the_delegate() {
+    use holdfast::core::rules::{Action, Actor, Rationale};
+    use holdfast::store::Session;
+    let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
+    // A login acting for maya, as PostgreSQL's delegate role makes it: the row's
+    // `by` is the login, its `on_behalf_of` the person whose act it is.
+    let mut relay = Actor::local("svc:team-relay-login", None);
+    relay.on_behalf_of = Some("maya".into());
+    let session = Session::new(h.store(), relay);
+    let id = holdfast::core::ids::OperationId::parse("F09").unwrap();
+    holdfast::review::apply(
+        &session,
+        &id,
+        &Action::Comment,
+        &Rationale::parse("paged the integrations owner").unwrap(),
+        None,
+        demo_now(),
+    )
+    .await
+    .unwrap();
+    h.key(KeyCode::Char('4')).await;
+    h.key(KeyCode::Char('R')).await;
+    let newest = h.screen();
+    let row = newest
+        .lines()
+        .find(|l| l.contains("comment"))
+        .unwrap_or_else(|| panic!("the comment row:\n{newest}"));
+    assert!(row.contains("maya via svc:team"), "{row}");
+    // Rows the importer wrote are its own, whatever the source claimed.
+    assert!(newest.contains("test-feed"), "{newest}");
+}

@@ -106,7 +106,7 @@ pub(crate) struct Cli {
 fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
     let now = TimeSpec::parse(text)?.resolve(Utc::now())?;
     crate::core::clock::check_now(now)
-        .map_err(|e| format!("{} {e}", crate::core::clock::format_instant(now)))
+        .map_err(|e| format!("{} {e}", crate::core::clock::human_instant(now)))
 }
 
 #[derive(Debug, Subcommand)]
@@ -611,7 +611,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
     })?;
     let asked = cli.as_identity.clone().or_else(|| config.identity.clone());
     let clock = cli.now.map_or(Clock::System, Clock::Frozen);
-    let ctx = Context {
+    let mut ctx = Context {
         paths,
         config,
         clock,
@@ -622,6 +622,18 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         door: Door::of(cli.command.as_ref()),
         warned: std::sync::atomic::AtomicBool::new(false),
     };
+    // On the demo store every command reads the demo's frozen clock, as the
+    // console there does, unless --now (or HOLDFAST_NOW) names another.
+    if !ctx.clock.is_frozen()
+        && !matches!(cli.command, Some(Command::Demo { .. }))
+        && let Some(at) = commands::console::demo_clock(&ctx).await
+    {
+        eprintln!(
+            "demo store: the clock is frozen at {}, the demo's own (--now to change it)",
+            crate::core::clock::human_instant(at)
+        );
+        ctx.clock = Clock::Frozen(at);
+    }
     // Only the command's name: its arguments hold free text (rationales,
     // references) that must never reach the log.
     tracing::info!(command = command_name(cli.command.as_ref()), "start");

@@ -7,7 +7,7 @@ use std::fmt::Write as _;
 
 use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
-use crate::core::clock::{format_instant, human_duration, relative};
+use crate::core::clock::{human_duration, human_instant, relative};
 use crate::core::evidence::{EvidenceBundle, describe_observation};
 use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
 use crate::core::names::count;
@@ -26,7 +26,7 @@ fn opt(text: Option<&str>) -> String {
 }
 
 fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), format_instant)
+    at.map_or_else(|| "-".to_owned(), human_instant)
 }
 
 /// Pads or cuts `text` to `width` characters.
@@ -171,7 +171,7 @@ pub(crate) fn effect(effect: &Effect, row: Option<&AuditRow>) -> String {
         clean(&draft.by),
         draft.role,
         opt(draft.policy.as_deref()),
-        format_instant(draft.at)
+        human_instant(draft.at)
     );
     if !draft.evidence.is_empty() {
         let evidence: Vec<String> = draft.evidence.iter().map(|e| clean(e)).collect();
@@ -349,7 +349,7 @@ pub(crate) fn grants(grants: &[Grant], single_user: bool) -> String {
             (clean(&g.granted_by), 20),
         ];
         let line: Vec<String> = cells.iter().map(|(c, w)| cell(c, *w)).collect();
-        let _ = writeln!(out, "{} {}", line.join(" "), format_instant(g.granted_at));
+        let _ = writeln!(out, "{} {}", line.join(" "), human_instant(g.granted_at));
     }
     out
 }
@@ -408,7 +408,7 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         "in state since",
         format!(
             "{} ({})",
-            format_instant(b.state_since),
+            human_instant(b.state_since),
             relative(b.state_since, now)
         ),
     );
@@ -491,7 +491,7 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         "last verified",
         b.last_verified.as_ref().map_or_else(
             || "never observed".into(),
-            |(what, at)| format!("{} at {}", clean(what), format_instant(*at)),
+            |(what, at)| format!("{} at {}", clean(what), human_instant(*at)),
         ),
     );
     let ids: Vec<String> = b.provider_request_ids.iter().map(|i| clean(i)).collect();
@@ -509,10 +509,10 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
         "deadline",
         match (budget.deadline, budget.seconds_left) {
             (Some(d), Some(s)) if s >= 0 => {
-                format!("{} ({} left)", format_instant(d), human_duration(s))
+                format!("{} ({} left)", human_instant(d), human_duration(s))
             }
             (Some(d), Some(s)) => {
-                format!("{} (passed {} ago)", format_instant(d), human_duration(-s))
+                format!("{} (passed {} ago)", human_instant(d), human_duration(-s))
             }
             _ => "-".into(),
         },
@@ -524,7 +524,7 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             None => "-".to_owned(),
             Some(t) => format!(
                 "{} ({}{})",
-                format_instant(t),
+                human_instant(t),
                 relative(t, now),
                 if b.next_observation_overdue {
                     ", OVERDUE"
@@ -577,7 +577,7 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             out,
             "    {} {} {}{}",
             clean(&o.id),
-            format_instant(o.observed_at),
+            human_instant(o.observed_at),
             clean(&o.describe()),
             o.note
                 .as_deref()
@@ -658,7 +658,7 @@ pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
         out,
         "  {:<9} created {}",
         offset(origin),
-        format_instant(origin)
+        human_instant(origin)
     );
     enum Event<'a> {
         Attempt(&'a crate::core::model::Attempt),
@@ -722,7 +722,7 @@ pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
                         .map_or_else(String::new, |e| format!(", error {}", clean(e))),
                     a.retry_after.map_or_else(String::new, |r| format!(
                         ", Retry-After until {} (wait {})",
-                        format_instant(r),
+                        human_instant(r),
                         human_duration((r - a.last_instant()).num_seconds())
                     ))
                 );
@@ -746,7 +746,7 @@ pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
                 );
             }
             Event::Mark(name, t) => {
-                let _ = writeln!(out, "  {:<9} — {name} {}", offset(at), format_instant(t));
+                let _ = writeln!(out, "  {:<9} — {name} {}", offset(at), human_instant(t));
             }
         }
     }

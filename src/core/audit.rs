@@ -37,6 +37,61 @@ pub struct AuditDraft {
     pub at: DateTime<Utc>,
 }
 
+/// Who a row's act belongs to, as every surface headlines it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Author {
+    /// The identity whose act it is: the identity acted for when a delegate
+    /// acted, else the row's author.
+    pub who: String,
+    pub role: Role,
+    /// The delegate that wrote the row for `who`.
+    pub via: Option<String>,
+    /// What a source claimed in a row written from wire records before imported
+    /// moves were judged: `(by, role)` as reported, only a claim.
+    pub claimed: Option<(String, Role)>,
+}
+
+impl Author {
+    /// `maya`, or `maya via relay` when a delegate wrote the row: the person
+    /// first, so that a cut column still names them.
+    pub fn name(&self) -> String {
+        match &self.via {
+            Some(delegate) => format!("{} via {delegate}", self.who),
+            None => self.who.clone(),
+        }
+    }
+}
+
+impl AuditDraft {
+    /// Who acted. A row written from wire records before imported moves were
+    /// judged kept the source's `by` in `on_behalf_of` and its `role` as the
+    /// row's: its author is the importer, acting as the system, and the rest is
+    /// what the source claimed.
+    pub fn author(&self) -> Author {
+        let wire = crate::core::access::WIRE_ACTIONS.contains(&self.action.as_str());
+        match (&self.on_behalf_of, wire) {
+            (Some(claimed), true) => Author {
+                who: self.by.clone(),
+                role: Role::System,
+                via: None,
+                claimed: Some((claimed.clone(), self.role)),
+            },
+            (Some(person), false) => Author {
+                who: person.clone(),
+                role: self.role,
+                via: Some(self.by.clone()),
+                claimed: None,
+            },
+            (None, _) => Author {
+                who: self.by.clone(),
+                role: self.role,
+                via: None,
+                claimed: None,
+            },
+        }
+    }
+}
+
 /// The action of the row that creates an operation from wire records.
 pub const INGEST: &str = "ingest";
 /// The action of the row that adds wire records to an existing operation.

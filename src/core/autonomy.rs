@@ -12,7 +12,7 @@ use std::fmt;
 
 use super::actor::Actor;
 use super::audit::AuditDraft;
-use super::clock::format_instant;
+use super::clock::human_instant;
 use super::ids::OperationId;
 use super::lookup::StatusLookup;
 use super::model::{Contract, FailureMode, Role, State, text_enum};
@@ -177,14 +177,14 @@ impl DrillResult {
         if !missing.is_empty() {
             return Err(format!(
                 "its latest drill ({}) did not cover {}",
-                format_instant(self.at),
+                human_instant(self.at),
                 missing.join(", ")
             ));
         }
         if self.passed != self.cases || !self.failed.is_empty() {
             return Err(format!(
                 "its latest drill ({}) passed {} of {} cases (failed: {})",
-                format_instant(self.at),
+                human_instant(self.at),
                 self.passed,
                 self.cases,
                 self.failed.join(", ")
@@ -321,13 +321,13 @@ pub fn unchecked(contract: Option<&Contract>, latest: Option<&LookupCheck>) -> O
         ),
         Some(c) if c.lookup != lookup_fingerprint(spec) => format!(
             "tool {tool}'s status lookup changed since it was checked ({}); {again}",
-            format_instant(c.at)
+            human_instant(c.at)
         ),
         Some(c) if !c.found => format!(
             "tool {tool}'s status lookup did not find {}, a record known to exist ({}, {}); {again}",
             c.known,
             c.answer,
-            format_instant(c.at)
+            human_instant(c.at)
         ),
         Some(_) => return None,
     })
@@ -457,8 +457,8 @@ pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
             String::new()
         };
         format!(
-            "{} open veto(es) on tool {tool}'s operations: {}{more}; settle them first",
-            gates.vetoes.total,
+            "{} on tool {tool}'s operations: {}{more}; settle them first",
+            crate::core::names::count(gates.vetoes.total, "open veto", "open vetoes"),
             named.join(", ")
         )
     });
@@ -682,7 +682,7 @@ mod tests {
             ..Gates::default()
         };
         let why = standing("S01", &gates).veto.expect("refused");
-        assert!(why.starts_with("25 open veto(es) on tool S01's operations: B0000000 (UNKNOWN, retry_before_reconcile), "), "{why}");
+        assert!(why.starts_with("25 open vetoes on tool S01's operations: B0000000 (UNKNOWN, retry_before_reconcile), "), "{why}");
         assert!(why.contains("B0000019 (UNKNOWN, retry_before_reconcile) and 5 more (`holdfast report` lists them); settle them first"), "{why}");
         let all = Gates {
             vetoes: OpenVetoes::all(vec![veto(1)]),
@@ -691,7 +691,7 @@ mod tests {
         let why = standing("S01", &all).veto.expect("refused");
         assert_eq!(
             why,
-            "1 open veto(es) on tool S01's operations: B0000001 (UNKNOWN, retry_before_reconcile); settle them first"
+            "1 open veto on tool S01's operations: B0000001 (UNKNOWN, retry_before_reconcile); settle them first"
         );
         assert_eq!(standing("S01", &Gates::default()).veto, None);
     }

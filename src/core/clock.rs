@@ -1,7 +1,7 @@
 //! The one clock every time-dependent rule and display reads. Frozen, it is the
 //! seed's deterministic clock K02: tests, snapshots and the demo run on it.
 
-use chrono::{DateTime, Datelike, Utc};
+use chrono::{DateTime, Datelike, SubsecRound, Utc};
 
 /// Where "now" comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -171,18 +171,22 @@ impl TimeSpec {
     pub fn resolve(self, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
         match self {
             TimeSpec::At(at) => Ok(at),
-            TimeSpec::FromNow(offset) => add(now, offset).map_err(|e| {
-                format!(
-                    "{} {} from {} {e}",
-                    if offset < chrono::Duration::zero() {
-                        "-"
-                    } else {
-                        "+"
-                    },
-                    human_duration(offset.num_seconds()).trim_start_matches('-'),
-                    format_instant(now)
-                )
-            }),
+            // `+30m` means thirty minutes from now to the second: the instant
+            // kept has no fraction the person never typed.
+            TimeSpec::FromNow(offset) => {
+                add(now, offset).map(|at| at.trunc_subsecs(0)).map_err(|e| {
+                    format!(
+                        "{} {} from {} {e}",
+                        if offset < chrono::Duration::zero() {
+                            "-"
+                        } else {
+                            "+"
+                        },
+                        human_duration(offset.num_seconds()).trim_start_matches('-'),
+                        human_instant(now)
+                    )
+                })
+            }
         }
     }
 }
@@ -234,6 +238,15 @@ pub fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
 /// Formats an instant the one way holdfast writes them (RFC 3339, UTC, `Z`).
 pub fn format_instant(at: DateTime<Utc>) -> String {
     at.to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
+}
+
+/// Formats an instant for a person to read: as [`format_instant`], but to the
+/// millisecond at most (`10:00:01Z`, `10:00:01.250Z`). Records, hashes, JSON and
+/// evidence keep the exact instant; a screen or a sentence has no use for the
+/// nanoseconds of the system clock.
+pub fn human_instant(at: DateTime<Utc>) -> String {
+    at.trunc_subsecs(3)
+        .to_rfc3339_opts(chrono::SecondsFormat::AutoSi, true)
 }
 
 /// Whether `text`, an instant [`parse_instant`] accepted, is already written the
@@ -302,6 +315,17 @@ mod tests {
             assert!(!is_formatted_instant(text) || formatted, "{text}");
             assert!(leap || is_formatted_instant(text) == formatted, "{text}");
         }
+    }
+
+    #[test]
+    fn people_read_instants_to_the_millisecond_and_offsets_land_on_whole_seconds() {
+        let at = parse_instant("2026-09-05T10:00:01.123456789Z").unwrap();
+        assert_eq!(human_instant(at), "2026-09-05T10:00:01.123Z");
+        assert_eq!(format_instant(at), "2026-09-05T10:00:01.123456789Z");
+        let whole = parse_instant("2026-09-05T10:00:01Z").unwrap();
+        assert_eq!(human_instant(whole), "2026-09-05T10:00:01Z");
+        let later = TimeSpec::parse("+30m").unwrap().resolve(at).unwrap();
+        assert_eq!(format_instant(later), "2026-09-05T10:30:01Z");
     }
 
     #[test]

@@ -5,7 +5,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::clock::format_instant;
+use super::clock::human_instant;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Decision, Recommendation};
 use super::model::{
@@ -130,7 +130,7 @@ impl WhyHeld {
             self.to,
             self.by,
             self.role,
-            format_instant(self.at)
+            human_instant(self.at)
         )
     }
 }
@@ -179,27 +179,15 @@ fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
             .find(|c| c.id.as_str() == bare)
             .map(|c| format!("{}, {}", c.relation, c.state))
     };
-    // Who acted is the row's author. A row written from wire records before
-    // imported moves were judged kept the source's `by` in `on_behalf_of` and its
-    // `role` as the row's: that is only what the source claimed, shown as such.
-    let wire = crate::core::access::WIRE_ACTIONS.contains(&row.draft.action.as_str());
-    let (by, role, reason) = match (&row.draft.on_behalf_of, wire) {
-        (Some(claimed), true) => (
-            row.draft.by.clone(),
-            Role::System,
-            Some(format!(
-                "{} (the source reports {claimed} as {})",
-                row.draft.rationale.as_deref().unwrap_or("no reason"),
-                row.draft.role
-            )),
-        ),
-        (Some(person), false) => (person.clone(), row.draft.role, row.draft.rationale.clone()),
-        (None, _) => (
-            row.draft.by.clone(),
-            row.draft.role,
-            row.draft.rationale.clone(),
-        ),
+    let author = row.draft.author();
+    let reason = match &author.claimed {
+        Some((claimed, role)) => Some(format!(
+            "{} (the source reports {claimed} as {role})",
+            row.draft.rationale.as_deref().unwrap_or("no reason"),
+        )),
+        None => row.draft.rationale.clone(),
     };
+    let (by, role) = (author.who, author.role);
     Some(WhyHeld {
         from: row.draft.from,
         to: state,
@@ -461,7 +449,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
                     p.id,
                     p.action,
                     p.proposed_by,
-                    format_instant(p.proposed_at)
+                    human_instant(p.proposed_at)
                 )
             }),
     }

@@ -18,7 +18,7 @@ use std::fmt::Write as _;
 
 use super::actor::Actor;
 use super::audit::AuditRow;
-use super::clock::format_instant;
+use super::clock::human_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
@@ -313,7 +313,7 @@ fn opt_md(text: Option<&str>) -> String {
 }
 
 fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), format_instant)
+    at.map_or_else(|| "-".to_owned(), human_instant)
 }
 
 fn table(out: &mut String, header: &[&str], rows: &[Vec<String>]) {
@@ -342,7 +342,7 @@ pub fn markdown_head(export: &Export, bundles: usize) -> String {
     let _ = writeln!(
         out,
         "As of {}, exported by {}, {} bundle{}.\n",
-        format_instant(export.as_of),
+        human_instant(export.as_of),
         md(&export.exported_by),
         bundles,
         if bundles == 1 { "" } else { "s" }
@@ -445,7 +445,7 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
                 "{} (version {}) since {}",
                 b.state,
                 b.version,
-                format_instant(b.state_since)
+                human_instant(b.state_since)
             ),
         ),
         (
@@ -479,7 +479,7 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
             "last verified",
             b.last_verified.as_ref().map_or_else(
                 || "never observed".into(),
-                |(what, at)| format!("{} at {}", md(what), format_instant(*at)),
+                |(what, at)| format!("{} at {}", md(what), human_instant(*at)),
             ),
         ),
         (
@@ -545,7 +545,7 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
                 md(&a.id),
                 a.kind.to_string(),
                 a.layer.map_or("-", |l| l.as_str()).to_owned(),
-                format_instant(a.started_at),
+                human_instant(a.started_at),
                 when(a.ended_at),
                 a.phase.to_string(),
                 a.outcome.to_string(),
@@ -603,7 +603,7 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
         .map(|o| {
             vec![
                 md(&o.id),
-                format_instant(o.observed_at),
+                human_instant(o.observed_at),
                 md(&evidence::describe_observation(o)),
                 o.raw_hash
                     .as_ref()
@@ -626,7 +626,7 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
             let d = &r.draft;
             vec![
                 r.seq.to_string(),
-                format_instant(d.at),
+                human_instant(d.at),
                 md(&d.action),
                 format!(
                     "{} → {}",

@@ -6,7 +6,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use std::fmt;
 
-use super::clock::format_instant;
+use super::clock::{format_instant, human_instant};
 use super::lookup::{self, Finding, LookupSpec, Verdict};
 use super::model::{
     Attempt, AttemptKind, Contract, FailureMode, Item, ItemState, Observation, ObservationSource,
@@ -220,14 +220,14 @@ fn transport(mode: FailureMode, input: &RetryInput) -> Recommendation {
                 RetryAfter(t.max(input.now)),
                 format!(
                     "throttled with a usable Retry-After: wait until {}, within the deadline",
-                    format_instant(t)
+                    human_instant(t)
                 ),
             ),
             Some(t) => rec(
                 HoldForOwner,
                 format!(
                     "Retry-After {} falls past the deadline: drop or revalidate",
-                    format_instant(t)
+                    human_instant(t)
                 ),
             ),
             None => rec(
@@ -312,7 +312,7 @@ impl Assessment {
         match self.deadline {
             Some(d) if self.now >= d => Some(format!(
                 "time budget exhausted (deadline {} passed)",
-                format_instant(d)
+                human_instant(d)
             )),
             _ => None,
         }

@@ -51,9 +51,13 @@ pub fn classify(detail: &OperationDetail, now: DateTime<Utc>) -> (Bucket, String
     let assessment = matrix::assess_detail(detail, now);
     let rec = assessment.recommendation;
     let op = &detail.row.operation;
+    // Where nothing automatic is safe, the hold is filed by its own state: an
+    // UNKNOWN one still needs its outcome reconciled, whoever decides next, and
+    // only a BLOCKED one is filed as blocked.
     let bucket = match rec.decision {
         Decision::RetryNow | Decision::RetryAfter(_) => Bucket::RetryEligible,
         Decision::ReconcileFirst => Bucket::NeedsReconciliation,
+        _ if op.state == State::Unknown => Bucket::NeedsReconciliation,
         _ if op.state == State::Partial || op.failure_mode == Some(FailureMode::PartialWrite) => {
             Bucket::NeedsCompensation
         }

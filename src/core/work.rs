@@ -7,7 +7,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::audit::AuditDraft;
-use super::clock::format_instant;
+use super::clock::{format_instant, human_instant};
 use super::ids::OperationId;
 use super::model::{Role, State};
 use super::refusal::{Refusal, Rule};
@@ -152,7 +152,7 @@ pub fn check_holder(
             "lease {generation} on {id} never existed: its leases are numbered 1 to {} \
              (the latest claimed at {}); give the generation its claim printed",
             lease.generation,
-            format_instant(lease.claimed_at)
+            human_instant(lease.claimed_at)
         ));
     }
     if let Some(generation) = holder.generation
@@ -161,7 +161,7 @@ pub fn check_holder(
         return refuse(format!(
             "lease {generation} on {id} was replaced by lease {} (claimed again at {})",
             lease.generation,
-            format_instant(lease.claimed_at)
+            human_instant(lease.claimed_at)
         ));
     }
     match lease.status {
@@ -177,8 +177,8 @@ pub fn check_holder(
             "lease {} on {id} ran out at {} (now {}): the work is claimable by others and \
              this worker lost it; claim it again",
             lease.generation,
-            format_instant(lease.expires_at),
-            format_instant(now)
+            human_instant(lease.expires_at),
+            human_instant(now)
         )),
         LeaseStatus::Held => Ok(()),
     }

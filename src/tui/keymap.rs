@@ -72,6 +72,10 @@ pub(crate) enum Command {
     Cancel,
     /// Apply what a dialog previewed (a key distinct from `Enter`).
     Apply,
+    /// Open the `:` command prompt (a tab by its name, `:q`, `:help`).
+    Colon,
+    /// Complete what is typed at the `:` prompt.
+    Complete,
 }
 
 impl Command {
@@ -182,6 +186,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
         "A",
         C::AcknowledgeChain,
         "how to acknowledge a broken audit chain (transitions are refused until an owner does)",
+    ),
+    bind(
+        Global,
+        K::Char(':'),
+        ":",
+        C::Colon,
+        "command: :held :all :metrics :audit (a tab by its name), :help, :q; Tab completes",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
@@ -357,6 +368,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
     bind(Lookup, K::Esc, "Esc", C::Cancel, "close"),
     bind(Prompt, K::Enter, "Enter", C::Accept, "keep"),
     bind(Prompt, K::Esc, "Esc", C::Cancel, "cancel"),
+    bind(
+        Prompt,
+        K::Tab,
+        "Tab",
+        C::Complete,
+        "complete a command (at the : prompt)",
+    ),
 ];
 
 /// The command `key` runs in `context`, looking at the context's own bindings first

@@ -202,18 +202,25 @@ pub(crate) fn draw_lines(
     frame.render_widget(paragraph, area);
 }
 
-/// One column of a [`DataTable`]: a header, a width, a priority (columns with the
+/// One column of a [`DataTable`]: a header, the most columns it takes before
+/// its cells are cut (unless room is left over), a priority (columns with the
 /// highest number are dropped first when the area is narrow) and how to get the
 /// cell of one row.
 pub(crate) struct Column<R, C> {
     pub header: &'static str,
     pub width: u16,
     pub priority: u8,
+    /// Whether a cut start of its cells still says something (a name, a
+    /// text); an instant, an id or a figure is shown whole or not at all.
+    pub cut: bool,
     pub cell: fn(&R, &C) -> (Clean, Style),
 }
 
 /// The one table widget: rows of any type through a list of columns, showing only
-/// the columns that fit, with the selected row highlighted.
+/// the columns that fit, with the selected row highlighted. Columns are as wide
+/// as their header and cells need (up to their `width`), a column with no text
+/// in any row is left out, and room left over goes back to the columns that were
+/// cut, most important first.
 pub(crate) struct DataTable<'a, R, C> {
     pub columns: &'a [Column<R, C>],
     pub rows: &'a [R],
@@ -221,45 +228,95 @@ pub(crate) struct DataTable<'a, R, C> {
     pub selected: Option<usize>,
 }
 
+/// The fewest cells a column is cut to rather than dropped.
+const MIN_CUT: u16 = 10;
+
+fn text_width(text: &str) -> u16 {
+    u16::try_from(unicode_width::UnicodeWidthStr::width(text)).unwrap_or(u16::MAX)
+}
+
 impl<R, C> DataTable<'_, R, C> {
-    /// Indexes of the columns that fit in `width`, in their original order.
-    fn fitting(&self, width: u16) -> Vec<usize> {
-        let mut order: Vec<usize> = (0..self.columns.len()).collect();
+    /// The columns shown in `width` and how wide each is, in their original
+    /// order, for cells already computed (`cells[row][column]`).
+    fn fitting(&self, cells: &[Vec<(Clean, Style)>], width: u16) -> Vec<(usize, u16)> {
+        let natural: Vec<Option<u16>> = (0..self.columns.len())
+            .map(|i| {
+                let widest = cells.iter().map(|row| text_width(row[i].0.as_str())).max();
+                match widest {
+                    Some(0) => None,
+                    w => Some(w.unwrap_or(0).max(text_width(self.columns[i].header))),
+                }
+            })
+            .collect();
+        let mut order: Vec<usize> = (0..self.columns.len())
+            .filter(|&i| natural[i].is_some())
+            .collect();
         order.sort_by_key(|&i| self.columns[i].priority);
-        let mut chosen = Vec::new();
+        let wanted = |i: usize| {
+            let header = text_width(self.columns[i].header);
+            natural[i]
+                .unwrap_or(0)
+                .min(self.columns[i].width.max(header))
+        };
+        let mut chosen: Vec<(usize, u16)> = Vec::new();
         let mut used: u16 = 0;
-        for i in order {
-            let need = self.columns[i].width + u16::from(!chosen.is_empty());
-            if used + need <= width {
-                used += need;
-                chosen.push(i);
+        for &i in &order {
+            let gap = u16::from(!chosen.is_empty());
+            let room = width.saturating_sub(used).saturating_sub(gap);
+            // A column that does not fit whole is cut to the room left, when
+            // that still shows its header and a useful start of its cells;
+            // a less important one never takes its place.
+            let least = if self.columns[i].cut {
+                wanted(i).min(text_width(self.columns[i].header).max(MIN_CUT))
+            } else {
+                wanted(i)
+            };
+            if room < least {
+                continue;
             }
+            let given = wanted(i).min(room);
+            used += given + gap;
+            chosen.push((i, given));
         }
-        chosen.sort_unstable();
+        // Room left over widens the cut columns, most important first.
+        let mut left = width.saturating_sub(used);
+        for (i, given) in &mut chosen {
+            let more = natural[*i].unwrap_or(0).saturating_sub(*given).min(left);
+            *given += more;
+            left -= more;
+        }
+        chosen.sort_unstable_by_key(|(i, _)| *i);
         chosen
     }
 
     pub(crate) fn draw(&self, frame: &mut Frame, area: Rect, block: Block<'static>, theme: Theme) {
         let inner = block.inner(area);
-        let shown = self.fitting(inner.width);
-        let header = Row::new(
-            shown
-                .iter()
-                .map(|&i| Cell::from(span(Clean::new(self.columns[i].header), theme.label()))),
-        );
-        let rows = self.rows.iter().map(|row| {
-            Row::new(shown.iter().map(|&i| {
-                let (text, style) = (self.columns[i].cell)(row, self.context);
-                Cell::from(span(ellipsis(&text, self.columns[i].width), style))
+        let cells: Vec<Vec<(Clean, Style)>> = self
+            .rows
+            .iter()
+            .map(|row| {
+                self.columns
+                    .iter()
+                    .map(|c| (c.cell)(row, self.context))
+                    .collect()
+            })
+            .collect();
+        let shown = self.fitting(&cells, inner.width);
+        let header =
+            Row::new(shown.iter().map(|&(i, _)| {
+                Cell::from(span(Clean::new(self.columns[i].header), theme.label()))
+            }));
+        let rows = cells.iter().map(|row| {
+            Row::new(shown.iter().map(|&(i, w)| {
+                let (text, style) = &row[i];
+                Cell::from(span(ellipsis(text, w), *style))
             }))
         });
-        let widths: Vec<Constraint> = shown
-            .iter()
-            .map(|&i| Constraint::Length(self.columns[i].width))
-            .collect();
+        let widths: Vec<Constraint> = shown.iter().map(|&(_, w)| Constraint::Length(w)).collect();
         let table = Table::new(rows, widths)
             .header(header)
             .block(block)
+            .flex(ratatui::layout::Flex::Start)
             .row_highlight_style(theme.selected());
         let mut state = TableState::default().with_selected(self.selected);
         frame.render_stateful_widget(table, area, &mut state);
@@ -303,7 +360,16 @@ impl Prompt {
         let mut area = TextArea::new(vec![Clean::new(initial).into_string()]);
         area.move_cursor(ratatui_textarea::CursorMove::End);
         area.set_cursor_line_style(Style::new());
+        // Reversed rather than coloured, so a selection shows without colour too.
+        area.set_selection_style(Style::new().reversed());
         Prompt { label, area }
+    }
+
+    /// Selects the whole text (when there is any), so that typing replaces it.
+    pub fn select_all(&mut self) {
+        if !self.text().is_empty() {
+            self.area.select_all();
+        }
     }
 
     /// Feeds one key to the input; returns whether the text changed. Newlines and

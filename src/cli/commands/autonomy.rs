@@ -7,7 +7,7 @@ use clap::{Args, Subcommand};
 use crate::autonomy::{Snapshot, set_level};
 use crate::cli::{Context, Failure, exit, render};
 use crate::core::autonomy::{Level, LevelRequest};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::rules::Rationale;
 
 #[derive(Debug, Subcommand)]
@@ -71,7 +71,7 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
             println!(
                 "  set by:  {} at {}: {}",
                 render::clean(&set.set_by),
-                format_instant(set.set_at),
+                human_instant(set.set_at),
                 render::clean(&set.rationale)
             );
         }
@@ -89,7 +89,7 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
                 d.passed,
                 d.cases,
                 d.modes.len(),
-                format_instant(d.at)
+                human_instant(d.at)
             ),
             None => println!("  drill:   none recorded"),
         }

@@ -8,7 +8,7 @@ use anyhow::Context as _;
 use chrono::{DateTime, Utc};
 
 use crate::cli::{Context, exit, render};
-use crate::core::clock::{Clock, format_instant};
+use crate::core::clock::{Clock, human_instant};
 use crate::store::{OperationFilter, Page, Session, SortOrder, Store};
 
 pub(crate) async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
@@ -74,7 +74,7 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
         .ingest(
             parsed.records,
             crate::store::IngestMode::Strict,
-            "holdfast-demo",
+            DEMO_IDENTITY,
             at,
         )
         .await?;
@@ -84,13 +84,40 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
     eprintln!(
         "demo store {} loaded; clock frozen at {}",
         store.location(),
-        format_instant(at)
+        human_instant(at)
     );
     if print {
         print!("{}", held_page(&ctx, Arc::clone(&store)).await?);
         return Ok(exit::OK);
     }
     console(&ctx, store).await
+}
+
+/// The identity `holdfast demo` loads its packet as: the author of a demo
+/// store's first audit row.
+pub(crate) const DEMO_IDENTITY: &str = "holdfast-demo";
+
+/// The demo's frozen clock, when the SQLite store this invocation names is a
+/// demo store (its first row written by [`DEMO_IDENTITY`]): every command on it
+/// reads the clock the console reads there, the packet's own instant, unless
+/// `--now` says otherwise. `None` for any other store, or one not there.
+pub(crate) async fn demo_clock(ctx: &Context) -> Option<DateTime<Utc>> {
+    let Ok(crate::store::Location::Sqlite(path)) = ctx.store_location() else {
+        return None;
+    };
+    if !path.is_file() {
+        return None;
+    }
+    let store = crate::store::Location::Sqlite(path)
+        .open_existing()
+        .await
+        .ok()?;
+    let first = store.audit(1, 1).await.ok()?;
+    if first.first()?.draft.by != DEMO_IDENTITY {
+        return None;
+    }
+    let parsed = crate::wire::parse_stream(DEMO_PACKET.as_bytes(), &mut |_| {}).ok()?;
+    latest_instant(parsed.records.iter().map(|n| &n.record))
 }
 
 /// The latest instant any record names: the demo packet's own frozen "now".

@@ -8,7 +8,7 @@ use clap::Args;
 
 use crate::cli::{Context, Failure, exit};
 use crate::core::autonomy::{DrillResult, covered};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::executor::ExecClock;
 use crate::sim::{Case, Provider, parse_cases};
 use crate::store::{Location, Session};
@@ -242,7 +242,7 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
     eprintln!(
         "drill store {} (clock {}); open it with `holdfast --db …` or `holdfast --database-url …`",
         store.location(),
-        format_instant(outcome.report.now)
+        human_instant(outcome.report.now)
     );
     Ok(if outcome.all_pass() {
         exit::OK

@@ -90,6 +90,9 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
             .map(|r| crate::wire::to_value(&crate::wire::Record::Operation(r.operation.clone())))
             .collect();
         println!("{}", crate::cli::json::pretty(&ops)?);
+    } else if page.limit == 0 {
+        // Only the count, as a script reading it wants it: no header, no rows.
+        println!("{total}");
     } else {
         print!(
             "{}{}",

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use crate::cli::{Context, exit};
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, NOT_EVALUATED_WHY, Report};
 use crate::core::names::count;
@@ -59,10 +59,6 @@ fn more(total: Option<u32>, shown: usize) -> String {
     }
 }
 
-fn age(seconds: Option<i64>) -> String {
-    seconds.map_or_else(|| "-".into(), human_duration)
-}
-
 /// The report as plain text. Reasons name stored ids and states; they pass the
 /// sanitizer all the same, like every text printed (G10).
 pub(crate) fn render(report: &Report) -> String {
@@ -71,7 +67,7 @@ pub(crate) fn render(report: &Report) -> String {
     let _ = writeln!(
         out,
         "holdfast report: {ops} logical operations, clock {}",
-        format_instant(report.now)
+        human_instant(report.now)
     );
     let _ = writeln!(out);
     let _ = writeln!(out, "{:<38} {:>9} {:>9}", "METRIC", "FRACTION", "PERCENT");
@@ -138,14 +134,7 @@ pub(crate) fn render(report: &Report) -> String {
         o.held
     );
     let u = &o.unknown_age;
-    let _ = writeln!(
-        out,
-        "  unknown age   {} unknown; oldest {} {}; median {}",
-        u.count,
-        u.oldest.as_ref().map_or("-", OperationId::as_str),
-        age(u.oldest_seconds),
-        age(u.median_seconds)
-    );
+    let _ = writeln!(out, "  unknown age   {}", u.summary("; "));
     let bars: Vec<String> = u
         .histogram
         .iter()

@@ -13,7 +13,7 @@ use crate::cli::{Context, Failure, exit, parse_id, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
 use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{Matches, ObservationSource, Role, State};
+use crate::core::model::{Matches, ObservationSource, Role};
 use crate::core::rules::{Action, ActionKind, FoundField, Rationale, ReconcileInput};
 use crate::core::triage::TriageLine;
 use crate::review::{self as service, ReviewError};
@@ -481,12 +481,8 @@ fn actions(
             .collect()),
         ActionKind::Resolve => {
             let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
-            let to = State::parse_any_case(text).ok_or_else(|| {
-                Failure::bad_input(format!(
-                    "--to {text}: must be one of: {}",
-                    State::expected()
-                ))
-            })?;
+            let to = crate::core::rules::resolve_target(text)
+                .map_err(|e| Failure::bad_input(format!("--to {text}: {e}")))?;
             one(Action::Resolve { to })
         }
         ActionKind::AuthorizeRetry => one(Action::AuthorizeRetry),
@@ -687,10 +683,7 @@ async fn lookup(ctx: &Context, id: &OperationId, args: &ReviewArgs) -> anyhow::R
 
 /// A filter typed on the command line; without a state term it means the queue.
 fn selection_filter(text: &str) -> anyhow::Result<OperationFilter> {
-    let mut filter = crate::store::filter::parse(text)
-        .map_err(|e| Failure::bad_input(format!("--filter: {e}")))?;
-    filter.queue = filter.states.is_empty();
-    Ok(filter)
+    crate::store::filter::selection(text).map_err(|e| Failure::bad_input(format!("--filter: {e}")))
 }
 
 async fn bulk(

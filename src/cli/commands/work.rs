@@ -9,7 +9,7 @@ use clap::{Args, Subcommand};
 use serde_json::json;
 
 use crate::cli::{Context, Failure, exit, render};
-use crate::core::clock::format_instant;
+use crate::core::clock::{format_instant, human_instant};
 use crate::store::Session;
 use crate::work::{self, Holder, Lease, WorkError};
 
@@ -106,7 +106,7 @@ fn lease_line(lease: &Lease) -> String {
         lease.tool,
         lease.generation,
         lease.worker,
-        format_instant(lease.expires_at)
+        human_instant(lease.expires_at)
     ))
 }
 
@@ -199,8 +199,9 @@ pub(crate) async fn work(ctx: &Context, command: WorkCommand) -> anyhow::Result<
                             .map(|(_, n)| n)
                             .sum();
                         println!(
-                            "completed {}: {taken} records taken, {} already stored",
+                            "{}: {} taken, {} already stored",
                             lease_line(lease),
+                            crate::core::names::count(taken, "record", "records"),
                             done.completion.report.unchanged
                         );
                     }

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::{LookupCall, Next, Verdict, jitter, judge, next_observation, records};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::matrix;
 use crate::core::model::{Attempt, AttemptKind, Observation, OperationDetail};
 
@@ -55,7 +55,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     let call = match input {
         LookupInput::Exhausted => {
             effect.next = Next::Exhausted(match assessment.deadline {
-                Some(d) => format!("the deadline {} has passed", format_instant(d)),
+                Some(d) => format!("the deadline {} has passed", human_instant(d)),
                 None => "no lookup is left".into(),
             });
             route(detail, &mut effect);
@@ -123,7 +123,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
             effect.next_observation_at = Some(*at);
             effect
                 .consequences
-                .push(format!("next lookup at {}", format_instant(*at)));
+                .push(format!("next lookup at {}", human_instant(*at)));
         }
         Next::Settled => effect
             .consequences
@@ -144,9 +144,9 @@ fn not_sooner_than(next: Next, floor: DateTime<Utc>, deadline: Option<DateTime<U
     match next {
         Next::At(at) if at < floor => match deadline {
             Some(d) if floor > d => Next::Exhausted(format!(
-                "the next lookup would be at {} (the minimum interval), past the deadline {}: routed to the owner",
-                format_instant(floor),
-                format_instant(d)
+                "the next lookup would be at {} (the minimum interval), past the deadline {}",
+                human_instant(floor),
+                human_instant(d)
             )),
             _ => Next::At(floor),
         },
@@ -196,6 +196,29 @@ mod tests {
 
     fn at(s: &str) -> DateTime<Utc> {
         parse_instant(s).expect("instant")
+    }
+
+    #[test]
+    fn an_exhausted_schedule_says_why_and_leaves_the_routing_to_the_one_line_that_routes() {
+        let now = at("2026-09-05T10:00:00Z");
+        let deadline = Some(at("2026-09-05T10:00:10Z"));
+        let late = next_observation(
+            now,
+            None,
+            Some(at("2026-09-05T10:02:00Z")),
+            deadline,
+            1,
+            0.5,
+        );
+        let floored = not_sooner_than(Next::At(now), at("2026-09-05T10:00:30Z"), deadline);
+        for next in [late, floored] {
+            let Next::Exhausted(why) = next else {
+                panic!("past the deadline: {next:?}");
+            };
+            assert!(why.contains("past the deadline"), "{why}");
+            // `route` adds "routed to owner X" once; the reason must not say it first.
+            assert!(!why.contains("routed"), "{why}");
+        }
     }
 
     #[test]

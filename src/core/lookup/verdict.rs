@@ -5,7 +5,7 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use std::fmt;
 
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::model::Observation;
 
 /// Something an answer showed that refuses `resolve --to SUCCEEDED`.
@@ -86,7 +86,7 @@ impl Verdict {
             Verdict::NotApplied => "not found, lag window passed → non-application proved".into(),
             Verdict::NotYetVisible { visible_after } => format!(
                 "not found inside the lag window → not yet visible, proves nothing; ask again after {}",
-                format_instant(*visible_after)
+                human_instant(*visible_after)
             ),
             Verdict::Findings { findings } => {
                 let named: Vec<String> = findings
@@ -249,9 +249,9 @@ pub fn next_observation(
     };
     match deadline {
         Some(d) if at > d => Next::Exhausted(format!(
-            "the next lookup would be at {}, past the deadline {}: routed to the owner",
-            format_instant(at),
-            format_instant(d)
+            "the next lookup would be at {}, past the deadline {}",
+            human_instant(at),
+            human_instant(d)
         )),
         _ => Next::At(at),
     }

@@ -8,6 +8,7 @@ use serde::Serialize;
 use super::facts::OperationalFacts;
 use super::result::{count, percent, scaled};
 use crate::core::audit::AuditRow;
+use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::{Attempt, AttemptKind, Operation, Relation, State};
 
@@ -24,6 +25,26 @@ pub struct UnknownAge {
     /// Set when `overdue` holds only the first of this many.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub overdue_total: Option<u32>,
+}
+
+impl UnknownAge {
+    /// The figure in words, its parts joined by `sep`: `2 unknown; oldest F27
+    /// (2h38m); median 2h08m`, or `none` when nothing is UNKNOWN — no dashes
+    /// standing for an oldest and a median that do not exist.
+    pub fn summary(&self, sep: &str) -> String {
+        let Some(oldest) = &self.oldest else {
+            return "none".to_owned();
+        };
+        let age = |s: Option<i64>| s.map_or_else(|| "?".to_owned(), human_duration);
+        let mut parts = vec![
+            format!("{} unknown", self.count),
+            format!("oldest {oldest} ({})", age(self.oldest_seconds)),
+        ];
+        if let Some(median) = self.median_seconds {
+            parts.push(format!("median {}", human_duration(median)));
+        }
+        parts.join(sep)
+    }
 }
 
 /// One bar of the unknown-age histogram: ages below `below_seconds` (the last bar

@@ -44,7 +44,7 @@ pub fn approval_binds(
             Rule::G11,
             format!(
                 "the approval expired at {}: a new one is needed",
-                clock::format_instant(expiry)
+                clock::human_instant(expiry)
             ),
         ),
         None => refuse(

@@ -19,6 +19,7 @@ pub use self::effect::{Commit, Effect};
 pub use self::options::{
     ActionOption, allowed_in_words, moves, options, prohibited, remaining_in_words,
 };
+pub use self::plan::{RESOLVE_TARGETS, resolve_target};
 pub use self::races::may_overtake;
 pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
 pub use crate::core::actor::{Actor, permits};

@@ -87,7 +87,7 @@ pub fn prove_system_move(record: &Record<'_>, t: &TransitionRecord) -> Result<()
                         t.from,
                         t.to,
                         t.operation,
-                        crate::core::clock::format_instant(t.at)
+                        crate::core::clock::human_instant(t.at)
                     ),
                 );
             };

@@ -85,7 +85,7 @@ pub(super) fn candidates(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<(S
         observed_at: None,
     });
     let mut actions: Vec<(String, Action)> = vec![("reconcile".into(), reconcile)];
-    for to in [State::Succeeded, State::Failed, State::Partial] {
+    for to in super::RESOLVE_TARGETS {
         actions.push((format!("resolve --to {to}"), Action::Resolve { to }));
     }
     let plain = [

@@ -9,32 +9,99 @@ use crate::store::OperationFilter;
 /// The filter fields the console knows, for the prompt and errors.
 pub const FIELDS: &str = "state, tenant, owner, mode, risk";
 
+/// The field names, for the nearest one to a typo.
+const FIELD_NAMES: [&str; 5] = ["state", "tenant", "owner", "mode", "risk"];
+
+/// The words a `state:` term takes besides the states: the held queue, and
+/// every state (as `list --state held|all`).
+const STATE_WORDS: [&str; 2] = ["held", "all"];
+
+/// ` did you mean X?` for a near miss among `known`, else nothing.
+fn hint<'a>(typed: &str, known: impl IntoIterator<Item = &'a str>) -> String {
+    crate::core::names::nearest(typed, known)
+        .map_or_else(String::new, |n| format!(" did you mean `{n}`?"))
+}
+
+/// A value of an enumeration in any case; a near miss is named.
+fn value<T: Copy>(
+    field: &str,
+    value: &str,
+    all: &[T],
+    name: fn(T) -> &'static str,
+) -> Result<T, String> {
+    all.iter()
+        .copied()
+        .find(|v| name(*v).eq_ignore_ascii_case(value))
+        .ok_or_else(|| {
+            let names: Vec<&str> = all.iter().map(|v| name(*v)).collect();
+            format!(
+                "{field} `{value}` is not one of the values:{} one of {}",
+                hint(value, names.iter().copied()),
+                names.join(", ")
+            )
+        })
+}
+
 /// Parses filter text; an empty text is no filter. The error says which term is
-/// wrong and what is accepted.
+/// wrong, the name probably meant and what is accepted. `state:held` narrows
+/// to the held queue and `state:all` names every state.
 pub fn parse(text: &str) -> Result<OperationFilter, String> {
     let mut filter = OperationFilter::default();
     for term in text.split_whitespace() {
         let (field, values) = term
             .split_once(':')
             .ok_or_else(|| format!("`{term}` is not field:value (fields: {FIELDS})"))?;
-        for value in values.split(',').filter(|v| !v.is_empty()) {
-            match field {
-                "state" => filter.states.push(
-                    State::parse(&value.to_ascii_uppercase())
-                        .ok_or_else(|| format!("state `{value}`: one of {}", State::expected()))?,
-                ),
-                "tenant" => filter.tenants.push(value.to_owned()),
-                "owner" => filter.owners.push(value.to_owned()),
-                "mode" => filter.modes.push(FailureMode::parse(value).ok_or_else(|| {
-                    format!("mode `{value}`: one of {}", FailureMode::expected())
-                })?),
-                "risk" => filter.risks.push(
-                    Risk::parse(value)
-                        .ok_or_else(|| format!("risk `{value}`: one of {}", Risk::expected()))?,
-                ),
-                other => return Err(format!("unknown field `{other}` (fields: {FIELDS})")),
+        let field = field.to_ascii_lowercase();
+        if !FIELD_NAMES.contains(&field.as_str()) {
+            return Err(format!(
+                "unknown field `{field}`:{} fields: {FIELDS}",
+                hint(&field, FIELD_NAMES)
+            ));
+        }
+        for v in values.split(',').filter(|v| !v.is_empty()) {
+            match field.as_str() {
+                "state" if v.eq_ignore_ascii_case("held") => filter.queue = true,
+                "state" if v.eq_ignore_ascii_case("all") => {}
+                "state" => {
+                    let state = State::parse_any_case(v).ok_or_else(|| {
+                        let words = STATE_WORDS
+                            .into_iter()
+                            .chain(State::ALL.iter().map(|s| s.as_str()));
+                        format!(
+                            "state `{v}` is not one of the values:{} one of {}, {}",
+                            hint(v, words),
+                            STATE_WORDS.join(", "),
+                            State::expected()
+                        )
+                    })?;
+                    filter.states.push(state);
+                }
+                "tenant" => filter.tenants.push(v.to_owned()),
+                "owner" => filter.owners.push(v.to_owned()),
+                "mode" => {
+                    filter
+                        .modes
+                        .push(value("mode", v, FailureMode::ALL, FailureMode::as_str)?)
+                }
+                _ => filter
+                    .risks
+                    .push(value("risk", v, Risk::ALL, Risk::as_str)?),
             }
         }
+    }
+    Ok(filter)
+}
+
+/// A selection typed on the command line (`review --filter`, `export
+/// --filter`): without a `state:` term it is the held queue, as `list` is.
+pub fn selection(text: &str) -> Result<OperationFilter, String> {
+    let mut filter = parse(text)?;
+    let names_states = text.split_whitespace().any(|t| {
+        t.split_once(':')
+            .is_some_and(|(f, _)| f.eq_ignore_ascii_case("state"))
+    });
+    if !names_states {
+        filter.queue = true;
     }
     Ok(filter)
 }
@@ -70,6 +137,34 @@ mod tests {
             "state:UNKNOWN,PARTIAL tenant:pinehaven risk:high"
         );
         assert_eq!(parse("").unwrap(), OperationFilter::default());
+    }
+
+    #[test]
+    fn near_misses_name_the_field_or_value_meant() {
+        let e = parse("stat:unknown").unwrap_err();
+        assert!(e.contains("did you mean `state`?"), "{e}");
+        let e = parse("state:unknwon").unwrap_err();
+        assert!(e.contains("did you mean `UNKNOWN`?"), "{e}");
+        assert!(e.contains("held, all"), "{e}");
+        let e = parse("mode:timeout_unknwn").unwrap_err();
+        assert!(e.contains("did you mean `timeout_unknown`?"), "{e}");
+        let e = parse("risk:hgh").unwrap_err();
+        assert!(e.contains("did you mean `high`?"), "{e}");
+        assert_eq!(
+            parse("MODE:TIMEOUT_UNKNOWN").unwrap().modes,
+            [FailureMode::TimeoutUnknown]
+        );
+    }
+
+    #[test]
+    fn a_selection_is_the_queue_unless_it_names_states_and_all_means_every_one() {
+        assert!(selection("risk:high").unwrap().queue);
+        assert!(selection("state:held").unwrap().queue);
+        let all = selection("state:all").unwrap();
+        assert!(!all.queue && all.states.is_empty(), "{all:?}");
+        let unknown = selection("state:unknown").unwrap();
+        assert!(!unknown.queue);
+        assert_eq!(unknown.states, [State::Unknown]);
     }
 
     #[test]

@@ -190,6 +190,7 @@ impl App {
             Command::Back => self.back(),
             Command::Search => self.open_prompt(PromptKind::Search),
             Command::Filter => self.open_prompt(PromptKind::Filter),
+            Command::Colon => self.open_prompt(PromptKind::Command),
             Command::SwitchTab => {
                 let ctx = ctx!(self);
                 self.queue.switch_tab(&ctx)
@@ -232,6 +233,7 @@ impl App {
             | Command::Accept
             | Command::Cancel
             | Command::Apply
+            | Command::Complete
             | Command::Show(_) => Vec::new(),
             // Movements, taken above.
             Command::Up

@@ -82,7 +82,7 @@ impl App {
             Verdict::Conflict { by, at, .. } => (
                 format!(
                     "refused: G8: changed by {by} at {}; reloaded",
-                    crate::core::clock::format_instant(*at)
+                    crate::core::clock::human_instant(*at)
                 ),
                 true,
             ),

@@ -5,11 +5,21 @@ use super::{App, Effect, PromptKind, PromptState};
 use crate::tui::filter;
 use crate::tui::layout::Pane;
 use crate::tui::screens::Modal;
-use crate::tui::screens::prompt::Narrow;
+use crate::tui::screens::prompt::{LineCommand, Narrow, line_commands};
 
 impl App {
     /// `/` or `f`: the prompt, starting from the search or filter in force.
     pub(super) fn open_prompt(&mut self, kind: PromptKind) -> Vec<Effect> {
+        if kind == PromptKind::Command {
+            // Over whatever is shown: a command says where to go.
+            self.modal = Some(Modal::Prompt(Box::new(PromptState::new(
+                kind,
+                String::new(),
+            ))));
+            let names: Vec<&str> = line_commands().into_iter().map(|(n, _)| n).collect();
+            self.say(&format!(":{} · Tab completes", names.join(" :")), false);
+            return Vec::new();
+        }
         // From inside a hold: back to the queue, whose list the query narrows
         // (the panes follow its selection again).
         let mut effects = Vec::new();
@@ -20,6 +30,7 @@ impl App {
         let before = match kind {
             PromptKind::Search => self.queue.search.clone(),
             PromptKind::Filter => filter::describe(&self.queue.filter),
+            PromptKind::Command => String::new(),
         };
         self.modal = Some(Modal::Prompt(Box::new(PromptState::new(kind, before))));
         if kind == PromptKind::Filter {
@@ -72,6 +83,22 @@ impl App {
             Narrow::Invalid(why) => {
                 self.say(&why, true);
                 Vec::new()
+            }
+            Narrow::Note(text) => {
+                self.say(&text, false);
+                Vec::new()
+            }
+            Narrow::Run(command) => {
+                self.modal = None;
+                self.status = None;
+                match command {
+                    LineCommand::Quit => vec![Effect::Quit],
+                    LineCommand::Help => {
+                        self.open_help();
+                        Vec::new()
+                    }
+                    LineCommand::Show(key) => self.show(key),
+                }
             }
         }
     }

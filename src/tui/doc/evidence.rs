@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use ratatui::style::Style;
 
 use super::{opt, relative, when, when_relative};
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::{human_duration, human_instant};
 use crate::core::evidence::EvidenceBundle;
 use crate::core::model::Matches;
 use crate::core::sanitize::Clean;
@@ -30,7 +30,7 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
             Clean::new(&format!(
                 " · version {} · in this state since {} ({})",
                 b.version,
-                format_instant(b.state_since),
+                human_instant(b.state_since),
                 relative(b.state_since, now)
             )),
             theme.dim(),
@@ -135,7 +135,7 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
             "last verified",
             Clean::new(&format!(
                 "{what} · {} ({})",
-                format_instant(*at),
+                human_instant(*at),
                 relative(*at, now)
             )),
             theme.plain(),
@@ -160,7 +160,7 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
             &format!("observation {}", o.id),
             Clean::new(&format!(
                 "{} · {} · {found}{effects}",
-                format_instant(o.observed_at),
+                human_instant(o.observed_at),
                 o.source
             )),
             if o.found { theme.plain() } else { theme.warn() },
@@ -284,13 +284,13 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
                 Some(t) if k.expired => (
                     format!(
                         "expired {} ({}): reconcile by business key first",
-                        format_instant(t),
+                        human_instant(t),
                         relative(t, now)
                     ),
                     theme.alert(),
                 ),
                 Some(t) => (
-                    format!("until {} ({})", format_instant(t), relative(t, now)),
+                    format!("until {} ({})", human_instant(t), relative(t, now)),
                     theme.plain(),
                 ),
                 None => match k.retention_hours {
@@ -500,11 +500,11 @@ fn budget(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
     }
     let (text, style) = match (budget.deadline, budget.seconds_left) {
         (Some(d), Some(s)) if s >= 0 => (
-            format!("{} ({} left)", format_instant(d), human_duration(s)),
+            format!("{} ({} left)", human_instant(d), human_duration(s)),
             theme.plain(),
         ),
         (Some(d), Some(s)) => (
-            format!("{} (passed {} ago)", format_instant(d), human_duration(-s)),
+            format!("{} (passed {} ago)", human_instant(d), human_duration(-s)),
             theme.alert(),
         ),
         _ => ("none".to_owned(), theme.dim()),

@@ -11,7 +11,7 @@ use chrono::{DateTime, Utc};
 use super::layout::Pane;
 use super::opened::Frame;
 use super::theme::Theme;
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::{human_duration, human_instant};
 use crate::core::sanitize::Clean;
 
 /// Height in wrapped lines of what a text pane shows of `frame` at `width`
@@ -35,7 +35,7 @@ pub(crate) fn height(
 
 /// An instant, or `-`.
 fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), format_instant)
+    at.map_or_else(|| "-".to_owned(), human_instant)
 }
 
 /// `in 2m00s` or `3m05s ago`.
@@ -52,7 +52,7 @@ fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
 fn when_relative(at: Option<DateTime<Utc>>, now: DateTime<Utc>) -> String {
     at.map_or_else(
         || "-".to_owned(),
-        |t| format!("{} ({})", format_instant(t), relative(t, now)),
+        |t| format!("{} ({})", human_instant(t), relative(t, now)),
     )
 }
 

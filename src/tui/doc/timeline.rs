@@ -9,7 +9,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 
 use super::opt;
-use crate::core::clock::{format_instant, human_duration};
+use crate::core::clock::{human_duration, human_instant};
 use crate::core::model::{Attempt, AttemptKind, OperationDetail, Outcome};
 use crate::core::sanitize::Clean;
 use crate::tui::opened::Loaded;
@@ -160,8 +160,8 @@ pub(crate) fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16)
     doc.push(line(vec![span(
         Clean::new(&format!(
             "axis {} to {} ({})",
-            format_instant(origin),
-            format_instant(end),
+            human_instant(origin),
+            human_instant(end),
             human_duration((end - origin).num_seconds())
         )),
         theme.dim(),
@@ -199,7 +199,7 @@ pub(crate) fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16)
         "created",
         Clean::new(&format!(
             "{} ({})",
-            format_instant(op.created_at),
+            human_instant(op.created_at),
             offset(op.created_at)
         )),
         theme.plain(),
@@ -220,7 +220,7 @@ pub(crate) fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16)
             mark.name,
             Clean::new(&format!(
                 "{} ({}){note}{place}",
-                format_instant(mark.at),
+                human_instant(mark.at),
                 offset_signed(mark.at, origin)
             )),
             if mark.note.is_empty() {
@@ -431,7 +431,7 @@ fn attempt(
             theme,
             &format!(
                 "Retry-After until {} ({}) · waits {}",
-                format_instant(until),
+                human_instant(until),
                 offset(until),
                 human_duration((until - a.last_instant()).num_seconds())
             ),

@@ -14,7 +14,7 @@ use ratatui::widgets::{Block, Paragraph};
 
 use super::{Ctx, Outcome, Screen};
 use crate::core::audit::{AuditRow, ChainStatus};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
@@ -186,42 +186,44 @@ const COLUMNS: &[Column<AuditRow, Theme>] = &[
         // and a seq cut short names no row.
         width: 7,
         priority: 0,
+        cut: false,
         cell: |r, _| (Clean::new(&r.seq.to_string()), Style::new()),
     },
     Column {
         header: "TIME",
         width: 20,
         priority: 5,
-        cell: |r, _| (Clean::new(&format_instant(r.draft.at)), Style::new()),
+        cut: false,
+        cell: |r, _| (Clean::new(&human_instant(r.draft.at)), Style::new()),
     },
     Column {
         header: "WHO",
         width: 16,
         priority: 4,
-        cell: |r, _| {
-            let who = match &r.draft.on_behalf_of {
-                Some(other) => format!("{} for {other}", r.draft.by),
-                None => r.draft.by.clone(),
-            };
-            (Clean::new(&who), Style::new())
-        },
+        cut: true,
+        // The identity whose act it is, as `show` headlines it; a delegate
+        // that wrote the row for someone comes after them (`maya via relay`).
+        cell: |r, _| (Clean::new(&r.draft.author().name()), Style::new()),
     },
     Column {
         header: "ROLE",
         width: 8,
         priority: 6,
-        cell: |r, theme| (Clean::new(r.draft.role.as_str()), theme.dim()),
+        cut: true,
+        cell: |r, theme| (Clean::new(r.draft.author().role.as_str()), theme.dim()),
     },
     Column {
         header: "ACTION",
         width: 20,
         priority: 1,
+        cut: true,
         cell: |r, theme| (Clean::new(&r.draft.action), theme.title()),
     },
     Column {
         header: "FROM → TO",
         width: 22,
         priority: 3,
+        cut: true,
         cell: |r, _| {
             let text = match (r.draft.from, r.draft.to) {
                 (None, None) => "-".to_owned(),
@@ -236,12 +238,14 @@ const COLUMNS: &[Column<AuditRow, Theme>] = &[
         header: "OPERATION",
         width: 9,
         priority: 2,
+        cut: false,
         cell: |r, _| (Clean::new(r.draft.operation.as_str()), Style::new()),
     },
     Column {
         header: "RATIONALE",
         width: 88,
         priority: 7,
+        cut: true,
         cell: |r, theme| match &r.draft.rationale {
             Some(text) => (Clean::new(text), Style::new()),
             None => (Clean::new("-"), theme.dim()),

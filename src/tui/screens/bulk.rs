@@ -18,7 +18,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 use super::dialog::{self, Dialog, shell};
 use super::review::{Verdict, action_from_input, input_label, short};
 use super::{Ctx, Outcome, Screen};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::rules::{Action, ActionKind, Actor, Rationale};
 use crate::core::sanitize::Clean;
@@ -624,7 +624,7 @@ fn done(theme: Theme, results: &[(TriageLine, Verdict)]) -> Doc {
             Verdict::Conflict { by, at, .. } => (
                 format!(
                     "conflict G8: changed by {by} at {}; nothing applied",
-                    format_instant(*at)
+                    human_instant(*at)
                 ),
                 theme.alert(),
             ),

@@ -13,7 +13,6 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 
 use super::{Ctx, Outcome, Screen};
-use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, Report};
 use crate::core::sanitize::Clean;
@@ -399,17 +398,8 @@ fn release(doc: &mut Doc, theme: Theme, report: &Report) {
 fn unknown_age(doc: &mut Doc, theme: Theme, report: &Report, bar_width: usize) {
     let age = &report.operational.unknown_age;
     heading(doc, theme, "Unknown age");
-    let fmt = |s: Option<i64>| s.map_or_else(|| "-".to_owned(), human_duration);
-    let oldest = age.oldest.as_ref().map_or_else(
-        || "-".to_owned(),
-        |id| format!("{id} ({})", fmt(age.oldest_seconds)),
-    );
     doc.push(line(vec![span(
-        Clean::new(&format!(
-            "  {} unknown · oldest {oldest} · median {}",
-            age.count,
-            fmt(age.median_seconds)
-        )),
+        Clean::new(&format!("  {}", age.summary(" · "))),
         theme.plain(),
     )]));
     if !age.overdue.is_empty() {
@@ -495,12 +485,14 @@ const COLUMNS: &[Column<Behind, Theme>] = &[
         header: "OPERATION",
         width: 10,
         priority: 0,
+        cut: false,
         cell: |b, _| (Clean::new(b.id.as_str()), Style::new()),
     },
     Column {
         header: "COUNTED",
         width: 8,
         priority: 1,
+        cut: true,
         cell: |b, theme| {
             if b.counted {
                 (Clean::new("✓ yes"), theme.good())
@@ -513,6 +505,7 @@ const COLUMNS: &[Column<Behind, Theme>] = &[
         header: "WHY NOT",
         width: 58,
         priority: 2,
+        cut: true,
         cell: |b, _| {
             (
                 Clean::new(b.shortfall.as_deref().unwrap_or("")),

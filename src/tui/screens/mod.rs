@@ -41,6 +41,8 @@ pub enum Page {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TabSpec {
     pub key: char,
+    /// Its name at the `:` prompt (`:audit`).
+    pub name: &'static str,
     pub title: &'static str,
     /// The title on narrow screens.
     pub short_title: &'static str,
@@ -53,6 +55,7 @@ pub struct TabSpec {
 pub(crate) const TABS: [TabSpec; 4] = [
     TabSpec {
         key: '1',
+        name: "held",
         title: "Held queue",
         short_title: "Held",
         page: Page::Queue,
@@ -60,6 +63,7 @@ pub(crate) const TABS: [TabSpec; 4] = [
     },
     TabSpec {
         key: '2',
+        name: "all",
         title: "All operations",
         short_title: "All",
         page: Page::Queue,
@@ -67,6 +71,7 @@ pub(crate) const TABS: [TabSpec; 4] = [
     },
     TabSpec {
         key: '3',
+        name: "metrics",
         title: "Metrics",
         short_title: "Metrics",
         page: Page::Metrics,
@@ -74,6 +79,7 @@ pub(crate) const TABS: [TabSpec; 4] = [
     },
     TabSpec {
         key: '4',
+        name: "audit",
         title: "Audit",
         short_title: "Audit",
         page: Page::Audit,

@@ -493,6 +493,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "STATE",
         width: 12,
         priority: 0,
+        cut: true,
         cell: |r, c| {
             let state = r.operation.state;
             let dep = if r.held_dependencies.is_empty() {
@@ -507,6 +508,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: " ID",
         width: 9,
         priority: 0,
+        cut: false,
         // `✓` before the id marks it for bulk triage.
         cell: |r, c| {
             if c.marked.contains(&r.operation.id) {
@@ -520,12 +522,14 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "TENANT",
         width: 11,
         priority: 5,
+        cut: true,
         cell: |r, c| (Clean::new(&r.operation.tenant), c.theme.plain()),
     },
     Column {
         header: "TOOL/ACTION",
         width: 20,
         priority: 4,
+        cut: true,
         cell: |r, c| {
             let text = format!("{}/{}", r.operation.tool, r.operation.action);
             (Clean::new(&text), c.theme.plain())
@@ -533,8 +537,10 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
     },
     Column {
         header: "MODE",
-        width: 16,
+        // The longest failure mode, `validation_failed`, whole.
+        width: 17,
         priority: 1,
+        cut: true,
         cell: |r, c| {
             let mode = r.operation.failure_mode.map_or("-", |m| m.as_str());
             (Clean::new(mode), c.theme.plain())
@@ -544,6 +550,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "RISK",
         width: 8,
         priority: 1,
+        cut: true,
         cell: |r, c| {
             let risk = r.operation.risk;
             (Clean::new(risk.as_str()), c.theme.risk(risk))
@@ -553,12 +560,14 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "OWNER",
         width: 13,
         priority: 6,
+        cut: true,
         cell: |r, c| (Clean::new(&r.operation.owner), c.theme.plain()),
     },
     Column {
         header: "HELD",
         width: 6,
         priority: 3,
+        cut: false,
         cell: |r, c| {
             let held = human_duration((c.now - r.state_since).num_seconds());
             (Clean::new(&held), c.theme.plain())
@@ -568,6 +577,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "NEXT OBS",
         width: 8,
         priority: 2,
+        cut: false,
         cell: |r, c| match r.operation.next_observation_at {
             Some(t) if t < c.now && r.operation.state.is_held() => {
                 let late = human_duration((c.now - t).num_seconds());
@@ -584,6 +594,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "ATT",
         width: 5,
         priority: 2,
+        cut: false,
         cell: |r, c| {
             let max = r
                 .max_attempts
@@ -601,6 +612,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "LEFT",
         width: 7,
         priority: 3,
+        cut: false,
         cell: |r, c| match r.operation.deadline {
             _ if r.operation.state.is_terminal() => (Clean::new("-"), c.theme.dim()),
             Some(d) if d <= c.now => (Clean::new("passed"), c.theme.alert()),
@@ -615,6 +627,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         header: "FLAGS",
         width: 9,
         priority: 4,
+        cut: true,
         cell: |r, c| {
             let mut flags = Vec::new();
             if !r.held_dependencies.is_empty() {

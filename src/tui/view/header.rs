@@ -8,7 +8,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::Paragraph;
 
 use super::keymap_hint;
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::model::State;
 use crate::core::sanitize::Clean;
 use crate::store::Link;
@@ -158,7 +158,7 @@ fn draw_query(frame: &mut Frame, app: &App, query: Rect, query_line: Line<'stati
     let clock = if app.frozen { "frozen" } else { "now" };
     // The live clock to the second: a reader at 3 a.m. needs the minute, not nine
     // digits of a fraction that changes with every frame.
-    let clock = format!("{clock} {} ", format_instant(app.now.trunc_subsecs(0)));
+    let clock = format!("{clock} {} ", human_instant(app.now.trunc_subsecs(0)));
     let room = usize::from(query.width).saturating_sub(query_line.width() + 2);
     // A claimed identity is marked wherever the name is shown: nothing checked it.
     let name = app.actor.name();

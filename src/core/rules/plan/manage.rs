@@ -47,7 +47,7 @@ impl Plan<'_> {
             return refuse(Rule::G1, "the next observation must be in the future");
         }
         self.consequences
-            .push(format!("next observation at {}", clock::format_instant(at)));
+            .push(format!("next observation at {}", clock::human_instant(at)));
         self.commit_extra.new_next_observation_at = Some(Some(at));
         Ok(())
     }

@@ -7,6 +7,8 @@ mod repair;
 mod resolve;
 mod settle;
 
+pub use self::resolve::{RESOLVE_TARGETS, resolve_target};
+
 use chrono::{DateTime, Utc};
 
 use super::transitions::transition_makers;

@@ -41,7 +41,7 @@ impl Plan<'_> {
                         Rule::G12,
                         format!(
                             "idempotency key retention ended at {}; the key no longer protects a repeat: reconcile by business key first",
-                            clock::format_instant(expiry)
+                            clock::human_instant(expiry)
                         ),
                     );
                 }

@@ -10,6 +10,25 @@ use crate::core::model::{
 use crate::core::refusal::{Refusal, Rule, refuse};
 use crate::core::rules::{FoundField, MadeBy, ReconcileInput};
 
+/// The states `resolve` moves a hold to, each a row of [`Plan::resolve`]: every
+/// list of them (the console's options, `review … resolve --to`) is this one.
+pub const RESOLVE_TARGETS: [State; 3] = [State::Succeeded, State::Failed, State::Partial];
+
+/// The state `text` names among [`RESOLVE_TARGETS`], in any case; the error
+/// lists them and names the one probably meant.
+pub fn resolve_target(text: &str) -> Result<State, String> {
+    let text = text.trim();
+    RESOLVE_TARGETS
+        .into_iter()
+        .find(|s| s.as_str().eq_ignore_ascii_case(text))
+        .ok_or_else(|| {
+            let names = RESOLVE_TARGETS.map(State::as_str);
+            let hint = crate::core::names::nearest(text, names)
+                .map_or_else(String::new, |n| format!("; did you mean {n}?"));
+            format!("resolve moves a hold to {}{hint}", names.join(", "))
+        })
+}
+
 impl Plan<'_> {
     pub(super) fn reconcile(&mut self, input: &ReconcileInput) -> Result<(), Refusal> {
         let op = self.op();
@@ -56,7 +75,7 @@ impl Plan<'_> {
                 Rule::G1,
                 format!(
                     "observation {observation_id} is dated {}, after now: a lookup cannot come from the future",
-                    clock::format_instant(observed_at)
+                    clock::human_instant(observed_at)
                 ),
             );
         }
@@ -115,7 +134,7 @@ impl Plan<'_> {
         if let Some(next) = op.next_observation_at.filter(|t| *t <= self.now) {
             self.consequences.push(format!(
                 "the next observation ({}) stays overdue until a new one is scheduled (schedule --at +30m)",
-                clock::format_instant(next)
+                clock::human_instant(next)
             ));
         }
         self.evidence = vec![attempt_id, observation_id];

@@ -24,18 +24,21 @@ const COLUMNS: &[Column<Item, Cells>] = &[
         header: "#",
         width: 3,
         priority: 0,
+        cut: false,
         cell: |i, c| (Clean::new(&i.index.to_string()), c.theme.plain()),
     },
     Column {
         header: "STATE",
         width: 13,
         priority: 0,
+        cut: true,
         cell: |i, c| (Clean::new(i.state.as_str()), c.theme.item(i.state)),
     },
     Column {
         header: "AUTHORITATIVE ID",
         width: 16,
         priority: 1,
+        cut: false,
         cell: |i, c| match &i.authoritative_id {
             Some(id) => (Clean::new(id), c.theme.plain()),
             None if i.state == ItemState::Succeeded => (Clean::new("missing"), c.theme.alert()),
@@ -46,6 +49,7 @@ const COLUMNS: &[Column<Item, Cells>] = &[
         header: "COVERED BY",
         width: 20,
         priority: 1,
+        cut: false,
         cell: |i, c| {
             let covers: Vec<String> = c
                 .children
@@ -66,6 +70,7 @@ const COLUMNS: &[Column<Item, Cells>] = &[
         header: "LABEL",
         width: 20,
         priority: 2,
+        cut: true,
         cell: |i, c| {
             (
                 Clean::new(i.label.as_deref().unwrap_or("-")),

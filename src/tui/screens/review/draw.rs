@@ -9,7 +9,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::form::FieldKind;
 use super::{Confirm, ReviewDialog, Step, Verdict};
-use crate::core::clock::format_instant;
+use crate::core::clock::human_instant;
 use crate::core::rules::Effect;
 use crate::core::sanitize::Clean;
 use crate::tui::screens::Ctx;
@@ -338,7 +338,7 @@ fn verdict_doc(theme: Theme, verdict: &Verdict) -> Doc {
                     applied.audit.draft.action,
                     applied.audit.draft.by,
                     applied.audit.draft.role.as_str(),
-                    format_instant(applied.audit.draft.at)
+                    human_instant(applied.audit.draft.at)
                 )),
                 theme.plain(),
             );
@@ -361,7 +361,7 @@ fn verdict_doc(theme: Theme, verdict: &Verdict) -> Doc {
                 theme.alert(),
             )]));
             doc.field(theme, "changed by", Clean::new(by), theme.plain());
-            doc.field(theme, "at", Clean::new(&format_instant(*at)), theme.plain());
+            doc.field(theme, "at", Clean::new(&human_instant(*at)), theme.plain());
             doc.field(
                 theme,
                 "version",

@@ -6,7 +6,7 @@ use chrono::{DateTime, Utc};
 
 use crate::core::clock::TimeSpec;
 use crate::core::ids::Sha256;
-use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
+use crate::core::model::{Matches, ObservationSource, OperationDetail};
 use crate::core::rules::{Action, ActionKind, FoundField, ReconcileInput};
 use crate::tui::widgets::Prompt;
 
@@ -35,7 +35,7 @@ impl FieldKind {
     pub fn label(self) -> &'static str {
         match self {
             FieldKind::Owner => "new owner",
-            FieldKind::At => "next observation (+30m, -2h, +1d or RFC 3339)",
+            FieldKind::At => "next observation (+30m, +2h, +1d or a later RFC 3339 time)",
             FieldKind::RepairRef => "manual repair reference",
             FieldKind::Found => "found (y/n)",
             FieldKind::MatchTarget => "target matches (y/n, ? unknown)",
@@ -140,8 +140,8 @@ pub(crate) fn action_from_input(
     let text = text.trim();
     Ok(match kind {
         ActionKind::Resolve => Action::Resolve {
-            to: State::parse(&text.to_ascii_uppercase())
-                .ok_or_else(|| format!("resolve to {text:?}: one of {}", State::expected()))?,
+            to: crate::core::rules::resolve_target(text)
+                .map_err(|e| format!("resolve to {text:?}: {e}"))?,
         },
         ActionKind::Accept => Action::Accept {
             repair_ref: required(text, "the manual repair reference")?,
@@ -180,10 +180,19 @@ pub(crate) fn default_text(kind: FieldKind, detail: &OperationDetail) -> String 
 }
 
 /// An instant typed as an offset from `now` (`+30m`, `-2h`) or in RFC 3339.
+/// A next observation: only a time after now is one (the review service
+/// refuses any other), so the error offers only such times.
 pub(crate) fn read_instant(text: &str, now: DateTime<Utc>) -> Result<DateTime<Utc>, String> {
-    TimeSpec::parse(text)
+    let later = "a time after now: +30m, +2h, +1d or an RFC 3339 instant";
+    let at = TimeSpec::parse(text)
         .and_then(|spec| spec.resolve(now))
-        .map_err(|e| format!("next observation {text:?}: {e}"))
+        .map_err(|_| format!("next observation {text:?} is not a time; write {later}"))?;
+    if at <= now {
+        return Err(format!(
+            "next observation {text:?} is not after now; write {later}"
+        ));
+    }
+    Ok(at)
 }
 
 fn required(text: &str, what: &str) -> Result<String, String> {
@@ -313,4 +322,35 @@ pub(crate) fn reconcile_input(
         id: None,
         observed_at: None,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::clock::parse_instant;
+
+    #[test]
+    fn the_schedule_input_offers_only_times_after_now() {
+        let label = input_label(ActionKind::Schedule).unwrap();
+        assert!(label.contains("+30m") && !label.contains("-2h"), "{label}");
+        let now = parse_instant("2026-09-05T10:00:00Z").unwrap();
+        for typed in ["-2h", "now", "2026-09-05T09:00:00Z", "yesterday"] {
+            let e = action_from_input(ActionKind::Schedule, typed, now).unwrap_err();
+            assert!(e.contains("+30m"), "{e}");
+            assert!(!e.contains("-2h,") && !e.contains(", now"), "{e}");
+        }
+        assert!(action_from_input(ActionKind::Schedule, "+30m", now).is_ok());
+    }
+
+    #[test]
+    fn resolve_takes_the_states_the_rules_resolve_to_with_a_hint() {
+        let now = parse_instant("2026-09-05T10:00:00Z").unwrap();
+        let e = action_from_input(ActionKind::Resolve, "ACCEPTED", now).unwrap_err();
+        assert!(
+            e.ends_with("resolve moves a hold to SUCCEEDED, FAILED, PARTIAL"),
+            "{e}"
+        );
+        let e = action_from_input(ActionKind::Resolve, "faild", now).unwrap_err();
+        assert!(e.contains("did you mean FAILED?"), "{e}");
+    }
 }
