@@ -103,6 +103,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation_columns",
         include_str!("../../migrations/postgres/20261202000014_operation_columns.sql"),
     ),
+    (
+        20261203000030,
+        "otlp_pending",
+        include_str!("../../migrations/postgres/20261203000030_otlp_pending.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

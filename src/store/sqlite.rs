@@ -93,6 +93,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "operation_columns",
         include_str!("../../migrations/sqlite/20261202000014_operation_columns.sql"),
     ),
+    (
+        20261203000030,
+        "otlp_pending",
+        include_str!("../../migrations/sqlite/20261203000030_otlp_pending.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -1,0 +1,428 @@
+//! OpenTelemetry intake end to end: spans made by the OpenTelemetry SDK itself
+//! (its in-memory exporter, turned into OTLP messages by `opentelemetry-proto`)
+//! go through the mapping and the store, on both backends. Each test builds the
+//! trace an instrumented agent would export and checks the operation, its
+//! attempts and its state as the store holds them.
+
+mod support;
+
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+use holdfast::core::model::{FailureMode, OperationDetail, Phase, State};
+use holdfast::otlp::door::{OtlpOutcome, Strictness, intake};
+use holdfast::otlp::{OtlpSettings, ToolSettings};
+use holdfast::store::{Ingester, Store};
+use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracer, SdkTracerProvider};
+use support::stores::{self, Kind};
+
+/// An agent instrumented with the SDK, exporting to memory.
+struct Agent {
+    exporter: InMemorySpanExporter,
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    resource: Resource,
+}
+
+/// The instant `secs` seconds into the test's trace.
+fn at(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_788_000_000 + secs)
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::<Utc>::from(at(3600))
+}
+
+impl Agent {
+    fn new() -> Agent {
+        let exporter = InMemorySpanExporter::default();
+        let resource = Resource::builder().with_service_name("relay-desk").build();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .with_resource(resource.clone())
+            .build();
+        let tracer = provider.tracer("agent");
+        Agent {
+            exporter,
+            provider,
+            tracer,
+            resource,
+        }
+    }
+
+    /// Starts an `execute_tool` span (ended by [`Agent::end`]).
+    fn tool(&self, name: &str, arguments: Option<&str>, start: u64) -> Context {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", name.to_owned()),
+            KeyValue::new("gen_ai.tool.call.id", format!("call-{name}-{start}")),
+            KeyValue::new("holdfast.tenant", "pinehaven"),
+        ];
+        if let Some(arguments) = arguments {
+            attributes.push(KeyValue::new(
+                "gen_ai.tool.call.arguments",
+                arguments.to_owned(),
+            ));
+        }
+        let span = self
+            .tracer
+            .span_builder(format!("execute_tool {name}"))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(at(start))
+            .with_attributes(attributes)
+            .start(&self.tracer);
+        Context::current_with_span(span)
+    }
+
+    /// One HTTP client span under `parent`, ended at `end`.
+    #[allow(clippy::too_many_arguments)]
+    fn http(
+        &self,
+        parent: &Context,
+        method: &str,
+        status: Option<i64>,
+        error: Option<&str>,
+        resend: Option<i64>,
+        start: u64,
+        end: u64,
+    ) {
+        let mut attributes = vec![
+            KeyValue::new("http.request.method", method.to_owned()),
+            KeyValue::new(
+                "url.full",
+                "https://ops:hunter2@tickets.example/v1/tickets?api_key=sk_live_abcdefghijklmnop1234&q=7",
+            ),
+            KeyValue::new("server.address", "tickets.example"),
+        ];
+        if let Some(status) = status {
+            attributes.push(KeyValue::new("http.response.status_code", status));
+        }
+        if let Some(error) = error {
+            attributes.push(KeyValue::new("error.type", error.to_owned()));
+        }
+        if let Some(resend) = resend {
+            attributes.push(KeyValue::new("http.request.resend_count", resend));
+        }
+        let mut span = self
+            .tracer
+            .span_builder(method.to_owned())
+            .with_kind(SpanKind::Client)
+            .with_start_time(at(start))
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, parent);
+        if error.is_some() || status.is_some_and(|s| s >= 500) {
+            span.set_status(Status::error(error.unwrap_or("server error").to_owned()));
+        }
+        span.end_with_timestamp(at(end));
+    }
+
+    fn end(&self, cx: &Context, end: u64, failed: bool) {
+        let span = cx.span();
+        if failed {
+            span.set_status(Status::error(""));
+        }
+        span.end_with_timestamp(at(end));
+    }
+
+    /// What the SDK has exported since the last call, as one OTLP request.
+    fn request(&self) -> ExportTraceServiceRequest {
+        let _ = self.provider.force_flush();
+        let spans = self.exporter.get_finished_spans().expect("finished spans");
+        self.exporter.reset();
+        let resource = ResourceAttributesWithSchema::from(&self.resource);
+        ExportTraceServiceRequest {
+            resource_spans: group_spans_by_resource_and_scope(spans, &resource),
+        }
+    }
+}
+
+fn settings() -> OtlpSettings {
+    OtlpSettings {
+        tool: vec![ToolSettings {
+            name: "create_ticket".into(),
+            method: "POST".into(),
+            owner: "integrations".into(),
+            action: Some("ticket.create".into()),
+            version: None,
+            idempotency: true,
+            max_attempts: Some(3),
+            budget_seconds: Some(120),
+            retryable: vec!["http_503".into()],
+            tenant: None,
+            risk: None,
+        }],
+        ..OtlpSettings::default()
+    }
+}
+
+async fn send(
+    store: &dyn Store,
+    request: ExportTraceServiceRequest,
+    settings: &OtlpSettings,
+) -> OtlpOutcome {
+    send_at(store, request, settings, now()).await
+}
+
+async fn send_at(
+    store: &dyn Store,
+    request: ExportTraceServiceRequest,
+    settings: &OtlpSettings,
+    now: DateTime<Utc>,
+) -> OtlpOutcome {
+    let outcome = intake(
+        store,
+        "test",
+        vec![Ok((1, request))],
+        settings,
+        &otlp_ingester(),
+        Strictness::Strict,
+        now,
+    )
+    .await
+    .expect("intake");
+    assert!(!outcome.refused(), "{:?}", outcome.rejected);
+    outcome
+}
+
+fn otlp_ingester() -> Ingester {
+    let mut ingester = Ingester::anyone("svc:otlp");
+    ingester.contracts_optional = true;
+    ingester
+}
+
+/// The one operation the store holds with the given tool.
+async fn only(store: &dyn Store, tool: &str) -> OperationDetail {
+    let data = store.dataset().await.unwrap();
+    let ops: Vec<_> = data.operations.iter().filter(|o| o.tool == tool).collect();
+    assert_eq!(ops.len(), 1, "{:?}", data.operations);
+    store.detail(&ops[0].id).await.unwrap()
+}
+
+async fn a_read_that_succeeded_is_succeeded_with_its_attempt(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("lookup_customer", Some(r#"{"id": 7}"#), 0);
+    agent.http(&cx, "GET", Some(200), None, None, 1, 2);
+    agent.end(&cx, 3, false);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "lookup_customer").await;
+    let op = &detail.row.operation;
+    assert_eq!(op.state, State::Succeeded);
+    assert_eq!(op.tenant, "pinehaven");
+    assert_eq!(op.actor, "svc:relay-desk");
+    assert_eq!(op.target, "tickets.example");
+    assert!(detail.contract.is_none());
+    assert_eq!(
+        op.payload_hash,
+        holdfast::otlp::map::payload_hash(Some(&serde_json::json!({"id": 7}))).unwrap()
+    );
+    assert_eq!(detail.attempts.len(), 1);
+    assert_eq!(detail.attempts[0].http_status, Some(200));
+    assert_eq!(detail.attempts[0].phase, Phase::ResponseReceived);
+    // The transition says what it came from, the URL's secrets redacted.
+    let reason = detail
+        .audit
+        .iter()
+        .filter_map(|r| r.draft.rationale.clone())
+        .collect::<String>();
+    assert!(
+        !reason.contains("hunter2") && !reason.contains("sk_live"),
+        "{reason}"
+    );
+}
+
+async fn a_write_that_timed_out_with_no_response_is_unknown(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    let op = &detail.row.operation;
+    assert_eq!(op.state, State::Unknown);
+    assert_eq!(op.failure_mode, Some(FailureMode::TimeoutUnknown));
+    assert_eq!(op.action, "ticket.create");
+    assert_eq!(op.owner, "integrations");
+    assert!(
+        detail.contract.is_some(),
+        "the [[otlp.tool]] table is its contract"
+    );
+    assert_eq!(detail.attempts[0].phase, Phase::RequestSent);
+    assert_eq!(detail.attempts[0].http_status, None);
+}
+
+async fn a_503_then_a_200_resent_is_succeeded_with_two_attempts(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", Some(503), None, None, 1, 2);
+    agent.http(&cx, "POST", Some(200), None, Some(1), 4, 5);
+    agent.end(&cx, 5, false);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Succeeded);
+    let seen: Vec<_> = detail
+        .attempts
+        .iter()
+        .map(|a| (a.seq, a.http_status, a.resend_count))
+        .collect();
+    assert_eq!(seen, vec![(1, Some(503), None), (2, Some(200), Some(1))]);
+}
+
+async fn a_connect_failure_was_not_sent(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("connection_refused"), None, 1, 2);
+    agent.end(&cx, 2, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Failed);
+    assert_eq!(detail.attempts[0].phase, Phase::NotSent);
+}
+
+async fn a_409_is_held(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", Some(409), None, None, 1, 2);
+    agent.end(&cx, 2, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Unknown);
+    assert_eq!(
+        detail.row.operation.failure_mode,
+        Some(FailureMode::DuplicateReplay)
+    );
+}
+
+async fn a_tool_span_without_children_is_its_own_attempt_and_payload_unknown(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("send_email", None, 0);
+    agent.end(&cx, 4, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "send_email").await;
+    let op = &detail.row.operation;
+    // No contract, no method, ended in error with no cause: it may have written.
+    assert_eq!(op.state, State::Unknown);
+    assert!(detail.contract.is_none());
+    assert_eq!(op.payload_hash, holdfast::otlp::map::unknown_payload());
+    assert_eq!(detail.attempts.len(), 1);
+    let reason = detail
+        .audit
+        .iter()
+        .filter_map(|r| r.draft.rationale.clone())
+        .collect::<String>();
+    assert!(
+        reason.contains("no contract") && reason.contains("payload unknown"),
+        "{reason}"
+    );
+}
+
+async fn children_before_their_parent_wait_then_join_it(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    let first = send(store, agent.request(), &settings()).await;
+    assert_eq!(first.waiting, 1);
+    assert!(store.dataset().await.unwrap().operations.is_empty());
+    agent.end(&cx, 32, true);
+    let second = send(store, agent.request(), &settings()).await;
+    assert_eq!(second.waiting, 0);
+    let detail = only(store, "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Unknown);
+    assert_eq!(detail.attempts.len(), 1);
+}
+
+async fn orphans_past_their_window_become_an_unknown_tool_operation(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    send(store, agent.request(), &settings()).await;
+    let later = now() + chrono::Duration::seconds(301);
+    let swept = send_at(
+        store,
+        ExportTraceServiceRequest::default(),
+        &settings(),
+        later,
+    )
+    .await;
+    assert_eq!(swept.waiting, 0);
+    let detail = only(store, "unknown").await;
+    assert_eq!(detail.row.operation.state, State::Unknown);
+    // The tool span arriving late adds nothing twice: its operation is that one.
+    agent.end(&cx, 32, true);
+    let late = send_at(store, agent.request(), &settings(), later).await;
+    assert!(late.committed.is_empty(), "{:?}", late.committed);
+}
+
+async fn the_same_request_twice_changes_nothing(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    let request = agent.request();
+    send(store, request.clone(), &settings()).await;
+    let head = store.head_seq().await.unwrap();
+    let again = send(store, request, &settings()).await;
+    assert!(again.committed.is_empty(), "{:?}", again.committed);
+    assert!(again.unchanged > 0, "{again:?}");
+    assert_eq!(store.head_seq().await.unwrap(), head);
+}
+
+async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    send(store, agent.request(), &settings()).await;
+    // The agent tries again, same arguments (keys in another order), new span.
+    let again = agent.tool("create_ticket", Some(r#"{ "title" : "printer" }"#), 40);
+    agent.http(&again, "POST", Some(201), None, None, 41, 42);
+    agent.end(&again, 42, false);
+    send(store, agent.request(), &settings()).await;
+    let detail = only(store, "create_ticket").await;
+    assert_eq!(
+        detail.row.operation.state,
+        State::Unknown,
+        "a repeat moves no state"
+    );
+    assert_eq!(detail.attempts.len(), 2);
+    // The reconcile-before-repeat rule sees the repeat for what it is.
+    let data = store.dataset().await.unwrap();
+    let report = holdfast::core::metrics::report(&data, now());
+    let text = format!("{report:?}");
+    assert!(
+        text.contains("repeated the write before reconciliation"),
+        "{text}"
+    );
+}
+
+holdfast_on_both_backends!(
+    a_read_that_succeeded_is_succeeded_with_its_attempt,
+    a_write_that_timed_out_with_no_response_is_unknown,
+    a_503_then_a_200_resent_is_succeeded_with_two_attempts,
+    a_connect_failure_was_not_sent,
+    a_409_is_held,
+    a_tool_span_without_children_is_its_own_attempt_and_payload_unknown,
+    children_before_their_parent_wait_then_join_it,
+    orphans_past_their_window_become_an_unknown_tool_operation,
+    the_same_request_twice_changes_nothing,
+    a_new_call_repeating_an_unknown_one_is_a_repeat_on_it,
+);
