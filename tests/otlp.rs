@@ -426,3 +426,120 @@ holdfast_on_both_backends!(
     the_same_request_twice_changes_nothing,
     a_new_call_repeating_an_unknown_one_is_a_repeat_on_it,
 );
+
+/// `holdfast ingest --format otlp` on files the Collector's `file` exporter
+/// would write: JSON Lines of requests, gzip or not.
+mod file {
+    use super::support::cli::Cli;
+    use super::*;
+
+    const CONFIG: &str = "[otlp]\ntenant = \"pinehaven\"\n\n[[otlp.tool]]\nname = \"create_ticket\"\nmethod = \"POST\"\nowner = \"integrations\"\n";
+
+    /// Two lines: the HTTP span first, its tool span on the next line.
+    fn lines() -> Vec<String> {
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        let first = serde_json::to_string(&agent.request()).unwrap();
+        agent.end(&cx, 32, true);
+        let second = serde_json::to_string(&agent.request()).unwrap();
+        vec![first, second]
+    }
+
+    fn cli() -> Cli {
+        let cli = Cli::empty();
+        std::fs::write(cli.dir.path().join("no-config.toml"), CONFIG).unwrap();
+        cli
+    }
+
+    async fn held(cli: &Cli) -> Vec<holdfast::core::model::Operation> {
+        let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
+            .await
+            .unwrap();
+        store.dataset().await.unwrap().operations
+    }
+
+    #[tokio::test]
+    async fn json_lines_gzip_or_not_join_across_lines_and_hold_the_timeout() {
+        for gzip in [false, true] {
+            let cli = cli();
+            let text = lines().join("\n") + "\n";
+            let path = cli.dir.path().join("traces.jsonl");
+            let bytes = if gzip {
+                use std::io::Write;
+                let mut enc =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                enc.write_all(text.as_bytes()).unwrap();
+                enc.finish().unwrap()
+            } else {
+                text.into_bytes()
+            };
+            std::fs::write(&path, bytes).unwrap();
+            let run = cli
+                .run(
+                    "maya",
+                    &["ingest", "--format", "otlp", path.to_str().unwrap()],
+                )
+                .expect_code(0);
+            assert!(
+                run.stderr.contains("waiting for their tool span 0"),
+                "{}",
+                run.stderr
+            );
+            let ops = held(&cli).await;
+            assert_eq!(ops.len(), 1, "{ops:?}");
+            assert_eq!(ops[0].state, State::Unknown);
+            assert_eq!(ops[0].tenant, "pinehaven");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bad_line_is_named_with_its_field_and_nothing_commits_unless_rejected() {
+        let cli = cli();
+        let mut lines = lines();
+        // The tool span's trace id cut short.
+        let bad = lines[1].replacen("\"traceId\":\"", "\"traceId\":\"ab", 1);
+        lines.insert(1, bad.replacen("\"spanId\":\"", "\"spanId\":\"00", 1));
+        lines.insert(2, "{\"resourceSpans\": 7}".to_owned());
+        let path = cli.dir.path().join("traces.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let run = cli
+            .run(
+                "maya",
+                &["ingest", "--format", "otlp", path.to_str().unwrap()],
+            )
+            .expect_code(2);
+        assert!(
+            run.stderr
+                .contains("line 2: resource_spans[0].scope_spans[0].spans[0]."),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("line 3: -: not an OTLP/JSON"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("nothing committed"), "{}", run.stderr);
+        assert!(held(&cli).await.is_empty());
+
+        let rejects = cli.dir.path().join("rejects.jsonl");
+        cli.run(
+            "maya",
+            &[
+                "ingest",
+                "--format",
+                "otlp",
+                path.to_str().unwrap(),
+                "--rejects",
+                rejects.to_str().unwrap(),
+            ],
+        )
+        .expect_code(0);
+        assert_eq!(held(&cli).await.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(&rejects).unwrap().lines().count(),
+            2
+        );
+    }
+}

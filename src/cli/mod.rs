@@ -109,6 +109,15 @@ fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("{} {e}", crate::core::clock::format_instant(now)))
 }
 
+/// The formats `holdfast ingest` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum InputFormat {
+    /// Wire-format v1 records (JSON Lines).
+    Wire,
+    /// OpenTelemetry traces as OTLP/JSON.
+    Otlp,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Load the fictional TC094 packet into a fresh demo store and open it.
@@ -127,6 +136,11 @@ pub(crate) enum Command {
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
+        /// What the input is: wire-format v1 records, or OpenTelemetry traces
+        /// (OTLP/JSON: one ExportTraceServiceRequest, or JSON Lines of them;
+        /// gzip accepted).
+        #[arg(long, value_enum, default_value_t = InputFormat::Wire)]
+        format: InputFormat,
     },
     /// List operations (default: the held ones), most urgent first.
     List(ListArgs),
@@ -530,7 +544,14 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             source,
             rejects,
             json,
+            format: InputFormat::Wire,
         }) => commands::ingest::ingest(&ctx, &source, rejects, json).await,
+        Some(Command::Ingest {
+            source,
+            rejects,
+            json,
+            format: InputFormat::Otlp,
+        }) => commands::ingest::ingest_otlp(&ctx, &source, rejects, json).await,
         Some(Command::List(args)) => commands::list::list(&ctx, args).await,
         Some(Command::Show { id, json }) => commands::show::show(&ctx, &id, json).await,
         Some(Command::Timeline { id, json }) => commands::show::timeline(&ctx, &id, json).await,
