@@ -543,3 +543,309 @@ mod file {
         );
     }
 }
+
+/// The receiver on 127.0.0.1, fed by the real OTLP/HTTP exporter.
+mod receiver {
+    use super::*;
+    use holdfast::otlp::receiver::{Receiver, serve};
+    use opentelemetry_otlp::{Compression, Protocol, WithExportConfig, WithHttpConfig};
+    use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+    use prost::Message;
+    use std::collections::HashMap;
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    struct Running {
+        fresh: stores::Fresh,
+        addr: SocketAddr,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.task.abort();
+        }
+    }
+
+    async fn start(kind: Kind, mut settings: OtlpSettings, token: Option<&str>) -> Running {
+        let fresh = stores::fresh(kind).await;
+        settings.busy_ms = Some(500);
+        let receiver = Arc::new(Receiver::new(
+            fresh.store.clone(),
+            settings,
+            otlp_ingester(),
+            token.map(str::to_owned),
+            Arc::new(now),
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = serve(listener, receiver).await;
+        });
+        Running { fresh, addr, task }
+    }
+
+    fn exporter(
+        addr: SocketAddr,
+        protocol: Protocol,
+        gzip: bool,
+        token: Option<&str>,
+    ) -> opentelemetry_otlp::SpanExporter {
+        let mut builder = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(format!("http://{addr}/v1/traces"))
+            .with_protocol(protocol);
+        if gzip {
+            builder = builder.with_compression(Compression::Gzip);
+        }
+        if let Some(token) = token {
+            builder = builder.with_headers(HashMap::from([(
+                "authorization".to_owned(),
+                format!("Bearer {token}"),
+            )]));
+        }
+        builder.build().expect("exporter")
+    }
+
+    impl Agent {
+        fn finished(&self) -> Vec<SpanData> {
+            let _ = self.provider.force_flush();
+            let spans = self.exporter.get_finished_spans().unwrap();
+            self.exporter.reset();
+            spans
+        }
+    }
+
+    /// A write that timed out, as the SDK finished it.
+    fn timed_out(agent: &Agent) -> Vec<SpanData> {
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        agent.finished()
+    }
+
+    async fn states(store: &dyn Store) -> Vec<State> {
+        store
+            .dataset()
+            .await
+            .unwrap()
+            .operations
+            .iter()
+            .map(|o| o.state)
+            .collect()
+    }
+
+    async fn the_real_exporter_is_heard_in_protobuf_json_and_gzip(kind: Kind) {
+        for (protocol, gzip) in [
+            (Protocol::HttpBinary, false),
+            (Protocol::HttpJson, false),
+            (Protocol::HttpBinary, true),
+        ] {
+            let running = start(kind, settings(), None).await;
+            let agent = Agent::new();
+            let mut exporter = exporter(running.addr, protocol, gzip, None);
+            exporter.set_resource(&agent.resource);
+            exporter.export(timed_out(&agent)).await.expect("exported");
+            let store = running.fresh.store.as_ref();
+            assert_eq!(
+                states(store).await,
+                vec![State::Unknown],
+                "{protocol:?} gzip {gzip}"
+            );
+            let op = &store.dataset().await.unwrap().operations[0];
+            assert_eq!(op.actor, "svc:relay-desk");
+            // The receiver writes as itself.
+            let audit = store.audit(0, 100).await.unwrap();
+            assert!(audit.iter().any(|r| r.draft.by == "svc:otlp"), "{audit:?}");
+        }
+    }
+
+    async fn the_token_is_required_when_configured(kind: Kind) {
+        let running = start(kind, settings(), Some("t0ken")).await;
+        let agent = Agent::new();
+        let spans = timed_out(&agent);
+        let refused = exporter(running.addr, Protocol::HttpBinary, false, None)
+            .export(spans.clone())
+            .await;
+        assert!(refused.is_err());
+        let wrong = exporter(running.addr, Protocol::HttpBinary, false, Some("guess"))
+            .export(spans.clone())
+            .await;
+        assert!(wrong.is_err());
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+        exporter(running.addr, Protocol::HttpBinary, false, Some("t0ken"))
+            .export(spans)
+            .await
+            .expect("with the token");
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown]
+        );
+    }
+
+    fn post(
+        addr: SocketAddr,
+        content_type: &str,
+        body: Vec<u8>,
+        gzip: bool,
+    ) -> reqwest::RequestBuilder {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/v1/traces"))
+            .header("content-type", content_type)
+            .body(body);
+        if gzip {
+            request = request.header("content-encoding", "gzip");
+        }
+        request
+    }
+
+    fn gzipped(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(bytes).unwrap();
+        enc.finish().unwrap()
+    }
+
+    async fn oversized_garbage_and_partly_bad_bodies_get_their_status(kind: Kind) {
+        let mut small = settings();
+        small.max_body_bytes = Some(4096);
+        let running = start(kind, small, None).await;
+        let addr = running.addr;
+        let big = vec![b' '; 8192];
+        let r = post(addr, "application/json", big.clone(), false)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 413);
+        // Small on the wire, too large once inflated.
+        let r = post(addr, "application/json", gzipped(&big), true)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 413);
+        let r = post(
+            addr,
+            "application/x-protobuf",
+            b"\xff\xff\xff garbage".to_vec(),
+            false,
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 400);
+        let r = post(
+            addr,
+            "application/json",
+            b"{\"resourceSpans\": 7}".to_vec(),
+            false,
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 400);
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+
+        // One span refused, the others taken: 200 with partial success.
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        let mut request = agent.request();
+        let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+        bad.trace_id = vec![1, 2, 3];
+        request.resource_spans[0].scope_spans[0].spans.push(bad);
+        let r = post(
+            addr,
+            "application/x-protobuf",
+            gzipped(&request.encode_to_vec()),
+            true,
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        let answer =
+            ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref()).unwrap();
+        let partial = answer.partial_success.expect("partial success");
+        assert_eq!(partial.rejected_spans, 1);
+        assert!(
+            partial.error_message.contains("trace_id"),
+            "{}",
+            partial.error_message
+        );
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown]
+        );
+    }
+
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse as ExportTraceServiceResponseDecoded;
+
+    async fn a_busy_store_is_answered_503_and_nothing_is_half_committed(kind: Kind) {
+        let running = start(kind, settings(), None).await;
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        let body = agent.request().encode_to_vec();
+        let head = running.fresh.store.head_seq().await.unwrap();
+        {
+            // Another writer holds the store's write lock.
+            let (sqlite, postgres) = (&running.fresh.sqlite, &running.fresh.postgres);
+            let hold = match (sqlite, postgres) {
+                (Some(s), _) => {
+                    let mut conn = s.pool().acquire().await.unwrap();
+                    sqlx::raw_sql("BEGIN IMMEDIATE")
+                        .execute(&mut *conn)
+                        .await
+                        .unwrap();
+                    Holder::Sqlite(conn)
+                }
+                (_, Some(p)) => {
+                    let mut tx = p.pool().begin().await.unwrap();
+                    sqlx::raw_sql("SELECT seq FROM holdfast_lock_head()")
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    Holder::Postgres(tx)
+                }
+                _ => unreachable!(),
+            };
+            let r = post(running.addr, "application/x-protobuf", body.clone(), false)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 503);
+            assert_eq!(r.headers().get("retry-after").unwrap(), "1");
+            match hold {
+                Holder::Sqlite(mut conn) => {
+                    sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.unwrap();
+                }
+                Holder::Postgres(tx) => tx.rollback().await.unwrap(),
+            }
+        }
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+        assert_eq!(running.fresh.store.head_seq().await.unwrap(), head);
+        let r = post(running.addr, "application/x-protobuf", body, false)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown]
+        );
+    }
+
+    enum Holder {
+        Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+        Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    }
+
+    holdfast_on_both_backends!(
+        the_real_exporter_is_heard_in_protobuf_json_and_gzip,
+        the_token_is_required_when_configured,
+        oversized_garbage_and_partly_bad_bodies_get_their_status,
+        a_busy_store_is_answered_503_and_nothing_is_half_committed,
+    );
+}

@@ -142,6 +142,12 @@ pub(crate) enum Command {
         #[arg(long, value_enum, default_value_t = InputFormat::Wire)]
         format: InputFormat,
     },
+    /// Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces) into the store.
+    Serve {
+        /// The address to listen on (default: the config's `otlp.listen`, else 127.0.0.1:4318).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
+    },
     /// List operations (default: the held ones), most urgent first.
     List(ListArgs),
     /// Show the evidence bundle of one operation.
@@ -552,6 +558,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             json,
             format: InputFormat::Otlp,
         }) => commands::ingest::ingest_otlp(&ctx, &source, rejects, json).await,
+        Some(Command::Serve { listen }) => commands::serve::serve(&ctx, listen).await,
         Some(Command::List(args)) => commands::list::list(&ctx, args).await,
         Some(Command::Show { id, json }) => commands::show::show(&ctx, &id, json).await,
         Some(Command::Timeline { id, json }) => commands::show::timeline(&ctx, &id, json).await,

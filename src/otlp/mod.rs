@@ -10,6 +10,7 @@
 pub mod door;
 pub mod map;
 pub mod read;
+pub mod receiver;
 pub mod settings;
 pub mod span;
 

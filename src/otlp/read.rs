@@ -14,20 +14,27 @@ pub fn is_gzip(bytes: &[u8]) -> bool {
     bytes.starts_with(&[0x1f, 0x8b])
 }
 
+/// Why a gzip body could not be inflated.
+#[derive(Debug, thiserror::Error)]
+pub enum InflateError {
+    #[error("more than {0} bytes once inflated")]
+    TooLarge(u64),
+    #[error("not a gzip stream: {0}")]
+    Bad(std::io::Error),
+}
+
 /// `bytes` inflated when they are gzip, at most `limit` bytes of output.
-pub fn inflate(bytes: Vec<u8>, limit: u64) -> std::io::Result<Vec<u8>> {
+pub fn inflate(bytes: Vec<u8>, limit: u64) -> Result<Vec<u8>, InflateError> {
     if !is_gzip(&bytes) {
         return Ok(bytes);
     }
     let mut out = Vec::new();
     flate2::read::MultiGzDecoder::new(bytes.as_slice())
         .take(limit.saturating_add(1))
-        .read_to_end(&mut out)?;
+        .read_to_end(&mut out)
+        .map_err(InflateError::Bad)?;
     if out.len() as u64 > limit {
-        return Err(std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("more than {limit} bytes once inflated"),
-        ));
+        return Err(InflateError::TooLarge(limit));
     }
     Ok(out)
 }

@@ -36,6 +36,9 @@ pub struct OtlpSettings {
     pub token_env: Option<String>,
     /// The receiver's address (default 127.0.0.1:4318).
     pub listen: Option<String>,
+    /// Milliseconds a request may wait for the store before the receiver
+    /// answers 503 with `Retry-After` (default 5000).
+    pub busy_ms: Option<u64>,
     /// Tools declared here rather than by contract records.
     #[serde(default)]
     pub tool: Vec<ToolSettings>,
