@@ -849,3 +849,77 @@ mod receiver {
         a_busy_store_is_answered_503_and_nothing_is_half_committed,
     );
 }
+
+/// `holdfast serve` itself, as an operator starts it.
+mod binary {
+    use super::support::cli::Cli;
+    use super::*;
+    use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+    use opentelemetry_sdk::trace::SpanExporter as _;
+    use std::io::{BufRead, BufReader};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn holdfast_serve_takes_an_exporter_and_asks_for_its_token() {
+        let cli = Cli::empty();
+        std::fs::write(
+            cli.dir.path().join("no-config.toml"),
+            "[otlp]\ntoken_env = \"T30_OTLP_TOKEN\"\n",
+        )
+        .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut child = cli
+            .command("maya", &["serve", "--listen", &listen])
+            .env("T30_OTLP_TOKEN", "s3cret")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(
+            first.contains(&format!("http://{listen}/v1/traces")),
+            "{first}"
+        );
+        assert!(
+            first.contains("as maya") && first.contains("token required"),
+            "{first}"
+        );
+
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        let _ = agent.provider.force_flush();
+        let spans = agent.exporter.get_finished_spans().unwrap();
+        let export = |token: &str| {
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_endpoint(format!("http://{listen}/v1/traces"))
+                .with_protocol(Protocol::HttpJson)
+                .with_headers(std::collections::HashMap::from([(
+                    "authorization".to_owned(),
+                    format!("Bearer {token}"),
+                )]))
+                .build()
+                .unwrap()
+        };
+        assert!(export("wrong").export(spans.clone()).await.is_err());
+        export("s3cret").export(spans).await.expect("exported");
+        let _ = child.kill();
+        let _ = child.wait();
+        let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
+            .await
+            .unwrap();
+        let ops = store.dataset().await.unwrap().operations;
+        assert_eq!(ops.len(), 1, "{ops:?}");
+        assert_eq!(ops[0].state, State::Unknown);
+        // Nothing is stored without a contract for this tool here, but it is held.
+        assert!(store.contracts().await.unwrap().is_empty());
+    }
+}
