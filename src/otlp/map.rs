@@ -59,6 +59,12 @@ pub struct Mapped {
     pub already: u64,
 }
 
+/// A span's trace and span id.
+type SpanKey = (String, String);
+
+/// An HTTP span with the spans between it and the ancestor it reached.
+type Reach<'a> = (&'a SpanFact, Vec<&'a SpanFact>);
+
 /// Stable ids: an operation from its tool span, an attempt from its span.
 pub fn operation_id(trace: &str, span: &str) -> String {
     format!("otel-{trace}-{span}")
@@ -213,9 +219,8 @@ pub fn map(fresh: Vec<SpanFact>, waiting: Vec<Waiting>, cx: &Context<'_>) -> Map
 
     // Each HTTP span finds its nearest tool ancestor, or the first ancestor that
     // has not arrived (with the spans on the way, which wait with it).
-    let mut under_tool: HashMap<(String, String), Vec<(&SpanFact, Vec<&SpanFact>)>> =
-        HashMap::new();
-    let mut orphans: BTreeMap<(String, String), Vec<(&SpanFact, Vec<&SpanFact>)>> = BTreeMap::new();
+    let mut under_tool: HashMap<SpanKey, Vec<Reach<'_>>> = HashMap::new();
+    let mut orphans: BTreeMap<SpanKey, Vec<Reach<'_>>> = BTreeMap::new();
     for span in spans.values().filter(|s| s.is_http()) {
         let mut path: Vec<&SpanFact> = Vec::new();
         let mut at = span;

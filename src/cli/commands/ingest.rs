@@ -87,8 +87,7 @@ pub(crate) async fn ingest_otlp(
     if bytes.len() as u64 > limit {
         return Err(crate::cli::Failure::bad_input(format!(
             "{name}: more than {limit} bytes; split the traces into several files"
-        ))
-        .into());
+        )));
     }
     let requests = crate::otlp::read::requests(&bytes);
     let strictness = if rejects.is_some() {

@@ -40,7 +40,7 @@ pub(crate) async fn serve(ctx: &Context, listen: Option<String>) -> anyhow::Resu
             ""
         }
     );
-    let clock = ctx.clock.clone();
+    let clock = ctx.clock;
     let now: Arc<dyn Fn() -> chrono::DateTime<chrono::Utc> + Send + Sync> =
         Arc::new(move || clock.now());
     let receiver = Arc::new(Receiver::new(store, settings, ingester, token, now));
