@@ -712,37 +712,18 @@ mod receiver {
         let running = start(kind, small, None).await;
         let addr = running.addr;
         let big = vec![b' '; 8192];
-        let r = post(addr, "application/json", big.clone(), false)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 413);
+        let status = |content_type: &'static str, body: Vec<u8>, gzip: bool| async move {
+            let r = post(addr, content_type, body, gzip).send().await.unwrap();
+            r.status().as_u16()
+        };
+        assert_eq!(status("application/json", big.clone(), false).await, 413);
         // Small on the wire, too large once inflated.
-        let r = post(addr, "application/json", gzipped(&big), true)
-            .send()
-            .await
-            .unwrap();
-        assert_eq!(r.status(), 413);
-        let r = post(
-            addr,
-            "application/x-protobuf",
-            b"\xff\xff\xff garbage".to_vec(),
-            false,
-        )
-        .send()
-        .await
-        .unwrap();
-        assert_eq!(r.status(), 400);
-        let r = post(
-            addr,
-            "application/json",
-            b"{\"resourceSpans\": 7}".to_vec(),
-            false,
-        )
-        .send()
-        .await
-        .unwrap();
-        assert_eq!(r.status(), 400);
+        assert_eq!(status("application/json", gzipped(&big), true).await, 413);
+        let garbage = b"\xff\xff\xff garbage".to_vec();
+        assert_eq!(status("application/x-protobuf", garbage, false).await, 400);
+        let wrong = b"{\"resourceSpans\": 7}".to_vec();
+        assert_eq!(status("application/json", wrong, false).await, 400);
+        assert_eq!(status("text/plain", b"{}".to_vec(), false).await, 415);
         assert!(states(running.fresh.store.as_ref()).await.is_empty());
 
         // One span refused, the others taken: 200 with partial success.

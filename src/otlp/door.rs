@@ -191,72 +191,49 @@ pub async fn intake(
 
     let mut reports: Vec<IngestReport> = Vec::new();
     let mut committed_any = false;
-    match strictness {
-        Strictness::Strict => {
-            let mut judged = Vec::new();
-            for batch in std::iter::once(&Vec::new()).chain(batches.iter()) {
-                let with_contracts: Vec<Numbered> = contracts
-                    .iter()
-                    .cloned()
-                    .chain(batch.iter().cloned())
-                    .collect();
-                let report = store
-                    .ingest_redacted(
-                        redaction::redact(with_contracts),
-                        IngestMode::DryRun,
-                        ingester,
-                        now,
-                    )
-                    .await?;
-                judged.extend(report.rejected);
+    let mut judged = Vec::new();
+    if strictness == Strictness::Strict {
+        // Every batch judged (with the contracts it may name) before any commits.
+        for batch in std::iter::once(&Vec::new()).chain(batches.iter()) {
+            let with_contracts = contracts.iter().chain(batch).cloned().collect();
+            let report = store
+                .ingest_redacted(
+                    redaction::redact(with_contracts),
+                    IngestMode::DryRun,
+                    ingester,
+                    now,
+                )
+                .await?;
+            judged.extend(report.rejected);
+        }
+    }
+    if judged.is_empty() {
+        let mode = match strictness {
+            Strictness::Strict => IngestMode::Strict,
+            Strictness::KeepGood => IngestMode::Quarantine,
+        };
+        for batch in std::iter::once(contracts).chain(batches) {
+            if batch.is_empty() {
+                continue;
             }
-            if judged.is_empty() {
-                for batch in std::iter::once(contracts.clone()).chain(batches) {
-                    if batch.is_empty() {
-                        continue;
-                    }
-                    let report = store
-                        .ingest_redacted(
-                            redaction::redact(batch),
-                            IngestMode::Strict,
-                            ingester,
-                            now,
-                        )
-                        .await?;
-                    committed_any |= !report.committed.is_empty();
-                    let stop = !report.rejected.is_empty();
-                    reports.push(report);
-                    if stop {
-                        break;
-                    }
-                }
-            } else {
-                judged.sort_by_key(|e| e.line);
-                judged.dedup();
-                reports.push(IngestReport {
-                    committed: Vec::new(),
-                    unchanged: 0,
-                    rejected: judged,
-                });
+            let report = store
+                .ingest_redacted(redaction::redact(batch), mode, ingester, now)
+                .await?;
+            committed_any |= !report.committed.is_empty();
+            let stop = mode == IngestMode::Strict && !report.rejected.is_empty();
+            reports.push(report);
+            if stop {
+                break;
             }
         }
-        Strictness::KeepGood => {
-            for batch in std::iter::once(contracts.clone()).chain(batches) {
-                if batch.is_empty() {
-                    continue;
-                }
-                let report = store
-                    .ingest_redacted(
-                        redaction::redact(batch),
-                        IngestMode::Quarantine,
-                        ingester,
-                        now,
-                    )
-                    .await?;
-                committed_any |= !report.committed.is_empty();
-                reports.push(report);
-            }
-        }
+    } else {
+        judged.sort_by_key(|e| e.line);
+        judged.dedup();
+        reports.push(IngestReport {
+            committed: Vec::new(),
+            unchanged: 0,
+            rejected: judged,
+        });
     }
     let mut totals: BTreeMap<String, u64> = BTreeMap::new();
     let mut refused_records: BTreeSet<usize> = BTreeSet::new();

@@ -12,11 +12,7 @@ pub(crate) async fn ingest(
     rejects: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<u8> {
-    let store = ctx.create_store().await?;
-    // Ingest is done in one's own name, into the tenants one holds `ingest` on.
-    let actor = ctx.actor(store.as_ref()).await?;
-    crate::cli::own_name(&actor, "ingest")?;
-    let ingester = Ingester::of(&actor);
+    let (store, ingester) = own_ingester(ctx).await?;
     let source = if source == "-" {
         crate::ingest::Source::Stdin
     } else {
@@ -36,20 +32,44 @@ pub(crate) async fn ingest(
         }
         other => other.into(),
     })?;
+    report(
+        json,
+        &outcome,
+        outcome.errors(),
+        &outcome.summary(),
+        outcome.refused() && outcome.rejects_file.is_none(),
+    )
+}
+
+/// The store, and ingest in one's own name, into the tenants one holds `ingest` on.
+async fn own_ingester(
+    ctx: &Context,
+) -> anyhow::Result<(std::sync::Arc<dyn crate::store::Store>, Ingester)> {
+    let store = ctx.create_store().await?;
+    let actor = ctx.actor(store.as_ref()).await?;
+    crate::cli::own_name(&actor, "ingest")?;
+    Ok((store, Ingester::of(&actor)))
+}
+
+/// Prints the account of an ingest (JSON, or the refusals and the summary) and
+/// says its exit code.
+fn report(
+    json: bool,
+    outcome: &impl serde::Serialize,
+    errors: &[crate::wire::LineError],
+    summary: &str,
+    refused: bool,
+) -> anyhow::Result<u8> {
     if json {
-        println!("{}", crate::cli::json::pretty(&outcome)?);
+        println!("{}", crate::cli::json::pretty(outcome)?);
     } else {
-        for error in outcome.errors() {
+        for error in errors {
             // Field paths and reasons can quote the input (an unknown key, a tool).
             eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
         }
-        eprintln!("{}", outcome.summary());
+        eprintln!("{summary}");
     }
-    Ok(if outcome.refused() && outcome.rejects_file.is_none() {
-        exit::BAD_INPUT
-    } else {
-        exit::OK
-    })
+    Ok(if refused { exit::BAD_INPUT } else { exit::OK })
 }
 
 /// `holdfast ingest --format otlp`: OpenTelemetry traces (OTLP/JSON, one request
@@ -63,10 +83,7 @@ pub(crate) async fn ingest_otlp(
 ) -> anyhow::Result<u8> {
     use crate::otlp::door::{Strictness, intake};
     use std::io::Read;
-    let store = ctx.create_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    crate::cli::own_name(&actor, "ingest")?;
-    let mut ingester = Ingester::of(&actor);
+    let (store, mut ingester) = own_ingester(ctx).await?;
     ingester.contracts_optional = true;
     let limit = crate::bounded::OTLP_FILE_BYTES;
     let (name, raw) = if source == "-" {
@@ -108,19 +125,13 @@ pub(crate) async fn ingest_otlp(
     if let Some(path) = &rejects {
         write_rejects(path, &bytes, &outcome.rejected)?;
     }
-    if json {
-        println!("{}", crate::cli::json::pretty(&outcome)?);
-    } else {
-        for error in &outcome.rejected {
-            eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
-        }
-        eprintln!("{}", outcome.summary());
-    }
-    Ok(if outcome.refused() && rejects.is_none() {
-        exit::BAD_INPUT
-    } else {
-        exit::OK
-    })
+    report(
+        json,
+        &outcome,
+        &outcome.rejected,
+        &outcome.summary(),
+        outcome.refused() && rejects.is_none(),
+    )
 }
 
 /// The refused requests (lines of the input, or the whole document), each
