@@ -67,6 +67,9 @@ shared! {
         }
 
         pub(super) async fn release_waiting(&self, keys: &[(String, String)]) -> Result<(), StoreError> {
+            if keys.is_empty() {
+                return Ok(());
+            }
             let mut tx = self.pool.begin().await.map_err(db::<DB>)?;
             for (trace, span) in keys {
                 sqlx::query("DELETE FROM otlp_pending WHERE trace_id = $1 AND span_id = $2")
