@@ -823,7 +823,46 @@ mod receiver {
         Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
     }
 
+    async fn concurrent_requests_are_each_answered_with_their_own_refusals(kind: Kind) {
+        let running = start(kind, settings(), None).await;
+        let mut sends = Vec::new();
+        for i in 0..8u64 {
+            let agent = Agent::new();
+            let cx = agent.tool("create_ticket", Some(&format!("{{\"n\":{i}}}")), i);
+            agent.http(&cx, "POST", None, Some("timeout"), None, i + 1, i + 31);
+            agent.end(&cx, i + 31, true);
+            let mut request = agent.request();
+            if i == 5 {
+                let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+                bad.span_id = vec![9];
+                request.resource_spans[0].scope_spans[0].spans.push(bad);
+            }
+            let body = request.encode_to_vec();
+            let addr = running.addr;
+            sends.push(tokio::spawn(async move {
+                let r = post(addr, "application/x-protobuf", body, false)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+                let answer =
+                    ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref())
+                        .unwrap();
+                (i, answer.partial_success.map(|p| p.rejected_spans))
+            }));
+        }
+        for send in sends {
+            let (i, rejected) = send.await.unwrap();
+            assert_eq!(rejected, (i == 5).then_some(1), "request {i}");
+        }
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown; 8]
+        );
+    }
+
     holdfast_on_both_backends!(
+        concurrent_requests_are_each_answered_with_their_own_refusals,
         the_real_exporter_is_heard_in_protobuf_json_and_gzip,
         the_token_is_required_when_configured,
         oversized_garbage_and_partly_bad_bodies_get_their_status,

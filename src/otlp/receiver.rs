@@ -39,9 +39,25 @@ pub struct Receiver {
     pub token: Option<String>,
     /// The clock (frozen in tests).
     pub now: Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>,
-    /// Requests commit one at a time, so that a busy store answers 503 rather
-    /// than piling up writers.
+    /// Requests commit one group at a time, so that a busy store answers 503
+    /// rather than piling up writers: whoever holds the gate takes every
+    /// request waiting in `queue` into one intake (one transaction), and
+    /// answers each with its own refusals.
     gate: tokio::sync::Mutex<()>,
+    queue: std::sync::Mutex<Vec<Job>>,
+}
+
+/// A decoded request waiting for its turn, with where its answer goes.
+struct Job {
+    request: ExportTraceServiceRequest,
+    reply: tokio::sync::oneshot::Sender<Result<Taken, StoreError>>,
+}
+
+/// What became of one request of a group.
+#[derive(Debug, Clone)]
+struct Taken {
+    /// Why its refused spans (or their records) were refused.
+    rejected: Vec<crate::wire::LineError>,
 }
 
 impl Receiver {
@@ -59,6 +75,79 @@ impl Receiver {
             token,
             now,
             gate: tokio::sync::Mutex::new(()),
+            queue: std::sync::Mutex::new(Vec::new()),
+        }
+    }
+
+    /// Takes one request into the store, with whatever other requests wait
+    /// beside it when its turn comes.
+    async fn take(&self, request: ExportTraceServiceRequest) -> Result<Taken, StoreError> {
+        let (reply, mut answer) = tokio::sync::oneshot::channel();
+        self.lock_queue().push(Job { request, reply });
+        loop {
+            tokio::select! {
+                biased;
+                answered = &mut answer => {
+                    // A group dropped before it answered (its leader timed out)
+                    // committed nothing.
+                    return answered.unwrap_or(Err(StoreError::Busy));
+                }
+                turn = self.gate.lock() => {
+                    let jobs = std::mem::take(&mut *self.lock_queue());
+                    if !jobs.is_empty() {
+                        self.run_group(jobs).await;
+                    }
+                    drop(turn);
+                }
+            }
+        }
+    }
+
+    fn lock_queue(&self) -> std::sync::MutexGuard<'_, Vec<Job>> {
+        self.queue
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// One intake of a group of requests, each numbered by its place (the
+    /// line its refusals name), and each answered.
+    async fn run_group(&self, jobs: Vec<Job>) {
+        let (requests, replies): (Vec<_>, Vec<_>) = jobs
+            .into_iter()
+            .enumerate()
+            .map(|(i, job)| (Ok((i + 1, job.request)), job.reply))
+            .unzip();
+        let result = intake(
+            self.store.as_ref(),
+            "request",
+            requests,
+            &self.settings,
+            &self.ingester,
+            Strictness::KeepGood,
+            (self.now)(),
+        )
+        .await;
+        tracing::info!(
+            requests = replies.len(),
+            spans = result.as_ref().map_or(0, |o| o.spans),
+            waiting = result.as_ref().map_or(0, |o| o.waiting),
+            "otlp: requests taken"
+        );
+        for (i, reply) in replies.into_iter().enumerate() {
+            let answer = match &result {
+                Ok(outcome) => Ok(Taken {
+                    rejected: outcome
+                        .rejected
+                        .iter()
+                        .filter(|e| e.line == i + 1)
+                        .cloned()
+                        .collect(),
+                }),
+                Err(StoreError::Busy) => Err(StoreError::Busy),
+                Err(StoreError::Unavailable(why)) => Err(StoreError::Unavailable(why.clone())),
+                Err(e) => Err(StoreError::Other(e.to_string())),
+            };
+            let _ = reply.send(answer);
         }
     }
 
@@ -153,19 +242,7 @@ async fn traces(State(rx): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes
         Ok(request) => request,
         Err(message) => return refuse(StatusCode::BAD_REQUEST, message),
     };
-    let work = async {
-        let _turn = rx.gate.lock().await;
-        intake(
-            rx.store.as_ref(),
-            "request",
-            vec![Ok((1, request))],
-            &rx.settings,
-            &rx.ingester,
-            Strictness::KeepGood,
-            (rx.now)(),
-        )
-        .await
-    };
+    let work = rx.take(request);
     let outcome = match tokio::time::timeout(rx.busy_after(), work).await {
         Err(_) | Ok(Err(StoreError::Busy)) => {
             return refuse(
@@ -188,14 +265,8 @@ async fn traces(State(rx): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes
         }
         Ok(Ok(outcome)) => outcome,
     };
-    tracing::info!(
-        spans = outcome.spans,
-        rejected = outcome.rejected_spans,
-        waiting = outcome.waiting,
-        "otlp: request taken"
-    );
-    let partial_success = (outcome.rejected_spans > 0).then(|| ExportTracePartialSuccess {
-        rejected_spans: i64::try_from(outcome.rejected_spans).unwrap_or(i64::MAX),
+    let partial_success = (!outcome.rejected.is_empty()).then(|| ExportTracePartialSuccess {
+        rejected_spans: i64::try_from(outcome.rejected.len()).unwrap_or(i64::MAX),
         error_message: crate::core::sanitize::sanitize(
             &outcome
                 .rejected
