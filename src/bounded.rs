@@ -185,6 +185,10 @@ impl BufRead for Bounded {
     }
 }
 
+/// The most an OpenTelemetry file may hold once inflated: its spans are joined
+/// in memory, children with their tool spans, before anything is committed.
+pub const OTLP_FILE_BYTES: u64 = 1024 * 1024 * 1024;
+
 #[cfg(test)]
 mod tests {
     use super::*;

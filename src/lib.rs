@@ -17,6 +17,7 @@ pub mod drill;
 pub mod executor;
 pub mod ingest;
 pub mod lookup;
+pub mod otlp;
 pub mod report;
 pub mod review;
 pub mod sim;

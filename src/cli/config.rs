@@ -82,6 +82,9 @@ pub(crate) struct Config {
     /// redacted on every output like the built-in ones.
     #[serde(default)]
     pub redact: Vec<crate::core::redact::ExtraPattern>,
+    /// OpenTelemetry intake: defaults, declared tools, the receiver's limits.
+    #[serde(default)]
+    pub otlp: crate::otlp::OtlpSettings,
 }
 
 impl Config {

@@ -109,6 +109,15 @@ fn parse_now(text: &str) -> Result<DateTime<Utc>, String> {
         .map_err(|e| format!("{} {e}", crate::core::clock::human_instant(now)))
 }
 
+/// The formats `holdfast ingest` reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum InputFormat {
+    /// Wire-format v1 records (JSON Lines).
+    Wire,
+    /// OpenTelemetry traces as OTLP/JSON.
+    Otlp,
+}
+
 #[derive(Debug, Subcommand)]
 pub(crate) enum Command {
     /// Load the fictional TC094 packet into a fresh demo store and open it.
@@ -127,6 +136,17 @@ pub(crate) enum Command {
         /// Print the summary as JSON.
         #[arg(long)]
         json: bool,
+        /// What the input is: wire-format v1 records, or OpenTelemetry traces
+        /// (OTLP/JSON: one ExportTraceServiceRequest, or JSON Lines of them;
+        /// gzip accepted).
+        #[arg(long, value_enum, default_value_t = InputFormat::Wire)]
+        format: InputFormat,
+    },
+    /// Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces) into the store.
+    Serve {
+        /// The address to listen on (default: the config's `otlp.listen`, else 127.0.0.1:4318).
+        #[arg(long, value_name = "ADDR")]
+        listen: Option<String>,
     },
     /// List operations (default: the held ones), most urgent first.
     List(ListArgs),
@@ -358,7 +378,8 @@ impl Door {
                 | Command::Drill(_)
                 | Command::Work { .. }
                 | Command::Autonomy { .. }
-                | Command::Lookup { .. },
+                | Command::Lookup { .. }
+                | Command::Serve { .. },
             ) => Door::Write,
         }
     }
@@ -644,7 +665,15 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             source,
             rejects,
             json,
+            format: InputFormat::Wire,
         }) => commands::ingest::ingest(&ctx, &source, rejects, json).await,
+        Some(Command::Ingest {
+            source,
+            rejects,
+            json,
+            format: InputFormat::Otlp,
+        }) => commands::ingest::ingest_otlp(&ctx, &source, rejects, json).await,
+        Some(Command::Serve { listen }) => commands::serve::serve(&ctx, listen).await,
         Some(Command::List(args)) => commands::list::list(&ctx, args).await,
         Some(Command::Show { id, json }) => commands::show::show(&ctx, &id, json).await,
         Some(Command::Timeline { id, json }) => commands::show::timeline(&ctx, &id, json).await,

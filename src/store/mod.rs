@@ -294,6 +294,10 @@ pub struct Ingester {
     /// grants, never the line's `by`. `None` for a door that imports no decision
     /// (a worker's completion).
     pub decider: Option<crate::core::rules::Actor>,
+    /// Whether an operation may name a tool with no contract (the OpenTelemetry
+    /// door: a tool call is recorded whatever its tool, and its evidence says
+    /// the contract is missing).
+    pub contracts_optional: bool,
 }
 
 impl Ingester {
@@ -303,6 +307,7 @@ impl Ingester {
             by: by.to_owned(),
             tenants: None,
             decider: Some(crate::core::rules::Actor::local(by, None)),
+            contracts_optional: false,
         }
     }
 
@@ -312,6 +317,7 @@ impl Ingester {
             by: actor.identity.clone(),
             tenants: actor.ingest_tenants(),
             decider: Some(actor.clone()),
+            contracts_optional: false,
         }
     }
 }
@@ -683,4 +689,45 @@ pub trait Store: Send + Sync {
     /// one write a broken chain allows) and moves the checkpoint to it, so that a
     /// write door's walk starts after the break it accepts.
     async fn acknowledge_break(&self, seq: i64, draft: AuditDraft) -> Result<AuditRow, StoreError>;
+
+    /// Keeps spans that wait for their tool span (OpenTelemetry intake), each
+    /// once: a span already kept stays as it was.
+    async fn otlp_keep(&self, rows: &[WaitingRow]) -> Result<(), StoreError>;
+
+    /// The waiting spans of these traces, and every span that has waited since
+    /// `since_before` or longer.
+    async fn otlp_waiting(
+        &self,
+        traces: &[String],
+        since_before: DateTime<Utc>,
+    ) -> Result<Vec<WaitingRow>, StoreError>;
+
+    /// Forgets waiting spans that joined an operation.
+    async fn otlp_release(&self, keys: &[(String, String)]) -> Result<(), StoreError>;
+
+    /// How many spans wait for their tool span.
+    async fn otlp_waiting_count(&self) -> Result<u64, StoreError>;
+
+    /// Which of `ids` are stored operations (with their attempts' ids), and the
+    /// UNKNOWN operations of `tools` a new call may repeat.
+    async fn otlp_calls(&self, ids: &[String], tools: &[String]) -> Result<OtlpCalls, StoreError>;
+}
+
+/// A span waiting for its tool span: its ids, since when, and the span as JSON
+/// (redacted).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingRow {
+    pub trace_id: String,
+    pub span_id: String,
+    pub since: DateTime<Utc>,
+    pub span: String,
+}
+
+/// What [`Store::otlp_calls`] finds.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OtlpCalls {
+    /// Stored operations by id, with their attempts' ids.
+    pub attempts: std::collections::HashMap<String, Vec<String>>,
+    /// UNKNOWN operations: id, tool, payload hash, business key.
+    pub unknown: Vec<(OperationId, String, Sha256, Option<String>)>,
 }

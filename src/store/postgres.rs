@@ -108,6 +108,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "chain_checks",
         include_str!("../../migrations/postgres/20261203000028_chain_checks.sql"),
     ),
+    (
+        20261203000030,
+        "otlp_pending",
+        include_str!("../../migrations/postgres/20261203000030_otlp_pending.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

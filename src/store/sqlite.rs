@@ -98,6 +98,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "chain_checks",
         include_str!("../../migrations/sqlite/20261203000028_chain_checks.sql"),
     ),
+    (
+        20261203000030,
+        "otlp_pending",
+        include_str!("../../migrations/sqlite/20261203000030_otlp_pending.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -12,6 +12,7 @@ pub(crate) mod lookup;
 pub(crate) mod observe;
 pub(crate) mod report;
 pub(crate) mod review;
+pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod work;
 

@@ -306,6 +306,7 @@ mod copy;
 mod lookup;
 mod metric;
 mod migrate;
+mod otlp;
 mod read;
 mod verify;
 mod work;
@@ -697,6 +698,34 @@ shared! {
         ) -> Result<Vec<Vec<Cell>>, StoreError> {
             self.table_page(table, after, i64::try_from(limit).unwrap_or(i64::MAX))
                 .await
+        }
+
+        async fn otlp_keep(&self, rows: &[super::WaitingRow]) -> Result<(), StoreError> {
+            self.keep_waiting(rows).await
+        }
+
+        async fn otlp_waiting(
+            &self,
+            traces: &[String],
+            since_before: DateTime<Utc>,
+        ) -> Result<Vec<super::WaitingRow>, StoreError> {
+            self.read_waiting(traces, since_before).await
+        }
+
+        async fn otlp_release(&self, keys: &[(String, String)]) -> Result<(), StoreError> {
+            self.release_waiting(keys).await
+        }
+
+        async fn otlp_waiting_count(&self) -> Result<u64, StoreError> {
+            self.count_waiting().await
+        }
+
+        async fn otlp_calls(
+            &self,
+            ids: &[String],
+            tools: &[String],
+        ) -> Result<super::OtlpCalls, StoreError> {
+            self.read_calls(ids, tools).await
         }
 
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {

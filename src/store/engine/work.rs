@@ -267,6 +267,7 @@ shared! {
                 by: step.signer.by.clone(),
                 tenants: Some(vec![lease.tenant.clone()]),
                 decider: None,
+                contracts_optional: false,
             };
             let (mut report, after) = self
                 .ingest_in(

@@ -916,7 +916,8 @@ shared! {
                     .filter(|(n, _)| !refused_lines.contains(&n.line))
                     .unzip();
             }
-            let known = Self::known(tx, &records).await?;
+            let mut known = Self::known(tx, &records).await?;
+            known.contracts_optional = ingester.contracts_optional;
             let mut plan = ingest_plan::plan_refusing(records, wires, &known, redacted.refused);
             let (undecided, decided) = self.judge_moves(&known, &plan, ingester.decider.as_ref(), now).await?;
             if !undecided.is_empty() {

@@ -224,6 +224,16 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "otlp_pending",
+        order: "trace_id, span_id",
+        columns: &[
+            ("trace_id", Text),
+            ("span_id", Text),
+            ("since_ms", Int),
+            ("span", Text),
+        ],
+    },
+    Table {
         name: "autonomy",
         order: "tool",
         columns: &[

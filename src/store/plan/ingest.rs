@@ -90,6 +90,8 @@ pub struct Known {
     pub operations: HashMap<String, StoredOperation>,
     /// Contract tools the store holds.
     pub contracts: HashSet<String>,
+    /// Whether an operation may name a tool with no contract ([`crate::store::Ingester::contracts_optional`]).
+    pub contracts_optional: bool,
 }
 
 /// The keys the backend must look up before planning.
@@ -407,7 +409,7 @@ impl Planner<'_> {
             match &numbered.record {
                 Record::Contract(_) => {}
                 Record::Operation(o) => {
-                    if !tools.contains(&o.tool) {
+                    if !tools.contains(&o.tool) && !self.known.contracts_optional {
                         problems.push((
                             "tool",
                             format!(

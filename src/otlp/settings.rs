@@ -1,0 +1,105 @@
+//! The `[otlp]` table of the config file: defaults for what spans do not say
+//! (tenant, owner, risk), the tools declared by the operator (`[[otlp.tool]]`, a
+//! contract each), how long a span may wait for its tool span, and the
+//! receiver's limits.
+
+use serde::Deserialize;
+
+use crate::core::lookup::StatusLookup;
+use crate::core::model::{Contract, IdempotencyContract, Risk};
+
+/// How long an HTTP span waits for its `execute_tool` span before it becomes an
+/// operation of tool `unknown`.
+pub const DEFAULT_PENDING_SECONDS: u64 = 300;
+/// The largest request body the receiver accepts (after gzip).
+pub const DEFAULT_MAX_BODY_BYTES: usize = 4 * 1024 * 1024;
+/// The receiver's default address (the OTLP/HTTP port).
+pub const DEFAULT_LISTEN: &str = "127.0.0.1:4318";
+/// The identity the receiver's records are written as.
+pub const RECEIVER_IDENTITY: &str = "svc:otlp";
+
+/// `[otlp]`; every key is optional.
+#[derive(Debug, Clone, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OtlpSettings {
+    /// Tenant of an operation whose span and tool name none.
+    pub tenant: Option<String>,
+    /// Owner of an operation whose tool has no contract.
+    pub owner: Option<String>,
+    /// Risk of an operation whose tool names none.
+    pub risk: Option<Risk>,
+    /// Seconds an HTTP span waits for its tool span (default 300).
+    pub pending_seconds: Option<u64>,
+    /// The receiver's body limit in bytes (default 4 MiB).
+    pub max_body_bytes: Option<usize>,
+    /// The environment variable holding the receiver's bearer token.
+    pub token_env: Option<String>,
+    /// The receiver's address (default 127.0.0.1:4318).
+    pub listen: Option<String>,
+    /// Milliseconds a request may wait for the store before the receiver
+    /// answers 503 with `Retry-After` (default 5000).
+    pub busy_ms: Option<u64>,
+    /// Tools declared here rather than by contract records.
+    #[serde(default)]
+    pub tool: Vec<ToolSettings>,
+}
+
+/// `[[otlp.tool]]`: the contract of one tool, and where its operations belong.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolSettings {
+    /// `gen_ai.tool.name`.
+    pub name: String,
+    pub method: String,
+    pub owner: String,
+    pub action: Option<String>,
+    pub version: Option<String>,
+    #[serde(default)]
+    pub idempotency: bool,
+    pub max_attempts: Option<u32>,
+    pub budget_seconds: Option<u32>,
+    #[serde(default)]
+    pub retryable: Vec<String>,
+    pub tenant: Option<String>,
+    pub risk: Option<Risk>,
+}
+
+impl ToolSettings {
+    /// The contract record this table declares.
+    pub fn contract(&self) -> Contract {
+        Contract {
+            tool: self.name.clone(),
+            version: self.version.clone().unwrap_or_else(|| "otlp-config".into()),
+            action: self.action.clone().unwrap_or_else(|| self.name.clone()),
+            method: self.method.to_ascii_uppercase(),
+            idempotency: IdempotencyContract {
+                supported: self.idempotency,
+                scope: None,
+                retention_hours: None,
+            },
+            status_lookup: StatusLookup::None,
+            retryable: self.retryable.clone(),
+            compensation: None,
+            owner: self.owner.clone(),
+            max_attempts: self.max_attempts.unwrap_or(3),
+            budget_seconds: self.budget_seconds.unwrap_or(120),
+            path: None,
+            response: None,
+        }
+    }
+}
+
+impl OtlpSettings {
+    pub fn tool(&self, name: &str) -> Option<&ToolSettings> {
+        self.tool.iter().find(|t| t.name == name)
+    }
+
+    pub fn pending_window(&self) -> chrono::Duration {
+        let secs = self.pending_seconds.unwrap_or(DEFAULT_PENDING_SECONDS);
+        chrono::Duration::seconds(i64::try_from(secs).unwrap_or(i64::MAX / 1000))
+    }
+
+    pub fn max_body_bytes(&self) -> usize {
+        self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES)
+    }
+}

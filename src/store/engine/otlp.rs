@@ -1,0 +1,136 @@
+//! What the OpenTelemetry door keeps between requests (DESIGN §10.1): spans that
+//! wait for their tool span, and the operations late spans attach to.
+
+use chrono::{DateTime, Utc};
+use sqlx::Row;
+
+use super::db;
+use crate::core::ids::{OperationId, Sha256};
+use crate::store::plan::codec::{from_ms, ms};
+use crate::store::{OtlpCalls, StoreError, WaitingRow};
+
+shared! {
+    impl {
+        pub(super) async fn keep_waiting(&self, rows: &[WaitingRow]) -> Result<(), StoreError> {
+            if rows.is_empty() {
+                return Ok(());
+            }
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            Self::insert_many_then(
+                &mut conn,
+                "INSERT INTO otlp_pending (trace_id, span_id, since_ms, span) ",
+                " ON CONFLICT (trace_id, span_id) DO NOTHING",
+                4,
+                rows,
+                |b, row| {
+                    b.push_bind(row.trace_id.clone())
+                        .push_bind(row.span_id.clone())
+                        .push_bind(ms(row.since))
+                        .push_bind(row.span.clone());
+                },
+            )
+            .await
+        }
+
+        pub(super) async fn read_waiting(
+            &self,
+            traces: &[String],
+            since_before: DateTime<Utc>,
+        ) -> Result<Vec<WaitingRow>, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let mut rows = Self::select_in(
+                &mut conn,
+                "SELECT trace_id, span_id, since_ms, span FROM otlp_pending WHERE trace_id IN",
+                traces,
+            )
+            .await?;
+            rows.extend(
+                sqlx::query("SELECT trace_id, span_id, since_ms, span FROM otlp_pending WHERE since_ms <= $1")
+                    .bind(ms(since_before))
+                    .fetch_all(&mut *conn)
+                    .await
+                    .map_err(db::<DB>)?,
+            );
+            let mut out: Vec<WaitingRow> = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let since: i64 = row.try_get("since_ms").map_err(db::<DB>)?;
+                out.push(WaitingRow {
+                    trace_id: Self::text(row, "trace_id")?,
+                    span_id: Self::text(row, "span_id")?,
+                    since: from_ms(since)?,
+                    span: Self::text(row, "span")?,
+                });
+            }
+            out.sort_by(|a, b| (&a.trace_id, &a.span_id).cmp(&(&b.trace_id, &b.span_id)));
+            out.dedup_by(|a, b| a.trace_id == b.trace_id && a.span_id == b.span_id);
+            Ok(out)
+        }
+
+        pub(super) async fn release_waiting(&self, keys: &[(String, String)]) -> Result<(), StoreError> {
+            if keys.is_empty() {
+                return Ok(());
+            }
+            let mut tx = self.pool.begin().await.map_err(db::<DB>)?;
+            for (trace, span) in keys {
+                sqlx::query("DELETE FROM otlp_pending WHERE trace_id = $1 AND span_id = $2")
+                    .bind(trace.clone())
+                    .bind(span.clone())
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db::<DB>)?;
+            }
+            tx.commit().await.map_err(db::<DB>)
+        }
+
+        pub(super) async fn count_waiting(&self) -> Result<u64, StoreError> {
+            let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM otlp_pending")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(db::<DB>)?
+                .try_get("n")
+                .map_err(db::<DB>)?;
+            Ok(u64::try_from(n).unwrap_or(0))
+        }
+
+        pub(super) async fn read_calls(
+            &self,
+            ids: &[String],
+            tools: &[String],
+        ) -> Result<OtlpCalls, StoreError> {
+            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+            let mut out = OtlpCalls::default();
+            for row in Self::select_in(&mut conn, "SELECT id FROM operations WHERE id IN", ids).await? {
+                out.attempts.entry(Self::text(&row, "id")?).or_default();
+            }
+            let rows = Self::select_in(
+                &mut conn,
+                "SELECT id, operation FROM attempts WHERE operation IN",
+                ids,
+            )
+            .await?;
+            for row in rows {
+                let op = Self::text(&row, "operation")?;
+                let id = Self::text(&row, "id")?;
+                out.attempts.entry(op).or_default().push(id);
+            }
+            let rows = Self::select_in(
+                &mut conn,
+                "SELECT id, tool, payload_hash, business_key FROM operations \
+                 WHERE state = 'UNKNOWN' AND tool IN",
+                tools,
+            )
+            .await?;
+            for row in rows {
+                let hash = Sha256::parse(&Self::text(&row, "payload_hash")?)
+                    .map_err(|e| StoreError::Other(e.to_string()))?;
+                let id = OperationId::parse(&Self::text(&row, "id")?)
+                    .map_err(|e| StoreError::Other(e.to_string()))?;
+                let key: Option<String> = row.try_get("business_key").map_err(db::<DB>)?;
+                out.unknown.push((id, Self::text(&row, "tool")?, hash, key));
+            }
+            out.unknown.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
+            out.unknown.dedup_by(|a, b| a.0 == b.0);
+            Ok(out)
+        }
+    }
+}

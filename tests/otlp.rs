@@ -1,0 +1,945 @@
+//! OpenTelemetry intake end to end: spans made by the OpenTelemetry SDK itself
+//! (its in-memory exporter, turned into OTLP messages by `opentelemetry-proto`)
+//! go through the mapping and the store, on both backends. Each test builds the
+//! trace an instrumented agent would export and checks the operation, its
+//! attempts and its state as the store holds them.
+
+mod support;
+
+use std::time::{Duration, SystemTime};
+
+use chrono::{DateTime, Utc};
+use holdfast::core::model::{FailureMode, OperationDetail, Phase, State};
+use holdfast::otlp::door::{OtlpOutcome, Strictness, intake};
+use holdfast::otlp::{OtlpSettings, ToolSettings};
+use holdfast::store::{Ingester, Store};
+use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+use opentelemetry_proto::transform::common::tonic::ResourceAttributesWithSchema;
+use opentelemetry_proto::transform::trace::tonic::group_spans_by_resource_and_scope;
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::trace::{InMemorySpanExporter, SdkTracer, SdkTracerProvider};
+use support::stores::{self, Kind};
+
+/// An agent instrumented with the SDK, exporting to memory.
+struct Agent {
+    exporter: InMemorySpanExporter,
+    provider: SdkTracerProvider,
+    tracer: SdkTracer,
+    resource: Resource,
+}
+
+/// The instant `secs` seconds into the test's trace.
+fn at(secs: u64) -> SystemTime {
+    SystemTime::UNIX_EPOCH + Duration::from_secs(1_788_000_000 + secs)
+}
+
+fn now() -> DateTime<Utc> {
+    DateTime::<Utc>::from(at(3600))
+}
+
+impl Agent {
+    fn new() -> Agent {
+        let exporter = InMemorySpanExporter::default();
+        let resource = Resource::builder().with_service_name("relay-desk").build();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(exporter.clone())
+            .with_resource(resource.clone())
+            .build();
+        let tracer = provider.tracer("agent");
+        Agent {
+            exporter,
+            provider,
+            tracer,
+            resource,
+        }
+    }
+
+    /// Starts an `execute_tool` span (ended by [`Agent::end`]).
+    fn tool(&self, name: &str, arguments: Option<&str>, start: u64) -> Context {
+        let mut attributes = vec![
+            KeyValue::new("gen_ai.operation.name", "execute_tool"),
+            KeyValue::new("gen_ai.tool.name", name.to_owned()),
+            KeyValue::new("gen_ai.tool.call.id", format!("call-{name}-{start}")),
+            KeyValue::new("holdfast.tenant", "pinehaven"),
+        ];
+        if let Some(arguments) = arguments {
+            attributes.push(KeyValue::new(
+                "gen_ai.tool.call.arguments",
+                arguments.to_owned(),
+            ));
+        }
+        let span = self
+            .tracer
+            .span_builder(format!("execute_tool {name}"))
+            .with_kind(SpanKind::Internal)
+            .with_start_time(at(start))
+            .with_attributes(attributes)
+            .start(&self.tracer);
+        Context::current_with_span(span)
+    }
+
+    /// One HTTP client span under `parent`, ended at `end`.
+    #[allow(clippy::too_many_arguments)]
+    fn http(
+        &self,
+        parent: &Context,
+        method: &str,
+        status: Option<i64>,
+        error: Option<&str>,
+        resend: Option<i64>,
+        start: u64,
+        end: u64,
+    ) {
+        let mut attributes = vec![
+            KeyValue::new("http.request.method", method.to_owned()),
+            KeyValue::new(
+                "url.full",
+                "https://ops:hunter2@tickets.example/v1/tickets?api_key=sk_live_abcdefghijklmnop1234&q=7",
+            ),
+            KeyValue::new("server.address", "tickets.example"),
+        ];
+        if let Some(status) = status {
+            attributes.push(KeyValue::new("http.response.status_code", status));
+        }
+        if let Some(error) = error {
+            attributes.push(KeyValue::new("error.type", error.to_owned()));
+        }
+        if let Some(resend) = resend {
+            attributes.push(KeyValue::new("http.request.resend_count", resend));
+        }
+        let mut span = self
+            .tracer
+            .span_builder(method.to_owned())
+            .with_kind(SpanKind::Client)
+            .with_start_time(at(start))
+            .with_attributes(attributes)
+            .start_with_context(&self.tracer, parent);
+        if error.is_some() || status.is_some_and(|s| s >= 500) {
+            span.set_status(Status::error(error.unwrap_or("server error").to_owned()));
+        }
+        span.end_with_timestamp(at(end));
+    }
+
+    fn end(&self, cx: &Context, end: u64, failed: bool) {
+        let span = cx.span();
+        if failed {
+            span.set_status(Status::error(""));
+        }
+        span.end_with_timestamp(at(end));
+    }
+
+    /// What the SDK has exported since the last call, as one OTLP request.
+    fn request(&self) -> ExportTraceServiceRequest {
+        let _ = self.provider.force_flush();
+        let spans = self.exporter.get_finished_spans().expect("finished spans");
+        self.exporter.reset();
+        let resource = ResourceAttributesWithSchema::from(&self.resource);
+        ExportTraceServiceRequest {
+            resource_spans: group_spans_by_resource_and_scope(spans, &resource),
+        }
+    }
+}
+
+fn settings() -> OtlpSettings {
+    OtlpSettings {
+        tool: vec![ToolSettings {
+            name: "create_ticket".into(),
+            method: "POST".into(),
+            owner: "integrations".into(),
+            action: Some("ticket.create".into()),
+            version: None,
+            idempotency: true,
+            max_attempts: Some(3),
+            budget_seconds: Some(120),
+            retryable: vec!["http_503".into()],
+            tenant: None,
+            risk: None,
+        }],
+        ..OtlpSettings::default()
+    }
+}
+
+async fn send(
+    store: &dyn Store,
+    request: ExportTraceServiceRequest,
+    settings: &OtlpSettings,
+) -> OtlpOutcome {
+    send_at(store, request, settings, now()).await
+}
+
+async fn send_at(
+    store: &dyn Store,
+    request: ExportTraceServiceRequest,
+    settings: &OtlpSettings,
+    now: DateTime<Utc>,
+) -> OtlpOutcome {
+    let outcome = intake(
+        store,
+        "test",
+        vec![Ok((1, request))],
+        settings,
+        &otlp_ingester(),
+        Strictness::Strict,
+        now,
+    )
+    .await
+    .expect("intake");
+    assert!(!outcome.refused(), "{:?}", outcome.rejected);
+    outcome
+}
+
+fn otlp_ingester() -> Ingester {
+    let mut ingester = Ingester::anyone("svc:otlp");
+    ingester.contracts_optional = true;
+    ingester
+}
+
+/// The one operation the store holds with the given tool.
+async fn only(store: &dyn Store, tool: &str) -> OperationDetail {
+    let data = store.dataset().await.unwrap();
+    let ops: Vec<_> = data.operations.iter().filter(|o| o.tool == tool).collect();
+    assert_eq!(ops.len(), 1, "{:?}", data.operations);
+    store.detail(&ops[0].id).await.unwrap()
+}
+
+async fn a_read_that_succeeded_is_succeeded_with_its_attempt(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("lookup_customer", Some(r#"{"id": 7}"#), 0);
+    agent.http(&cx, "GET", Some(200), None, None, 1, 2);
+    agent.end(&cx, 3, false);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "lookup_customer").await;
+    let op = &detail.row.operation;
+    assert_eq!(op.state, State::Succeeded);
+    assert_eq!(op.tenant, "pinehaven");
+    assert_eq!(op.actor, "svc:relay-desk");
+    assert_eq!(op.target, "tickets.example");
+    assert!(detail.contract.is_none());
+    assert_eq!(
+        op.payload_hash,
+        holdfast::otlp::map::payload_hash(Some(&serde_json::json!({"id": 7}))).unwrap()
+    );
+    assert_eq!(detail.attempts.len(), 1);
+    assert_eq!(detail.attempts[0].http_status, Some(200));
+    assert_eq!(detail.attempts[0].phase, Phase::ResponseReceived);
+    // The transition says what it came from, the URL's secrets redacted.
+    let reason = detail
+        .audit
+        .iter()
+        .filter_map(|r| r.draft.rationale.clone())
+        .collect::<String>();
+    assert!(
+        !reason.contains("hunter2") && !reason.contains("sk_live"),
+        "{reason}"
+    );
+}
+
+async fn a_write_that_timed_out_with_no_response_is_unknown(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    let op = &detail.row.operation;
+    assert_eq!(op.state, State::Unknown);
+    assert_eq!(op.failure_mode, Some(FailureMode::TimeoutUnknown));
+    assert_eq!(op.action, "ticket.create");
+    assert_eq!(op.owner, "integrations");
+    assert!(
+        detail.contract.is_some(),
+        "the [[otlp.tool]] table is its contract"
+    );
+    assert_eq!(detail.attempts[0].phase, Phase::RequestSent);
+    assert_eq!(detail.attempts[0].http_status, None);
+}
+
+async fn a_503_then_a_200_resent_is_succeeded_with_two_attempts(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", Some(503), None, None, 1, 2);
+    agent.http(&cx, "POST", Some(200), None, Some(1), 4, 5);
+    agent.end(&cx, 5, false);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Succeeded);
+    let seen: Vec<_> = detail
+        .attempts
+        .iter()
+        .map(|a| (a.seq, a.http_status, a.resend_count))
+        .collect();
+    assert_eq!(seen, vec![(1, Some(503), None), (2, Some(200), Some(1))]);
+}
+
+async fn a_connect_failure_was_not_sent(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("connection_refused"), None, 1, 2);
+    agent.end(&cx, 2, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Failed);
+    assert_eq!(detail.attempts[0].phase, Phase::NotSent);
+}
+
+async fn a_409_is_held(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", Some(409), None, None, 1, 2);
+    agent.end(&cx, 2, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Unknown);
+    assert_eq!(
+        detail.row.operation.failure_mode,
+        Some(FailureMode::DuplicateReplay)
+    );
+}
+
+async fn a_tool_span_without_children_is_its_own_attempt_and_payload_unknown(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let agent = Agent::new();
+    let cx = agent.tool("send_email", None, 0);
+    agent.end(&cx, 4, true);
+    send(fresh.store.as_ref(), agent.request(), &settings()).await;
+    let detail = only(fresh.store.as_ref(), "send_email").await;
+    let op = &detail.row.operation;
+    // No contract, no method, ended in error with no cause: it may have written.
+    assert_eq!(op.state, State::Unknown);
+    assert!(detail.contract.is_none());
+    assert_eq!(op.payload_hash, holdfast::otlp::map::unknown_payload());
+    assert_eq!(detail.attempts.len(), 1);
+    let reason = detail
+        .audit
+        .iter()
+        .filter_map(|r| r.draft.rationale.clone())
+        .collect::<String>();
+    assert!(
+        reason.contains("no contract") && reason.contains("payload unknown"),
+        "{reason}"
+    );
+}
+
+async fn children_before_their_parent_wait_then_join_it(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    let first = send(store, agent.request(), &settings()).await;
+    assert_eq!(first.waiting, 1);
+    assert!(store.dataset().await.unwrap().operations.is_empty());
+    agent.end(&cx, 32, true);
+    let second = send(store, agent.request(), &settings()).await;
+    assert_eq!(second.waiting, 0);
+    let detail = only(store, "create_ticket").await;
+    assert_eq!(detail.row.operation.state, State::Unknown);
+    assert_eq!(detail.attempts.len(), 1);
+}
+
+async fn orphans_past_their_window_become_an_unknown_tool_operation(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    send(store, agent.request(), &settings()).await;
+    let later = now() + chrono::Duration::seconds(301);
+    let swept = send_at(
+        store,
+        ExportTraceServiceRequest::default(),
+        &settings(),
+        later,
+    )
+    .await;
+    assert_eq!(swept.waiting, 0);
+    let detail = only(store, "unknown").await;
+    assert_eq!(detail.row.operation.state, State::Unknown);
+    // The tool span arriving late adds nothing twice: its operation is that one.
+    agent.end(&cx, 32, true);
+    let late = send_at(store, agent.request(), &settings(), later).await;
+    assert!(late.committed.is_empty(), "{:?}", late.committed);
+}
+
+async fn the_same_request_twice_changes_nothing(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    let request = agent.request();
+    send(store, request.clone(), &settings()).await;
+    let head = store.head_seq().await.unwrap();
+    let again = send(store, request, &settings()).await;
+    assert!(again.committed.is_empty(), "{:?}", again.committed);
+    assert!(again.unchanged > 0, "{again:?}");
+    assert_eq!(store.head_seq().await.unwrap(), head);
+}
+
+async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    send(store, agent.request(), &settings()).await;
+    // The agent tries again, same arguments (keys in another order), new span.
+    let again = agent.tool("create_ticket", Some(r#"{ "title" : "printer" }"#), 40);
+    agent.http(&again, "POST", Some(201), None, None, 41, 42);
+    agent.end(&again, 42, false);
+    send(store, agent.request(), &settings()).await;
+    let detail = only(store, "create_ticket").await;
+    assert_eq!(
+        detail.row.operation.state,
+        State::Unknown,
+        "a repeat moves no state"
+    );
+    assert_eq!(detail.attempts.len(), 2);
+    // The reconcile-before-repeat rule sees the repeat for what it is.
+    let data = store.dataset().await.unwrap();
+    let report = holdfast::core::metrics::report(&data, now());
+    let text = format!("{report:?}");
+    assert!(
+        text.contains("repeated the write before reconciliation"),
+        "{text}"
+    );
+}
+
+holdfast_on_both_backends!(
+    a_read_that_succeeded_is_succeeded_with_its_attempt,
+    a_write_that_timed_out_with_no_response_is_unknown,
+    a_503_then_a_200_resent_is_succeeded_with_two_attempts,
+    a_connect_failure_was_not_sent,
+    a_409_is_held,
+    a_tool_span_without_children_is_its_own_attempt_and_payload_unknown,
+    children_before_their_parent_wait_then_join_it,
+    orphans_past_their_window_become_an_unknown_tool_operation,
+    the_same_request_twice_changes_nothing,
+    a_new_call_repeating_an_unknown_one_is_a_repeat_on_it,
+);
+
+/// `holdfast ingest --format otlp` on files the Collector's `file` exporter
+/// would write: JSON Lines of requests, gzip or not.
+mod file {
+    use super::support::cli::Cli;
+    use super::*;
+
+    const CONFIG: &str = "[otlp]\ntenant = \"pinehaven\"\n\n[[otlp.tool]]\nname = \"create_ticket\"\nmethod = \"POST\"\nowner = \"integrations\"\n";
+
+    /// Two lines: the HTTP span first, its tool span on the next line.
+    fn lines() -> Vec<String> {
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        let first = serde_json::to_string(&agent.request()).unwrap();
+        agent.end(&cx, 32, true);
+        let second = serde_json::to_string(&agent.request()).unwrap();
+        vec![first, second]
+    }
+
+    fn cli() -> Cli {
+        let cli = Cli::empty();
+        std::fs::write(cli.dir.path().join("no-config.toml"), CONFIG).unwrap();
+        cli
+    }
+
+    async fn held(cli: &Cli) -> Vec<holdfast::core::model::Operation> {
+        let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
+            .await
+            .unwrap();
+        store.dataset().await.unwrap().operations
+    }
+
+    #[tokio::test]
+    async fn json_lines_gzip_or_not_join_across_lines_and_hold_the_timeout() {
+        for gzip in [false, true] {
+            let cli = cli();
+            let text = lines().join("\n") + "\n";
+            let path = cli.dir.path().join("traces.jsonl");
+            let bytes = if gzip {
+                use std::io::Write;
+                let mut enc =
+                    flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+                enc.write_all(text.as_bytes()).unwrap();
+                enc.finish().unwrap()
+            } else {
+                text.into_bytes()
+            };
+            std::fs::write(&path, bytes).unwrap();
+            let run = cli
+                .run(
+                    "maya",
+                    &["ingest", "--format", "otlp", path.to_str().unwrap()],
+                )
+                .expect_code(0);
+            assert!(
+                run.stderr.contains("waiting for their tool span 0"),
+                "{}",
+                run.stderr
+            );
+            let ops = held(&cli).await;
+            assert_eq!(ops.len(), 1, "{ops:?}");
+            assert_eq!(ops[0].state, State::Unknown);
+            assert_eq!(ops[0].tenant, "pinehaven");
+        }
+    }
+
+    #[tokio::test]
+    async fn a_bad_line_is_named_with_its_field_and_nothing_commits_unless_rejected() {
+        let cli = cli();
+        let mut lines = lines();
+        // The tool span's trace id cut short.
+        let bad = lines[1].replacen("\"traceId\":\"", "\"traceId\":\"ab", 1);
+        lines.insert(1, bad.replacen("\"spanId\":\"", "\"spanId\":\"00", 1));
+        lines.insert(2, "{\"resourceSpans\": 7}".to_owned());
+        let path = cli.dir.path().join("traces.jsonl");
+        std::fs::write(&path, lines.join("\n")).unwrap();
+        let run = cli
+            .run(
+                "maya",
+                &["ingest", "--format", "otlp", path.to_str().unwrap()],
+            )
+            .expect_code(2);
+        assert!(
+            run.stderr
+                .contains("line 2: resource_spans[0].scope_spans[0].spans[0]."),
+            "{}",
+            run.stderr
+        );
+        assert!(
+            run.stderr.contains("line 3: -: not an OTLP/JSON"),
+            "{}",
+            run.stderr
+        );
+        assert!(run.stderr.contains("nothing committed"), "{}", run.stderr);
+        assert!(held(&cli).await.is_empty());
+
+        let rejects = cli.dir.path().join("rejects.jsonl");
+        cli.run(
+            "maya",
+            &[
+                "ingest",
+                "--format",
+                "otlp",
+                path.to_str().unwrap(),
+                "--rejects",
+                rejects.to_str().unwrap(),
+            ],
+        )
+        .expect_code(0);
+        assert_eq!(held(&cli).await.len(), 1);
+        assert_eq!(
+            std::fs::read_to_string(&rejects).unwrap().lines().count(),
+            2
+        );
+    }
+}
+
+/// The receiver on 127.0.0.1, fed by the real OTLP/HTTP exporter.
+mod receiver {
+    use super::*;
+    use holdfast::otlp::receiver::{Receiver, serve};
+    use opentelemetry_otlp::{Compression, Protocol, WithExportConfig, WithHttpConfig};
+    use opentelemetry_sdk::trace::{SpanData, SpanExporter as _};
+    use prost::Message;
+    use std::collections::HashMap;
+    use std::net::SocketAddr;
+    use std::sync::Arc;
+
+    struct Running {
+        fresh: stores::Fresh,
+        addr: SocketAddr,
+        task: tokio::task::JoinHandle<()>,
+    }
+
+    impl Drop for Running {
+        fn drop(&mut self) {
+            self.task.abort();
+        }
+    }
+
+    async fn start(kind: Kind, mut settings: OtlpSettings, token: Option<&str>) -> Running {
+        let fresh = stores::fresh(kind).await;
+        settings.busy_ms = Some(500);
+        let receiver = Arc::new(Receiver::new(
+            fresh.store.clone(),
+            settings,
+            otlp_ingester(),
+            token.map(str::to_owned),
+            Arc::new(now),
+        ));
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let task = tokio::spawn(async move {
+            let _ = serve(listener, receiver).await;
+        });
+        Running { fresh, addr, task }
+    }
+
+    fn exporter(
+        addr: SocketAddr,
+        protocol: Protocol,
+        gzip: bool,
+        token: Option<&str>,
+    ) -> opentelemetry_otlp::SpanExporter {
+        let mut builder = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(format!("http://{addr}/v1/traces"))
+            .with_protocol(protocol);
+        if gzip {
+            builder = builder.with_compression(Compression::Gzip);
+        }
+        if let Some(token) = token {
+            builder = builder.with_headers(HashMap::from([(
+                "authorization".to_owned(),
+                format!("Bearer {token}"),
+            )]));
+        }
+        builder.build().expect("exporter")
+    }
+
+    impl Agent {
+        fn finished(&self) -> Vec<SpanData> {
+            let _ = self.provider.force_flush();
+            let spans = self.exporter.get_finished_spans().unwrap();
+            self.exporter.reset();
+            spans
+        }
+    }
+
+    /// A write that timed out, as the SDK finished it.
+    fn timed_out(agent: &Agent) -> Vec<SpanData> {
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        agent.finished()
+    }
+
+    async fn states(store: &dyn Store) -> Vec<State> {
+        store
+            .dataset()
+            .await
+            .unwrap()
+            .operations
+            .iter()
+            .map(|o| o.state)
+            .collect()
+    }
+
+    async fn the_real_exporter_is_heard_in_protobuf_json_and_gzip(kind: Kind) {
+        for (protocol, gzip) in [
+            (Protocol::HttpBinary, false),
+            (Protocol::HttpJson, false),
+            (Protocol::HttpBinary, true),
+        ] {
+            let running = start(kind, settings(), None).await;
+            let agent = Agent::new();
+            let mut exporter = exporter(running.addr, protocol, gzip, None);
+            exporter.set_resource(&agent.resource);
+            exporter.export(timed_out(&agent)).await.expect("exported");
+            let store = running.fresh.store.as_ref();
+            assert_eq!(
+                states(store).await,
+                vec![State::Unknown],
+                "{protocol:?} gzip {gzip}"
+            );
+            let op = &store.dataset().await.unwrap().operations[0];
+            assert_eq!(op.actor, "svc:relay-desk");
+            // The receiver writes as itself.
+            let audit = store.audit(0, 100).await.unwrap();
+            assert!(audit.iter().any(|r| r.draft.by == "svc:otlp"), "{audit:?}");
+        }
+    }
+
+    async fn the_token_is_required_when_configured(kind: Kind) {
+        let running = start(kind, settings(), Some("t0ken")).await;
+        let agent = Agent::new();
+        let spans = timed_out(&agent);
+        let refused = exporter(running.addr, Protocol::HttpBinary, false, None)
+            .export(spans.clone())
+            .await;
+        assert!(refused.is_err());
+        let wrong = exporter(running.addr, Protocol::HttpBinary, false, Some("guess"))
+            .export(spans.clone())
+            .await;
+        assert!(wrong.is_err());
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+        exporter(running.addr, Protocol::HttpBinary, false, Some("t0ken"))
+            .export(spans)
+            .await
+            .expect("with the token");
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown]
+        );
+    }
+
+    fn post(
+        addr: SocketAddr,
+        content_type: &str,
+        body: Vec<u8>,
+        gzip: bool,
+    ) -> reqwest::RequestBuilder {
+        let mut request = reqwest::Client::new()
+            .post(format!("http://{addr}/v1/traces"))
+            .header("content-type", content_type)
+            .body(body);
+        if gzip {
+            request = request.header("content-encoding", "gzip");
+        }
+        request
+    }
+
+    fn gzipped(bytes: &[u8]) -> Vec<u8> {
+        use std::io::Write;
+        let mut enc = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        enc.write_all(bytes).unwrap();
+        enc.finish().unwrap()
+    }
+
+    async fn oversized_garbage_and_partly_bad_bodies_get_their_status(kind: Kind) {
+        let mut small = settings();
+        small.max_body_bytes = Some(4096);
+        let running = start(kind, small, None).await;
+        let addr = running.addr;
+        let big = vec![b' '; 8192];
+        let status = |content_type: &'static str, body: Vec<u8>, gzip: bool| async move {
+            let r = post(addr, content_type, body, gzip).send().await.unwrap();
+            r.status().as_u16()
+        };
+        assert_eq!(status("application/json", big.clone(), false).await, 413);
+        // Small on the wire, too large once inflated.
+        assert_eq!(status("application/json", gzipped(&big), true).await, 413);
+        let garbage = b"\xff\xff\xff garbage".to_vec();
+        assert_eq!(status("application/x-protobuf", garbage, false).await, 400);
+        let wrong = b"{\"resourceSpans\": 7}".to_vec();
+        assert_eq!(status("application/json", wrong, false).await, 400);
+        assert_eq!(status("text/plain", b"{}".to_vec(), false).await, 415);
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+
+        // One span refused, the others taken: 200 with partial success.
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        let mut request = agent.request();
+        let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+        bad.trace_id = vec![1, 2, 3];
+        request.resource_spans[0].scope_spans[0].spans.push(bad);
+        let r = post(
+            addr,
+            "application/x-protobuf",
+            gzipped(&request.encode_to_vec()),
+            true,
+        )
+        .send()
+        .await
+        .unwrap();
+        assert_eq!(r.status(), 200);
+        let answer =
+            ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref()).unwrap();
+        let partial = answer.partial_success.expect("partial success");
+        assert_eq!(partial.rejected_spans, 1);
+        assert!(
+            partial.error_message.contains("trace_id"),
+            "{}",
+            partial.error_message
+        );
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown]
+        );
+    }
+
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse as ExportTraceServiceResponseDecoded;
+
+    async fn a_busy_store_is_answered_503_and_nothing_is_half_committed(kind: Kind) {
+        let running = start(kind, settings(), None).await;
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        let body = agent.request().encode_to_vec();
+        let head = running.fresh.store.head_seq().await.unwrap();
+        {
+            // Another writer holds the store's write lock.
+            let (sqlite, postgres) = (&running.fresh.sqlite, &running.fresh.postgres);
+            let hold = match (sqlite, postgres) {
+                (Some(s), _) => {
+                    let mut conn = s.pool().acquire().await.unwrap();
+                    sqlx::raw_sql("BEGIN IMMEDIATE")
+                        .execute(&mut *conn)
+                        .await
+                        .unwrap();
+                    Holder::Sqlite(conn)
+                }
+                (_, Some(p)) => {
+                    let mut tx = p.pool().begin().await.unwrap();
+                    sqlx::raw_sql("SELECT seq FROM holdfast_lock_head()")
+                        .execute(&mut *tx)
+                        .await
+                        .unwrap();
+                    Holder::Postgres(tx)
+                }
+                _ => unreachable!(),
+            };
+            let r = post(running.addr, "application/x-protobuf", body.clone(), false)
+                .send()
+                .await
+                .unwrap();
+            assert_eq!(r.status(), 503);
+            assert_eq!(r.headers().get("retry-after").unwrap(), "1");
+            match hold {
+                Holder::Sqlite(mut conn) => {
+                    sqlx::raw_sql("ROLLBACK").execute(&mut *conn).await.unwrap();
+                }
+                Holder::Postgres(tx) => tx.rollback().await.unwrap(),
+            }
+        }
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+        assert_eq!(running.fresh.store.head_seq().await.unwrap(), head);
+        let r = post(running.addr, "application/x-protobuf", body, false)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown]
+        );
+    }
+
+    enum Holder {
+        Sqlite(sqlx::pool::PoolConnection<sqlx::Sqlite>),
+        Postgres(sqlx::Transaction<'static, sqlx::Postgres>),
+    }
+
+    async fn concurrent_requests_are_each_answered_with_their_own_refusals(kind: Kind) {
+        let running = start(kind, settings(), None).await;
+        let mut sends = Vec::new();
+        for i in 0..8u64 {
+            let agent = Agent::new();
+            let cx = agent.tool("create_ticket", Some(&format!("{{\"n\":{i}}}")), i);
+            agent.http(&cx, "POST", None, Some("timeout"), None, i + 1, i + 31);
+            agent.end(&cx, i + 31, true);
+            let mut request = agent.request();
+            if i == 5 {
+                let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
+                bad.span_id = vec![9];
+                request.resource_spans[0].scope_spans[0].spans.push(bad);
+            }
+            let body = request.encode_to_vec();
+            let addr = running.addr;
+            sends.push(tokio::spawn(async move {
+                let r = post(addr, "application/x-protobuf", body, false)
+                    .send()
+                    .await
+                    .unwrap();
+                assert_eq!(r.status(), 200);
+                let answer =
+                    ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref())
+                        .unwrap();
+                (i, answer.partial_success.map(|p| p.rejected_spans))
+            }));
+        }
+        for send in sends {
+            let (i, rejected) = send.await.unwrap();
+            assert_eq!(rejected, (i == 5).then_some(1), "request {i}");
+        }
+        assert_eq!(
+            states(running.fresh.store.as_ref()).await,
+            vec![State::Unknown; 8]
+        );
+    }
+
+    holdfast_on_both_backends!(
+        concurrent_requests_are_each_answered_with_their_own_refusals,
+        the_real_exporter_is_heard_in_protobuf_json_and_gzip,
+        the_token_is_required_when_configured,
+        oversized_garbage_and_partly_bad_bodies_get_their_status,
+        a_busy_store_is_answered_503_and_nothing_is_half_committed,
+    );
+}
+
+/// `holdfast serve` itself, as an operator starts it.
+mod binary {
+    use super::support::cli::Cli;
+    use super::*;
+    use opentelemetry_otlp::{Protocol, WithExportConfig, WithHttpConfig};
+    use opentelemetry_sdk::trace::SpanExporter as _;
+    use std::io::{BufRead, BufReader};
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn holdfast_serve_takes_an_exporter_and_asks_for_its_token() {
+        let cli = Cli::empty();
+        std::fs::write(
+            cli.dir.path().join("no-config.toml"),
+            "[otlp]\ntoken_env = \"T30_OTLP_TOKEN\"\n",
+        )
+        .unwrap();
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut child = cli
+            .command("maya", &["serve", "--listen", &listen])
+            .env("T30_OTLP_TOKEN", "s3cret")
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        assert!(
+            first.contains(&format!("http://{listen}/v1/traces")),
+            "{first}"
+        );
+        assert!(
+            first.contains("as maya") && first.contains("token required"),
+            "{first}"
+        );
+
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+        agent.end(&cx, 31, true);
+        let _ = agent.provider.force_flush();
+        let spans = agent.exporter.get_finished_spans().unwrap();
+        let export = |token: &str| {
+            opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_endpoint(format!("http://{listen}/v1/traces"))
+                .with_protocol(Protocol::HttpJson)
+                .with_headers(std::collections::HashMap::from([(
+                    "authorization".to_owned(),
+                    format!("Bearer {token}"),
+                )]))
+                .build()
+                .unwrap()
+        };
+        assert!(export("wrong").export(spans.clone()).await.is_err());
+        export("s3cret").export(spans).await.expect("exported");
+        let _ = child.kill();
+        let _ = child.wait();
+        let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
+            .await
+            .unwrap();
+        let ops = store.dataset().await.unwrap().operations;
+        assert_eq!(ops.len(), 1, "{ops:?}");
+        assert_eq!(ops[0].state, State::Unknown);
+        // Nothing is stored without a contract for this tool here, but it is held.
+        assert!(store.contracts().await.unwrap().is_empty());
+    }
+}
