@@ -344,14 +344,20 @@ fn counts_digests_roles_and_help_say_what_they_mean() {
         let mut args = command.to_vec();
         args.push("--help");
         let help = cli.run("ana", &args).expect_code(0);
-        let line = help
+        // clap prints a flag's help beside it, or on the next line when any
+        // option of the command has a long help.
+        let mut lines = help
             .stdout
             .lines()
-            .find(|l| l.trim_start().starts_with("--json"))
-            .unwrap_or_default();
+            .skip_while(|l| !l.trim_start().starts_with("--json"));
+        let flag = lines.next().unwrap_or_default().trim_start();
+        let text = match flag.len() > "--json".len() + 4 {
+            true => flag["--json".len()..].trim(),
+            false => lines.next().unwrap_or_default().trim(),
+        };
         assert!(
-            line.trim_start().len() > "--json".len() + 4,
-            "{command:?} --json has no help text: {line:?}"
+            text.len() > 4 && !text.starts_with('-'),
+            "{command:?} --json has no help text: {flag:?} / {text:?}"
         );
     }
 }
