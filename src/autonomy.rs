@@ -11,8 +11,8 @@ use serde::Serialize;
 use crate::core::actor::Actor;
 use crate::core::audit::AuditRow;
 use crate::core::autonomy::{
-    self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVetoes,
-    Standing, ToolLevel, VETOES_NAMED,
+    self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVetoes, Standing,
+    ToolLevel, VETOES_NAMED,
 };
 use crate::core::model::{Contract, Dataset};
 use crate::core::rules::Rationale;

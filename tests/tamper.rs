@@ -891,10 +891,7 @@ async fn checked_and_drilled(kind: Kind, passed: u32) -> Fresh {
         cases: 16,
         passed,
         modes: holdfast::core::model::FailureMode::ALL.to_vec(),
-        failed: (passed < 16)
-            .then(|| "T2".to_owned())
-            .into_iter()
-            .collect(),
+        failed: (passed < 16).then(|| "T2".to_owned()).into_iter().collect(),
         drill_store: "elsewhere".into(),
         by: "owner".into(),
     };
@@ -928,7 +925,12 @@ async fn a_raise_while_a_veto_was_open_is_named(kind: Kind) {
     named(
         &fresh,
         row.seq,
-        &["T03", "A3", "1 open veto(es)", "F09 (UNKNOWN, expectation_failed)"],
+        &[
+            "T03",
+            "A3",
+            "1 open veto(es)",
+            "F09 (UNKNOWN, expectation_failed)",
+        ],
     )
     .await;
 
