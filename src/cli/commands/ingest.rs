@@ -48,7 +48,8 @@ pub(crate) async fn ingest(
     if json {
         println!("{}", crate::cli::json::pretty(&outcome)?);
     } else {
-        eprintln!("{}", outcome.summary());
+        // The counts per rule name fields, which can quote the input.
+        eprintln!("{}", crate::core::sanitize::sanitize(&outcome.summary()));
     }
     Ok(if outcome.refused() && outcome.rejects_file.is_none() {
         exit::BAD_INPUT
