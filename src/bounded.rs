@@ -45,6 +45,13 @@ pub const RECORD_FILE_RECORDS: usize = 10_000;
 /// this, the input is not a wire file with some bad lines but something else, and
 /// keeping every refusal would grow without end.
 pub const INGEST_REFUSED_LINES: usize = 100_000;
+/// Reasons for refused lines an ingest's account keeps (its `--json` output's
+/// `examples`); every refusal is handed out as it is found and counted, the
+/// rest are not kept.
+pub const INGEST_EXAMPLES: usize = 100;
+/// Rules (or fields) an ingest's account counts refusals under; refusals of
+/// any further one are counted as `other`.
+pub const INGEST_RULES_COUNTED: usize = 64;
 
 /// Why a file was not read.
 #[derive(Debug, thiserror::Error)]

@@ -12,6 +12,12 @@
 //! judging pass is skipped: the good lines are committed, a refused line takes the
 //! rest of its operation's history with it, and the bad lines are written to the
 //! rejects file as received but with their secrets redacted ([`redacted_line`]).
+//!
+//! Refusals stream too: each is handed out (to stderr, by the command) and its
+//! line written to the rejects file as it is found, in line order, while the
+//! account keeps only counts per rule and the first
+//! [`crate::bounded::INGEST_EXAMPLES`] reasons ([`Refusals`]), so a file of
+//! millions of refused lines costs no more memory than a clean one.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;
@@ -87,8 +93,8 @@ pub struct IngestOutcome {
     pub committed: Vec<(String, u64)>,
     /// Records already stored with the same content (a no-op).
     pub unchanged: u64,
-    /// Every reason every refused line was refused, in line order.
-    pub rejected: Vec<LineError>,
+    /// The refused lines: how many, why per rule, and the first reasons.
+    pub rejected: Refusals,
     /// Whether anything was written.
     pub committed_any: bool,
     /// Where refused lines went, when a rejects file was asked for.
@@ -100,22 +106,19 @@ pub struct IngestOutcome {
 }
 
 impl IngestOutcome {
+    /// The first reasons lines were refused for ([`Refusals::examples`]).
     pub fn errors(&self) -> &[LineError] {
-        &self.rejected
+        &self.rejected.examples
     }
 
     /// Lines refused, each once.
     pub fn rejected_lines(&self) -> usize {
-        self.rejected
-            .iter()
-            .map(|e| e.line)
-            .collect::<BTreeSet<_>>()
-            .len()
+        usize::try_from(self.rejected.lines).unwrap_or(usize::MAX)
     }
 
     /// Whether input was refused (the exit code says so even in quarantine mode).
     pub fn refused(&self) -> bool {
-        !self.rejected.is_empty()
+        self.rejected.lines > 0
     }
 
     /// The one-line summary printed at the end.
@@ -141,6 +144,9 @@ impl IngestOutcome {
             self.unchanged,
             count(self.rejected_lines(), "line", "lines"),
         );
+        if self.refused() {
+            line.push_str(&format!(" ({})", self.rejected.by_rule_text()));
+        }
         if self.refused() && !self.committed_any {
             line.push_str(" — nothing committed (fix the lines above, or pass --rejects FILE to commit the good lines)");
         } else if self.refused() && self.rejects_file.is_none() {
@@ -150,6 +156,270 @@ impl IngestOutcome {
             line.push_str(&format!(" — refused lines written to {file}"));
         }
         line
+    }
+}
+
+/// A reason's rule, when it names one first (`G7: …`): how refusals are
+/// counted; other reasons are counted by their field.
+fn rule_of(error: &LineError) -> String {
+    let head = error.reason.split_once(':').map_or("", |(head, _)| head);
+    let mut chars = head.chars();
+    let named = chars.next().is_some_and(|c| c.is_ascii_uppercase())
+        && head.len() <= 4
+        && head.len() > 1
+        && chars.all(|c| c.is_ascii_digit());
+    if named {
+        head.to_owned()
+    } else if error.field == "-" {
+        "whole line".to_owned()
+    } else {
+        format!("field {}", error.field)
+    }
+}
+
+/// How many reasons one rule (or field) was given for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RuleCount {
+    /// The rule a reason names first (`G7`), else `field NAME`, or `whole
+    /// line`; past [`crate::bounded::INGEST_RULES_COUNTED`] kinds, `other`.
+    pub rule: String,
+    pub count: u64,
+}
+
+/// The refusals of one ingest, kept within a bound whatever their number:
+/// exact counts, the count per rule, and the first
+/// [`crate::bounded::INGEST_EXAMPLES`] reasons in line order. Every refusal
+/// is handed out as it is found ([`ingest_streamed`]); this is what is left.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Refusals {
+    /// Lines refused, each once.
+    pub lines: u64,
+    /// Reasons given (a line may be refused for more than one).
+    pub reasons: u64,
+    /// Reasons per rule, most first (ties by rule).
+    pub by_rule: Vec<RuleCount>,
+    /// The first reasons, in line order: at most `examples_limit`.
+    pub examples: Vec<LineError>,
+    /// How many reasons `examples` keeps at most.
+    pub examples_limit: usize,
+    /// Reasons not kept in `examples` (`reasons` less those kept).
+    pub more: u64,
+}
+
+impl Refusals {
+    fn new() -> Refusals {
+        Refusals {
+            examples_limit: crate::bounded::INGEST_EXAMPLES,
+            ..Refusals::default()
+        }
+    }
+
+    /// Counts `error`; `new_line` when it is the first reason of its line.
+    fn add(&mut self, error: &LineError, new_line: bool) {
+        self.lines += u64::from(new_line);
+        self.reasons += 1;
+        let rule = rule_of(error);
+        let known = self.by_rule.iter().position(|r| r.rule == rule);
+        let other = self.by_rule.iter().position(|r| r.rule == "other");
+        let slot = match known {
+            Some(at) => at,
+            None if self.by_rule.len() < crate::bounded::INGEST_RULES_COUNTED => {
+                self.by_rule.push(RuleCount { rule, count: 0 });
+                self.by_rule.len() - 1
+            }
+            None => other.unwrap_or_else(|| {
+                self.by_rule.push(RuleCount {
+                    rule: "other".into(),
+                    count: 0,
+                });
+                self.by_rule.len() - 1
+            }),
+        };
+        self.by_rule[slot].count += 1;
+        if self.examples.len() < self.examples_limit {
+            self.examples.push(error.clone());
+        } else {
+            self.more += 1;
+        }
+    }
+
+    /// Sorts the counts, most first.
+    fn finish(mut self) -> Refusals {
+        self.by_rule
+            .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.rule.cmp(&b.rule)));
+        self
+    }
+
+    /// The counts per rule in words: `operation 5, whole line 1`.
+    pub fn by_rule_text(&self) -> String {
+        self.by_rule
+            .iter()
+            .map(|r| format!("{} {}", r.rule, group(r.count)))
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+}
+
+/// `n` with thousands separated by commas.
+fn group(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Where refusals go as they are found: held until every refusal of an
+/// earlier line is known, then handed out in line order (the rejects file
+/// written as they go), counted and forgotten. What is held at once is the
+/// unparseable lines' reasons (at most [`crate::bounded::INGEST_REFUSED_LINES`]
+/// lines), a contract's, and those of the batches in flight.
+struct Outflow<'a> {
+    held: BTreeMap<usize, Vec<LineError>>,
+    refusals: Refusals,
+    last_line: Option<usize>,
+    on_refusal: &'a mut (dyn FnMut(&LineError) + Send),
+    rejects: Option<RejectsFile<'a>>,
+}
+
+impl Outflow<'_> {
+    fn hold(&mut self, errors: impl IntoIterator<Item = LineError>) {
+        for error in errors {
+            self.held.entry(error.line).or_default().push(error);
+        }
+    }
+
+    /// Whether any refusal was found, handed out or held.
+    fn refused(&self) -> bool {
+        self.refusals.reasons > 0 || !self.held.is_empty()
+    }
+
+    /// Hands out every held refusal of a line up to `end`, in line order.
+    fn through(&mut self, end: usize) -> Result<(), IngestError> {
+        while let Some(entry) = self.held.first_entry() {
+            if *entry.key() > end {
+                break;
+            }
+            let (line, errors) = entry.remove_entry();
+            let new_line = self.last_line != Some(line);
+            self.last_line = Some(line);
+            for (i, error) in errors.iter().enumerate() {
+                self.refusals.add(error, new_line && i == 0);
+                (self.on_refusal)(error);
+            }
+            if new_line && let Some(rejects) = self.rejects.as_mut() {
+                rejects.write(line)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The rejects file, written as refusals are handed out: each refused line
+/// read again from the input, forward, one line held at a time.
+struct RejectsFile<'a> {
+    path: &'a Path,
+    file: io::BufWriter<File>,
+    input: &'a Input,
+    reader: BufReader<File>,
+    /// The number of the line `reader` reads next.
+    next: usize,
+    /// Lines too long to keep (refused unkept): never written.
+    unkept: &'a BTreeSet<usize>,
+    line: Vec<u8>,
+}
+
+impl<'a> RejectsFile<'a> {
+    fn create(
+        path: &'a Path,
+        input: &'a Input,
+        unkept: &'a BTreeSet<usize>,
+    ) -> Result<Self, IngestError> {
+        Ok(RejectsFile {
+            path,
+            file: io::BufWriter::new(File::create(path).map_err(|e| rejects_error(path, e))?),
+            input,
+            reader: input.reader().map_err(|e| read_error(input, e))?,
+            next: 1,
+            unkept,
+            line: Vec::new(),
+        })
+    }
+
+    /// Writes line `n` of the input, redacted ([`redacted_line`]).
+    fn write(&mut self, n: usize) -> Result<(), IngestError> {
+        if self.unkept.contains(&n) {
+            return Ok(());
+        }
+        if n < self.next {
+            // Out of order (never, as refusals are handed out): read again.
+            self.reader = self.input.reader().map_err(|e| read_error(self.input, e))?;
+            self.next = 1;
+        }
+        if !self.read_line(n).map_err(|e| read_error(self.input, e))? {
+            return Ok(());
+        }
+        let path = self.path;
+        self.file
+            .write_all(&redacted_line(&self.line))
+            .and_then(|()| self.file.write_all(b"\n"))
+            .map_err(|e| rejects_error(path, e))
+    }
+
+    /// Reads forward to line `n` into `self.line`, keeping at most
+    /// [`crate::wire::KEEP_LIMIT`] bytes of it; `false` past the end.
+    fn read_line(&mut self, n: usize) -> io::Result<bool> {
+        self.line.clear();
+        loop {
+            let chunk = match self.reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(e),
+            };
+            if chunk.is_empty() {
+                let last = self.next == n && !self.line.is_empty();
+                self.next += 1;
+                return Ok(last);
+            }
+            let keep = self.next == n;
+            let (used, ended) = match memchr::memchr(b'\n', chunk) {
+                Some(end) => (end + 1, Some(end)),
+                None => (chunk.len(), None),
+            };
+            if keep && self.line.len() <= crate::wire::KEEP_LIMIT {
+                self.line.extend_from_slice(&chunk[..ended.unwrap_or(used)]);
+            }
+            self.reader.consume(used);
+            if ended.is_some() {
+                self.next += 1;
+                if keep {
+                    return Ok(true);
+                }
+            }
+        }
+    }
+
+    fn finish(mut self) -> Result<(), IngestError> {
+        let path = self.path;
+        self.file.flush().map_err(|e| rejects_error(path, e))
+    }
+}
+
+fn rejects_error(path: &Path, error: io::Error) -> IngestError {
+    IngestError::Rejects {
+        path: path.display().to_string(),
+        error,
+    }
+}
+
+fn read_error(input: &Input, error: io::Error) -> IngestError {
+    IngestError::Read {
+        source_name: input.path.display().to_string(),
+        error,
     }
 }
 
@@ -368,18 +638,18 @@ fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
 struct Totals {
     committed: BTreeMap<String, u64>,
     unchanged: u64,
-    rejected: Vec<LineError>,
     batches: usize,
     largest: usize,
 }
 
 impl Totals {
-    fn add(&mut self, report: IngestReport) {
+    /// Adds `report`'s counts; its refusals are `outflow`'s to hand out.
+    fn add(&mut self, report: IngestReport, outflow: &mut Outflow<'_>) {
         for (kind, n) in report.committed {
             *self.committed.entry(kind).or_default() += n;
         }
         self.unchanged += report.unchanged;
-        self.rejected.extend(report.rejected);
+        outflow.hold(report.rejected);
     }
 
     /// Committed counts in wire order of types.
@@ -418,8 +688,24 @@ struct Passes<'a> {
     progress: &'a Progress,
 }
 
-/// One pass over the input after the scan, batch by batch.
-async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError> {
+/// What the reading thread of a pass hands over: a batch, or lines withheld
+/// with a refused line of their operation and the line through which every
+/// refusal is then known.
+enum Piece {
+    Batch(Redacted),
+    Withheld(Vec<LineError>, usize),
+}
+
+/// Withheld lines handed over at once.
+const WITHHELD_CHUNK: usize = 1_000;
+
+/// One pass over the input after the scan, batch by batch, its refusals
+/// handed to `outflow` as each batch is judged.
+async fn run_pass(
+    passes: &Passes<'_>,
+    pass: Pass,
+    outflow: &mut Outflow<'_>,
+) -> Result<Totals, IngestError> {
     let Passes {
         store,
         input,
@@ -456,31 +742,31 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
         totals.largest = scan.contracts.len();
         contract_share.unchanged = report.unchanged;
         let stop = pass == Pass::Commit && !report.rejected.is_empty();
-        totals.add(report);
+        totals.add(report, outflow);
         if stop {
+            outflow.through(usize::MAX)?;
             return Ok(totals);
         }
     }
     let contract_lines: BTreeSet<usize> = scan.contracts.iter().map(|n| n.line).collect();
 
-    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Redacted>(1);
+    let (sender, mut receiver) = tokio::sync::mpsc::channel::<Piece>(1);
     let reader = input.reader().map_err(|error| IngestError::Read {
         source_name: input.path.display().to_string(),
         error,
     })?;
-    let withheld = Vec::<LineError>::new();
-    let withheld = std::sync::Arc::new(std::sync::Mutex::new(withheld));
     let refused_operations = scan.refused_operations.clone();
     let quarantine = pass == Pass::Quarantine;
     // A line's hash is kept with what it redacts, so only a pass that writes needs it.
     let hash_lines = pass != Pass::Judge;
     // Parsing and redacting run on their own thread and hand over whole batches,
-    // so that the next batch is read while the store plans and writes this one.
+    // so that the next batch is read while the store plans and writes this one;
+    // the lines withheld with a refused line go over in chunks between them.
     let reading = {
-        let withheld = std::sync::Arc::clone(&withheld);
         let reach = std::sync::Arc::clone(&scan.reach);
         std::thread::spawn(move || -> io::Result<()> {
             let mut batcher = Batcher::new(&reach, batch_records);
+            let mut withheld: Vec<LineError> = Vec::new();
             let mut closed = false;
             let hash_line = |_: &Record| hash_lines;
             each_line_hashed(reader, &hash_line, &mut |_| {}, &mut |line| {
@@ -494,28 +780,55 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
                     && let Some(op) = own_operation(&numbered.record)
                     && let Some(first) = refused_operations.get(op)
                 {
-                    if let Ok(mut withheld) = withheld.lock() {
-                        withheld.push(LineError {
-                            line: numbered.line,
-                            field: "-".into(),
-                            reason: withheld_reason(op, *first),
-                        });
+                    withheld.push(LineError {
+                        line: numbered.line,
+                        field: "-".into(),
+                        reason: withheld_reason(op, *first),
+                    });
+                    if withheld.len() >= WITHHELD_CHUNK {
+                        // Every line before the batch being gathered is judged.
+                        let through = batcher.first_line().map_or(numbered.line, |l| l - 1);
+                        let chunk = std::mem::take(&mut withheld);
+                        closed = sender
+                            .blocking_send(Piece::Withheld(chunk, through))
+                            .is_err();
                     }
                     return;
                 }
                 if let Some(batch) = batcher.push(numbered) {
-                    closed = sender.blocking_send(redaction::redact(batch)).is_err();
+                    if !withheld.is_empty() {
+                        let chunk = std::mem::take(&mut withheld);
+                        closed = sender.blocking_send(Piece::Withheld(chunk, 0)).is_err();
+                    }
+                    closed = closed
+                        || sender
+                            .blocking_send(Piece::Batch(redaction::redact(batch)))
+                            .is_err();
                 }
             })?;
             let last = batcher.finish();
+            if !closed && !withheld.is_empty() {
+                closed = sender.blocking_send(Piece::Withheld(withheld, 0)).is_err();
+            }
             if !closed && !last.is_empty() {
-                let _ = sender.blocking_send(redaction::redact(last));
+                let _ = sender.blocking_send(Piece::Batch(redaction::redact(last)));
             }
             Ok(())
         })
     };
-    while let Some(batch) = receiver.recv().await {
+    while let Some(piece) = receiver.recv().await {
+        let batch = match piece {
+            Piece::Withheld(errors, through) => {
+                outflow.hold(errors);
+                outflow.through(through)?;
+                continue;
+            }
+            Piece::Batch(batch) => batch,
+        };
         let size = batch.len();
+        // Every line up to the batch's last was read before it was handed
+        // over: the refusals of those lines are all known once it is judged.
+        let end = batch.records.iter().map(|n| n.line).max().unwrap_or(0);
         totals.largest = totals.largest.max(size);
         let batch = match pass {
             Pass::Judge => scan.contracts_redacted.clone().then(batch),
@@ -531,7 +844,8 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
         progress.advance(size);
         totals.batches += usize::from(pass != Pass::Judge);
         let stop = pass == Pass::Commit && !report.rejected.is_empty();
-        totals.add(report);
+        totals.add(report, outflow);
+        outflow.through(end)?;
         if stop {
             break;
         }
@@ -544,9 +858,7 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
         source_name: input.path.display().to_string(),
         error,
     })?;
-    if let Ok(mut withheld) = withheld.lock() {
-        totals.rejected.append(&mut withheld);
-    }
+    outflow.through(usize::MAX)?;
     tracing::info!(
         pass = match pass {
             Pass::Judge => "judge",
@@ -554,59 +866,11 @@ async fn run_pass(passes: &Passes<'_>, pass: Pass) -> Result<Totals, IngestError
             Pass::Quarantine => "quarantine",
         },
         batches = totals.batches,
-        rejected = totals.rejected.len(),
+        refused_lines = outflow.refusals.lines,
         seconds = started.elapsed().as_secs_f64(),
         "ingest: pass done"
     );
     Ok(totals)
-}
-
-/// Hands the verbatim bytes of the given lines (1-based), without their `\n`, to
-/// `found` one at a time, holding one line at most: a line is gathered only when
-/// it is wanted, and lines longer than [`crate::wire::KEEP_LIMIT`] are never wanted
-/// (they are refused unkept).
-fn extract_lines(
-    mut reader: impl BufRead,
-    wanted: &BTreeSet<usize>,
-    found: &mut dyn FnMut(&[u8]) -> io::Result<()>,
-) -> io::Result<()> {
-    let Some(&last) = wanted.last() else {
-        return Ok(());
-    };
-    let mut line = 1usize;
-    let mut current: Vec<u8> = Vec::new();
-    loop {
-        let chunk = match reader.fill_buf() {
-            Ok(chunk) => chunk,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        if chunk.is_empty() {
-            if wanted.contains(&line) && !current.is_empty() {
-                found(&current)?;
-            }
-            return Ok(());
-        }
-        let keep = wanted.contains(&line);
-        let (used, ended) = match memchr::memchr(b'\n', chunk) {
-            Some(end) => (end + 1, Some(end)),
-            None => (chunk.len(), None),
-        };
-        if keep && current.len() <= crate::wire::KEEP_LIMIT {
-            current.extend_from_slice(&chunk[..ended.unwrap_or(used)]);
-        }
-        reader.consume(used);
-        if ended.is_some() {
-            if keep {
-                found(&current)?;
-            }
-            current.clear();
-            if line == last {
-                return Ok(());
-            }
-            line += 1;
-        }
-    }
 }
 
 /// A refused line as the rejects file keeps it: its text with every secret the
@@ -669,6 +933,32 @@ pub async fn ingest_in_batches(
     now: DateTime<Utc>,
     batch_records: usize,
 ) -> Result<IngestOutcome, IngestError> {
+    let mut ignore = |_: &LineError| {};
+    ingest_streamed(
+        store,
+        source,
+        rejects,
+        ingester,
+        now,
+        batch_records,
+        &mut ignore,
+    )
+    .await
+}
+
+/// [`ingest_in_batches`], handing every reason every line is refused for to
+/// `on_refusal` as it is found, in line order (a line's reasons together),
+/// while the outcome keeps their counts and the first
+/// [`crate::bounded::INGEST_EXAMPLES`] ([`Refusals`]).
+pub async fn ingest_streamed(
+    store: &dyn Store,
+    source: Source,
+    rejects: Option<&Path>,
+    ingester: &Ingester,
+    now: DateTime<Utc>,
+    batch_records: usize,
+    on_refusal: &mut (dyn FnMut(&LineError) + Send),
+) -> Result<IngestOutcome, IngestError> {
     let name = source.describe();
     let read_error = |error: io::Error| IngestError::Read {
         source_name: name.clone(),
@@ -677,7 +967,7 @@ pub async fn ingest_in_batches(
     let input = Input::open(&source).map_err(read_error)?;
     let progress = Progress::new(input.size());
     let started = std::time::Instant::now();
-    let scan = scan(&input, &progress).map_err(read_error)?;
+    let mut scan = scan(&input, &progress).map_err(read_error)?;
     if let Some(line) = scan.too_many_refused {
         progress.finish();
         return Err(IngestError::TooManyRefused {
@@ -694,7 +984,19 @@ pub async fn ingest_in_batches(
         "ingest: input scanned"
     );
 
-    let mut rejected = scan.errors.clone();
+    let errors = std::mem::take(&mut scan.errors);
+    let unkept = std::mem::take(&mut scan.unkept);
+    let mut outflow = Outflow {
+        held: BTreeMap::new(),
+        refusals: Refusals::new(),
+        last_line: None,
+        on_refusal,
+        rejects: match rejects {
+            Some(path) => Some(RejectsFile::create(path, &input, &unkept)?),
+            None => None,
+        },
+    };
+    outflow.hold(errors);
     let passes = Passes {
         store,
         input: &input,
@@ -705,72 +1007,38 @@ pub async fn ingest_in_batches(
         progress: &progress,
     };
     let totals = if rejects.is_some() {
-        run_pass(&passes, Pass::Quarantine).await
+        run_pass(&passes, Pass::Quarantine, &mut outflow).await
     } else {
-        match run_pass(&passes, Pass::Judge).await {
-            Ok(judged) if !rejected.is_empty() || !judged.rejected.is_empty() => {
+        match run_pass(&passes, Pass::Judge, &mut outflow).await {
+            Ok(judged) if outflow.refused() => {
                 // Nothing is committed; every problem of the input is reported.
                 Ok(Totals {
                     committed: BTreeMap::new(),
                     ..judged
                 })
             }
-            Ok(_) => run_pass(&passes, Pass::Commit).await,
+            Ok(_) => run_pass(&passes, Pass::Commit, &mut outflow).await,
             Err(e) => Err(e),
         }
     };
     progress.finish();
     let totals = totals?;
-    rejected.extend(totals.rejected.iter().cloned());
-    rejected.sort_by_key(|e| e.line);
+    outflow.through(usize::MAX)?;
+    if let Some(file) = outflow.rejects.take() {
+        file.finish()?;
+    }
     let committed = totals.committed();
     let committed_any = !committed.is_empty();
-
-    let mut outcome = IngestOutcome {
+    Ok(IngestOutcome {
         source: name.clone(),
         lines: scan.lines,
         parsed: scan.parsed,
         committed,
         unchanged: totals.unchanged,
-        rejected,
+        rejected: outflow.refusals.finish(),
         committed_any,
-        rejects_file: None,
+        rejects_file: rejects.map(|path| path.display().to_string()),
         batches: totals.batches,
         largest_batch: totals.largest,
-    };
-
-    if let Some(path) = rejects {
-        let wanted: BTreeSet<usize> = outcome
-            .rejected
-            .iter()
-            .map(|e| e.line)
-            .filter(|line| !scan.unkept.contains(line))
-            .collect();
-        let reader = input.reader().map_err(read_error)?;
-        let rejects_error = |error| IngestError::Rejects {
-            path: path.display().to_string(),
-            error,
-        };
-        let mut file = io::BufWriter::new(File::create(path).map_err(rejects_error)?);
-        // Written line by line as found, so the rejects file costs one line of
-        // memory whatever the number of refused lines.
-        let mut write_error = None;
-        extract_lines(reader, &wanted, &mut |bytes| {
-            let written = file
-                .write_all(&redacted_line(bytes))
-                .and_then(|()| file.write_all(b"\n"));
-            if let Err(error) = written {
-                write_error = Some(io::Error::new(error.kind(), error.to_string()));
-                return Err(error);
-            }
-            Ok(())
-        })
-        .map_err(|error| match write_error.take() {
-            Some(error) => rejects_error(error),
-            None => read_error(error),
-        })?;
-        file.flush().map_err(rejects_error)?;
-        outcome.rejects_file = Some(path.display().to_string());
-    }
-    Ok(outcome)
+    })
 }

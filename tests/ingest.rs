@@ -85,6 +85,7 @@ async fn refused_strictly(kind: Kind, bytes: &[u8], line_no: usize, field: &str)
         strict
             .outcome
             .rejected
+            .examples
             .iter()
             .any(|e| e.line == line_no && e.field == field),
         "expected line {line_no} field {field}: {:?}",
@@ -165,11 +166,16 @@ async fn a_conflicting_reingest_is_refused_and_the_stored_record_stays(kind: Kin
     let errors: Vec<_> = strict
         .outcome
         .rejected
+        .examples
         .iter()
         .map(|e| (e.line, e.field.as_str()))
         .collect();
     assert_eq!(errors, [(4, "id")]);
-    assert!(strict.outcome.rejected[0].reason.contains("attempt A017"));
+    assert!(
+        strict.outcome.rejected.examples[0]
+            .reason
+            .contains("attempt A017")
+    );
     assert_eq!(strict.head, 0);
     assert_eq!(strict.outcome.unchanged, 7);
 }
@@ -193,8 +199,13 @@ async fn quarantine_commits_exactly_the_good_lines_and_writes_exactly_the_bad_on
         })
         .collect();
     assert_eq!(rejects, expected);
-    let refused: std::collections::BTreeSet<usize> =
-        kept.outcome.rejected.iter().map(|e| e.line).collect();
+    let refused: std::collections::BTreeSet<usize> = kept
+        .outcome
+        .rejected
+        .examples
+        .iter()
+        .map(|e| e.line)
+        .collect();
     assert_eq!(refused, (2..=8).collect());
     let committed: u64 = kept.outcome.committed.iter().map(|(_, n)| n).sum();
     assert_eq!(committed, 1);
@@ -231,6 +242,7 @@ async fn padded_ids_and_references_are_refused_by_line_and_field(kind: Kind) {
         let error = strict
             .outcome
             .rejected
+            .examples
             .iter()
             .find(|e| e.line == n && e.field == field)
             .unwrap_or_else(|| panic!("line {n} {field}: {:?}", strict.outcome.rejected));
@@ -258,8 +270,13 @@ async fn a_transition_citing_evidence_that_does_not_exist_is_refused(kind: Kind)
 async fn quarantine_refuses_what_cites_a_refused_record(kind: Kind) {
     let padded = line(4).replace("\"operation\":\"F09\"", "\"operation\":\"F09 \"");
     let kept = run(kind, None, &with_line(4, padded.as_bytes()), true).await;
-    let refused: std::collections::BTreeSet<usize> =
-        kept.outcome.rejected.iter().map(|e| e.line).collect();
+    let refused: std::collections::BTreeSet<usize> = kept
+        .outcome
+        .rejected
+        .examples
+        .iter()
+        .map(|e| e.line)
+        .collect();
     for n in [4, 6, 7] {
         assert!(
             refused.contains(&n),
@@ -293,6 +310,7 @@ async fn quarantine_refuses_what_cites_a_refused_record(kind: Kind) {
     let on = |n: usize| -> Vec<&holdfast::wire::LineError> {
         kept.outcome
             .rejected
+            .examples
             .iter()
             .filter(|e| e.line == n)
             .collect()
@@ -309,7 +327,85 @@ async fn quarantine_refuses_what_cites_a_refused_record(kind: Kind) {
     assert!(!on(3).is_empty(), "{:?}", kept.outcome.rejected);
 }
 
+/// More refused lines than an ingest keeps reasons of: each refusal is handed
+/// out as it is found, in line order, and (with a rejects file) its line
+/// written there; the outcome counts every one exactly, per rule too, but keeps
+/// only the first `INGEST_EXAMPLES` reasons and says how many more there were,
+/// so its size does not follow the number of refused lines.
+async fn refusals_past_the_examples_are_counted_not_kept(kind: Kind) {
+    let limit = holdfast::bounded::INGEST_EXAMPLES;
+    let refused = limit + 250;
+    let first = SMALL.lines().count() + 1;
+    let mut bytes = SMALL.as_bytes().to_vec();
+    for i in 0..refused {
+        if i == 7 {
+            bytes.extend_from_slice(b"not json\n");
+            continue;
+        }
+        bytes.extend_from_slice(
+            format!(
+                r#"{{"type":"transition","operation":"Z{i:07}","from":"APPROVED","to":"SENT","by":"svc:o","role":"system","at":"2026-09-05T10:00:01Z","reason":"sent","evidence":[]}}"#
+            )
+            .as_bytes(),
+        );
+        bytes.push(b'\n');
+    }
+    for quarantine in [false, true] {
+        let fresh = stores::fresh(kind).await;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("input.jsonl");
+        std::fs::write(&path, &bytes).unwrap();
+        let rejects = dir.path().join("rejects.jsonl");
+        let mut handed: Vec<usize> = Vec::new();
+        let mut note = |e: &holdfast::wire::LineError| handed.push(e.line);
+        let outcome = holdfast::ingest::ingest_streamed(
+            fresh.store.as_ref(),
+            Source::Path(path),
+            quarantine.then_some(rejects.as_path()),
+            &holdfast::store::Ingester::anyone("test"),
+            now(),
+            holdfast::ingest::BATCH_RECORDS,
+            &mut note,
+        )
+        .await
+        .unwrap();
+        let expected: Vec<usize> = (first..first + refused).collect();
+        assert_eq!(handed, expected, "every refusal, once, in line order");
+        let kept = &outcome.rejected;
+        assert_eq!(kept.lines, refused as u64);
+        assert_eq!(kept.reasons, refused as u64);
+        assert_eq!(kept.examples.len(), limit);
+        assert_eq!(kept.examples_limit, limit);
+        assert_eq!(kept.more, 250);
+        assert_eq!(kept.examples[0].line, first);
+        let by_rule: Vec<(&str, u64)> = kept
+            .by_rule
+            .iter()
+            .map(|r| (r.rule.as_str(), r.count))
+            .collect();
+        assert_eq!(
+            by_rule,
+            [("field operation", refused as u64 - 1), ("whole line", 1)]
+        );
+        let summary = outcome.summary();
+        assert!(
+            summary.contains(&format!(
+                "rejected {refused} lines (field operation {}, whole line 1)",
+                refused - 1
+            )),
+            "{summary}"
+        );
+        assert_eq!(outcome.committed_any, quarantine, "{summary}");
+        if quarantine {
+            let written = std::fs::read_to_string(&rejects).unwrap();
+            assert_eq!(written.lines().count(), refused);
+            assert_eq!(written.lines().nth(7), Some("not json"));
+        }
+    }
+}
+
 holdfast_on_both_backends!(
+    refusals_past_the_examples_are_counted_not_kept,
     padded_ids_and_references_are_refused_by_line_and_field,
     a_transition_citing_evidence_that_does_not_exist_is_refused,
     quarantine_refuses_what_cites_a_refused_record,

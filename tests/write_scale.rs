@@ -128,6 +128,7 @@ async fn one_bad_line_at_the_end_and_strict_commits_no_batch(kind: Kind) {
     assert!(
         outcome
             .rejected
+            .examples
             .iter()
             .any(|e| e.line == bad_line && e.field == "to"),
         "{:?}",

@@ -1,5 +1,6 @@
 //! `holdfast ingest`: wire records from a file or stdin into the store, with a
-//! summary and, in quarantine mode, a rejects file.
+//! summary and, in quarantine mode, a rejects file; each refusal printed as it
+//! is found.
 
 use std::path::PathBuf;
 
@@ -18,12 +19,20 @@ pub(crate) async fn ingest(
     } else {
         crate::ingest::Source::Path(PathBuf::from(source))
     };
-    let outcome = crate::ingest::ingest_source(
+    // Every refusal is printed as it is found, whatever the number; the
+    // outcome keeps only their counts and the first of them.
+    let mut print = |error: &crate::wire::LineError| {
+        // Field paths and reasons can quote the input (an unknown key, a tool).
+        eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
+    };
+    let outcome = crate::ingest::ingest_streamed(
         store.as_ref(),
         source,
         rejects.as_deref(),
         &ingester,
         ctx.now(),
+        crate::ingest::BATCH_RECORDS,
+        &mut print,
     )
     .await
     .map_err(|e| match e {
@@ -32,10 +41,11 @@ pub(crate) async fn ingest(
         }
         other => other.into(),
     })?;
+    // Its refusals were printed as they were found.
     report(
         json,
         &outcome,
-        outcome.errors(),
+        &[],
         &outcome.summary(),
         outcome.refused() && outcome.rejects_file.is_none(),
     )
@@ -67,7 +77,8 @@ fn report(
             // Field paths and reasons can quote the input (an unknown key, a tool).
             eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
         }
-        eprintln!("{summary}");
+        // The counts per rule name fields, which can quote the input.
+        eprintln!("{}", crate::core::sanitize::sanitize(summary));
     }
     Ok(if refused { exit::BAD_INPUT } else { exit::OK })
 }

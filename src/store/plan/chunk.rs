@@ -185,6 +185,11 @@ impl<'r> Batcher<'r> {
             .then(|| std::mem::take(&mut self.current))
     }
 
+    /// The first line of the batch being gathered, if it holds any.
+    pub fn first_line(&self) -> Option<usize> {
+        self.current.first().map(|n| n.line)
+    }
+
     /// The last batch, possibly empty.
     pub fn finish(self) -> Vec<Numbered> {
         self.current
