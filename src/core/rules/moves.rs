@@ -161,10 +161,17 @@ fn needs(to: State) -> &'static str {
 }
 
 /// The reason an imported move is recorded with: the line's own reason, and who
-/// the source says made it, as what the source claims.
-pub fn reported_reason(t: &TransitionRecord) -> String {
+/// the source says made it, as what the source claims. A line that names its
+/// `author` (the identity ingesting it) as a system mover claims nothing beyond
+/// the row itself (the OpenTelemetry door writes its lines so), and keeps only
+/// its reason.
+pub fn reported_reason(t: &TransitionRecord, author: &str) -> String {
+    let reason = t.reason.as_deref().map(str::trim).filter(|r| !r.is_empty());
+    if t.by == author && matches!(t.role, None | Some(crate::core::model::Role::System)) {
+        return reason.unwrap_or("without a reason").to_owned();
+    }
     let role = t.role.map(|r| format!(" as {r}")).unwrap_or_default();
-    match t.reason.as_deref().map(str::trim).filter(|r| !r.is_empty()) {
+    match reason {
         Some(reason) => format!("{reason} (the source reports {}{role})", t.by),
         None => format!("(the source reports {}{role}, without a reason)", t.by),
     }
@@ -316,8 +323,18 @@ mod tests {
         let mut t = transition(State::Unknown, State::Failed, &[]);
         t.reason = Some("provider says no".into());
         assert_eq!(
-            reported_reason(&t),
+            reported_reason(&t, "svc:ingest"),
             "provider says no (the source reports rev:forged as reviewer)"
+        );
+        // The ingesting identity claiming a move as the system is the row itself.
+        t.by = "svc:otlp".into();
+        t.role = Some(crate::core::model::Role::System);
+        assert_eq!(reported_reason(&t, "svc:otlp"), "provider says no");
+        // Claiming a reviewer's role is still a claim, kept as one.
+        t.role = Some(crate::core::model::Role::Reviewer);
+        assert_eq!(
+            reported_reason(&t, "svc:otlp"),
+            "provider says no (the source reports svc:otlp as reviewer)"
         );
     }
 }

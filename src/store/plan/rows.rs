@@ -336,7 +336,7 @@ pub fn plan_rows(
                 role,
                 policy: None,
                 on_behalf_of: None,
-                rationale: Some(reported_reason(t)),
+                rationale: Some(reported_reason(t, by)),
                 evidence: t.evidence.clone(),
                 at: t.at,
             });
