@@ -11,40 +11,13 @@ use serde::Serialize;
 use crate::core::actor::Actor;
 use crate::core::audit::AuditRow;
 use crate::core::autonomy::{
-    self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVeto, OpenVetoes,
-    Standing, ToolLevel, VETOES_NAMED,
+    self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVetoes, Standing,
+    ToolLevel, VETOES_NAMED,
 };
-use crate::core::metrics;
 use crate::core::model::{Contract, Dataset};
 use crate::core::rules::Rationale;
 use crate::review::ReviewError;
 use crate::store::{Store, StoreError};
-
-/// The open vetoes on `tool`'s operations at `now`, judged from the whole
-/// `dataset`: the way for a login that may only read the kept facts.
-fn judged_vetoes(dataset: &Dataset, tool: &str, now: DateTime<Utc>) -> OpenVetoes {
-    let vetoes = metrics::report(dataset, now).release.vetoes;
-    let open: Vec<OpenVeto> = vetoes
-        .iter()
-        .filter_map(|v| {
-            let op = dataset
-                .operations
-                .iter()
-                .find(|o| o.id == v.operation && o.tool == tool)?;
-            (!op.state.is_terminal()).then(|| OpenVeto {
-                operation: op.id.clone(),
-                state: op.state,
-                kinds: v.kinds.iter().map(|k| k.as_str().to_owned()).collect(),
-            })
-        })
-        .collect();
-    let total = u64::try_from(open.len()).unwrap_or(u64::MAX);
-    let named = usize::try_from(VETOES_NAMED).unwrap_or(usize::MAX);
-    OpenVetoes {
-        total,
-        first: open.into_iter().take(named).collect(),
-    }
-}
 
 /// How often a change is decided again when another one landed first.
 const ATTEMPTS: usize = 3;
@@ -116,7 +89,7 @@ impl Snapshot {
                     }
                     dataset
                         .as_ref()
-                        .map(|d| judged_vetoes(d, &tool, now))
+                        .map(|d| autonomy::open_vetoes(d, &tool, now))
                         .unwrap_or_default()
                 }
             };

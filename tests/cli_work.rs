@@ -10,16 +10,12 @@ use std::io::Write;
 use support::cli::Cli;
 
 /// Puts `tool` at `automation` in the CLI's store (a fixture: raising it for
-/// real is what `tests/cli_autonomy.rs` covers). F09's open veto (its veto
-/// expectation fails while it is UNKNOWN) is settled first, as gate A3 asks
-/// and `audit verify` checks again.
+/// real is what `tests/cli_autonomy.rs` covers). The fixture settles F09's
+/// open veto first (its veto expectation fails while it is UNKNOWN), as gate
+/// A3 asks and `audit verify` checks again.
 fn at_automation(cli: &Cli, tool: &str) {
     tokio::runtime::Runtime::new().unwrap().block_on(async {
         let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
-            .await
-            .unwrap();
-        let settled = support::review::resolve_f09(&store, "rev").await;
-        holdfast::store::Store::commit(&store, settled)
             .await
             .unwrap();
         support::review::put_at_level(&store, tool, holdfast::core::autonomy::Level::Automation)

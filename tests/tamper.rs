@@ -830,14 +830,13 @@ async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
     );
 }
 
-/// A raise written with a correct hash (as the store's own autonomy call
-/// writes it, without asking the gates) is named when the chain shows no
-/// proven lookup of the tool before it (A1), or no passing drill (A2).
-async fn a_raise_without_a_proven_lookup_or_a_passing_drill_is_named(kind: Kind) {
+/// A raise of `tool` from manual to automation, written as the store's own
+/// autonomy call writes it, without asking the gates.
+fn raise(tool: &str) -> holdfast::core::autonomy::LevelChange {
     use holdfast::core::autonomy::{
-        AUTONOMY_LEDGER, DrillResult, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
+        AUTONOMY_LEDGER, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
     };
-    let raise = |tool: &str| LevelChange {
+    LevelChange {
         from: Level::Manual,
         to: ToolLevel {
             tool: tool.into(),
@@ -864,12 +863,15 @@ async fn a_raise_without_a_proven_lookup_or_a_passing_drill_is_named(kind: Kind)
             ],
             at: now(),
         },
-    };
-    let unchecked = loaded_with(kind, "", "").await;
-    let row = unchecked.store.set_autonomy(raise("T03")).await.unwrap();
-    named(&unchecked, row.seq, &["T03", "A1", "no lookup check"]).await;
+    }
+}
+
+/// The small fixture with a proven lookup of T03 and a drill of it that
+/// passed `passed` of its 16 cases recorded after it.
+async fn checked_and_drilled(kind: Kind, passed: u32) -> Fresh {
+    use holdfast::core::autonomy::{DrillResult, LookupCheck};
     let fresh = loaded_with(kind, "", "").await;
-    let check = holdfast::core::autonomy::LookupCheck {
+    let check = LookupCheck {
         tool: "T03".into(),
         known: "F09".into(),
         found: true,
@@ -883,24 +885,66 @@ async fn a_raise_without_a_proven_lookup_or_a_passing_drill_is_named(kind: Kind)
         .append_ledger_row(check.draft(Role::Local, None))
         .await
         .unwrap();
-    let failed = DrillResult {
+    let drill = DrillResult {
         tool: "T03".into(),
         at: now(),
         cases: 16,
-        passed: 15,
+        passed,
         modes: holdfast::core::model::FailureMode::ALL.to_vec(),
-        failed: vec!["T2".into()],
+        failed: (passed < 16).then(|| "T2".to_owned()).into_iter().collect(),
         drill_store: "elsewhere".into(),
         by: "owner".into(),
     };
-    let draft = failed.draft(Role::Local, None);
-    fresh.store.record_drill(failed, draft).await.unwrap();
+    let draft = drill.draft(Role::Local, None);
+    fresh.store.record_drill(drill, draft).await.unwrap();
+    fresh
+}
+
+/// A raise written with a correct hash (as the store's own autonomy call
+/// writes it, without asking the gates) is named when the chain shows no
+/// proven lookup of the tool before it (A1), or no passing drill (A2).
+async fn a_raise_without_a_proven_lookup_or_a_passing_drill_is_named(kind: Kind) {
+    let unchecked = loaded_with(kind, "", "").await;
+    let row = unchecked.store.set_autonomy(raise("T03")).await.unwrap();
+    named(&unchecked, row.seq, &["T03", "A1", "no lookup check"]).await;
+    let fresh = checked_and_drilled(kind, 15).await;
     let row = fresh.store.set_autonomy(raise("T03")).await.unwrap();
     named(&fresh, row.seq, &["T03", "A2", "passed 15 of 16"]).await;
 }
 
+/// A raise written with a correct hash while a veto on one of the tool's
+/// operations was open (F09 UNKNOWN, failing its veto expectation) is named
+/// (A3), even once F09 is settled after it: verify judges the vetoes on the
+/// operations as the chain left them at the raise. The same raise made after
+/// F09 was settled verifies.
+async fn a_raise_while_a_veto_was_open_is_named(kind: Kind) {
+    let fresh = checked_and_drilled(kind, 16).await;
+    let row = fresh.store.set_autonomy(raise("T03")).await.unwrap();
+    let settled = resolve_f09(fresh.store.as_ref(), "rev").await;
+    fresh.store.commit(settled).await.unwrap();
+    named(
+        &fresh,
+        row.seq,
+        &[
+            "T03",
+            "A3",
+            "1 open veto on tool T03",
+            "F09 (UNKNOWN, expectation_failed)",
+        ],
+    )
+    .await;
+
+    let lawful = checked_and_drilled(kind, 16).await;
+    let settled = resolve_f09(lawful.store.as_ref(), "rev").await;
+    lawful.store.commit(settled).await.unwrap();
+    lawful.store.set_autonomy(raise("T03")).await.unwrap();
+    let status = lawful.store.verify().await.unwrap();
+    assert!(matches!(status, ChainStatus::Intact { .. }), "{status:?}");
+}
+
 holdfast_on_both_backends!(
     a_raise_without_a_proven_lookup_or_a_passing_drill_is_named,
+    a_raise_while_a_veto_was_open_is_named,
     an_edited_audit_field_is_named_with_its_seq,
     a_deleted_row_is_a_gap_at_its_seq,
     reordered_rows_break_at_the_first_moved,

@@ -1169,6 +1169,7 @@ async fn a_worker_login_claims_and_completes_within_its_grants() {
     let team = Team::new(&["worker"]).await;
     let worker = team.login(0).to_owned();
     team.change("grant", &worker, "worker", "pinehaven");
+    team.change("grant", &team.owner, "reviewer", "pinehaven");
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T03",
@@ -1298,22 +1299,6 @@ async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
         .unwrap();
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
     team.change("grant", &team.owner, "worker", "harborline");
-    review::put_at_level(store, "T03", holdfast::core::autonomy::Level::Automation).await;
-    let owner = holdfast::store::Session::new(
-        std::sync::Arc::clone(&team.fresh.store),
-        holdfast::core::rules::Actor::from_grants(
-            &team.owner,
-            None,
-            &store.grants().await.unwrap(),
-        ),
-    );
-    let claimed = holdfast::work::claim(&owner, "w1", chrono::Duration::seconds(600), 5, now())
-        .await
-        .unwrap();
-    assert!(
-        claimed.iter().any(|l| l.operation.as_str() == "H10"),
-        "{claimed:?}"
-    );
 
     // holdfast as the reviewer: its tenant only, and the G9 flag of harborline's
     // H10, which waits on F09, follows F09 though the reviewer cannot see H10.
@@ -1348,6 +1333,25 @@ async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
         }
     };
     assert_eq!(queued("H10").await, 0, "H10 no longer waits on a held F09");
+    // The owner works harborline's queue once T03 is raised; H09's open veto is
+    // settled first by a harborline reviewer (gate A3), F09's by the review above.
+    team.change("grant", &team.owner, "reviewer", "harborline");
+    review::put_at_level(store, "T03", holdfast::core::autonomy::Level::Automation).await;
+    let owner = holdfast::store::Session::new(
+        std::sync::Arc::clone(&team.fresh.store),
+        holdfast::core::rules::Actor::from_grants(
+            &team.owner,
+            None,
+            &store.grants().await.unwrap(),
+        ),
+    );
+    let claimed = holdfast::work::claim(&owner, "w1", chrono::Duration::seconds(600), 5, now())
+        .await
+        .unwrap();
+    assert!(
+        claimed.iter().any(|l| l.operation.as_str() == "H10"),
+        "{claimed:?}"
+    );
     // An owner of pinehaven alone, who sees only pinehaven's T03 operations,
     // still may not change T03's autonomy: harborline has T03 work too.
     let (code, out) = team.run(
@@ -1527,6 +1531,7 @@ async fn a_lease_is_the_claiming_logins_and_another_login_cannot_take_it_over() 
     let (first, second) = (team.login(0).to_owned(), team.login(1).to_owned());
     team.change("grant", &first, "worker", "pinehaven");
     team.change("grant", &second, "worker", "pinehaven");
+    team.change("grant", &team.owner, "reviewer", "pinehaven");
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T03",
@@ -2017,6 +2022,8 @@ async fn an_ingest_login_forging_a_move_of_work_another_login_leased_is_named() 
     let (worker, ingest) = (team.login(0).to_owned(), team.login(1).to_owned());
     team.change("grant", &worker, "worker", "pinehaven");
     team.change("grant", &ingest, "ingest", "pinehaven");
+    // A reviewer settles F09's open veto before the raise (gate A3).
+    team.change("grant", &team.owner, "reviewer", "pinehaven");
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T03",

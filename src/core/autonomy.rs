@@ -15,7 +15,7 @@ use super::audit::AuditDraft;
 use super::clock::human_instant;
 use super::ids::OperationId;
 use super::lookup::StatusLookup;
-use super::model::{Contract, FailureMode, Role, State, text_enum};
+use super::model::{Contract, Dataset, FailureMode, Role, State, text_enum};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
 
@@ -440,15 +440,26 @@ pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
         )),
         Some(d) => d.check().err(),
     };
-    let veto = (gates.vetoes.total > 0).then(|| {
-        let named: Vec<String> = gates
-            .vetoes
+    let veto = veto_gate(tool, &gates.vetoes);
+    Standing {
+        lookup,
+        drill,
+        veto,
+    }
+}
+
+/// Gate A3: `None` when no veto on `tool`'s operations is open, else why the
+/// raise waits (the first vetoes named, the rest counted). The one rule the
+/// autonomy command asks before a raise and `audit verify` asks again of every
+/// raise the chain records, on the vetoes open at that row.
+pub fn veto_gate(tool: &str, vetoes: &OpenVetoes) -> Option<String> {
+    (vetoes.total > 0).then(|| {
+        let named: Vec<String> = vetoes
             .first
             .iter()
             .map(|v| format!("{} ({}, {})", v.operation, v.state, v.kinds.join("+")))
             .collect();
-        let unnamed = gates
-            .vetoes
+        let unnamed = vetoes
             .total
             .saturating_sub(u64::try_from(named.len()).unwrap_or(u64::MAX));
         let more = if unnamed > 0 {
@@ -458,14 +469,38 @@ pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
         };
         format!(
             "{} on tool {tool}'s operations: {}{more}; settle them first",
-            crate::core::names::count(gates.vetoes.total, "open veto", "open vetoes"),
+            crate::core::names::count(vetoes.total, "open veto", "open vetoes"),
             named.join(", ")
         )
-    });
-    Standing {
-        lookup,
-        drill,
-        veto,
+    })
+}
+
+/// The vetoes of the release gate on `tool`'s operations in `dataset` that are
+/// still open at `now` (the operation has not reached a terminal state),
+/// judged from the records: how many, and the first [`VETOES_NAMED`]. What a
+/// login that may only read the kept facts reads for gate A3, and what
+/// `audit verify` reads of the operations as the chain left them at a raise.
+pub fn open_vetoes(dataset: &Dataset, tool: &str, now: DateTime<Utc>) -> OpenVetoes {
+    let vetoes = super::metrics::report(dataset, now).release.vetoes;
+    let open: Vec<OpenVeto> = vetoes
+        .iter()
+        .filter_map(|v| {
+            let op = dataset
+                .operations
+                .iter()
+                .find(|o| o.id == v.operation && o.tool == tool)?;
+            (!op.state.is_terminal()).then(|| OpenVeto {
+                operation: op.id.clone(),
+                state: op.state,
+                kinds: v.kinds.iter().map(|k| k.as_str().to_owned()).collect(),
+            })
+        })
+        .collect();
+    let total = u64::try_from(open.len()).unwrap_or(u64::MAX);
+    let named = usize::try_from(VETOES_NAMED).unwrap_or(usize::MAX);
+    OpenVetoes {
+        total,
+        first: open.into_iter().take(named).collect(),
     }
 }
 

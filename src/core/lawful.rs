@@ -141,10 +141,23 @@ fn bare(stored: &OperationDetail) -> OperationDetail {
     detail
 }
 
-/// Replays the rows of one operation (`stored.audit`, in `seq` order) through
-/// the rules: the first row they would refuse, or whose outcome differs from
-/// what the row says, and every stored record no row accounts for.
-pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(), Divergence> {
+/// The operation as the chain leaves it and the records its rows named.
+struct Walked<'a> {
+    now: OperationDetail,
+    named_attempts: Vec<&'a str>,
+    named_observations: Vec<&'a str>,
+    named_items: Vec<u32>,
+    named_expectation: bool,
+    last_seq: i64,
+}
+
+/// Replays the rows of `stored` before `until` through the rules (see
+/// [`replay`]): the operation as they leave it, or the first row they refuse.
+fn walk<'a>(
+    stored: &'a OperationDetail,
+    around: &Surroundings<'_>,
+    until: i64,
+) -> Result<Walked<'a>, Divergence> {
     let id = stored.row.operation.id.as_str();
     let mut now = bare(stored);
     let mut named_attempts: Vec<&str> = Vec::new();
@@ -153,7 +166,7 @@ pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(),
     let mut named_expectation = false;
     let mut proposal_ids = 0i64;
     let mut last_seq = 0;
-    for row in &stored.audit {
+    for row in stored.audit.iter().take_while(|r| r.seq < until) {
         let seq = row.seq;
         last_seq = seq;
         let unlawful = |reason: String| Divergence {
@@ -393,6 +406,51 @@ pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(),
         now.row.version += 1;
         moved(&mut now, row.draft.to, row.draft.at);
     }
+    Ok(Walked {
+        now,
+        named_attempts,
+        named_observations,
+        named_items,
+        named_expectation,
+        last_seq,
+    })
+}
+
+/// `stored` as the chain leaves it just before row `seq`, its rules replayed
+/// on the way ([`replay`]): its state, the records earlier rows named, its
+/// proposals and its earlier rows; `None` when no row had made it yet. What
+/// `audit verify` judges the vetoes open at an autonomy raise on (gate A3).
+pub fn before(
+    stored: &OperationDetail,
+    around: &Surroundings<'_>,
+    seq: i64,
+) -> Result<Option<OperationDetail>, Divergence> {
+    let mut now = walk(stored, around, seq)?.now;
+    if now.row.version == 0 {
+        return Ok(None);
+    }
+    now.audit = stored
+        .audit
+        .iter()
+        .filter(|r| r.seq < seq)
+        .cloned()
+        .collect();
+    Ok(Some(now))
+}
+
+/// Replays the rows of one operation (`stored.audit`, in `seq` order) through
+/// the rules: the first row they would refuse, or whose outcome differs from
+/// what the row says, and every stored record no row accounts for.
+pub fn replay(stored: &OperationDetail, around: &Surroundings<'_>) -> Result<(), Divergence> {
+    let id = stored.row.operation.id.as_str();
+    let Walked {
+        named_attempts,
+        named_observations,
+        named_items,
+        named_expectation,
+        last_seq,
+        ..
+    } = walk(stored, around, i64::MAX)?;
     let unnamed = |what: String| {
         Err(Divergence {
             seq: last_seq,

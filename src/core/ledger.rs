@@ -15,7 +15,7 @@ use super::audit::{AuditRow, RECORD, RowView};
 use super::audit::{CREATE, INGEST, TRANSITION};
 use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, Level,
-    SET_ACTION, ToolLevel,
+    OpenVetoes, SET_ACTION, ToolLevel, veto_gate,
 };
 use super::clock::format_instant;
 use super::model::{ActionKind, FailureMode, Grant, Role, State};
@@ -176,6 +176,8 @@ pub struct LevelRow {
     pub level: String,
     pub by: String,
     pub on_behalf_of: Option<String>,
+    /// The row's `at`, as the chain holds it.
+    pub at: String,
 }
 
 /// The record tables whose records the chain names, in [`Ledger::named`]'s
@@ -253,6 +255,7 @@ impl Ledger {
                     level: level.clone(),
                     by: row.by.to_owned(),
                     on_behalf_of: row.on_behalf_of.map(str::to_owned),
+                    at: row.at.to_owned(),
                 });
                 self.levels.insert(tool, (level, row.seq));
             }
@@ -496,22 +499,44 @@ impl Ledger {
         &self.level_rows
     }
 
-    /// The first `autonomy-set` row that raises a tool without the gates the
-    /// chain can show: A1, the tool's latest `lookup-check` row before it found
-    /// the known record (a lookup holdfast can make, proven); A2, its latest
-    /// `drill` row before it covered all eight failure modes with every case
-    /// passing. (A3 reads the metrics at that instant, which the chain does not
-    /// hold; the store's gate checks it when the raise is made.)
-    pub fn check_raise_gates(&self) -> Result<(), Divergence> {
+    /// Every `autonomy-set` row that raises its tool, with the level the rows
+    /// before it left the tool at and the level it sets, in order.
+    pub fn raises(&self) -> Vec<(&LevelRow, Level, Level)> {
         let mut current: HashMap<&str, Level> = HashMap::new();
+        let mut out = Vec::new();
         for row in &self.level_rows {
             let level = Level::parse(&row.level).unwrap_or(Level::Manual);
             let before = current
                 .insert(row.tool.as_str(), level)
                 .unwrap_or(Level::Manual);
-            if level <= before {
-                continue;
+            if level > before {
+                out.push((row, before, level));
             }
+        }
+        out
+    }
+
+    /// The first `autonomy-set` row that raises a tool without the gates the
+    /// chain can show: A1, the tool's latest `lookup-check` row before it found
+    /// the known record (a lookup holdfast can make, proven); A2, its latest
+    /// `drill` row before it covered all eight failure modes with every case
+    /// passing; A3, no veto open on the tool's operations at that row, as
+    /// `vetoes_at` gives them for the raise's `seq` (judged by the caller from
+    /// the operations as the chain left them there) and
+    /// [`crate::core::autonomy::veto_gate`] decides, as it decided the raise.
+    pub fn check_raise_gates(
+        &self,
+        vetoes_at: &dyn Fn(i64) -> OpenVetoes,
+    ) -> Result<(), Divergence> {
+        for (row, before, level) in self.raises() {
+            let refused = |gate: &str, why: String| Divergence {
+                seq: row.seq,
+                reason: format!(
+                    "autonomy: {} raised tool {} from {before} to {level} without its gate \
+                     ({gate}): {why}",
+                    row.by, row.tool
+                ),
+            };
             let latest = self.drills.iter().rev().find(|(seq, evidence)| {
                 *seq < row.seq && drill_entry(evidence, "tool:") == Some(row.tool.as_str())
             });
@@ -521,21 +546,15 @@ impl Ledger {
                 .rev()
                 .find(|(seq, tool, _)| *seq < row.seq && *tool == row.tool);
             if !checked.is_some_and(|(_, _, found)| *found) {
-                return Err(Divergence {
-                    seq: row.seq,
-                    reason: format!(
-                        "autonomy: {} raised tool {} from {before} to {level} without its gate \
-                         (A1): {}",
-                        row.by,
-                        row.tool,
-                        match checked {
-                            None => "no lookup check of the tool is recorded before it".to_owned(),
-                            Some((seq, _, _)) => format!(
-                                "its latest lookup check (row {seq}) did not find the known record"
-                            ),
-                        }
-                    ),
-                });
+                return Err(refused(
+                    "A1",
+                    match checked {
+                        None => "no lookup check of the tool is recorded before it".to_owned(),
+                        Some((seq, _, _)) => format!(
+                            "its latest lookup check (row {seq}) did not find the known record"
+                        ),
+                    },
+                ));
             }
             let why = match latest {
                 None => Some("no drill of the tool is recorded before it".to_owned()),
@@ -544,14 +563,10 @@ impl Ledger {
                     .map(|e| format!("{e} (drill row {seq})")),
             };
             if let Some(why) = why {
-                return Err(Divergence {
-                    seq: row.seq,
-                    reason: format!(
-                        "autonomy: {} raised tool {} from {before} to {level} without its gate \
-                         (A2): {why}",
-                        row.by, row.tool
-                    ),
-                });
+                return Err(refused("A2", why));
+            }
+            if let Some(why) = veto_gate(&row.tool, &vetoes_at(row.seq)) {
+                return Err(refused("A3", why));
             }
         }
         Ok(())

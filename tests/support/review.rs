@@ -112,6 +112,7 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
         .find(|g| g.role == holdfast::core::model::Role::Owner)
         .map_or_else(|| "fixture".to_owned(), |g| g.identity);
     if level > from {
+        settle_open_vetoes(store, tool).await;
         // A raise passes gates A1 and A2 in verify's replay: its tool's latest
         // lookup check before it found the known record, and its latest drill
         // covered every mode with every case passing. The check names no lookup
@@ -180,6 +181,60 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
         },
     };
     store.set_autonomy(change).await.unwrap();
+}
+
+/// Settles, before a raise, every open veto on `tool`'s operations the way a
+/// reviewer would (resolved to SUCCEEDED on the fixture's found observation),
+/// so that the raise passes gate A3 as `audit verify` replays it: an owner may
+/// not raise a tool while a veto on its operations is open. Where the store
+/// has grants, the reviewer is one who holds a reviewing role on the
+/// operation's tenant (the test grants one); else the local user.
+async fn settle_open_vetoes(store: &dyn Store, tool: &str) {
+    use holdfast::core::model::Role;
+    let dataset = store.dataset().await.unwrap();
+    let grants = store.grants().await.unwrap();
+    let open = holdfast::core::autonomy::open_vetoes(&dataset, tool, now());
+    for veto in &open.first {
+        let tenant = &dataset
+            .operations
+            .iter()
+            .find(|o| o.id == veto.operation)
+            .unwrap()
+            .tenant;
+        let by = if grants.is_empty() {
+            "fixture".to_owned()
+        } else {
+            grants
+                .iter()
+                .find(|g| &g.tenant == tenant && matches!(g.role, Role::Reviewer | Role::Approver))
+                .unwrap_or_else(|| {
+                    panic!(
+                        "{} holds an open veto on {tool}: grant a reviewer on {tenant} \
+                         so the fixture can settle it before the raise",
+                        veto.operation
+                    )
+                })
+                .identity
+                .clone()
+        };
+        let actor = Actor::from_grants(&by, Some("RP03".into()), &grants);
+        let commit = decided(
+            store,
+            veto.operation.as_str(),
+            &Action::Resolve {
+                to: State::Succeeded,
+            },
+            &actor,
+            "provider status shows the effect exactly once",
+        )
+        .await;
+        store.commit(commit).await.unwrap();
+    }
+    let left = holdfast::core::autonomy::open_vetoes(&store.dataset().await.unwrap(), tool, now());
+    assert_eq!(
+        left.total, 0,
+        "vetoes a fixture raise cannot settle: {left:?}"
+    );
 }
 
 /// Records, as a fixture, that `tool`'s current lookup was proven to find a

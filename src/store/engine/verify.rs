@@ -1276,16 +1276,7 @@ shared! {
                         continue;
                     }
                 };
-                let mut relatives: BTreeMap<String, StatesBySeq> = BTreeMap::new();
-                let related = detail
-                    .row
-                    .operation
-                    .depends_on
-                    .iter()
-                    .chain(detail.children.iter().map(|c| &c.id));
-                for other in related {
-                    relatives.insert(other.as_str().to_owned(), self.states_by_seq(other.as_str()).await?);
-                }
+                let relatives = self.relatives_of(&detail).await?;
                 for row in &detail.audit {
                     if matches!(row.draft.action.as_str(), crate::core::audit::INGEST | crate::core::audit::RECORD) {
                         for e in &row.draft.evidence {
@@ -1314,6 +1305,91 @@ shared! {
                 out.operations.insert(id);
             }
             Ok(out)
+        }
+
+        /// The states of the operations `detail` depends on and of its
+        /// children, by the `seq` of each move: what its replay reads of them.
+        async fn relatives_of(
+            &self,
+            detail: &crate::core::model::OperationDetail,
+        ) -> Result<BTreeMap<String, StatesBySeq>, StoreError> {
+            let mut relatives: BTreeMap<String, StatesBySeq> = BTreeMap::new();
+            let related = detail
+                .row
+                .operation
+                .depends_on
+                .iter()
+                .chain(detail.children.iter().map(|c| &c.id));
+            for other in related {
+                relatives.insert(other.as_str().to_owned(), self.states_by_seq(other.as_str()).await?);
+            }
+            Ok(relatives)
+        }
+
+        /// The vetoes open on a raised tool's operations at each raise the
+        /// chain records (gate A3), by the raise's `seq`: every operation of
+        /// the tool as the chain left it just before that row
+        /// ([`lawful::before`]: its state, the records earlier rows named),
+        /// judged by [`crate::core::autonomy::open_vetoes`] at the row's
+        /// instant, as the autonomy command judged them. The operations of a
+        /// tool are read once, whatever the number of its raises.
+        async fn vetoes_at_raises(
+            &self,
+            ledger: &Ledger,
+        ) -> Result<Result<BTreeMap<i64, crate::core::autonomy::OpenVetoes>, Divergence>, StoreError> {
+            type Judged = (crate::core::model::OperationDetail, BTreeMap<String, StatesBySeq>);
+            let grants_before = |seq: i64| ledger.grants_before(seq);
+            let mut tools: BTreeMap<String, Vec<Judged>> = BTreeMap::new();
+            let mut out = BTreeMap::new();
+            for (row, _, _) in ledger.raises() {
+                if !tools.contains_key(&row.tool) {
+                    let ids = sqlx::query("SELECT id FROM operations WHERE tool = $1 ORDER BY id")
+                        .bind(&row.tool)
+                        .fetch_all(&self.pool)
+                        .await
+                        .map_err(db::<DB>)?;
+                    let mut judged = Vec::with_capacity(ids.len());
+                    for id in &ids {
+                        let Ok(key) = codec::parse_id(&Self::text(id, "id")?) else {
+                            continue;
+                        };
+                        let detail = match self.read_detail(&crate::store::Scope::Every, &key).await {
+                            Ok(detail) => detail,
+                            // The comparison names an operation that is gone.
+                            Err(StoreError::NotFound(_)) => continue,
+                            Err(e) => return Err(e),
+                        };
+                        let relatives = self.relatives_of(&detail).await?;
+                        judged.push((detail, relatives));
+                    }
+                    tools.insert(row.tool.clone(), judged);
+                }
+                let mut then = crate::core::model::Dataset::default();
+                for (detail, relatives) in tools.get(&row.tool).map_or(&[][..], Vec::as_slice) {
+                    let around = Surroundings {
+                        relatives,
+                        grants_before: &grants_before,
+                    };
+                    let op = match lawful::before(detail, &around, row.seq) {
+                        Ok(Some(op)) => op,
+                        Ok(None) => continue,
+                        Err(divergence) => return Ok(Err(divergence)),
+                    };
+                    if then.contracts.is_empty() {
+                        then.contracts.extend(op.contract.clone());
+                    }
+                    then.operations.push(op.row.operation);
+                    then.attempts.extend(op.attempts);
+                    then.items.extend(op.items);
+                    then.observations.extend(op.observations);
+                    then.audit.extend(op.audit);
+                    then.expectations.extend(op.expectation);
+                    then.proposals.extend(op.proposals);
+                }
+                let at = crate::core::clock::parse_instant(&row.at).unwrap_or_default();
+                out.insert(row.seq, crate::core::autonomy::open_vetoes(&then, &row.tool, at));
+            }
+            Ok(Ok(out))
         }
 
         /// The states `operation` passed through, by the `seq` of each move.
@@ -1368,7 +1444,12 @@ shared! {
             if let Err(divergence) = self.compare_level_changes(ledger, tally).await? {
                 return Ok(Err(divergence));
             }
-            if let Err(divergence) = ledger.check_raise_gates() {
+            let vetoes = match self.vetoes_at_raises(ledger).await? {
+                Ok(vetoes) => vetoes,
+                Err(divergence) => return Ok(Err(divergence)),
+            };
+            let vetoes_at = |seq: i64| vetoes.get(&seq).cloned().unwrap_or_default();
+            if let Err(divergence) = ledger.check_raise_gates(&vetoes_at) {
                 return Ok(Err(divergence));
             }
             Ok(Self::compare_metric_facts(ledger, counted.coverage))
