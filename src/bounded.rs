@@ -1,5 +1,5 @@
 //! Every file holdfast reads on a user's word is read within a bound written down
-//! here (and in the README's "Bounded inputs"), so that no file — `/dev/zero`, a
+//! here (and in docs/security.md, "Bounded inputs"), so that no file — `/dev/zero`, a
 //! line without end, a count of four billion — can make it hold more than a small,
 //! known amount of memory. A file over its bound is refused with a message that
 //! names the file, the line where it matters, and the limit; nothing of it is used.

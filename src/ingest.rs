@@ -70,7 +70,7 @@ pub enum IngestError {
     )]
     Rejects { path: String, error: io::Error },
     #[error(
-        "{source_name}: line {line}: more than {limit} lines refused; this is not a wire file with some bad lines, so nothing was committed (see README, \"Bounded inputs\")"
+        "{source_name}: line {line}: more than {limit} lines refused; this is not a wire file with some bad lines, so nothing was committed (see docs/security.md, \"Bounded inputs\")"
     )]
     TooManyRefused {
         source_name: String,

@@ -13,6 +13,8 @@ pub mod autonomy;
 pub mod bounded;
 mod cli;
 pub mod core;
+#[cfg(test)]
+mod docs_links;
 pub mod drill;
 pub mod executor;
 pub mod ingest;

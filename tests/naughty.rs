@@ -376,7 +376,7 @@ async fn the_console_shows_naughty_operations_without_a_control_character() {
 }
 
 // Bounded inputs: every file the CLI reads is refused past its documented bound
-// (README, "Bounded inputs"), naming the file, the line where it matters and the
+// (docs/security.md, "Bounded inputs"), naming the file, the line where it matters and the
 // limit, before it can grow memory. `/dev/zero` stands for a file that never ends.
 
 /// A file of `n` bytes of `byte`, never ending a line.

@@ -22,7 +22,7 @@ use crate::core::rules::Actor;
 use crate::store::{Location, Session, Store, StoreError};
 use config::{Config, Paths, Theme};
 
-/// Exit codes, as documented in the README.
+/// Exit codes, as documented in docs/cli.md.
 pub(crate) mod exit {
     /// Success.
     pub(crate) const OK: u8 = 0;
@@ -334,7 +334,7 @@ pub(crate) struct Context {
     pub warned: std::sync::atomic::AtomicBool,
 }
 
-/// How a command meets a broken audit chain (README, Security): a write door
+/// How a command meets a broken audit chain (docs/security.md): a write door
 /// refuses (exit 4) while a break is not acknowledged, a read prints one warning
 /// line on stderr, and the rest (`audit`, `db`, the console, which shows the
 /// break itself) check it their own way.

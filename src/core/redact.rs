@@ -5,7 +5,7 @@
 //! `‹redacted:KIND›` marker. Ingest redacts every text value of every record
 //! before it is stored (the store keeps, per redacted value, the SHA-256 of the
 //! original and a [`sample`] that reveals nothing secret), and redaction is applied
-//! again on every way out (see the README's SECURITY section), so a secret that a
+//! again on every way out (see docs/security.md), so a secret that a
 //! provider echoed never reaches the store, a screen, an export or the log.
 //!
 //! Every pattern excludes the marker's `‹` from the values it matches, so redacting

@@ -393,7 +393,7 @@ fn locate(line: usize, text: &str, whole: serde_json::Error) -> LineError {
     error(line, field, reason)
 }
 
-/// Refuses counts past the case file's bounds (README, "Bounded inputs"): each
+/// Refuses counts past the case file's bounds (docs/security.md, "Bounded inputs"): each
 /// of them is memory, tasks or connections the drill would spend.
 fn check_bounds(raw: &RawCase, line: usize, errors: &mut Vec<LineError>) {
     use crate::bounded::{

@@ -4,7 +4,7 @@
 //! before and its hash over its own content — and what the walk finds is recorded
 //! (a break, or the checkpoint moved to the head), so that the next door walks only
 //! the rows appended since. What this does not cover, a full `audit verify` does
-//! (README, Security).
+//! (docs/security.md).
 
 use chrono::{DateTime, Utc};
 

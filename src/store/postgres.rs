@@ -220,7 +220,7 @@ impl Backend for Postgres {
          ON CONFLICT (operation) DO NOTHING",
     ];
     // The application group reads the kept facts and may not write them (the
-    // README's grants): a login that could write them could write a release
+    // grants in docs/operations.md): a login that could write them could write a release
     // gate of its choosing.
     const MAY_KEEP_FACTS: Option<&'static str> = Some(
         "SELECT has_table_privilege('metric_rows', 'INSERT') \
@@ -307,7 +307,7 @@ impl Backend for Postgres {
                 Some(StoreError::Unavailable(message.to_owned()))
             }
             "42501" if !message.contains("append-only") => Some(StoreError::Other(format!(
-                "the database login may not do this ({message}); see \"Team mode\" in the README \
+                "the database login may not do this ({message}); see \"Team mode\" in docs/operations.md \
                  for the grants an application role needs"
             ))),
             _ => None,

@@ -420,9 +420,85 @@ pub fn help(context: Context) -> Vec<(&'static str, &'static str)> {
         .collect()
 }
 
+/// Where each context's keys are documented, in the order `docs/console.md`
+/// lists them, with the heading each table sits under.
+#[cfg(test)]
+const DOCUMENTED: &[(Context, &str)] = &[
+    (Global, "Everywhere (outside a prompt or dialog)"),
+    (Queue, "The queue"),
+    (Detail, "A hold"),
+    (Metrics, "The metrics tab"),
+    (Audit, "The audit tab"),
+    (Lookup, "A lookup's result"),
+    (Review, "The review dialog"),
+    (Bulk, "The bulk triage dialog"),
+    (Prompt, "Search and filter prompts"),
+    (Help, "The help overlay"),
+];
+
+/// The keys of every context as Markdown tables, one per context, read from
+/// the same bindings as the console and its `?` overlay: `docs/console.md`
+/// carries this text, and a test holds the two equal.
+#[cfg(test)]
+fn markdown_tables() -> String {
+    let mut out = String::new();
+    for (context, heading) in DOCUMENTED {
+        out.push_str(&format!("### {heading}\n\n| key | does |\n|---|---|\n"));
+        for b in BINDINGS
+            .iter()
+            .filter(|b| b.context == *context && !b.label.is_empty())
+        {
+            let key = b.label.replace('|', "\\|");
+            out.push_str(&format!("| `{key}` | {} |\n", b.help.replace('|', "\\|")));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// `docs/console.md` lists exactly the keys the console binds, between its
+    /// `keys:begin`/`keys:end` markers. `HOLDFAST_UPDATE_DOCS=1 cargo test
+    /// --lib keymap` writes the tables anew after a binding changes.
+    #[test]
+    fn the_console_guide_lists_every_key_the_console_binds() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/console.md");
+        let text = std::fs::read_to_string(path).unwrap();
+        let (begin, end) = ("<!-- keys:begin -->\n", "<!-- keys:end -->");
+        let start = text
+            .find(begin)
+            .expect("docs/console.md has a keys:begin marker")
+            + begin.len();
+        let stop = text
+            .find(end)
+            .expect("docs/console.md has a keys:end marker");
+        let tables = markdown_tables();
+        if text[start..stop] != tables && std::env::var_os("HOLDFAST_UPDATE_DOCS").is_some() {
+            let updated = format!("{}{tables}{}", &text[..start], &text[stop..]);
+            std::fs::write(path, updated).unwrap();
+            return;
+        }
+        assert_eq!(
+            text[start..stop],
+            tables,
+            "docs/console.md's key tables differ from the bindings; \
+             rerun with HOLDFAST_UPDATE_DOCS=1 to write them"
+        );
+    }
+
+    #[test]
+    fn every_context_with_keys_is_documented() {
+        for b in BINDINGS.iter().filter(|b| !b.label.is_empty()) {
+            assert!(
+                DOCUMENTED.iter().any(|(c, _)| *c == b.context),
+                "{:?} has keys but no table in docs/console.md",
+                b.context
+            );
+        }
+    }
 
     fn key(code: KeyCode) -> KeyEvent {
         KeyEvent::new(code, KeyModifiers::NONE)

@@ -486,12 +486,12 @@ pub fn audit_insert_sql(row: &holdfast::core::audit::AuditRow) -> String {
     )
 }
 
-/// The grants the README gives a least-privilege application role.
+/// The grants the operations guide (docs/operations.md) gives a least-privilege application role.
 pub fn application_grants(role: &str, database: &str) -> String {
-    let readme = include_str!("../../README.md");
+    let readme = include_str!("../../docs/operations.md");
     let start = readme
         .find("-- holdfast application role")
-        .expect("the README shows the application role's grants");
+        .expect("docs/operations.md shows the application role's grants");
     let end = start
         + readme[start..]
             .find("```")

@@ -87,7 +87,7 @@ async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyho
     Ok(exit::OK)
 }
 
-/// Records what a full verify found, for the write doors (README, Security).
+/// Records what a full verify found, for the write doors (docs/security.md).
 async fn record(ctx: &Context, session: &crate::store::Session, status: &ChainStatus) {
     if let Err(e) = session
         .store()

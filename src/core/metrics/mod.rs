@@ -2,7 +2,7 @@
 //! numerator ÷ denominator with the operations behind both; the operational figures
 //! of the queue; and the release disposition, decided apart from the averages by
 //! vetoes. Everything is computed from stored records and one `now`. The rule behind
-//! each figure is written out in the README (Metrics and the release gate); a retry
+//! each figure is written out in docs/metrics.md; a retry
 //! is judged by the same retry matrix and guards the console uses, as they stood
 //! when it was made.
 //!
