@@ -726,3 +726,28 @@ fn a_found_reconcile_needs_every_field_or_names_the_unknown_ones() {
         given.stderr
     );
 }
+
+/// `list` says a deadline behind the clock has passed, as the console's queue
+/// does, rather than a negative duration; one ahead of it is the time left.
+#[test]
+fn list_says_a_passed_deadline_has_passed_as_the_console_does() {
+    let cli = Cli::demo();
+    let column = |now: &str, id: &str| {
+        let out = cli.run_at(now, "ana", &["list"]).expect_code(0).stdout;
+        let header = out
+            .lines()
+            .find(|l| l.starts_with("STATE"))
+            .unwrap()
+            .to_owned();
+        let at = header.find("LEFT").unwrap();
+        let row = out
+            .lines()
+            .find(|l| l.split_whitespace().nth(1) == Some(id))
+            .unwrap()
+            .to_owned();
+        row[at..].trim().to_owned()
+    };
+    // F09's deadline is 2026-09-05T10:15:00Z.
+    assert_eq!(column("2026-09-05T11:40:00Z", "F09"), "passed");
+    assert_eq!(column("2026-09-05T10:00:00Z", "F09"), "15m00s");
+}

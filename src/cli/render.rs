@@ -84,9 +84,12 @@ pub(crate) fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> Str
             row.max_attempts
                 .map_or_else(|| "-".into(), |m| m.to_string())
         );
-        let left = op
-            .deadline
-            .map_or_else(|| "-".into(), |d| human_duration((d - now).num_seconds()));
+        // As the console's queue says it: a deadline behind us has passed.
+        let left = match op.deadline {
+            Some(d) if d <= now => "passed".to_owned(),
+            Some(d) => human_duration((d - now).num_seconds()),
+            None => "-".into(),
+        };
         let cells = [
             (state, 10),
             (clean(op.id.as_str()), 10),
