@@ -15,6 +15,7 @@ mod cli;
 pub mod core;
 pub mod drill;
 pub mod executor;
+pub mod gateway;
 pub mod ingest;
 pub mod lookup;
 pub mod otlp;

@@ -728,6 +728,15 @@ shared! {
             self.read_calls(ids, tools).await
         }
 
+        async fn same_calls(
+            &self,
+            tool: &str,
+            payload_hash: &Sha256,
+            business_key: Option<&str>,
+        ) -> Result<Vec<super::SameCall>, StoreError> {
+            self.read_same_calls(tool, payload_hash, business_key).await
+        }
+
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
             self.copy_from(source).await
         }
