@@ -528,6 +528,18 @@ async fn killed_mid_call_then_restarted(kind: Kind) {
     let repeat = call(&again, "refund", args.clone(), PATIENT).await.unwrap();
     assert_eq!(repeat.is_error, Some(true));
     assert!(text(&repeat).contains(id.as_str()), "{}", text(&repeat));
+    // The restarted gateway found the call its killed predecessor left SENT.
+    assert_eq!(settled(store, "refund", &args, State::Unknown).await, id);
+    let detail = store.detail(&id).await.unwrap();
+    assert!(
+        detail
+            .attempts
+            .iter()
+            .any(|a| a.error_type.as_deref() == Some("gateway_stopped")
+                && a.phase == Phase::RequestSent),
+        "{:?}",
+        detail.attempts
+    );
     assert_eq!(rig.applied(), 1);
     again.cancel().await.unwrap();
 }
@@ -563,6 +575,41 @@ async fn two_gateways_on_one_postgres_store_share_holds() {
     assert!(text(&other).contains(id.as_str()));
     tokio::time::sleep(Duration::from_millis(1500)).await;
     assert_eq!(one.applied() + two.applied(), 1);
+    a.cancel().await.unwrap();
+    b.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn two_racing_identical_calls_after_one_authorize_retry_forward_once() {
+    let fresh = stores::sqlite().await;
+    let rig = Rig::new(&fresh.url);
+    std::fs::write(rig.fail_once(), "").unwrap();
+    rig.config("[gateway.approval]\nby = \"rev:ops-lead\"\npolicy = \"AGENT-REFUNDS-1\"\n");
+    let (a, _) = rig.connect().await;
+    let (b, _) = rig.connect().await;
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "E5", "amount": 30});
+    assert!(call(&a, "refund", args.clone(), PATIENT).await.is_err());
+    let id = settled(store, "refund", &args, State::Unknown).await;
+    review(
+        &rig,
+        &id,
+        &["reconcile", "--not-found", "--reference", "PAY-2"],
+    );
+    review(&rig, &id, &["authorize-retry"]);
+    let (one, two) = tokio::join!(
+        call(&a, "refund", args.clone(), PATIENT),
+        call(&b, "refund", args.clone(), PATIENT)
+    );
+    let answers = [one.unwrap(), two.unwrap()];
+    let refused = answers.iter().filter(|r| r.is_error == Some(true)).count();
+    assert_eq!(rig.applied(), 1, "one of the two reached the server");
+    assert_eq!(
+        refused,
+        1,
+        "{:?}",
+        answers.iter().map(text).collect::<Vec<_>>()
+    );
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
 }

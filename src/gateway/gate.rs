@@ -137,18 +137,12 @@ impl Gate {
                 .collect();
         }
         let started = now();
-        let host = std::env::var("HOSTNAME")
-            .ok()
-            .filter(|h| !h.is_empty())
-            .unwrap_or_else(|| "host".into());
-        let instance: String = format!(
-            "{host}-{}-{}",
+        let instance = format!(
+            "{}-{}-{}",
+            host(),
             std::process::id(),
             started.timestamp_millis()
-        )
-        .chars()
-        .filter(|c| c.is_ascii_alphanumeric() || *c == '-')
-        .collect();
+        );
         Ok(Gate {
             store,
             ingester,
@@ -159,6 +153,67 @@ impl Gate {
             calls: AtomicU64::new(0),
             contracts,
         })
+    }
+
+    /// Moves to UNKNOWN the calls a gateway of this host recorded and
+    /// forwarded (or was about to) before its process ended without their
+    /// answer: their operations stay SENT otherwise, out of every reviewer's
+    /// queue. A gateway still running is left alone; so is every call when
+    /// this host cannot tell which processes run. Returns the operations moved.
+    pub async fn sweep(&self) -> Result<Vec<OperationId>, GateError> {
+        let procs = std::path::Path::new("/proc");
+        if !procs.join("self").exists() {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("{CORRELATION}{}-", host());
+        let mut moved = Vec::new();
+        for (id, correlation, created) in self.store.sent_calls(&prefix).await? {
+            let Some(pid) = correlation
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == std::process::id() || runs(procs, pid) {
+                continue;
+            }
+            let now = (self.now)();
+            let ticket = Ticket {
+                operation: id.clone(),
+                tool: String::new(),
+                seq: self.next_seq(&id).await?,
+                started: created,
+                errors_may_commit: false,
+            };
+            let mut attempt = gateway_attempt(
+                format!("{}-a{}", id.as_str(), ticket.seq),
+                &ticket,
+                now,
+                (Phase::RequestSent, Outcome::ConnectionReset),
+            );
+            attempt.error_type = Some("gateway_stopped".into());
+            let transition = TransitionRecord {
+                operation: id.clone(),
+                from: State::Sent,
+                to: State::Unknown,
+                by: self.ingester.by.clone(),
+                role: Some(Role::System),
+                at: now.max(created),
+                reason: Some(format!(
+                    "the gateway that recorded this call (process {pid}) stopped before its answer: \
+                     the call may have reached the server and been applied"
+                )),
+                evidence: vec![attempt.id.clone()],
+            };
+            self.write(
+                vec![Record::Attempt(attempt), Record::Transition(transition)],
+                now,
+            )
+            .await?;
+            moved.push(id);
+        }
+        Ok(moved)
     }
 
     /// The operation's tool for a call: `SERVER/TOOL`.
@@ -374,7 +429,7 @@ impl Gate {
                 .map(|a| a.of_call(&payload, now)),
             idempotency_key: None,
             business_key,
-            correlation_id: Some(format!("mcp-gateway:{}", self.instance)),
+            correlation_id: Some(format!("{CORRELATION}{}", self.instance)),
             owner: contract
                 .map(|c| c.owner.clone())
                 .or_else(|| self.settings.owner.clone())
@@ -502,6 +557,38 @@ impl Gate {
         let used = detail.attempts.iter().map(|a| a.seq).max().unwrap_or(0);
         Ok(used.saturating_add(1))
     }
+}
+
+/// What a gateway's operations' correlation ids start with, before the run.
+const CORRELATION: &str = "mcp-gateway:";
+
+/// This host's name as a gateway's run names it (letters, digits, `-`).
+fn host() -> String {
+    let name = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .unwrap_or_default();
+    let clean: String = name
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    if clean.is_empty() {
+        "host".into()
+    } else {
+        clean
+    }
+}
+
+/// Whether process `pid` runs on this host (a zombie has ended).
+fn runs(procs: &std::path::Path, pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(procs.join(pid.to_string()).join("stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
 }
 
 /// An attempt of `ticket`'s call made by the gateway, ended at `ended` in

@@ -712,6 +712,13 @@ pub trait Store: Send + Sync {
     /// UNKNOWN operations of `tools` a new call may repeat.
     async fn otlp_calls(&self, ids: &[String], tools: &[String]) -> Result<OtlpCalls, StoreError>;
 
+    /// The SENT operations whose correlation id starts with `correlation_prefix`:
+    /// id, correlation id, creation instant.
+    async fn sent_calls(
+        &self,
+        correlation_prefix: &str,
+    ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError>;
+
     /// The operations of `tool` that a call repeats: the same payload hash, or
     /// the same business key when it has one; newest first.
     async fn same_calls(

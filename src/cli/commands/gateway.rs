@@ -36,6 +36,12 @@ pub(crate) async fn gateway(
     let clock = ctx.clock;
     let now: Now = Arc::new(move || clock.now());
     let gate = Gate::open(store, ingester, ctx.config.gateway.clone(), &server, now).await?;
+    for id in gate.sweep().await? {
+        tracing::warn!(
+            operation = id.as_str(),
+            "a call an ended gateway left without its answer is now UNKNOWN"
+        );
+    }
     tracing::info!(%server, %program, "gateway started");
     let gateway = Gateway::new(
         gate,

@@ -728,6 +728,13 @@ shared! {
             self.read_calls(ids, tools).await
         }
 
+        async fn sent_calls(
+            &self,
+            correlation_prefix: &str,
+        ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError> {
+            self.read_sent_calls(correlation_prefix).await
+        }
+
         async fn same_calls(
             &self,
             tool: &str,

@@ -134,6 +134,35 @@ shared! {
             Ok(out)
         }
 
+        pub(super) async fn read_sent_calls(
+            &self,
+            correlation_prefix: &str,
+        ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError> {
+            let pattern = format!(
+                "{}%",
+                correlation_prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            );
+            let rows = sqlx::query(
+                "SELECT id, correlation_id, created_ms FROM operations \
+                 WHERE state = 'SENT' AND correlation_id LIKE $1 ESCAPE '\\' ORDER BY id",
+            )
+            .bind(pattern)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let created: i64 = row.try_get("created_ms").map_err(db::<DB>)?;
+                out.push((
+                    OperationId::parse(&Self::text(row, "id")?)
+                        .map_err(|e| StoreError::Other(e.to_string()))?,
+                    Self::text(row, "correlation_id")?,
+                    from_ms(created)?,
+                ));
+            }
+            Ok(out)
+        }
+
         pub(super) async fn read_same_calls(
             &self,
             tool: &str,
