@@ -17,6 +17,7 @@ pub mod core;
 mod docs_links;
 pub mod drill;
 pub mod executor;
+pub mod gateway;
 pub mod ingest;
 pub mod lookup;
 pub mod otlp;

@@ -156,6 +156,8 @@ fn settings() -> OtlpSettings {
             retryable: vec!["http_503".into()],
             tenant: None,
             risk: None,
+            business_key: None,
+            errors_may_commit: false,
         }],
         ..OtlpSettings::default()
     }

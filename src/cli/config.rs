@@ -85,6 +85,9 @@ pub(crate) struct Config {
     /// OpenTelemetry intake: defaults, declared tools, the receiver's limits.
     #[serde(default)]
     pub otlp: crate::otlp::OtlpSettings,
+    /// The MCP gateway: where its calls belong, trusted servers, declared tools.
+    #[serde(default)]
+    pub gateway: crate::gateway::GatewaySettings,
 }
 
 impl Config {

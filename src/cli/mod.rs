@@ -148,6 +148,18 @@ pub(crate) enum Command {
         #[arg(long, value_name = "ADDR")]
         listen: Option<String>,
     },
+    /// Put an MCP server behind holdfast: speak MCP on stdio to the agent, start
+    /// the server with COMMAND, record every tool call before it is forwarded,
+    /// and refuse a call identical to a held one.
+    Gateway {
+        /// The server's name in the operations' tools (`NAME/TOOL`); default: the
+        /// command's file name.
+        #[arg(long, value_name = "SERVER")]
+        name: Option<String>,
+        /// The command that starts the server, and its arguments.
+        #[arg(required = true, last = true, value_name = "COMMAND")]
+        command: Vec<String>,
+    },
     /// List operations (default: the held ones), most urgent first.
     List(ListArgs),
     /// Show the evidence bundle of one operation.
@@ -379,7 +391,8 @@ impl Door {
                 | Command::Work { .. }
                 | Command::Autonomy { .. }
                 | Command::Lookup { .. }
-                | Command::Serve { .. },
+                | Command::Serve { .. }
+                | Command::Gateway { .. },
             ) => Door::Write,
         }
     }
@@ -674,6 +687,9 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             format: InputFormat::Otlp,
         }) => commands::ingest::ingest_otlp(&ctx, &source, rejects, json).await,
         Some(Command::Serve { listen }) => commands::serve::serve(&ctx, listen).await,
+        Some(Command::Gateway { name, command }) => {
+            commands::gateway::gateway(&ctx, name, command).await
+        }
         Some(Command::List(args)) => commands::list::list(&ctx, args).await,
         Some(Command::Show { id, json }) => commands::show::show(&ctx, &id, json).await,
         Some(Command::Timeline { id, json }) => commands::show::timeline(&ctx, &id, json).await,

@@ -77,11 +77,21 @@ fn attempt_id(span: &SpanFact) -> String {
 /// SHA-256 of the canonical JSON (keys sorted, no blanks) of `arguments`, a JSON
 /// text or any other value; `None` when absent.
 pub fn payload_hash(arguments: Option<&Value>) -> Option<Sha256> {
-    let value = match arguments? {
+    Some(hash_arguments(&arguments_value(arguments?)))
+}
+
+/// Arguments as a JSON value: a JSON text is parsed, any other value kept.
+fn arguments_value(arguments: &Value) -> Value {
+    match arguments {
         Value::String(text) => serde_json::from_str(text).unwrap_or(Value::String(text.clone())),
         other => other.clone(),
-    };
-    Some(Sha256::of(canonical(&value).as_bytes()))
+    }
+}
+
+/// SHA-256 of the canonical JSON of a tool call's arguments: an operation's
+/// payload hash, whichever door the call came through.
+pub fn hash_arguments(arguments: &Value) -> Sha256 {
+    Sha256::of(canonical(arguments).as_bytes())
 }
 
 fn canonical(value: &Value) -> String {
@@ -362,7 +372,17 @@ fn emit(call: &Call<'_>, cx: &Context<'_>, declared: &mut HashSet<String>, out: 
         call.tool
             .and_then(|t| t.attributes.get("gen_ai.tool.call.arguments")),
     );
-    let business_key = call.text("holdfast.business_key").map(str::to_owned);
+    let tool_settings = cx.settings.tool(call.name);
+    let business_key = call
+        .text("holdfast.business_key")
+        .map(str::to_owned)
+        .or_else(|| {
+            let arguments = call
+                .tool
+                .and_then(|t| t.attributes.get("gen_ai.tool.call.arguments"))
+                .map(arguments_value);
+            tool_settings?.business_key(arguments.as_ref())
+        });
     let stored_attempts = cx.stored.operations.get(&call.id);
     // A new call with the same tool, arguments and business key as an UNKNOWN
     // operation repeats it: its attempts join that operation.
@@ -408,7 +428,6 @@ fn emit(call: &Call<'_>, cx: &Context<'_>, declared: &mut HashSet<String>, out: 
         }
         Some(declared_here)
     });
-    let tool_settings = cx.settings.tool(call.name);
     let attempts: Vec<Attempt> = call
         .attempts
         .iter()

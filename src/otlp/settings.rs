@@ -62,9 +62,29 @@ pub struct ToolSettings {
     pub retryable: Vec<String>,
     pub tenant: Option<String>,
     pub risk: Option<Risk>,
+    /// A JSON pointer (RFC 6901) into the call's arguments whose value is the
+    /// operation's business key: two calls with the same key are the same
+    /// business intent, whatever else differs.
+    pub business_key: Option<String>,
+    /// Whether the tool may report an error after its effect was committed: an
+    /// error result then leaves the operation UNKNOWN rather than FAILED.
+    #[serde(default)]
+    pub errors_may_commit: bool,
 }
 
 impl ToolSettings {
+    /// The business key the contract's pointer finds in `arguments`: a string as
+    /// it is, any other value as its JSON text; `None` without a pointer, or
+    /// when it finds nothing or `null`.
+    pub fn business_key(&self, arguments: Option<&serde_json::Value>) -> Option<String> {
+        let pointer = self.business_key.as_deref()?;
+        match arguments?.pointer(pointer)? {
+            serde_json::Value::Null => None,
+            serde_json::Value::String(text) => Some(text.clone()),
+            other => Some(other.to_string()),
+        }
+    }
+
     /// The contract record this table declares.
     pub fn contract(&self) -> Contract {
         Contract {

@@ -711,6 +711,31 @@ pub trait Store: Send + Sync {
     /// Which of `ids` are stored operations (with their attempts' ids), and the
     /// UNKNOWN operations of `tools` a new call may repeat.
     async fn otlp_calls(&self, ids: &[String], tools: &[String]) -> Result<OtlpCalls, StoreError>;
+
+    /// The SENT operations whose correlation id starts with `correlation_prefix`:
+    /// id, correlation id, creation instant.
+    async fn sent_calls(
+        &self,
+        correlation_prefix: &str,
+    ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError>;
+
+    /// The operations of `tool` that a call repeats: the same payload hash, or
+    /// the same business key when it has one; newest first.
+    async fn same_calls(
+        &self,
+        tool: &str,
+        payload_hash: &Sha256,
+        business_key: Option<&str>,
+    ) -> Result<Vec<SameCall>, StoreError>;
+}
+
+/// An operation a call repeats, as [`Store::same_calls`] finds it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SameCall {
+    pub id: OperationId,
+    pub state: State,
+    pub payload_hash: Sha256,
+    pub created: DateTime<Utc>,
 }
 
 /// A span waiting for its tool span: its ids, since when, and the span as JSON

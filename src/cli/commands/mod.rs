@@ -6,6 +6,7 @@ pub(crate) mod autonomy;
 pub(crate) mod console;
 pub(crate) mod copy;
 pub(crate) mod drill;
+pub(crate) mod gateway;
 pub(crate) mod ingest;
 pub(crate) mod list;
 pub(crate) mod lookup;

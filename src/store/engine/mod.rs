@@ -728,6 +728,22 @@ shared! {
             self.read_calls(ids, tools).await
         }
 
+        async fn sent_calls(
+            &self,
+            correlation_prefix: &str,
+        ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError> {
+            self.read_sent_calls(correlation_prefix).await
+        }
+
+        async fn same_calls(
+            &self,
+            tool: &str,
+            payload_hash: &Sha256,
+            business_key: Option<&str>,
+        ) -> Result<Vec<super::SameCall>, StoreError> {
+            self.read_same_calls(tool, payload_hash, business_key).await
+        }
+
         async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
             self.copy_from(source).await
         }

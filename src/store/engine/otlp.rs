@@ -6,8 +6,9 @@ use sqlx::Row;
 
 use super::db;
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::State;
 use crate::store::plan::codec::{from_ms, ms};
-use crate::store::{OtlpCalls, StoreError, WaitingRow};
+use crate::store::{OtlpCalls, SameCall, StoreError, WaitingRow};
 
 shared! {
     impl {
@@ -130,6 +131,68 @@ shared! {
             }
             out.unknown.sort_by(|a, b| a.0.as_str().cmp(b.0.as_str()));
             out.unknown.dedup_by(|a, b| a.0 == b.0);
+            Ok(out)
+        }
+
+        pub(super) async fn read_sent_calls(
+            &self,
+            correlation_prefix: &str,
+        ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError> {
+            let pattern = format!(
+                "{}%",
+                correlation_prefix.replace('\\', "\\\\").replace('%', "\\%").replace('_', "\\_")
+            );
+            let rows = sqlx::query(
+                "SELECT id, correlation_id, created_ms FROM operations \
+                 WHERE state = 'SENT' AND correlation_id LIKE $1 ESCAPE '\\' ORDER BY id",
+            )
+            .bind(pattern)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let created: i64 = row.try_get("created_ms").map_err(db::<DB>)?;
+                out.push((
+                    OperationId::parse(&Self::text(row, "id")?)
+                        .map_err(|e| StoreError::Other(e.to_string()))?,
+                    Self::text(row, "correlation_id")?,
+                    from_ms(created)?,
+                ));
+            }
+            Ok(out)
+        }
+
+        pub(super) async fn read_same_calls(
+            &self,
+            tool: &str,
+            payload_hash: &Sha256,
+            business_key: Option<&str>,
+        ) -> Result<Vec<SameCall>, StoreError> {
+            let rows = sqlx::query(
+                "SELECT id, state, payload_hash, created_ms FROM operations WHERE tool = $1 \
+                 AND (payload_hash = $2 OR business_key = $3) ORDER BY created_ms DESC, id DESC",
+            )
+            .bind(tool.to_owned())
+            .bind(payload_hash.as_str().to_owned())
+            .bind(business_key.map(str::to_owned))
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let mut out = Vec::with_capacity(rows.len());
+            for row in &rows {
+                let state = Self::text(row, "state")?;
+                let created: i64 = row.try_get("created_ms").map_err(db::<DB>)?;
+                out.push(SameCall {
+                    id: OperationId::parse(&Self::text(row, "id")?)
+                        .map_err(|e| StoreError::Other(e.to_string()))?,
+                    state: State::parse(&state)
+                        .ok_or_else(|| StoreError::Other(format!("stored state {state:?} is not a state")))?,
+                    payload_hash: Sha256::parse(&Self::text(row, "payload_hash")?)
+                        .map_err(|e| StoreError::Other(e.to_string()))?,
+                    created: from_ms(created)?,
+                });
+            }
             Ok(out)
         }
     }

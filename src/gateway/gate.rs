@@ -1,0 +1,701 @@
+//! The gate at the tool-call boundary (DESIGN §10.2), without the protocol: a
+//! `tools/call` becomes an operation before it is forwarded, its outcome moves
+//! the operation, and a call identical to a held one is refused. Every record
+//! goes through the one ingest path (redaction, roles, the decision judge), as
+//! the gateway's own identity; a store error refuses the call (fail closed).
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use chrono::{DateTime, Utc};
+use serde_json::Value;
+
+use super::settings::GatewaySettings;
+use crate::core::ids::{OperationId, Sha256};
+use crate::core::model::{
+    Attempt, AttemptKind, Contract, Layer, Operation, Outcome, Phase, Risk, Role, State,
+    TransitionRecord,
+};
+use crate::otlp::ToolSettings;
+use crate::otlp::map::hash_arguments;
+use crate::store::plan::redaction;
+use crate::store::{IngestMode, Ingester, SameCall, Store, StoreError};
+use crate::wire::{Numbered, Record};
+
+/// How much of a result the attempt keeps as its excerpt.
+const EXCERPT_CHARS: usize = 2000;
+
+/// The clock the gateway records with.
+pub type Now = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
+
+/// One `tools/call` as the agent made it.
+#[derive(Debug, Clone)]
+pub struct Call {
+    /// The tool's name at its server.
+    pub name: String,
+    pub arguments: Option<serde_json::Map<String, Value>>,
+    /// The server's `readOnlyHint` for the tool, when it gave one.
+    pub read_only_hint: Option<bool>,
+}
+
+/// What the gate does with a call.
+#[derive(Debug)]
+pub enum Admission {
+    /// A read: forwarded, nothing held.
+    Pass,
+    /// Recorded; forward it, then [`Gate::finish`] with how it ended.
+    Forward(Ticket),
+    /// Not forwarded: the text for the agent, an `isError` result.
+    Refuse(String),
+    /// Not forwarded: the identical call already succeeded; the text says so.
+    Answer(String),
+}
+
+/// A forwarded call's place in the store.
+#[derive(Debug, Clone)]
+pub struct Ticket {
+    pub operation: OperationId,
+    pub tool: String,
+    seq: u32,
+    started: DateTime<Utc>,
+    errors_may_commit: bool,
+}
+
+/// How a forwarded call ended.
+#[derive(Debug, Clone)]
+pub enum Ending {
+    /// The server answered with a result (`is_error` as it said); `text` is the
+    /// result as JSON.
+    Result { is_error: bool, text: String },
+    /// The server answered with a JSON-RPC error.
+    Error { code: i32, message: String },
+    /// The agent cancelled the call (its timeout fired) before any answer.
+    Cancelled,
+    /// The server died or dropped the call before answering.
+    Dropped(String),
+}
+
+/// JSON-RPC: the method does not exist.
+pub const METHOD_NOT_FOUND: i32 = -32601;
+/// JSON-RPC: the parameters were refused.
+pub const INVALID_PARAMS: i32 = -32602;
+
+/// Why the gate could not record a call: the store failed, or refused the
+/// records. Either way the call is not forwarded.
+#[derive(Debug, thiserror::Error)]
+pub enum GateError {
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error("the store refused the gateway's records: {0}")]
+    Refused(String),
+}
+
+/// The gate of one gateway.
+pub struct Gate {
+    store: Arc<dyn Store>,
+    ingester: Ingester,
+    settings: GatewaySettings,
+    server: String,
+    now: Now,
+    /// This gateway's run, in every id it makes: host, process, start.
+    instance: String,
+    calls: AtomicU64,
+    contracts: HashMap<String, Contract>,
+}
+
+impl Gate {
+    /// A gate for `server`, with the contracts the store holds and those the
+    /// config declares (written to the store when it lacks them).
+    pub async fn open(
+        store: Arc<dyn Store>,
+        ingester: Ingester,
+        settings: GatewaySettings,
+        server: &str,
+        now: Now,
+    ) -> Result<Gate, GateError> {
+        let mut contracts: HashMap<String, Contract> = store
+            .contracts()
+            .await?
+            .into_iter()
+            .map(|c| (c.tool.clone(), c))
+            .collect();
+        let declared: Vec<Record> = settings
+            .tool
+            .iter()
+            .map(ToolSettings::contract)
+            .filter(|c| !contracts.contains_key(&c.tool))
+            .map(Record::Contract)
+            .collect();
+        if !declared.is_empty() {
+            commit(store.as_ref(), &ingester, declared, now()).await?;
+            contracts = store
+                .contracts()
+                .await?
+                .into_iter()
+                .map(|c| (c.tool.clone(), c))
+                .collect();
+        }
+        let started = now();
+        let instance = format!(
+            "{}-{}-{}",
+            host(),
+            std::process::id(),
+            started.timestamp_millis()
+        );
+        Ok(Gate {
+            store,
+            ingester,
+            settings,
+            server: server.to_owned(),
+            now,
+            instance,
+            calls: AtomicU64::new(0),
+            contracts,
+        })
+    }
+
+    /// Moves to UNKNOWN the calls a gateway of this host recorded and
+    /// forwarded (or was about to) before its process ended without their
+    /// answer: their operations stay SENT otherwise, out of every reviewer's
+    /// queue. A gateway still running is left alone; so is every call when
+    /// this host cannot tell which processes run. Returns the operations moved.
+    pub async fn sweep(&self) -> Result<Vec<OperationId>, GateError> {
+        let procs = std::path::Path::new("/proc");
+        if !procs.join("self").exists() {
+            return Ok(Vec::new());
+        }
+        let prefix = format!("{CORRELATION}{}-", host());
+        let mut moved = Vec::new();
+        for (id, correlation, created) in self.store.sent_calls(&prefix).await? {
+            let Some(pid) = correlation
+                .strip_prefix(&prefix)
+                .and_then(|rest| rest.split('-').next())
+                .and_then(|p| p.parse::<u32>().ok())
+            else {
+                continue;
+            };
+            if pid == std::process::id() || runs(procs, pid) {
+                continue;
+            }
+            let now = (self.now)();
+            let ticket = Ticket {
+                operation: id.clone(),
+                tool: String::new(),
+                seq: self.next_seq(&id).await?,
+                started: created,
+                errors_may_commit: false,
+            };
+            let mut attempt = gateway_attempt(
+                format!("{}-a{}", id.as_str(), ticket.seq),
+                &ticket,
+                now,
+                (Phase::RequestSent, Outcome::ConnectionReset),
+            );
+            attempt.error_type = Some("gateway_stopped".into());
+            let transition = TransitionRecord {
+                operation: id.clone(),
+                from: State::Sent,
+                to: State::Unknown,
+                by: self.ingester.by.clone(),
+                role: Some(Role::System),
+                at: now.max(created),
+                reason: Some(format!(
+                    "the gateway that recorded this call (process {pid}) stopped before its answer: \
+                     the call may have reached the server and been applied"
+                )),
+                evidence: vec![attempt.id.clone()],
+            };
+            self.write(
+                vec![Record::Attempt(attempt), Record::Transition(transition)],
+                now,
+            )
+            .await?;
+            moved.push(id);
+        }
+        Ok(moved)
+    }
+
+    /// The operation's tool for a call: `SERVER/TOOL`.
+    pub fn tool(&self, name: &str) -> String {
+        format!("{}/{name}", self.server)
+    }
+
+    /// Decides what happens to `call`, recording what must be recorded first.
+    pub async fn admit(&self, call: &Call) -> Result<Admission, GateError> {
+        let tool = self.tool(&call.name);
+        let contract = self.contracts.get(&tool);
+        let read = match contract {
+            Some(c) => !c.is_write(),
+            None => self.settings.trusts(&self.server) && call.read_only_hint == Some(true),
+        };
+        if read {
+            return Ok(Admission::Pass);
+        }
+        let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
+        let payload = hash_arguments(&arguments);
+        let declared = self.settings.tool(&tool);
+        let business_key = declared.and_then(|t| t.business_key(Some(&arguments)));
+        let same = self
+            .store
+            .same_calls(&tool, &payload, business_key.as_deref())
+            .await?;
+        if let Some(held) = same.iter().find(|s| holds(s.state)) {
+            return self.refuse(held, &tool, &payload).await;
+        }
+        if let Some(approved) = same.iter().find(|s| s.state == State::Approved) {
+            return self.forward_approved(approved, &tool, declared).await;
+        }
+        if let Some(done) = same
+            .iter()
+            .find(|s| s.state == State::Succeeded && s.payload_hash == payload)
+        {
+            return self.answer(done).await;
+        }
+        self.record_new(&tool, payload, business_key, contract, declared)
+            .await
+    }
+
+    /// Records the outcome of a forwarded call: its attempt and the move it shows.
+    pub async fn finish(&self, ticket: &Ticket, ending: &Ending) -> Result<State, GateError> {
+        let now = (self.now)();
+        let (phase, outcome, error, state, excerpt) = match ending {
+            Ending::Result {
+                is_error: false,
+                text,
+            } => (
+                Phase::ResponseReceived,
+                Outcome::Ok,
+                None,
+                State::Succeeded,
+                Some(text.as_str()),
+            ),
+            Ending::Result {
+                is_error: true,
+                text,
+            } => (
+                Phase::ResponseReceived,
+                Outcome::Rejected,
+                Some("tool_error".to_owned()),
+                if ticket.errors_may_commit {
+                    State::Unknown
+                } else {
+                    State::Failed
+                },
+                Some(text.as_str()),
+            ),
+            Ending::Error { code, message }
+                if matches!(*code, METHOD_NOT_FOUND | INVALID_PARAMS) =>
+            {
+                (
+                    Phase::ResponseReceived,
+                    Outcome::Rejected,
+                    Some(format!("jsonrpc_{code}")),
+                    State::Failed,
+                    Some(message.as_str()),
+                )
+            }
+            Ending::Error { code, message } => (
+                Phase::ResponseReceived,
+                Outcome::InvalidResponse,
+                Some(format!("jsonrpc_{code}")),
+                State::Unknown,
+                Some(message.as_str()),
+            ),
+            Ending::Cancelled => (
+                Phase::RequestSent,
+                Outcome::Timeout,
+                Some("cancelled_by_client".to_owned()),
+                State::Unknown,
+                None,
+            ),
+            Ending::Dropped(why) => (
+                Phase::RequestSent,
+                Outcome::ConnectionReset,
+                Some("server_dropped".to_owned()),
+                State::Unknown,
+                Some(why.as_str()),
+            ),
+        };
+        let mut attempt = gateway_attempt(
+            format!("{}-a{}", ticket.operation.as_str(), ticket.seq),
+            ticket,
+            now,
+            (phase, outcome),
+        );
+        attempt.error_type.clone_from(&error);
+        attempt.response_hash = excerpt.map(|t| Sha256::of(t.as_bytes()));
+        attempt.response_excerpt = excerpt.map(excerpt_of);
+        let reason = match ending {
+            Ending::Result { is_error: false, .. } => "the server answered with a result".to_owned(),
+            Ending::Result { is_error: true, .. } if ticket.errors_may_commit => {
+                "the server answered with an error, and the tool's contract says its errors may follow a commit".to_owned()
+            }
+            Ending::Result { is_error: true, .. } => {
+                "the server answered that it did not do it (an error result)".to_owned()
+            }
+            Ending::Error { code, .. } if state == State::Failed => {
+                format!("the server refused the call (JSON-RPC error {code})")
+            }
+            Ending::Error { code, .. } => format!(
+                "the server failed inside the call (JSON-RPC error {code}): it may have committed"
+            ),
+            Ending::Cancelled => {
+                "the agent cancelled the call before an answer: the server may have committed"
+                    .to_owned()
+            }
+            Ending::Dropped(_) => {
+                "the server died or dropped the call before an answer: it may have committed"
+                    .to_owned()
+            }
+        };
+        let transition = TransitionRecord {
+            operation: ticket.operation.clone(),
+            from: State::Sent,
+            to: state,
+            by: self.ingester.by.clone(),
+            role: Some(Role::System),
+            at: now.max(ticket.started),
+            reason: Some(reason),
+            evidence: vec![attempt.id.clone()],
+        };
+        self.write(
+            vec![Record::Attempt(attempt), Record::Transition(transition)],
+            now,
+        )
+        .await?;
+        Ok(state)
+    }
+
+    /// Records an answer that came after the agent cancelled the call: evidence
+    /// on the operation, never delivered.
+    pub async fn late(&self, ticket: &Ticket, is_error: bool, text: &str) -> Result<(), GateError> {
+        let now = (self.now)();
+        let mut attempt = gateway_attempt(
+            format!("{}-a{}-late", ticket.operation.as_str(), ticket.seq),
+            ticket,
+            now,
+            (
+                Phase::ResponseReceived,
+                if is_error {
+                    Outcome::Rejected
+                } else {
+                    Outcome::Ok
+                },
+            ),
+        );
+        attempt.error_type = Some("late_answer_after_cancel".into());
+        attempt.response_hash = Some(Sha256::of(text.as_bytes()));
+        attempt.response_excerpt = Some(excerpt_of(text));
+        self.write(vec![Record::Attempt(attempt)], now).await
+    }
+
+    async fn record_new(
+        &self,
+        tool: &str,
+        payload: Sha256,
+        business_key: Option<String>,
+        contract: Option<&Contract>,
+        declared: Option<&ToolSettings>,
+    ) -> Result<Admission, GateError> {
+        let now = (self.now)();
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let id = OperationId::parse(&format!("mcp-{}-{n}", self.instance))
+            .map_err(|e| GateError::Refused(format!("the gateway made a bad operation id: {e}")))?;
+        let operation = Operation {
+            id: id.clone(),
+            tenant: declared
+                .and_then(|t| t.tenant.clone())
+                .or_else(|| self.settings.tenant.clone())
+                .unwrap_or_else(|| "default".into()),
+            actor: self
+                .settings
+                .actor
+                .clone()
+                .unwrap_or_else(|| format!("agent:{}", self.server)),
+            tool: tool.to_owned(),
+            action: contract.map_or_else(|| tool.to_owned(), |c| c.action.clone()),
+            target: format!("mcp:{tool}"),
+            payload_hash: payload.clone(),
+            intent_hash: None,
+            risk: declared
+                .and_then(|t| t.risk)
+                .or(self.settings.risk)
+                .unwrap_or(Risk::Medium),
+            approval: self
+                .settings
+                .approval
+                .as_ref()
+                .map(|a| a.of_call(&payload, now)),
+            idempotency_key: None,
+            business_key,
+            correlation_id: Some(format!("{CORRELATION}{}", self.instance)),
+            owner: contract
+                .map(|c| c.owner.clone())
+                .or_else(|| self.settings.owner.clone())
+                .unwrap_or_else(|| "unassigned".into()),
+            max_attempts: contract.map(|c| c.max_attempts),
+            deadline: None,
+            failure_mode: None,
+            state: State::Sent,
+            next_observation_at: None,
+            depends_on: Vec::new(),
+            parent: None,
+            relation: None,
+            created_at: now,
+        };
+        self.write(vec![Record::Operation(operation)], now).await?;
+        Ok(Admission::Forward(Ticket {
+            operation: id,
+            tool: tool.to_owned(),
+            seq: 1,
+            started: now,
+            errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+        }))
+    }
+
+    /// The next identical call after a reviewer's authorize-retry: APPROVED →
+    /// SENT, which only one gateway's ingest can make.
+    async fn forward_approved(
+        &self,
+        approved: &SameCall,
+        tool: &str,
+        declared: Option<&ToolSettings>,
+    ) -> Result<Admission, GateError> {
+        let now = (self.now)();
+        let seq = self.next_seq(&approved.id).await?;
+        let transition = TransitionRecord {
+            operation: approved.id.clone(),
+            from: State::Approved,
+            to: State::Sent,
+            by: self.ingester.by.clone(),
+            role: Some(Role::System),
+            at: now,
+            reason: Some(
+                "the next identical call after the authorized retry, forwarded once".into(),
+            ),
+            evidence: Vec::new(),
+        };
+        match self.write(vec![Record::Transition(transition)], now).await {
+            Ok(()) => Ok(Admission::Forward(Ticket {
+                operation: approved.id.clone(),
+                tool: tool.to_owned(),
+                seq,
+                started: now,
+                errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+            })),
+            // Another call took the authorization first: this one is a repeat of
+            // an operation in flight.
+            Err(GateError::Refused(_)) => {
+                let held = SameCall {
+                    state: State::Sent,
+                    ..approved.clone()
+                };
+                self.refuse(&held, tool, &approved.payload_hash).await
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// Refuses a repeat of `held`, recording a `not_sent` attempt on it.
+    async fn refuse(
+        &self,
+        held: &SameCall,
+        tool: &str,
+        payload: &Sha256,
+    ) -> Result<Admission, GateError> {
+        let now = (self.now)();
+        let seq = self.next_seq(&held.id).await?;
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        let ticket = Ticket {
+            operation: held.id.clone(),
+            tool: tool.to_owned(),
+            seq,
+            started: now,
+            errors_may_commit: false,
+        };
+        let mut attempt = gateway_attempt(
+            format!("{}-refused-{}-{n}", held.id.as_str(), self.instance),
+            &ticket,
+            now,
+            (Phase::NotSent, Outcome::Rejected),
+        );
+        attempt.error_type = Some("held_by_gateway".into());
+        attempt.request_hash = Some(payload.clone());
+        self.write(vec![Record::Attempt(attempt)], now).await?;
+        Ok(Admission::Refuse(refusal_text(held, tool)))
+    }
+
+    async fn answer(&self, done: &SameCall) -> Result<Admission, GateError> {
+        let detail = self.store.detail(&done.id).await?;
+        let recorded = detail
+            .attempts
+            .iter()
+            .rev()
+            .find(|a| a.outcome == Outcome::Ok && a.phase == Phase::ResponseReceived)
+            .and_then(|a| a.response_excerpt.clone());
+        let mut text = format!(
+            "holdfast did not send this call: an identical call already SUCCEEDED as operation {} \
+             (recorded {}). Repeating it would apply it twice. It is done; do not call it again.",
+            done.id.as_str(),
+            crate::core::clock::human_instant(done.created),
+        );
+        if let Some(result) = recorded {
+            text.push_str("\nThe result recorded then:\n");
+            text.push_str(&result);
+        }
+        Ok(Admission::Answer(text))
+    }
+
+    /// Writes `records` through the one ingest path as the gateway.
+    async fn write(&self, records: Vec<Record>, now: DateTime<Utc>) -> Result<(), GateError> {
+        commit(self.store.as_ref(), &self.ingester, records, now).await
+    }
+
+    async fn next_seq(&self, id: &OperationId) -> Result<u32, GateError> {
+        let detail = self.store.detail(id).await?;
+        let used = detail.attempts.iter().map(|a| a.seq).max().unwrap_or(0);
+        Ok(used.saturating_add(1))
+    }
+}
+
+/// What a gateway's operations' correlation ids start with, before the run.
+const CORRELATION: &str = "mcp-gateway:";
+
+/// This host's name as a gateway's run names it (letters, digits, `-`).
+fn host() -> String {
+    let name = std::env::var("HOSTNAME")
+        .ok()
+        .or_else(|| std::fs::read_to_string("/etc/hostname").ok())
+        .unwrap_or_default();
+    let clean: String = name
+        .trim()
+        .chars()
+        .filter(|c| c.is_ascii_alphanumeric())
+        .collect();
+    if clean.is_empty() {
+        "host".into()
+    } else {
+        clean
+    }
+}
+
+/// Whether process `pid` runs on this host (a zombie has ended).
+fn runs(procs: &std::path::Path, pid: u32) -> bool {
+    let Ok(stat) = std::fs::read_to_string(procs.join(pid.to_string()).join("stat")) else {
+        return false;
+    };
+    let state = stat
+        .rsplit_once(')')
+        .and_then(|(_, rest)| rest.trim_start().chars().next());
+    !matches!(state, Some('Z' | 'X') | None)
+}
+
+/// An attempt of `ticket`'s call made by the gateway, ended at `ended` in
+/// `reached` (phase, outcome); the rest for the caller to fill in.
+fn gateway_attempt(
+    id: String,
+    ticket: &Ticket,
+    ended: DateTime<Utc>,
+    (phase, outcome): (Phase, Outcome),
+) -> Attempt {
+    Attempt {
+        id,
+        operation: ticket.operation.clone(),
+        seq: ticket.seq,
+        kind: AttemptKind::Request,
+        layer: Some(Layer::Gateway),
+        started_at: ticket.started,
+        ended_at: Some(ended.max(ticket.started)),
+        phase,
+        outcome,
+        http_status: None,
+        error_type: None,
+        retry_after: None,
+        provider_request_id: None,
+        request_hash: None,
+        response_hash: None,
+        resend_count: None,
+        replayed: None,
+        trace_id: None,
+        response_excerpt: None,
+    }
+}
+
+/// The states a repeat may not pass: held, or in flight with no outcome
+/// recorded (its gateway may have stopped before the answer).
+fn holds(state: State) -> bool {
+    matches!(
+        state,
+        State::Unknown
+            | State::Partial
+            | State::Blocked
+            | State::Sent
+            | State::Acknowledged
+            | State::Planned
+            | State::Validated
+    )
+}
+
+/// What the agent reads when its call is refused: the hold, its state, what
+/// must happen first, and that retrying cannot help.
+fn refusal_text(held: &SameCall, tool: &str) -> String {
+    let why = match held.state {
+        State::Unknown => {
+            "an earlier identical call may already have taken effect, and whether it did is not known"
+        }
+        State::Partial => "an earlier identical call took effect only in part",
+        State::Blocked => "an earlier identical call is blocked, awaiting a reviewer",
+        _ => "an earlier identical call was sent and its outcome is not recorded yet",
+    };
+    format!(
+        "holdfast held this call and did NOT send it to the server. It repeats operation {id} \
+         ({tool}), which is {state}: {why}. Do not retry this call: every identical call is \
+         refused the same way until a reviewer reconciles operation {id} in holdfast \
+         (`holdfast show {id}`). If the reviewer authorizes a retry, the next identical call is \
+         sent once. Tell the user that this action is waiting for review.",
+        id = held.id.as_str(),
+        state = held.state,
+    )
+}
+
+/// A result's text as an attempt keeps it: the first characters.
+fn excerpt_of(text: &str) -> String {
+    text.chars().take(EXCERPT_CHARS).collect()
+}
+
+/// Writes `records` through the one ingest path; a refusal is an error.
+async fn commit(
+    store: &dyn Store,
+    ingester: &Ingester,
+    records: Vec<Record>,
+    now: DateTime<Utc>,
+) -> Result<(), GateError> {
+    let numbered: Vec<Numbered> = records
+        .into_iter()
+        .enumerate()
+        .map(|(i, record)| Numbered {
+            line: i + 1,
+            record,
+            line_sha256: None,
+        })
+        .collect();
+    let report = store
+        .ingest_redacted(
+            redaction::redact(numbered),
+            IngestMode::Strict,
+            ingester,
+            now,
+        )
+        .await?;
+    if report.rejected.is_empty() {
+        Ok(())
+    } else {
+        let reasons: Vec<String> = report
+            .rejected
+            .iter()
+            .map(|e| format!("{}: {}", e.field, e.reason))
+            .collect();
+        Err(GateError::Refused(reasons.join("; ")))
+    }
+}
