@@ -414,7 +414,119 @@ async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
     );
 }
 
+/// The file door over an input given as bytes, `chunk_spans` spans at a time.
+async fn file_intake(
+    store: &dyn Store,
+    bytes: Vec<u8>,
+    chunk_spans: usize,
+    rejects: Option<&mut Vec<u8>>,
+) -> (OtlpOutcome, Vec<String>) {
+    use holdfast::otlp::file::{FileIntake, intake_file};
+    let settings = settings();
+    let ingester = otlp_ingester();
+    let door = FileIntake {
+        store,
+        source: "traces.jsonl",
+        settings: &settings,
+        ingester: &ingester,
+        now: now(),
+        chunk_spans,
+    };
+    let open = move || -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        Ok(Box::new(std::io::Cursor::new(bytes.clone())))
+    };
+    let mut printed = Vec::new();
+    let path = std::path::Path::new("rejects.jsonl");
+    let outcome = intake_file(
+        &door,
+        &open,
+        rejects.map(|r| (path, r as &mut dyn std::io::Write)),
+        &mut |e| printed.push(e.to_string()),
+    )
+    .await
+    .expect("file intake");
+    (outcome, printed)
+}
+
+async fn a_file_is_taken_a_chunk_at_a_time_and_children_join_across_chunks(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let mut lines = Vec::new();
+    for n in 0..3u64 {
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(&format!("{{\"n\":{n}}}")), n * 100);
+        agent.http(&cx, "POST", Some(503), None, None, n * 100 + 1, n * 100 + 2);
+        agent.http(
+            &cx,
+            "POST",
+            None,
+            Some("timeout"),
+            Some(1),
+            n * 100 + 3,
+            n * 100 + 33,
+        );
+        // The children on one line, their tool span on the next.
+        lines.push(serde_json::to_string(&agent.request()).unwrap());
+        agent.end(&cx, n * 100 + 34, true);
+        lines.push(serde_json::to_string(&agent.request()).unwrap());
+    }
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    // One span at a time: every request its own chunk, each child waiting in
+    // the store for its tool span.
+    let (outcome, printed) = file_intake(store, bytes, 1, None).await;
+    assert!(printed.is_empty(), "{printed:?}");
+    assert_eq!(outcome.chunks, 6, "{outcome:?}");
+    assert_eq!((outcome.requests, outcome.spans), (6, 9));
+    assert_eq!(outcome.waiting, 0);
+    let data = store.dataset().await.unwrap();
+    assert_eq!(data.operations.len(), 3, "{:?}", data.operations);
+    for op in &data.operations {
+        assert_eq!(op.state, State::Unknown);
+        assert_eq!(store.detail(&op.id).await.unwrap().attempts.len(), 2);
+    }
+}
+
+async fn a_file_s_refusals_are_counted_and_only_the_first_kept(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 32, true);
+    let good = serde_json::to_string(&agent.request()).unwrap();
+    let mut lines = vec![good];
+    lines.extend((0..150).map(|_| "{\"resourceSpans\": 7}".to_owned()));
+    let bytes = lines.join("\n").into_bytes();
+    let mut rejects = Vec::new();
+    let (outcome, printed) = file_intake(store, bytes, 10, Some(&mut rejects)).await;
+    // Every refusal handed out as found, only the first hundred kept.
+    assert_eq!(printed.len(), 150);
+    assert_eq!(outcome.rejected.lines, 150);
+    assert_eq!(outcome.rejected.examples.len(), 100);
+    assert_eq!(outcome.rejected.more, 50);
+    assert_eq!(outcome.rejected.by_rule[0].count, 150);
+    assert_eq!(String::from_utf8(rejects).unwrap().lines().count(), 150);
+    assert_eq!(
+        states(store).await,
+        vec![State::Unknown],
+        "the good line is committed"
+    );
+}
+
+async fn states(store: &dyn Store) -> Vec<State> {
+    store
+        .dataset()
+        .await
+        .unwrap()
+        .operations
+        .iter()
+        .map(|o| o.state)
+        .collect()
+}
+
 holdfast_on_both_backends!(
+    a_file_is_taken_a_chunk_at_a_time_and_children_join_across_chunks,
+    a_file_s_refusals_are_counted_and_only_the_first_kept,
     a_read_that_succeeded_is_succeeded_with_its_attempt,
     a_write_that_timed_out_with_no_response_is_unknown,
     a_503_then_a_200_resent_is_succeeded_with_two_attempts,
@@ -567,13 +679,22 @@ mod receiver {
         }
     }
 
-    async fn start(kind: Kind, mut settings: OtlpSettings, token: Option<&str>) -> Running {
+    async fn start(kind: Kind, settings: OtlpSettings, token: Option<&str>) -> Running {
+        start_as(kind, settings, token, otlp_ingester()).await
+    }
+
+    async fn start_as(
+        kind: Kind,
+        mut settings: OtlpSettings,
+        token: Option<&str>,
+        ingester: Ingester,
+    ) -> Running {
         let fresh = stores::fresh(kind).await;
         settings.busy_ms = Some(500);
         let receiver = Arc::new(Receiver::new(
             fresh.store.clone(),
             settings,
-            otlp_ingester(),
+            ingester,
             token.map(str::to_owned),
             Arc::new(now),
         ));
@@ -622,17 +743,6 @@ mod receiver {
         agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
         agent.end(&cx, 31, true);
         agent.finished()
-    }
-
-    async fn states(store: &dyn Store) -> Vec<State> {
-        store
-            .dataset()
-            .await
-            .unwrap()
-            .operations
-            .iter()
-            .map(|o| o.state)
-            .collect()
     }
 
     async fn the_real_exporter_is_heard_in_protobuf_json_and_gzip(kind: Kind) {
@@ -735,19 +845,7 @@ mod receiver {
         let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
         bad.trace_id = vec![1, 2, 3];
         request.resource_spans[0].scope_spans[0].spans.push(bad);
-        let r = post(
-            addr,
-            "application/x-protobuf",
-            gzipped(&request.encode_to_vec()),
-            true,
-        )
-        .send()
-        .await
-        .unwrap();
-        assert_eq!(r.status(), 200);
-        let answer =
-            ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref()).unwrap();
-        let partial = answer.partial_success.expect("partial success");
+        let partial = partial_success(addr, gzipped(&request.encode_to_vec()), true).await;
         assert_eq!(partial.rejected_spans, 1);
         assert!(
             partial.error_message.contains("trace_id"),
@@ -761,6 +859,22 @@ mod receiver {
     }
 
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse as ExportTraceServiceResponseDecoded;
+
+    /// The partial success a protobuf body is answered 200 with.
+    async fn partial_success(
+        addr: SocketAddr,
+        body: Vec<u8>,
+        gzip: bool,
+    ) -> opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
+        let r = post(addr, "application/x-protobuf", body, gzip)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let answer =
+            ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref()).unwrap();
+        answer.partial_success.expect("partial success")
+    }
 
     async fn a_busy_store_is_answered_503_and_nothing_is_half_committed(kind: Kind) {
         let running = start(kind, settings(), None).await;
@@ -861,7 +975,39 @@ mod receiver {
         );
     }
 
+    async fn partial_success_counts_the_spans_the_store_refused(kind: Kind) {
+        // The receiver may write into pinehaven only.
+        let mut ingester = otlp_ingester();
+        ingester.tenants = Some(vec!["pinehaven".into()]);
+        let running = start_as(kind, settings(), None, ingester).await;
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", Some(503), None, None, 1, 2);
+        agent.http(&cx, "POST", None, Some("timeout"), Some(1), 3, 33);
+        agent.end(&cx, 34, true);
+        let mut request = agent.request();
+        // The call names another tenant: its operation, two attempts and
+        // transition are refused — three spans.
+        for span in &mut request.resource_spans[0].scope_spans[0].spans {
+            for kv in &mut span.attributes {
+                if kv.key == "holdfast.tenant" {
+                    kv.value = Some(opentelemetry_proto::tonic::common::v1::AnyValue {
+                        value: Some(
+                            opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(
+                                "elsewhere".into(),
+                            ),
+                        ),
+                    });
+                }
+            }
+        }
+        let partial = partial_success(running.addr, request.encode_to_vec(), false).await;
+        assert_eq!(partial.rejected_spans, 3, "{}", partial.error_message);
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+    }
+
     holdfast_on_both_backends!(
+        partial_success_counts_the_spans_the_store_refused,
         concurrent_requests_are_each_answered_with_their_own_refusals,
         the_real_exporter_is_heard_in_protobuf_json_and_gzip,
         the_token_is_required_when_configured,
