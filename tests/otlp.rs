@@ -368,14 +368,18 @@ async fn orphans_past_their_window_become_an_unknown_tool_operation(kind: Kind) 
     assert!(late.committed.is_empty(), "{:?}", late.committed);
 }
 
-async fn the_same_request_twice_changes_nothing(kind: Kind) {
-    let fresh = stores::fresh(kind).await;
-    let store = fresh.store.as_ref();
-    let agent = Agent::new();
+/// A `create_ticket` call whose one POST timed out, as one request.
+fn timed_out_write(agent: &Agent) -> ExportTraceServiceRequest {
     let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
     agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
     agent.end(&cx, 31, true);
-    let request = agent.request();
+    agent.request()
+}
+
+async fn the_same_request_twice_changes_nothing(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let request = timed_out_write(&Agent::new());
     send(store, request.clone(), &settings()).await;
     let head = store.head_seq().await.unwrap();
     let again = send(store, request, &settings()).await;
@@ -412,6 +416,46 @@ async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
         text.contains("repeated the write before reconciliation"),
         "{text}"
     );
+}
+
+/// Sets `key` to `value` on every span of `request` that has it, else on
+/// every tool span.
+fn set_attribute(request: &mut ExportTraceServiceRequest, key: &str, value: &str) {
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue as Kv, any_value};
+    let text = Some(AnyValue {
+        value: Some(any_value::Value::StringValue(value.to_owned())),
+    });
+    for span in &mut request.resource_spans[0].scope_spans[0].spans {
+        match span.attributes.iter_mut().find(|kv| kv.key == key) {
+            Some(kv) => kv.value = text.clone(),
+            None if span.name.starts_with("execute_tool") => span.attributes.push(Kv {
+                key: key.to_owned(),
+                value: text.clone(),
+                ..Kv::default()
+            }),
+            None => {}
+        }
+    }
+}
+
+async fn a_tool_call_id_is_searchable_beside_a_conversation_id(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let mut request = timed_out_write(&Agent::new());
+    set_attribute(&mut request, "gen_ai.conversation.id", "conv-77");
+    send(store, request, &settings()).await;
+    let detail = only(store, "create_ticket").await;
+    assert_eq!(
+        detail.row.operation.correlation_id.as_deref(),
+        Some("conv-77")
+    );
+    for term in ["conv-77", "call-create_ticket-0", "CREATE_TICKET-0"] {
+        let filter = holdfast::store::OperationFilter {
+            search: Some(term.into()),
+            ..Default::default()
+        };
+        assert_eq!(store.count(&filter).await.unwrap(), 1, "{term}");
+    }
 }
 
 /// The file door over an input given as bytes, `chunk_spans` spans at a time.
@@ -525,6 +569,7 @@ async fn states(store: &dyn Store) -> Vec<State> {
 }
 
 holdfast_on_both_backends!(
+    a_tool_call_id_is_searchable_beside_a_conversation_id,
     a_file_is_taken_a_chunk_at_a_time_and_children_join_across_chunks,
     a_file_s_refusals_are_counted_and_only_the_first_kept,
     a_read_that_succeeded_is_succeeded_with_its_attempt,
@@ -690,7 +735,8 @@ mod receiver {
         ingester: Ingester,
     ) -> Running {
         let fresh = stores::fresh(kind).await;
-        settings.busy_ms = Some(500);
+        // Short, for the busy store's 503, unless the test asks otherwise.
+        settings.busy_ms.get_or_insert(500);
         let receiver = Arc::new(Receiver::new(
             fresh.store.clone(),
             settings,
@@ -938,7 +984,10 @@ mod receiver {
     }
 
     async fn concurrent_requests_are_each_answered_with_their_own_refusals(kind: Kind) {
-        let running = start(kind, settings(), None).await;
+        // Eight requests in at most two groups: time enough on a loaded machine.
+        let mut patient = settings();
+        patient.busy_ms = Some(10_000);
+        let running = start(kind, patient, None).await;
         let mut sends = Vec::new();
         for i in 0..8u64 {
             let agent = Agent::new();
@@ -958,10 +1007,10 @@ mod receiver {
                     .send()
                     .await
                     .unwrap();
-                assert_eq!(r.status(), 200);
-                let answer =
-                    ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref())
-                        .unwrap();
+                let status = r.status();
+                let body = r.bytes().await.unwrap();
+                assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+                let answer = ExportTraceServiceResponseDecoded::decode(body.as_ref()).unwrap();
                 (i, answer.partial_success.map(|p| p.rejected_spans))
             }));
         }
@@ -988,19 +1037,7 @@ mod receiver {
         let mut request = agent.request();
         // The call names another tenant: its operation, two attempts and
         // transition are refused — three spans.
-        for span in &mut request.resource_spans[0].scope_spans[0].spans {
-            for kv in &mut span.attributes {
-                if kv.key == "holdfast.tenant" {
-                    kv.value = Some(opentelemetry_proto::tonic::common::v1::AnyValue {
-                        value: Some(
-                            opentelemetry_proto::tonic::common::v1::any_value::Value::StringValue(
-                                "elsewhere".into(),
-                            ),
-                        ),
-                    });
-                }
-            }
-        }
+        set_attribute(&mut request, "holdfast.tenant", "elsewhere");
         let partial = partial_success(running.addr, request.encode_to_vec(), false).await;
         assert_eq!(partial.rejected_spans, 3, "{}", partial.error_message);
         assert!(states(running.fresh.store.as_ref()).await.is_empty());

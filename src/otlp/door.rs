@@ -402,6 +402,9 @@ pub async fn take(
             .collect();
         store.otlp_keep(&keep).await?;
         store.otlp_release(&mapped.released).await?;
+        if outcome.committed_any {
+            store.otlp_terms(&mapped.terms).await?;
+        }
     }
     outcome.waiting = store.otlp_waiting_count().await?;
     Ok(outcome)
