@@ -645,6 +645,9 @@ fn attempt(span: &SpanFact, op: &OperationId, seq: u32, id: &str, orphan: bool) 
         replayed: None,
         trace_id: Some(span.trace_id.clone()),
         response_excerpt: None,
+        url: span
+            .text("url.full")
+            .map(|url| redact(&super::redact_url(url)).into_owned()),
     }
 }
 
