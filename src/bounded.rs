@@ -199,7 +199,7 @@ impl BufRead for Bounded {
 pub const OTLP_DOCUMENT_BYTES: u64 = 16 * 1024 * 1024;
 /// Spans taken into the store at once from a file (whole requests: a chunk
 /// ends after the request that reaches this).
-pub const OTLP_CHUNK_SPANS: usize = 10_000;
+pub const OTLP_CHUNK_SPANS: usize = 4_000;
 
 #[cfg(test)]
 mod tests {
