@@ -192,9 +192,14 @@ impl BufRead for Bounded {
     }
 }
 
-/// The most an OpenTelemetry file may hold once inflated: its spans are joined
-/// in memory, children with their tool spans, before anything is committed.
-pub const OTLP_FILE_BYTES: u64 = 1024 * 1024 * 1024;
+/// The most one OpenTelemetry request may hold in a file (a whole document,
+/// or one line of JSON Lines), once inflated. A file of any size is read a
+/// chunk of requests at a time: a span that waits for its tool span waits in
+/// the store, not in memory.
+pub const OTLP_DOCUMENT_BYTES: u64 = 16 * 1024 * 1024;
+/// Spans taken into the store at once from a file (whole requests: a chunk
+/// ends after the request that reaches this).
+pub const OTLP_CHUNK_SPANS: usize = 4_000;
 
 #[cfg(test)]
 mod tests {

@@ -207,7 +207,7 @@ pub struct Refusals {
 }
 
 impl Refusals {
-    fn new() -> Refusals {
+    pub fn new() -> Refusals {
         Refusals {
             examples_limit: crate::bounded::INGEST_EXAMPLES,
             ..Refusals::default()
@@ -215,7 +215,7 @@ impl Refusals {
     }
 
     /// Counts `error`; `new_line` when it is the first reason of its line.
-    fn add(&mut self, error: &LineError, new_line: bool) {
+    pub fn add(&mut self, error: &LineError, new_line: bool) {
         self.lines += u64::from(new_line);
         self.reasons += 1;
         let rule = rule_of(error);
@@ -244,7 +244,7 @@ impl Refusals {
     }
 
     /// Sorts the counts, most first.
-    fn finish(mut self) -> Refusals {
+    pub fn finish(mut self) -> Refusals {
         self.by_rule
             .sort_by(|a, b| b.count.cmp(&a.count).then_with(|| a.rule.cmp(&b.rule)));
         self
@@ -489,13 +489,13 @@ impl Progress {
 
 /// The input as a file that can be read more than once: the file itself, or
 /// stdin spooled to a temporary file removed when this is dropped.
-struct Input {
+pub(crate) struct Input {
     path: PathBuf,
     spooled: bool,
 }
 
 impl Input {
-    fn open(source: &Source) -> io::Result<Input> {
+    pub(crate) fn open(source: &Source) -> io::Result<Input> {
         match source {
             Source::Path(path) => {
                 File::open(path)?;
@@ -537,7 +537,7 @@ impl Input {
         }
     }
 
-    fn reader(&self) -> io::Result<BufReader<File>> {
+    pub(crate) fn reader(&self) -> io::Result<BufReader<File>> {
         Ok(BufReader::with_capacity(1 << 16, File::open(&self.path)?))
     }
 

@@ -101,6 +101,7 @@ fn request(seq: u32, at: i64, phase: Phase, outcome: Outcome) -> Attempt {
         replayed: None,
         trace_id: None,
         response_excerpt: None,
+        url: None,
     }
 }
 

@@ -370,14 +370,18 @@ async fn orphans_past_their_window_become_an_unknown_tool_operation(kind: Kind) 
     assert!(late.committed.is_empty(), "{:?}", late.committed);
 }
 
-async fn the_same_request_twice_changes_nothing(kind: Kind) {
-    let fresh = stores::fresh(kind).await;
-    let store = fresh.store.as_ref();
-    let agent = Agent::new();
+/// A `create_ticket` call whose one POST timed out, as one request.
+fn timed_out_write(agent: &Agent) -> ExportTraceServiceRequest {
     let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
     agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
     agent.end(&cx, 31, true);
-    let request = agent.request();
+    agent.request()
+}
+
+async fn the_same_request_twice_changes_nothing(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let request = timed_out_write(&Agent::new());
     send(store, request.clone(), &settings()).await;
     let head = store.head_seq().await.unwrap();
     let again = send(store, request, &settings()).await;
@@ -416,7 +420,160 @@ async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
     );
 }
 
+/// Sets `key` to `value` on every span of `request` that has it, else on
+/// every tool span.
+fn set_attribute(request: &mut ExportTraceServiceRequest, key: &str, value: &str) {
+    use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue as Kv, any_value};
+    let text = Some(AnyValue {
+        value: Some(any_value::Value::StringValue(value.to_owned())),
+    });
+    for span in &mut request.resource_spans[0].scope_spans[0].spans {
+        match span.attributes.iter_mut().find(|kv| kv.key == key) {
+            Some(kv) => kv.value = text.clone(),
+            None if span.name.starts_with("execute_tool") => span.attributes.push(Kv {
+                key: key.to_owned(),
+                value: text.clone(),
+                ..Kv::default()
+            }),
+            None => {}
+        }
+    }
+}
+
+async fn a_tool_call_id_is_searchable_beside_a_conversation_id(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let mut request = timed_out_write(&Agent::new());
+    set_attribute(&mut request, "gen_ai.conversation.id", "conv-77");
+    send(store, request, &settings()).await;
+    let detail = only(store, "create_ticket").await;
+    assert_eq!(
+        detail.row.operation.correlation_id.as_deref(),
+        Some("conv-77")
+    );
+    for term in ["conv-77", "call-create_ticket-0", "CREATE_TICKET-0"] {
+        let filter = holdfast::store::OperationFilter {
+            search: Some(term.into()),
+            ..Default::default()
+        };
+        assert_eq!(store.count(&filter).await.unwrap(), 1, "{term}");
+    }
+}
+
+/// The file door over an input given as bytes, `chunk_spans` spans at a time.
+async fn file_intake(
+    store: &dyn Store,
+    bytes: Vec<u8>,
+    chunk_spans: usize,
+    rejects: Option<&mut Vec<u8>>,
+) -> (OtlpOutcome, Vec<String>) {
+    use holdfast::otlp::file::{FileIntake, intake_file};
+    let settings = settings();
+    let ingester = otlp_ingester();
+    let door = FileIntake {
+        store,
+        source: "traces.jsonl",
+        settings: &settings,
+        ingester: &ingester,
+        now: now(),
+        chunk_spans,
+    };
+    let open = move || -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        Ok(Box::new(std::io::Cursor::new(bytes.clone())))
+    };
+    let mut printed = Vec::new();
+    let path = std::path::Path::new("rejects.jsonl");
+    let outcome = intake_file(
+        &door,
+        &open,
+        rejects.map(|r| (path, r as &mut dyn std::io::Write)),
+        &mut |e| printed.push(e.to_string()),
+    )
+    .await
+    .expect("file intake");
+    (outcome, printed)
+}
+
+async fn a_file_is_taken_a_chunk_at_a_time_and_children_join_across_chunks(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let mut lines = Vec::new();
+    for n in 0..3u64 {
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(&format!("{{\"n\":{n}}}")), n * 100);
+        agent.http(&cx, "POST", Some(503), None, None, n * 100 + 1, n * 100 + 2);
+        agent.http(
+            &cx,
+            "POST",
+            None,
+            Some("timeout"),
+            Some(1),
+            n * 100 + 3,
+            n * 100 + 33,
+        );
+        // The children on one line, their tool span on the next.
+        lines.push(serde_json::to_string(&agent.request()).unwrap());
+        agent.end(&cx, n * 100 + 34, true);
+        lines.push(serde_json::to_string(&agent.request()).unwrap());
+    }
+    let bytes = (lines.join("\n") + "\n").into_bytes();
+    // One span at a time: every request its own chunk, each child waiting in
+    // the store for its tool span.
+    let (outcome, printed) = file_intake(store, bytes, 1, None).await;
+    assert!(printed.is_empty(), "{printed:?}");
+    assert_eq!(outcome.chunks, 6, "{outcome:?}");
+    assert_eq!((outcome.requests, outcome.spans), (6, 9));
+    assert_eq!(outcome.waiting, 0);
+    let data = store.dataset().await.unwrap();
+    assert_eq!(data.operations.len(), 3, "{:?}", data.operations);
+    for op in &data.operations {
+        assert_eq!(op.state, State::Unknown);
+        assert_eq!(store.detail(&op.id).await.unwrap().attempts.len(), 2);
+    }
+}
+
+async fn a_file_s_refusals_are_counted_and_only_the_first_kept(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 32, true);
+    let good = serde_json::to_string(&agent.request()).unwrap();
+    let mut lines = vec![good];
+    lines.extend((0..150).map(|_| "{\"resourceSpans\": 7}".to_owned()));
+    let bytes = lines.join("\n").into_bytes();
+    let mut rejects = Vec::new();
+    let (outcome, printed) = file_intake(store, bytes, 10, Some(&mut rejects)).await;
+    // Every refusal handed out as found, only the first hundred kept.
+    assert_eq!(printed.len(), 150);
+    assert_eq!(outcome.rejected.lines, 150);
+    assert_eq!(outcome.rejected.examples.len(), 100);
+    assert_eq!(outcome.rejected.more, 50);
+    assert_eq!(outcome.rejected.by_rule[0].count, 150);
+    assert_eq!(String::from_utf8(rejects).unwrap().lines().count(), 150);
+    assert_eq!(
+        states(store).await,
+        vec![State::Unknown],
+        "the good line is committed"
+    );
+}
+
+async fn states(store: &dyn Store) -> Vec<State> {
+    store
+        .dataset()
+        .await
+        .unwrap()
+        .operations
+        .iter()
+        .map(|o| o.state)
+        .collect()
+}
+
 holdfast_on_both_backends!(
+    a_tool_call_id_is_searchable_beside_a_conversation_id,
+    a_file_is_taken_a_chunk_at_a_time_and_children_join_across_chunks,
+    a_file_s_refusals_are_counted_and_only_the_first_kept,
     a_read_that_succeeded_is_succeeded_with_its_attempt,
     a_write_that_timed_out_with_no_response_is_unknown,
     a_503_then_a_200_resent_is_succeeded_with_two_attempts,
@@ -496,6 +653,40 @@ mod file {
     }
 
     #[tokio::test]
+    async fn an_attempt_keeps_its_redacted_url_shown_and_copied() {
+        let cli = cli();
+        let path = cli.dir.path().join("traces.jsonl");
+        std::fs::write(&path, lines().join("\n")).unwrap();
+        cli.run(
+            "maya",
+            &["ingest", "--format", "otlp", path.to_str().unwrap()],
+        )
+        .expect_code(0);
+        let id = held(&cli).await[0].id.as_str().to_owned();
+        // The userinfo and query values redacted, no secret of them left.
+        let url = "url https://REDACTED:‹redacted:url_password›@tickets.example/v1/tickets?api_key=‹redacted:query_secret›&q=REDACTED";
+        let shown = cli.run("maya", &["timeline", &id]).expect_code(0);
+        assert!(shown.stdout.contains(url), "{}", shown.stdout);
+        for secret in ["hunter2", "sk_live"] {
+            assert!(!shown.stdout.contains(secret), "{}", shown.stdout);
+        }
+        // `timeline --json` is wire v1, which has no such field.
+        let json = cli.run("maya", &["timeline", &id, "--json"]).expect_code(0);
+        assert!(!json.stdout.contains("\"url\""), "{}", json.stdout);
+
+        let copy = Cli {
+            dir: tempfile::tempdir().unwrap(),
+            db: cli.dir.path().join("copy.db"),
+        };
+        let from = format!("sqlite:{}", cli.db.display());
+        let to = format!("sqlite:{}", copy.db.display());
+        cli.run("maya", &["db", "copy", "--from", &from, "--to", &to])
+            .expect_code(0);
+        let shown = copy.run("maya", &["timeline", &id]).expect_code(0);
+        assert!(shown.stdout.contains(url), "{}", shown.stdout);
+    }
+
+    #[tokio::test]
     async fn a_bad_line_is_named_with_its_field_and_nothing_commits_unless_rejected() {
         let cli = cli();
         let mut lines = lines();
@@ -569,13 +760,21 @@ mod receiver {
         }
     }
 
-    async fn start(kind: Kind, mut settings: OtlpSettings, token: Option<&str>) -> Running {
+    async fn start(kind: Kind, settings: OtlpSettings, token: Option<&str>) -> Running {
+        start_as(kind, settings, token, otlp_ingester()).await
+    }
+
+    async fn start_as(
+        kind: Kind,
+        settings: OtlpSettings,
+        token: Option<&str>,
+        ingester: Ingester,
+    ) -> Running {
         let fresh = stores::fresh(kind).await;
-        settings.busy_ms = Some(500);
         let receiver = Arc::new(Receiver::new(
             fresh.store.clone(),
             settings,
-            otlp_ingester(),
+            ingester,
             token.map(str::to_owned),
             Arc::new(now),
         ));
@@ -624,17 +823,6 @@ mod receiver {
         agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
         agent.end(&cx, 31, true);
         agent.finished()
-    }
-
-    async fn states(store: &dyn Store) -> Vec<State> {
-        store
-            .dataset()
-            .await
-            .unwrap()
-            .operations
-            .iter()
-            .map(|o| o.state)
-            .collect()
     }
 
     async fn the_real_exporter_is_heard_in_protobuf_json_and_gzip(kind: Kind) {
@@ -737,19 +925,7 @@ mod receiver {
         let mut bad = request.resource_spans[0].scope_spans[0].spans[0].clone();
         bad.trace_id = vec![1, 2, 3];
         request.resource_spans[0].scope_spans[0].spans.push(bad);
-        let r = post(
-            addr,
-            "application/x-protobuf",
-            gzipped(&request.encode_to_vec()),
-            true,
-        )
-        .send()
-        .await
-        .unwrap();
-        assert_eq!(r.status(), 200);
-        let answer =
-            ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref()).unwrap();
-        let partial = answer.partial_success.expect("partial success");
+        let partial = partial_success(addr, gzipped(&request.encode_to_vec()), true).await;
         assert_eq!(partial.rejected_spans, 1);
         assert!(
             partial.error_message.contains("trace_id"),
@@ -764,8 +940,28 @@ mod receiver {
 
     use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceResponse as ExportTraceServiceResponseDecoded;
 
+    /// The partial success a protobuf body is answered 200 with.
+    async fn partial_success(
+        addr: SocketAddr,
+        body: Vec<u8>,
+        gzip: bool,
+    ) -> opentelemetry_proto::tonic::collector::trace::v1::ExportTracePartialSuccess {
+        let r = post(addr, "application/x-protobuf", body, gzip)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(r.status(), 200);
+        let answer =
+            ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref()).unwrap();
+        answer.partial_success.expect("partial success")
+    }
+
     async fn a_busy_store_is_answered_503_and_nothing_is_half_committed(kind: Kind) {
-        let running = start(kind, settings(), None).await;
+        // A short wait for the store, so that the 503 comes soon; the other
+        // tests wait the default, time enough on a loaded machine.
+        let mut impatient = settings();
+        impatient.busy_ms = Some(500);
+        let running = start(kind, impatient, None).await;
         let agent = Agent::new();
         let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
         agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
@@ -846,10 +1042,10 @@ mod receiver {
                     .send()
                     .await
                     .unwrap();
-                assert_eq!(r.status(), 200);
-                let answer =
-                    ExportTraceServiceResponseDecoded::decode(r.bytes().await.unwrap().as_ref())
-                        .unwrap();
+                let status = r.status();
+                let body = r.bytes().await.unwrap();
+                assert_eq!(status, 200, "{}", String::from_utf8_lossy(&body));
+                let answer = ExportTraceServiceResponseDecoded::decode(body.as_ref()).unwrap();
                 (i, answer.partial_success.map(|p| p.rejected_spans))
             }));
         }
@@ -863,7 +1059,27 @@ mod receiver {
         );
     }
 
+    async fn partial_success_counts_the_spans_the_store_refused(kind: Kind) {
+        // The receiver may write into pinehaven only.
+        let mut ingester = otlp_ingester();
+        ingester.tenants = Some(vec!["pinehaven".into()]);
+        let running = start_as(kind, settings(), None, ingester).await;
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+        agent.http(&cx, "POST", Some(503), None, None, 1, 2);
+        agent.http(&cx, "POST", None, Some("timeout"), Some(1), 3, 33);
+        agent.end(&cx, 34, true);
+        let mut request = agent.request();
+        // The call names another tenant: its operation, two attempts and
+        // transition are refused — three spans.
+        set_attribute(&mut request, "holdfast.tenant", "elsewhere");
+        let partial = partial_success(running.addr, request.encode_to_vec(), false).await;
+        assert_eq!(partial.rejected_spans, 3, "{}", partial.error_message);
+        assert!(states(running.fresh.store.as_ref()).await.is_empty());
+    }
+
     holdfast_on_both_backends!(
+        partial_success_counts_the_spans_the_store_refused,
         concurrent_requests_are_each_answered_with_their_own_refusals,
         the_real_exporter_is_heard_in_protobuf_json_and_gzip,
         the_token_is_required_when_configured,

@@ -191,6 +191,7 @@ mod screens {
                 replayed: Some(true),
                 trace_id: Some(h.next()),
                 response_excerpt: Some(format!("{}\n{}\r\n{}", h.next(), h.next(), h.next())),
+                url: None,
             })
             .collect();
         let items = (1..=6)

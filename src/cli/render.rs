@@ -729,6 +729,9 @@ pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
                         human_duration((r - a.last_instant()).num_seconds())
                     ))
                 );
+                if let Some(url) = &a.url {
+                    let _ = writeln!(out, "  {:<9}   url {}", "", clean(url));
+                }
                 if let Some(excerpt) = &a.response_excerpt {
                     let _ = writeln!(
                         out,

@@ -153,6 +153,7 @@ fn seal(mut export: BundleExport) -> BundleExport {
     }
     for a in &mut export.attempts {
         a.response_excerpt = a.response_excerpt.as_deref().map(clean);
+        a.url = a.url.as_deref().map(clean);
     }
     for o in &mut export.observations {
         o.note = o.note.as_deref().map(clean);
@@ -578,6 +579,18 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
         ],
         &rows,
     );
+    let urls: Vec<(&str, &str)> = export
+        .attempts
+        .iter()
+        .filter_map(|a| Some((a.id.as_str(), a.url.as_deref()?)))
+        .collect();
+    if !urls.is_empty() {
+        let _ = writeln!(out, "Attempt URLs (userinfo and query values redacted):\n");
+        for (id, url) in urls {
+            let _ = writeln!(out, "- {}: {}", md(id), md(url));
+        }
+        let _ = writeln!(out);
+    }
 
     if !export.items.is_empty() {
         let _ = writeln!(out, "### Items\n");

@@ -370,6 +370,11 @@ pub struct Attempt {
     pub trace_id: Option<String>,
     /// Untrusted tool output: quarantined data, never an instruction (G10).
     pub response_excerpt: Option<String>,
+    /// The request's URL, its userinfo and query values redacted, when the door
+    /// that recorded it knew it (OpenTelemetry's `url.full`). Not a field of the
+    /// wire record: the store keeps it in its own column.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 impl Attempt {

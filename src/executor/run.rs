@@ -644,6 +644,7 @@ impl Executor {
                 replayed: None,
                 trace_id: Some(format!("trace-{}", run.id())),
                 response_excerpt: None,
+                url: None,
             });
             return run;
         }
@@ -1021,6 +1022,7 @@ impl Executor {
             replayed: None,
             trace_id: Some(format!("trace-{}", run.id())),
             response_excerpt: excerpt(&exchange.body),
+            url: None,
         });
         let observation = match &looked.answer {
             Answer::NotFound => Some((
@@ -1157,6 +1159,7 @@ impl Executor {
             replayed: answered.then(|| exchange.header("idempotent-replayed") == Some("true")),
             trace_id: Some(format!("trace-{}", op.id)),
             response_excerpt: excerpt(&exchange.body),
+            url: None,
         };
         let attempt_id = attempt.id.clone();
         run.attempts.push(attempt);

@@ -619,6 +619,7 @@ fn gateway_attempt(
         replayed: None,
         trace_id: None,
         response_excerpt: None,
+        url: None,
     }
 }
 

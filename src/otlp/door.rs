@@ -6,7 +6,7 @@
 //! span that cannot be read, or whose records the store refuses, is reported
 //! with the input line (or request) it came in.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;
@@ -16,6 +16,7 @@ use super::read::Numbered as Request;
 use super::settings::OtlpSettings;
 use super::span::{self, SpanFact};
 use crate::core::names::count;
+use crate::ingest::Refusals;
 use crate::store::plan::redaction;
 use crate::store::{IngestMode, IngestReport, Ingester, Store, StoreError, WaitingRow};
 use crate::wire::{LineError, Numbered, Record};
@@ -30,7 +31,7 @@ pub enum Strictness {
     KeepGood,
 }
 
-/// The account of one OTLP intake.
+/// The account of one OTLP intake (a file, taken in chunks of requests).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
 pub struct OtlpOutcome {
     pub source: String,
@@ -44,16 +45,64 @@ pub struct OtlpOutcome {
     pub committed: Vec<(String, u64)>,
     /// Records already stored with the same content.
     pub unchanged: u64,
-    /// Every reason anything was refused, by input line.
-    pub rejected: Vec<LineError>,
+    /// The refusals: how many, per rule, and the first reasons (the same
+    /// bounded account as a wire ingest's).
+    pub rejected: Refusals,
     /// Spans waiting for their tool span once this intake is done.
     pub waiting: u64,
     pub committed_any: bool,
+    /// Chunks of requests taken into the store, one after the other.
+    pub chunks: usize,
+    /// The line of the last refusal counted, so that a line is counted once.
+    #[serde(skip)]
+    last_line: Option<usize>,
 }
 
 impl OtlpOutcome {
+    pub fn new(source: &str) -> OtlpOutcome {
+        OtlpOutcome {
+            source: source.to_owned(),
+            rejected: Refusals::new(),
+            ..OtlpOutcome::default()
+        }
+    }
+
     pub fn refused(&self) -> bool {
-        !self.rejected.is_empty()
+        self.rejected.reasons > 0
+    }
+
+    /// The first reasons anything was refused for.
+    pub fn errors(&self) -> &[LineError] {
+        &self.rejected.examples
+    }
+
+    /// Adds the account of one chunk, handing each of its refusals to
+    /// `on_refusal` as it is counted.
+    pub fn add(&mut self, chunk: Taken, on_refusal: &mut dyn FnMut(&LineError)) {
+        self.requests += chunk.requests;
+        self.spans += chunk.spans;
+        self.rejected_spans += chunk.rejected_spans();
+        let mut totals: BTreeMap<String, u64> = self.committed.drain(..).collect();
+        for (kind, n) in chunk.committed {
+            *totals.entry(kind).or_default() += n;
+        }
+        self.committed = in_wire_order(&totals);
+        self.unchanged += chunk.unchanged;
+        for error in &chunk.rejected {
+            let new_line = self.last_line != Some(error.line);
+            self.last_line = Some(error.line);
+            self.rejected.add(error, new_line);
+            on_refusal(error);
+        }
+        self.waiting = chunk.waiting;
+        self.committed_any |= chunk.committed_any;
+        self.chunks += 1;
+    }
+
+    /// The account once every chunk is added.
+    pub fn finish(mut self) -> OtlpOutcome {
+        self.rejected = self.rejected.finish();
+        self
     }
 
     /// The one-line summary printed at the end.
@@ -69,14 +118,17 @@ impl OtlpOutcome {
                 .join(", ")
         };
         let mut line = format!(
-            "{}: {}, {}; committed {committed} ({kinds}); unchanged {}; rejected {}; waiting for their tool span {}",
+            "{}: {}, {}; committed {committed} ({kinds}); unchanged {}; rejected {}",
             self.source,
             count(self.requests, "request", "requests"),
             count(self.spans, "span", "spans"),
             self.unchanged,
             count(self.rejected_spans, "span", "spans"),
-            self.waiting,
         );
+        if self.refused() {
+            line.push_str(&format!(" ({})", self.rejected.by_rule_text()));
+        }
+        line.push_str(&format!("; waiting for their tool span {}", self.waiting));
         if self.refused() && !self.committed_any {
             line.push_str(" — nothing committed (fix the lines above, or pass --rejects FILE to commit the good spans)");
         }
@@ -84,14 +136,68 @@ impl OtlpOutcome {
     }
 }
 
+/// What one intake of a set of requests did.
+#[derive(Debug, Clone, Default)]
+pub struct Taken {
+    pub requests: usize,
+    pub spans: usize,
+    /// New records committed per type.
+    pub committed: BTreeMap<String, u64>,
+    pub unchanged: u64,
+    /// Every reason anything was refused, in line order.
+    pub rejected: Vec<LineError>,
+    /// Spans refused per line (request): a span is counted once, however
+    /// many of its records were refused.
+    pub refused_spans: BTreeMap<usize, usize>,
+    pub waiting: u64,
+    pub committed_any: bool,
+}
+
+impl Taken {
+    pub fn rejected_spans(&self) -> usize {
+        self.refused_spans.values().sum()
+    }
+}
+
+/// Counts per record type in wire order of types.
+fn in_wire_order(totals: &BTreeMap<String, u64>) -> Vec<(String, u64)> {
+    crate::wire::TYPES
+        .iter()
+        .filter_map(|t| {
+            totals
+                .get(*t)
+                .filter(|n| **n > 0)
+                .map(|n| ((*t).to_owned(), *n))
+        })
+        .collect()
+}
+
 /// Where one record came from, for messages.
 #[derive(Debug, Clone)]
 struct Origin {
     line: usize,
     what: String,
+    /// The span the record stands for, when it came in here.
+    span: Option<SpanKey>,
 }
 
-/// Runs `requests` (decoded, or refused with their line) into `store`.
+type SpanKey = (String, String);
+
+/// The span a record was made from: an attempt's own, an operation's (and its
+/// transition's) tool span.
+fn span_of(record: &Record) -> Option<SpanKey> {
+    let id = match record {
+        Record::Attempt(a) => a.id.strip_prefix("otel-a-")?,
+        Record::Operation(o) => o.id.as_str().strip_prefix("otel-")?,
+        Record::Transition(t) => t.operation.as_str().strip_prefix("otel-")?,
+        _ => return None,
+    };
+    let (trace, span) = id.rsplit_once('-')?;
+    Some((trace.to_owned(), span.to_owned()))
+}
+
+/// Runs `requests` (decoded, or refused with their line) into `store`: one
+/// chunk, its account kept whole.
 pub async fn intake(
     store: &dyn Store,
     source: &str,
@@ -101,10 +207,23 @@ pub async fn intake(
     strictness: Strictness,
     now: DateTime<Utc>,
 ) -> Result<OtlpOutcome, StoreError> {
-    let mut outcome = OtlpOutcome {
-        source: source.to_owned(),
-        ..OtlpOutcome::default()
-    };
+    let taken = take(store, requests, settings, ingester, strictness, now).await?;
+    let mut outcome = OtlpOutcome::new(source);
+    outcome.add(taken, &mut |_| {});
+    Ok(outcome.finish())
+}
+
+/// Runs `requests` (decoded, or refused with their line) into `store`, and
+/// says what became of each.
+pub async fn take(
+    store: &dyn Store,
+    requests: Vec<Result<Request, LineError>>,
+    settings: &OtlpSettings,
+    ingester: &Ingester,
+    strictness: Strictness,
+    now: DateTime<Utc>,
+) -> Result<Taken, StoreError> {
+    let mut outcome = Taken::default();
     let mut fresh: Vec<SpanFact> = Vec::new();
     for request in requests {
         match request {
@@ -119,7 +238,7 @@ pub async fn intake(
                             fresh.push(fact);
                         }
                         Err(e) => {
-                            outcome.rejected_spans += 1;
+                            *outcome.refused_spans.entry(line).or_default() += 1;
                             outcome.rejected.push(LineError {
                                 line,
                                 field: e.field,
@@ -131,7 +250,8 @@ pub async fn intake(
             }
         }
     }
-    if strictness == Strictness::Strict && outcome.refused() {
+    if strictness == Strictness::Strict && !outcome.rejected.is_empty() {
+        outcome.rejected.sort_by_key(|e| e.line);
         outcome.waiting = store.otlp_waiting_count().await?;
         return Ok(outcome);
     }
@@ -155,6 +275,11 @@ pub async fn intake(
         })
         .collect();
     let stored = stored(store, &fresh, &waiting).await?;
+    let arrived: HashSet<SpanKey> = fresh
+        .iter()
+        .chain(waiting.iter().map(|w| &w.span))
+        .map(SpanFact::key)
+        .collect();
     let cx = Context {
         settings,
         stored: &stored,
@@ -173,11 +298,13 @@ pub async fn intake(
     let mut origins: Vec<Origin> = vec![Origin {
         line: 0,
         what: String::new(),
+        span: None,
     }];
     let mut number = |line: usize, record: Record| {
         origins.push(Origin {
             line,
             what: describe(&record),
+            span: span_of(&record).filter(|k| arrived.contains(k)),
         });
         Numbered {
             line: origins.len() - 1,
@@ -190,7 +317,6 @@ pub async fn intake(
     let batches = batches(records, crate::ingest::BATCH_RECORDS);
 
     let mut reports: Vec<IngestReport> = Vec::new();
-    let mut committed_any = false;
     let mut judged = Vec::new();
     if strictness == Strictness::Strict {
         // Every batch judged (with the contracts it may name) before any commits.
@@ -219,7 +345,7 @@ pub async fn intake(
             let report = store
                 .ingest_redacted(redaction::redact(batch), mode, ingester, now)
                 .await?;
-            committed_any |= !report.committed.is_empty();
+            outcome.committed_any |= !report.committed.is_empty();
             let stop = mode == IngestMode::Strict && !report.rejected.is_empty();
             reports.push(report);
             if stop {
@@ -235,19 +361,21 @@ pub async fn intake(
             rejected: judged,
         });
     }
-    let mut totals: BTreeMap<String, u64> = BTreeMap::new();
-    let mut refused_records: BTreeSet<usize> = BTreeSet::new();
+    let mut refused: BTreeSet<(usize, SpanKey)> = BTreeSet::new();
     for report in reports {
         for (kind, n) in report.committed {
-            *totals.entry(kind).or_default() += n;
+            *outcome.committed.entry(kind).or_default() += n;
         }
         outcome.unchanged += report.unchanged;
         for error in report.rejected {
-            refused_records.insert(error.line);
             let origin = origins.get(error.line).cloned().unwrap_or(Origin {
                 line: 0,
                 what: String::new(),
+                span: None,
             });
+            if let Some(span) = origin.span {
+                refused.insert((origin.line, span));
+            }
             outcome.rejected.push(LineError {
                 line: origin.line,
                 field: format!("{}.{}", origin.what, error.field),
@@ -255,17 +383,9 @@ pub async fn intake(
             });
         }
     }
-    outcome.rejected_spans += refused_records.len();
-    outcome.committed = crate::wire::TYPES
-        .iter()
-        .filter_map(|t| {
-            totals
-                .get(*t)
-                .filter(|n| **n > 0)
-                .map(|n| ((*t).to_owned(), *n))
-        })
-        .collect();
-    outcome.committed_any = committed_any;
+    for (line, _) in refused {
+        *outcome.refused_spans.entry(line).or_default() += 1;
+    }
     outcome.rejected.sort_by_key(|e| e.line);
 
     let nothing_committed = strictness == Strictness::Strict && !outcome.rejected.is_empty();
@@ -282,6 +402,9 @@ pub async fn intake(
             .collect();
         store.otlp_keep(&keep).await?;
         store.otlp_release(&mapped.released).await?;
+        if outcome.committed_any {
+            store.otlp_terms(&mapped.terms).await?;
+        }
     }
     outcome.waiting = store.otlp_waiting_count().await?;
     Ok(outcome)

@@ -21,6 +21,7 @@ use crate::core::model::{
     Attempt, AttemptKind, Contract, FailureMode, Layer, Operation, Outcome, Phase, Risk, Role,
     State, TransitionRecord,
 };
+use crate::core::redact::redact;
 use crate::wire::Record;
 
 /// The tool of operations made from HTTP spans whose tool span never came.
@@ -57,6 +58,9 @@ pub struct Mapped {
     pub released: Vec<(String, String)>,
     /// Spans of operations the store holds that it already has.
     pub already: u64,
+    /// Values the new operations are found by besides their fields: their tool
+    /// call's id (`gen_ai.tool.call.id`), by operation id.
+    pub terms: Vec<(String, String)>,
 }
 
 /// A span's trace and span id.
@@ -548,6 +552,10 @@ fn emit(call: &Call<'_>, cx: &Context<'_>, declared: &mut HashSet<String>, out: 
     let evidence = deciding
         .map(|i| vec![attempts[i].id.clone()])
         .unwrap_or_default();
+    if let Some(call_id) = call.text("gen_ai.tool.call.id") {
+        out.terms
+            .push((op_id.as_str().to_owned(), redact(call_id).into_owned()));
+    }
     out.records.push((line, Record::Operation(operation)));
     out.records
         .extend(attempts.into_iter().map(|a| (line, Record::Attempt(a))));
@@ -656,6 +664,9 @@ fn attempt(span: &SpanFact, op: &OperationId, seq: u32, id: &str, orphan: bool) 
         replayed: None,
         trace_id: Some(span.trace_id.clone()),
         response_excerpt: None,
+        url: span
+            .text("url.full")
+            .map(|url| redact(&super::redact_url(url)).into_owned()),
     }
 }
 

@@ -8,6 +8,7 @@
 //! span.
 
 pub mod door;
+pub mod file;
 pub mod map;
 pub mod read;
 pub mod receiver;

@@ -3,7 +3,7 @@
 //! A document that does not decode is refused with its line and what serde
 //! found wrong (the field it names).
 
-use std::io::Read;
+use std::io::{BufRead, Read};
 
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 
@@ -59,26 +59,150 @@ fn strip_position(message: &str) -> &str {
     message.split(" at line ").next().unwrap_or(message)
 }
 
-/// The requests of a document or of JSON Lines, each decoded or refused.
-pub fn requests(bytes: &[u8]) -> Vec<Result<Numbered, LineError>> {
-    let text = bytes;
-    // One document (pretty-printed or not) first; JSON Lines when that fails and
-    // the input has more than one non-blank line.
-    let lines: Vec<(usize, &[u8])> = text
-        .split(|b| *b == b'\n')
-        .enumerate()
-        .map(|(i, l)| (i + 1, l))
-        .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace))
-        .collect();
-    if lines.len() <= 1 {
-        let start = lines.first().map_or(1, |(n, _)| *n);
-        return vec![decode_json(text, 1).map(|r| (start, r))];
+/// An input of any size read one request at a time: a whole document when the
+/// input (once inflated) is within [`crate::bounded::OTLP_DOCUMENT_BYTES`] and
+/// decodes as one, else JSON Lines, each line within that bound. Each request
+/// comes with its text when `keep_text` (for a rejects file).
+pub struct Requests {
+    /// A whole document, handed out once.
+    document: Option<Piece>,
+    lines: Option<Lines>,
+    /// The number of the line read next.
+    next: usize,
+    keep_text: bool,
+    line: Vec<u8>,
+}
+
+/// What was read to tell a document from lines, then the rest of the input.
+type Lines = std::io::Chain<std::io::Cursor<Vec<u8>>, Box<dyn BufRead + Send>>;
+
+/// `reader` as text: inflated when it starts like gzip.
+pub fn inflating(mut reader: Box<dyn BufRead + Send>) -> std::io::Result<Box<dyn BufRead + Send>> {
+    if is_gzip(reader.fill_buf()?) {
+        Ok(Box::new(std::io::BufReader::with_capacity(
+            1 << 16,
+            flate2::bufread::MultiGzDecoder::new(reader),
+        )))
+    } else {
+        Ok(reader)
     }
-    if let Ok(request) = serde_json::from_slice::<ExportTraceServiceRequest>(text) {
-        return vec![Ok((lines[0].0, request))];
+}
+
+impl Requests {
+    /// Reads the start of `reader` (inflated already) to tell a document from
+    /// JSON Lines.
+    pub fn new(mut reader: Box<dyn BufRead + Send>, keep_text: bool) -> std::io::Result<Requests> {
+        let limit = crate::bounded::OTLP_DOCUMENT_BYTES;
+        let mut start = Vec::new();
+        (&mut reader)
+            .take(limit.saturating_add(1))
+            .read_to_end(&mut start)?;
+        let mut requests = Requests {
+            document: None,
+            lines: None,
+            next: 1,
+            keep_text,
+            line: Vec::new(),
+        };
+        if start.len() as u64 <= limit {
+            let mut nonblank = start
+                .split(|b| *b == b'\n')
+                .enumerate()
+                .filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace));
+            let first = nonblank.next().map_or(1, |(i, _)| i + 1);
+            let single = nonblank.next().is_none();
+            if single {
+                let decoded = decode_json(&start, 1).map(|r| (first, r));
+                requests.document = Some((decoded, start));
+                return Ok(requests);
+            }
+            if let Ok(request) = serde_json::from_slice::<ExportTraceServiceRequest>(&start) {
+                requests.document = Some((Ok((first, request)), start));
+                return Ok(requests);
+            }
+        }
+        requests.lines = Some(std::io::Cursor::new(start).chain(reader));
+        Ok(requests)
     }
-    lines
-        .into_iter()
-        .map(|(n, l)| decode_json(l, n).map(|r| (n, r)))
-        .collect()
+
+    /// Reads the next line into `self.line`, keeping at most the bound and
+    /// one byte more; `None` at the end.
+    fn read_line(&mut self) -> Option<std::io::Result<usize>> {
+        let reader = self.lines.as_mut()?;
+        let limit = usize::try_from(crate::bounded::OTLP_DOCUMENT_BYTES).unwrap_or(usize::MAX);
+        self.line.clear();
+        let mut any = false;
+        loop {
+            let chunk = match reader.fill_buf() {
+                Ok(chunk) => chunk,
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Some(Err(e)),
+            };
+            if chunk.is_empty() {
+                if !any {
+                    self.lines = None;
+                    return None;
+                }
+                break;
+            }
+            any = true;
+            let (used, end) = match memchr::memchr(b'\n', chunk) {
+                Some(at) => (at + 1, Some(at)),
+                None => (chunk.len(), None),
+            };
+            let room = (limit + 1).saturating_sub(self.line.len());
+            let take = end.unwrap_or(used).min(room);
+            self.line.extend_from_slice(&chunk[..take]);
+            reader.consume(used);
+            if end.is_some() {
+                break;
+            }
+        }
+        let number = self.next;
+        self.next += 1;
+        Some(Ok(number))
+    }
+}
+
+/// One request read, or refused with its line, with its text when kept.
+pub type Piece = (Result<Numbered, LineError>, Vec<u8>);
+
+impl Iterator for Requests {
+    type Item = std::io::Result<Piece>;
+
+    fn next(&mut self) -> Option<Self::Item> {
+        if let Some((decoded, text)) = self.document.take() {
+            let text = if self.keep_text { text } else { Vec::new() };
+            return Some(Ok((decoded, text)));
+        }
+        loop {
+            let number = match self.read_line()? {
+                Ok(number) => number,
+                Err(e) => return Some(Err(e)),
+            };
+            if self.line.iter().all(u8::is_ascii_whitespace) {
+                continue;
+            }
+            let limit = crate::bounded::OTLP_DOCUMENT_BYTES;
+            if self.line.len() as u64 > limit {
+                let refused = LineError {
+                    line: number,
+                    field: "-".into(),
+                    reason: format!(
+                        "longer than {limit} bytes ({}); refused unread (split the request)",
+                        crate::bounded::human(limit)
+                    ),
+                };
+                // Too long to keep for a rejects file.
+                return Some(Ok((Err(refused), Vec::new())));
+            }
+            let decoded = decode_json(&self.line, number).map(|r| (number, r));
+            let text = if self.keep_text {
+                self.line.clone()
+            } else {
+                Vec::new()
+            };
+            return Some(Ok((decoded, text)));
+        }
+    }
 }

@@ -22,7 +22,7 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use prost::Message;
 
-use super::door::{Strictness, intake};
+use super::door::{Strictness, take};
 use super::settings::OtlpSettings;
 use crate::store::{Ingester, Store, StoreError};
 
@@ -58,6 +58,8 @@ struct Job {
 struct Taken {
     /// Why its refused spans (or their records) were refused.
     rejected: Vec<crate::wire::LineError>,
+    /// Its spans refused, each counted once.
+    rejected_spans: usize,
 }
 
 impl Receiver {
@@ -117,9 +119,8 @@ impl Receiver {
             .enumerate()
             .map(|(i, job)| (Ok((i + 1, job.request)), job.reply))
             .unzip();
-        let result = intake(
+        let result = take(
             self.store.as_ref(),
-            "request",
             requests,
             &self.settings,
             &self.ingester,
@@ -142,6 +143,7 @@ impl Receiver {
                         .filter(|e| e.line == i + 1)
                         .cloned()
                         .collect(),
+                    rejected_spans: outcome.refused_spans.get(&(i + 1)).copied().unwrap_or(0),
                 }),
                 Err(StoreError::Busy) => Err(StoreError::Busy),
                 Err(StoreError::Unavailable(why)) => Err(StoreError::Unavailable(why.clone())),
@@ -266,7 +268,7 @@ async fn traces(State(rx): State<Arc<Receiver>>, headers: HeaderMap, body: Bytes
         Ok(Ok(outcome)) => outcome,
     };
     let partial_success = (!outcome.rejected.is_empty()).then(|| ExportTracePartialSuccess {
-        rejected_spans: i64::try_from(outcome.rejected.len()).unwrap_or(i64::MAX),
+        rejected_spans: i64::try_from(outcome.rejected_spans).unwrap_or(i64::MAX),
         error_message: crate::core::sanitize::sanitize(
             &outcome
                 .rejected

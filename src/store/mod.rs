@@ -708,6 +708,11 @@ pub trait Store: Send + Sync {
     /// How many spans wait for their tool span.
     async fn otlp_waiting_count(&self) -> Result<u64, StoreError>;
 
+    /// Makes each stored operation findable by a value that is not one of its
+    /// record's fields (a tool call's own id, `gen_ai.tool.call.id`): search
+    /// terms as its id, target and keys have. A term already there is kept.
+    async fn otlp_terms(&self, values: &[(String, String)]) -> Result<(), StoreError>;
+
     /// Which of `ids` are stored operations (with their attempts' ids), and the
     /// UNKNOWN operations of `tools` a new call may repeat.
     async fn otlp_calls(&self, ids: &[String], tools: &[String]) -> Result<OtlpCalls, StoreError>;

@@ -113,6 +113,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "otlp_pending",
         include_str!("../../migrations/postgres/20261203000030_otlp_pending.sql"),
     ),
+    (
+        20261203000035,
+        "attempt_url",
+        include_str!("../../migrations/postgres/20261203000035_attempt_url.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -103,6 +103,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "otlp_pending",
         include_str!("../../migrations/sqlite/20261203000030_otlp_pending.sql"),
     ),
+    (
+        20261203000035,
+        "attempt_url",
+        include_str!("../../migrations/sqlite/20261203000035_attempt_url.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -602,6 +602,7 @@ fn read_attempt(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Attempt> {
         replayed,
         trace_id,
         response_excerpt,
+        url: None,
     })
 }
 

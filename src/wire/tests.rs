@@ -193,6 +193,7 @@ fn attempt_strategy() -> impl Strategy<Value = Attempt> {
                     replayed,
                     trace_id: trace,
                     response_excerpt: excerpt,
+                    url: None,
                 }
             },
         )

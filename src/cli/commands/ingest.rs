@@ -84,97 +84,69 @@ fn report(
 }
 
 /// `holdfast ingest --format otlp`: OpenTelemetry traces (OTLP/JSON, one request
-/// or JSON Lines of them, gzip or not) through the same ingest, in one's own
-/// name; tools without a contract are recorded and say so.
+/// or JSON Lines of them, gzip or not, of any size) through the same ingest, in
+/// one's own name; tools without a contract are recorded and say so. Each
+/// refusal is printed as it is found; the account keeps their counts and the
+/// first of them.
 pub(crate) async fn ingest_otlp(
     ctx: &Context,
     source: &str,
     rejects: Option<PathBuf>,
     json: bool,
 ) -> anyhow::Result<u8> {
-    use crate::otlp::door::{Strictness, intake};
-    use std::io::Read;
+    use crate::otlp::file::{FileError, FileIntake, intake_file};
     let (store, mut ingester) = own_ingester(ctx).await?;
     ingester.contracts_optional = true;
-    let limit = crate::bounded::OTLP_FILE_BYTES;
-    let (name, raw) = if source == "-" {
-        let mut bytes = Vec::new();
-        std::io::stdin()
-            .lock()
-            .take(limit + 1)
-            .read_to_end(&mut bytes)
-            .map_err(|e| crate::cli::Failure::bad_input(format!("cannot read stdin: {e}")))?;
-        ("stdin".to_owned(), bytes)
+    // Read more than once (strict: checked, then committed), so stdin is
+    // spooled to a file first.
+    let input = if source == "-" {
+        crate::ingest::Input::open(&crate::ingest::Source::Stdin)
     } else {
-        let bytes = std::fs::read(source)
-            .map_err(|e| crate::cli::Failure::bad_input(format!("cannot read {source}: {e}")))?;
-        (source.to_owned(), bytes)
-    };
-    let bytes = crate::otlp::read::inflate(raw, limit)
-        .map_err(|e| crate::cli::Failure::bad_input(format!("{name}: {e}")))?;
-    if bytes.len() as u64 > limit {
-        return Err(crate::cli::Failure::bad_input(format!(
-            "{name}: more than {limit} bytes; split the traces into several files"
-        )));
+        crate::ingest::Input::open(&crate::ingest::Source::Path(PathBuf::from(source)))
     }
-    let requests = crate::otlp::read::requests(&bytes);
-    let strictness = if rejects.is_some() {
-        Strictness::KeepGood
-    } else {
-        Strictness::Strict
+    .map_err(|e| crate::cli::Failure::bad_input(format!("cannot read {source}: {e}")))?;
+    let name = if source == "-" { "stdin" } else { source };
+    let open = || -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
+        crate::otlp::read::inflating(Box::new(input.reader()?))
     };
-    let outcome = intake(
-        store.as_ref(),
-        &name,
-        requests,
-        &ctx.config.otlp,
-        &ingester,
-        strictness,
-        ctx.now(),
+    let mut rejects_file = match &rejects {
+        Some(path) => Some(std::io::BufWriter::new(
+            std::fs::File::create(path).map_err(|e| {
+                anyhow::anyhow!("cannot write the rejects file {}: {e}", path.display())
+            })?,
+        )),
+        None => None,
+    };
+    let mut print = |error: &crate::wire::LineError| {
+        // Field paths and reasons can quote the input (an unknown key, a tool).
+        eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
+    };
+    let door = FileIntake {
+        store: store.as_ref(),
+        source: name,
+        settings: &ctx.config.otlp,
+        ingester: &ingester,
+        now: ctx.now(),
+        chunk_spans: crate::bounded::OTLP_CHUNK_SPANS,
+    };
+    let outcome = intake_file(
+        &door,
+        &open,
+        rejects
+            .as_deref()
+            .zip(rejects_file.as_mut().map(|f| f as &mut dyn std::io::Write)),
+        &mut print,
     )
-    .await?;
-    if let Some(path) = &rejects {
-        write_rejects(path, &bytes, &outcome.rejected)?;
-    }
+    .await
+    .map_err(|e| match e {
+        FileError::Read(..) => crate::cli::Failure::bad_input(e.to_string()),
+        other => anyhow::Error::from(other),
+    })?;
     report(
         json,
         &outcome,
-        &outcome.rejected,
+        &[],
         &outcome.summary(),
         outcome.refused() && rejects.is_none(),
     )
-}
-
-/// The refused requests (lines of the input, or the whole document), each
-/// written once with its secrets redacted.
-fn write_rejects(
-    path: &std::path::Path,
-    bytes: &[u8],
-    rejected: &[crate::wire::LineError],
-) -> anyhow::Result<()> {
-    use std::io::Write;
-    let lines: std::collections::BTreeSet<usize> = rejected.iter().map(|e| e.line).collect();
-    let mut file = std::io::BufWriter::new(std::fs::File::create(path)?);
-    let numbered: Vec<&[u8]> = bytes.split(|b| *b == b'\n').collect();
-    let single = numbered
-        .iter()
-        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
-        .count()
-        <= 1
-        || serde_json::from_slice::<serde_json::Value>(bytes).is_ok();
-    if single {
-        if !lines.is_empty() {
-            file.write_all(&crate::ingest::redacted_line(bytes))?;
-            file.write_all(b"\n")?;
-        }
-    } else {
-        for line in lines {
-            if let Some(text) = line.checked_sub(1).and_then(|i| numbered.get(i)) {
-                file.write_all(&crate::ingest::redacted_line(text))?;
-                file.write_all(b"\n")?;
-            }
-        }
-    }
-    file.flush()?;
-    Ok(())
 }

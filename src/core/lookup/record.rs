@@ -36,6 +36,7 @@ pub fn records(
         replayed: None,
         trace_id: None,
         response_excerpt: call.excerpt.clone(),
+        url: None,
     };
     let observation = answer.map(|a| {
         let mut note = format!(

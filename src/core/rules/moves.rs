@@ -216,6 +216,7 @@ mod tests {
             replayed: None,
             trace_id: None,
             response_excerpt: None,
+            url: None,
         }
     }
 

@@ -720,6 +720,10 @@ shared! {
             self.count_waiting().await
         }
 
+        async fn otlp_terms(&self, values: &[(String, String)]) -> Result<(), StoreError> {
+            self.add_terms(values).await
+        }
+
         async fn otlp_calls(
             &self,
             ids: &[String],

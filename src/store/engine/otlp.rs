@@ -8,6 +8,7 @@ use super::db;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::State;
 use crate::store::plan::codec::{from_ms, ms};
+use crate::store::plan::rows::search_terms;
 use crate::store::{OtlpCalls, SameCall, StoreError, WaitingRow};
 
 shared! {
@@ -80,6 +81,26 @@ shared! {
                     .await
                     .map_err(db::<DB>)?;
             }
+            tx.commit().await.map_err(db::<DB>)
+        }
+
+        /// Search terms of `(operation, value)`, for stored operations only.
+        pub(super) async fn add_terms(&self, values: &[(String, String)]) -> Result<(), StoreError> {
+            if values.is_empty() {
+                return Ok(());
+            }
+            let ids: Vec<String> = values.iter().map(|(op, _)| op.clone()).collect();
+            let mut tx = self.pool.begin().await.map_err(db::<DB>)?;
+            let mut stored = std::collections::HashSet::new();
+            for row in Self::select_in(&mut *tx, "SELECT id FROM operations WHERE id IN", &ids).await? {
+                stored.insert(Self::text(&row, "id")?);
+            }
+            let terms: Vec<(String, String)> = values
+                .iter()
+                .filter(|(op, _)| stored.contains(op))
+                .flat_map(|(op, value)| search_terms(op, [value.as_str()]))
+                .collect();
+            Self::insert_terms(&mut *tx, &terms).await?;
             tx.commit().await.map_err(db::<DB>)
         }
 

@@ -11,8 +11,8 @@ use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
 use crate::core::audit::AuditRow;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
-    ChildLink, Contract, Dataset, Grant, Operation, OperationDetail, OperationRow, Proposal, Role,
-    State,
+    Attempt, ChildLink, Contract, Dataset, Grant, Operation, OperationDetail, OperationRow,
+    Proposal, Role, State,
 };
 use crate::core::redact::IngestRedaction;
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};
@@ -167,8 +167,35 @@ shared! {
             order: &'static str,
             decode: fn(&str) -> Result<T, StoreError>,
         ) -> Result<Vec<T>, StoreError> {
+            self.all_rows(table, "wire", covering, order, |row| {
+                let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+                decode(&wire)
+            })
+            .await
+        }
+
+        /// Every attempt of the operations `covering` names, with its URL.
+        pub(super) async fn all_attempts(
+            &self,
+            covering: Option<&Covering<'_>>,
+        ) -> Result<Vec<Attempt>, StoreError> {
+            self.all_rows("attempts", "wire, url", covering, "operation, seq, id", Self::attempt)
+                .await
+        }
+
+        /// Fetches `SELECT columns FROM table` rows of the operations
+        /// `covering` names (every row when it is `None`), in `order`, and
+        /// decodes each; a row that does not decode is set aside and counted.
+        async fn all_rows<T>(
+            &self,
+            table: &'static str,
+            columns: &'static str,
+            covering: Option<&Covering<'_>>,
+            order: &'static str,
+            decode: impl Fn(&DB::Row) -> Result<T, StoreError>,
+        ) -> Result<Vec<T>, StoreError> {
             let mut qb: QueryBuilder<DB> =
-                QueryBuilder::new(format!("SELECT wire FROM {table} WHERE 1 = 1"));
+                QueryBuilder::new(format!("SELECT {columns} FROM {table} WHERE 1 = 1"));
             if let Some(covering) = covering {
                 covering.push_operations(&mut qb, "operation");
             }
@@ -178,10 +205,30 @@ shared! {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(db::<DB>)?;
-            Ok(self.skipped.keep(table, &rows, |_| None, |row| {
-                let wire: String = row.try_get("wire").map_err(db::<DB>)?;
-                decode(&wire)
-            }))
+            Ok(self.skipped.keep(table, &rows, |_| None, decode))
+        }
+
+        /// An attempt row: its wire line, and its URL beside it.
+        fn attempt(row: &DB::Row) -> Result<Attempt, StoreError> {
+            let wire: String = row.try_get("wire").map_err(db::<DB>)?;
+            let mut attempt = codec::attempt(&wire)?;
+            attempt.url = row.try_get("url").map_err(db::<DB>)?;
+            Ok(attempt)
+        }
+
+        /// One operation's attempts, in order, with their URLs.
+        pub(super) async fn attempts_of(
+            conn: &mut DB::Connection,
+            key: &str,
+        ) -> Result<Vec<Attempt>, StoreError> {
+            sqlx::query("SELECT wire, url FROM attempts WHERE operation = $1 ORDER BY seq, id")
+                .bind(key)
+                .fetch_all(&mut *conn)
+                .await
+                .map_err(db::<DB>)?
+                .iter()
+                .map(Self::attempt)
+                .collect()
         }
 
         pub(super) async fn load_row(
@@ -594,8 +641,7 @@ shared! {
                 Self::autonomy_of(&mut conn, &op.tool).await?,
                 lookup_unchecked.as_deref(),
             );
-            let attempts =
-                Self::wires_of(&mut conn, "attempts", "seq, id", key, codec::attempt).await?;
+            let attempts = Self::attempts_of(&mut conn, key).await?;
             let items = Self::wires_of(&mut conn, "items", "idx", key, codec::item).await?;
             let observations = Self::wires_of(
                 &mut conn,
@@ -847,9 +893,7 @@ shared! {
                 proposals,
                 contracts,
                 operations,
-                attempts: self
-                    .all_wires("attempts", covering, "operation, seq, id", codec::attempt)
-                    .await?,
+                attempts: self.all_attempts(covering).await?,
                 items: self
                     .all_wires("items", covering, "operation, idx", codec::item)
                     .await?,

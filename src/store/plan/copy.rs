@@ -118,6 +118,7 @@ pub const TABLES: &[Table] = &[
             ("seq", Int),
             ("kind", Text),
             ("provider_request_id", Text),
+            ("url", Text),
             ("wire", Text),
             ("record_hash", Text),
         ],

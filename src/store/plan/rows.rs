@@ -107,6 +107,8 @@ pub struct RecordColumns {
     pub order: i64,
     pub kind: Option<String>,
     pub provider_request_id: Option<String>,
+    /// An attempt's URL (redacted), kept beside its wire line.
+    pub url: Option<String>,
     pub wire: String,
     pub hash: String,
 }
@@ -132,6 +134,7 @@ impl RecordColumns {
                 order: i64::from(a.seq),
                 kind: Some(a.kind.as_str().to_owned()),
                 provider_request_id: a.provider_request_id.as_deref().map(indexed),
+                url: a.url.clone(),
                 ..base
             },
             Record::Observation(o) => RecordColumns {

@@ -425,6 +425,9 @@ fn attempt(
         ),
         theme.plain(),
     );
+    if let Some(url) = &a.url {
+        detail_line(doc, theme, &format!("url {url}"), theme.plain());
+    }
     if let Some(until) = a.retry_after {
         detail_line(
             doc,

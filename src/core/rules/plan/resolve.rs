@@ -99,6 +99,7 @@ impl Plan<'_> {
             replayed: None,
             trace_id: None,
             response_excerpt: None,
+            url: None,
         };
         let observation = Observation {
             id: observation_id.clone(),
