@@ -327,6 +327,13 @@ async fn a_tool_span_without_children_is_its_own_attempt_and_payload_unknown(kin
         reason.contains("no contract") && reason.contains("payload unknown"),
         "{reason}"
     );
+    // Its creating row says the tool had no contract, so verify asks none of it
+    // (a chain broken here would stop every write of the store).
+    let status = fresh.store.verify().await.unwrap();
+    assert!(
+        matches!(status, holdfast::core::audit::ChainStatus::Intact { .. }),
+        "{status:?}"
+    );
 }
 
 async fn children_before_their_parent_wait_then_join_it(kind: Kind) {

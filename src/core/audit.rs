@@ -102,6 +102,12 @@ pub const TRANSITION: &str = "transition";
 /// resume) opened by a reviewer action on its parent.
 pub const CREATE: &str = "create";
 
+/// The evidence entry of an `ingest` row whose operation names a tool with no
+/// stored contract (allowed only where contracts are optional: the
+/// OpenTelemetry and MCP doors). `audit verify` asks a stored contract of every
+/// tool an operation names, except a tool whose every operation was created so.
+pub const NO_CONTRACT: &str = "contract:none";
+
 /// The canonical encoding new rows are hashed with (see [`canonical`]).
 pub const ENCODING: i64 = 2;
 

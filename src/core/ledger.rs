@@ -125,6 +125,9 @@ pub struct Ledger {
     /// The operations with a row that records a decision: replayed through the
     /// rules after the walk ([`crate::core::lawful`]).
     decided: hashbrown::HashSet<CompactString>,
+    /// The operations whose `ingest` row says their tool had no contract
+    /// ([`crate::core::audit::NO_CONTRACT`]).
+    uncontracted: hashbrown::HashSet<CompactString>,
     /// The records `ingest` and `record` rows name, per table (attempts,
     /// observations, items, expectations), over the whole chain.
     named: [u64; 4],
@@ -312,6 +315,9 @@ impl Ledger {
         if matches!(row.action, INGEST | RECORD) {
             for e in row.evidence {
                 let e = e.as_ref();
+                if row.action == INGEST && e == crate::core::audit::NO_CONTRACT {
+                    self.uncontracted.insert(row.operation.into());
+                }
                 if let Some(table) = NAMED_TABLES
                     .iter()
                     .position(|(_, prefix)| e.starts_with(prefix))
@@ -664,6 +670,12 @@ impl Ledger {
     /// How many operations the chain made.
     pub fn operations(&self) -> usize {
         self.operations.len()
+    }
+
+    /// Whether `operation` was created with no contract for its tool, as its
+    /// `ingest` row says.
+    pub fn uncontracted(&self, operation: &str) -> bool {
+        self.uncontracted.contains(operation)
     }
 
     /// The seq of the newest row about `operation`, else the head.

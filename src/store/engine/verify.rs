@@ -527,7 +527,10 @@ impl<'a> StoredOperation<'a> {
             ));
         }
         tally.dependencies += u64::try_from(created.depends_on.len()).unwrap_or(0);
-        if !tally.tools.contains_key(created.tool.as_ref()) {
+        // A tool needs a stored contract once any of its operations was
+        // created with one; one created where contracts are optional and its
+        // tool had none says so on its ingest row.
+        if !ledger.uncontracted(id) && !tally.tools.contains_key(created.tool.as_ref()) {
             tally.tools.insert(created.tool.to_string(), id.to_owned());
         }
         match tally.tenants.get_mut(created.tool.as_ref()) {

@@ -496,6 +496,7 @@ impl Planner<'_> {
     /// Walks each operation's transitions through the state machine. Returns the
     /// histories, refusing lines that break it.
     fn check_histories(&mut self) -> (Vec<History>, bool) {
+        let (_, tools) = self.available();
         let mut order: Vec<String> = Vec::new();
         let mut seen: HashSet<String> = HashSet::new();
         let mut new_ops: HashMap<String, usize> = HashMap::new();
@@ -508,7 +509,12 @@ impl Planner<'_> {
             let (op, note) = match &numbered.record {
                 Record::Operation(o) => {
                     new_ops.insert(o.id.as_str().to_owned(), index);
-                    (o.id.as_str(), None)
+                    // Where contracts are optional (the OpenTelemetry and MCP
+                    // doors), the creating row says the tool had none, so that
+                    // `audit verify` asks no stored contract of it.
+                    let note = (!tools.contains(&o.tool))
+                        .then(|| crate::core::audit::NO_CONTRACT.to_owned());
+                    (o.id.as_str(), note)
                 }
                 Record::Transition(t) => {
                     transitions
