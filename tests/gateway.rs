@@ -5,254 +5,19 @@
 
 mod support;
 
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use holdfast::core::ids::OperationId;
 use holdfast::core::model::{Phase, State};
-use holdfast::otlp::map::hash_arguments;
-use holdfast::store::Store;
 use rmcp::model::{
-    CallToolRequest, CallToolRequestParams, CallToolResult, ClientRequest, ClientResult, ErrorData,
-    Implementation, InitializeRequestParams, ServerNotification, ServerRequest, ServerResult,
+    CallToolRequest, CallToolRequestParams, ClientRequest, ServerNotification, ServerResult,
 };
-use rmcp::service::{
-    NotificationContext, PeerRequestOptions, RequestContext, RoleClient, RunningService, Service,
-    ServiceError, ServiceExt,
-};
+use rmcp::service::{PeerRequestOptions, ServiceError, ServiceExt};
 use rmcp::transport::TokioChildProcess;
-use serde_json::{Value, json};
+use serde_json::json;
+use support::gateway::{
+    Heard, PATIENT, Rig, arguments, call, review, same, settled, text, timed_out,
+};
 use support::stores::{self, Kind};
-
-const SERVER: &str = "pay";
-
-/// The fixture server's binary, built on demand (a plain `cargo test` builds
-/// the examples already).
-fn fixture() -> PathBuf {
-    let bin = PathBuf::from(env!("CARGO_BIN_EXE_holdfast"));
-    let dir = bin.parent().expect("the target dir");
-    let path = dir.join("examples").join("mcp_fixture");
-    static BUILT: std::sync::Once = std::sync::Once::new();
-    BUILT.call_once(|| {
-        if !path.exists() {
-            let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
-            let status = std::process::Command::new(cargo)
-                .args(["build", "--example", "mcp_fixture"])
-                .current_dir(env!("CARGO_MANIFEST_DIR"))
-                .status()
-                .expect("run cargo build --example mcp_fixture");
-            assert!(status.success(), "building the fixture server failed");
-        }
-    });
-    path
-}
-
-/// What the client heard from the server besides answers.
-#[derive(Clone, Default)]
-struct Heard(Arc<Mutex<Vec<ServerNotification>>>);
-
-impl Service<RoleClient> for Heard {
-    async fn handle_request(
-        &self,
-        request: ServerRequest,
-        _context: RequestContext<RoleClient>,
-    ) -> Result<ClientResult, ErrorData> {
-        match request {
-            ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
-            _ => Err(ErrorData::new(
-                rmcp::model::ErrorCode::METHOD_NOT_FOUND,
-                "no such method",
-                None,
-            )),
-        }
-    }
-
-    async fn handle_notification(
-        &self,
-        notification: ServerNotification,
-        _context: NotificationContext<RoleClient>,
-    ) -> Result<(), ErrorData> {
-        self.0.lock().unwrap().push(notification);
-        Ok(())
-    }
-
-    fn get_info(&self) -> InitializeRequestParams {
-        InitializeRequestParams::new(
-            Default::default(),
-            Implementation::new("gateway-test", "1.0.0"),
-        )
-    }
-}
-
-/// One gateway over one store, with the fixture's files.
-struct Rig {
-    dir: tempfile::TempDir,
-    url: String,
-}
-
-impl Rig {
-    fn new(url: &str) -> Rig {
-        Rig {
-            dir: tempfile::tempdir().expect("temp dir"),
-            url: url.to_owned(),
-        }
-    }
-
-    fn effects(&self) -> PathBuf {
-        self.dir.path().join("effects.log")
-    }
-
-    fn fail_once(&self) -> PathBuf {
-        self.dir.path().join("fail-once")
-    }
-
-    fn config(&self, text: &str) {
-        std::fs::write(self.dir.path().join("config.toml"), text).unwrap();
-    }
-
-    /// How many effects the server applied.
-    fn applied(&self) -> usize {
-        std::fs::read_to_string(self.effects())
-            .map(|t| t.lines().count())
-            .unwrap_or(0)
-    }
-
-    fn command(&self) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
-        command
-            .env_remove("HOLDFAST_DB")
-            .env_remove("HOLDFAST_NOW")
-            .env_remove("HOLDFAST_AS")
-            .env("HOLDFAST_DATA_DIR", self.dir.path())
-            .env("HOLDFAST_CONFIG", self.dir.path().join("config.toml"))
-            .env("MCP_FIXTURE_EFFECTS", self.effects())
-            .env("MCP_FIXTURE_FAIL_ONCE", self.fail_once())
-            .arg("--database-url")
-            .arg(&self.url)
-            .args(["gateway", "--name", SERVER, "--"])
-            .arg(fixture());
-        command
-    }
-
-    /// A client connected through a new gateway.
-    async fn connect(&self) -> (RunningService<RoleClient, Heard>, Heard) {
-        let heard = Heard::default();
-        let transport = TokioChildProcess::new(self.command()).expect("start the gateway");
-        let client = heard
-            .clone()
-            .serve(transport)
-            .await
-            .expect("the gateway initializes");
-        (client, heard)
-    }
-
-    /// A client connected to the fixture directly.
-    async fn direct(&self) -> RunningService<RoleClient, Heard> {
-        let mut command = tokio::process::Command::new(fixture());
-        command.env("MCP_FIXTURE_EFFECTS", self.effects());
-        Heard::default()
-            .serve(TokioChildProcess::new(command).expect("start the fixture"))
-            .await
-            .expect("the fixture initializes")
-    }
-}
-
-fn arguments(value: Value) -> serde_json::Map<String, Value> {
-    match value {
-        Value::Object(map) => map,
-        _ => panic!("arguments are an object"),
-    }
-}
-
-/// Calls `tool` with `args`, giving up (and cancelling) after `timeout`.
-async fn call(
-    client: &RunningService<RoleClient, Heard>,
-    tool: &str,
-    args: Value,
-    timeout: Duration,
-) -> Result<CallToolResult, ServiceError> {
-    let params = CallToolRequestParams::new(tool.to_owned()).with_arguments(arguments(args));
-    let handle = client
-        .send_request_with_option(
-            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
-            PeerRequestOptions::with_timeout(timeout),
-        )
-        .await?;
-    match handle.await_response().await? {
-        ServerResult::CallToolResult(result) => Ok(result),
-        other => panic!("not a tool result: {other:?}"),
-    }
-}
-
-fn text(result: &CallToolResult) -> String {
-    result
-        .content
-        .iter()
-        .filter_map(|c| c.as_text().map(|t| t.text.clone()))
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-const PATIENT: Duration = Duration::from_secs(20);
-
-/// The operations of `tool` with `args`, newest first.
-async fn same(store: &dyn Store, tool: &str, args: &Value) -> Vec<(OperationId, State)> {
-    store
-        .same_calls(&format!("{SERVER}/{tool}"), &hash_arguments(args), None)
-        .await
-        .unwrap()
-        .into_iter()
-        .map(|s| (s.id, s.state))
-        .collect()
-}
-
-/// Waits until the one operation of `tool` with `args` is in `state`.
-async fn settled(store: &dyn Store, tool: &str, args: &Value, state: State) -> OperationId {
-    for _ in 0..200 {
-        let found = same(store, tool, args).await;
-        if let Some((id, s)) = found.first()
-            && *s == state
-        {
-            return id.clone();
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    panic!(
-        "no {tool} operation reached {state}: {:?}",
-        same(store, tool, args).await
-    );
-}
-
-/// Runs `holdfast ARGS` on the rig's store as a reviewer.
-fn holdfast(rig: &Rig, args: &[&str]) -> std::process::Output {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
-        .env_remove("HOLDFAST_DB")
-        .env_remove("HOLDFAST_NOW")
-        .env("HOLDFAST_DATA_DIR", rig.dir.path())
-        .env("HOLDFAST_CONFIG", rig.dir.path().join("config.toml"))
-        .arg("--database-url")
-        .arg(&rig.url)
-        .arg("--as")
-        .arg("maya")
-        .args(args)
-        .output()
-        .expect("run holdfast");
-    assert!(
-        output.status.success(),
-        "holdfast {args:?}: {}\n{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    output
-}
-
-fn review(rig: &Rig, id: &OperationId, action: &[&str]) {
-    let mut args = vec!["review", id.as_str()];
-    args.extend_from_slice(action);
-    args.extend_from_slice(&["--rationale", "checked the payment provider by hand"]);
-    holdfast(rig, &args);
-}
 
 async fn reads_pass_and_the_list_is_unchanged(kind: Kind) {
     let fresh = stores::fresh(kind).await;
@@ -373,12 +138,7 @@ async fn a_write_that_hangs_past_the_timeout_is_unknown_and_its_repeat_refused()
     let rig = Rig::new(&fresh.url);
     let (client, _) = rig.connect().await;
     let args = json!({"order": "A7", "amount": 40, "hang_ms": 1500});
-    let first = call(&client, "refund", args.clone(), Duration::from_millis(300)).await;
-    assert!(
-        matches!(first, Err(ServiceError::Timeout { .. })),
-        "{first:?}"
-    );
-    let id = settled(fresh.store.as_ref(), "refund", &args, State::Unknown).await;
+    let id = timed_out(&client, fresh.store.as_ref(), "refund", &args).await;
 
     let repeat = call(&client, "refund", args.clone(), PATIENT)
         .await
@@ -579,12 +339,7 @@ async fn two_gateways_on_one_postgres_store_share_holds() {
     let (a, _) = one.connect().await;
     let (b, _) = two.connect().await;
     let args = json!({"order": "D4", "amount": 9, "hang_ms": 1500});
-    let first = call(&a, "refund", args.clone(), Duration::from_millis(300)).await;
-    assert!(
-        matches!(first, Err(ServiceError::Timeout { .. })),
-        "{first:?}"
-    );
-    let id = settled(fresh.store.as_ref(), "refund", &args, State::Unknown).await;
+    let id = timed_out(&a, fresh.store.as_ref(), "refund", &args).await;
     let other = call(&b, "refund", args.clone(), PATIENT).await.unwrap();
     assert_eq!(other.is_error, Some(true));
     assert!(text(&other).contains(id.as_str()));

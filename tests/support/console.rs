@@ -148,11 +148,16 @@ impl Harness {
 
     /// The same, started with `options`.
     pub async fn with(packet: &str, options: Options, width: u16, height: u16) -> Self {
-        let now = options.now;
         let fresh = stores::sqlite().await;
         if !packet.is_empty() {
-            ingest_at(fresh.store.as_ref(), packet, now).await;
+            ingest_at(fresh.store.as_ref(), packet, options.now).await;
         }
+        Self::over(fresh, options, width, height).await
+    }
+
+    /// A console started with `options` on `fresh` as others left it.
+    pub async fn over(fresh: Fresh, options: Options, width: u16, height: u16) -> Self {
+        let now = options.now;
         let mut harness = Harness {
             app: Probe::new(App::new(options, Rect::new(0, 0, width, height))),
             fresh,

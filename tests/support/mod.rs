@@ -3,6 +3,7 @@
 
 pub mod cli;
 pub mod console;
+pub mod gateway;
 pub mod hostile;
 pub mod packets;
 pub mod planted;

@@ -10,7 +10,7 @@ use ratatui::text::{Line, Span};
 
 use super::opt;
 use crate::core::clock::{human_duration, human_instant};
-use crate::core::model::{Attempt, AttemptKind, OperationDetail, Outcome};
+use crate::core::model::{Attempt, AttemptKind, OperationDetail, Outcome, Phase};
 use crate::core::sanitize::Clean;
 use crate::tui::opened::Loaded;
 use crate::tui::theme::Theme;
@@ -67,16 +67,32 @@ pub(crate) fn doc(theme: Theme, loaded: &Loaded, now: DateTime<Utc>, width: u16)
     let budget = &loaded.bundle.budget;
     let mut doc = Doc::default();
     let queries = usize::try_from(budget.status_queries).unwrap_or(usize::MAX);
-    let requests = detail.attempts.len().saturating_sub(queries);
+    // A try stopped before it left (a gate's refusal of a repeat, a rule that
+    // failed first) is counted apart: it is a try, not a request the provider saw.
+    let not_sent = detail
+        .attempts
+        .iter()
+        .filter(|a| a.kind == AttemptKind::Request && a.phase == Phase::NotSent)
+        .count();
+    let requests = detail
+        .attempts
+        .len()
+        .saturating_sub(queries)
+        .saturating_sub(not_sent);
     let max = budget
         .max_attempts
         .map_or_else(|| "-".to_owned(), |m| m.to_string());
+    let held_back = if not_sent == 0 {
+        String::new()
+    } else {
+        format!(" + {not_sent} not sent")
+    };
     doc.push(line(vec![
         span(Clean::new("1 logical operation "), theme.title()),
         span(Clean::new(op.id.as_str()), theme.title()),
         span(
             Clean::new(&format!(
-                " · {} physical: {requests} request{} ({} of {max} attempts used) + {queries} status quer{}",
+                " · {} physical: {requests} request{}{held_back} ({} of {max} attempts used) + {queries} status quer{}",
                 detail.attempts.len(),
                 if requests == 1 { "" } else { "s" },
                 budget.attempts_used,
