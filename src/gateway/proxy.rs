@@ -23,6 +23,9 @@ use tokio::sync::Mutex as AsyncMutex;
 
 use super::gate::{Admission, Call, Ending, Gate, Ticket};
 
+/// How long a request's progress token stays mapped after its answer, for a
+/// notification sent before the answer but handled after it.
+const PROGRESS_GRACE: std::time::Duration = std::time::Duration::from_secs(5);
 /// How long an answer that comes after the agent cancelled is waited for, to
 /// be kept as evidence.
 pub const LATE_ANSWER_WAIT: Duration = Duration::from_secs(60);
@@ -215,7 +218,14 @@ impl Gateway {
                 Waited::Cancelled(rx)
             }
         };
-        lock(&self.shared.progress).remove(&token);
+        // The SDK hands each notification to its handler on a task of its own,
+        // so a progress notification the server sent before its answer may be
+        // handled after it: the mapping stays a moment longer for it.
+        let shared = Arc::clone(&self.shared);
+        tokio::spawn(async move {
+            tokio::time::sleep(PROGRESS_GRACE).await;
+            lock(&shared.progress).remove(&token);
+        });
         waited
     }
 
