@@ -428,6 +428,24 @@ shared! {
             let staged: BTreeSet<usize> = plan.staged.iter().map(|s| s.line).collect();
             let redactions: Vec<&RedactionRow> =
                 redactions.iter().filter(|r| staged.contains(&r.line)).collect();
+            Self::insert_many(
+                conn,
+                "INSERT INTO contracts (tool, max_attempts, wire, record_hash) ",
+                4,
+                &rows.contracts,
+                |b, r| {
+                    b.push_bind(r.key.clone())
+                        .push_bind(r.order)
+                        .push_bind(r.wire.clone())
+                        .push_bind(r.hash.clone());
+                },
+            )
+            .await?;
+            Self::insert_operations(conn, &rows.operations).await?;
+            Self::insert_records(conn, &rows.attempts, &rows.observations, &rows.items).await?;
+            // After the operations they name: a login kept to its tenants by
+            // row-level security may write a redaction only of an operation it
+            // sees, and a new one is seen once it is written.
             Self::insert_many_then(
                 conn,
                 "INSERT INTO redactions (record, record_key, path, operation, kinds, value_sha256, \
@@ -448,21 +466,6 @@ shared! {
                 },
             )
             .await?;
-            Self::insert_many(
-                conn,
-                "INSERT INTO contracts (tool, max_attempts, wire, record_hash) ",
-                4,
-                &rows.contracts,
-                |b, r| {
-                    b.push_bind(r.key.clone())
-                        .push_bind(r.order)
-                        .push_bind(r.wire.clone())
-                        .push_bind(r.hash.clone());
-                },
-            )
-            .await?;
-            Self::insert_operations(conn, &rows.operations).await?;
-            Self::insert_records(conn, &rows.attempts, &rows.observations, &rows.items).await?;
             Self::insert_many(
                 conn,
                 "INSERT INTO expectations (operation, wire, record_hash) ",
