@@ -18,7 +18,9 @@ use super::span::{self, SpanFact};
 use crate::core::names::count;
 use crate::ingest::Refusals;
 use crate::store::plan::redaction;
-use crate::store::{IngestMode, IngestReport, Ingester, Store, StoreError, WaitingRow};
+use crate::store::{
+    IngestMode, IngestReport, Ingester, OtlpKeeping, Store, StoreError, WaitingRow,
+};
 use crate::wire::{LineError, Numbered, Record};
 
 /// Whether refused spans stop everything (a file, by default) or only themselves
@@ -288,6 +290,7 @@ pub async fn take(
     };
     let mapped = map::map(fresh, waiting, &cx);
     outcome.unchanged += mapped.already;
+    let kept = keeping(&mapped);
 
     // Each record its own number, so the planner's per-line bookkeeping sees one
     // record per line; messages go back to the input line.
@@ -338,12 +341,26 @@ pub async fn take(
             Strictness::Strict => IngestMode::Strict,
             Strictness::KeepGood => IngestMode::Quarantine,
         };
-        for batch in std::iter::once(contracts).chain(batches) {
-            if batch.is_empty() {
-                continue;
-            }
+        // What the door keeps between requests commits with the last batch (or
+        // alone when there is none): spans kept waiting and the ones released
+        // never disagree with the operations written.
+        let mut kept = Some(kept);
+        let mut batches: Vec<Vec<Numbered>> = std::iter::once(contracts)
+            .chain(batches)
+            .filter(|b| !b.is_empty())
+            .collect();
+        if batches.is_empty() {
+            batches.push(Vec::new());
+        }
+        let last = batches.len() - 1;
+        for (i, batch) in batches.into_iter().enumerate() {
+            let with = if i == last {
+                kept.take().unwrap_or_default()
+            } else {
+                OtlpKeeping::default()
+            };
             let report = store
-                .ingest_redacted(redaction::redact(batch), mode, ingester, now)
+                .otlp_ingest(redaction::redact(batch), mode, ingester, now, &with)
                 .await?;
             outcome.committed_any |= !report.committed.is_empty();
             let stop = mode == IngestMode::Strict && !report.rejected.is_empty();
@@ -388,9 +405,15 @@ pub async fn take(
     }
     outcome.rejected.sort_by_key(|e| e.line);
 
-    let nothing_committed = strictness == Strictness::Strict && !outcome.rejected.is_empty();
-    if !nothing_committed {
-        let keep: Vec<WaitingRow> = mapped
+    outcome.waiting = store.otlp_waiting_count().await?;
+    Ok(outcome)
+}
+
+/// What the door keeps of a mapping between requests: the spans still waiting
+/// (redacted), the ones that joined, and the tool calls' own ids as search terms.
+fn keeping(mapped: &map::Mapped) -> OtlpKeeping {
+    OtlpKeeping {
+        keep: mapped
             .waiting
             .iter()
             .map(|w| WaitingRow {
@@ -399,15 +422,10 @@ pub async fn take(
                 since: w.since,
                 span: redacted_json(&w.span),
             })
-            .collect();
-        store.otlp_keep(&keep).await?;
-        store.otlp_release(&mapped.released).await?;
-        if outcome.committed_any {
-            store.otlp_terms(&mapped.terms).await?;
-        }
+            .collect(),
+        release: mapped.released.clone(),
+        terms: mapped.terms.clone(),
     }
-    outcome.waiting = store.otlp_waiting_count().await?;
-    Ok(outcome)
 }
 
 /// A span as the store keeps it while it waits: JSON with every secret redacted.
@@ -425,19 +443,23 @@ async fn stored(
 ) -> Result<Stored, StoreError> {
     let spans = fresh.iter().chain(waiting.iter().map(|w| &w.span));
     let mut ids: BTreeSet<String> = BTreeSet::new();
-    let mut tools: BTreeSet<String> = BTreeSet::from([map::UNKNOWN_TOOL.to_owned()]);
+    // The payload hashes of the tool calls here: only an UNKNOWN operation with
+    // one of them can be repeated by them.
+    let mut payloads: BTreeSet<String> = BTreeSet::new();
     for span in spans {
         ids.insert(map::operation_id(&span.trace_id, &span.span_id));
         if let Some(parent) = &span.parent {
             ids.insert(map::operation_id(&span.trace_id, parent));
         }
-        if let Some(tool) = span.text("gen_ai.tool.name") {
-            tools.insert(tool.to_owned());
+        if span.is_tool()
+            && let Some(hash) = map::payload_hash(span.attributes.get("gen_ai.tool.call.arguments"))
+        {
+            payloads.insert(hash.as_str().to_owned());
         }
     }
     let ids: Vec<String> = ids.into_iter().collect();
-    let tools: Vec<String> = tools.into_iter().collect();
-    let mut calls = store.otlp_calls(&ids, &tools).await?;
+    let payloads: Vec<String> = payloads.into_iter().collect();
+    let mut calls = store.otlp_calls(&ids, &payloads).await?;
     // The attempts of the UNKNOWN operations a call may repeat, numbered after.
     let repeated: Vec<String> = calls
         .unknown

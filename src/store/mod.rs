@@ -690,9 +690,18 @@ pub trait Store: Send + Sync {
     /// write door's walk starts after the break it accepts.
     async fn acknowledge_break(&self, seq: i64, draft: AuditDraft) -> Result<AuditRow, StoreError>;
 
-    /// Keeps spans that wait for their tool span (OpenTelemetry intake), each
-    /// once: a span already kept stays as it was.
-    async fn otlp_keep(&self, rows: &[WaitingRow]) -> Result<(), StoreError>;
+    /// [`Store::ingest_redacted`] for the OpenTelemetry door: the batch, and what
+    /// the door keeps between requests (`keeping`: spans that wait for their tool
+    /// span, the ones that joined, search terms), in one transaction. Nothing of
+    /// either is committed without the other.
+    async fn otlp_ingest(
+        &self,
+        batch: plan::redaction::Redacted,
+        mode: IngestMode,
+        ingester: &Ingester,
+        now: DateTime<Utc>,
+        keeping: &OtlpKeeping,
+    ) -> Result<IngestReport, StoreError>;
 
     /// The waiting spans of these traces, and every span that has waited since
     /// `since_before` or longer.
@@ -702,20 +711,17 @@ pub trait Store: Send + Sync {
         since_before: DateTime<Utc>,
     ) -> Result<Vec<WaitingRow>, StoreError>;
 
-    /// Forgets waiting spans that joined an operation.
-    async fn otlp_release(&self, keys: &[(String, String)]) -> Result<(), StoreError>;
-
     /// How many spans wait for their tool span.
     async fn otlp_waiting_count(&self) -> Result<u64, StoreError>;
 
-    /// Makes each stored operation findable by a value that is not one of its
-    /// record's fields (a tool call's own id, `gen_ai.tool.call.id`): search
-    /// terms as its id, target and keys have. A term already there is kept.
-    async fn otlp_terms(&self, values: &[(String, String)]) -> Result<(), StoreError>;
-
     /// Which of `ids` are stored operations (with their attempts' ids), and the
-    /// UNKNOWN operations of `tools` a new call may repeat.
-    async fn otlp_calls(&self, ids: &[String], tools: &[String]) -> Result<OtlpCalls, StoreError>;
+    /// UNKNOWN operations with one of `payloads` (payload hashes) that a new call
+    /// may repeat.
+    async fn otlp_calls(
+        &self,
+        ids: &[String],
+        payloads: &[String],
+    ) -> Result<OtlpCalls, StoreError>;
 
     /// The SENT operations whose correlation id starts with `correlation_prefix`:
     /// id, correlation id, creation instant.
@@ -751,6 +757,28 @@ pub struct WaitingRow {
     pub span_id: String,
     pub since: DateTime<Utc>,
     pub span: String,
+}
+
+/// What the OpenTelemetry door keeps between requests, written with a batch
+/// ([`Store::otlp_ingest`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct OtlpKeeping {
+    /// Spans that wait for their tool span, each kept once: a span already kept
+    /// stays as it was.
+    pub keep: Vec<WaitingRow>,
+    /// Waiting spans that joined an operation, forgotten.
+    pub release: Vec<(String, String)>,
+    /// `(operation, value)`: each stored operation made findable by a value that
+    /// is not one of its record's fields (a tool call's own id,
+    /// `gen_ai.tool.call.id`), as its id, target and keys are. A term already
+    /// there is kept; a term of an operation not stored is dropped.
+    pub terms: Vec<(String, String)>,
+}
+
+impl OtlpKeeping {
+    pub fn is_empty(&self) -> bool {
+        self.keep.is_empty() && self.release.is_empty() && self.terms.is_empty()
+    }
 }
 
 /// What [`Store::otlp_calls`] finds.

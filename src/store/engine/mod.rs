@@ -416,7 +416,7 @@ shared! {
             ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
-            self.write_ingest(super::plan::redaction::redact(records), mode, ingester, now)
+            self.write_ingest(super::plan::redaction::redact(records), mode, ingester, now, None)
                 .await
         }
 
@@ -427,7 +427,7 @@ shared! {
             ingester: &Ingester,
             now: DateTime<Utc>,
         ) -> Result<IngestReport, StoreError> {
-            self.write_ingest(batch, mode, ingester, now).await
+            self.write_ingest(batch, mode, ingester, now, None).await
         }
 
         async fn list(
@@ -700,8 +700,15 @@ shared! {
                 .await
         }
 
-        async fn otlp_keep(&self, rows: &[super::WaitingRow]) -> Result<(), StoreError> {
-            self.keep_waiting(rows).await
+        async fn otlp_ingest(
+            &self,
+            batch: super::plan::redaction::Redacted,
+            mode: IngestMode,
+            ingester: &Ingester,
+            now: DateTime<Utc>,
+            keeping: &super::OtlpKeeping,
+        ) -> Result<IngestReport, StoreError> {
+            self.write_otlp_ingest(batch, mode, ingester, now, keeping).await
         }
 
         async fn otlp_waiting(
@@ -712,24 +719,16 @@ shared! {
             self.read_waiting(traces, since_before).await
         }
 
-        async fn otlp_release(&self, keys: &[(String, String)]) -> Result<(), StoreError> {
-            self.release_waiting(keys).await
-        }
-
         async fn otlp_waiting_count(&self) -> Result<u64, StoreError> {
             self.count_waiting().await
-        }
-
-        async fn otlp_terms(&self, values: &[(String, String)]) -> Result<(), StoreError> {
-            self.add_terms(values).await
         }
 
         async fn otlp_calls(
             &self,
             ids: &[String],
-            tools: &[String],
+            payloads: &[String],
         ) -> Result<super::OtlpCalls, StoreError> {
-            self.read_calls(ids, tools).await
+            self.read_calls(ids, payloads).await
         }
 
         async fn sent_calls(

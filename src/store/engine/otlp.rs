@@ -8,30 +8,84 @@ use super::db;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::State;
 use crate::store::plan::codec::{from_ms, ms};
+use crate::store::plan::redaction::Redacted;
 use crate::store::plan::rows::search_terms;
-use crate::store::{OtlpCalls, SameCall, StoreError, WaitingRow};
+use crate::store::{
+    IngestMode, IngestReport, Ingester, OtlpCalls, OtlpKeeping, SameCall, StoreError, WaitingRow,
+};
 
 shared! {
     impl {
-        pub(super) async fn keep_waiting(&self, rows: &[WaitingRow]) -> Result<(), StoreError> {
-            if rows.is_empty() {
-                return Ok(());
+        /// [`Store::otlp_ingest`](crate::store::Store::otlp_ingest): a batch
+        /// with no records is only what the door keeps, in a transaction of its
+        /// own (a write all the same: a recorded break refuses it).
+        pub(super) async fn write_otlp_ingest(
+            &self,
+            batch: Redacted,
+            mode: IngestMode,
+            ingester: &Ingester,
+            now: DateTime<Utc>,
+            keeping: &OtlpKeeping,
+        ) -> Result<IngestReport, StoreError> {
+            if !batch.records.is_empty() || !batch.refused.is_empty() {
+                return self.write_ingest(batch, mode, ingester, now, Some(keeping)).await;
             }
-            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
-            Self::insert_many_then(
-                &mut conn,
-                "INSERT INTO otlp_pending (trace_id, span_id, since_ms, span) ",
-                " ON CONFLICT (trace_id, span_id) DO NOTHING",
-                4,
-                rows,
-                |b, row| {
-                    b.push_bind(row.trace_id.clone())
-                        .push_bind(row.span_id.clone())
-                        .push_bind(ms(row.since))
-                        .push_bind(row.span.clone());
-                },
-            )
-            .await
+            if mode != IngestMode::DryRun && !keeping.is_empty() {
+                let (mut tx, _) = self.begin_write().await?;
+                Self::write_keeping(&mut tx, keeping).await?;
+                tx.commit().await.map_err(db::<DB>)?;
+            }
+            Ok(IngestReport {
+                committed: Vec::new(),
+                unchanged: 0,
+                rejected: Vec::new(),
+            })
+        }
+
+        /// What the door keeps between requests, inside the caller's transaction.
+        pub(super) async fn write_keeping(
+            conn: &mut DB::Connection,
+            keeping: &OtlpKeeping,
+        ) -> Result<(), StoreError> {
+            if !keeping.keep.is_empty() {
+                Self::insert_many_then(
+                    &mut *conn,
+                    "INSERT INTO otlp_pending (trace_id, span_id, since_ms, span) ",
+                    " ON CONFLICT (trace_id, span_id) DO NOTHING",
+                    4,
+                    &keeping.keep,
+                    |b, row| {
+                        b.push_bind(row.trace_id.clone())
+                            .push_bind(row.span_id.clone())
+                            .push_bind(ms(row.since))
+                            .push_bind(row.span.clone());
+                    },
+                )
+                .await?;
+            }
+            for (trace, span) in &keeping.release {
+                sqlx::query("DELETE FROM otlp_pending WHERE trace_id = $1 AND span_id = $2")
+                    .bind(trace.clone())
+                    .bind(span.clone())
+                    .execute(&mut *conn)
+                    .await
+                    .map_err(db::<DB>)?;
+            }
+            if !keeping.terms.is_empty() {
+                let ids: Vec<String> = keeping.terms.iter().map(|(op, _)| op.clone()).collect();
+                let mut stored = std::collections::HashSet::new();
+                for row in Self::select_in(&mut *conn, "SELECT id FROM operations WHERE id IN", &ids).await? {
+                    stored.insert(Self::text(&row, "id")?);
+                }
+                let terms: Vec<(String, String)> = keeping
+                    .terms
+                    .iter()
+                    .filter(|(op, _)| stored.contains(op))
+                    .flat_map(|(op, value)| search_terms(op, [value.as_str()]))
+                    .collect();
+                Self::insert_terms(&mut *conn, &terms).await?;
+            }
+            Ok(())
         }
 
         pub(super) async fn read_waiting(
@@ -68,42 +122,6 @@ shared! {
             Ok(out)
         }
 
-        pub(super) async fn release_waiting(&self, keys: &[(String, String)]) -> Result<(), StoreError> {
-            if keys.is_empty() {
-                return Ok(());
-            }
-            let mut tx = self.pool.begin().await.map_err(db::<DB>)?;
-            for (trace, span) in keys {
-                sqlx::query("DELETE FROM otlp_pending WHERE trace_id = $1 AND span_id = $2")
-                    .bind(trace.clone())
-                    .bind(span.clone())
-                    .execute(&mut *tx)
-                    .await
-                    .map_err(db::<DB>)?;
-            }
-            tx.commit().await.map_err(db::<DB>)
-        }
-
-        /// Search terms of `(operation, value)`, for stored operations only.
-        pub(super) async fn add_terms(&self, values: &[(String, String)]) -> Result<(), StoreError> {
-            if values.is_empty() {
-                return Ok(());
-            }
-            let ids: Vec<String> = values.iter().map(|(op, _)| op.clone()).collect();
-            let mut tx = self.pool.begin().await.map_err(db::<DB>)?;
-            let mut stored = std::collections::HashSet::new();
-            for row in Self::select_in(&mut *tx, "SELECT id FROM operations WHERE id IN", &ids).await? {
-                stored.insert(Self::text(&row, "id")?);
-            }
-            let terms: Vec<(String, String)> = values
-                .iter()
-                .filter(|(op, _)| stored.contains(op))
-                .flat_map(|(op, value)| search_terms(op, [value.as_str()]))
-                .collect();
-            Self::insert_terms(&mut *tx, &terms).await?;
-            tx.commit().await.map_err(db::<DB>)
-        }
-
         pub(super) async fn count_waiting(&self) -> Result<u64, StoreError> {
             let n: i64 = sqlx::query("SELECT COUNT(*) AS n FROM otlp_pending")
                 .fetch_one(&self.pool)
@@ -117,7 +135,7 @@ shared! {
         pub(super) async fn read_calls(
             &self,
             ids: &[String],
-            tools: &[String],
+            payloads: &[String],
         ) -> Result<OtlpCalls, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             let mut out = OtlpCalls::default();
@@ -138,8 +156,8 @@ shared! {
             let rows = Self::select_in(
                 &mut conn,
                 "SELECT id, tool, payload_hash, business_key FROM operations \
-                 WHERE state = 'UNKNOWN' AND tool IN",
-                tools,
+                 WHERE state = 'UNKNOWN' AND payload_hash IN",
+                payloads,
             )
             .await?;
             for row in rows {

@@ -864,12 +864,16 @@ shared! {
             Ok(door::refused(records, &stored, &ingester.by, tenants))
         }
 
+        /// Plans and writes one ingest batch in its own transaction, with what
+        /// the OpenTelemetry door keeps between requests when it is given: both
+        /// commit, or neither does.
         pub(super) async fn write_ingest(
             &self,
             redacted: redaction::Redacted,
             mode: IngestMode,
             ingester: &Ingester,
             now: DateTime<Utc>,
+            keeping: Option<&crate::store::OtlpKeeping>,
         ) -> Result<IngestReport, StoreError> {
             let (mut tx, head) = self.begin_write().await?;
             if let Some((grow, _)) = DB::BATCH_CACHE {
@@ -885,6 +889,9 @@ shared! {
             }
             let (report, written) = planned?;
             if written.is_some() {
+                if let Some(keeping) = keeping {
+                    Self::write_keeping(&mut tx, keeping).await?;
+                }
                 tx.commit().await.map_err(db::<DB>)?;
             } else {
                 tx.rollback().await.map_err(db::<DB>)?;
