@@ -602,7 +602,7 @@ mod file {
     const CONFIG: &str = "[otlp]\ntenant = \"pinehaven\"\n\n[[otlp.tool]]\nname = \"create_ticket\"\nmethod = \"POST\"\nowner = \"integrations\"\n";
 
     /// Two lines: the HTTP span first, its tool span on the next line.
-    fn lines() -> Vec<String> {
+    pub(super) fn lines() -> Vec<String> {
         let agent = Agent::new();
         let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
         agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
@@ -616,6 +616,15 @@ mod file {
         let cli = Cli::empty();
         std::fs::write(cli.dir.path().join("no-config.toml"), CONFIG).unwrap();
         cli
+    }
+
+    /// `ingest --format otlp PATH` as maya, which must succeed.
+    fn taken(cli: &Cli, path: &std::path::Path) -> super::support::cli::Run {
+        cli.run(
+            "maya",
+            &["ingest", "--format", "otlp", path.to_str().unwrap()],
+        )
+        .expect_code(0)
     }
 
     async fn held(cli: &Cli) -> Vec<holdfast::core::model::Operation> {
@@ -641,12 +650,7 @@ mod file {
                 text.into_bytes()
             };
             std::fs::write(&path, bytes).unwrap();
-            let run = cli
-                .run(
-                    "maya",
-                    &["ingest", "--format", "otlp", path.to_str().unwrap()],
-                )
-                .expect_code(0);
+            let run = taken(&cli, &path);
             assert!(
                 run.stderr.contains("waiting for their tool span 0"),
                 "{}",
@@ -660,15 +664,44 @@ mod file {
     }
 
     #[tokio::test]
+    async fn an_edited_tool_table_is_named_and_the_stored_contract_goes_on_deciding() {
+        let cli = cli();
+        let first = cli.dir.path().join("first.jsonl");
+        std::fs::write(&first, lines().join("\n")).unwrap();
+        let run = taken(&cli, &first);
+        assert!(!run.stderr.contains("warning:"), "{}", run.stderr);
+
+        // The owner edited after the contract was stored: said, not applied.
+        let edited = CONFIG.replace("owner = \"integrations\"", "owner = \"payments\"");
+        std::fs::write(cli.dir.path().join("no-config.toml"), edited).unwrap();
+        let second = cli.dir.path().join("second.jsonl");
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"scanner"}"#), 100);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 101, 131);
+        agent.end(&cx, 132, true);
+        std::fs::write(&second, serde_json::to_string(&agent.request()).unwrap()).unwrap();
+        let run = taken(&cli, &second);
+        assert!(
+            run.stderr.contains(
+                "warning: [[otlp.tool]] create_ticket: differs from the stored contract in owner; the stored contract is the one used"
+            ),
+            "{}",
+            run.stderr
+        );
+        let ops = held(&cli).await;
+        assert_eq!(ops.len(), 2, "{ops:?}");
+        for op in &ops {
+            assert_eq!(op.state, State::Unknown);
+            assert_eq!(op.owner, "integrations", "{op:?}");
+        }
+    }
+
+    #[tokio::test]
     async fn an_attempt_keeps_its_redacted_url_shown_and_copied() {
         let cli = cli();
         let path = cli.dir.path().join("traces.jsonl");
         std::fs::write(&path, lines().join("\n")).unwrap();
-        cli.run(
-            "maya",
-            &["ingest", "--format", "otlp", path.to_str().unwrap()],
-        )
-        .expect_code(0);
+        taken(&cli, &path);
         let id = held(&cli).await[0].id.as_str().to_owned();
         // The userinfo and query values redacted, no secret of them left.
         let url = "url https://REDACTED:‹redacted:url_password›@tickets.example/v1/tickets?api_key=‹redacted:query_secret›&q=REDACTED";
@@ -1166,5 +1199,140 @@ mod binary {
         assert_eq!(ops[0].state, State::Unknown);
         // Nothing is stored without a contract for this tool here, but it is held.
         assert!(store.contracts().await.unwrap().is_empty());
+    }
+
+    /// `holdfast --database-url URL ARGS` as whoever the URL logs in as, with its
+    /// own config and data dirs under `home`: exit code, stdout and stderr.
+    fn on_postgres(home: &std::path::Path, url: &str, args: &[&str]) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
+        command
+            .env_remove("HOLDFAST_DB")
+            .env_remove("HOLDFAST_DATABASE_URL")
+            .env_remove("HOLDFAST_AS")
+            .env("HOLDFAST_DATA_DIR", home.join("data"))
+            .env("HOLDFAST_CONFIG", home.join("config.toml"))
+            .env("HOLDFAST_NOW", super::support::cli::NOW)
+            .args(["--database-url", url])
+            .args(args);
+        command
+    }
+
+    fn ran(mut command: std::process::Command) -> (i32, String) {
+        let out = command.output().expect("run holdfast");
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code().unwrap_or(-1), text)
+    }
+
+    /// Both doors as a login of the application group (docs/operations.md's
+    /// grants), the way a team runs them: refused without an ingest grant on the
+    /// tenant; with one, a file's spans (a child a line before its tool span) and
+    /// an exporter's spans become holds written in the login's own name, the
+    /// spans that waited are released, and the owner's `audit verify` holds.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn a_login_of_the_application_group_feeds_both_doors_in_its_own_name() {
+        crate::skip_without_postgres!();
+        use super::support::stores::{LoginRole, application_grants, url_for_login};
+        let group = LoginRole::create("hf_otlp_app").await;
+        let feeder = LoginRole::member_of("hf_otlp_feeder", &group).await;
+        let fresh = stores::postgres().await;
+        let database = fresh.database_name().unwrap().to_owned();
+        fresh
+            .execute(&application_grants(&group.name, &database))
+            .await
+            .unwrap();
+        let owner = fresh.store.login().await.unwrap().expect("a login");
+        let home = tempfile::tempdir().unwrap();
+        std::fs::write(
+            home.path().join("config.toml"),
+            "[otlp]\ntenant = \"pinehaven\"\n",
+        )
+        .unwrap();
+        let as_owner = fresh.url.clone();
+        let as_feeder = url_for_login(&fresh.url, &feeder.name);
+        let grant = |who: &str, role: &str| {
+            let (code, out) = ran(on_postgres(
+                home.path(),
+                &as_owner,
+                &["grant", who, "--role", role, "--tenant", "pinehaven"],
+            ));
+            assert_eq!(code, 0, "{out}");
+        };
+        grant(&owner, "owner");
+
+        let file = home.path().join("traces.jsonl");
+        std::fs::write(&file, super::file::lines().join("\n")).unwrap();
+        let ingest = ["ingest", "--format", "otlp", file.to_str().unwrap()];
+
+        let (code, out) = ran(on_postgres(home.path(), &as_feeder, &ingest));
+        assert_eq!(code, 2, "{out}");
+        assert!(
+            out.contains(&format!(
+                "{} may not ingest into tenant pinehaven",
+                feeder.name
+            )),
+            "{out}"
+        );
+        assert!(fresh.store.dataset().await.unwrap().operations.is_empty());
+
+        grant(&feeder.name, "ingest");
+        let (code, out) = ran(on_postgres(home.path(), &as_feeder, &ingest));
+        assert_eq!(code, 0, "{out}");
+        assert!(out.contains("waiting for their tool span 0"), "{out}");
+
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let listen = format!("127.0.0.1:{port}");
+        let mut serve = on_postgres(home.path(), &as_feeder, &["serve", "--listen", &listen]);
+        let mut child = serve.stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert!(line.contains(&format!("as {}", feeder.name)), "{line}");
+        let agent = Agent::new();
+        let cx = agent.tool("create_ticket", Some(r#"{"title":"scanner"}"#), 100);
+        agent.http(&cx, "POST", None, Some("timeout"), None, 101, 131);
+        agent.end(&cx, 132, true);
+        let _ = agent.provider.force_flush();
+        let exported = opentelemetry_otlp::SpanExporter::builder()
+            .with_http()
+            .with_endpoint(format!("http://{listen}/v1/traces"))
+            .with_protocol(Protocol::HttpBinary)
+            .build()
+            .unwrap()
+            .export(agent.exporter.get_finished_spans().unwrap())
+            .await;
+        let _ = child.kill();
+        let _ = child.wait();
+        exported.expect("exported");
+
+        let ops = fresh.store.dataset().await.unwrap().operations;
+        assert_eq!(ops.len(), 2, "{ops:?}");
+        assert!(
+            ops.iter()
+                .all(|o| o.state == State::Unknown && o.tenant == "pinehaven")
+        );
+        let rows = fresh.store.audit(1, 500).await.unwrap();
+        assert!(!rows.is_empty());
+        for row in rows
+            .iter()
+            .filter(|r| ops.iter().any(|o| o.id == r.draft.operation))
+        {
+            assert_eq!(row.draft.by, feeder.name, "{row:?}");
+        }
+        assert_eq!(fresh.store.otlp_waiting_count().await.unwrap(), 0);
+        let (code, out) = ran(on_postgres(home.path(), &as_owner, &["audit", "verify"]));
+        assert_eq!(code, 0, "{out}");
+        fresh.close().await;
+        drop(fresh);
+        drop(feeder);
+        drop(group);
     }
 }

@@ -120,6 +120,13 @@ impl Gate {
             .into_iter()
             .map(|c| (c.tool.clone(), c))
             .collect();
+        let stored: Vec<Contract> = contracts.values().cloned().collect();
+        // On stderr too: the agent's MCP client shows a server's stderr, and
+        // stdout is the protocol.
+        for warning in crate::otlp::settings::drift("gateway.tool", &settings.tool, &stored) {
+            tracing::warn!("{warning}");
+            eprintln!("holdfast gateway: warning: {warning}");
+        }
         let declared: Vec<Record> = settings
             .tool
             .iter()

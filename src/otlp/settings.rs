@@ -123,3 +123,86 @@ impl OtlpSettings {
         self.max_body_bytes.unwrap_or(DEFAULT_MAX_BODY_BYTES)
     }
 }
+
+/// For each table of `tools` (config `[[TABLE]]`) whose tool already has a stored
+/// contract with other content, a warning naming the fields that differ. The
+/// stored contract is the one every door uses: a contract, once stored, does not
+/// change, so an edited table would otherwise be ignored without a word.
+pub fn drift(table: &str, tools: &[ToolSettings], stored: &[Contract]) -> Vec<String> {
+    let mut out = Vec::new();
+    for tool in tools {
+        let Some(kept) = stored.iter().find(|c| c.tool == tool.name) else {
+            continue;
+        };
+        let declared = tool.contract();
+        if &declared == kept {
+            continue;
+        }
+        let fields = differing_fields(kept, &declared);
+        out.push(format!(
+            "[[{table}]] {}: differs from the stored contract in {}; the stored contract is the one used (a stored contract does not change)",
+            crate::core::sanitize::sanitize(&tool.name),
+            fields.join(", ")
+        ));
+    }
+    out
+}
+
+/// The top-level fields in which two contracts differ, by their wire names.
+fn differing_fields(a: &Contract, b: &Contract) -> Vec<String> {
+    let (serde_json::Value::Object(a), serde_json::Value::Object(b)) = (
+        serde_json::to_value(a).unwrap_or_default(),
+        serde_json::to_value(b).unwrap_or_default(),
+    ) else {
+        return vec!["its content".to_owned()];
+    };
+    let mut keys: Vec<&String> = a.keys().chain(b.keys()).collect();
+    keys.sort();
+    keys.dedup();
+    keys.into_iter()
+        .filter(|k| a.get(*k) != b.get(*k))
+        .cloned()
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn table(owner: &str) -> ToolSettings {
+        ToolSettings {
+            name: "create_ticket".into(),
+            method: "POST".into(),
+            owner: owner.into(),
+            action: None,
+            version: None,
+            idempotency: false,
+            max_attempts: None,
+            budget_seconds: None,
+            retryable: Vec::new(),
+            tenant: None,
+            risk: None,
+            business_key: None,
+            errors_may_commit: false,
+        }
+    }
+
+    #[test]
+    fn an_edited_table_is_named_with_the_fields_that_differ() {
+        let stored = vec![table("integrations").contract()];
+        assert!(drift("otlp.tool", &[table("integrations")], &stored).is_empty());
+        let mut edited = table("payments");
+        edited.max_attempts = Some(5);
+        let warnings = drift("otlp.tool", &[edited], &stored);
+        assert_eq!(warnings.len(), 1, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("[[otlp.tool]] create_ticket: differs from the stored contract in max_attempts, owner;"),
+            "{}",
+            warnings[0]
+        );
+        // A table whose tool has no stored contract is not a drift: it is recorded.
+        let mut other = table("integrations");
+        other.name = "refund".into();
+        assert!(drift("otlp.tool", &[other], &stored).is_empty());
+    }
+}

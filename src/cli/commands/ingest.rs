@@ -97,6 +97,7 @@ pub(crate) async fn ingest_otlp(
     use crate::otlp::file::{FileError, FileIntake, intake_file};
     let (store, mut ingester) = own_ingester(ctx).await?;
     ingester.contracts_optional = true;
+    super::serve::warn_of_drift(store.as_ref(), &ctx.config.otlp).await?;
     // Read more than once (strict: checked, then committed), so stdin is
     // spooled to a file first.
     let input = if source == "-" {

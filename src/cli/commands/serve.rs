@@ -12,6 +12,7 @@ pub(crate) async fn serve(ctx: &Context, listen: Option<String>) -> anyhow::Resu
     let settings = ctx.config.otlp.clone();
     let store = ctx.create_store().await?;
     let actor = ctx.service_actor(store.as_ref(), RECEIVER_IDENTITY).await?;
+    warn_of_drift(store.as_ref(), &settings).await?;
     let mut ingester = Ingester::of(&actor);
     ingester.contracts_optional = true;
     let token = match &settings.token_env {
@@ -49,4 +50,18 @@ pub(crate) async fn serve(ctx: &Context, listen: Option<String>) -> anyhow::Resu
         _ = tokio::signal::ctrl_c() => {}
     }
     Ok(crate::cli::exit::OK)
+}
+
+/// Prints (and logs) a warning for each `[[otlp.tool]]` table that differs from
+/// the contract the store already holds for its tool: that table is not used.
+pub(crate) async fn warn_of_drift(
+    store: &dyn crate::store::Store,
+    settings: &crate::otlp::OtlpSettings,
+) -> anyhow::Result<()> {
+    let stored = store.contracts().await?;
+    for warning in crate::otlp::settings::drift("otlp.tool", &settings.tool, &stored) {
+        tracing::warn!("{warning}");
+        eprintln!("warning: {warning}");
+    }
+    Ok(())
 }
