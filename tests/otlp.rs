@@ -1136,6 +1136,26 @@ mod binary {
     use opentelemetry_sdk::trace::SpanExporter as _;
     use std::io::{BufRead, BufReader};
 
+    /// A loopback address no one listens on yet.
+    fn free_address() -> String {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        format!("127.0.0.1:{port}")
+    }
+
+    /// `serve` started, with the first line it printed (once it listens).
+    fn started(serve: &mut std::process::Command) -> (std::process::Child, String) {
+        let mut child = serve.stderr(std::process::Stdio::piped()).spawn().unwrap();
+        let mut first = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut first)
+            .unwrap();
+        (child, first)
+    }
+
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn holdfast_serve_takes_an_exporter_and_asks_for_its_token() {
         let cli = Cli::empty();
@@ -1144,22 +1164,9 @@ mod binary {
             "[otlp]\ntoken_env = \"T30_OTLP_TOKEN\"\n",
         )
         .unwrap();
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let listen = format!("127.0.0.1:{port}");
-        let mut child = cli
-            .command("maya", &["serve", "--listen", &listen])
-            .env("T30_OTLP_TOKEN", "s3cret")
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut first = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut first)
-            .unwrap();
+        let listen = free_address();
+        let mut serve = cli.command("maya", &["serve", "--listen", &listen]);
+        let (mut child, first) = started(serve.env("T30_OTLP_TOKEN", "s3cret"));
         assert!(
             first.contains(&format!("http://{listen}/v1/traces")),
             "{first}"
@@ -1283,18 +1290,12 @@ mod binary {
         assert_eq!(code, 0, "{out}");
         assert!(out.contains("waiting for their tool span 0"), "{out}");
 
-        let port = std::net::TcpListener::bind("127.0.0.1:0")
-            .unwrap()
-            .local_addr()
-            .unwrap()
-            .port();
-        let listen = format!("127.0.0.1:{port}");
-        let mut serve = on_postgres(home.path(), &as_feeder, &["serve", "--listen", &listen]);
-        let mut child = serve.stderr(std::process::Stdio::piped()).spawn().unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stderr.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
+        let listen = free_address();
+        let (mut child, line) = started(&mut on_postgres(
+            home.path(),
+            &as_feeder,
+            &["serve", "--listen", &listen],
+        ));
         assert!(line.contains(&format!("as {}", feeder.name)), "{line}");
         let agent = Agent::new();
         let cx = agent.tool("create_ticket", Some(r#"{"title":"scanner"}"#), 100);
