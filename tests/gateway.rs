@@ -481,6 +481,11 @@ async fn manual_autonomy_holds_a_write_for_approval(kind: Kind) {
         .await
         .unwrap();
     assert_eq!(validated.is_error, Some(true), "validated is not approved");
+    assert!(
+        text(&validated).contains("VALIDATED") && text(&validated).contains("approval"),
+        "{}",
+        text(&validated)
+    );
     assert_eq!(rig.applied(), 0);
 
     review(&rig, &id, &["approve"]);

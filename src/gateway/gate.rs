@@ -745,6 +745,9 @@ fn refusal_text(held: &SameCall, tool: &str) -> String {
         }
         State::Partial => "an earlier identical call took effect only in part",
         State::Blocked => "an earlier identical call is blocked, awaiting a reviewer",
+        State::Validated => {
+            "an earlier identical call was not sent and is revalidated, awaiting a reviewer's approval"
+        }
         _ => "an earlier identical call was sent and its outcome is not recorded yet",
     };
     format!(
