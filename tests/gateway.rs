@@ -17,6 +17,7 @@ use serde_json::json;
 use support::gateway::{
     Heard, PATIENT, Rig, arguments, attempt, call, holdfast, review, same, settled, text, timed_out,
 };
+use support::review::put_at_level;
 use support::stores::{self, Kind};
 
 async fn reads_pass_and_the_list_is_unchanged(kind: Kind) {
@@ -538,4 +539,33 @@ async fn manual_autonomy_holds_a_write_for_approval_sqlite() {
 async fn manual_autonomy_holds_a_write_for_approval_postgres() {
     skip_without_postgres!();
     manual_autonomy_holds_a_write_for_approval(Kind::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_tool_raised_above_manual_passes_and_one_lowered_is_held_from_its_next_write() {
+    use holdfast::core::autonomy::Level;
+    let fresh = stores::sqlite().await;
+    let rig = Rig::new(&fresh.url);
+    rig.config("[gateway]\nhold_writes_for_approval = true\n");
+    let store = fresh.store.as_ref();
+    put_at_level(store, "pay/refund", Level::Native).await;
+    let (client, _) = rig.connect().await;
+
+    let args = json!({"order": "N1", "amount": 3});
+    let done = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(text(&done), "refunded");
+    assert_eq!(rig.applied(), 1, "a native tool's write is forwarded");
+    settled(store, "refund", &args, State::Succeeded).await;
+
+    put_at_level(store, "pay/refund", Level::Manual).await;
+    let later = json!({"order": "N2", "amount": 4});
+    let held = call(&client, "refund", later.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(held.is_error, Some(true), "{}", text(&held));
+    settled(store, "refund", &later, State::Blocked).await;
+    assert_eq!(rig.applied(), 1, "lowered to manual, the next write waits");
+    client.cancel().await.unwrap();
 }
