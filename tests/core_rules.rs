@@ -859,6 +859,7 @@ fn roles_follow_the_issue_table_and_combine_per_tenant() {
             "mark-compensated",
             "mark-resumed",
             "revalidate",
+            "approve",
             "block",
             "schedule",
             "comment"
@@ -1137,5 +1138,62 @@ fn matrix_an_expired_token_may_be_refreshed_and_resent_once_only() {
         matrix::assess_detail(&d, t(NOW)).recommendation.decision,
         Decision::HoldForOwner,
         "a second expiry is a denial for the owner, not a loop"
+    );
+}
+
+#[test]
+fn approve_binds_one_call_from_validated_only_and_takes_four_eyes_at_high_risk() {
+    // From BLOCKED, approve is refused (G1): revalidation comes first.
+    let blocked = detail(State::Blocked);
+    let refusal = run(&blocked, Action::Approve, &local()).unwrap_err();
+    assert_eq!(refusal.rule, Rule::G1);
+    assert!(
+        refusal.reason.contains("revalidate it first"),
+        "{refusal:?}"
+    );
+    assert_eq!(
+        refused_by(run(&detail(State::Unknown), Action::Approve, &local())),
+        Rule::G1
+    );
+
+    let mut d = detail(State::Validated);
+    d.row.operation.approval = None;
+    let approved = run(&d, Action::Approve, &local()).unwrap();
+    assert_eq!(approved.to, Some(State::Approved));
+    let evidence = &approved.commit.audit.evidence;
+    assert!(evidence.contains(&format!("payload:{}", hash("payload"))));
+    assert!(evidence.contains(&"policy:RP03".to_owned()));
+
+    // Without a policy version in force there is nothing to bind it to (G11).
+    let unbound = Actor::local("maya", None);
+    assert_eq!(refused_by(run(&d, Action::Approve, &unbound)), Rule::G11);
+
+    // A reviewer proposes; an approver applies below high risk.
+    let proposed = run(&d, Action::Approve, &actor("rev:ana", Role::Reviewer)).unwrap();
+    assert!(proposed.proposal_only && proposed.to.is_none());
+    let applied = run(&d, Action::Approve, &actor("rev:ana", Role::Approver)).unwrap();
+    assert_eq!(applied.to, Some(State::Approved));
+    assert_eq!(
+        refused_by(run(&d, Action::Approve, &actor("rev:vi", Role::Viewer))),
+        Rule::G6
+    );
+
+    // At high risk a second, different approver confirms.
+    d.row.operation.risk = Risk::High;
+    let ana = actor("rev:ana", Role::Approver);
+    let proposal = run(&d, Action::Approve, &ana).unwrap();
+    assert!(proposal.proposal_only);
+    let mut opened = proposal.commit.open_proposal.clone().unwrap();
+    opened.id = 3;
+    d.proposals.push(opened);
+    assert_eq!(refused_by(run(&d, Action::Confirm, &ana)), Rule::G6);
+    let confirmed = run(&d, Action::Confirm, &actor("rev:bo", Role::Approver)).unwrap();
+    assert_eq!(confirmed.to, Some(State::Approved));
+    assert!(
+        confirmed
+            .commit
+            .audit
+            .evidence
+            .contains(&"proposal:3".to_owned())
     );
 }

@@ -15,8 +15,9 @@ use rmcp::service::{PeerRequestOptions, ServiceError, ServiceExt};
 use rmcp::transport::TokioChildProcess;
 use serde_json::json;
 use support::gateway::{
-    Heard, PATIENT, Rig, arguments, call, review, same, settled, text, timed_out,
+    Heard, PATIENT, Rig, arguments, attempt, call, holdfast, review, same, settled, text, timed_out,
 };
+use support::review::put_at_level;
 use support::stores::{self, Kind};
 
 async fn reads_pass_and_the_list_is_unchanged(kind: Kind) {
@@ -382,4 +383,189 @@ async fn two_racing_identical_calls_after_one_authorize_retry_forward_once() {
     );
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
+}
+
+/// `manual` autonomy holds a write for approval: with
+/// `hold_writes_for_approval`, a write of a tool with no raised level is
+/// recorded BLOCKED and never sent; repeats are refused, and only a reviewer's
+/// revalidation on a fresh validation, then approval of that exact call, lets
+/// the next identical call through, once.
+async fn manual_autonomy_holds_a_write_for_approval(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let rig = Rig::new(&fresh.url);
+    rig.config("policy = \"RP-AGENT-7\"\n[gateway]\nhold_writes_for_approval = true\n");
+    let (client, _) = rig.connect().await;
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "M1", "amount": 40, "note": "password: hunter2"});
+
+    let held = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    let said = text(&held);
+    assert_eq!(held.is_error, Some(true), "{said}");
+    let id = settled(store, "refund", &args, State::Blocked).await;
+    assert!(
+        said.contains("did NOT send")
+            && said.contains("approval")
+            && said.contains(id.as_str())
+            && said.contains("Do not retry"),
+        "{said}"
+    );
+    assert_eq!(rig.applied(), 0, "the held call never reached the server");
+
+    let shown = holdfast(&rig, &["show", id.as_str(), "--json"]);
+    let bundle: serde_json::Value = serde_json::from_slice(&shown.stdout).unwrap();
+    let why = &bundle["why_held"];
+    assert_eq!(why["to"], "BLOCKED", "{why}");
+    assert!(
+        why["reason"]
+            .as_str()
+            .is_some_and(|r| r.starts_with("awaiting approval: autonomy manual")),
+        "{why}"
+    );
+    let evidence = why["evidence"].to_string();
+    let payload = holdfast::otlp::map::hash_arguments(&args);
+    assert!(
+        evidence.contains(&format!("payload:{payload}")),
+        "{evidence}"
+    );
+    assert!(
+        evidence.contains("arguments:") && evidence.contains("\\\"order\\\":\\\"M1\\\""),
+        "{evidence}"
+    );
+    assert!(
+        !evidence.contains("hunter2") && evidence.contains("redacted"),
+        "the excerpt is redacted: {evidence}"
+    );
+
+    let repeat = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(repeat.is_error, Some(true));
+    assert!(text(&repeat).contains(id.as_str()));
+
+    // The approval comes after a fresh validation, never instead of it.
+    let early = attempt(
+        &rig,
+        &[
+            "review",
+            id.as_str(),
+            "approve",
+            "--rationale",
+            "looks fine to me",
+        ],
+    );
+    assert_eq!(early.status.code(), Some(3), "refused");
+    assert!(
+        String::from_utf8_lossy(&early.stdout).contains("revalidate it first")
+            || String::from_utf8_lossy(&early.stderr).contains("revalidate it first"),
+        "{early:?}"
+    );
+    review(
+        &rig,
+        &id,
+        &[
+            "reconcile",
+            "--source",
+            "validator",
+            "--found",
+            "--match",
+            "all",
+            "--unknown",
+            "effect_count",
+            "--reference",
+            "arguments read: order M1, 40",
+        ],
+    );
+    review(&rig, &id, &["revalidate"]);
+    let validated = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(validated.is_error, Some(true), "validated is not approved");
+    assert!(
+        text(&validated).contains("VALIDATED") && text(&validated).contains("approval"),
+        "{}",
+        text(&validated)
+    );
+    assert_eq!(rig.applied(), 0);
+
+    review(&rig, &id, &["approve"]);
+    let sent = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(text(&sent), "refunded");
+    assert_eq!(
+        rig.applied(),
+        1,
+        "the approved call reached the server once"
+    );
+    assert_eq!(
+        settled(store, "refund", &args, State::Succeeded).await,
+        id,
+        "the forward is the held operation's"
+    );
+
+    let further = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert!(text(&further).contains("already SUCCEEDED"));
+    assert_eq!(
+        rig.applied(),
+        1,
+        "no second forward without another approval"
+    );
+
+    // A different call of the same tool is a new hold.
+    let other = json!({"order": "M2", "amount": 5});
+    let next = call(&client, "refund", other.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(next.is_error, Some(true));
+    settled(store, "refund", &other, State::Blocked).await;
+    assert_eq!(rig.applied(), 1);
+
+    let verify = holdfast(&rig, &["audit", "verify", "--json"]);
+    let verified: serde_json::Value = serde_json::from_slice(&verify.stdout).unwrap();
+    assert_eq!(verified["ok"], true, "{verified}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn manual_autonomy_holds_a_write_for_approval_sqlite() {
+    manual_autonomy_holds_a_write_for_approval(Kind::Sqlite).await;
+}
+
+#[tokio::test]
+async fn manual_autonomy_holds_a_write_for_approval_postgres() {
+    skip_without_postgres!();
+    manual_autonomy_holds_a_write_for_approval(Kind::Postgres).await;
+}
+
+#[tokio::test]
+async fn a_tool_raised_above_manual_passes_and_one_lowered_is_held_from_its_next_write() {
+    use holdfast::core::autonomy::Level;
+    let fresh = stores::sqlite().await;
+    let rig = Rig::new(&fresh.url);
+    rig.config("[gateway]\nhold_writes_for_approval = true\n");
+    let store = fresh.store.as_ref();
+    put_at_level(store, "pay/refund", Level::Native).await;
+    let (client, _) = rig.connect().await;
+
+    let args = json!({"order": "N1", "amount": 3});
+    let done = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(text(&done), "refunded");
+    assert_eq!(rig.applied(), 1, "a native tool's write is forwarded");
+    settled(store, "refund", &args, State::Succeeded).await;
+
+    put_at_level(store, "pay/refund", Level::Manual).await;
+    let later = json!({"order": "N2", "amount": 4});
+    let held = call(&client, "refund", later.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(held.is_error, Some(true), "{}", text(&held));
+    settled(store, "refund", &later, State::Blocked).await;
+    assert_eq!(rig.applied(), 1, "lowered to manual, the next write waits");
+    client.cancel().await.unwrap();
 }

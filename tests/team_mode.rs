@@ -2120,3 +2120,21 @@ async fn a_login_cannot_rewrite_an_operations_record_or_its_fixed_columns() {
         assert!(refused.contains("permission denied"), "{sql}: {refused}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reviewer_login_forging_an_approve_of_an_unvalidated_hold_is_named() {
+    skip_without_postgres!();
+    // The database lets a reviewer append `approve` rows (the role_actions
+    // pair); the rules replayed by verify still judge each one.
+    let team = forger("reviewer", loaded_with("", "").await).await;
+    let login = team.login(0).to_owned();
+    let row = forged(
+        "F09",
+        "approve",
+        (Some(S::Unknown), Some(S::Approved)),
+        Role::Reviewer,
+        &[],
+    );
+    let seq = forge_as(&team, &login, row, &[moving("F09", S::Approved)]).await;
+    verify_names(&team, seq, &["operation F09", "approve", "refuse"]).await;
+}

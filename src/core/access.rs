@@ -492,6 +492,9 @@ mod tests {
         stored.extend(migration_pairs(include_str!(
             "../../migrations/postgres/20261203000028_chain_checks.sql"
         )));
+        stored.extend(migration_pairs(include_str!(
+            "../../migrations/postgres/20261203000040_approve_action.sql"
+        )));
         stored.sort();
         let mut rust: Vec<(String, String)> = role_actions()
             .into_iter()

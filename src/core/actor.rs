@@ -8,10 +8,11 @@ use super::refusal::{Refusal, Rule, refuse};
 
 /// Whether `role` may take an action of `kind` at all (G6). Viewers read;
 /// reviewers reconcile, resolve, revalidate, block, comment, schedule, mark
-/// compensations and resumes done, and *propose* retries, compensations and
-/// resumes; approvers may do all that, apply those directly (below high risk) and
-/// confirm or reject proposals; owners accept and assign. The local user of a
-/// store without grants may do everything.
+/// compensations and resumes done, and *propose* retries, compensations,
+/// resumes and the approval of a call (`approve`); approvers may do all that,
+/// apply those directly (below high risk) and confirm or reject proposals;
+/// owners accept and assign. The local user of a store without grants may do
+/// everything.
 pub fn permits(role: Role, kind: ActionKind) -> bool {
     use ActionKind::*;
     let reviewer = matches!(
@@ -19,6 +20,7 @@ pub fn permits(role: Role, kind: ActionKind) -> bool {
         Reconcile
             | Resolve
             | Revalidate
+            | Approve
             | Block
             | Comment
             | Schedule

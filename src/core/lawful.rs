@@ -99,6 +99,7 @@ fn action_of(row: &AuditRow, kind: ActionKind) -> Option<Action> {
         ActionKind::MarkCompensated => Action::MarkCompensated,
         ActionKind::MarkResumed => Action::MarkResumed,
         ActionKind::Revalidate => Action::Revalidate,
+        ActionKind::Approve => Action::Approve,
         ActionKind::Accept => Action::Accept {
             repair_ref: entry(row, "repair:").unwrap_or_default().to_owned(),
         },

@@ -520,6 +520,7 @@ text_enum!(
         MarkCompensated => "mark-compensated",
         MarkResumed => "mark-resumed",
         Revalidate => "revalidate",
+        Approve => "approve",
         Accept => "accept",
         Block => "block",
         Assign => "assign",

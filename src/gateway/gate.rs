@@ -1,6 +1,8 @@
 //! The gate at the tool-call boundary (DESIGN §10.2), without the protocol: a
 //! `tools/call` becomes an operation before it is forwarded, its outcome moves
-//! the operation, and a call identical to a held one is refused. Every record
+//! the operation, and a call identical to a held one is refused; with
+//! `hold_writes_for_approval`, a write of a tool at autonomy `manual` is held
+//! BLOCKED for a reviewer's approval instead of forwarded. Every record
 //! goes through the one ingest path (redaction, roles, the decision judge), as
 //! the gateway's own identity; a store error refuses the call (fail closed).
 
@@ -12,6 +14,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::settings::GatewaySettings;
+use crate::core::autonomy::Level;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
     Attempt, AttemptKind, Contract, Layer, Operation, Outcome, Phase, Risk, Role, State,
@@ -25,6 +28,9 @@ use crate::wire::{Numbered, Record};
 
 /// How much of a result the attempt keeps as its excerpt.
 const EXCERPT_CHARS: usize = 2000;
+/// How much of a held call's arguments its evidence keeps: with its label
+/// `arguments:` and a `…`, within the 128 characters of an evidence entry.
+const ARGUMENTS_CHARS: usize = 110;
 
 /// The clock the gateway records with.
 pub type Now = Arc<dyn Fn() -> DateTime<Utc> + Send + Sync>;
@@ -259,6 +265,11 @@ impl Gate {
         {
             return self.answer(done).await;
         }
+        if self.settings.hold_writes_for_approval && self.manual(&tool).await? {
+            return self
+                .hold_for_approval(&tool, &arguments, payload, business_key, contract, declared)
+                .await;
+        }
         self.record_new(&tool, payload, business_key, contract, declared)
             .await
     }
@@ -406,11 +417,34 @@ impl Gate {
         declared: Option<&ToolSettings>,
     ) -> Result<Admission, GateError> {
         let now = (self.now)();
+        let operation = self.new_operation(tool, payload, business_key, contract, declared, now)?;
+        let id = operation.id.clone();
+        self.write(vec![Record::Operation(operation)], now).await?;
+        Ok(Admission::Forward(Ticket {
+            operation: id,
+            tool: tool.to_owned(),
+            seq: 1,
+            started: now,
+            errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+        }))
+    }
+
+    /// The operation of a new call made `now`, in SENT with the standing
+    /// approval: what [`Gate::record_new`] records.
+    fn new_operation(
+        &self,
+        tool: &str,
+        payload: Sha256,
+        business_key: Option<String>,
+        contract: Option<&Contract>,
+        declared: Option<&ToolSettings>,
+        now: DateTime<Utc>,
+    ) -> Result<Operation, GateError> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let id = OperationId::parse(&format!("mcp-{}-{n}", self.instance))
             .map_err(|e| GateError::Refused(format!("the gateway made a bad operation id: {e}")))?;
-        let operation = Operation {
-            id: id.clone(),
+        Ok(Operation {
+            id,
             tenant: declared
                 .and_then(|t| t.tenant.clone())
                 .or_else(|| self.settings.tenant.clone())
@@ -450,15 +484,79 @@ impl Gate {
             parent: None,
             relation: None,
             created_at: now,
-        };
-        self.write(vec![Record::Operation(operation)], now).await?;
-        Ok(Admission::Forward(Ticket {
-            operation: id,
+        })
+    }
+
+    /// Whether `tool` is at autonomy `manual` in the store; a tool with no
+    /// recorded level is (DESIGN §9.4).
+    async fn manual(&self, tool: &str) -> Result<bool, GateError> {
+        let levels = self.store.autonomy_levels().await?;
+        Ok(crate::core::autonomy::level_of(&levels, tool) == Level::Manual)
+    }
+
+    /// Holds a new write of a `manual` tool for approval: its operation, created
+    /// PLANNED and moved to BLOCKED (the system's move into a hold), with the
+    /// call's `not_sent` attempt and, as evidence, its payload hash and a
+    /// redacted excerpt of its arguments. It carries no standing approval: its
+    /// approval is a reviewer's, of this exact call (revalidate, then approve).
+    async fn hold_for_approval(
+        &self,
+        tool: &str,
+        arguments: &Value,
+        payload: Sha256,
+        business_key: Option<String>,
+        contract: Option<&Contract>,
+        declared: Option<&ToolSettings>,
+    ) -> Result<Admission, GateError> {
+        let now = (self.now)();
+        let mut operation =
+            self.new_operation(tool, payload.clone(), business_key, contract, declared, now)?;
+        // A record states where its transitions leave it: PLANNED → BLOCKED.
+        operation.state = State::Blocked;
+        operation.approval = None;
+        let id = operation.id.clone();
+        let ticket = Ticket {
+            operation: id.clone(),
             tool: tool.to_owned(),
             seq: 1,
             started: now,
-            errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
-        }))
+            errors_may_commit: false,
+        };
+        let mut attempt = gateway_attempt(
+            format!("{}-a1", id.as_str()),
+            &ticket,
+            now,
+            (Phase::NotSent, Outcome::Rejected),
+        );
+        attempt.error_type = Some("awaiting_approval".into());
+        attempt.request_hash = Some(payload.clone());
+        let transition = TransitionRecord {
+            operation: id.clone(),
+            from: State::Planned,
+            to: State::Blocked,
+            by: self.ingester.by.clone(),
+            role: Some(Role::System),
+            at: now,
+            reason: Some(format!(
+                "awaiting approval: autonomy manual ({tool} is at `manual`, so each of its \
+                 write calls waits for a reviewer's approval of that exact call)"
+            )),
+            evidence: vec![
+                attempt.id.clone(),
+                format!("payload:{payload}"),
+                format!("arguments:{}", arguments_excerpt(arguments)),
+            ],
+        };
+        self.write(
+            vec![
+                Record::Operation(operation),
+                Record::Attempt(attempt),
+                Record::Transition(transition),
+            ],
+            now,
+        )
+        .await?;
+        Ok(Admission::Refuse(approval_text(&id, tool)))
     }
 
     /// The next identical call after a reviewer's authorize-retry: APPROVED →
@@ -654,6 +752,9 @@ fn refusal_text(held: &SameCall, tool: &str) -> String {
         }
         State::Partial => "an earlier identical call took effect only in part",
         State::Blocked => "an earlier identical call is blocked, awaiting a reviewer",
+        State::Validated => {
+            "an earlier identical call was not sent and is revalidated, awaiting a reviewer's approval"
+        }
         _ => "an earlier identical call was sent and its outcome is not recorded yet",
     };
     format!(
@@ -665,6 +766,41 @@ fn refusal_text(held: &SameCall, tool: &str) -> String {
         id = held.id.as_str(),
         state = held.state,
     )
+}
+
+/// What the agent reads when its call is held for approval: that it was not
+/// sent, why, what a reviewer must do first, and that retrying cannot help.
+fn approval_text(id: &OperationId, tool: &str) -> String {
+    format!(
+        "holdfast held this call for a person's approval and did NOT send it to the server. \
+         Tool {tool} is at autonomy `manual`: each of its write calls waits for a reviewer. \
+         It is recorded as operation {id}, BLOCKED awaiting approval. Do not retry this call: \
+         every identical call is refused the same way until a reviewer approves operation {id} \
+         in holdfast (`holdfast show {id}`); once it is approved, the next identical call is \
+         sent once. Tell the user that this action is waiting for approval.",
+        id = id.as_str(),
+    )
+}
+
+/// A call's arguments as a hold's evidence entry shows them: compact JSON with
+/// every secret redacted (each value, then the text, where a key names a
+/// credential), control characters replaced, then the first characters, `…`
+/// when cut, no space at the end (an evidence entry is read as an id is).
+fn arguments_excerpt(arguments: &Value) -> String {
+    let mut clean = arguments.clone();
+    crate::core::redact::redact_value(&mut clean);
+    let text = clean.to_string();
+    let redacted = crate::core::redact::redact(&text);
+    let mut chars = redacted
+        .chars()
+        .map(|c| if c.is_control() { '\u{FFFD}' } else { c });
+    let mut excerpt: String = chars.by_ref().take(ARGUMENTS_CHARS).collect();
+    let cut = chars.next().is_some();
+    excerpt.truncate(excerpt.trim_end().len());
+    if cut {
+        excerpt.push('…');
+    }
+    excerpt
 }
 
 /// A result's text as an attempt keeps it: the first characters.

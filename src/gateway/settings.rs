@@ -1,6 +1,7 @@
 //! The `[gateway]` table of the config file: who the calls are recorded as and
-//! where they belong, which servers' read-only hints are believed, and the
-//! tools declared by the operator (`[[gateway.tool]]`, a contract each, named
+//! where they belong, which servers' read-only hints are believed, whether a
+//! `manual` tool's writes wait for approval, and the tools declared by the
+//! operator (`[[gateway.tool]]`, a contract each, named
 //! `SERVER/TOOL`; the same table as `[[otlp.tool]]`).
 
 use serde::Deserialize;
@@ -32,6 +33,13 @@ pub struct GatewaySettings {
     /// without it a reviewer cannot authorize a retry of a held call, only
     /// resolve or accept it.
     pub approval: Option<StandingApproval>,
+    /// Hold for a reviewer's approval every write call of a tool whose
+    /// autonomy level in the store is `manual` (a tool with no recorded level
+    /// is, DESIGN §9.4): the call is recorded BLOCKED and not forwarded; an
+    /// approval lets the next identical call through once. Off, the gateway
+    /// records and forwards writes whatever the level (default off).
+    #[serde(default)]
+    pub hold_writes_for_approval: bool,
     /// Tools declared here, named `SERVER/TOOL`.
     #[serde(default)]
     pub tool: Vec<ToolSettings>,

@@ -222,18 +222,7 @@ pub async fn settled(store: &dyn Store, tool: &str, args: &Value, state: State) 
 
 /// Runs `holdfast ARGS` on the rig's store as a reviewer.
 pub fn holdfast(rig: &Rig, args: &[&str]) -> std::process::Output {
-    let output = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
-        .env_remove("HOLDFAST_DB")
-        .env_remove("HOLDFAST_NOW")
-        .env("HOLDFAST_DATA_DIR", rig.dir.path())
-        .env("HOLDFAST_CONFIG", rig.dir.path().join("config.toml"))
-        .arg("--database-url")
-        .arg(&rig.url)
-        .arg("--as")
-        .arg("maya")
-        .args(args)
-        .output()
-        .expect("run holdfast");
+    let output = attempt(rig, args);
     assert!(
         output.status.success(),
         "holdfast {args:?}: {}\n{}",
@@ -241,6 +230,24 @@ pub fn holdfast(rig: &Rig, args: &[&str]) -> std::process::Output {
         String::from_utf8_lossy(&output.stderr)
     );
     output
+}
+
+/// Runs `holdfast ARGS` on the rig's store as a reviewer, whatever its outcome:
+/// `maya` on SQLite, the database login on PostgreSQL (the login acts there).
+pub fn attempt(rig: &Rig, args: &[&str]) -> std::process::Output {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
+    command
+        .env_remove("HOLDFAST_DB")
+        .env_remove("HOLDFAST_NOW")
+        .env_remove("HOLDFAST_AS")
+        .env("HOLDFAST_DATA_DIR", rig.dir.path())
+        .env("HOLDFAST_CONFIG", rig.dir.path().join("config.toml"))
+        .arg("--database-url")
+        .arg(&rig.url);
+    if !rig.url.starts_with("postgres") {
+        command.args(["--as", "maya"]);
+    }
+    command.args(args).output().expect("run holdfast")
 }
 
 pub fn review(rig: &Rig, id: &OperationId, action: &[&str]) {

@@ -25,8 +25,8 @@ use crate::wire::Record;
 pub(crate) struct ReviewArgs {
     /// `ID ACTION`, or only `ACTION` with `--filter`. ACTION is one of: reconcile,
     /// resolve, authorize-retry, approve-compensation, approve-resume,
-    /// mark-compensated, mark-resumed, revalidate, accept, block, assign, schedule,
-    /// comment, confirm, reject.
+    /// mark-compensated, mark-resumed, revalidate, approve, accept, block, assign,
+    /// schedule, comment, confirm, reject.
     #[arg(value_name = "ID ACTION", num_args = 1..=2, required = true)]
     pub words: Vec<String>,
     /// Why (at least 10 characters); recorded on the audit row. Required unless
@@ -491,6 +491,7 @@ fn actions(
         ActionKind::MarkCompensated => one(Action::MarkCompensated),
         ActionKind::MarkResumed => one(Action::MarkResumed),
         ActionKind::Revalidate => one(Action::Revalidate),
+        ActionKind::Approve => one(Action::Approve),
         ActionKind::Accept => one(Action::Accept {
             repair_ref: args
                 .repair_ref
@@ -695,6 +696,11 @@ async fn bulk(
     if kind == ActionKind::Reconcile {
         return Err(Failure::bad_input(
             "reconcile records one lookup of one operation: run `holdfast review ID reconcile` for each",
+        ));
+    }
+    if kind == ActionKind::Approve {
+        return Err(Failure::bad_input(
+            "approve approves one exact call whose arguments you read (G11): run `holdfast review ID approve` for each",
         ));
     }
     if args.expected_version.is_some() {

@@ -143,6 +143,8 @@ pub enum Action {
     MarkCompensated,
     MarkResumed,
     Revalidate,
+    /// VALIDATED → APPROVED by a person: the approval of this exact call.
+    Approve,
     Accept {
         repair_ref: String,
     },
@@ -169,6 +171,7 @@ impl Action {
             Action::MarkCompensated => ActionKind::MarkCompensated,
             Action::MarkResumed => ActionKind::MarkResumed,
             Action::Revalidate => ActionKind::Revalidate,
+            Action::Approve => ActionKind::Approve,
             Action::Accept { .. } => ActionKind::Accept,
             Action::Block => ActionKind::Block,
             Action::Assign { .. } => ActionKind::Assign,
@@ -208,6 +211,7 @@ impl Action {
             ActionKind::AuthorizeRetry => Some(Action::AuthorizeRetry),
             ActionKind::ApproveCompensation => Some(Action::ApproveCompensation),
             ActionKind::ApproveResume => Some(Action::ApproveResume),
+            ActionKind::Approve => Some(Action::Approve),
             _ => None,
         }
     }

@@ -95,6 +95,7 @@ pub(super) fn candidates(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<(S
         Action::MarkCompensated,
         Action::MarkResumed,
         Action::Revalidate,
+        Action::Approve,
         Action::Accept {
             repair_ref: "REF".into(),
         },

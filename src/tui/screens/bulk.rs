@@ -30,8 +30,9 @@ use crate::tui::message::Effect;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, Prompt, line, max_scroll, span};
 
-/// The actions bulk triage offers, as `review --filter` does: every one but
-/// `reconcile`, which records one lookup of one operation.
+/// The actions bulk triage offers: every one but `reconcile`, which records one
+/// lookup of one operation, and `approve`, which approves one exact call a
+/// person has read the arguments of (G11).
 pub const KINDS: &[ActionKind] = &[
     ActionKind::Block,
     ActionKind::Comment,

@@ -102,6 +102,7 @@ impl<'a> Plan<'a> {
             Action::MarkCompensated => self.mark_compensated(),
             Action::MarkResumed => self.mark_resumed(),
             Action::Revalidate => self.revalidate(),
+            Action::Approve => self.proposable(Plan::approve),
             Action::Accept { repair_ref } => self.accept(repair_ref),
             Action::Block => self.block(),
             Action::Assign { owner } => self.assign(owner),

@@ -1,5 +1,6 @@
-//! Repairs that need authority: authorize a retry, approve a compensation or a
-//! resume and the linked child operation each creates (G2, G5, G11, G12).
+//! Repairs that need authority: authorize a retry, approve a held call, approve
+//! a compensation or a resume and the linked child operation each creates (G2,
+//! G5, G11, G12).
 
 use chrono::Duration;
 
@@ -65,6 +66,46 @@ impl Plan<'_> {
             a.attempts_used + 1,
             a.max_attempts
                 .map_or_else(|| "unbounded".to_owned(), |m| m.to_string())
+        ));
+        Ok(())
+    }
+
+    /// VALIDATED → APPROVED by a person (DESIGN §2, the approver's row): the
+    /// approval of this exact call, bound to its payload hash and the review
+    /// policy version in force (G11), recorded on the audit row. The call it
+    /// approves is sent once, by the one system move APPROVED → SENT; a further
+    /// identical call needs another approval.
+    pub(super) fn approve(&mut self) -> Result<(), Refusal> {
+        let op = self.starts_from(
+            State::Validated,
+            |op| {
+                let first = if op.state == State::Blocked {
+                    ": revalidate it first, on a fresh validation of its arguments"
+                } else {
+                    ""
+                };
+                format!(
+                    "a call is approved from VALIDATED only; {} is {}{first}",
+                    op.id, op.state
+                )
+            },
+            "approval",
+        )?;
+        let Some(policy) = self.actor.policy.clone() else {
+            return refuse(
+                Rule::G11,
+                "an approval carries the review policy version in force, and none is set: \
+                 name it with `policy` in the config file",
+            );
+        };
+        self.transition(State::Approved, MadeBy::Reviewer)?;
+        self.evidence.push(format!("payload:{}", op.payload_hash));
+        self.evidence.push(format!("policy:{policy}"));
+        self.consequences.push(format!(
+            "approves this exact call of {}: payload {} under policy {policy}; the next \
+             identical call is sent once, and another one needs a new approval",
+            op.tool,
+            op.payload_hash.short(12)
         ));
         Ok(())
     }

@@ -163,6 +163,7 @@ pub(crate) fn action_from_input(
         ActionKind::MarkCompensated => Action::MarkCompensated,
         ActionKind::MarkResumed => Action::MarkResumed,
         ActionKind::Revalidate => Action::Revalidate,
+        ActionKind::Approve => Action::Approve,
         ActionKind::Block => Action::Block,
         ActionKind::Comment => Action::Comment,
         ActionKind::Confirm => Action::Confirm,
