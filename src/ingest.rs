@@ -423,23 +423,30 @@ fn read_error(input: &Input, error: io::Error) -> IngestError {
     }
 }
 
-/// The style of a progress bar that counts records, with their rate and an ETA.
-fn records_style(verb: &str) -> Option<indicatif::ProgressStyle> {
-    indicatif::ProgressStyle::with_template(&format!(
-        "{{spinner}} {verb} {{human_pos}}/{{human_len}} records [{{bar:30}}] {{per_sec}} eta {{eta}}"
-    ))
-    .map(|s| s.progress_chars("=> "))
-    .ok()
+/// The style of a progress bar that counts `unit`s (records, spans), with their
+/// rate and an ETA; with no total known, a count and its rate.
+fn counting_style(verb: &str, unit: &str, total: bool) -> Option<indicatif::ProgressStyle> {
+    let template = if total {
+        format!(
+            "{{spinner}} {verb} {{human_pos}}/{{human_len}} {unit} [{{bar:30}}] {{per_sec}} eta {{eta}}"
+        )
+    } else {
+        format!("{{spinner}} {verb} {{human_pos}} {unit} {{per_sec}}")
+    };
+    indicatif::ProgressStyle::with_template(&template)
+        .map(|s| s.progress_chars("=> "))
+        .ok()
 }
 
 /// A progress bar on stderr for large inputs, only when stderr is a terminal: bytes
-/// while the input is first read, then records with their rate and an ETA.
-struct Progress {
+/// while the input is first read, then records (or spans) with their rate and an
+/// ETA.
+pub(crate) struct Progress {
     bar: Option<indicatif::ProgressBar>,
 }
 
 impl Progress {
-    fn new(size: u64) -> Progress {
+    pub(crate) fn new(size: u64) -> Progress {
         const LARGE: u64 = 4 * 1024 * 1024;
         if !io::stderr().is_terminal() || size < LARGE {
             return Progress { bar: None };
@@ -464,23 +471,28 @@ impl Progress {
 
     /// Starts counting `total` records under `verb`.
     fn records(&self, verb: &str, total: u64) {
+        self.counting(verb, "records", Some(total));
+    }
+
+    /// Starts counting `unit`s under `verb`, `total` of them when it is known.
+    pub(crate) fn counting(&self, verb: &str, unit: &str, total: Option<u64>) {
         if let Some(bar) = &self.bar {
             bar.reset();
-            bar.set_length(total);
+            bar.set_length(total.unwrap_or(0));
             bar.set_position(0);
-            if let Some(style) = records_style(verb) {
+            if let Some(style) = counting_style(verb, unit, total.is_some()) {
                 bar.set_style(style);
             }
         }
     }
 
-    fn advance(&self, records: usize) {
+    pub(crate) fn advance(&self, records: usize) {
         if let Some(bar) = &self.bar {
             bar.inc(records as u64);
         }
     }
 
-    fn finish(&self) {
+    pub(crate) fn finish(&self) {
         if let Some(bar) = &self.bar {
             bar.finish_and_clear();
         }
@@ -541,7 +553,7 @@ impl Input {
         Ok(BufReader::with_capacity(1 << 16, File::open(&self.path)?))
     }
 
-    fn size(&self) -> u64 {
+    pub(crate) fn size(&self) -> u64 {
         std::fs::metadata(&self.path).map_or(0, |m| m.len())
     }
 }

@@ -484,6 +484,7 @@ async fn file_intake(
         ingester: &ingester,
         now: now(),
         chunk_spans,
+        size: 0,
     };
     let open = move || -> std::io::Result<Box<dyn std::io::BufRead + Send>> {
         Ok(Box::new(std::io::Cursor::new(bytes.clone())))

@@ -42,6 +42,9 @@ pub struct FileIntake<'a> {
     pub now: DateTime<Utc>,
     /// Spans per chunk.
     pub chunk_spans: usize,
+    /// The input's size in bytes: a large one shows a progress bar on stderr
+    /// (when it is a terminal), in spans.
+    pub size: u64,
 }
 
 /// Takes the input `open` reads into the store; each refusal handed to
@@ -59,18 +62,26 @@ pub async fn intake_file(
         Strictness::Strict
     };
     let read_error = |e| FileError::Read(door.source.to_owned(), e);
+    let progress = crate::ingest::Progress::new(door.size);
+    let mut total = None;
     if strictness == Strictness::Strict {
         // Every request and span read before anything is committed.
+        progress.counting("checking", "spans", None);
         let mut checked = OtlpOutcome::new(door.source);
         let mut chunks = Chunks::start(open, false, door.chunk_spans).map_err(read_error)?;
         while let Some(chunk) = chunks.next().await {
-            checked.add(check(chunk.map_err(read_error)?), on_refusal);
+            let chunk = check(chunk.map_err(read_error)?);
+            progress.advance(chunk.spans);
+            checked.add(chunk, on_refusal);
         }
         if checked.refused() {
+            progress.finish();
             checked.waiting = door.store.otlp_waiting_count().await?;
             return Ok(checked.finish());
         }
+        total = Some(checked.spans as u64);
     }
+    progress.counting("taking", "spans", total);
     let mut outcome = OtlpOutcome::new(door.source);
     let mut chunks =
         Chunks::start(open, rejects.is_some(), door.chunk_spans).map_err(read_error)?;
@@ -103,11 +114,13 @@ pub async fn intake_file(
             }
         }
         let stop = strictness == Strictness::Strict && !taken.rejected.is_empty();
+        progress.advance(taken.spans);
         outcome.add(taken, on_refusal);
         if stop {
             break;
         }
     }
+    progress.finish();
     if let Some((path, file)) = rejects.as_mut() {
         file.flush()
             .map_err(|e| FileError::Rejects(path.display().to_string(), e))?;

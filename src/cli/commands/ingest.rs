@@ -129,6 +129,7 @@ pub(crate) async fn ingest_otlp(
         ingester: &ingester,
         now: ctx.now(),
         chunk_spans: crate::bounded::OTLP_CHUNK_SPANS,
+        size: input.size(),
     };
     let outcome = intake_file(
         &door,
