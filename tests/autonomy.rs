@@ -5,7 +5,7 @@
 //! levels and drill results with the chain. Then what the level bounds: the due
 //! lookups `observe --watch` asks for, and an agent identity's proposals.
 
-mod support;
+use crate::support;
 
 use holdfast::autonomy::{Snapshot, record_drill, record_lookup_check, set_level};
 use holdfast::core::access::{GrantOp, GrantRequest};

@@ -3,7 +3,7 @@
 //! break (an audited row) or `audit verify` passes again, and a read prints one
 //! warning line on stderr naming the break.
 
-mod support;
+use crate::support;
 
 use sqlx::{Connection, Row, SqliteConnection};
 use support::cli::{Cli, Run};

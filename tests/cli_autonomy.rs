@@ -3,7 +3,7 @@
 //! emulated by the simulated provider), the result recorded for the tool, and the
 //! gates of a raise reading it.
 
-mod support;
+use crate::support;
 
 use support::cli::Cli;
 

@@ -2,7 +2,7 @@
 //! `--json`, extra cases, bad case files, the store left for the console, and the
 //! provider's refusal of non-loopback addresses.
 
-mod support;
+use crate::support;
 
 use support::cli::Cli;
 

@@ -3,7 +3,7 @@
 //! 127.0.0.1 and records what it said, `observe` looks each due hold up once as
 //! `svc:observer`, and the token reaches the provider but no file holdfast writes.
 
-mod support;
+use crate::support;
 
 use support::cli::{Cli, Run};
 use support::provider::{Provider, TOKEN, holds};

@@ -1,6 +1,6 @@
 //! How the command line behaves toward the program reading its output.
 
-mod support;
+use crate::support;
 
 use std::process::Stdio;
 

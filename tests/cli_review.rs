@@ -2,7 +2,7 @@
 //! guard's refusal (exit 3, `refused: Gn: …` on stderr), four eyes, tenant scope,
 //! bulk triage and a race of thirty-two processes on one SQLite file.
 
-mod support;
+use crate::support;
 
 use support::cli::{Cli, Run};
 

@@ -5,7 +5,7 @@
 //! held". A PostgreSQL server that cannot be reached, or a database that is not
 //! there, is reported in words within seconds.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, Instant};
 

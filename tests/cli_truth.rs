@@ -2,7 +2,7 @@
 //! repair, refusals that name only allowed actions, why a hold is held, times
 //! and names read as a tired reviewer types them.
 
-mod support;
+use crate::support;
 
 use holdfast::core::rules::{allowed_in_words, remaining_in_words};
 use support::cli::{Cli, Run};

@@ -3,7 +3,7 @@
 //! worker refused with G8, and a compensation approved on a drill's store executed
 //! by the drill's executor, its evidence back in the store and the chain intact.
 
-mod support;
+use crate::support;
 
 use std::io::Write;
 

@@ -5,7 +5,7 @@
 //! migration left only whole migrations applied and a rerun finishes them, and a
 //! killed copy left its target empty or complete.
 
-mod support;
+use crate::support;
 
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;

@@ -2,7 +2,7 @@
 //! (simulated provider, reference executor, store) and is checked by what the
 //! provider really counted and what the store holds, not only by its final state.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::ids::OperationId;

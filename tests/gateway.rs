@@ -3,7 +3,7 @@
 //! (`examples/mcp_fixture.rs`, the same SDK); the store is read back, and the
 //! fixture's own record of applied effects says what really happened.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! field and commits nothing; with a rejects file exactly the good lines commit and
 //! exactly the bad lines are written, verbatim. Each test runs on both backends.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Utc};
 use holdfast::core::clock::parse_instant;

@@ -5,7 +5,7 @@
 //! with the line's `by` and `role` only as what the source claims. The issue's
 //! reproduction on SQLite; PostgreSQL's is in `team_mode`.
 
-mod support;
+use crate::support;
 
 use holdfast::core::audit::ChainStatus;
 use holdfast::store::{IngestMode, Store};

@@ -4,7 +4,7 @@
 //! what its answer proves and when the next lookup is due; and the secret on the
 //! wire but nowhere else.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::clock::{Clock, parse_instant};

@@ -4,7 +4,7 @@
 //! token in no byte of the store; and observers that look each due hold up once,
 //! however many run at once.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

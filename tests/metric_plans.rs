@@ -10,7 +10,7 @@
 //! missing index; it may still sort a tiny table's few rows found by an index,
 //! so the walk in key order is asserted on SQLite only.
 
-mod support;
+use crate::support;
 
 use holdfast::store::{Scope, metric_sql};
 use sqlx::{Postgres, QueryBuilder, Sqlite};

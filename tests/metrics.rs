@@ -11,7 +11,7 @@ use holdfast::core::model::*;
 use holdfast::store::IngestMode;
 use holdfast::wire::{Numbered, Record, parse_stream};
 
-mod support;
+use crate::support;
 
 const PACKET: &str = include_str!("../assets/demo/tc094.jsonl");
 

@@ -6,7 +6,7 @@
 //! reviewer's transition, and plain SQL behind holdfast's back. The triggers
 //! mark what a write touched; nothing else tells the report.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::clock::parse_instant;

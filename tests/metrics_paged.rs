@@ -7,7 +7,7 @@
 //! up to all of them. The only difference allowed is the one the report states:
 //! each list keeps its first `LISTED` entries beside its count.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::clock::parse_instant;

@@ -7,7 +7,7 @@
 //! the terminal surfaces (`list`, `show`, `timeline`, the console) carry no
 //! control or invisible character.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::process::Command;

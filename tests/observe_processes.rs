@@ -4,7 +4,7 @@
 //! `observe --watch` leaves a tool below `native` alone while a one-shot
 //! `observe`, which a person starts, looks its holds up.
 
-mod support;
+use crate::support;
 
 use std::process::{Command, Stdio};
 

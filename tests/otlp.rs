@@ -4,7 +4,7 @@
 //! trace an instrumented agent would export and checks the operation, its
 //! attempts and its state as the store holds them.
 
-mod support;
+use crate::support;
 
 use std::time::{Duration, SystemTime};
 

@@ -9,7 +9,7 @@
 //! with sequential scans priced out (`enable_seqscan = off`, so a small test
 //! table cannot hide a missing index), must not fall back to one.
 
-mod support;
+use crate::support;
 
 use chrono::{DateTime, Utc};
 use holdfast::store::sql;

@@ -5,7 +5,7 @@
 //! decision relied on; and a decision is not made stale by a comment or a
 //! schedule committed meanwhile.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

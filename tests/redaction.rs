@@ -7,7 +7,7 @@
 //! reviewer decision a file makes on an operation it creates passes the rules of
 //! `review` like one on a stored operation.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 

@@ -4,7 +4,7 @@
 //! the operations after ingest, a review, a grant-free copy; and the audit tab's
 //! keyset pages, in any scope, add up to exactly the rows of that scope.
 
-mod support;
+use crate::support;
 
 use holdfast::core::ids::OperationId;
 use holdfast::core::rules::Actor;

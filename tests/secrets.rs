@@ -3,7 +3,7 @@
 //! console's screens and the log file. Not one raw secret may appear; ids and
 //! hashes stay as they are.
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use support::cli::Cli;

@@ -6,7 +6,7 @@
 //! back. The same walk by a single-user session sees the other tenant, so each
 //! check can fail. Runs on SQLite and on PostgreSQL.
 
-mod support;
+use crate::support;
 
 use std::fmt::Debug;
 use std::sync::Arc;

@@ -4,7 +4,7 @@
 //! `holdfast_on_both_backends!` at the end); a few that only one backend can express (killing
 //! a PostgreSQL session, moving a store between the two) follow it.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -13,7 +13,7 @@
 //! operation's tenant, budget or queue flag, the kept metric facts) is named
 //! with its table.
 
-mod support;
+use crate::support;
 
 use holdfast::core::access::{GrantOp, GrantRequest, decide_grant};
 use holdfast::core::audit::{AuditDraft, ChainStatus, chain_hash, genesis, seal};

@@ -4,7 +4,7 @@
 //! and its delegation) and moving a store between the backends. The behaviour both
 //! backends share is in `store_conformance.rs`.
 
-mod support;
+use crate::support;
 
 use std::time::Duration;
 

@@ -3,7 +3,7 @@
 //! safe for a terminal, quarantine never splits an operation's history, and no
 //! planted secret reaches any surface.
 
-mod support;
+use crate::support;
 
 use support::cli::{Cli, Run};
 

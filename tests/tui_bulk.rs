@@ -3,7 +3,7 @@
 //! the confirm, each operation's result, the audit rows written, and `insta`
 //! snapshots of the dry run at 80x24 and 200x50.
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use holdfast::console::bulk::{KINDS, Step};

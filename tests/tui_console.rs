@@ -3,7 +3,7 @@
 //! through driven by key events (open and close, follow a link and come back,
 //! search, filter, sort, tabs, resize, the mouse wheel, live changes).
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use holdfast::console::layout::Pane;

@@ -6,7 +6,7 @@
 //! No snapshot: the gateway's operation ids name its host, process and start,
 //! and its records carry the wall clock, so the screen is asserted in parts.
 
-mod support;
+use crate::support;
 
 use chrono::Utc;
 use crossterm::event::KeyCode;

@@ -1,7 +1,7 @@
 //! G10 end to end: hostile strings rendered through the real crossterm backend into
 //! a byte buffer never put a byte of a hostile sequence on the wire.
 
-mod support;
+use crate::support;
 
 use holdfast::core::sanitize::{Clean, sanitize};
 use ratatui::backend::{CrosstermBackend, TestBackend};

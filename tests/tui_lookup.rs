@@ -2,7 +2,7 @@
 //! 127.0.0.1, the answer shows field by field with what it now allows, and the
 //! evidence pane's allowed actions follow (snapshots at 80x24 and 200x50).
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use holdfast::core::clock::parse_instant;

@@ -3,7 +3,7 @@
 //! with their rule, a short rationale, a G8 conflict from a second writer, and
 //! `insta` snapshots of the dialog at 80x24 and 200x50.
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use holdfast::console::review::Step;

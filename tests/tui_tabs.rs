@@ -3,7 +3,7 @@
 //! operation and back, the figures moving when the store changes, a tampered
 //! audit log shown broken, and the banner while the connection is lost.
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use holdfast::console::app::Page;

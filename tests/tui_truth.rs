@@ -2,7 +2,7 @@
 //! confirm key, the status line naming what really happened and keeping the
 //! keys that matter, help closing on `q`, and cut text marked as cut.
 
-mod support;
+use crate::support;
 
 use crossterm::event::KeyCode;
 use holdfast::console::review::Step;

@@ -4,7 +4,7 @@
 //! last row of each is found and named, on both backends; on SQLite, a value
 //! stored as another type than its column's is still caught.
 
-mod support;
+use crate::support;
 
 #[path = "../examples/common/shape.rs"]
 mod shape;

@@ -5,7 +5,7 @@
 //! checked as ingest checks it; tenants and the worker role bound who claims;
 //! every step is audited and `audit verify` compares the leases with the chain.
 
-mod support;
+use crate::support;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;

@@ -6,7 +6,7 @@
 //! succeeds. Mark-all reads ids only, in scope; a copy pages by key through
 //! tables larger than a page.
 
-mod support;
+use crate::support;
 
 use std::sync::Arc;
 

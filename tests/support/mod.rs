@@ -9,4 +9,5 @@ pub mod packets;
 pub mod planted;
 pub mod provider;
 pub mod review;
+#[macro_use]
 pub mod stores;
