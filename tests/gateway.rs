@@ -19,6 +19,36 @@ use support::gateway::{
 };
 use support::stores::{self, Kind};
 
+/// A reviewer's reconcile (not found at the provider, under `reference`),
+/// then authorize-retry of `id`.
+fn authorize(rig: &Rig, id: &holdfast::core::ids::OperationId, reference: &str) {
+    review(
+        rig,
+        id,
+        &["reconcile", "--not-found", "--reference", reference],
+    );
+    review(rig, id, &["authorize-retry"]);
+}
+
+/// Calls `tool` with `args` and checks that the gateway refused it, naming
+/// held operation `id` and its `state`; returns what the agent read.
+async fn refused(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, Heard>,
+    tool: &str,
+    args: &serde_json::Value,
+    id: &holdfast::core::ids::OperationId,
+    state: State,
+) -> String {
+    let repeat = call(client, tool, args.clone(), PATIENT).await.unwrap();
+    assert_eq!(repeat.is_error, Some(true), "{}", text(&repeat));
+    let said = text(&repeat);
+    assert!(
+        said.contains(id.as_str()) && said.contains(&state.to_string()),
+        "the refusal names {id} and {state}: {said}"
+    );
+    said
+}
+
 async fn reads_pass_and_the_list_is_unchanged(kind: Kind) {
     let fresh = stores::fresh(kind).await;
     let rig = Rig::new(&fresh.url);
@@ -140,15 +170,7 @@ async fn a_write_that_hangs_past_the_timeout_is_unknown_and_its_repeat_refused()
     let args = json!({"order": "A7", "amount": 40, "hang_ms": 1500});
     let id = timed_out(&client, fresh.store.as_ref(), "refund", &args).await;
 
-    let repeat = call(&client, "refund", args.clone(), PATIENT)
-        .await
-        .unwrap();
-    assert_eq!(repeat.is_error, Some(true));
-    let said = text(&repeat);
-    assert!(
-        said.contains(id.as_str()) && said.contains("UNKNOWN"),
-        "{said}"
-    );
+    let said = refused(&client, "refund", &args, &id, State::Unknown).await;
     assert!(said.contains("Do not retry"), "{said}");
     let again = call(&client, "refund", args.clone(), PATIENT)
         .await
@@ -235,12 +257,7 @@ async fn authorize_retry_lets_one_identical_call_through_then_the_record_answers
     let id = settled(store, "refund", &args, State::Unknown).await;
     assert_eq!(rig.applied(), 0);
 
-    review(
-        &rig,
-        &id,
-        &["reconcile", "--not-found", "--reference", "PAY-1"],
-    );
-    review(&rig, &id, &["authorize-retry"]);
+    authorize(&rig, &id, "PAY-1");
     let retried = call(&client, "refund", args.clone(), PATIENT)
         .await
         .unwrap();
@@ -361,12 +378,7 @@ async fn two_racing_identical_calls_after_one_authorize_retry_forward_once() {
     let args = json!({"order": "E5", "amount": 30});
     assert!(call(&a, "refund", args.clone(), PATIENT).await.is_err());
     let id = settled(store, "refund", &args, State::Unknown).await;
-    review(
-        &rig,
-        &id,
-        &["reconcile", "--not-found", "--reference", "PAY-2"],
-    );
-    review(&rig, &id, &["authorize-retry"]);
+    authorize(&rig, &id, "PAY-2");
     let (one, two) = tokio::join!(
         call(&a, "refund", args.clone(), PATIENT),
         call(&b, "refund", args.clone(), PATIENT)
@@ -382,4 +394,74 @@ async fn two_racing_identical_calls_after_one_authorize_retry_forward_once() {
     );
     a.cancel().await.unwrap();
     b.cancel().await.unwrap();
+}
+
+/// A fresh SQLite store, a rig over it with `config`, and a client through
+/// its gateway.
+async fn over_sqlite(
+    config: &str,
+) -> (
+    stores::Fresh,
+    Rig,
+    rmcp::service::RunningService<rmcp::service::RoleClient, Heard>,
+) {
+    let fresh = stores::sqlite().await;
+    let rig = Rig::new(&fresh.url);
+    rig.config(config);
+    let (client, _) = rig.connect().await;
+    (fresh, rig, client)
+}
+
+/// `holdfast show ID --json` on the rig's store.
+fn shown(rig: &Rig, id: &holdfast::core::ids::OperationId) -> serde_json::Value {
+    let out = support::gateway::holdfast(rig, &["show", id.as_str(), "--json"]);
+    serde_json::from_slice(&out.stdout).expect("show --json is JSON")
+}
+
+#[tokio::test]
+async fn refused_repeats_spend_no_attempt_so_the_retry_stays_possible() {
+    let (fresh, rig, client) = over_sqlite(
+        "[gateway.approval]\nby = \"rev:ops-lead\"\npolicy = \"AGENT-REFUNDS-1\"\n\
+         [[gateway.tool]]\nname = \"pay/refund\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         max_attempts = 3\nbudget_seconds = 3600\n",
+    )
+    .await;
+    std::fs::write(rig.fail_once(), "").unwrap();
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "G1", "amount": 15});
+    assert!(
+        call(&client, "refund", args.clone(), PATIENT)
+            .await
+            .is_err()
+    );
+    let id = settled(store, "refund", &args, State::Unknown).await;
+    for _ in 0..2 {
+        refused(&client, "refund", &args, &id, State::Unknown).await;
+    }
+
+    // One request reached the server; the two refused tries are counted apart.
+    let bundle = shown(&rig, &id);
+    assert_eq!(bundle["budget"]["attempts_used"], 1, "{bundle:#}");
+    assert_eq!(bundle["budget"]["max_attempts"], 3, "{bundle:#}");
+    assert_eq!(bundle["budget"]["refused_by_gateway"], 2, "{bundle:#}");
+    assert!(bundle["budget"]["exhausted"].is_null(), "{bundle:#}");
+    assert_eq!(store.detail(&id).await.unwrap().row.attempts_used, 1);
+    let human =
+        String::from_utf8(support::gateway::holdfast(&rig, &["show", id.as_str()]).stdout).unwrap();
+    assert!(
+        human.contains("1 of 3 used, 2 tries refused by the gateway (not counted)"),
+        "{human}"
+    );
+
+    authorize(&rig, &id, "PAY-7");
+    let retried = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(text(&retried), "refunded");
+    assert_eq!(rig.applied(), 1, "the authorized retry was forwarded once");
+    assert_eq!(settled(store, "refund", &args, State::Succeeded).await, id);
+    let bundle = shown(&rig, &id);
+    assert_eq!(bundle["budget"]["attempts_used"], 2, "{bundle:#}");
+    assert_eq!(bundle["budget"]["refused_by_gateway"], 2, "{bundle:#}");
+    client.cancel().await.unwrap();
 }

@@ -118,6 +118,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "attempt_url",
         include_str!("../../migrations/postgres/20261203000035_attempt_url.sql"),
     ),
+    (
+        20261203000040,
+        "attempt_refused",
+        include_str!("../../migrations/postgres/20261203000040_attempt_refused.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

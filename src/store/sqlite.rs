@@ -108,6 +108,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "attempt_url",
         include_str!("../../migrations/sqlite/20261203000035_attempt_url.sql"),
     ),
+    (
+        20261203000040,
+        "attempt_refused",
+        include_str!("../../migrations/sqlite/20261203000040_attempt_refused.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
