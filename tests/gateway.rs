@@ -465,3 +465,39 @@ async fn refused_repeats_spend_no_attempt_so_the_retry_stays_possible() {
     assert_eq!(bundle["budget"]["refused_by_gateway"], 2, "{bundle:#}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn an_identical_call_meeting_one_in_flight_is_refused_naming_it() {
+    let (fresh, rig, client) = over_sqlite("").await;
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "H2", "amount": 8, "hang_ms": 2000});
+    let params = CallToolRequestParams::new("refund").with_arguments(arguments(args.clone()));
+    let first = client
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::with_timeout(PATIENT),
+        )
+        .await
+        .unwrap();
+    let id = settled(store, "refund", &args, State::Sent).await;
+
+    refused(&client, "refund", &args, &id, State::Sent).await;
+    let ServerResult::CallToolResult(answer) = first.await_response().await.unwrap() else {
+        panic!("a tool result");
+    };
+    assert_eq!(text(&answer), "refunded", "the call in flight is answered");
+    assert_eq!(settled(store, "refund", &args, State::Succeeded).await, id);
+    assert_eq!(rig.applied(), 1, "the server applied the refund once");
+    let detail = store.detail(&id).await.unwrap();
+    assert_eq!(
+        detail
+            .attempts
+            .iter()
+            .filter(|a| a.refused_by_gateway())
+            .count(),
+        1,
+        "{:?}",
+        detail.attempts
+    );
+    client.cancel().await.unwrap();
+}
