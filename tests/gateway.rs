@@ -501,3 +501,89 @@ async fn an_identical_call_meeting_one_in_flight_is_refused_naming_it() {
     );
     client.cancel().await.unwrap();
 }
+
+/// Reads through a gateway with `record_reads` as given: a read by contract,
+/// a read refused with -32602, one failing with -32603, and the same read twice.
+async fn reads_with_record_reads(record: bool) {
+    let (fresh, _rig, client) = over_sqlite(&format!(
+        "[gateway]\nrecord_reads = {record}\n\
+         [[gateway.tool]]\nname = \"pay/lookup\"\nmethod = \"GET\"\nowner = \"payments\"\n\
+         [[gateway.tool]]\nname = \"pay/explode\"\nmethod = \"GET\"\nowner = \"payments\"\n"
+    ))
+    .await;
+    let store = fresh.store.as_ref();
+    let found = json!({"order": "R1"});
+    for _ in 0..2 {
+        let result = call(&client, "lookup", found.clone(), PATIENT)
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "found", "a read is never refused");
+    }
+    let refused = json!({"code": -32602});
+    assert!(
+        call(&client, "explode", refused.clone(), PATIENT)
+            .await
+            .is_err()
+    );
+    let broken = json!({"code": -32603});
+    assert!(
+        call(&client, "explode", broken.clone(), PATIENT)
+            .await
+            .is_err()
+    );
+
+    if !record {
+        for (tool, args) in [
+            ("lookup", &found),
+            ("explode", &refused),
+            ("explode", &broken),
+        ] {
+            assert!(
+                same(store, tool, args).await.is_empty(),
+                "{tool} {args}: without record_reads a read leaves no record"
+            );
+        }
+        client.cancel().await.unwrap();
+        return;
+    }
+    let lookups = same(store, "lookup", &found).await;
+    assert_eq!(lookups.len(), 2, "each read is its own operation");
+    assert!(
+        lookups.iter().all(|(_, s)| *s == State::Succeeded),
+        "{lookups:?}"
+    );
+    let detail = store.detail(&lookups[0].0).await.unwrap();
+    assert_eq!(detail.row.operation.tool, "pay/lookup");
+    assert_eq!(detail.attempts.len(), 1, "{:?}", detail.attempts);
+    assert_eq!(detail.attempts[0].phase, Phase::ResponseReceived);
+    assert_eq!(
+        detail.attempts[0].layer,
+        Some(holdfast::core::model::Layer::Gateway)
+    );
+    for args in [&refused, &broken] {
+        let ops = same(store, "explode", args).await;
+        assert_eq!(ops.len(), 1, "{args}: {ops:?}");
+        assert_eq!(ops[0].1, State::Failed, "{args}: a read is never held");
+    }
+    let held = store
+        .detail(&same(store, "explode", &broken).await[0].0)
+        .await
+        .unwrap();
+    assert_eq!(
+        held.attempts[0].error_type.as_deref(),
+        Some("jsonrpc_-32603"),
+        "{:?}",
+        held.attempts
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn reads_are_recorded_never_held_when_configured() {
+    reads_with_record_reads(true).await;
+}
+
+#[tokio::test]
+async fn reads_leave_no_record_by_default() {
+    reads_with_record_reads(false).await;
+}

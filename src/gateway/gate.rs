@@ -60,6 +60,10 @@ pub struct Ticket {
     seq: u32,
     started: DateTime<Utc>,
     errors_may_commit: bool,
+    /// A read recorded by `record_reads`: its operation, written with its
+    /// outcome once the call ends (a read is never held, so nothing is written
+    /// before it is sent).
+    read: Option<Box<Operation>>,
 }
 
 /// How a forwarded call ended.
@@ -185,6 +189,7 @@ impl Gate {
                 seq: self.next_seq(&id).await?,
                 started: created,
                 errors_may_commit: false,
+                read: None,
             };
             let mut attempt = gateway_attempt(
                 format!("{}-a{}", id.as_str(), ticket.seq),
@@ -230,7 +235,7 @@ impl Gate {
             None => self.settings.trusts(&self.server) && call.read_only_hint == Some(true),
         };
         if read {
-            return Ok(Admission::Pass);
+            return self.pass_read(call, &tool, contract);
         }
         let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
         let payload = hash_arguments(&arguments);
@@ -252,8 +257,15 @@ impl Gate {
         {
             return self.answer(done).await;
         }
-        self.record_new(&tool, payload, business_key, contract, declared)
-            .await
+        let operation = self.operation(
+            &tool,
+            payload,
+            business_key,
+            contract,
+            declared,
+            (self.now)(),
+        )?;
+        self.record_new(operation, declared).await
     }
 
     /// Records the outcome of a forwarded call: its attempt and the move it shows.
@@ -349,6 +361,11 @@ impl Gate {
                     .to_owned()
             }
         };
+        if let Some(operation) = &ticket.read {
+            return self
+                .finish_read(operation, attempt, state, reason, now)
+                .await;
+        }
         let transition = TransitionRecord {
             operation: ticket.operation.clone(),
             from: State::Sent,
@@ -364,6 +381,48 @@ impl Gate {
             now,
         )
         .await?;
+        Ok(state)
+    }
+
+    /// Writes a recorded read with its outcome: SUCCEEDED on a result, else
+    /// FAILED — a read changed nothing, so an outcome not known is no hold.
+    /// The move from SENT is written when its attempt proves it; a read that
+    /// ended without a clear answer is written FAILED with its attempt alone.
+    async fn finish_read(
+        &self,
+        operation: &Operation,
+        attempt: Attempt,
+        state: State,
+        reason: String,
+        now: DateTime<Utc>,
+    ) -> Result<State, GateError> {
+        let clear = attempt.phase == Phase::ResponseReceived
+            && matches!(attempt.outcome, Outcome::Ok | Outcome::Rejected);
+        let state = if state == State::Succeeded {
+            State::Succeeded
+        } else {
+            State::Failed
+        };
+        let mut records = vec![
+            Record::Operation(Operation {
+                state,
+                ..operation.clone()
+            }),
+            Record::Attempt(attempt.clone()),
+        ];
+        if clear {
+            records.push(Record::Transition(TransitionRecord {
+                operation: operation.id.clone(),
+                from: State::Sent,
+                to: state,
+                by: self.ingester.by.clone(),
+                role: Some(Role::System),
+                at: now.max(operation.created_at),
+                reason: Some(format!("a read, recorded as configured: {reason}")),
+                evidence: vec![attempt.id],
+            }));
+        }
+        self.write(records, now).await?;
         Ok(state)
     }
 
@@ -390,20 +449,41 @@ impl Gate {
         self.write(vec![Record::Attempt(attempt)], now).await
     }
 
+    /// Records `operation` (SENT) before its call is forwarded.
     async fn record_new(
+        &self,
+        operation: Operation,
+        declared: Option<&ToolSettings>,
+    ) -> Result<Admission, GateError> {
+        let now = operation.created_at;
+        let id = operation.id.clone();
+        let tool = operation.tool.clone();
+        self.write(vec![Record::Operation(operation)], now).await?;
+        Ok(Admission::Forward(Ticket {
+            operation: id,
+            tool,
+            seq: 1,
+            started: now,
+            errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+            read: None,
+        }))
+    }
+
+    /// A new operation of a call of `tool` made at `now`, SENT.
+    fn operation(
         &self,
         tool: &str,
         payload: Sha256,
         business_key: Option<String>,
         contract: Option<&Contract>,
         declared: Option<&ToolSettings>,
-    ) -> Result<Admission, GateError> {
-        let now = (self.now)();
+        now: DateTime<Utc>,
+    ) -> Result<Operation, GateError> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
         let id = OperationId::parse(&format!("mcp-{}-{n}", self.instance))
             .map_err(|e| GateError::Refused(format!("the gateway made a bad operation id: {e}")))?;
-        let operation = Operation {
-            id: id.clone(),
+        Ok(Operation {
+            id,
             tenant: declared
                 .and_then(|t| t.tenant.clone())
                 .or_else(|| self.settings.tenant.clone())
@@ -443,14 +523,40 @@ impl Gate {
             parent: None,
             relation: None,
             created_at: now,
-        };
-        self.write(vec![Record::Operation(operation)], now).await?;
+        })
+    }
+
+    /// A read: passed as it is, or, with `record_reads`, forwarded with a
+    /// ticket whose operation is written once the call ends. Nothing is
+    /// written before it is sent and nothing refuses it: a read is never held.
+    fn pass_read(
+        &self,
+        call: &Call,
+        tool: &str,
+        contract: Option<&Contract>,
+    ) -> Result<Admission, GateError> {
+        if !self.settings.record_reads {
+            return Ok(Admission::Pass);
+        }
+        let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
+        let declared = self.settings.tool(tool);
+        let business_key = declared.and_then(|t| t.business_key(Some(&arguments)));
+        let now = (self.now)();
+        let operation = self.operation(
+            tool,
+            hash_arguments(&arguments),
+            business_key,
+            contract,
+            declared,
+            now,
+        )?;
         Ok(Admission::Forward(Ticket {
-            operation: id,
+            operation: operation.id.clone(),
             tool: tool.to_owned(),
             seq: 1,
             started: now,
-            errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+            errors_may_commit: false,
+            read: Some(Box::new(operation)),
         }))
     }
 
@@ -483,6 +589,7 @@ impl Gate {
                 seq,
                 started: now,
                 errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+                read: None,
             })),
             // Another call took the authorization first: this one is a repeat of
             // an operation in flight.
@@ -513,6 +620,7 @@ impl Gate {
             seq,
             started: now,
             errors_may_commit: false,
+            read: None,
         };
         let mut attempt = gateway_attempt(
             format!("{}-refused-{}-{n}", held.id.as_str(), self.instance),

@@ -32,6 +32,11 @@ pub struct GatewaySettings {
     /// without it a reviewer cannot authorize a retry of a held call, only
     /// resolve or accept it.
     pub approval: Option<StandingApproval>,
+    /// Whether reads (tools that pass without a hold) are recorded too, each
+    /// as an operation written once it ends, SUCCEEDED or FAILED and never
+    /// held (default false: reads pass without a record).
+    #[serde(default)]
+    pub record_reads: bool,
     /// Tools declared here, named `SERVER/TOOL`.
     #[serde(default)]
     pub tool: Vec<ToolSettings>,
