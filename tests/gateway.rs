@@ -587,3 +587,95 @@ async fn reads_are_recorded_never_held_when_configured() {
 async fn reads_leave_no_record_by_default() {
     reads_with_record_reads(false).await;
 }
+
+/// Sends `request` and waits for its answer, as it came.
+async fn ask(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, Heard>,
+    request: ClientRequest,
+) -> Result<ServerResult, ServiceError> {
+    client
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(PATIENT))
+        .await?
+        .await_response()
+        .await
+}
+
+#[tokio::test]
+async fn resources_prompts_and_a_server_request_pass_unchanged() {
+    use rmcp::model::{
+        GetPromptRequest, GetPromptRequestParams, ListPromptsRequest, ListResourcesRequest,
+        ReadResourceRequest, ReadResourceRequestParams,
+    };
+    let (fresh, rig, client) = over_sqlite("[gateway]\ntrusted = [\"pay\"]\n").await;
+    let direct = rig.direct().await;
+    let requests = || {
+        vec![
+            ClientRequest::ListResourcesRequest(ListResourcesRequest::default()),
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+                ReadResourceRequestParams::new("fixture://orders/A1"),
+            )),
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+                ReadResourceRequestParams::new("fixture://orders/Z9"),
+            )),
+            ClientRequest::ListPromptsRequest(ListPromptsRequest::default()),
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(
+                GetPromptRequestParams::new("apology")
+                    .with_arguments(arguments(json!({"order": "A1"}))),
+            )),
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(GetPromptRequestParams::new(
+                "apology",
+            ))),
+        ]
+    };
+    let mut answered = 0;
+    for (through, straight) in requests().into_iter().zip(requests()) {
+        let method = through.method().to_owned();
+        let via = ask(&client, through).await;
+        let direct_answer = ask(&direct, straight).await;
+        match (via, direct_answer) {
+            (Ok(via), Ok(direct_answer)) => {
+                answered += 1;
+                assert_eq!(
+                    serde_json::to_value(&via).unwrap(),
+                    serde_json::to_value(&direct_answer).unwrap(),
+                    "{method} passes unchanged"
+                );
+            }
+            (Err(ServiceError::McpError(via)), Err(ServiceError::McpError(direct_error))) => {
+                assert_eq!(via.code, direct_error.code, "{method}: the error passes");
+                assert_eq!(via.message, direct_error.message, "{method}");
+            }
+            other => panic!("{method}: {other:?}"),
+        }
+    }
+    assert_eq!(answered, 4, "two lists, a read and a prompt answered");
+    let read = ask(
+        &client,
+        ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+            ReadResourceRequestParams::new("fixture://orders/A1"),
+        )),
+    )
+    .await
+    .unwrap();
+    assert!(
+        serde_json::to_string(&read).unwrap().contains("40.00 EUR"),
+        "{read:?}"
+    );
+
+    // The server asks the agent for its roots while serving a call: the
+    // request reaches the agent through the gateway and its answer goes back.
+    let _ = client.list_all_tools().await.unwrap();
+    let roots = call(&client, "roots", json!({}), PATIENT).await.unwrap();
+    assert_ne!(roots.is_error, Some(true), "{}", text(&roots));
+    assert_eq!(text(&roots), support::gateway::AGENT_ROOT);
+    let straight = call(&direct, "roots", json!({}), PATIENT).await.unwrap();
+    assert_eq!(text(&straight), text(&roots), "as without the gateway");
+    assert!(
+        same(fresh.store.as_ref(), "roots", &json!({}))
+            .await
+            .is_empty(),
+        "a read of a trusted server is not held"
+    );
+    client.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}
