@@ -8,6 +8,8 @@
 //!   does). While the file named by `MCP_FIXTURE_FAIL_ONCE` exists, the next
 //!   call removes it and fails with -32603 before applying anything.
 //! - `reject` (write): answers with an `isError` result; nothing applied.
+//! - `echo` (write): answers with its arguments as JSON text, as a server that
+//!   repeats what it was given does.
 //! - `explode` (write): answers with the JSON-RPC error `code` it is given.
 //! - `progress` (read-only): sends two progress notifications and a
 //!   tool-list-changed notification, then answers.
@@ -52,6 +54,7 @@ fn tools() -> Vec<Tool> {
         tool("lookup", true),
         tool("refund", false),
         tool("reject", false),
+        tool("echo", false),
         tool("explode", false),
         tool("progress", true),
         tool("roots", true),
@@ -163,6 +166,7 @@ impl Fixture {
                 CallToolResult::success(vec![ContentBlock::text("refunded")])
             }
             "reject" => CallToolResult::error(vec![ContentBlock::text("refused: no such order")]),
+            "echo" => CallToolResult::success(vec![ContentBlock::text(arguments.to_string())]),
             "explode" => {
                 let code = arguments
                     .get("code")

@@ -679,3 +679,73 @@ async fn resources_prompts_and_a_server_request_pass_unchanged() {
     client.cancel().await.unwrap();
     direct.cancel().await.unwrap();
 }
+
+/// The first line of `text` holding `label`.
+fn lines_of(text: &str, label: &str) -> String {
+    text.lines()
+        .find(|l| l.contains(label))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn secrets_and_escapes_in_arguments_are_stored_redacted_and_shown_neutralized() {
+    let (fresh, rig, client) = over_sqlite(
+        "[[gateway.tool]]\nname = \"pay/echo\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         business_key = \"/order\"\n",
+    )
+    .await;
+    let store = fresh.store.as_ref();
+    let bearer = "tok9Xq2LmZ81vR4pW7sB";
+    let password = "hunter2-Very-Secret";
+    let userinfo = "s3cr3t-Pw-4410";
+    let args = json!({
+        "order": "S1\u{1b}[2J\u{1b}]8;;https://evil.example/\u{7}click\u{1b}]8;;\u{7}\u{9b}31m",
+        "authorization": format!("Bearer {bearer}"),
+        "password": password,
+        "callback": format!("https://ops:{userinfo}@hooks.example.com/refund"),
+    });
+    let result = call(&client, "echo", args.clone(), PATIENT).await.unwrap();
+    assert!(
+        text(&result).contains(password),
+        "the agent reads the server's answer as it came"
+    );
+
+    // Found by the hash of the exact arguments, secrets and escapes included.
+    let id = settled(store, "echo", &args, State::Succeeded).await;
+    let detail = store.detail(&id).await.unwrap();
+    assert_eq!(
+        detail.row.operation.payload_hash,
+        holdfast::otlp::map::hash_arguments(&args)
+    );
+    let stored = serde_json::to_string(&detail).unwrap();
+    for secret in [bearer, password, userinfo] {
+        assert!(!stored.contains(secret), "{secret} stored: {stored}");
+    }
+    assert!(stored.contains("‹redacted:"), "{stored}");
+    // The business key is evidence the caller gave: kept byte-exact.
+    assert_eq!(
+        detail.row.operation.business_key.as_deref(),
+        args["order"].as_str()
+    );
+
+    for command in ["show", "timeline"] {
+        let out = support::gateway::holdfast(&rig, &[command, id.as_str()]);
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(shown.contains(id.as_str()), "{shown}");
+        if command == "show" {
+            let key = lines_of(&shown, "business key");
+            assert!(key.contains("S1") && key.contains("click"), "{key:?}");
+        }
+        for secret in [bearer, password, userinfo] {
+            assert!(!shown.contains(secret), "{command} shows {secret}: {shown}");
+        }
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{9b}'),
+            "{command} passes a terminal escape: {shown:?}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
