@@ -736,6 +736,8 @@ async fn secrets_and_escapes_in_arguments_are_stored_redacted_and_shown_neutrali
         if command == "show" {
             let key = lines_of(&shown, "business key");
             assert!(key.contains("S1") && key.contains("click"), "{key:?}");
+            let tool = lines_of(&shown, "tool / action");
+            assert!(tool.ends_with(" pay/echo / -"), "no action known: {tool:?}");
         }
         for secret in [bearer, password, userinfo] {
             assert!(!shown.contains(secret), "{command} shows {secret}: {shown}");

@@ -54,7 +54,10 @@ async fn the_console_shows_a_hold_the_gateway_made_with_its_refused_repeats() {
     let row = lines_with(&queue, id.as_str());
     let row = row.first().unwrap_or_else(|| panic!("{queue}"));
     assert!(row.contains("UNKNOWN"), "{row}");
-    assert!(row.contains(&format!("{SERVER}/refund")), "{row}");
+    assert!(row.contains(&format!("{SERVER}/refund ")), "{row}");
+    // Its contract declares no action (the name stands in for it): the tool
+    // is not shown twice.
+    assert!(!row.contains(&format!("{SERVER}/refund/{SERVER}")), "{row}");
     assert!(row.contains("payments"), "the contract's owner: {row}");
     // Of the agent's three tries one reached the server: the two the gateway
     // refused spend nothing of the contract's three attempts (G5).
@@ -71,17 +74,31 @@ async fn the_console_shows_a_hold_the_gateway_made_with_its_refused_repeats() {
     );
     // The budget, further down the pane: the refused tries counted apart.
     let mut budget = String::new();
+    let mut tool = Vec::new();
     for _ in 0..40 {
         let screen = h.screen();
+        tool.extend(
+            lines_with(&screen, "│tool / action ")
+                .iter()
+                .map(|l| (*l).to_owned()),
+        );
         if let Some(line) = lines_with(&screen, "│attempts ")
             .iter()
             .find(|l| l.contains(" used"))
         {
             budget = (*line).to_owned();
+        }
+        if !budget.is_empty() && !tool.is_empty() {
             break;
         }
         h.key(KeyCode::Char('j')).await;
     }
+    assert!(
+        tool.first()
+            .is_some_and(|l| l.contains(&format!(" {SERVER}/refund / - "))),
+        "no action known, none shown: {tool:?}\n{}",
+        h.screen()
+    );
     assert!(
         budget.contains("1 of 3 used · 2 refused by the gateway, not counted"),
         "the budget with the refused tries apart: {budget:?}\n{}",

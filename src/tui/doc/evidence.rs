@@ -193,7 +193,11 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
     doc.field(
         theme,
         "tool / action",
-        Clean::new(&format!("{} / {}", b.tool, b.action)),
+        Clean::new(&format!(
+            "{} / {}",
+            b.tool,
+            crate::core::names::known_action(&b.tool, &b.action).unwrap_or("-")
+        )),
         theme.plain(),
     );
     let lookup_style = if b.status_lookup.starts_with("none") {
