@@ -751,3 +751,40 @@ async fn secrets_and_escapes_in_arguments_are_stored_redacted_and_shown_neutrali
     }
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_refused_repeat_does_not_stand_in_for_the_request_g2_judges() {
+    let (fresh, rig, client) = over_sqlite(
+        "[gateway.approval]\nby = \"rev:ops-lead\"\npolicy = \"AGENT-REFUNDS-1\"\n\
+         [[gateway.tool]]\nname = \"pay/refund\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         budget_seconds = 3600\n",
+    )
+    .await;
+    let args = json!({"order": "G2", "amount": 3, "hang_ms": 1500});
+    let id = timed_out(&client, fresh.store.as_ref(), "refund", &args).await;
+    refused(&client, "refund", &args, &id, State::Unknown).await;
+
+    // The last request that left timed out after it was sent: until an
+    // observation says it was not applied, no retry, whatever tries came after.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .env_remove("HOLDFAST_DB")
+        .env_remove("HOLDFAST_NOW")
+        .env("HOLDFAST_DATA_DIR", rig.dir.path())
+        .env("HOLDFAST_CONFIG", rig.dir.path().join("config.toml"))
+        .args([
+            "--database-url",
+            &rig.url,
+            "--as",
+            "maya",
+            "review",
+            id.as_str(),
+        ])
+        .args(["authorize-retry", "--rationale", "the agent asked again"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("G2"), "{said}");
+    client.cancel().await.unwrap();
+}
