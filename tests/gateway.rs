@@ -788,3 +788,35 @@ async fn a_refused_repeat_does_not_stand_in_for_the_request_g2_judges() {
     assert!(said.contains("G2"), "{said}");
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_business_key_holding_a_secret_still_finds_the_held_call() {
+    let (fresh, rig, client) = over_sqlite(
+        "[[gateway.tool]]\nname = \"pay/refund\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         business_key = \"/callback\"\n",
+    )
+    .await;
+    let callback = "https://ops:s3cr3t-Pw-4410@hooks.example.com/refund/K7";
+    let first = json!({"order": "K7", "amount": 20, "hang_ms": 1500, "callback": callback});
+    let id = timed_out(&client, fresh.store.as_ref(), "refund", &first).await;
+    let stored = fresh.store.detail(&id).await.unwrap().row.operation;
+    assert!(
+        stored
+            .business_key
+            .as_deref()
+            .is_some_and(|k| !k.contains("s3cr3t-Pw-4410")),
+        "{:?}",
+        stored.business_key
+    );
+
+    // Another payload, the same business intent: held by the key.
+    let other = json!({"order": "K7", "amount": 21, "callback": callback});
+    refused(&client, "refund", &other, &id, State::Unknown).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        rig.applied(),
+        1,
+        "the second refund never reached the server"
+    );
+    client.cancel().await.unwrap();
+}

@@ -240,7 +240,7 @@ impl Gate {
         let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
         let payload = hash_arguments(&arguments);
         let declared = self.settings.tool(&tool);
-        let business_key = declared.and_then(|t| t.business_key(Some(&arguments)));
+        let business_key = stored_key(declared, &arguments);
         let same = self
             .store
             .same_calls(&tool, &payload, business_key.as_deref())
@@ -540,7 +540,7 @@ impl Gate {
         }
         let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
         let declared = self.settings.tool(tool);
-        let business_key = declared.and_then(|t| t.business_key(Some(&arguments)));
+        let business_key = stored_key(declared, &arguments);
         let now = (self.now)();
         let operation = self.operation(
             tool,
@@ -729,6 +729,15 @@ fn gateway_attempt(
         response_excerpt: None,
         url: None,
     }
+}
+
+/// The business key the tool's contract finds in `arguments`, as the store
+/// keeps it: with its secrets redacted (the one ingest redaction), so that the
+/// key of a repeat is compared with the key stored for the call it repeats.
+fn stored_key(declared: Option<&ToolSettings>, arguments: &Value) -> Option<String> {
+    declared
+        .and_then(|t| t.business_key(Some(arguments)))
+        .map(|key| crate::core::redact::redact(&key).into_owned())
 }
 
 /// The states a repeat may not pass: held, or in flight with no outcome
