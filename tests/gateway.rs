@@ -20,6 +20,36 @@ use support::gateway::{
 use support::review::put_at_level;
 use support::stores::{self, Kind};
 
+/// A reviewer's reconcile (not found at the provider, under `reference`),
+/// then authorize-retry of `id`.
+fn authorize(rig: &Rig, id: &holdfast::core::ids::OperationId, reference: &str) {
+    review(
+        rig,
+        id,
+        &["reconcile", "--not-found", "--reference", reference],
+    );
+    review(rig, id, &["authorize-retry"]);
+}
+
+/// Calls `tool` with `args` and checks that the gateway refused it, naming
+/// held operation `id` and its `state`; returns what the agent read.
+async fn refused(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, Heard>,
+    tool: &str,
+    args: &serde_json::Value,
+    id: &holdfast::core::ids::OperationId,
+    state: State,
+) -> String {
+    let repeat = call(client, tool, args.clone(), PATIENT).await.unwrap();
+    assert_eq!(repeat.is_error, Some(true), "{}", text(&repeat));
+    let said = text(&repeat);
+    assert!(
+        said.contains(id.as_str()) && said.contains(&state.to_string()),
+        "the refusal names {id} and {state}: {said}"
+    );
+    said
+}
+
 async fn reads_pass_and_the_list_is_unchanged(kind: Kind) {
     let fresh = stores::fresh(kind).await;
     let rig = Rig::new(&fresh.url);
@@ -141,15 +171,7 @@ async fn a_write_that_hangs_past_the_timeout_is_unknown_and_its_repeat_refused()
     let args = json!({"order": "A7", "amount": 40, "hang_ms": 1500});
     let id = timed_out(&client, fresh.store.as_ref(), "refund", &args).await;
 
-    let repeat = call(&client, "refund", args.clone(), PATIENT)
-        .await
-        .unwrap();
-    assert_eq!(repeat.is_error, Some(true));
-    let said = text(&repeat);
-    assert!(
-        said.contains(id.as_str()) && said.contains("UNKNOWN"),
-        "{said}"
-    );
+    let said = refused(&client, "refund", &args, &id, State::Unknown).await;
     assert!(said.contains("Do not retry"), "{said}");
     let again = call(&client, "refund", args.clone(), PATIENT)
         .await
@@ -236,12 +258,7 @@ async fn authorize_retry_lets_one_identical_call_through_then_the_record_answers
     let id = settled(store, "refund", &args, State::Unknown).await;
     assert_eq!(rig.applied(), 0);
 
-    review(
-        &rig,
-        &id,
-        &["reconcile", "--not-found", "--reference", "PAY-1"],
-    );
-    review(&rig, &id, &["authorize-retry"]);
+    authorize(&rig, &id, "PAY-1");
     let retried = call(&client, "refund", args.clone(), PATIENT)
         .await
         .unwrap();
@@ -362,12 +379,7 @@ async fn two_racing_identical_calls_after_one_authorize_retry_forward_once() {
     let args = json!({"order": "E5", "amount": 30});
     assert!(call(&a, "refund", args.clone(), PATIENT).await.is_err());
     let id = settled(store, "refund", &args, State::Unknown).await;
-    review(
-        &rig,
-        &id,
-        &["reconcile", "--not-found", "--reference", "PAY-2"],
-    );
-    review(&rig, &id, &["authorize-retry"]);
+    authorize(&rig, &id, "PAY-2");
     let (one, two) = tokio::join!(
         call(&a, "refund", args.clone(), PATIENT),
         call(&b, "refund", args.clone(), PATIENT)
@@ -567,5 +579,430 @@ async fn a_tool_raised_above_manual_passes_and_one_lowered_is_held_from_its_next
     assert_eq!(held.is_error, Some(true), "{}", text(&held));
     settled(store, "refund", &later, State::Blocked).await;
     assert_eq!(rig.applied(), 1, "lowered to manual, the next write waits");
+    client.cancel().await.unwrap();
+}
+
+/// A fresh SQLite store, a rig over it with `config`, and a client through
+/// its gateway.
+async fn over_sqlite(
+    config: &str,
+) -> (
+    stores::Fresh,
+    Rig,
+    rmcp::service::RunningService<rmcp::service::RoleClient, Heard>,
+) {
+    let fresh = stores::sqlite().await;
+    let rig = Rig::new(&fresh.url);
+    rig.config(config);
+    let (client, _) = rig.connect().await;
+    (fresh, rig, client)
+}
+
+/// `holdfast show ID --json` on the rig's store.
+fn shown(rig: &Rig, id: &holdfast::core::ids::OperationId) -> serde_json::Value {
+    let out = support::gateway::holdfast(rig, &["show", id.as_str(), "--json"]);
+    serde_json::from_slice(&out.stdout).expect("show --json is JSON")
+}
+
+#[tokio::test]
+async fn refused_repeats_spend_no_attempt_so_the_retry_stays_possible() {
+    let (fresh, rig, client) = over_sqlite(
+        "[gateway.approval]\nby = \"rev:ops-lead\"\npolicy = \"AGENT-REFUNDS-1\"\n\
+         [[gateway.tool]]\nname = \"pay/refund\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         max_attempts = 3\nbudget_seconds = 3600\n",
+    )
+    .await;
+    std::fs::write(rig.fail_once(), "").unwrap();
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "G1", "amount": 15});
+    assert!(
+        call(&client, "refund", args.clone(), PATIENT)
+            .await
+            .is_err()
+    );
+    let id = settled(store, "refund", &args, State::Unknown).await;
+    for _ in 0..2 {
+        refused(&client, "refund", &args, &id, State::Unknown).await;
+    }
+
+    // One request reached the server; the two refused tries are counted apart.
+    let bundle = shown(&rig, &id);
+    assert_eq!(bundle["budget"]["attempts_used"], 1, "{bundle:#}");
+    assert_eq!(bundle["budget"]["max_attempts"], 3, "{bundle:#}");
+    assert_eq!(bundle["budget"]["refused_by_gateway"], 2, "{bundle:#}");
+    assert!(bundle["budget"]["exhausted"].is_null(), "{bundle:#}");
+    assert_eq!(store.detail(&id).await.unwrap().row.attempts_used, 1);
+    let human =
+        String::from_utf8(support::gateway::holdfast(&rig, &["show", id.as_str()]).stdout).unwrap();
+    assert!(
+        human.contains("1 of 3 used, 2 tries refused by the gateway (not counted)"),
+        "{human}"
+    );
+
+    authorize(&rig, &id, "PAY-7");
+    let retried = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(text(&retried), "refunded");
+    assert_eq!(rig.applied(), 1, "the authorized retry was forwarded once");
+    assert_eq!(settled(store, "refund", &args, State::Succeeded).await, id);
+    let bundle = shown(&rig, &id);
+    assert_eq!(bundle["budget"]["attempts_used"], 2, "{bundle:#}");
+    assert_eq!(bundle["budget"]["refused_by_gateway"], 2, "{bundle:#}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn an_identical_call_meeting_one_in_flight_is_refused_naming_it() {
+    let (fresh, rig, client) = over_sqlite("").await;
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "H2", "amount": 8, "hang_ms": 2000});
+    let params = CallToolRequestParams::new("refund").with_arguments(arguments(args.clone()));
+    let first = client
+        .send_request_with_option(
+            ClientRequest::CallToolRequest(CallToolRequest::new(params)),
+            PeerRequestOptions::with_timeout(PATIENT),
+        )
+        .await
+        .unwrap();
+    let id = settled(store, "refund", &args, State::Sent).await;
+
+    refused(&client, "refund", &args, &id, State::Sent).await;
+    let ServerResult::CallToolResult(answer) = first.await_response().await.unwrap() else {
+        panic!("a tool result");
+    };
+    assert_eq!(text(&answer), "refunded", "the call in flight is answered");
+    assert_eq!(settled(store, "refund", &args, State::Succeeded).await, id);
+    assert_eq!(rig.applied(), 1, "the server applied the refund once");
+    let detail = store.detail(&id).await.unwrap();
+    assert_eq!(
+        detail
+            .attempts
+            .iter()
+            .filter(|a| a.refused_by_gateway())
+            .count(),
+        1,
+        "{:?}",
+        detail.attempts
+    );
+    client.cancel().await.unwrap();
+}
+
+/// Reads through a gateway with `record_reads` as given: a read by contract,
+/// a read refused with -32602, one failing with -32603, and the same read twice.
+async fn reads_with_record_reads(record: bool) {
+    let (fresh, _rig, client) = over_sqlite(&format!(
+        "[gateway]\nrecord_reads = {record}\n\
+         [[gateway.tool]]\nname = \"pay/lookup\"\nmethod = \"GET\"\nowner = \"payments\"\n\
+         [[gateway.tool]]\nname = \"pay/explode\"\nmethod = \"GET\"\nowner = \"payments\"\n"
+    ))
+    .await;
+    let store = fresh.store.as_ref();
+    let found = json!({"order": "R1"});
+    for _ in 0..2 {
+        let result = call(&client, "lookup", found.clone(), PATIENT)
+            .await
+            .unwrap();
+        assert_eq!(text(&result), "found", "a read is never refused");
+    }
+    let refused = json!({"code": -32602});
+    assert!(
+        call(&client, "explode", refused.clone(), PATIENT)
+            .await
+            .is_err()
+    );
+    let broken = json!({"code": -32603});
+    assert!(
+        call(&client, "explode", broken.clone(), PATIENT)
+            .await
+            .is_err()
+    );
+
+    if !record {
+        for (tool, args) in [
+            ("lookup", &found),
+            ("explode", &refused),
+            ("explode", &broken),
+        ] {
+            assert!(
+                same(store, tool, args).await.is_empty(),
+                "{tool} {args}: without record_reads a read leaves no record"
+            );
+        }
+        client.cancel().await.unwrap();
+        return;
+    }
+    let lookups = same(store, "lookup", &found).await;
+    assert_eq!(lookups.len(), 2, "each read is its own operation");
+    assert!(
+        lookups.iter().all(|(_, s)| *s == State::Succeeded),
+        "{lookups:?}"
+    );
+    let detail = store.detail(&lookups[0].0).await.unwrap();
+    assert_eq!(detail.row.operation.tool, "pay/lookup");
+    assert_eq!(detail.attempts.len(), 1, "{:?}", detail.attempts);
+    assert_eq!(detail.attempts[0].phase, Phase::ResponseReceived);
+    assert_eq!(
+        detail.attempts[0].layer,
+        Some(holdfast::core::model::Layer::Gateway)
+    );
+    for args in [&refused, &broken] {
+        let ops = same(store, "explode", args).await;
+        assert_eq!(ops.len(), 1, "{args}: {ops:?}");
+        assert_eq!(ops[0].1, State::Failed, "{args}: a read is never held");
+    }
+    let held = store
+        .detail(&same(store, "explode", &broken).await[0].0)
+        .await
+        .unwrap();
+    assert_eq!(
+        held.attempts[0].error_type.as_deref(),
+        Some("jsonrpc_-32603"),
+        "{:?}",
+        held.attempts
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn reads_are_recorded_never_held_when_configured() {
+    reads_with_record_reads(true).await;
+}
+
+#[tokio::test]
+async fn reads_leave_no_record_by_default() {
+    reads_with_record_reads(false).await;
+}
+
+/// Sends `request` and waits for its answer, as it came.
+async fn ask(
+    client: &rmcp::service::RunningService<rmcp::service::RoleClient, Heard>,
+    request: ClientRequest,
+) -> Result<ServerResult, ServiceError> {
+    client
+        .send_request_with_option(request, PeerRequestOptions::with_timeout(PATIENT))
+        .await?
+        .await_response()
+        .await
+}
+
+#[tokio::test]
+async fn resources_prompts_and_a_server_request_pass_unchanged() {
+    use rmcp::model::{
+        GetPromptRequest, GetPromptRequestParams, ListPromptsRequest, ListResourcesRequest,
+        ReadResourceRequest, ReadResourceRequestParams,
+    };
+    let (fresh, rig, client) = over_sqlite("[gateway]\ntrusted = [\"pay\"]\n").await;
+    let direct = rig.direct().await;
+    let requests = || {
+        vec![
+            ClientRequest::ListResourcesRequest(ListResourcesRequest::default()),
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+                ReadResourceRequestParams::new("fixture://orders/A1"),
+            )),
+            ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+                ReadResourceRequestParams::new("fixture://orders/Z9"),
+            )),
+            ClientRequest::ListPromptsRequest(ListPromptsRequest::default()),
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(
+                GetPromptRequestParams::new("apology")
+                    .with_arguments(arguments(json!({"order": "A1"}))),
+            )),
+            ClientRequest::GetPromptRequest(GetPromptRequest::new(GetPromptRequestParams::new(
+                "apology",
+            ))),
+        ]
+    };
+    let mut answered = 0;
+    for (through, straight) in requests().into_iter().zip(requests()) {
+        let method = through.method().to_owned();
+        let via = ask(&client, through).await;
+        let direct_answer = ask(&direct, straight).await;
+        match (via, direct_answer) {
+            (Ok(via), Ok(direct_answer)) => {
+                answered += 1;
+                assert_eq!(
+                    serde_json::to_value(&via).unwrap(),
+                    serde_json::to_value(&direct_answer).unwrap(),
+                    "{method} passes unchanged"
+                );
+            }
+            (Err(ServiceError::McpError(via)), Err(ServiceError::McpError(direct_error))) => {
+                assert_eq!(via.code, direct_error.code, "{method}: the error passes");
+                assert_eq!(via.message, direct_error.message, "{method}");
+            }
+            other => panic!("{method}: {other:?}"),
+        }
+    }
+    assert_eq!(answered, 4, "two lists, a read and a prompt answered");
+    let read = ask(
+        &client,
+        ClientRequest::ReadResourceRequest(ReadResourceRequest::new(
+            ReadResourceRequestParams::new("fixture://orders/A1"),
+        )),
+    )
+    .await
+    .unwrap();
+    assert!(
+        serde_json::to_string(&read).unwrap().contains("40.00 EUR"),
+        "{read:?}"
+    );
+
+    // The server asks the agent for its roots while serving a call: the
+    // request reaches the agent through the gateway and its answer goes back.
+    let _ = client.list_all_tools().await.unwrap();
+    let roots = call(&client, "roots", json!({}), PATIENT).await.unwrap();
+    assert_ne!(roots.is_error, Some(true), "{}", text(&roots));
+    assert_eq!(text(&roots), support::gateway::AGENT_ROOT);
+    let straight = call(&direct, "roots", json!({}), PATIENT).await.unwrap();
+    assert_eq!(text(&straight), text(&roots), "as without the gateway");
+    assert!(
+        same(fresh.store.as_ref(), "roots", &json!({}))
+            .await
+            .is_empty(),
+        "a read of a trusted server is not held"
+    );
+    client.cancel().await.unwrap();
+    direct.cancel().await.unwrap();
+}
+
+/// The first line of `text` holding `label`.
+fn lines_of(text: &str, label: &str) -> String {
+    text.lines()
+        .find(|l| l.contains(label))
+        .unwrap_or_default()
+        .to_owned()
+}
+
+#[tokio::test]
+async fn secrets_and_escapes_in_arguments_are_stored_redacted_and_shown_neutralized() {
+    let (fresh, rig, client) = over_sqlite(
+        "[[gateway.tool]]\nname = \"pay/echo\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         business_key = \"/order\"\n",
+    )
+    .await;
+    let store = fresh.store.as_ref();
+    let bearer = "tok9Xq2LmZ81vR4pW7sB";
+    let password = "hunter2-Very-Secret";
+    let userinfo = "s3cr3t-Pw-4410";
+    let args = json!({
+        "order": "S1\u{1b}[2J\u{1b}]8;;https://evil.example/\u{7}click\u{1b}]8;;\u{7}\u{9b}31m",
+        "authorization": format!("Bearer {bearer}"),
+        "password": password,
+        "callback": format!("https://ops:{userinfo}@hooks.example.com/refund"),
+    });
+    let result = call(&client, "echo", args.clone(), PATIENT).await.unwrap();
+    assert!(
+        text(&result).contains(password),
+        "the agent reads the server's answer as it came"
+    );
+
+    // Found by the hash of the exact arguments, secrets and escapes included.
+    let id = settled(store, "echo", &args, State::Succeeded).await;
+    let detail = store.detail(&id).await.unwrap();
+    assert_eq!(
+        detail.row.operation.payload_hash,
+        holdfast::otlp::map::hash_arguments(&args)
+    );
+    let stored = serde_json::to_string(&detail).unwrap();
+    for secret in [bearer, password, userinfo] {
+        assert!(!stored.contains(secret), "{secret} stored: {stored}");
+    }
+    assert!(stored.contains("‹redacted:"), "{stored}");
+    // The business key is evidence the caller gave: kept byte-exact.
+    assert_eq!(
+        detail.row.operation.business_key.as_deref(),
+        args["order"].as_str()
+    );
+
+    for command in ["show", "timeline"] {
+        let out = support::gateway::holdfast(&rig, &[command, id.as_str()]);
+        let shown = String::from_utf8(out.stdout).unwrap();
+        assert!(shown.contains(id.as_str()), "{shown}");
+        if command == "show" {
+            let key = lines_of(&shown, "business key");
+            assert!(key.contains("S1") && key.contains("click"), "{key:?}");
+            let tool = lines_of(&shown, "tool / action");
+            assert!(tool.ends_with(" pay/echo / -"), "no action known: {tool:?}");
+        }
+        for secret in [bearer, password, userinfo] {
+            assert!(!shown.contains(secret), "{command} shows {secret}: {shown}");
+        }
+        assert!(
+            !shown
+                .chars()
+                .any(|c| c == '\u{1b}' || c == '\u{7}' || c == '\u{9b}'),
+            "{command} passes a terminal escape: {shown:?}"
+        );
+    }
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_refused_repeat_does_not_stand_in_for_the_request_g2_judges() {
+    let (fresh, rig, client) = over_sqlite(
+        "[gateway.approval]\nby = \"rev:ops-lead\"\npolicy = \"AGENT-REFUNDS-1\"\n\
+         [[gateway.tool]]\nname = \"pay/refund\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         budget_seconds = 3600\n",
+    )
+    .await;
+    let args = json!({"order": "G2", "amount": 3, "hang_ms": 1500});
+    let id = timed_out(&client, fresh.store.as_ref(), "refund", &args).await;
+    refused(&client, "refund", &args, &id, State::Unknown).await;
+
+    // The last request that left timed out after it was sent: until an
+    // observation says it was not applied, no retry, whatever tries came after.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"))
+        .env_remove("HOLDFAST_DB")
+        .env_remove("HOLDFAST_NOW")
+        .env("HOLDFAST_DATA_DIR", rig.dir.path())
+        .env("HOLDFAST_CONFIG", rig.dir.path().join("config.toml"))
+        .args([
+            "--database-url",
+            &rig.url,
+            "--as",
+            "maya",
+            "review",
+            id.as_str(),
+        ])
+        .args(["authorize-retry", "--rationale", "the agent asked again"])
+        .output()
+        .unwrap();
+    let said =
+        String::from_utf8_lossy(&out.stderr).into_owned() + &String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(3), "{said}");
+    assert!(said.contains("G2"), "{said}");
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_business_key_holding_a_secret_still_finds_the_held_call() {
+    let (fresh, rig, client) = over_sqlite(
+        "[[gateway.tool]]\nname = \"pay/refund\"\nmethod = \"POST\"\nowner = \"payments\"\n\
+         business_key = \"/callback\"\n",
+    )
+    .await;
+    let callback = "https://ops:s3cr3t-Pw-4410@hooks.example.com/refund/K7";
+    let first = json!({"order": "K7", "amount": 20, "hang_ms": 1500, "callback": callback});
+    let id = timed_out(&client, fresh.store.as_ref(), "refund", &first).await;
+    let stored = fresh.store.detail(&id).await.unwrap().row.operation;
+    assert!(
+        stored
+            .business_key
+            .as_deref()
+            .is_some_and(|k| !k.contains("s3cr3t-Pw-4410")),
+        "{:?}",
+        stored.business_key
+    );
+
+    // Another payload, the same business intent: held by the key.
+    let other = json!({"order": "K7", "amount": 21, "callback": callback});
+    refused(&client, "refund", &other, &id, State::Unknown).await;
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    assert_eq!(
+        rig.applied(),
+        1,
+        "the second refund never reached the server"
+    );
     client.cancel().await.unwrap();
 }

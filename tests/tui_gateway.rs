@@ -54,11 +54,15 @@ async fn the_console_shows_a_hold_the_gateway_made_with_its_refused_repeats() {
     let row = lines_with(&queue, id.as_str());
     let row = row.first().unwrap_or_else(|| panic!("{queue}"));
     assert!(row.contains("UNKNOWN"), "{row}");
-    assert!(row.contains(&format!("{SERVER}/refund")), "{row}");
+    assert!(row.contains(&format!("{SERVER}/refund ")), "{row}");
+    // Its contract declares no action (the name stands in for it): the tool
+    // is not shown twice.
+    assert!(!row.contains(&format!("{SERVER}/refund/{SERVER}")), "{row}");
     assert!(row.contains("payments"), "the contract's owner: {row}");
-    // The agent's three tries are spent against the contract's three.
+    // Of the agent's three tries one reached the server: the two the gateway
+    // refused spend nothing of the contract's three attempts (G5).
     let att = header.find(" ATT ").expect("an ATT column") + 1;
-    assert_eq!(row.get(att..att + 3), Some("3/3"), "{header}\n{row}");
+    assert_eq!(row.get(att..att + 3), Some("1/3"), "{header}\n{row}");
 
     h.select_id(id.as_str()).await;
     h.key(KeyCode::Enter).await;
@@ -68,6 +72,38 @@ async fn the_console_shows_a_hold_the_gateway_made_with_its_refused_repeats() {
         evidence.contains("the agent cancelled the call before an answer"),
         "{evidence}"
     );
+    // The budget, further down the pane: the refused tries counted apart.
+    let mut budget = String::new();
+    let mut tool = Vec::new();
+    for _ in 0..40 {
+        let screen = h.screen();
+        tool.extend(
+            lines_with(&screen, "│tool / action ")
+                .iter()
+                .map(|l| (*l).to_owned()),
+        );
+        if let Some(line) = lines_with(&screen, "│attempts ")
+            .iter()
+            .find(|l| l.contains(" used"))
+        {
+            budget = (*line).to_owned();
+        }
+        if !budget.is_empty() && !tool.is_empty() {
+            break;
+        }
+        h.key(KeyCode::Char('j')).await;
+    }
+    assert!(
+        tool.first()
+            .is_some_and(|l| l.contains(&format!(" {SERVER}/refund / - "))),
+        "no action known, none shown: {tool:?}\n{}",
+        h.screen()
+    );
+    assert!(
+        budget.contains("1 of 3 used · 2 refused by the gateway, not counted"),
+        "the budget with the refused tries apart: {budget:?}\n{}",
+        h.screen()
+    );
 
     while h.app.focus != Pane::Timeline {
         h.key(KeyCode::Tab).await;
@@ -76,7 +112,7 @@ async fn the_console_shows_a_hold_the_gateway_made_with_its_refused_repeats() {
     // The pane's first line, wrapped at its width: the tries at a glance.
     assert!(
         timeline.contains(&format!("{id} · 3 physical: 1 request + 2"))
-            && timeline.contains("not sent (3 of 3 attempts used) + 0 status queries"),
+            && timeline.contains("not sent (1 of 3 attempts used) + 0 status queries"),
         "the tries at a glance: {timeline}"
     );
     let first_try = lines_with(&timeline, "-a1 request via gateway");

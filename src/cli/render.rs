@@ -94,7 +94,10 @@ pub(crate) fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> Str
             (state, 10),
             (clean(op.id.as_str()), 10),
             (clean(&op.tenant), 10),
-            (clean(&format!("{}/{}", op.tool, op.action)), 22),
+            (
+                clean(&crate::core::names::tool_and_action(&op.tool, &op.action)),
+                22,
+            ),
             (op.failure_mode.map_or("-", |m| m.as_str()).to_owned(), 17),
             (op.risk.to_string(), 8),
             (clean(&op.owner), 13),
@@ -421,7 +424,11 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
     );
     field(
         "tool / action",
-        format!("{} / {}", clean(&b.tool), clean(&b.action)),
+        format!(
+            "{} / {}",
+            clean(&b.tool),
+            clean(crate::core::names::known_action(&b.tool, &b.action).unwrap_or("-"))
+        ),
     );
     field("status lookup", clean(&b.status_lookup));
     field("autonomy", clean(&b.autonomy.describe()));

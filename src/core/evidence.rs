@@ -59,6 +59,9 @@ pub struct BudgetView {
     pub max_attempts: Option<u32>,
     /// Status queries made (they observe; they spend no attempt).
     pub status_queries: u32,
+    /// Tries a gateway refused before they left (repeats of a held call):
+    /// counted apart, they spend no attempt.
+    pub refused_by_gateway: u32,
     pub deadline: Option<DateTime<Utc>>,
     /// Seconds to the deadline; negative once passed.
     pub seconds_left: Option<i64>,
@@ -66,18 +69,37 @@ pub struct BudgetView {
 }
 
 impl BudgetView {
-    /// `1 of 3 used, 0 status queries`, with why the budget is spent when it is.
+    /// `1 of 3 used, 0 status queries`, with the tries a gateway refused when
+    /// there were any and why the budget is spent when it is.
     pub fn summary(&self) -> String {
         format!(
-            "{} of {} used, {}{}",
+            "{} of {} used, {}{}{}",
             self.attempts_used,
             self.max_attempts
                 .map_or_else(|| "-".into(), |m| m.to_string()),
+            self.refused_note(),
             count(self.status_queries, "status query", "status queries"),
             self.exhausted
                 .as_ref()
                 .map_or_else(String::new, |e| format!(" — {e}"))
         )
+    }
+
+    /// `2 tries refused by the gateway (not counted), ` when a gateway refused tries,
+    /// else nothing.
+    pub fn refused_note(&self) -> String {
+        if self.refused_by_gateway == 0 {
+            String::new()
+        } else {
+            format!(
+                "{} (not counted), ",
+                count(
+                    self.refused_by_gateway,
+                    "try refused by the gateway",
+                    "tries refused by the gateway"
+                )
+            )
+        }
     }
 }
 
@@ -348,10 +370,16 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         .iter()
         .filter(|a| a.kind == AttemptKind::StatusQuery)
         .count();
+    let refused = detail
+        .attempts
+        .iter()
+        .filter(|a| a.refused_by_gateway())
+        .count();
     let budget = BudgetView {
         attempts_used: assessment.attempts_used,
         max_attempts: assessment.max_attempts,
         status_queries: u32::try_from(status_queries).unwrap_or(u32::MAX),
+        refused_by_gateway: u32::try_from(refused).unwrap_or(u32::MAX),
         deadline: assessment.deadline,
         seconds_left: assessment.deadline.map(|d| (d - now).num_seconds()),
         exhausted: assessment.budget_exhausted(),

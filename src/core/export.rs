@@ -461,7 +461,11 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
         ),
         (
             "tool / action",
-            format!("{} / {}", md(&b.tool), md(&b.action)),
+            format!(
+                "{} / {}",
+                md(&b.tool),
+                md(super::names::known_action(&b.tool, &b.action).unwrap_or("-"))
+            ),
         ),
         ("target", md(&b.target)),
         ("risk", b.risk.to_string()),

@@ -24,8 +24,7 @@ use super::audit::{AuditRow, CREATE, INGEST, RECORD, TRANSITION};
 use super::clock::parse_instant;
 use super::ledger::{Divergence, NEXT_OBSERVATION, OWNER};
 use super::model::{
-    ActionKind, AttemptKind, ChildLink, Grant, OperationDetail, ProposalStatus, State,
-    TransitionRecord,
+    ActionKind, ChildLink, Grant, OperationDetail, ProposalStatus, State, TransitionRecord,
 };
 use super::rules::moves::{Move, classify};
 use super::rules::{Action, Actor, Effect, Rationale, decide};
@@ -209,13 +208,9 @@ fn walk<'a>(
                 })
             })
             .collect();
-        now.row.attempts_used = u32::try_from(
-            now.attempts
-                .iter()
-                .filter(|a| a.kind == AttemptKind::Request)
-                .count(),
-        )
-        .unwrap_or(u32::MAX);
+        now.row.attempts_used =
+            u32::try_from(now.attempts.iter().filter(|a| a.spends_budget()).count())
+                .unwrap_or(u32::MAX);
         now.row.pending_proposal = now
             .proposals
             .iter()

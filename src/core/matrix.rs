@@ -9,8 +9,8 @@ use std::fmt;
 use super::clock::{format_instant, human_instant};
 use super::lookup::{self, Finding, LookupSpec, Verdict};
 use super::model::{
-    Attempt, AttemptKind, Contract, FailureMode, Item, ItemState, Observation, ObservationSource,
-    Operation, OperationDetail, Outcome, Phase,
+    Attempt, Contract, FailureMode, Item, ItemState, Observation, ObservationSource, Operation,
+    OperationDetail, Outcome, Phase,
 };
 
 /// What to do about a repeat.
@@ -346,7 +346,7 @@ pub fn assess(
 ) -> Assessment {
     let requests: Vec<&Attempt> = attempts
         .iter()
-        .filter(|a| a.kind == AttemptKind::Request && a.started_at <= at)
+        .filter(|a| a.spends_budget() && a.started_at <= at)
         .collect();
     let last = requests
         .iter()

@@ -382,6 +382,23 @@ impl Attempt {
     pub fn last_instant(&self) -> DateTime<Utc> {
         self.ended_at.unwrap_or(self.started_at)
     }
+
+    /// A try a gateway stopped before it left (phase `not_sent` at layer
+    /// `gateway`), such as the repeat of a held call that `holdfast gateway`
+    /// refuses: evidence of how often the caller tried, never a request the
+    /// provider saw, so it spends no attempt of the budget (G5) and is not the
+    /// last request G2 judges.
+    pub fn refused_by_gateway(&self) -> bool {
+        self.kind == AttemptKind::Request
+            && self.phase == Phase::NotSent
+            && self.layer == Some(Layer::Gateway)
+    }
+
+    /// A request that counts against the attempt budget (G5): every request
+    /// but a try a gateway refused before it left.
+    pub fn spends_budget(&self) -> bool {
+        self.kind == AttemptKind::Request && !self.refused_by_gateway()
+    }
 }
 
 /// One item of a batch or one step of a workflow.
@@ -493,7 +510,8 @@ pub struct OperationRow {
     pub operation: Operation,
     /// Optimistic-lock version, bumped by every change (G8).
     pub version: i64,
-    /// Request attempts made so far.
+    /// Request attempts made so far, those a gateway refused before they left
+    /// aside ([`Attempt::spends_budget`]).
     pub attempts_used: u32,
     /// `max_attempts` of the operation, else of its contract.
     pub max_attempts: Option<u32>,

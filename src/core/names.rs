@@ -1,6 +1,7 @@
 //! Names as a tired reviewer types and reads them: the nearest known name to a
 //! near miss, for "did you mean" hints on ids, actions and enumerations alike, and
-//! a count with its noun in the right number.
+//! a count with its noun in the right number, and a tool's action when one is
+//! known.
 
 /// `1 line`, `3 lines`, `1 status query`: a count with its noun in the right number.
 pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many: &str) -> String {
@@ -8,6 +9,24 @@ pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many:
         format!("{n} {one}")
     } else {
         format!("{n} {many}")
+    }
+}
+
+/// The action of a call of `tool`, for display: `None` when `action` only
+/// repeats the tool's name. Wire format v1 requires an action, so a door that
+/// knows none (a tool without a contract, through the MCP gateway or
+/// OpenTelemetry) writes the tool's name there; showing it again
+/// (`pay/refund/pay/refund`) would claim an action nobody declared.
+pub fn known_action<'a>(tool: &str, action: &'a str) -> Option<&'a str> {
+    (action != tool).then_some(action)
+}
+
+/// `tool/action` as a row shows them, or the tool alone when no action is
+/// known ([`known_action`]).
+pub fn tool_and_action(tool: &str, action: &str) -> String {
+    match known_action(tool, action) {
+        Some(action) => format!("{tool}/{action}"),
+        None => tool.to_owned(),
     }
 }
 
@@ -55,7 +74,15 @@ fn distance(a: &str, b: &str) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{count, nearest};
+    use super::{count, known_action, nearest, tool_and_action};
+
+    #[test]
+    fn an_action_that_repeats_the_tool_is_not_shown() {
+        assert_eq!(tool_and_action("T03", "ticket.create"), "T03/ticket.create");
+        assert_eq!(tool_and_action("pay/refund", "pay/refund"), "pay/refund");
+        assert_eq!(known_action("pay/refund", "pay/refund"), None);
+        assert_eq!(known_action("pay/refund", "refund"), Some("refund"));
+    }
 
     #[test]
     fn one_is_singular_and_every_other_count_plural() {

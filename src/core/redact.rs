@@ -117,9 +117,12 @@ const BUILTIN: &[(&str, &str, Option<Confirm>)] = &[
         r#"(?i)(?:^|[?&;\s"'{,(])(?:password|passwd|pwd|pass|passphrase|token|access_token|refresh_token|id_token|auth_token|api_token|secret|client_secret|api_key|apikey|api-key|x-api-key|private_token|signature|sig|session_token|sessionid)=(?P<s>[^&\s#"'‹]+)"#,
         None,
     ),
+    // A JSON field, also as JSON text inside a JSON string (`\"password\":\"…\"`,
+    // as a tool's result echoing its arguments is kept): the value ends at its
+    // closing quote, escaped or not; an escape inside it (`\n`) is part of it.
     (
         "secret_field",
-        r#"(?i)"(?:password|passwd|secret|client_secret|token|access_token|refresh_token|api_key|apikey)"\s*:\s*"(?P<s>[^"‹]+)""#,
+        r#"(?i)\\*"(?:password|passwd|secret|client_secret|token|access_token|refresh_token|api_key|apikey)\\*"\s*:\s*\\*"(?P<s>(?:[^"\\‹]|\\+[^"\\‹])+)"#,
         None,
     ),
     // A password after its word and `:` or `=`, whatever its shape, unless it is a

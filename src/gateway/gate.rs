@@ -66,6 +66,10 @@ pub struct Ticket {
     seq: u32,
     started: DateTime<Utc>,
     errors_may_commit: bool,
+    /// A read recorded by `record_reads`: its operation, written with its
+    /// outcome once the call ends (a read is never held, so nothing is written
+    /// before it is sent).
+    read: Option<Box<Operation>>,
 }
 
 /// How a forwarded call ended.
@@ -198,6 +202,7 @@ impl Gate {
                 seq: self.next_seq(&id).await?,
                 started: created,
                 errors_may_commit: false,
+                read: None,
             };
             let mut attempt = gateway_attempt(
                 format!("{}-a{}", id.as_str(), ticket.seq),
@@ -243,12 +248,12 @@ impl Gate {
             None => self.settings.trusts(&self.server) && call.read_only_hint == Some(true),
         };
         if read {
-            return Ok(Admission::Pass);
+            return self.pass_read(call, &tool, contract);
         }
         let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
         let payload = hash_arguments(&arguments);
         let declared = self.settings.tool(&tool);
-        let business_key = declared.and_then(|t| t.business_key(Some(&arguments)));
+        let business_key = stored_key(declared, &arguments);
         let same = self
             .store
             .same_calls(&tool, &payload, business_key.as_deref())
@@ -270,8 +275,15 @@ impl Gate {
                 .hold_for_approval(&tool, &arguments, payload, business_key, contract, declared)
                 .await;
         }
-        self.record_new(&tool, payload, business_key, contract, declared)
-            .await
+        let operation = self.operation(
+            &tool,
+            payload,
+            business_key,
+            contract,
+            declared,
+            (self.now)(),
+        )?;
+        self.record_new(operation, declared).await
     }
 
     /// Records the outcome of a forwarded call: its attempt and the move it shows.
@@ -367,6 +379,11 @@ impl Gate {
                     .to_owned()
             }
         };
+        if let Some(operation) = &ticket.read {
+            return self
+                .finish_read(operation, attempt, state, reason, now)
+                .await;
+        }
         let transition = TransitionRecord {
             operation: ticket.operation.clone(),
             from: State::Sent,
@@ -382,6 +399,48 @@ impl Gate {
             now,
         )
         .await?;
+        Ok(state)
+    }
+
+    /// Writes a recorded read with its outcome: SUCCEEDED on a result, else
+    /// FAILED — a read changed nothing, so an outcome not known is no hold.
+    /// The move from SENT is written when its attempt proves it; a read that
+    /// ended without a clear answer is written FAILED with its attempt alone.
+    async fn finish_read(
+        &self,
+        operation: &Operation,
+        attempt: Attempt,
+        state: State,
+        reason: String,
+        now: DateTime<Utc>,
+    ) -> Result<State, GateError> {
+        let clear = attempt.phase == Phase::ResponseReceived
+            && matches!(attempt.outcome, Outcome::Ok | Outcome::Rejected);
+        let state = if state == State::Succeeded {
+            State::Succeeded
+        } else {
+            State::Failed
+        };
+        let mut records = vec![
+            Record::Operation(Operation {
+                state,
+                ..operation.clone()
+            }),
+            Record::Attempt(attempt.clone()),
+        ];
+        if clear {
+            records.push(Record::Transition(TransitionRecord {
+                operation: operation.id.clone(),
+                from: State::Sent,
+                to: state,
+                by: self.ingester.by.clone(),
+                role: Some(Role::System),
+                at: now.max(operation.created_at),
+                reason: Some(format!("a read, recorded as configured: {reason}")),
+                evidence: vec![attempt.id],
+            }));
+        }
+        self.write(records, now).await?;
         Ok(state)
     }
 
@@ -408,30 +467,28 @@ impl Gate {
         self.write(vec![Record::Attempt(attempt)], now).await
     }
 
+    /// Records `operation` (SENT) before its call is forwarded.
     async fn record_new(
         &self,
-        tool: &str,
-        payload: Sha256,
-        business_key: Option<String>,
-        contract: Option<&Contract>,
+        operation: Operation,
         declared: Option<&ToolSettings>,
     ) -> Result<Admission, GateError> {
-        let now = (self.now)();
-        let operation = self.new_operation(tool, payload, business_key, contract, declared, now)?;
+        let now = operation.created_at;
         let id = operation.id.clone();
+        let tool = operation.tool.clone();
         self.write(vec![Record::Operation(operation)], now).await?;
         Ok(Admission::Forward(Ticket {
             operation: id,
-            tool: tool.to_owned(),
+            tool,
             seq: 1,
             started: now,
             errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+            read: None,
         }))
     }
 
-    /// The operation of a new call made `now`, in SENT with the standing
-    /// approval: what [`Gate::record_new`] records.
-    fn new_operation(
+    /// A new operation of a call of `tool` made at `now`, SENT.
+    fn operation(
         &self,
         tool: &str,
         payload: Sha256,
@@ -510,7 +567,7 @@ impl Gate {
     ) -> Result<Admission, GateError> {
         let now = (self.now)();
         let mut operation =
-            self.new_operation(tool, payload.clone(), business_key, contract, declared, now)?;
+            self.operation(tool, payload.clone(), business_key, contract, declared, now)?;
         // A record states where its transitions leave it: PLANNED → BLOCKED.
         operation.state = State::Blocked;
         operation.approval = None;
@@ -521,6 +578,7 @@ impl Gate {
             seq: 1,
             started: now,
             errors_may_commit: false,
+            read: None,
         };
         let mut attempt = gateway_attempt(
             format!("{}-a1", id.as_str()),
@@ -559,6 +617,40 @@ impl Gate {
         Ok(Admission::Refuse(approval_text(&id, tool)))
     }
 
+    /// A read: passed as it is, or, with `record_reads`, forwarded with a
+    /// ticket whose operation is written once the call ends. Nothing is
+    /// written before it is sent and nothing refuses it: a read is never held.
+    fn pass_read(
+        &self,
+        call: &Call,
+        tool: &str,
+        contract: Option<&Contract>,
+    ) -> Result<Admission, GateError> {
+        if !self.settings.record_reads {
+            return Ok(Admission::Pass);
+        }
+        let arguments = Value::Object(call.arguments.clone().unwrap_or_default());
+        let declared = self.settings.tool(tool);
+        let business_key = stored_key(declared, &arguments);
+        let now = (self.now)();
+        let operation = self.operation(
+            tool,
+            hash_arguments(&arguments),
+            business_key,
+            contract,
+            declared,
+            now,
+        )?;
+        Ok(Admission::Forward(Ticket {
+            operation: operation.id.clone(),
+            tool: tool.to_owned(),
+            seq: 1,
+            started: now,
+            errors_may_commit: false,
+            read: Some(Box::new(operation)),
+        }))
+    }
+
     /// The next identical call after a reviewer's authorize-retry: APPROVED →
     /// SENT, which only one gateway's ingest can make.
     async fn forward_approved(
@@ -588,6 +680,7 @@ impl Gate {
                 seq,
                 started: now,
                 errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
+                read: None,
             })),
             // Another call took the authorization first: this one is a repeat of
             // an operation in flight.
@@ -618,6 +711,7 @@ impl Gate {
             seq,
             started: now,
             errors_may_commit: false,
+            read: None,
         };
         let mut attempt = gateway_attempt(
             format!("{}-refused-{}-{n}", held.id.as_str(), self.instance),
@@ -726,6 +820,15 @@ fn gateway_attempt(
         response_excerpt: None,
         url: None,
     }
+}
+
+/// The business key the tool's contract finds in `arguments`, as the store
+/// keeps it: with its secrets redacted (the one ingest redaction), so that the
+/// key of a repeat is compared with the key stored for the call it repeats.
+fn stored_key(declared: Option<&ToolSettings>, arguments: &Value) -> Option<String> {
+    declared
+        .and_then(|t| t.business_key(Some(arguments)))
+        .map(|key| crate::core::redact::redact(&key).into_owned())
 }
 
 /// The states a repeat may not pass: held, or in flight with no outcome

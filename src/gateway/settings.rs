@@ -40,6 +40,11 @@ pub struct GatewaySettings {
     /// records and forwards writes whatever the level (default off).
     #[serde(default)]
     pub hold_writes_for_approval: bool,
+    /// Whether reads (tools that pass without a hold) are recorded too, each
+    /// as an operation written once it ends, SUCCEEDED or FAILED and never
+    /// held (default false: reads pass without a record).
+    #[serde(default)]
+    pub record_reads: bool,
     /// Tools declared here, named `SERVER/TOOL`.
     #[serde(default)]
     pub tool: Vec<ToolSettings>,

@@ -123,6 +123,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "approve_action",
         include_str!("../../migrations/postgres/20261203000040_approve_action.sql"),
     ),
+    (
+        20261203000045,
+        "attempt_refused",
+        include_str!("../../migrations/postgres/20261203000045_attempt_refused.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

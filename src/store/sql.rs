@@ -239,7 +239,7 @@ where
     let mut qb = QueryBuilder::new(format!(
         "{prefix}SELECT o.id, o.state, o.owner, o.next_observation_ms, o.version, o.state_since_ms, o.wire, \
          COALESCE(o.max_attempts, c.max_attempts) AS max_attempts, \
-         (SELECT count(*) FROM attempts a WHERE a.operation = o.id AND a.kind = 'request') AS used, \
+         (SELECT count(*) FROM attempts a WHERE a.operation = o.id AND a.kind = 'request' AND a.refused = 0) AS used, \
          (SELECT string_agg(d.depends_on, ' ') FROM dependencies d \
             JOIN operations p ON p.id = d.depends_on \
             WHERE d.operation = o.id AND p.state IN ({held})"

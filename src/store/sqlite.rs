@@ -113,6 +113,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "approve_action",
         include_str!("../../migrations/sqlite/20261203000040_approve_action.sql"),
     ),
+    (
+        20261203000045,
+        "attempt_refused",
+        include_str!("../../migrations/sqlite/20261203000045_attempt_refused.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -23,6 +23,9 @@ use serde_json::Value;
 
 pub const SERVER: &str = "pay";
 
+/// The one root the test client answers `roots/list` with.
+pub const AGENT_ROOT: &str = "file:///srv/agent-workspace";
+
 /// The fixture server's binary, built on demand (a plain `cargo test` builds
 /// the examples already).
 pub fn fixture() -> PathBuf {
@@ -56,6 +59,11 @@ impl Service<RoleClient> for Heard {
     ) -> Result<ClientResult, ErrorData> {
         match request {
             ServerRequest::PingRequest(_) => Ok(ClientResult::empty(())),
+            // A request from the server: the client's roots.
+            #[allow(deprecated)]
+            ServerRequest::ListRootsRequest(_) => Ok(ClientResult::ListRootsResult(
+                rmcp::model::ListRootsResult::new(vec![rmcp::model::Root::new(AGENT_ROOT)]),
+            )),
             _ => Err(ErrorData::new(
                 rmcp::model::ErrorCode::METHOD_NOT_FOUND,
                 "no such method",

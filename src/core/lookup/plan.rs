@@ -87,7 +87,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
     let since = detail
         .attempts
         .iter()
-        .filter(|a| a.kind == AttemptKind::Request)
+        .filter(|a| a.spends_budget())
         .map(Attempt::last_instant)
         .max();
     let verdict = observation.as_ref().map(|o| judge(o, since, lag));

@@ -195,8 +195,8 @@ shared! {
         ) -> Result<(), StoreError> {
             Self::insert_many(
                 conn,
-                "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, url, wire, record_hash) ",
-                8,
+                "INSERT INTO attempts (id, operation, seq, kind, provider_request_id, url, refused, wire, record_hash) ",
+                9,
                 attempts,
                 |b, r| {
                     b.push_bind(r.key.clone())
@@ -205,6 +205,7 @@ shared! {
                         .push_bind(r.kind.clone())
                         .push_bind(r.provider_request_id.clone())
                         .push_bind(r.url.clone())
+                        .push_bind(r.refused)
                         .push_bind(r.wire.clone())
                         .push_bind(r.hash.clone());
                 },

@@ -119,6 +119,7 @@ pub const TABLES: &[Table] = &[
             ("kind", Text),
             ("provider_request_id", Text),
             ("url", Text),
+            ("refused", Int),
             ("wire", Text),
             ("record_hash", Text),
         ],

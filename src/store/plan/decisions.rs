@@ -11,8 +11,8 @@
 use crate::core::autonomy::Level;
 use crate::core::ids::OperationId;
 use crate::core::model::{
-    ActionKind, Attempt, AttemptKind, ChildLink, Contract, Item, Operation, OperationDetail,
-    OperationRow, Role, State, TransitionRecord,
+    ActionKind, Attempt, ChildLink, Contract, Item, Operation, OperationDetail, OperationRow, Role,
+    State, TransitionRecord,
 };
 use crate::core::rules::moves::{self, Move, classify};
 use crate::core::rules::{Actor, Rationale, decide};
@@ -184,14 +184,9 @@ pub fn add_earlier(detail: &mut OperationDetail, staged: &[Staged], line: usize)
         }
     }
     detail.attempts.sort_by_key(|a| a.seq);
-    detail.row.attempts_used = u32::try_from(
-        detail
-            .attempts
-            .iter()
-            .filter(|a| a.kind == AttemptKind::Request)
-            .count(),
-    )
-    .unwrap_or(u32::MAX);
+    detail.row.attempts_used =
+        u32::try_from(detail.attempts.iter().filter(|a| a.spends_budget()).count())
+            .unwrap_or(u32::MAX);
     detail.observations.sort_by_key(|o| o.observed_at);
     detail.items.sort_by_key(|i| i.index);
 }

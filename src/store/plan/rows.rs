@@ -109,6 +109,9 @@ pub struct RecordColumns {
     pub provider_request_id: Option<String>,
     /// An attempt's URL (redacted), kept beside its wire line.
     pub url: Option<String>,
+    /// 1 for a try a gateway refused before it left
+    /// ([`crate::core::model::Attempt::refused_by_gateway`]), else 0.
+    pub refused: i64,
     pub wire: String,
     pub hash: String,
 }
@@ -135,6 +138,7 @@ impl RecordColumns {
                 kind: Some(a.kind.as_str().to_owned()),
                 provider_request_id: a.provider_request_id.as_deref().map(indexed),
                 url: a.url.clone(),
+                refused: i64::from(a.refused_by_gateway()),
                 ..base
             },
             Record::Observation(o) => RecordColumns {

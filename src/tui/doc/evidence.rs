@@ -193,7 +193,11 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
     doc.field(
         theme,
         "tool / action",
-        Clean::new(&format!("{} / {}", b.tool, b.action)),
+        Clean::new(&format!(
+            "{} / {}",
+            b.tool,
+            crate::core::names::known_action(&b.tool, &b.action).unwrap_or("-")
+        )),
         theme.plain(),
     );
     let lookup_style = if b.status_lookup.starts_with("none") {
@@ -484,8 +488,14 @@ fn budget(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
         .max_attempts
         .map_or_else(|| "-".to_owned(), |m| m.to_string());
     let queries = budget.status_queries;
+    let refused = budget.refused_by_gateway;
+    let held_back = if refused == 0 {
+        String::new()
+    } else {
+        format!(" · {refused} refused by the gateway, not counted")
+    };
     let text = format!(
-        "{} of {max} used · {queries} status quer{}",
+        "{} of {max} used{held_back} · {queries} status quer{}",
         budget.attempts_used,
         if queries == 1 { "y" } else { "ies" }
     );

@@ -531,7 +531,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         priority: 4,
         cut: true,
         cell: |r, c| {
-            let text = format!("{}/{}", r.operation.tool, r.operation.action);
+            let text = crate::core::names::tool_and_action(&r.operation.tool, &r.operation.action);
             (Clean::new(&text), c.theme.plain())
         },
     },
