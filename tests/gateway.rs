@@ -1006,3 +1006,80 @@ async fn a_business_key_holding_a_secret_still_finds_the_held_call() {
     );
     client.cancel().await.unwrap();
 }
+
+/// The gateway as a login of the application group on PostgreSQL (the
+/// operations guide's grants, row-level security on): with only an ingest grant
+/// on its tenant it records a write that succeeds and one that hangs past the
+/// agent's timeout, in the login's own name, refuses the hung call's repeat, and
+/// the owner's `audit verify` holds. Without the grant it refuses every write
+/// rather than forward one it could not record (fail closed).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_application_login_records_and_gates_in_its_own_name() {
+    crate::skip_without_postgres!();
+    use support::stores::{LoginRole, application_grants, url_for_login};
+    let group = LoginRole::create("hf_gw_app").await;
+    let login = LoginRole::member_of("hf_gw_agent", &group).await;
+    let fresh = stores::postgres().await;
+    let database = fresh.database_name().unwrap().to_owned();
+    fresh
+        .execute(&application_grants(&group.name, &database))
+        .await
+        .unwrap();
+    let owner = fresh.store.login().await.unwrap().expect("a login");
+    let as_owner = Rig::new(&fresh.url);
+    as_owner.config("[gateway]\ntenant = \"pinehaven\"\n");
+    let grant = |who: &str, role: &str| {
+        holdfast(
+            &as_owner,
+            &["grant", who, "--role", role, "--tenant", "pinehaven"],
+        );
+    };
+    grant(&owner, "owner");
+
+    let rig = Rig::new(&url_for_login(&fresh.url, &login.name));
+    rig.config("[gateway]\ntenant = \"pinehaven\"\n");
+    let (client, _) = rig.connect().await;
+    let first = json!({"order": "L0", "amount": 1});
+    let refused_here = call(&client, "refund", first.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(refused_here.is_error, Some(true), "{}", text(&refused_here));
+    assert_eq!(rig.applied(), 0, "a call it could not record is not sent");
+    client.cancel().await.unwrap();
+
+    grant(&login.name, "ingest");
+    let (client, _) = rig.connect().await;
+    let store = fresh.store.as_ref();
+    let ok = json!({"order": "L1", "amount": 5});
+    let done = call(&client, "refund", ok.clone(), PATIENT).await.unwrap();
+    assert_eq!(text(&done), "refunded");
+    settled(store, "refund", &ok, State::Succeeded).await;
+
+    let hung = json!({"order": "L2", "amount": 7, "hang_ms": 1500});
+    let id = timed_out(&client, store, "refund", &hung).await;
+    refused(&client, "refund", &hung, &id, State::Unknown).await;
+    tokio::time::sleep(Duration::from_millis(2000)).await;
+    assert_eq!(
+        rig.applied(),
+        2,
+        "the hung refund applied once, its repeat never"
+    );
+
+    let rows = store.audit(1, 500).await.unwrap();
+    let mine: Vec<_> = rows.iter().filter(|r| r.draft.operation == id).collect();
+    assert!(!mine.is_empty());
+    for row in mine {
+        assert_eq!(row.draft.by, login.name, "{row:?}");
+    }
+    let verified = attempt(&as_owner, &["audit", "verify"]);
+    assert!(
+        verified.status.success(),
+        "{}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
+    client.cancel().await.unwrap();
+    fresh.close().await;
+    drop(fresh);
+    drop(login);
+    drop(group);
+}
