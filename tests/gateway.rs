@@ -1016,16 +1016,8 @@ async fn a_business_key_holding_a_secret_still_finds_the_held_call() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_application_login_records_and_gates_in_its_own_name() {
     crate::skip_without_postgres!();
-    use support::stores::{LoginRole, application_grants, url_for_login};
-    let group = LoginRole::create("hf_gw_app").await;
-    let login = LoginRole::member_of("hf_gw_agent", &group).await;
-    let fresh = stores::postgres().await;
-    let database = fresh.database_name().unwrap().to_owned();
-    fresh
-        .execute(&application_grants(&group.name, &database))
-        .await
-        .unwrap();
-    let owner = fresh.store.login().await.unwrap().expect("a login");
+    let team = stores::ApplicationLogin::new("hf_gw").await;
+    let (fresh, login, owner) = (&team.fresh, &team.login, &team.owner);
     let as_owner = Rig::new(&fresh.url);
     as_owner.config("[gateway]\ntenant = \"pinehaven\"\n");
     let grant = |who: &str, role: &str| {
@@ -1034,9 +1026,9 @@ async fn an_application_login_records_and_gates_in_its_own_name() {
             &["grant", who, "--role", role, "--tenant", "pinehaven"],
         );
     };
-    grant(&owner, "owner");
+    grant(owner, "owner");
 
-    let rig = Rig::new(&url_for_login(&fresh.url, &login.name));
+    let rig = Rig::new(&team.url());
     rig.config("[gateway]\ntenant = \"pinehaven\"\n");
     let (client, _) = rig.connect().await;
     let first = json!({"order": "L0", "amount": 1});
@@ -1079,7 +1071,4 @@ async fn an_application_login_records_and_gates_in_its_own_name() {
     );
     client.cancel().await.unwrap();
     fresh.close().await;
-    drop(fresh);
-    drop(login);
-    drop(group);
 }

@@ -1243,16 +1243,8 @@ mod binary {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn a_login_of_the_application_group_feeds_both_doors_in_its_own_name() {
         crate::skip_without_postgres!();
-        use super::support::stores::{LoginRole, application_grants, url_for_login};
-        let group = LoginRole::create("hf_otlp_app").await;
-        let feeder = LoginRole::member_of("hf_otlp_feeder", &group).await;
-        let fresh = stores::postgres().await;
-        let database = fresh.database_name().unwrap().to_owned();
-        fresh
-            .execute(&application_grants(&group.name, &database))
-            .await
-            .unwrap();
-        let owner = fresh.store.login().await.unwrap().expect("a login");
+        let team = stores::ApplicationLogin::new("hf_otlp").await;
+        let (fresh, feeder, owner) = (&team.fresh, &team.login, &team.owner);
         let home = tempfile::tempdir().unwrap();
         std::fs::write(
             home.path().join("config.toml"),
@@ -1260,7 +1252,7 @@ mod binary {
         )
         .unwrap();
         let as_owner = fresh.url.clone();
-        let as_feeder = url_for_login(&fresh.url, &feeder.name);
+        let as_feeder = team.url();
         let grant = |who: &str, role: &str| {
             let (code, out) = ran(on_postgres(
                 home.path(),
@@ -1269,7 +1261,7 @@ mod binary {
             ));
             assert_eq!(code, 0, "{out}");
         };
-        grant(&owner, "owner");
+        grant(owner, "owner");
 
         let file = home.path().join("traces.jsonl");
         std::fs::write(&file, super::file::lines().join("\n")).unwrap();
@@ -1333,8 +1325,5 @@ mod binary {
         let (code, out) = ran(on_postgres(home.path(), &as_owner, &["audit", "verify"]));
         assert_eq!(code, 0, "{out}");
         fresh.close().await;
-        drop(fresh);
-        drop(feeder);
-        drop(group);
     }
 }

@@ -500,3 +500,40 @@ pub fn application_grants(role: &str, database: &str) -> String {
         .replace("holdfast_app", role)
         .replace("holdfast_db", database)
 }
+
+/// A fresh PostgreSQL store whose application group (a new role holding the
+/// operations guide's grants) has one login, and the login of the database
+/// owner, who holds the tables. Fields drop in order: the store before the
+/// roles that hold privileges in it.
+pub struct ApplicationLogin {
+    pub fresh: Fresh,
+    pub login: LoginRole,
+    pub group: LoginRole,
+    /// The database owner's login (the tests' admin).
+    pub owner: String,
+}
+
+impl ApplicationLogin {
+    pub async fn new(prefix: &str) -> ApplicationLogin {
+        let group = LoginRole::create(&format!("{prefix}_app")).await;
+        let login = LoginRole::member_of(&format!("{prefix}_login"), &group).await;
+        let fresh = postgres().await;
+        let database = fresh.database_name().unwrap().to_owned();
+        fresh
+            .execute(&application_grants(&group.name, &database))
+            .await
+            .unwrap();
+        let owner = fresh.store.login().await.unwrap().expect("a login");
+        ApplicationLogin {
+            fresh,
+            login,
+            group,
+            owner,
+        }
+    }
+
+    /// The store's URL as the application login.
+    pub fn url(&self) -> String {
+        url_for_login(&self.fresh.url, &self.login.name)
+    }
+}
