@@ -1,6 +1,6 @@
 //! The guides link to each other by file and heading; a heading renamed or a
 //! section moved must not leave a link pointing nowhere. This test reads the
-//! README, the guides under `docs/` and the design and architecture documents,
+//! README, the guides under `docs/`, the design and architecture documents and the benchmarks,
 //! and checks every relative link's file and `#anchor` (GitHub's heading slugs).
 
 use std::collections::BTreeMap;
@@ -64,7 +64,7 @@ fn links(text: &str) -> Vec<(usize, String)> {
 #[test]
 fn every_link_between_the_documents_reaches_a_file_and_a_heading() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let mut files: Vec<PathBuf> = ["README.md", "DESIGN.md", "ARCHITECTURE.md"]
+    let mut files: Vec<PathBuf> = ["README.md", "DESIGN.md", "ARCHITECTURE.md", "BENCHMARKS.md"]
         .iter()
         .map(|f| root.join(f))
         .collect();
