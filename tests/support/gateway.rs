@@ -122,18 +122,26 @@ impl Rig {
             .unwrap_or(0)
     }
 
-    pub fn command(&self) -> tokio::process::Command {
-        let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
+    /// `holdfast --database-url URL` on the rig's store, with its own data dir
+    /// and config and nothing of the caller's environment that names another.
+    pub fn holdfast(&self) -> std::process::Command {
+        let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
         command
             .env_remove("HOLDFAST_DB")
             .env_remove("HOLDFAST_NOW")
             .env_remove("HOLDFAST_AS")
             .env("HOLDFAST_DATA_DIR", self.dir.path())
             .env("HOLDFAST_CONFIG", self.dir.path().join("config.toml"))
+            .arg("--database-url")
+            .arg(&self.url);
+        command
+    }
+
+    pub fn command(&self) -> tokio::process::Command {
+        let mut command = tokio::process::Command::from(self.holdfast());
+        command
             .env("MCP_FIXTURE_EFFECTS", self.effects())
             .env("MCP_FIXTURE_FAIL_ONCE", self.fail_once())
-            .arg("--database-url")
-            .arg(&self.url)
             .args(["gateway", "--name", SERVER, "--"])
             .arg(fixture());
         command
@@ -243,15 +251,7 @@ pub fn holdfast(rig: &Rig, args: &[&str]) -> std::process::Output {
 /// Runs `holdfast ARGS` on the rig's store as a reviewer, whatever its outcome:
 /// `maya` on SQLite, the database login on PostgreSQL (the login acts there).
 pub fn attempt(rig: &Rig, args: &[&str]) -> std::process::Output {
-    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_holdfast"));
-    command
-        .env_remove("HOLDFAST_DB")
-        .env_remove("HOLDFAST_NOW")
-        .env_remove("HOLDFAST_AS")
-        .env("HOLDFAST_DATA_DIR", rig.dir.path())
-        .env("HOLDFAST_CONFIG", rig.dir.path().join("config.toml"))
-        .arg("--database-url")
-        .arg(&rig.url);
+    let mut command = rig.holdfast();
     if !rig.url.starts_with("postgres") {
         command.args(["--as", "maya"]);
     }
