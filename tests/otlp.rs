@@ -427,6 +427,37 @@ async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
     );
 }
 
+/// A business key holding a secret is stored redacted; a repeat of the call
+/// with the same key still finds the UNKNOWN operation (a repeat must match
+/// both the payload and the key).
+async fn a_repeat_is_found_by_a_business_key_holding_a_secret(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let store = fresh.store.as_ref();
+    let key = "order-sk_live_51H8xYzAbCdEfGhIjKlMnOp";
+    let agent = Agent::new();
+    let cx = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 0);
+    agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
+    agent.end(&cx, 31, true);
+    let mut first = agent.request();
+    set_attribute(&mut first, "holdfast.business_key", key);
+    send(store, first, &settings()).await;
+    let again = agent.tool("create_ticket", Some(r#"{"title":"printer"}"#), 40);
+    agent.http(&again, "POST", Some(201), None, None, 41, 42);
+    agent.end(&again, 42, false);
+    let mut second = agent.request();
+    set_attribute(&mut second, "holdfast.business_key", key);
+    send(store, second, &settings()).await;
+    let detail = only(store, "create_ticket").await;
+    let stored = detail
+        .row
+        .operation
+        .business_key
+        .clone()
+        .unwrap_or_default();
+    assert!(!stored.contains("sk_live"), "{stored}");
+    assert_eq!(detail.attempts.len(), 2, "the repeat joined the held call");
+}
+
 /// Sets `key` to `value` on every span of `request` that has it, else on
 /// every tool span.
 fn set_attribute(request: &mut ExportTraceServiceRequest, key: &str, value: &str) {
@@ -592,6 +623,7 @@ holdfast_on_both_backends!(
     orphans_past_their_window_become_an_unknown_tool_operation,
     the_same_request_twice_changes_nothing,
     a_new_call_repeating_an_unknown_one_is_a_repeat_on_it,
+    a_repeat_is_found_by_a_business_key_holding_a_secret,
 );
 
 /// `holdfast ingest --format otlp` on files the Collector's `file` exporter

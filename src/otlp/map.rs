@@ -386,7 +386,9 @@ fn emit(call: &Call<'_>, cx: &Context<'_>, declared: &mut HashSet<String>, out: 
                 .and_then(|t| t.attributes.get("gen_ai.tool.call.arguments"))
                 .map(arguments_value);
             tool_settings?.business_key(arguments.as_ref())
-        });
+        })
+        // As the store keeps it, so that it finds the stored key it repeats.
+        .map(|key| crate::core::redact::redact(&key).into_owned());
     let stored_attempts = cx.stored.operations.get(&call.id);
     // A new call with the same tool, arguments and business key as an UNKNOWN
     // operation repeats it: its attempts join that operation.
