@@ -19,13 +19,16 @@ use support::review::{loaded, now};
 use support::stores::{Fresh, Kind};
 
 /// One hot read: its name, whether it may walk the audit log in `seq` order
-/// (the audit page does: it stops at its `LIMIT`), and whether it is a keyset
+/// (the audit page does: it stops at its `LIMIT`), whether it is a keyset
 /// page's leg in its key's band, which must seek the index to the key rather
-/// than read from the top of the order and filter up to it.
+/// than read from the top of the order and filter up to it, and whether it is
+/// the gateway's lookup of a call's identical ones, which must find them by
+/// the tool and the hash or key (and may sort the few it finds).
 struct Read {
     name: String,
     walks_audit: bool,
     seeks_key: bool,
+    same_call: bool,
 }
 
 fn scopes() -> Vec<(&'static str, Scope)> {
@@ -50,6 +53,7 @@ fn reads<'a, DB>(prefix: &str, at: DateTime<Utc>) -> Vec<(Read, QueryBuilder<DB>
 where
     DB: sqlx::Database,
     String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    Option<String>: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
     i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
 {
     let key = sql::SortKey {
@@ -71,6 +75,7 @@ where
             name: format!("{name} ({label})"),
             walks_audit,
             seeks_key: false,
+            same_call: false,
         };
         let band = |name: &str, seek: sql::Seek, leg: sql::Leg| Read {
             seeks_key: matches!(seek, sql::Seek::From(..)) && leg == sql::Leg::Band,
@@ -160,6 +165,21 @@ where
             sql::audit_page(prefix, AUDIT_COLUMNS, &scope, Some(3), 200),
         ));
     }
+    // Scope-free: the gateway asks every tenant's operations of its tool.
+    out.push((
+        Read {
+            name: "a gateway's identical calls".into(),
+            walks_audit: false,
+            seeks_key: false,
+            same_call: true,
+        },
+        sql::same_calls(
+            prefix,
+            "pay/refund",
+            "0f0e0d0c0b0a09080706050403020100f0e0d0c0b0a09080706050403020100",
+            Some("order-42"),
+        ),
+    ));
     out
 }
 
@@ -196,10 +216,24 @@ async fn sqlite_plans(fresh: &Fresh) {
             }
             panic!("{}: scans {table}:\n  {shown}", read.name);
         }
+        if read.same_call {
+            for index in [
+                "operations_payload (tool=? AND payload_hash=?)",
+                "operations_business_key (tool=? AND business_key=?)",
+            ] {
+                assert!(
+                    plan.iter()
+                        .any(|l| l.ends_with(&format!("USING INDEX {index}"))),
+                    "{}: does not search {index}:\n  {shown}",
+                    read.name
+                );
+            }
+        }
         assert!(
-            !plan
-                .iter()
-                .any(|l| l.contains("USE TEMP B-TREE FOR ORDER BY")),
+            read.same_call
+                || !plan
+                    .iter()
+                    .any(|l| l.contains("USE TEMP B-TREE FOR ORDER BY")),
             "{}: sorts instead of walking an index:\n  {shown}",
             read.name
         );
@@ -268,6 +302,16 @@ async fn postgres_plans(fresh: &Fresh) {
                 "{}: does not seek the index to the key:\n  {shown}",
                 read.name
             );
+        }
+        if read.same_call {
+            for index in ["operations_payload", "operations_business_key"] {
+                assert!(
+                    plan.iter()
+                        .any(|l| l.contains("Index") && l.contains(index)),
+                    "{}: does not read {index}:\n  {shown}",
+                    read.name
+                );
+            }
         }
         if read.walks_audit {
             // Any page reads the log through an index: its key, or (for a

@@ -128,6 +128,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "attempt_refused",
         include_str!("../../migrations/postgres/20261203000045_attempt_refused.sql"),
     ),
+    (
+        20261203000050,
+        "same_call_index",
+        include_str!("../../migrations/postgres/20261203000050_same_call_index.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

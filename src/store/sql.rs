@@ -510,6 +510,37 @@ where
     qb
 }
 
+/// The operations of `tool` identical to a call (DESIGN §10.2): the same
+/// payload hash, or the same business key; newest first. Two halves, each
+/// read through its own index on the tool and the hash or key: an `OR` of the
+/// two is read through the tool's index alone, every operation of the tool.
+pub fn same_calls<'a, DB>(
+    prefix: &str,
+    tool: &str,
+    payload_hash: &str,
+    business_key: Option<&str>,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    Option<String>: Encode<'a, DB> + Type<DB>,
+{
+    const COLUMNS: &str = "o.id, o.state, o.payload_hash, o.created_ms";
+    let mut qb = operations_query(prefix, COLUMNS);
+    qb.push(" AND o.tool = ");
+    qb.push_bind(tool.to_owned());
+    qb.push(" AND o.payload_hash = ");
+    qb.push_bind(payload_hash.to_owned());
+    qb.push(format!(
+        " UNION SELECT {COLUMNS} FROM operations o WHERE o.tool = "
+    ));
+    qb.push_bind(tool.to_owned());
+    qb.push(" AND o.business_key = ");
+    qb.push_bind(business_key.map(str::to_owned));
+    qb.push(" ORDER BY created_ms DESC, id DESC");
+    qb
+}
+
 /// The scope of a filter that narrows by nothing but the tenant scope (G7),
 /// whose counts the `operation_counts` table keeps; `None` for any other filter.
 pub fn kept_scope(filter: &OperationFilter) -> Option<Scope> {

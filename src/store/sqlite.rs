@@ -118,6 +118,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "attempt_refused",
         include_str!("../../migrations/sqlite/20261203000045_attempt_refused.sql"),
     ),
+    (
+        20261203000050,
+        "same_call_index",
+        include_str!("../../migrations/sqlite/20261203000050_same_call_index.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

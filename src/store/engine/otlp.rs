@@ -208,14 +208,11 @@ shared! {
             payload_hash: &Sha256,
             business_key: Option<&str>,
         ) -> Result<Vec<SameCall>, StoreError> {
-            let rows = sqlx::query(
-                "SELECT id, state, payload_hash, created_ms FROM operations WHERE tool = $1 \
-                 AND (payload_hash = $2 OR business_key = $3) ORDER BY created_ms DESC, id DESC",
-            )
-            .bind(tool.to_owned())
-            .bind(payload_hash.as_str().to_owned())
-            .bind(business_key.map(str::to_owned))
-            .fetch_all(&self.pool)
+            let mut qb: sqlx::QueryBuilder<DB> =
+                crate::store::sql::same_calls("", tool, payload_hash.as_str(), business_key);
+            let rows = qb
+                .build()
+                .fetch_all(&self.pool)
             .await
             .map_err(db::<DB>)?;
             let mut out = Vec::with_capacity(rows.len());
