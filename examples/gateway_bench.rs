@@ -12,7 +12,9 @@
 //! target/release/examples/gateway_bench [CALLS] [TRIALS] [DATABASE_URL]
 //! ```
 //! Without a URL the store is a fresh SQLite file in a temp dir; a PostgreSQL
-//! URL must name an empty, migrated database.
+//! URL must name an empty, migrated database. With `GATEWAY_BENCH_KEEP` set
+//! the temp dir (store, config, the gateways' log) is kept and named; with
+//! `HOLDFAST_LOG=sqlx=debug` that log times every statement.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -304,5 +306,9 @@ async fn main() -> anyhow::Result<()> {
         "race after one authorize-retry, {trials} trials of two identical calls through two gateways: \
          reached the server once in {once}, twice or more in {twice}, never in {none}; {refused} calls refused"
     );
+    if std::env::var_os("GATEWAY_BENCH_KEEP").is_some() {
+        // Kept for reading: the store and the gateways' log (`HOLDFAST_LOG`).
+        println!("kept: {}", places.dir.keep().display());
+    }
     Ok(())
 }

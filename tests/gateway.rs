@@ -77,10 +77,13 @@ async fn reads_pass_and_the_list_is_unchanged(kind: Kind) {
     );
     // Without a contract, an untrusted server's read-only hint is not believed.
     let _ = call(&client, "progress", json!({}), PATIENT).await.unwrap();
-    assert_eq!(
-        same(fresh.store.as_ref(), "progress", &json!({})).await[0].1,
-        State::Succeeded
-    );
+    settled(
+        fresh.store.as_ref(),
+        "progress",
+        &json!({}),
+        State::Succeeded,
+    )
+    .await;
     let _ = heard;
     client.cancel().await.unwrap();
     direct.cancel().await.unwrap();
@@ -282,6 +285,65 @@ async fn authorize_retry_lets_one_identical_call_through_then_the_record_answers
     );
     assert_eq!(rig.applied(), 1, "answered from the record, not sent");
     client.cancel().await.unwrap();
+}
+
+/// A settled outcome may be written after its answer, with the gateway's next
+/// write: an identical call made at once is still judged on that outcome (a
+/// success answers from the record, a failure goes out again), and an outcome
+/// with no write after it reaches the store by itself.
+async fn a_repeat_at_once_is_judged_on_the_outcome_answered(kind: Kind) {
+    let fresh = stores::fresh(kind).await;
+    let rig = Rig::new(&fresh.url);
+    let (client, _) = rig.connect().await;
+    let store = fresh.store.as_ref();
+
+    let args = json!({"order": "Q1", "amount": 8});
+    let first = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(text(&first), "refunded");
+    let again = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_ne!(again.is_error, Some(true), "{again:?}");
+    assert!(
+        text(&again).contains("already SUCCEEDED"),
+        "{}",
+        text(&again)
+    );
+    assert_eq!(rig.applied(), 1, "answered from the record, not sent");
+
+    let rejected = json!({"order": "Q2"});
+    for _ in 0..2 {
+        let result = call(&client, "reject", rejected.clone(), PATIENT)
+            .await
+            .unwrap();
+        assert_eq!(result.is_error, Some(true));
+        assert!(!text(&result).contains("holdfast"), "{}", text(&result));
+    }
+    let last = json!({"order": "Q3", "amount": 2});
+    call(&client, "refund", last.clone(), PATIENT)
+        .await
+        .unwrap();
+    settled(store, "refund", &last, State::Succeeded).await;
+    let failed = same(store, "reject", &rejected).await;
+    assert_eq!(failed.len(), 2, "{failed:?}");
+    assert!(
+        failed.iter().all(|(_, s)| *s == State::Failed),
+        "{failed:?}"
+    );
+    client.cancel().await.unwrap();
+}
+
+#[tokio::test]
+async fn a_repeat_at_once_is_judged_on_the_outcome_answered_sqlite() {
+    a_repeat_at_once_is_judged_on_the_outcome_answered(Kind::Sqlite).await;
+}
+
+#[tokio::test]
+async fn a_repeat_at_once_is_judged_on_the_outcome_answered_postgres() {
+    skip_without_postgres!();
+    a_repeat_at_once_is_judged_on_the_outcome_answered(Kind::Postgres).await;
 }
 
 async fn killed_mid_call_then_restarted(kind: Kind) {

@@ -70,6 +70,26 @@ pub struct Ticket {
     /// outcome once the call ends (a read is never held, so nothing is written
     /// before it is sent).
     read: Option<Box<Operation>>,
+    /// What makes another call identical to this one (its payload hash and
+    /// business key), for a write whose settled outcome may be written after
+    /// its answer ([`Gate::finish`]); `None` where the outcome is written first.
+    same: Option<Identity>,
+}
+
+/// What makes two calls of one tool identical (DESIGN §10.2): the same payload
+/// hash, or the same business key.
+#[derive(Debug, Clone)]
+struct Identity {
+    payload: Sha256,
+    business_key: Option<String>,
+}
+
+/// A settled outcome answered to the agent and not yet written: the records,
+/// and which calls it settles.
+struct Unwritten {
+    tool: String,
+    same: Identity,
+    records: Vec<Record>,
 }
 
 /// How a forwarded call ended.
@@ -112,6 +132,11 @@ pub struct Gate {
     instance: String,
     calls: AtomicU64,
     contracts: HashMap<String, Contract>,
+    /// Settled outcomes (SUCCEEDED, FAILED) already answered, written with the
+    /// gateway's next write or by [`Gate::settle`]. Locked for the whole of a
+    /// write that takes them, so a call checking for its identical ones waits
+    /// until they are in the store.
+    unwritten: tokio::sync::Mutex<Vec<Unwritten>>,
 }
 
 impl Gate {
@@ -169,6 +194,7 @@ impl Gate {
             instance,
             calls: AtomicU64::new(0),
             contracts,
+            unwritten: tokio::sync::Mutex::new(Vec::new()),
         })
     }
 
@@ -203,6 +229,7 @@ impl Gate {
                 started: created,
                 errors_may_commit: false,
                 read: None,
+                same: None,
             };
             let mut attempt = gateway_attempt(
                 format!("{}-a{}", id.as_str(), ticket.seq),
@@ -219,8 +246,8 @@ impl Gate {
                 role: Some(Role::System),
                 at: now.max(created),
                 reason: Some(format!(
-                    "the gateway that recorded this call (process {pid}) stopped before its answer: \
-                     the call may have reached the server and been applied"
+                    "the gateway that recorded this call (process {pid}) stopped before it recorded \
+                     the call's outcome: the call may have reached the server and been applied"
                 )),
                 evidence: vec![attempt.id.clone()],
             };
@@ -254,6 +281,8 @@ impl Gate {
         let payload = hash_arguments(&arguments);
         let declared = self.settings.tool(&tool);
         let business_key = stored_key(declared, &arguments);
+        self.settle_identical(&tool, &payload, business_key.as_deref())
+            .await;
         let same = self
             .store
             .same_calls(&tool, &payload, business_key.as_deref())
@@ -262,7 +291,9 @@ impl Gate {
             return self.refuse(held, &tool, &payload).await;
         }
         if let Some(approved) = same.iter().find(|s| s.state == State::Approved) {
-            return self.forward_approved(approved, &tool, declared).await;
+            return self
+                .forward_approved(approved, &tool, declared, business_key)
+                .await;
         }
         if let Some(done) = same
             .iter()
@@ -394,12 +425,69 @@ impl Gate {
             reason: Some(reason),
             evidence: vec![attempt.id.clone()],
         };
-        self.write(
-            vec![Record::Attempt(attempt), Record::Transition(transition)],
-            now,
-        )
-        .await?;
+        let records = vec![Record::Attempt(attempt), Record::Transition(transition)];
+        match &ticket.same {
+            // Settled and not a hold: the agent need not wait for its write,
+            // which goes with the gateway's next write or [`Gate::settle`].
+            // Until then the operation is SENT, which holds its identical
+            // calls on every gateway; a gateway killed before the write leaves
+            // it SENT, and the next one's sweep holds it UNKNOWN.
+            Some(same) if matches!(state, State::Succeeded | State::Failed) => {
+                self.unwritten.lock().await.push(Unwritten {
+                    tool: ticket.tool.clone(),
+                    same: same.clone(),
+                    records,
+                });
+            }
+            _ => self.write(records, now).await?,
+        }
         Ok(state)
+    }
+
+    /// Writes the settled outcomes answered and not yet written. A gateway
+    /// calls it [`SETTLE_AFTER`] after each answer and before it stops; an
+    /// outcome the store refuses is logged, and its operation stays SENT.
+    pub async fn settle(&self) {
+        let mut unwritten = self.unwritten.lock().await;
+        let earlier = std::mem::take(&mut *unwritten);
+        self.write_settled(earlier).await;
+    }
+
+    /// Writes the unwritten outcomes first when one settles a call identical
+    /// to `tool` with `payload` or `business_key`, so the call is judged on
+    /// the store as it is.
+    async fn settle_identical(&self, tool: &str, payload: &Sha256, business_key: Option<&str>) {
+        let mut unwritten = self.unwritten.lock().await;
+        let identical = unwritten.iter().any(|u| {
+            u.tool == tool
+                && (u.same.payload == *payload
+                    || business_key.is_some_and(|k| u.same.business_key.as_deref() == Some(k)))
+        });
+        if identical {
+            let earlier = std::mem::take(&mut *unwritten);
+            self.write_settled(earlier).await;
+        }
+    }
+
+    /// Writes `earlier` in one transaction, or, if that is refused, each
+    /// apart, so that one refused outcome does not keep the others out.
+    async fn write_settled(&self, earlier: Vec<Unwritten>) {
+        if earlier.is_empty() {
+            return;
+        }
+        let now = (self.now)();
+        let all: Vec<Record> = earlier.iter().flat_map(|u| u.records.clone()).collect();
+        if commit(self.store.as_ref(), &self.ingester, all, now)
+            .await
+            .is_ok()
+        {
+            return;
+        }
+        for one in earlier {
+            if let Err(e) = commit(self.store.as_ref(), &self.ingester, one.records, now).await {
+                tracing::error!(tool = %one.tool, error = %e, "the outcome of a call could not be recorded");
+            }
+        }
     }
 
     /// Writes a recorded read with its outcome: SUCCEEDED on a result, else
@@ -476,6 +564,10 @@ impl Gate {
         let now = operation.created_at;
         let id = operation.id.clone();
         let tool = operation.tool.clone();
+        let same = Identity {
+            payload: operation.payload_hash.clone(),
+            business_key: operation.business_key.clone(),
+        };
         self.write(vec![Record::Operation(operation)], now).await?;
         Ok(Admission::Forward(Ticket {
             operation: id,
@@ -484,6 +576,7 @@ impl Gate {
             started: now,
             errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
             read: None,
+            same: Some(same),
         }))
     }
 
@@ -579,6 +672,7 @@ impl Gate {
             started: now,
             errors_may_commit: false,
             read: None,
+            same: None,
         };
         let mut attempt = gateway_attempt(
             format!("{}-a1", id.as_str()),
@@ -648,6 +742,7 @@ impl Gate {
             started: now,
             errors_may_commit: false,
             read: Some(Box::new(operation)),
+            same: None,
         }))
     }
 
@@ -658,6 +753,7 @@ impl Gate {
         approved: &SameCall,
         tool: &str,
         declared: Option<&ToolSettings>,
+        business_key: Option<String>,
     ) -> Result<Admission, GateError> {
         let now = (self.now)();
         let seq = self.next_seq(&approved.id).await?;
@@ -681,6 +777,10 @@ impl Gate {
                 started: now,
                 errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
                 read: None,
+                same: Some(Identity {
+                    payload: approved.payload_hash.clone(),
+                    business_key,
+                }),
             })),
             // Another call took the authorization first: this one is a repeat of
             // an operation in flight.
@@ -712,6 +812,7 @@ impl Gate {
             started: now,
             errors_may_commit: false,
             read: None,
+            same: None,
         };
         let mut attempt = gateway_attempt(
             format!("{}-refused-{}-{n}", held.id.as_str(), self.instance),
@@ -746,8 +847,26 @@ impl Gate {
         Ok(Admission::Answer(text))
     }
 
-    /// Writes `records` through the one ingest path as the gateway.
+    /// Writes `records` through the one ingest path as the gateway, in one
+    /// transaction with the settled outcomes not yet written (one synced
+    /// commit where there would be two). If that is refused, the outcomes are
+    /// written apart first, so they never refuse `records` nor the reverse.
     async fn write(&self, records: Vec<Record>, now: DateTime<Utc>) -> Result<(), GateError> {
+        let mut unwritten = self.unwritten.lock().await;
+        if unwritten.is_empty() {
+            drop(unwritten);
+            return commit(self.store.as_ref(), &self.ingester, records, now).await;
+        }
+        let earlier = std::mem::take(&mut *unwritten);
+        let mut both: Vec<Record> = earlier.iter().flat_map(|u| u.records.clone()).collect();
+        both.extend(records.iter().cloned());
+        if commit(self.store.as_ref(), &self.ingester, both, now)
+            .await
+            .is_ok()
+        {
+            return Ok(());
+        }
+        self.write_settled(earlier).await;
         commit(self.store.as_ref(), &self.ingester, records, now).await
     }
 
@@ -757,6 +876,10 @@ impl Gate {
         Ok(used.saturating_add(1))
     }
 }
+
+/// How long after an answer its settled outcome may wait for the gateway's
+/// next write before it is written alone ([`Gate::settle`]).
+pub const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// What a gateway's operations' correlation ids start with, before the run.
 const CORRELATION: &str = "mcp-gateway:";

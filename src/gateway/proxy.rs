@@ -21,7 +21,7 @@ use rmcp::service::{
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::gate::{Admission, Call, Ending, Gate, Ticket};
+use super::gate::{Admission, Call, Ending, Gate, SETTLE_AFTER, Ticket};
 
 /// How long a request's progress token stays mapped after its answer, for a
 /// notification sent before the answer but handled after it.
@@ -95,6 +95,7 @@ impl Gateway {
             .map_err(|e| anyhow::anyhow!("the agent did not initialize: {e}"))?;
         let reason = running.waiting().await;
         tracing::info!(?reason, "the agent left");
+        self.shared.gate.settle().await;
         if let Some(mut upstream) = self.shared.upstream.lock().await.take() {
             let _ = upstream.close().await;
         }
@@ -339,7 +340,14 @@ impl Gateway {
     async fn record(&self, ticket: &Ticket, ending: &Ending) {
         match self.shared.gate.finish(ticket, ending).await {
             Ok(state) => {
-                tracing::info!(operation = ticket.operation.as_str(), tool = %ticket.tool, %state, "call recorded")
+                tracing::info!(operation = ticket.operation.as_str(), tool = %ticket.tool, %state, "call recorded");
+                // An outcome the gate keeps for its next write is written
+                // alone if no write comes soon.
+                let shared = Arc::clone(&self.shared);
+                tokio::spawn(async move {
+                    tokio::time::sleep(SETTLE_AFTER).await;
+                    shared.gate.settle().await;
+                });
             }
             Err(e) => {
                 tracing::error!(operation = ticket.operation.as_str(), error = %e, "the outcome of a call could not be recorded")
