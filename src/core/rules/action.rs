@@ -31,6 +31,22 @@ pub struct ReconcileInput {
 }
 
 impl ReconcileInput {
+    /// A lookup at `source` that found nothing, with nothing else said.
+    pub fn not_found(source: ObservationSource) -> ReconcileInput {
+        ReconcileInput {
+            source,
+            found: false,
+            matches: None,
+            effect_count: None,
+            provider_request_id: None,
+            reference: None,
+            raw_hash: None,
+            unknown: Vec::new(),
+            id: None,
+            observed_at: None,
+        }
+    }
+
     /// What a stored or received observation showed, as a reconcile input: the
     /// same record counts whether it arrives by ingest or by a reviewer.
     /// A field the line leaves out is recorded as the line gives it: unknown.

@@ -331,18 +331,7 @@ mod tests {
         }
         fn lookup(&mut self) -> Result<ReconcileInput, Self::Error> {
             self.0.push(Param::Lookup);
-            Ok(ReconcileInput {
-                source: ObservationSource::ProviderStatus,
-                found: false,
-                matches: None,
-                effect_count: None,
-                provider_request_id: None,
-                reference: None,
-                raw_hash: None,
-                unknown: Vec::new(),
-                id: None,
-                observed_at: None,
-            })
+            Ok(ReconcileInput::not_found(ObservationSource::ProviderStatus))
         }
     }
 

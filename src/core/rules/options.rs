@@ -95,18 +95,7 @@ impl Params for Sample<'_> {
         Ok("REF".into())
     }
     fn lookup(&mut self) -> Result<ReconcileInput, Infallible> {
-        Ok(ReconcileInput {
-            source: ObservationSource::ProviderStatus,
-            found: false,
-            matches: None,
-            effect_count: None,
-            provider_request_id: None,
-            reference: None,
-            raw_hash: None,
-            unknown: Vec::new(),
-            id: None,
-            observed_at: None,
-        })
+        Ok(ReconcileInput::not_found(ObservationSource::ProviderStatus))
     }
 }
 
