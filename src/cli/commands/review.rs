@@ -964,6 +964,22 @@ mod tests {
     }
 
     #[test]
+    fn the_help_names_every_action_in_order() {
+        let command = ReviewArgs::augment_args(Command::new("review"));
+        let words = command
+            .get_arguments()
+            .find(|a| a.get_id() == "words")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert!(
+            words.ends_with(&format!("one of: {}", names.join(", "))),
+            "{words}"
+        );
+    }
+
+    #[test]
     fn a_flag_of_another_action_is_refused_and_a_missing_one_named() {
         let now = DateTime::<Utc>::UNIX_EPOCH;
         let args = review(&["x", "resolve", "--owner", "kim"]);

@@ -221,14 +221,27 @@ impl Action {
     }
 
     /// The action to evaluate for a proposal's stored kind; `None` for a kind
-    /// that cannot be proposed.
+    /// that cannot be proposed (its plan does not run through
+    /// `Plan::proposable`). Every kind is named, so that a new one is placed.
     pub fn from_proposal(kind: ActionKind) -> Option<Action> {
+        use ActionKind as K;
         match kind {
-            ActionKind::AuthorizeRetry => Some(Action::AuthorizeRetry),
-            ActionKind::ApproveCompensation => Some(Action::ApproveCompensation),
-            ActionKind::ApproveResume => Some(Action::ApproveResume),
-            ActionKind::Approve => Some(Action::Approve),
-            _ => None,
+            K::AuthorizeRetry => Some(Action::AuthorizeRetry),
+            K::ApproveCompensation => Some(Action::ApproveCompensation),
+            K::ApproveResume => Some(Action::ApproveResume),
+            K::Approve => Some(Action::Approve),
+            K::Reconcile
+            | K::Resolve
+            | K::MarkCompensated
+            | K::MarkResumed
+            | K::Revalidate
+            | K::Accept
+            | K::Block
+            | K::Assign
+            | K::Schedule
+            | K::Comment
+            | K::Confirm
+            | K::Reject => None,
         }
     }
 }
