@@ -5,38 +5,17 @@ use serde::Serialize;
 
 use super::model::{ActionKind, Grant, Role};
 use super::refusal::{Refusal, Rule, refuse};
+use super::rules::catalog;
 
-/// Whether `role` may take an action of `kind` at all (G6). Viewers read;
-/// reviewers reconcile, resolve, revalidate, block, comment, schedule, mark
-/// compensations and resumes done, and *propose* retries, compensations,
-/// resumes and the approval of a call (`approve`); approvers may do all that,
-/// apply those directly (below high risk) and confirm or reject proposals;
-/// owners accept and assign. The local user of a store without grants may do
-/// everything.
+/// Whether `role` may take an action of `kind` at all (G6): the roles its
+/// [`crate::core::rules::catalog::spec`] names. Viewers read; reviewers
+/// reconcile, resolve, revalidate, block, comment, schedule, mark compensations
+/// and resumes done, and *propose* retries, compensations, resumes and the
+/// approval of a call (`approve`); approvers may do all that, apply those
+/// directly (below high risk) and confirm or reject proposals; owners accept and
+/// assign. The local user of a store without grants may do everything.
 pub fn permits(role: Role, kind: ActionKind) -> bool {
-    use ActionKind::*;
-    let reviewer = matches!(
-        kind,
-        Reconcile
-            | Resolve
-            | Revalidate
-            | Approve
-            | Block
-            | Comment
-            | Schedule
-            | MarkCompensated
-            | MarkResumed
-            | AuthorizeRetry
-            | ApproveCompensation
-            | ApproveResume
-    );
-    match role {
-        Role::Local => true,
-        Role::System | Role::Viewer | Role::Delegate | Role::Ingest | Role::Worker => false,
-        Role::Reviewer => reviewer,
-        Role::Approver => reviewer || matches!(kind, Confirm | Reject),
-        Role::Owner => matches!(kind, Accept | Assign),
-    }
+    role == Role::Local || catalog::spec(kind).roles.contains(&role)
 }
 
 /// The order in which an identity's roles on one tenant are tried for an action:

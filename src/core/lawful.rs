@@ -26,8 +26,9 @@ use super::ledger::{Divergence, NEXT_OBSERVATION, OWNER};
 use super::model::{
     ActionKind, ChildLink, Grant, OperationDetail, ProposalStatus, State, TransitionRecord,
 };
+use super::rules::catalog::{self, Params};
 use super::rules::moves::{Move, classify};
-use super::rules::{Action, Actor, Effect, Rationale, decide};
+use super::rules::{Action, Actor, Effect, Rationale, ReconcileInput, decide};
 use super::work;
 
 /// The action a `transition` row (a move a file reported) stands for when it is
@@ -87,32 +88,32 @@ fn entry<'a>(row: &'a AuditRow, prefix: &str) -> Option<&'a str> {
 /// The review action a row of action `kind` records, with the parameters the
 /// row carries; `None` when the row does not say enough to decide it again.
 fn action_of(row: &AuditRow, kind: ActionKind) -> Option<Action> {
-    Some(match kind {
-        // A reconcile records what a lookup showed: a fact, judged by the records
-        // it names (below), not a move.
-        ActionKind::Reconcile => return None,
-        ActionKind::Resolve => Action::Resolve { to: row.draft.to? },
-        ActionKind::AuthorizeRetry => Action::AuthorizeRetry,
-        ActionKind::ApproveCompensation => Action::ApproveCompensation,
-        ActionKind::ApproveResume => Action::ApproveResume,
-        ActionKind::MarkCompensated => Action::MarkCompensated,
-        ActionKind::MarkResumed => Action::MarkResumed,
-        ActionKind::Revalidate => Action::Revalidate,
-        ActionKind::Approve => Action::Approve,
-        ActionKind::Accept => Action::Accept {
-            repair_ref: entry(row, "repair:").unwrap_or_default().to_owned(),
-        },
-        ActionKind::Block => Action::Block,
-        ActionKind::Assign => Action::Assign {
-            owner: entry(row, OWNER)?.to_owned(),
-        },
-        ActionKind::Schedule => Action::Schedule {
-            at: parse_instant(entry(row, NEXT_OBSERVATION)?).ok()?,
-        },
-        ActionKind::Comment => Action::Comment,
-        ActionKind::Confirm => Action::Confirm,
-        ActionKind::Reject => Action::Reject,
-    })
+    catalog::action(kind, &mut Recorded(row)).ok()
+}
+
+/// The parameters an audit row records, as its draft and evidence carry them.
+struct Recorded<'a>(&'a AuditRow);
+
+impl Params for Recorded<'_> {
+    type Error = ();
+    fn to(&mut self) -> Result<State, ()> {
+        self.0.draft.to.ok_or(())
+    }
+    fn owner(&mut self) -> Result<String, ()> {
+        entry(self.0, OWNER).map(str::to_owned).ok_or(())
+    }
+    fn at(&mut self) -> Result<DateTime<Utc>, ()> {
+        let at = entry(self.0, NEXT_OBSERVATION).ok_or(())?;
+        parse_instant(at).map_err(|_| ())
+    }
+    fn repair_ref(&mut self) -> Result<String, ()> {
+        Ok(entry(self.0, "repair:").unwrap_or_default().to_owned())
+    }
+    /// A reconcile records what a lookup showed: a fact, judged by the records
+    /// it names, not a move.
+    fn lookup(&mut self) -> Result<ReconcileInput, ()> {
+        Err(())
+    }
 }
 
 /// The operation `stored` (as the store holds it now) with everything the chain

@@ -13,7 +13,8 @@ use crate::cli::{Context, Failure, exit, parse_id, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
 use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{Matches, ObservationSource, Role};
+use crate::core::model::{Matches, ObservationSource, Role, State};
+use crate::core::rules::catalog::{self, Param, Params};
 use crate::core::rules::{Action, ActionKind, FoundField, Rationale, ReconcileInput};
 use crate::core::triage::TriageLine;
 use crate::review::{self as service, ReviewError};
@@ -254,35 +255,35 @@ fn rationale(args: &ReviewArgs) -> anyhow::Result<Rationale> {
     }
 }
 
+/// Every flag that belongs to one action only, with whether it was given. The
+/// action each belongs to is the one whose parameters name it in the catalog.
+fn given(args: &ReviewArgs) -> [(&'static str, bool); 16] {
+    [
+        ("--to", args.to.is_some()),
+        ("--owner", args.owner.is_some()),
+        ("--at", args.at.is_some()),
+        ("--repair-ref", args.repair_ref.is_some()),
+        ("--lookup", args.lookup),
+        ("--observation", args.observation.is_some()),
+        ("--found", args.found),
+        ("--not-found", args.not_found),
+        ("--source", args.source.is_some()),
+        ("--match", !args.matched.is_empty()),
+        ("--mismatch", !args.mismatched.is_empty()),
+        ("--effect-count", args.effect_count.is_some()),
+        ("--unknown", !args.unknown.is_empty()),
+        ("--provider-request-id", args.provider_request_id.is_some()),
+        ("--reference", args.reference.is_some()),
+        ("--raw-hash", args.raw_hash.is_some()),
+    ]
+}
+
 /// The flags given that belong to one action only, with that action.
 fn action_flags(args: &ReviewArgs) -> Vec<(&'static str, ActionKind)> {
-    use ActionKind::*;
-    let given = [
-        ("--to", Resolve, args.to.is_some()),
-        ("--owner", Assign, args.owner.is_some()),
-        ("--at", Schedule, args.at.is_some()),
-        ("--repair-ref", Accept, args.repair_ref.is_some()),
-        ("--lookup", Reconcile, args.lookup),
-        ("--observation", Reconcile, args.observation.is_some()),
-        ("--found", Reconcile, args.found),
-        ("--not-found", Reconcile, args.not_found),
-        ("--source", Reconcile, args.source.is_some()),
-        ("--match", Reconcile, !args.matched.is_empty()),
-        ("--mismatch", Reconcile, !args.mismatched.is_empty()),
-        ("--effect-count", Reconcile, args.effect_count.is_some()),
-        ("--unknown", Reconcile, !args.unknown.is_empty()),
-        (
-            "--provider-request-id",
-            Reconcile,
-            args.provider_request_id.is_some(),
-        ),
-        ("--reference", Reconcile, args.reference.is_some()),
-        ("--raw-hash", Reconcile, args.raw_hash.is_some()),
-    ];
-    given
+    given(args)
         .into_iter()
-        .filter(|(_, _, on)| *on)
-        .map(|(flag, kind, _)| (flag, kind))
+        .filter(|(_, on)| *on)
+        .filter_map(|(flag, _)| Some((flag, catalog::flag_owner(flag)?)))
         .collect()
 }
 
@@ -472,46 +473,72 @@ fn actions(
             "{flag} belongs to `{owner}`, not to `{kind}`"
         )));
     }
-    let missing = |flag: &str| Failure::bad_input(format!("`{kind}` needs {flag}"));
-    let one = |action: Action| Ok(vec![action]);
-    match kind {
-        ActionKind::Reconcile => Ok(reconcile_inputs(args, id)?
-            .into_iter()
-            .map(Action::Reconcile)
-            .collect()),
-        ActionKind::Resolve => {
-            let text = args.to.as_deref().ok_or_else(|| missing("--to STATE"))?;
-            let to = crate::core::rules::resolve_target(text)
-                .map_err(|e| Failure::bad_input(format!("--to {text}: {e}")))?;
-            one(Action::Resolve { to })
-        }
-        ActionKind::AuthorizeRetry => one(Action::AuthorizeRetry),
-        ActionKind::ApproveCompensation => one(Action::ApproveCompensation),
-        ActionKind::ApproveResume => one(Action::ApproveResume),
-        ActionKind::MarkCompensated => one(Action::MarkCompensated),
-        ActionKind::MarkResumed => one(Action::MarkResumed),
-        ActionKind::Revalidate => one(Action::Revalidate),
-        ActionKind::Approve => one(Action::Approve),
-        ActionKind::Accept => one(Action::Accept {
-            repair_ref: args
-                .repair_ref
-                .clone()
-                .ok_or_else(|| missing("--repair-ref REF"))?,
-        }),
-        ActionKind::Block => one(Action::Block),
-        ActionKind::Assign => one(Action::Assign {
-            owner: args.owner.clone().ok_or_else(|| missing("--owner OWNER"))?,
-        }),
-        ActionKind::Schedule => one(Action::Schedule {
-            at: args
-                .at
-                .ok_or_else(|| missing("--at TIME"))?
-                .resolve(now)
-                .map_err(|e| Failure::bad_input(format!("--at: {e}")))?,
-        }),
-        ActionKind::Comment => one(Action::Comment),
-        ActionKind::Confirm => one(Action::Confirm),
-        ActionKind::Reject => one(Action::Reject),
+    let mut flags = Flags {
+        kind,
+        args,
+        id,
+        now,
+        more: Vec::new(),
+    };
+    let first = catalog::action(kind, &mut flags)?;
+    Ok(std::iter::once(first)
+        .chain(flags.more.into_iter().map(Action::Reconcile))
+        .collect())
+}
+
+/// The parameters of `kind` as the flags give them.
+struct Flags<'a> {
+    kind: ActionKind,
+    args: &'a ReviewArgs,
+    id: Option<&'a OperationId>,
+    now: DateTime<Utc>,
+    /// The reconcile inputs of an observation file after its first line.
+    more: Vec<ReconcileInput>,
+}
+
+impl Flags<'_> {
+    fn missing(&self, param: Param) -> anyhow::Error {
+        Failure::bad_input(format!("`{}` needs {}", self.kind, param.usage()))
+    }
+}
+
+impl Params for Flags<'_> {
+    type Error = anyhow::Error;
+    fn to(&mut self) -> anyhow::Result<State> {
+        let text = self
+            .args
+            .to
+            .as_deref()
+            .ok_or_else(|| self.missing(Param::To))?;
+        crate::core::rules::resolve_target(text)
+            .map_err(|e| Failure::bad_input(format!("--to {text}: {e}")))
+    }
+    fn owner(&mut self) -> anyhow::Result<String> {
+        self.args
+            .owner
+            .clone()
+            .ok_or_else(|| self.missing(Param::Owner))
+    }
+    fn at(&mut self) -> anyhow::Result<DateTime<Utc>> {
+        self.args
+            .at
+            .ok_or_else(|| self.missing(Param::At))?
+            .resolve(self.now)
+            .map_err(|e| Failure::bad_input(format!("--at: {e}")))
+    }
+    fn repair_ref(&mut self) -> anyhow::Result<String> {
+        self.args
+            .repair_ref
+            .clone()
+            .ok_or_else(|| self.missing(Param::RepairRef))
+    }
+    fn lookup(&mut self) -> anyhow::Result<ReconcileInput> {
+        let mut inputs = reconcile_inputs(self.args, self.id)?.into_iter();
+        let first = inputs
+            .next()
+            .ok_or_else(|| Failure::bad_input("reconcile needs what the lookup showed"))?;
+        self.more = inputs.collect();
+        Ok(first)
     }
 }
 
@@ -882,4 +909,93 @@ pub(crate) async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8
         None => print!("{text}"),
     }
     Ok(exit::OK)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::{Command, FromArgMatches as _};
+
+    fn review(words: &[&str]) -> ReviewArgs {
+        let command = ReviewArgs::augment_args(Command::new("review"));
+        let matches = command
+            .try_get_matches_from(std::iter::once("review").chain(words.iter().copied()))
+            .unwrap();
+        ReviewArgs::from_arg_matches(&matches).unwrap()
+    }
+
+    #[test]
+    fn every_flag_of_the_catalog_is_a_review_flag_read_for_its_action() {
+        let command = ReviewArgs::augment_args(Command::new("review"));
+        let catalog: Vec<(catalog::Flag, ActionKind)> = ActionKind::ALL
+            .iter()
+            .flat_map(|&kind| {
+                catalog::spec(kind)
+                    .params
+                    .iter()
+                    .flat_map(|p| p.flags())
+                    .map(move |f| (*f, kind))
+            })
+            .collect();
+        let mut read: Vec<&str> = given(&review(&["x", "comment"]))
+            .iter()
+            .map(|(flag, _)| *flag)
+            .collect();
+        let mut named: Vec<&str> = catalog.iter().map(|(f, _)| f.name).collect();
+        read.sort_unstable();
+        named.sort_unstable();
+        assert_eq!(read, named, "the flags read = the flags of the catalog");
+        for (flag, kind) in catalog {
+            let long = flag.name.trim_start_matches("--");
+            let arg = command
+                .get_arguments()
+                .find(|a| a.get_long() == Some(long))
+                .unwrap_or_else(|| panic!("{} is not a flag of review", flag.name));
+            let value = arg
+                .get_action()
+                .takes_values()
+                .then(|| arg.get_value_names().and_then(|v| v.first()))
+                .flatten()
+                .map(|n| n.as_str());
+            assert_eq!(value, flag.value, "{}", flag.name);
+            let help = arg.get_help().map(|h| h.to_string()).unwrap_or_default();
+            assert!(help.contains(&format!("`{kind}")), "{}: {help}", flag.name);
+        }
+    }
+
+    #[test]
+    fn the_help_names_every_action_in_order() {
+        let command = ReviewArgs::augment_args(Command::new("review"));
+        let words = command
+            .get_arguments()
+            .find(|a| a.get_id() == "words")
+            .and_then(|a| a.get_help())
+            .map(|h| h.to_string())
+            .unwrap_or_default();
+        let names: Vec<&str> = ActionKind::ALL.iter().map(|k| k.as_str()).collect();
+        assert!(
+            words.ends_with(&format!("one of: {}", names.join(", "))),
+            "{words}"
+        );
+    }
+
+    #[test]
+    fn a_flag_of_another_action_is_refused_and_a_missing_one_named() {
+        let now = DateTime::<Utc>::UNIX_EPOCH;
+        let args = review(&["x", "resolve", "--owner", "kim"]);
+        let e = actions(ActionKind::Resolve, &args, None, now).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "--owner belongs to `assign`, not to `resolve`"
+        );
+        let e = actions(ActionKind::Assign, &review(&["x", "assign"]), None, now).unwrap_err();
+        assert_eq!(e.to_string(), "`assign` needs --owner OWNER");
+        let args = review(&["x", "assign", "--owner", "kim"]);
+        assert_eq!(
+            actions(ActionKind::Assign, &args, None, now).unwrap(),
+            [Action::Assign {
+                owner: "kim".into()
+            }]
+        );
+    }
 }

@@ -31,6 +31,22 @@ pub struct ReconcileInput {
 }
 
 impl ReconcileInput {
+    /// A lookup at `source` that found nothing, with nothing else said.
+    pub fn not_found(source: ObservationSource) -> ReconcileInput {
+        ReconcileInput {
+            source,
+            found: false,
+            matches: None,
+            effect_count: None,
+            provider_request_id: None,
+            reference: None,
+            raw_hash: None,
+            unknown: Vec::new(),
+            id: None,
+            observed_at: None,
+        }
+    }
+
     /// What a stored or received observation showed, as a reconcile input: the
     /// same record counts whether it arrives by ingest or by a reviewer.
     /// A field the line leaves out is recorded as the line gives it: unknown.
@@ -205,14 +221,27 @@ impl Action {
     }
 
     /// The action to evaluate for a proposal's stored kind; `None` for a kind
-    /// that cannot be proposed.
+    /// that cannot be proposed (its plan does not run through
+    /// `Plan::proposable`). Every kind is named, so that a new one is placed.
     pub fn from_proposal(kind: ActionKind) -> Option<Action> {
+        use ActionKind as K;
         match kind {
-            ActionKind::AuthorizeRetry => Some(Action::AuthorizeRetry),
-            ActionKind::ApproveCompensation => Some(Action::ApproveCompensation),
-            ActionKind::ApproveResume => Some(Action::ApproveResume),
-            ActionKind::Approve => Some(Action::Approve),
-            _ => None,
+            K::AuthorizeRetry => Some(Action::AuthorizeRetry),
+            K::ApproveCompensation => Some(Action::ApproveCompensation),
+            K::ApproveResume => Some(Action::ApproveResume),
+            K::Approve => Some(Action::Approve),
+            K::Reconcile
+            | K::Resolve
+            | K::MarkCompensated
+            | K::MarkResumed
+            | K::Revalidate
+            | K::Accept
+            | K::Block
+            | K::Assign
+            | K::Schedule
+            | K::Comment
+            | K::Confirm
+            | K::Reject => None,
         }
     }
 }

@@ -4,6 +4,7 @@
 
 mod action;
 mod approval;
+pub mod catalog;
 mod effect;
 pub mod moves;
 mod options;

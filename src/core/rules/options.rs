@@ -1,14 +1,17 @@
 //! What the evidence pane lists: what nobody may do right now, and every action
 //! with default parameters decided for this actor.
 
+use std::convert::Infallible;
+
 use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 
 use super::approval::approval_binds;
+use super::catalog::{self, Param, Params};
 use super::{Action, Effect, Rationale, ReconcileInput, decide, join_ids};
 use crate::core::actor::Actor;
 use crate::core::matrix;
-use crate::core::model::{ObservationSource, OperationDetail, State};
+use crate::core::model::{ActionKind, ObservationSource, OperationDetail, State};
 use crate::core::refusal::Refusal;
 
 /// What nobody may do to this operation right now, each with its rule.
@@ -68,49 +71,57 @@ pub struct ActionOption {
     pub outcome: Result<Effect, Refusal>,
 }
 
-/// Every action with default parameters, as the evidence pane lists them: the
-/// command-line label and the action. What [`options`] decides, and what a
-/// refusal or a lookup may name as open.
-pub(super) fn candidates(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<(String, Action)> {
-    let reconcile = Action::Reconcile(ReconcileInput {
-        source: ObservationSource::ProviderStatus,
-        found: false,
-        matches: None,
-        effect_count: None,
-        provider_request_id: None,
-        reference: None,
-        raw_hash: None,
-        unknown: Vec::new(),
-        id: None,
-        observed_at: None,
-    });
-    let mut actions: Vec<(String, Action)> = vec![("reconcile".into(), reconcile)];
-    for to in super::RESOLVE_TARGETS {
-        actions.push((format!("resolve --to {to}"), Action::Resolve { to }));
+/// The default parameters the evidence pane previews an action with: the
+/// operation's own owner, a time 15 minutes on, the repair reference `REF`, a
+/// provider-status lookup that found nothing, and the state `to`.
+struct Sample<'a> {
+    detail: &'a OperationDetail,
+    now: DateTime<Utc>,
+    to: State,
+}
+
+impl Params for Sample<'_> {
+    type Error = Infallible;
+    fn to(&mut self) -> Result<State, Infallible> {
+        Ok(self.to)
     }
-    let plain = [
-        Action::AuthorizeRetry,
-        Action::ApproveCompensation,
-        Action::ApproveResume,
-        Action::MarkCompensated,
-        Action::MarkResumed,
-        Action::Revalidate,
-        Action::Approve,
-        Action::Accept {
-            repair_ref: "REF".into(),
-        },
-        Action::Block,
-        Action::Assign {
-            owner: detail.row.operation.owner.clone(),
-        },
-        Action::Schedule {
-            at: now + Duration::minutes(15),
-        },
-        Action::Comment,
-        Action::Confirm,
-        Action::Reject,
-    ];
-    actions.extend(plain.into_iter().map(|a| (a.kind().as_str().to_owned(), a)));
+    fn owner(&mut self) -> Result<String, Infallible> {
+        Ok(self.detail.row.operation.owner.clone())
+    }
+    fn at(&mut self) -> Result<DateTime<Utc>, Infallible> {
+        Ok(self.now + Duration::minutes(15))
+    }
+    fn repair_ref(&mut self) -> Result<String, Infallible> {
+        Ok("REF".into())
+    }
+    fn lookup(&mut self) -> Result<ReconcileInput, Infallible> {
+        Ok(ReconcileInput::not_found(ObservationSource::ProviderStatus))
+    }
+}
+
+/// Every action with default parameters, as the evidence pane lists them: the
+/// command-line label and the action, in the catalog's order, an action that
+/// takes a state to resolve to once per state (`resolve --to FAILED`). What
+/// [`options`] decides, and what a refusal or a lookup may name as open.
+pub(super) fn candidates(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<(String, Action)> {
+    let mut actions = Vec::new();
+    for &kind in ActionKind::ALL {
+        let sample = |to| {
+            let Ok(action) = catalog::action(kind, &mut Sample { detail, now, to });
+            action
+        };
+        if catalog::spec(kind).params.contains(&Param::To) {
+            for to in super::RESOLVE_TARGETS {
+                actions.push((
+                    format!("{kind} {} {to}", Param::To.flags()[0].name),
+                    sample(to),
+                ));
+            }
+        } else {
+            // `to` is read only by an action that takes it.
+            actions.push((kind.as_str().to_owned(), sample(super::RESOLVE_TARGETS[0])));
+        }
+    }
     actions
 }
 

@@ -30,25 +30,11 @@ use crate::tui::message::Effect;
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, Prompt, line, max_scroll, span};
 
-/// The actions bulk triage offers: every one but `reconcile`, which records one
-/// lookup of one operation, and `approve`, which approves one exact call a
-/// person has read the arguments of (G11).
-pub const KINDS: &[ActionKind] = &[
-    ActionKind::Block,
-    ActionKind::Comment,
-    ActionKind::Revalidate,
-    ActionKind::AuthorizeRetry,
-    ActionKind::ApproveCompensation,
-    ActionKind::ApproveResume,
-    ActionKind::MarkCompensated,
-    ActionKind::MarkResumed,
-    ActionKind::Resolve,
-    ActionKind::Accept,
-    ActionKind::Assign,
-    ActionKind::Schedule,
-    ActionKind::Confirm,
-    ActionKind::Reject,
-];
+/// The actions bulk triage offers, in the order the action catalog places them
+/// ([`crate::core::rules::catalog::BULK`]): every one but `reconcile`, which
+/// records one lookup of one operation, and `approve`, which approves one exact
+/// call a person has read the arguments of (G11).
+pub const KINDS: &[ActionKind] = &crate::core::rules::catalog::BULK;
 
 /// Where the dialog is.
 #[derive(Debug, Clone)]

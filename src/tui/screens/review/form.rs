@@ -6,7 +6,8 @@ use chrono::{DateTime, Utc};
 
 use crate::core::clock::TimeSpec;
 use crate::core::ids::Sha256;
-use crate::core::model::{Matches, ObservationSource, OperationDetail};
+use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
+use crate::core::rules::catalog::{self, Param, Params};
 use crate::core::rules::{Action, ActionKind, FoundField, ReconcileInput};
 use crate::tui::widgets::Prompt;
 
@@ -34,9 +35,9 @@ pub enum FieldKind {
 impl FieldKind {
     pub fn label(self) -> &'static str {
         match self {
-            FieldKind::Owner => "new owner",
-            FieldKind::At => "next observation (+30m, +2h, +1d or a later RFC 3339 time)",
-            FieldKind::RepairRef => "manual repair reference",
+            FieldKind::Owner => typed(Param::Owner),
+            FieldKind::At => typed(Param::At),
+            FieldKind::RepairRef => typed(Param::RepairRef),
             FieldKind::Found => "found (y/n)",
             FieldKind::MatchTarget => "target matches (y/n, ? unknown)",
             FieldKind::MatchPayload => "payload hash matches (y/n, ? unknown)",
@@ -51,14 +52,29 @@ impl FieldKind {
         }
     }
 
-    /// The inputs an action needs, the rationale last.
+    /// The inputs an action needs, the rationale last: those of the
+    /// parameters its catalog spec names.
     pub fn for_action(kind: ActionKind) -> Vec<FieldKind> {
+        let mut fields: Vec<FieldKind> = catalog::spec(kind)
+            .params
+            .iter()
+            .flat_map(|&p| FieldKind::of(p))
+            .copied()
+            .collect();
+        fields.push(FieldKind::Rationale);
+        fields
+    }
+
+    /// The inputs that give `param`.
+    fn of(param: Param) -> &'static [FieldKind] {
         use FieldKind as F;
-        let mut fields = match kind {
-            ActionKind::Assign => vec![F::Owner],
-            ActionKind::Schedule => vec![F::At],
-            ActionKind::Accept => vec![F::RepairRef],
-            ActionKind::Reconcile => vec![
+        match param {
+            // The option picked names the state.
+            Param::To => &[],
+            Param::Owner => &[F::Owner],
+            Param::At => &[F::At],
+            Param::RepairRef => &[F::RepairRef],
+            Param::Lookup => &[
                 F::Found,
                 F::MatchTarget,
                 F::MatchPayload,
@@ -70,11 +86,13 @@ impl FieldKind {
                 F::Reference,
                 F::RawHash,
             ],
-            _ => Vec::new(),
-        };
-        fields.push(F::Rationale);
-        fields
+        }
     }
+}
+
+/// The label of the input that reads `param` as one line of text.
+fn typed(param: Param) -> &'static str {
+    param.input().unwrap_or_default()
 }
 
 /// The observation sources a reviewer's reconcile may name: the source input
@@ -121,12 +139,45 @@ impl Field {
 /// The one input `kind` needs besides the rationale when it is the same for
 /// every operation (bulk triage), if any.
 pub(crate) fn input_label(kind: ActionKind) -> Option<&'static str> {
-    match kind {
-        ActionKind::Resolve => Some("resolve to (SUCCEEDED, FAILED, PARTIAL)"),
-        ActionKind::Accept => Some(FieldKind::RepairRef.label()),
-        ActionKind::Assign => Some(FieldKind::Owner.label()),
-        ActionKind::Schedule => Some(FieldKind::At.label()),
+    match catalog::spec(kind).params {
+        [param] => param.input(),
         _ => None,
+    }
+}
+
+/// One line of text typed for an action's one parameter.
+struct OneLine<'a> {
+    text: &'a str,
+    now: DateTime<Utc>,
+}
+
+impl<'a> OneLine<'a> {
+    /// `text`, trimmed.
+    fn new(text: &'a str, now: DateTime<Utc>) -> Self {
+        OneLine {
+            text: text.trim(),
+            now,
+        }
+    }
+}
+
+impl Params for OneLine<'_> {
+    type Error = String;
+    fn to(&mut self) -> Result<State, String> {
+        let text = self.text;
+        crate::core::rules::resolve_target(text).map_err(|e| format!("resolve to {text:?}: {e}"))
+    }
+    fn owner(&mut self) -> Result<String, String> {
+        required(self.text, "the new owner")
+    }
+    fn at(&mut self) -> Result<DateTime<Utc>, String> {
+        read_instant(self.text, self.now)
+    }
+    fn repair_ref(&mut self) -> Result<String, String> {
+        required(self.text, "the manual repair reference")
+    }
+    fn lookup(&mut self) -> Result<ReconcileInput, String> {
+        Err("reconcile records one lookup of one operation: review it on its own".into())
     }
 }
 
@@ -137,38 +188,41 @@ pub(crate) fn action_from_input(
     text: &str,
     now: DateTime<Utc>,
 ) -> Result<Action, String> {
-    let text = text.trim();
-    Ok(match kind {
-        ActionKind::Resolve => Action::Resolve {
-            to: crate::core::rules::resolve_target(text)
-                .map_err(|e| format!("resolve to {text:?}: {e}"))?,
-        },
-        ActionKind::Accept => Action::Accept {
-            repair_ref: required(text, "the manual repair reference")?,
-        },
-        ActionKind::Assign => Action::Assign {
-            owner: required(text, "the new owner")?,
-        },
-        ActionKind::Schedule => Action::Schedule {
-            at: read_instant(text, now)?,
-        },
-        ActionKind::Reconcile => {
-            return Err(
-                "reconcile records one lookup of one operation: review it on its own".into(),
-            );
+    catalog::action(kind, &mut OneLine::new(text, now))
+}
+
+/// The review form's inputs, read for the option picked.
+pub(crate) struct Form<'a> {
+    /// The text of an input, trimmed.
+    pub text: &'a dyn Fn(FieldKind) -> String,
+    /// The option picked: it names the state a resolve moves to.
+    pub picked: &'a Action,
+    pub now: DateTime<Utc>,
+}
+
+impl Params for Form<'_> {
+    type Error = String;
+    fn to(&mut self) -> Result<State, String> {
+        match self.picked {
+            Action::Resolve { to } => Ok(*to),
+            _ => Err("pick the state to resolve to from the list".into()),
         }
-        ActionKind::AuthorizeRetry => Action::AuthorizeRetry,
-        ActionKind::ApproveCompensation => Action::ApproveCompensation,
-        ActionKind::ApproveResume => Action::ApproveResume,
-        ActionKind::MarkCompensated => Action::MarkCompensated,
-        ActionKind::MarkResumed => Action::MarkResumed,
-        ActionKind::Revalidate => Action::Revalidate,
-        ActionKind::Approve => Action::Approve,
-        ActionKind::Block => Action::Block,
-        ActionKind::Comment => Action::Comment,
-        ActionKind::Confirm => Action::Confirm,
-        ActionKind::Reject => Action::Reject,
-    })
+    }
+    fn owner(&mut self) -> Result<String, String> {
+        let text = (self.text)(FieldKind::Owner);
+        OneLine::new(&text, self.now).owner()
+    }
+    fn at(&mut self) -> Result<DateTime<Utc>, String> {
+        let text = (self.text)(FieldKind::At);
+        OneLine::new(&text, self.now).at()
+    }
+    fn repair_ref(&mut self) -> Result<String, String> {
+        let text = (self.text)(FieldKind::RepairRef);
+        OneLine::new(&text, self.now).repair_ref()
+    }
+    fn lookup(&mut self) -> Result<ReconcileInput, String> {
+        reconcile_input(self.text)
+    }
 }
 
 /// What an input starts with: the values the core's own default would use.
@@ -329,6 +383,27 @@ pub(crate) fn reconcile_input(
 mod tests {
     use super::*;
     use crate::core::clock::parse_instant;
+
+    #[test]
+    fn every_typed_input_has_its_label_from_the_catalog() {
+        for kind in [FieldKind::Owner, FieldKind::At, FieldKind::RepairRef] {
+            assert!(!kind.label().is_empty(), "{kind:?}");
+        }
+        for &kind in ActionKind::ALL {
+            let typed = FieldKind::for_action(kind)
+                .into_iter()
+                .filter(|f| matches!(f, FieldKind::Owner | FieldKind::At | FieldKind::RepairRef))
+                .map(FieldKind::label)
+                .collect::<Vec<_>>();
+            let asks: Vec<&str> = catalog::spec(kind)
+                .params
+                .iter()
+                .filter(|p| **p != Param::To)
+                .filter_map(|p| p.input())
+                .collect();
+            assert_eq!(typed, asks, "{kind}");
+        }
+    }
 
     #[test]
     fn the_schedule_input_offers_only_times_after_now() {

@@ -21,7 +21,9 @@ use super::dialog::{self, Dialog};
 use super::{Ctx, Outcome, Screen};
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationDetail, Risk, State};
-use crate::core::rules::{self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule};
+use crate::core::rules::{
+    self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule, catalog,
+};
 use crate::review::{Applied, ReviewError};
 use crate::tui::keymap::Context;
 use crate::tui::latest::Latest;
@@ -30,7 +32,7 @@ use crate::tui::widgets::Prompt;
 
 pub(super) use draw::short;
 pub(crate) use form::{Field, FieldKind, action_from_input, input_label};
-use form::{default_text, reconcile_input};
+use form::{Form, default_text};
 
 /// The answer of an apply, as the dialog shows it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -337,19 +339,12 @@ impl ReviewDialog {
                 .unwrap_or_default()
         };
         let rationale = Rationale::parse(&text(FieldKind::Rationale))?;
-        let action = match &option.action {
-            Action::Assign { .. } => {
-                action_from_input(ActionKind::Assign, &text(FieldKind::Owner), now)?
-            }
-            Action::Schedule { .. } => {
-                action_from_input(ActionKind::Schedule, &text(FieldKind::At), now)?
-            }
-            Action::Accept { .. } => {
-                action_from_input(ActionKind::Accept, &text(FieldKind::RepairRef), now)?
-            }
-            Action::Reconcile(_) => Action::Reconcile(reconcile_input(&text)?),
-            other => other.clone(),
+        let mut form = Form {
+            text: &text,
+            picked: &option.action,
+            now,
         };
+        let action = catalog::action(option.action.kind(), &mut form)?;
         let effect = self.decide(&action, actor, &rationale, now)?;
         Ok((action, rationale, effect))
     }
