@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
+use crate::core::bundle::{self, Key, SectionKey, Value};
 use crate::core::clock::{human_duration, human_instant, relative};
 use crate::core::evidence::{EvidenceBundle, describe_observation};
 use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
@@ -23,10 +24,6 @@ pub(crate) fn clean(text: &str) -> String {
 
 fn opt(text: Option<&str>) -> String {
     text.map_or_else(|| "-".to_owned(), clean)
-}
-
-fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), human_instant)
 }
 
 /// Pads or cuts `text` to `width` characters.
@@ -370,250 +367,224 @@ pub(crate) fn lookup(call: &crate::core::lookup::LookupCall) -> String {
     out
 }
 
+/// The evidence bundle as labelled lines, then its observations, what is
+/// prohibited and the actions, in the order of its [`bundle::Document`].
 pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
+    let doc = bundle::document(b);
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "  {name:<22} {value}");
     };
-    field(
-        "operation",
-        format!(
-            "{} ({}, version {})",
-            clean(b.id.as_str()),
-            b.state,
-            b.version
-        ),
-    );
-    if let Some(why) = &b.why_held {
-        let label = if b.state.is_held() {
-            "why held".to_owned()
-        } else {
-            format!("why {}", b.state)
-        };
-        field(
-            &label,
-            format!(
-                "{}{}",
-                clean(&why.headline()),
-                why.reason
-                    .as_deref()
-                    .map_or_else(String::new, |r| format!(": {}", clean(r)))
+    let instant = |v: &Value| v.instant().map(|t| (human_instant(t), relative(t, now)));
+    let fields = doc.section(SectionKey::Fields).map_or(&[][..], |s| &s.rows);
+    for row in fields {
+        let text = |name: &str| row.text(name);
+        let cleaned = |name: &str| opt(row.text(name).as_deref());
+        match row.key {
+            Key::Operation => field(
+                &row.label,
+                format!(
+                    "{} ({}, version {})",
+                    cleaned("id"),
+                    text("state").unwrap_or_default(),
+                    text("version").unwrap_or_default()
+                ),
             ),
-        );
-        for e in &why.evidence {
-            field(
+            Key::WhyHeld => {
+                if let Some(transition) = text("transition") {
+                    field(
+                        &row.label,
+                        format!(
+                            "{}{}",
+                            clean(&transition),
+                            text("reason").map_or_else(String::new, |r| format!(": {}", clean(&r)))
+                        ),
+                    );
+                }
+            }
+            Key::Evidence => field(
                 "  evidence",
-                match &e.what {
-                    Some(what) => format!("{} ({})", clean(&e.id), clean(what)),
-                    None => clean(&e.id),
+                match text("what") {
+                    Some(what) => format!("{} ({})", cleaned("id"), clean(&what)),
+                    None => cleaned("id"),
                 },
-            );
-        }
-    }
-    field(
-        "in state since",
-        format!(
-            "{} ({})",
-            human_instant(b.state_since),
-            relative(b.state_since, now)
-        ),
-    );
-    field(
-        "tenant / actor",
-        format!("{} / {}", clean(&b.tenant), clean(&b.actor)),
-    );
-    field(
-        "tool / action",
-        format!(
-            "{} / {}",
-            clean(&b.tool),
-            clean(crate::core::names::known_action(&b.tool, &b.action).unwrap_or("-"))
-        ),
-    );
-    field("status lookup", clean(&b.status_lookup));
-    field("autonomy", clean(&b.autonomy.describe()));
-    field("target", clean(&b.target));
-    field("risk", b.risk.to_string());
-    field(
-        "intent hash",
-        b.intent_hash
-            .as_ref()
-            .map_or_else(|| "-".into(), ToString::to_string),
-    );
-    field("payload hash", b.payload_hash.to_string());
-    match &b.approval {
-        Some(a) => {
-            field(
-                "approval",
-                format!(
-                    "{} under {} at {}",
-                    clean(&a.by),
-                    clean(&a.policy),
-                    when(a.at)
-                ),
-            );
-            field(
-                "  binds payload",
-                a.payload_hash
-                    .as_ref()
-                    .map_or_else(|| "-".into(), ToString::to_string),
-            );
-            field(
-                "  expires",
-                format!("{} ({})", when(a.expires_at), clean(&a.status)),
-            );
-        }
-        None => field("approval", "none recorded".into()),
-    }
-    match &b.idempotency {
-        Some(k) => {
-            field(
-                "idempotency key",
-                format!(
-                    "{} (scope {}, retention {})",
-                    clean(&k.key),
-                    opt(k.scope.as_deref()),
-                    k.retention_hours
-                        .map_or_else(|| "-".into(), |h| format!("{h}h"))
-                ),
-            );
-            field(
-                "  key protects until",
-                format!(
-                    "{}{}",
-                    when(k.expires_at),
-                    if k.expired { " (expired)" } else { "" }
-                ),
-            );
-            if !k.conflicts.is_empty() {
-                let ids: Vec<String> = k.conflicts.iter().map(|i| clean(i.as_str())).collect();
+            ),
+            Key::StateSince => {
+                if let Some((at, ago)) = instant(row.get("since")) {
+                    field(&row.label, format!("{at} ({ago})"));
+                }
+            }
+            Key::TenantActor => field(
+                &row.label,
+                format!("{} / {}", cleaned("tenant"), cleaned("actor")),
+            ),
+            Key::ToolAction => field(
+                &row.label,
+                format!("{} / {}", cleaned("tool"), cleaned("action")),
+            ),
+            Key::Approval if row.is_empty() => field(&row.label, "none recorded".into()),
+            Key::Approval => {
                 field(
-                    "  key conflict",
-                    format!("same key, other payload: {}", ids.join(", ")),
+                    &row.label,
+                    format!(
+                        "{} under {} at {}",
+                        cleaned("by"),
+                        cleaned("policy"),
+                        text("at").unwrap_or_else(|| "-".into())
+                    ),
+                );
+                field(
+                    "  binds payload",
+                    text("binds").unwrap_or_else(|| "-".into()),
+                );
+                field(
+                    "  expires",
+                    format!(
+                        "{} ({})",
+                        text("expires").unwrap_or_else(|| "-".into()),
+                        cleaned("status")
+                    ),
                 );
             }
-        }
-        None => field("idempotency key", "-".into()),
-    }
-    field("business key", opt(b.business_key.as_deref()));
-    field("correlation id", opt(b.correlation_id.as_deref()));
-    field(
-        "last verified",
-        b.last_verified.as_ref().map_or_else(
-            || "never observed".into(),
-            |(what, at)| format!("{} at {}", clean(what), human_instant(*at)),
-        ),
-    );
-    let ids: Vec<String> = b.provider_request_ids.iter().map(|i| clean(i)).collect();
-    field(
-        "provider request ids",
-        if ids.is_empty() {
-            "-".into()
-        } else {
-            ids.join(", ")
-        },
-    );
-    let budget = &b.budget;
-    field("attempts", budget.summary());
-    field(
-        "deadline",
-        match (budget.deadline, budget.seconds_left) {
-            (Some(d), Some(s)) if s >= 0 => {
-                format!("{} ({} left)", human_instant(d), human_duration(s))
-            }
-            (Some(d), Some(s)) => {
-                format!("{} (passed {} ago)", human_instant(d), human_duration(-s))
-            }
-            _ => "-".into(),
-        },
-    );
-    field("owner", clean(&b.owner));
-    field(
-        "next observation",
-        match b.next_observation_at {
-            None => "-".to_owned(),
-            Some(t) => format!(
-                "{} ({}{})",
-                human_instant(t),
-                relative(t, now),
-                if b.next_observation_overdue {
-                    ", OVERDUE"
-                } else {
-                    ""
+            Key::IdempotencyKey if row.is_empty() => field(&row.label, "-".into()),
+            Key::IdempotencyKey => {
+                field(
+                    &row.label,
+                    format!(
+                        "{} (scope {}, retention {})",
+                        cleaned("key"),
+                        cleaned("scope"),
+                        text("retention").unwrap_or_else(|| "-".into())
+                    ),
+                );
+                field(
+                    "  key protects until",
+                    format!(
+                        "{}{}",
+                        text("until").unwrap_or_else(|| "-".into()),
+                        if text("expired").is_some() {
+                            " (expired)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                let ids: Vec<String> = row.all("conflict").iter().map(|i| clean(i)).collect();
+                if !ids.is_empty() {
+                    field(
+                        "  key conflict",
+                        format!("same key, other payload: {}", ids.join(", ")),
+                    );
                 }
+            }
+            Key::LastVerified => field(
+                &row.label,
+                match text("what") {
+                    None => "never observed".into(),
+                    Some(what) => format!("{} at {}", clean(&what), text("at").unwrap_or_default()),
+                },
             ),
-        },
-    );
-    field(
-        "failure mode",
-        b.failure_mode.map_or("-", |m| m.as_str()).to_owned(),
-    );
-    field(
-        "recommendation",
-        format!(
-            "{} — {}",
-            b.recommendation.decision, b.recommendation.reason
-        ),
-    );
-    if let Some((parent, relation)) = &b.parent {
-        field("parent", format!("{} ({relation})", clean(parent.as_str())));
-    }
-    for child in &b.children {
-        field(
-            "child",
-            format!(
-                "{} ({}, {})",
-                clean(child.id.as_str()),
-                child.relation,
-                child.state
+            Key::Attempts => field(&row.label, bundle::attempts_summary(row)),
+            Key::Deadline => field(
+                &row.label,
+                match (row.get("at").instant(), row.get("seconds left").number()) {
+                    (Some(d), Some(s)) if s >= 0 => {
+                        format!("{} ({} left)", human_instant(d), human_duration(s))
+                    }
+                    (Some(d), Some(s)) => {
+                        format!("{} (passed {} ago)", human_instant(d), human_duration(-s))
+                    }
+                    _ => "-".into(),
+                },
             ),
-        );
-    }
-    for (dep, state) in &b.held_by {
-        field(
-            "held by dependency",
-            format!("{} ({state})", clean(dep.as_str())),
-        );
-    }
-    if let Some(p) = &b.pending_proposal {
-        field("pending proposal", clean(p));
+            Key::NextObservation => field(
+                &row.label,
+                match instant(row.get("at")) {
+                    None => "-".to_owned(),
+                    Some((at, ago)) => format!(
+                        "{at} ({ago}{})",
+                        if text("overdue").is_some() {
+                            ", OVERDUE"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+            ),
+            Key::Recommendation => field(
+                &row.label,
+                format!(
+                    "{} — {}",
+                    text("decision").unwrap_or_default(),
+                    text("reason").unwrap_or_default()
+                ),
+            ),
+            Key::Parent => field(
+                &row.label,
+                format!(
+                    "{} ({})",
+                    cleaned("id"),
+                    text("relation").unwrap_or_default()
+                ),
+            ),
+            Key::Child => field(
+                &row.label,
+                format!(
+                    "{} ({}, {})",
+                    cleaned("id"),
+                    text("relation").unwrap_or_default(),
+                    text("state").unwrap_or_default()
+                ),
+            ),
+            Key::HeldBy => field(
+                &row.label,
+                format!("{} ({})", cleaned("id"), text("state").unwrap_or_default()),
+            ),
+            Key::PendingProposal if row.is_empty() => {}
+            _ => field(&row.label, row.plain(clean)),
+        }
     }
     let _ = writeln!(out, "\n  observations");
-    if b.observations.is_empty() {
+    let observations = doc
+        .section(SectionKey::Observations)
+        .map_or(&[][..], |s| &s.rows);
+    if observations.is_empty() {
         let _ = writeln!(out, "    none");
     }
-    for o in &b.observations {
+    for o in observations {
         let _ = writeln!(
             out,
             "    {} {} {}{}",
-            clean(&o.id),
-            human_instant(o.observed_at),
-            clean(&o.describe()),
-            o.note
-                .as_deref()
-                .map_or_else(String::new, |n| format!(" — {}", clean(n)))
+            opt(o.text("id").as_deref()),
+            o.text("at").unwrap_or_default(),
+            opt(o.text("what").as_deref()),
+            o.text("note")
+                .map_or_else(String::new, |n| format!(" — {}", clean(&n)))
         );
     }
     let _ = writeln!(out, "\n  prohibited now");
-    for p in &b.prohibited {
-        let _ = writeln!(out, "    ✗ {}", clean(p));
+    for p in doc.all(Key::Prohibited) {
+        let _ = writeln!(out, "    ✗ {}", opt(p.text("what").as_deref()));
     }
     let _ = writeln!(out, "\n  actions");
-    for a in &b.actions {
-        if a.allowed {
+    for a in doc
+        .section(SectionKey::Actions)
+        .map_or(&[][..], |s| &s.rows)
+    {
+        if a.key == Key::Allowed {
             let _ = writeln!(
                 out,
                 "    ✓ {:<24} {}",
                 a.label,
-                a.effect.as_deref().unwrap_or("")
+                a.text("effect").unwrap_or_default()
             );
         } else {
             let _ = writeln!(
                 out,
                 "    · {:<24} {} {}",
                 a.label,
-                a.rule.map_or_else(String::new, |r| r.to_string()),
-                clean(a.reason.as_deref().unwrap_or(""))
+                a.text("rule").unwrap_or_default(),
+                clean(&a.text("reason").unwrap_or_default())
             );
         }
     }
