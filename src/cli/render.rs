@@ -395,8 +395,9 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
                     field(
                         &row.label,
                         format!(
-                            "{}{}",
+                            "{} {}{}",
                             clean(&transition),
+                            clean(&bundle::audit_reference(row)),
                             text("reason").map_or_else(String::new, |r| format!(": {}", clean(&r)))
                         ),
                     );
@@ -544,48 +545,34 @@ pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
             _ => field(&row.label, row.plain(clean)),
         }
     }
-    let _ = writeln!(out, "\n  observations");
-    let observations = doc
-        .section(SectionKey::Observations)
-        .map_or(&[][..], |s| &s.rows);
-    if observations.is_empty() {
-        let _ = writeln!(out, "    none");
-    }
-    for o in observations {
-        let _ = writeln!(
-            out,
-            "    {} {} {}{}",
-            opt(o.text("id").as_deref()),
-            o.text("at").unwrap_or_default(),
-            opt(o.text("what").as_deref()),
-            o.text("note")
-                .map_or_else(String::new, |n| format!(" — {}", clean(&n)))
-        );
-    }
-    let _ = writeln!(out, "\n  prohibited now");
-    for p in doc.all(Key::Prohibited) {
-        let _ = writeln!(out, "    ✗ {}", opt(p.text("what").as_deref()));
-    }
-    let _ = writeln!(out, "\n  actions");
-    for a in doc
-        .section(SectionKey::Actions)
-        .map_or(&[][..], |s| &s.rows)
-    {
-        if a.key == Key::Allowed {
-            let _ = writeln!(
-                out,
-                "    ✓ {:<24} {}",
-                a.label,
-                a.text("effect").unwrap_or_default()
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "    · {:<24} {} {}",
-                a.label,
-                a.text("rule").unwrap_or_default(),
-                clean(&a.text("reason").unwrap_or_default())
-            );
+    for section in doc.sections.iter().filter(|s| s.key != SectionKey::Fields) {
+        let _ = writeln!(out, "\n  {}", section.title);
+        if section.key == SectionKey::Observations && section.rows.is_empty() {
+            let _ = writeln!(out, "    none");
+        }
+        for row in &section.rows {
+            let text = |name: &str| row.text(name).unwrap_or_default();
+            let _ = match row.key {
+                Key::Observation => writeln!(
+                    out,
+                    "    {} {} {}{}",
+                    clean(&text("id")),
+                    text("at"),
+                    clean(&text("what")),
+                    row.text("note")
+                        .map_or_else(String::new, |n| format!(" — {}", clean(&n)))
+                ),
+                Key::Prohibited => writeln!(out, "    ✗ {}", clean(&text("what"))),
+                Key::Allowed => writeln!(out, "    ✓ {:<24} {}", row.label, text("effect")),
+                Key::Refused => writeln!(
+                    out,
+                    "    · {:<24} {} {}",
+                    row.label,
+                    text("rule"),
+                    clean(&text("reason"))
+                ),
+                _ => writeln!(out, "    {} {}", clean(&row.label), row.plain(clean)),
+            };
         }
     }
     out
@@ -735,4 +722,142 @@ pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::bundle::{COMPARED, Key, Value};
+    use crate::core::evidence;
+    use crate::core::export;
+    use crate::store::{IngestMode, Location, OperationFilter, SortOrder};
+    use crate::tui::doc::evidence::doc as console_doc;
+    use crate::tui::opened::{Frame, Loaded};
+    use crate::tui::theme::Theme;
+
+    /// The demo packet in a fresh store: every operation's detail, and the
+    /// packet's own instant.
+    async fn demo() -> (Vec<crate::core::model::OperationDetail>, DateTime<Utc>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Location::Sqlite(dir.path().join("demo.db"))
+            .open()
+            .await
+            .expect("store");
+        let parsed = crate::wire::parse_stream(crate::DEMO_PACKET.as_bytes(), &mut |_| {})
+            .expect("the demo packet parses");
+        let now =
+            crate::cli::commands::console::latest_instant(parsed.records.iter().map(|n| &n.record))
+                .expect("the demo has an instant");
+        store
+            .ingest(parsed.records, IngestMode::Strict, "holdfast-demo", now)
+            .await
+            .expect("ingest");
+        let ids = store
+            .matching_ids(&OperationFilter::default(), SortOrder::default())
+            .await
+            .expect("ids");
+        let mut details = Vec::new();
+        for id in &ids {
+            details.push(store.detail(id).await.expect("detail"));
+        }
+        (details, now)
+    }
+
+    /// Markdown as text: its escapes undone.
+    fn unescaped(markdown: &str) -> String {
+        let mut out = String::new();
+        let mut chars = markdown.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                out.extend(chars.next());
+            } else {
+                out.push(c);
+            }
+        }
+        out.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    }
+
+    #[tokio::test]
+    async fn console_show_and_export_print_every_value_of_the_document() {
+        let (details, now) = demo().await;
+        assert!(details.len() > 20, "the demo holds every kind of hold");
+        let actor = Actor::local("ana", None);
+        let mut checked = 0;
+        for detail in details {
+            let loaded = Loaded::new(detail.clone(), &actor, now);
+            let bundle = loaded.bundle.clone();
+            let mut frame = Frame::new(bundle.id.clone());
+            frame.loaded = Some(loaded);
+            let console: String = frame
+                .loaded
+                .as_ref()
+                .map(|l| console_doc(Theme { color: false }, &frame, l, now))
+                .expect("loaded")
+                .wrap(u16::MAX)
+                .iter()
+                .map(|line| {
+                    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                    text + "\n"
+                })
+                .collect();
+            let show = super::bundle(&bundle, now);
+            let exported = export::bundle_export(&detail, &actor, now);
+            let markdown = unescaped(&export::markdown_bundle(&exported));
+            let json = serde_json::to_string(&exported).expect("json");
+            let document = crate::core::bundle::document(&evidence::bundle(&detail, &actor, now));
+            for row in document.rows() {
+                for field in &row.fields {
+                    // Details each layout words its own way: the comparison of an
+                    // observation field by field (show and the export say it in
+                    // the observation's words, which the console spells out part
+                    // by part), and the time to the deadline.
+                    let detail_only = (row.key == Key::Observation
+                        && COMPARED.contains(&field.name))
+                        || (row.key == Key::Deadline && field.name == "seconds left");
+                    let Some(value) = field.value.text() else {
+                        continue;
+                    };
+                    if detail_only {
+                        continue;
+                    }
+                    // A warning may be shouted (`OVERDUE`) or not.
+                    let value = clean(&value).to_lowercase();
+                    let in_words = row.key == Key::Observation && field.name == "what";
+                    for (name, text) in [
+                        ("console", &console),
+                        ("show", &show),
+                        ("export", &markdown),
+                    ] {
+                        if in_words && name == "console" {
+                            continue;
+                        }
+                        // The console prints a note line by line.
+                        let text = text.to_lowercase();
+                        let found = value.split('␊').all(|piece| text.contains(piece));
+                        assert!(
+                            found,
+                            "{} {:?} {}: {value:?} missing from {name}:\n{text}",
+                            bundle.id, row.key, field.name
+                        );
+                    }
+                    if matches!(
+                        field.value,
+                        Value::Id(_) | Value::Hash(_) | Value::Instant(_)
+                    ) {
+                        assert!(
+                            json.to_lowercase().contains(&value),
+                            "{} {:?} {}: {value:?} missing from the JSON export",
+                            bundle.id,
+                            row.key,
+                            field.name
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked} values checked");
+    }
 }

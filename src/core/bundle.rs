@@ -12,7 +12,13 @@ use chrono::{DateTime, Utc};
 
 use super::clock::human_instant;
 use super::evidence::EvidenceBundle;
+use super::model::{Risk, State};
 use super::names::count;
+
+/// The fields an observation is compared on, each a value of its
+/// [`Key::Observation`] row: `match`, `differs` or `unknown` (missing when the
+/// observation compared nothing).
+pub const COMPARED: [&str; 4] = ["target", "payload_hash", "owner", "version"];
 
 /// What a value is, so that a renderer knows how to print it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -23,10 +29,14 @@ pub enum Value {
     Id(String),
     /// A content hash, printed as it is.
     Hash(String),
-    /// A word or phrase holdfast itself chose (a state, a risk, a relation).
+    /// A word or phrase holdfast itself chose (a relation, a decision, an effect).
     Word(String),
     /// A count or a version.
     Number(i64),
+    /// An operation's state, which renderers may colour.
+    State(State),
+    /// The operation's risk, which renderers may colour.
+    Risk(Risk),
     /// An instant; renderers add how far it is from now where they show that.
     Instant(DateTime<Utc>),
     /// Something a reviewer must not miss (an exhausted budget, an expired key).
@@ -43,6 +53,8 @@ impl Value {
                 Some(t.clone())
             }
             Value::Number(n) => Some(n.to_string()),
+            Value::State(state) => Some(state.to_string()),
+            Value::Risk(risk) => Some(risk.to_string()),
             Value::Instant(at) => Some(human_instant(*at)),
             Value::Missing => None,
         }
@@ -269,12 +281,29 @@ pub fn attempts_summary(row: &Row) -> String {
     )
 }
 
-/// `VALIDATED → BLOCKED by …: reason; evidence A-1 (what), O-2`, from the
+/// A label or title as a heading: `Why held`, `Prohibited now`.
+pub fn capitalized(title: &str) -> String {
+    let mut chars = title.chars();
+    chars.next().map_or_else(String::new, |first| {
+        first.to_uppercase().chain(chars).collect()
+    })
+}
+
+/// `(audit #12, transition)`: the audit row of a [`Key::WhyHeld`] row.
+pub fn audit_reference(why: &Row) -> String {
+    format!(
+        "(audit #{}, {})",
+        why.text("seq").unwrap_or_default(),
+        why.text("action").unwrap_or_default()
+    )
+}
+
+/// `VALIDATED → BLOCKED by … (audit #12, transition): reason; evidence A-1 (what), O-2`, from the
 /// [`Key::WhyHeld`] row and the [`Key::Evidence`] rows after it; `None` when no
 /// transition is recorded.
 pub fn why_summary(doc: &Document) -> Option<String> {
     let why = doc.row(Key::WhyHeld)?;
-    let mut text = why.text("transition")?;
+    let mut text = format!("{} {}", why.text("transition")?, audit_reference(why));
     if let Some(reason) = why.text("reason") {
         text.push_str(&format!(": {reason}"));
     }
@@ -299,7 +328,7 @@ pub fn document(b: &EvidenceBundle) -> Document {
     let mut fields = vec![
         Row::new(Key::Operation, "operation")
             .with("id", Value::Id(b.id.as_str().to_owned()))
-            .with("state", word(b.state))
+            .with("state", Value::State(b.state))
             .with("version", number(b.version)),
     ];
     let why_label = if b.state.is_held() {
@@ -344,7 +373,7 @@ pub fn document(b: &EvidenceBundle) -> Document {
         .push(Row::new(Key::StatusLookup, "status lookup").with("lookup", text(&b.status_lookup)));
     fields.push(Row::new(Key::Autonomy, "autonomy").with("autonomy", text(&b.autonomy.describe())));
     fields.push(Row::new(Key::Target, "target").with("target", text(&b.target)));
-    fields.push(Row::new(Key::Risk, "risk").with("risk", word(b.risk)));
+    fields.push(Row::new(Key::Risk, "risk").with("risk", Value::Risk(b.risk)));
     fields.push(Row::new(Key::IntentHash, "intent hash").with(
         "hash",
         Value::opt(b.intent_hash.as_ref().map(|h| Value::Hash(h.to_string()))),
@@ -463,12 +492,12 @@ pub fn document(b: &EvidenceBundle) -> Document {
         Row::new(Key::Child, "child")
             .with("id", Value::Id(c.id.as_str().to_owned()))
             .with("relation", word(c.relation))
-            .with("state", word(c.state))
+            .with("state", Value::State(c.state))
     }));
     fields.extend(b.held_by.iter().map(|(id, state)| {
         Row::new(Key::HeldBy, "held by dependency")
             .with("id", Value::Id(id.as_str().to_owned()))
-            .with("state", word(state))
+            .with("state", Value::State(*state))
     }));
     fields.push(Row::new(Key::PendingProposal, "pending proposal").with(
         "proposal",
@@ -479,11 +508,28 @@ pub fn document(b: &EvidenceBundle) -> Document {
         .observations
         .iter()
         .map(|o| {
-            Row::new(Key::Observation, "observation")
+            let mut row = Row::new(Key::Observation, "observation")
                 .with("id", Value::Id(o.id.clone()))
                 .with("at", Value::Instant(o.observed_at))
                 .with("what", text(&o.describe()))
-                .with("note", Value::opt(o.note.as_deref().map(text)))
+                .with("source", word(o.source))
+                .with("found", word(if o.found { "found" } else { "not found" }))
+                .with("effects", Value::opt(o.effect_count.map(number)));
+            if let Some(m) = &o.matches {
+                for (name, value) in
+                    COMPARED
+                        .into_iter()
+                        .zip([m.target, m.payload_hash, m.owner, m.version])
+                {
+                    let mark = match value {
+                        Some(true) => "match",
+                        Some(false) => "differs",
+                        None => "unknown",
+                    };
+                    row = row.with(name, word(mark));
+                }
+            }
+            row.with("note", Value::opt(o.note.as_deref().map(text)))
         })
         .collect();
     let prohibited = b

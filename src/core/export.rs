@@ -532,35 +532,33 @@ fn bundle_markdown(out: &mut String, export: &BundleExport) {
     }
     table(out, &["field", "value"], &rows);
 
-    let _ = writeln!(out, "### Prohibited now\n");
-    for p in doc.all(Key::Prohibited) {
-        let _ = writeln!(out, "- {}", opt_md(p.text("what").as_deref()));
-    }
-    let _ = writeln!(out);
-
-    let _ = writeln!(out, "### Actions\n");
-    for a in doc
-        .section(bundle::SectionKey::Actions)
-        .map_or(&[][..], |s| &s.rows)
-    {
-        if a.key == Key::Allowed {
-            let _ = writeln!(
-                out,
-                "- allowed: {} — {}",
-                md(&a.label),
-                opt_md(a.text("effect").as_deref())
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "- refused: {} — {} {}",
-                md(&a.label),
-                a.text("rule").unwrap_or_else(|| "-".into()),
-                opt_md(a.text("reason").as_deref())
-            );
+    // The observations are the export's own table below, with their raw hashes.
+    for section in doc.sections.iter().filter(|s| {
+        !matches!(
+            s.key,
+            bundle::SectionKey::Fields | bundle::SectionKey::Observations
+        )
+    }) {
+        let _ = writeln!(out, "### {}\n", bundle::capitalized(section.title));
+        for row in &section.rows {
+            let escaped = |name: &str| opt_md(row.text(name).as_deref());
+            let _ = match row.key {
+                Key::Prohibited => writeln!(out, "- {}", escaped("what")),
+                Key::Allowed => {
+                    writeln!(out, "- allowed: {} — {}", md(&row.label), escaped("effect"))
+                }
+                Key::Refused => writeln!(
+                    out,
+                    "- refused: {} — {} {}",
+                    md(&row.label),
+                    row.text("rule").unwrap_or_else(|| "-".into()),
+                    escaped("reason")
+                ),
+                _ => writeln!(out, "- {}: {}", md(&row.label), row.plain(md)),
+            };
         }
+        let _ = writeln!(out);
     }
-    let _ = writeln!(out);
 
     let _ = writeln!(out, "### Attempts\n");
     let rows: Vec<Vec<String>> = export
