@@ -357,7 +357,6 @@ pub(crate) fn grants(grants: &[Grant], single_user: bool) -> String {
     out
 }
 
-/// The evidence bundle as labelled sections.
 /// A lookup's result, field by field.
 pub(crate) fn lookup(call: &crate::core::lookup::LookupCall) -> String {
     let mut out = String::new();
