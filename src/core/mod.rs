@@ -5,6 +5,7 @@ pub mod access;
 pub mod actor;
 pub mod audit;
 pub mod autonomy;
+pub mod bundle;
 pub mod chain;
 pub mod clock;
 pub mod evidence;
