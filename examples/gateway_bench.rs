@@ -248,7 +248,7 @@ async fn main() -> anyhow::Result<()> {
     )
     .await?;
     row(
-        "`refund` (write: recorded before and after)",
+        "`refund` (write: recorded before it is sent)",
         &direct_writes,
         &gateway_writes,
     );
@@ -282,8 +282,12 @@ async fn main() -> anyhow::Result<()> {
             vec!["authorize-retry"],
         ] {
             let mut review = places.holdfast();
+            // On PostgreSQL the database login is the one who acts.
+            if !places.url.starts_with("postgres") {
+                review.args(["--as", "maya"]);
+            }
             review
-                .args(["--as", "maya", "review", &id])
+                .args(["review", &id])
                 .args(&action)
                 .args(["--rationale", "checked the provider by hand"]);
             run(&mut review)?;
