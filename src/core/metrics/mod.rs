@@ -61,6 +61,7 @@ mod release;
 mod result;
 mod stored;
 mod tally;
+pub mod text;
 mod view;
 
 use chrono::{DateTime, Utc};
