@@ -2090,7 +2090,7 @@ async fn an_owner_of_another_tenant_raising_a_tools_autonomy_by_hand_is_named() 
         Role::Owner,
         &["tool:T03", "from:manual", "level:automation"],
     );
-    row.operation = holdfast::core::autonomy::ledger_id(holdfast::core::autonomy::AUTONOMY_LEDGER);
+    row.operation = holdfast::core::ids::ledger_id(holdfast::core::autonomy::AUTONOMY_LEDGER);
     let level = format!(
         "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) VALUES \
          ('T03', 'automation', 2, '{login}', '2026-09-05T10:03:00Z', 'by hand')"

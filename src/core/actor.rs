@@ -223,3 +223,18 @@ impl Actor {
         )
     }
 }
+
+/// The acting identity for `what`, which is done only in one's own name (grant
+/// changes, ingest): refused (G6) when the actor acts for someone else.
+pub fn own_name<'a>(actor: &'a Actor, what: &str) -> Result<&'a str, Refusal> {
+    match &actor.on_behalf_of {
+        None => Ok(&actor.identity),
+        Some(person) => Err(Refusal {
+            rule: Rule::G6,
+            reason: format!(
+                "{what} is done in one's own name only: {} may act for {person} in reviewer actions, not here; run it without --as",
+                actor.identity
+            ),
+        }),
+    }
+}

@@ -13,7 +13,7 @@ use std::fmt;
 use super::actor::Actor;
 use super::audit::AuditDraft;
 use super::clock::human_instant;
-use super::ids::OperationId;
+use super::ids::{OperationId, ledger_id};
 use super::lookup::StatusLookup;
 use super::model::{Contract, Dataset, FailureMode, Role, State, text_enum};
 use super::refusal::{Refusal, Rule};
@@ -353,11 +353,6 @@ pub fn covered(modes: impl IntoIterator<Item = FailureMode>) -> Vec<FailureMode>
         .collect()
 }
 
-/// The id the ledger rows carry.
-pub fn ledger_id(ledger: &str) -> OperationId {
-    OperationId::parse(ledger).unwrap_or_else(|_| unreachable!("ledger ids are valid ids"))
-}
-
 /// A veto on one of the tool's operations that is still open: the release gate
 /// found it (DESIGN §6) and the operation has not reached a terminal state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -531,7 +526,7 @@ pub fn owner_role(
     what: &str,
 ) -> Result<Role, Refusal> {
     if actor.on_behalf_of.is_some() {
-        super::access::own_name(actor, what)?;
+        super::actor::own_name(actor, what)?;
     }
     let Some(grants) = &actor.grants else {
         return Ok(Role::Local);

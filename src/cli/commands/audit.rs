@@ -40,7 +40,7 @@ fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
 /// an owner (of any tenant: the chain is the whole store's), in its own name.
 fn owner_role(actor: &Actor) -> Result<Role, Refusal> {
     if actor.on_behalf_of.is_some() {
-        crate::core::access::own_name(actor, "acknowledging a break of the audit chain")?;
+        crate::core::actor::own_name(actor, "acknowledging a break of the audit chain")?;
     }
     match &actor.grants {
         None => Ok(Role::Local),
