@@ -8,7 +8,6 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::core::actor::Actor;
 use crate::core::audit::AuditRow;
 use crate::core::autonomy::{
     self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVetoes, Standing,
@@ -16,6 +15,7 @@ use crate::core::autonomy::{
 };
 use crate::core::model::{Contract, Dataset};
 use crate::core::rules::Rationale;
+use crate::core::rules::actor::Actor;
 use crate::review::ReviewError;
 use crate::store::{Store, StoreError};
 

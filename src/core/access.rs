@@ -7,12 +7,12 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::actor::{Actor, permits};
 use super::audit::{self, AuditDraft};
 use super::ids::{OperationId, Sha256};
 use super::model::{ActionKind, Grant, Role};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
+use super::rules::actor::{Actor, permits};
 use super::{autonomy, work};
 
 /// The audit rows of grant changes carry this in their `operation` column. The
@@ -338,7 +338,7 @@ pub fn act_for(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::actor::own_name;
+    use crate::core::rules::actor::own_name;
 
     fn at() -> DateTime<Utc> {
         super::super::clock::parse_instant("2026-09-05T10:00:00Z").expect("instant")

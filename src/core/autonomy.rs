@@ -10,7 +10,6 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::actor::Actor;
 use super::audit::AuditDraft;
 use super::clock::human_instant;
 use super::ids::{OperationId, ledger_id};
@@ -18,6 +17,7 @@ use super::lookup::StatusLookup;
 use super::model::{Contract, Dataset, FailureMode, Role, State, text_enum};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
+use super::rules::actor::Actor;
 
 /// The audit rows of autonomy changes carry this in their `operation` column.
 pub const AUTONOMY_LEDGER: &str = "holdfast:autonomy";
@@ -526,7 +526,7 @@ pub fn owner_role(
     what: &str,
 ) -> Result<Role, Refusal> {
     if actor.on_behalf_of.is_some() {
-        super::actor::own_name(actor, what)?;
+        super::rules::actor::own_name(actor, what)?;
     }
     let Some(grants) = &actor.grants else {
         return Ok(Role::Local);

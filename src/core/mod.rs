@@ -2,7 +2,6 @@
 //! evidence bundle, metrics and audit hashing. No I/O, no database, no terminal.
 
 pub mod access;
-pub mod actor;
 pub mod audit;
 pub mod autonomy;
 pub mod chain;

@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::model::{ActionKind, Grant, Role};
-use super::refusal::{Refusal, Rule, refuse};
-use super::rules::catalog;
+use super::catalog;
+use crate::core::model::{ActionKind, Grant, Role};
+use crate::core::refusal::{Refusal, Rule, refuse};
 
 /// Whether `role` may take an action of `kind` at all (G6): the roles its
 /// [`crate::core::rules::catalog::spec`] names. Viewers read; reviewers
