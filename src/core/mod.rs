@@ -9,6 +9,7 @@ pub mod clock;
 pub mod evidence;
 pub mod export;
 pub mod ids;
+pub mod ladder;
 pub mod lawful;
 pub mod ledger;
 pub mod lookup;

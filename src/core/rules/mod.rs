@@ -126,7 +126,7 @@ fn plan_with<'a>(
         );
     }
     let role = actor.role_for(&op.tenant, kind)?;
-    if crate::core::autonomy::is_agent(actor.principal()) && !asked.confirming {
+    if crate::core::ladder::is_agent(actor.principal()) && !asked.confirming {
         use crate::core::model::ActionKind::{ApproveCompensation, ApproveResume, AuthorizeRetry};
         if !matches!(kind, AuthorizeRetry | ApproveCompensation | ApproveResume) {
             return refuse(
@@ -137,10 +137,10 @@ fn plan_with<'a>(
                 ),
             );
         }
-        crate::core::autonomy::require(
+        crate::core::ladder::require(
             &op.tool,
             detail.autonomy,
-            crate::core::autonomy::Capability::AgentProposal,
+            crate::core::ladder::Capability::AgentProposal,
         )?;
     }
     if op.state.is_terminal() && kind != ActionKind::Comment {
