@@ -114,24 +114,10 @@ fn code_only(text: &str) -> String {
             i = j;
             out.push_str("\"\"");
         } else if c == '"' {
-            i += 1;
-            while i < chars.len() && chars[i] != '"' {
-                if chars[i] == '\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
+            i = past_quoted(&chars, i);
             out.push_str("\"\"");
         } else if c == '\'' && (next == Some('\\') || chars.get(i + 2) == Some(&'\'')) {
-            i += 1;
-            while i < chars.len() && chars[i] != '\'' {
-                if chars[i] == '\\' {
-                    i += 1;
-                }
-                i += 1;
-            }
-            i += 1;
+            i = past_quoted(&chars, i);
             out.push_str("' '");
         } else {
             out.push(c);
@@ -139,6 +125,20 @@ fn code_only(text: &str) -> String {
         }
     }
     out
+}
+
+/// Where a quoted literal opening at `at` ends (past its closing quote),
+/// escapes honoured.
+fn past_quoted(chars: &[char], at: usize) -> usize {
+    let quote = chars[at];
+    let mut i = at + 1;
+    while i < chars.len() && chars[i] != quote {
+        if chars[i] == '\\' {
+            i += 1;
+        }
+        i += 1;
+    }
+    i + 1
 }
 
 /// The code without the items under `#[cfg(test)]`, and the names of the
@@ -165,10 +165,10 @@ fn without_tests(code: &str) -> (String, Vec<String>) {
                 }
                 ';' if depth == 0 => {
                     let words: Vec<&str> = item[..k].split_whitespace().collect();
-                    if let Some(pos) = words.iter().position(|w| *w == "mod") {
-                        if let Some(name) = words.get(pos + 1) {
-                            test_modules.push((*name).to_owned());
-                        }
+                    if let Some(pos) = words.iter().position(|w| *w == "mod")
+                        && let Some(name) = words.get(pos + 1)
+                    {
+                        test_modules.push((*name).to_owned());
                     }
                     end = k + 1;
                     break;
@@ -398,10 +398,10 @@ fn circle(edges: &BTreeMap<Module, BTreeMap<Module, Vec<Evidence>>>) -> Option<V
     }
     let mut marks = BTreeMap::new();
     for node in edges.keys() {
-        if !marks.contains_key(node) {
-            if let Some(found) = visit(node, edges, &mut marks, &mut Vec::new()) {
-                return Some(found);
-            }
+        if !marks.contains_key(node)
+            && let Some(found) = visit(node, edges, &mut marks, &mut Vec::new())
+        {
+            return Some(found);
         }
     }
     None
