@@ -561,11 +561,16 @@ pub fn main() -> ExitCode {
         Err(e) => e.exit(),
     };
     let _guard = init_logging(&paths);
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-    {
+    // The gateway answers one agent's calls one after another: on one thread
+    // a call hands work between fewer threads (each hand-off a task switch).
+    let mut builder = if matches!(cli.command, Some(Command::Gateway { .. })) {
+        tokio::runtime::Builder::new_current_thread()
+    } else {
+        let mut builder = tokio::runtime::Builder::new_multi_thread();
+        builder.worker_threads(2);
+        builder
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("holdfast: cannot start the runtime: {e}");

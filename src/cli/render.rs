@@ -7,6 +7,7 @@ use std::fmt::Write as _;
 
 use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
+use crate::core::bundle::{self, Key, SectionKey, Value};
 use crate::core::clock::{human_duration, human_instant, relative};
 use crate::core::evidence::{EvidenceBundle, describe_observation};
 use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
@@ -23,10 +24,6 @@ pub(crate) fn clean(text: &str) -> String {
 
 fn opt(text: Option<&str>) -> String {
     text.map_or_else(|| "-".to_owned(), clean)
-}
-
-fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), human_instant)
 }
 
 /// Pads or cuts `text` to `width` characters.
@@ -360,7 +357,6 @@ pub(crate) fn grants(grants: &[Grant], single_user: bool) -> String {
     out
 }
 
-/// The evidence bundle as labelled sections.
 /// A lookup's result, field by field.
 pub(crate) fn lookup(call: &crate::core::lookup::LookupCall) -> String {
     let mut out = String::new();
@@ -370,251 +366,212 @@ pub(crate) fn lookup(call: &crate::core::lookup::LookupCall) -> String {
     out
 }
 
+/// The evidence bundle as labelled lines, then its observations, what is
+/// prohibited and the actions, in the order of its [`bundle::Document`].
 pub(crate) fn bundle(b: &EvidenceBundle, now: DateTime<Utc>) -> String {
+    let doc = bundle::document(b);
     let mut out = String::new();
     let mut field = |name: &str, value: String| {
         let _ = writeln!(out, "  {name:<22} {value}");
     };
-    field(
-        "operation",
-        format!(
-            "{} ({}, version {})",
-            clean(b.id.as_str()),
-            b.state,
-            b.version
-        ),
-    );
-    if let Some(why) = &b.why_held {
-        let label = if b.state.is_held() {
-            "why held".to_owned()
-        } else {
-            format!("why {}", b.state)
-        };
-        field(
-            &label,
-            format!(
-                "{}{}",
-                clean(&why.headline()),
-                why.reason
-                    .as_deref()
-                    .map_or_else(String::new, |r| format!(": {}", clean(r)))
+    let instant = |v: &Value| v.instant().map(|t| (human_instant(t), relative(t, now)));
+    let fields = doc.section(SectionKey::Fields).map_or(&[][..], |s| &s.rows);
+    for row in fields {
+        let text = |name: &str| row.text(name);
+        let cleaned = |name: &str| opt(row.text(name).as_deref());
+        match row.key {
+            Key::Operation => field(
+                &row.label,
+                format!(
+                    "{} ({}, version {})",
+                    cleaned("id"),
+                    text("state").unwrap_or_default(),
+                    text("version").unwrap_or_default()
+                ),
             ),
-        );
-        for e in &why.evidence {
-            field(
+            Key::WhyHeld => {
+                if let Some(transition) = text("transition") {
+                    field(
+                        &row.label,
+                        format!(
+                            "{} {}{}",
+                            clean(&transition),
+                            clean(&bundle::audit_reference(row)),
+                            text("reason").map_or_else(String::new, |r| format!(": {}", clean(&r)))
+                        ),
+                    );
+                }
+            }
+            Key::Evidence => field(
                 "  evidence",
-                match &e.what {
-                    Some(what) => format!("{} ({})", clean(&e.id), clean(what)),
-                    None => clean(&e.id),
+                match text("what") {
+                    Some(what) => format!("{} ({})", cleaned("id"), clean(&what)),
+                    None => cleaned("id"),
                 },
-            );
-        }
-    }
-    field(
-        "in state since",
-        format!(
-            "{} ({})",
-            human_instant(b.state_since),
-            relative(b.state_since, now)
-        ),
-    );
-    field(
-        "tenant / actor",
-        format!("{} / {}", clean(&b.tenant), clean(&b.actor)),
-    );
-    field(
-        "tool / action",
-        format!(
-            "{} / {}",
-            clean(&b.tool),
-            clean(crate::core::names::known_action(&b.tool, &b.action).unwrap_or("-"))
-        ),
-    );
-    field("status lookup", clean(&b.status_lookup));
-    field("autonomy", clean(&b.autonomy.describe()));
-    field("target", clean(&b.target));
-    field("risk", b.risk.to_string());
-    field(
-        "intent hash",
-        b.intent_hash
-            .as_ref()
-            .map_or_else(|| "-".into(), ToString::to_string),
-    );
-    field("payload hash", b.payload_hash.to_string());
-    match &b.approval {
-        Some(a) => {
-            field(
-                "approval",
-                format!(
-                    "{} under {} at {}",
-                    clean(&a.by),
-                    clean(&a.policy),
-                    when(a.at)
-                ),
-            );
-            field(
-                "  binds payload",
-                a.payload_hash
-                    .as_ref()
-                    .map_or_else(|| "-".into(), ToString::to_string),
-            );
-            field(
-                "  expires",
-                format!("{} ({})", when(a.expires_at), clean(&a.status)),
-            );
-        }
-        None => field("approval", "none recorded".into()),
-    }
-    match &b.idempotency {
-        Some(k) => {
-            field(
-                "idempotency key",
-                format!(
-                    "{} (scope {}, retention {})",
-                    clean(&k.key),
-                    opt(k.scope.as_deref()),
-                    k.retention_hours
-                        .map_or_else(|| "-".into(), |h| format!("{h}h"))
-                ),
-            );
-            field(
-                "  key protects until",
-                format!(
-                    "{}{}",
-                    when(k.expires_at),
-                    if k.expired { " (expired)" } else { "" }
-                ),
-            );
-            if !k.conflicts.is_empty() {
-                let ids: Vec<String> = k.conflicts.iter().map(|i| clean(i.as_str())).collect();
+            ),
+            Key::StateSince => {
+                if let Some((at, ago)) = instant(row.get("since")) {
+                    field(&row.label, format!("{at} ({ago})"));
+                }
+            }
+            Key::TenantActor => field(
+                &row.label,
+                format!("{} / {}", cleaned("tenant"), cleaned("actor")),
+            ),
+            Key::ToolAction => field(
+                &row.label,
+                format!("{} / {}", cleaned("tool"), cleaned("action")),
+            ),
+            Key::Approval if row.is_empty() => field(&row.label, "none recorded".into()),
+            Key::Approval => {
                 field(
-                    "  key conflict",
-                    format!("same key, other payload: {}", ids.join(", ")),
+                    &row.label,
+                    format!(
+                        "{} under {} at {}",
+                        cleaned("by"),
+                        cleaned("policy"),
+                        text("at").unwrap_or_else(|| "-".into())
+                    ),
+                );
+                field(
+                    "  binds payload",
+                    text("binds").unwrap_or_else(|| "-".into()),
+                );
+                field(
+                    "  expires",
+                    format!(
+                        "{} ({})",
+                        text("expires").unwrap_or_else(|| "-".into()),
+                        cleaned("status")
+                    ),
                 );
             }
-        }
-        None => field("idempotency key", "-".into()),
-    }
-    field("business key", opt(b.business_key.as_deref()));
-    field("correlation id", opt(b.correlation_id.as_deref()));
-    field(
-        "last verified",
-        b.last_verified.as_ref().map_or_else(
-            || "never observed".into(),
-            |(what, at)| format!("{} at {}", clean(what), human_instant(*at)),
-        ),
-    );
-    let ids: Vec<String> = b.provider_request_ids.iter().map(|i| clean(i)).collect();
-    field(
-        "provider request ids",
-        if ids.is_empty() {
-            "-".into()
-        } else {
-            ids.join(", ")
-        },
-    );
-    let budget = &b.budget;
-    field("attempts", budget.summary());
-    field(
-        "deadline",
-        match (budget.deadline, budget.seconds_left) {
-            (Some(d), Some(s)) if s >= 0 => {
-                format!("{} ({} left)", human_instant(d), human_duration(s))
-            }
-            (Some(d), Some(s)) => {
-                format!("{} (passed {} ago)", human_instant(d), human_duration(-s))
-            }
-            _ => "-".into(),
-        },
-    );
-    field("owner", clean(&b.owner));
-    field(
-        "next observation",
-        match b.next_observation_at {
-            None => "-".to_owned(),
-            Some(t) => format!(
-                "{} ({}{})",
-                human_instant(t),
-                relative(t, now),
-                if b.next_observation_overdue {
-                    ", OVERDUE"
-                } else {
-                    ""
+            Key::IdempotencyKey if row.is_empty() => field(&row.label, "-".into()),
+            Key::IdempotencyKey => {
+                field(
+                    &row.label,
+                    format!(
+                        "{} (scope {}, retention {})",
+                        cleaned("key"),
+                        cleaned("scope"),
+                        text("retention").unwrap_or_else(|| "-".into())
+                    ),
+                );
+                field(
+                    "  key protects until",
+                    format!(
+                        "{}{}",
+                        text("until").unwrap_or_else(|| "-".into()),
+                        if text("expired").is_some() {
+                            " (expired)"
+                        } else {
+                            ""
+                        }
+                    ),
+                );
+                let ids: Vec<String> = row.all("conflict").iter().map(|i| clean(i)).collect();
+                if !ids.is_empty() {
+                    field(
+                        "  key conflict",
+                        format!("same key, other payload: {}", ids.join(", ")),
+                    );
                 }
+            }
+            Key::LastVerified => field(
+                &row.label,
+                match text("what") {
+                    None => "never observed".into(),
+                    Some(what) => format!("{} at {}", clean(&what), text("at").unwrap_or_default()),
+                },
             ),
-        },
-    );
-    field(
-        "failure mode",
-        b.failure_mode.map_or("-", |m| m.as_str()).to_owned(),
-    );
-    field(
-        "recommendation",
-        format!(
-            "{} — {}",
-            b.recommendation.decision, b.recommendation.reason
-        ),
-    );
-    if let Some((parent, relation)) = &b.parent {
-        field("parent", format!("{} ({relation})", clean(parent.as_str())));
-    }
-    for child in &b.children {
-        field(
-            "child",
-            format!(
-                "{} ({}, {})",
-                clean(child.id.as_str()),
-                child.relation,
-                child.state
+            Key::Attempts => field(&row.label, bundle::attempts_summary(row)),
+            Key::Deadline => field(
+                &row.label,
+                match (row.get("at").instant(), row.get("seconds left").number()) {
+                    (Some(d), Some(s)) if s >= 0 => {
+                        format!("{} ({} left)", human_instant(d), human_duration(s))
+                    }
+                    (Some(d), Some(s)) => {
+                        format!("{} (passed {} ago)", human_instant(d), human_duration(-s))
+                    }
+                    _ => "-".into(),
+                },
             ),
-        );
+            Key::NextObservation => field(
+                &row.label,
+                match instant(row.get("at")) {
+                    None => "-".to_owned(),
+                    Some((at, ago)) => format!(
+                        "{at} ({ago}{})",
+                        if text("overdue").is_some() {
+                            ", OVERDUE"
+                        } else {
+                            ""
+                        }
+                    ),
+                },
+            ),
+            Key::Recommendation => field(
+                &row.label,
+                format!(
+                    "{} — {}",
+                    text("decision").unwrap_or_default(),
+                    text("reason").unwrap_or_default()
+                ),
+            ),
+            Key::Parent => field(
+                &row.label,
+                format!(
+                    "{} ({})",
+                    cleaned("id"),
+                    text("relation").unwrap_or_default()
+                ),
+            ),
+            Key::Child => field(
+                &row.label,
+                format!(
+                    "{} ({}, {})",
+                    cleaned("id"),
+                    text("relation").unwrap_or_default(),
+                    text("state").unwrap_or_default()
+                ),
+            ),
+            Key::HeldBy => field(
+                &row.label,
+                format!("{} ({})", cleaned("id"), text("state").unwrap_or_default()),
+            ),
+            Key::PendingProposal if row.is_empty() => {}
+            _ => field(&row.label, row.plain(clean)),
+        }
     }
-    for (dep, state) in &b.held_by {
-        field(
-            "held by dependency",
-            format!("{} ({state})", clean(dep.as_str())),
-        );
-    }
-    if let Some(p) = &b.pending_proposal {
-        field("pending proposal", clean(p));
-    }
-    let _ = writeln!(out, "\n  observations");
-    if b.observations.is_empty() {
-        let _ = writeln!(out, "    none");
-    }
-    for o in &b.observations {
-        let _ = writeln!(
-            out,
-            "    {} {} {}{}",
-            clean(&o.id),
-            human_instant(o.observed_at),
-            clean(&o.describe()),
-            o.note
-                .as_deref()
-                .map_or_else(String::new, |n| format!(" — {}", clean(n)))
-        );
-    }
-    let _ = writeln!(out, "\n  prohibited now");
-    for p in &b.prohibited {
-        let _ = writeln!(out, "    ✗ {}", clean(p));
-    }
-    let _ = writeln!(out, "\n  actions");
-    for a in &b.actions {
-        if a.allowed {
-            let _ = writeln!(
-                out,
-                "    ✓ {:<24} {}",
-                a.label,
-                a.effect.as_deref().unwrap_or("")
-            );
-        } else {
-            let _ = writeln!(
-                out,
-                "    · {:<24} {} {}",
-                a.label,
-                a.rule.map_or_else(String::new, |r| r.to_string()),
-                clean(a.reason.as_deref().unwrap_or(""))
-            );
+    for section in doc.sections.iter().filter(|s| s.key != SectionKey::Fields) {
+        let _ = writeln!(out, "\n  {}", section.title);
+        if section.key == SectionKey::Observations && section.rows.is_empty() {
+            let _ = writeln!(out, "    none");
+        }
+        for row in &section.rows {
+            let text = |name: &str| row.text(name).unwrap_or_default();
+            let _ = match row.key {
+                Key::Observation => writeln!(
+                    out,
+                    "    {} {} {}{}",
+                    clean(&text("id")),
+                    text("at"),
+                    clean(&text("what")),
+                    row.text("note")
+                        .map_or_else(String::new, |n| format!(" — {}", clean(&n)))
+                ),
+                Key::Prohibited => writeln!(out, "    ✗ {}", clean(&text("what"))),
+                Key::Allowed => writeln!(out, "    ✓ {:<24} {}", row.label, text("effect")),
+                Key::Refused => writeln!(
+                    out,
+                    "    · {:<24} {} {}",
+                    row.label,
+                    text("rule"),
+                    clean(&text("reason"))
+                ),
+                _ => writeln!(out, "    {} {}", clean(&row.label), row.plain(clean)),
+            };
         }
     }
     out
@@ -764,4 +721,142 @@ pub(crate) fn timeline(detail: &OperationDetail, now: DateTime<Utc>) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::bundle::{COMPARED, Key, Value};
+    use crate::core::evidence;
+    use crate::core::export;
+    use crate::store::{IngestMode, Location, OperationFilter, SortOrder};
+    use crate::tui::doc::evidence::doc as console_doc;
+    use crate::tui::opened::{Frame, Loaded};
+    use crate::tui::theme::Theme;
+
+    /// The demo packet in a fresh store: every operation's detail, and the
+    /// packet's own instant.
+    async fn demo() -> (Vec<crate::core::model::OperationDetail>, DateTime<Utc>) {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Location::Sqlite(dir.path().join("demo.db"))
+            .open()
+            .await
+            .expect("store");
+        let parsed = crate::wire::parse_stream(crate::DEMO_PACKET.as_bytes(), &mut |_| {})
+            .expect("the demo packet parses");
+        let now =
+            crate::cli::commands::console::latest_instant(parsed.records.iter().map(|n| &n.record))
+                .expect("the demo has an instant");
+        store
+            .ingest(parsed.records, IngestMode::Strict, "holdfast-demo", now)
+            .await
+            .expect("ingest");
+        let ids = store
+            .matching_ids(&OperationFilter::default(), SortOrder::default())
+            .await
+            .expect("ids");
+        let mut details = Vec::new();
+        for id in &ids {
+            details.push(store.detail(id).await.expect("detail"));
+        }
+        (details, now)
+    }
+
+    /// Markdown as text: its escapes undone.
+    fn unescaped(markdown: &str) -> String {
+        let mut out = String::new();
+        let mut chars = markdown.chars();
+        while let Some(c) = chars.next() {
+            if c == '\\' {
+                out.extend(chars.next());
+            } else {
+                out.push(c);
+            }
+        }
+        out.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    }
+
+    #[tokio::test]
+    async fn console_show_and_export_print_every_value_of_the_document() {
+        let (details, now) = demo().await;
+        assert!(details.len() > 20, "the demo holds every kind of hold");
+        let actor = Actor::local("ana", None);
+        let mut checked = 0;
+        for detail in details {
+            let loaded = Loaded::new(detail.clone(), &actor, now);
+            let bundle = loaded.bundle.clone();
+            let mut frame = Frame::new(bundle.id.clone());
+            frame.loaded = Some(loaded);
+            let console: String = frame
+                .loaded
+                .as_ref()
+                .map(|l| console_doc(Theme { color: false }, &frame, l, now))
+                .expect("loaded")
+                .wrap(u16::MAX)
+                .iter()
+                .map(|line| {
+                    let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
+                    text + "\n"
+                })
+                .collect();
+            let show = super::bundle(&bundle, now);
+            let exported = export::bundle_export(&detail, &actor, now);
+            let markdown = unescaped(&export::markdown_bundle(&exported));
+            let json = serde_json::to_string(&exported).expect("json");
+            let document = crate::core::bundle::document(&evidence::bundle(&detail, &actor, now));
+            for row in document.rows() {
+                for field in &row.fields {
+                    // Details each layout words its own way: the comparison of an
+                    // observation field by field (show and the export say it in
+                    // the observation's words, which the console spells out part
+                    // by part), and the time to the deadline.
+                    let detail_only = (row.key == Key::Observation
+                        && COMPARED.contains(&field.name))
+                        || (row.key == Key::Deadline && field.name == "seconds left");
+                    let Some(value) = field.value.text() else {
+                        continue;
+                    };
+                    if detail_only {
+                        continue;
+                    }
+                    // A warning may be shouted (`OVERDUE`) or not.
+                    let value = clean(&value).to_lowercase();
+                    let in_words = row.key == Key::Observation && field.name == "what";
+                    for (name, text) in [
+                        ("console", &console),
+                        ("show", &show),
+                        ("export", &markdown),
+                    ] {
+                        if in_words && name == "console" {
+                            continue;
+                        }
+                        // The console prints a note line by line.
+                        let text = text.to_lowercase();
+                        let found = value.split('␊').all(|piece| text.contains(piece));
+                        assert!(
+                            found,
+                            "{} {:?} {}: {value:?} missing from {name}:\n{text}",
+                            bundle.id, row.key, field.name
+                        );
+                    }
+                    if matches!(
+                        field.value,
+                        Value::Id(_) | Value::Hash(_) | Value::Instant(_)
+                    ) {
+                        assert!(
+                            json.to_lowercase().contains(&value),
+                            "{} {:?} {}: {value:?} missing from the JSON export",
+                            bundle.id,
+                            row.key,
+                            field.name
+                        );
+                    }
+                    checked += 1;
+                }
+            }
+        }
+        assert!(checked > 1000, "{checked} values checked");
+    }
 }

@@ -12,7 +12,6 @@ use super::model::{
     AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, OperationDetail,
     ProposalStatus, Relation, Risk, Role, State,
 };
-use super::names::count;
 use super::rules::{self, Actor, Rule};
 
 /// The approval and whether it still binds this exact call (G11).
@@ -68,41 +67,6 @@ pub struct BudgetView {
     pub exhausted: Option<String>,
 }
 
-impl BudgetView {
-    /// `1 of 3 used, 0 status queries`, with the tries a gateway refused when
-    /// there were any and why the budget is spent when it is.
-    pub fn summary(&self) -> String {
-        format!(
-            "{} of {} used, {}{}{}",
-            self.attempts_used,
-            self.max_attempts
-                .map_or_else(|| "-".into(), |m| m.to_string()),
-            self.refused_note(),
-            count(self.status_queries, "status query", "status queries"),
-            self.exhausted
-                .as_ref()
-                .map_or_else(String::new, |e| format!(" — {e}"))
-        )
-    }
-
-    /// `2 tries refused by the gateway (not counted), ` when a gateway refused tries,
-    /// else nothing.
-    pub fn refused_note(&self) -> String {
-        if self.refused_by_gateway == 0 {
-            String::new()
-        } else {
-            format!(
-                "{} (not counted), ",
-                count(
-                    self.refused_by_gateway,
-                    "try refused by the gateway",
-                    "tries refused by the gateway"
-                )
-            )
-        }
-    }
-}
-
 /// One action as offered now: allowed, or refused with its rule.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ActionView {
@@ -154,28 +118,6 @@ impl WhyHeld {
             self.role,
             human_instant(self.at)
         )
-    }
-}
-
-impl WhyHeld {
-    /// The headline, the reason and the evidence on one line, for exports.
-    pub fn summary(&self) -> String {
-        let mut text = self.headline();
-        if let Some(reason) = &self.reason {
-            text.push_str(&format!(": {reason}"));
-        }
-        if !self.evidence.is_empty() {
-            let evidence: Vec<String> = self
-                .evidence
-                .iter()
-                .map(|e| match &e.what {
-                    Some(what) => format!("{} ({what})", e.id),
-                    None => e.id.clone(),
-                })
-                .collect();
-            text.push_str(&format!("; evidence {}", evidence.join(", ")));
-        }
-        text
     }
 }
 

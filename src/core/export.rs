@@ -17,6 +17,7 @@ use serde_json::Value;
 use std::fmt::Write as _;
 
 use super::audit::AuditRow;
+use super::bundle::{self, Key};
 use super::clock::human_instant;
 use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
@@ -408,137 +409,156 @@ pub fn json_after_bundles(bundles: usize) -> &'static str {
 
 fn bundle_markdown(out: &mut String, export: &BundleExport) {
     let b = &export.bundle;
+    let doc = bundle::document(b);
     let _ = writeln!(out, "## {} — {}\n", md(b.id.as_str()), b.state);
     let _ = writeln!(out, "Bundle hash: `{}`\n", export.content_hash);
-    let approval = b.approval.as_ref().map_or_else(
-        || "none recorded".to_owned(),
-        |a| {
-            format!(
-                "{} under {} at {}, binds {}, expires {} ({})",
-                md(&a.by),
-                md(&a.policy),
-                when(a.at),
-                a.payload_hash
-                    .as_ref()
-                    .map_or_else(|| "-".into(), ToString::to_string),
-                when(a.expires_at),
-                md(&a.status)
-            )
-        },
-    );
-    let key = b.idempotency.as_ref().map_or_else(
-        || "-".to_owned(),
-        |k| {
-            format!(
-                "{} (scope {}, protects until {}{})",
-                md(&k.key),
-                opt_md(k.scope.as_deref()),
-                when(k.expires_at),
-                if k.expired { ", expired" } else { "" }
-            )
-        },
-    );
-    let budget = &b.budget;
-    let fields = [
-        (
-            "state",
-            format!(
-                "{} (version {}) since {}",
-                b.state,
-                b.version,
-                human_instant(b.state_since)
-            ),
-        ),
-        (
-            "why held",
-            b.why_held
-                .as_ref()
-                .map_or_else(|| "-".into(), |w| md(&w.summary())),
-        ),
-        (
-            "tenant / actor",
-            format!("{} / {}", md(&b.tenant), md(&b.actor)),
-        ),
-        (
-            "tool / action",
-            format!(
-                "{} / {}",
-                md(&b.tool),
-                md(super::names::known_action(&b.tool, &b.action).unwrap_or("-"))
-            ),
-        ),
-        ("target", md(&b.target)),
-        ("risk", b.risk.to_string()),
-        (
-            "intent hash",
-            b.intent_hash
-                .as_ref()
-                .map_or_else(|| "-".into(), ToString::to_string),
-        ),
-        ("payload hash", b.payload_hash.to_string()),
-        ("approval", approval),
-        ("idempotency key", key),
-        ("business key", opt_md(b.business_key.as_deref())),
-        ("correlation id", opt_md(b.correlation_id.as_deref())),
-        (
-            "last verified",
-            b.last_verified.as_ref().map_or_else(
-                || "never observed".into(),
-                |(what, at)| format!("{} at {}", md(what), human_instant(*at)),
-            ),
-        ),
-        (
-            "provider request ids",
-            if b.provider_request_ids.is_empty() {
-                "-".into()
-            } else {
-                b.provider_request_ids
-                    .iter()
-                    .map(|i| md(i))
-                    .collect::<Vec<_>>()
-                    .join(", ")
-            },
-        ),
-        ("attempts", md(&budget.summary())),
-        ("deadline", when(budget.deadline)),
-        ("owner", md(&b.owner)),
-        (
-            "next observation",
-            format!(
-                "{}{}",
-                when(b.next_observation_at),
-                if b.next_observation_overdue {
-                    " (overdue)"
-                } else {
-                    ""
-                }
-            ),
-        ),
-        (
-            "failure mode",
-            b.failure_mode.map_or("-", |m| m.as_str()).to_owned(),
-        ),
-        (
-            "recommendation",
-            format!(
-                "{} — {}",
-                b.recommendation.decision,
-                md(&b.recommendation.reason)
-            ),
-        ),
-        ("pending proposal", opt_md(b.pending_proposal.as_deref())),
-    ];
-    let rows: Vec<Vec<String>> = fields
-        .into_iter()
-        .map(|(name, value)| vec![name.to_owned(), value])
-        .collect();
+    let mut rows: Vec<Vec<String>> = Vec::new();
+    let fields = doc
+        .section(bundle::SectionKey::Fields)
+        .map_or(&[][..], |s| &s.rows);
+    for row in fields {
+        let text = |name: &str| row.text(name);
+        let escaped = |name: &str| opt_md(row.text(name).as_deref());
+        let or_dash = |name: &str| text(name).unwrap_or_else(|| "-".into());
+        let value = match row.key {
+            Key::Operation => Some((
+                "state".to_owned(),
+                format!(
+                    "{} (version {}) since {}",
+                    or_dash("state"),
+                    or_dash("version"),
+                    doc.row(Key::StateSince)
+                        .and_then(|r| r.text("since"))
+                        .unwrap_or_else(|| "-".into())
+                ),
+            )),
+            Key::StateSince | Key::Evidence => None,
+            Key::WhyHeld => Some((
+                row.label.clone(),
+                opt_md(bundle::why_summary(&doc).as_deref()),
+            )),
+            Key::TenantActor => Some((
+                row.label.clone(),
+                format!("{} / {}", escaped("tenant"), escaped("actor")),
+            )),
+            Key::ToolAction => Some((
+                row.label.clone(),
+                format!("{} / {}", escaped("tool"), escaped("action")),
+            )),
+            Key::Approval if row.is_empty() => Some((row.label.clone(), "none recorded".into())),
+            Key::Approval => Some((
+                row.label.clone(),
+                format!(
+                    "{} under {} at {}, binds {}, expires {} ({})",
+                    escaped("by"),
+                    escaped("policy"),
+                    or_dash("at"),
+                    or_dash("binds"),
+                    or_dash("expires"),
+                    escaped("status")
+                ),
+            )),
+            Key::IdempotencyKey if row.is_empty() => Some((row.label.clone(), "-".into())),
+            Key::IdempotencyKey => {
+                let conflicts: Vec<String> = row.all("conflict").iter().map(|i| md(i)).collect();
+                Some((
+                    row.label.clone(),
+                    format!(
+                        "{} (scope {}, retention {}, protects until {}{}){}",
+                        escaped("key"),
+                        escaped("scope"),
+                        or_dash("retention"),
+                        or_dash("until"),
+                        if text("expired").is_some() {
+                            ", expired"
+                        } else {
+                            ""
+                        },
+                        if conflicts.is_empty() {
+                            String::new()
+                        } else {
+                            format!("; same key, other payload: {}", conflicts.join(", "))
+                        }
+                    ),
+                ))
+            }
+            Key::LastVerified => Some((
+                row.label.clone(),
+                match text("what") {
+                    None => "never observed".into(),
+                    Some(what) => format!("{} at {}", md(&what), or_dash("at")),
+                },
+            )),
+            Key::Attempts => Some((row.label.clone(), md(&bundle::attempts_summary(row)))),
+            Key::Deadline => Some((row.label.clone(), or_dash("at"))),
+            Key::NextObservation => Some((
+                row.label.clone(),
+                format!(
+                    "{}{}",
+                    or_dash("at"),
+                    if text("overdue").is_some() {
+                        " (overdue)"
+                    } else {
+                        ""
+                    }
+                ),
+            )),
+            Key::Recommendation => Some((
+                row.label.clone(),
+                format!("{} — {}", or_dash("decision"), escaped("reason")),
+            )),
+            Key::Parent => Some((
+                row.label.clone(),
+                format!("{} ({})", escaped("id"), or_dash("relation")),
+            )),
+            Key::Child => Some((
+                row.label.clone(),
+                format!(
+                    "{} ({}, {})",
+                    escaped("id"),
+                    or_dash("relation"),
+                    or_dash("state")
+                ),
+            )),
+            Key::HeldBy => Some((
+                row.label.clone(),
+                format!("{} ({})", escaped("id"), or_dash("state")),
+            )),
+            _ => Some((row.label.clone(), row.plain(md))),
+        };
+        if let Some((label, value)) = value {
+            rows.push(vec![label, value]);
+        }
+    }
     table(out, &["field", "value"], &rows);
 
-    let _ = writeln!(out, "### Prohibited now\n");
-    for p in &b.prohibited {
-        let _ = writeln!(out, "- {}", md(p));
+    // The observations are the export's own table below, with their raw hashes.
+    for section in doc.sections.iter().filter(|s| {
+        !matches!(
+            s.key,
+            bundle::SectionKey::Fields | bundle::SectionKey::Observations
+        )
+    }) {
+        let _ = writeln!(out, "### {}\n", bundle::capitalized(section.title));
+        for row in &section.rows {
+            let escaped = |name: &str| opt_md(row.text(name).as_deref());
+            let _ = match row.key {
+                Key::Prohibited => writeln!(out, "- {}", escaped("what")),
+                Key::Allowed => {
+                    writeln!(out, "- allowed: {} — {}", md(&row.label), escaped("effect"))
+                }
+                Key::Refused => writeln!(
+                    out,
+                    "- refused: {} — {} {}",
+                    md(&row.label),
+                    row.text("rule").unwrap_or_else(|| "-".into()),
+                    escaped("reason")
+                ),
+                _ => writeln!(out, "- {}: {}", md(&row.label), row.plain(md)),
+            };
+        }
+        let _ = writeln!(out);
     }
-    let _ = writeln!(out);
 
     let _ = writeln!(out, "### Attempts\n");
     let rows: Vec<Vec<String>> = export

@@ -4,6 +4,7 @@
 pub mod access;
 pub mod audit;
 pub mod autonomy;
+pub mod bundle;
 pub mod chain;
 pub mod clock;
 pub mod evidence;

@@ -7,8 +7,8 @@
 //! the gateway's own identity; a store error refuses the call (fail closed).
 
 use std::collections::HashMap;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use chrono::{DateTime, Utc};
 use serde_json::Value;
@@ -56,6 +56,16 @@ pub enum Admission {
     Refuse(String),
     /// Not forwarded: the identical call already succeeded; the text says so.
     Answer(String),
+}
+
+/// What [`Gate::finish`] recorded.
+#[derive(Debug, Clone, Copy)]
+pub struct Finished {
+    /// The state the call's outcome moves its operation to.
+    pub state: State,
+    /// The outcome waits unwritten, the first of a group: call
+    /// [`Gate::settle`] [`SETTLE_AFTER`] from now.
+    pub settle: bool,
 }
 
 /// A forwarded call's place in the store.
@@ -132,11 +142,13 @@ pub struct Gate {
     instance: String,
     calls: AtomicU64,
     contracts: HashMap<String, Contract>,
-    /// Settled outcomes (SUCCEEDED, FAILED) already answered, written with the
-    /// gateway's next write or by [`Gate::settle`]. Locked for the whole of a
-    /// write that takes them, so a call checking for its identical ones waits
-    /// until they are in the store.
-    unwritten: tokio::sync::Mutex<Vec<Unwritten>>,
+    /// Settled outcomes (SUCCEEDED, FAILED) already answered and not yet
+    /// written: [`Gate::settle`] writes them together, [`SETTLE_AFTER`] after
+    /// the first. Held only to add or take; never across a write.
+    unwritten: Mutex<Vec<Unwritten>>,
+    /// Held across each write of outcomes taken from `unwritten`, so a call
+    /// checking for its identical ones waits until they are in the store.
+    settling: tokio::sync::Mutex<()>,
 }
 
 impl Gate {
@@ -194,7 +206,8 @@ impl Gate {
             instance,
             calls: AtomicU64::new(0),
             contracts,
-            unwritten: tokio::sync::Mutex::new(Vec::new()),
+            unwritten: Mutex::new(Vec::new()),
+            settling: tokio::sync::Mutex::new(()),
         })
     }
 
@@ -317,8 +330,9 @@ impl Gate {
         self.record_new(operation, declared).await
     }
 
-    /// Records the outcome of a forwarded call: its attempt and the move it shows.
-    pub async fn finish(&self, ticket: &Ticket, ending: &Ending) -> Result<State, GateError> {
+    /// Records the outcome of a forwarded call: its attempt and the move it
+    /// shows. A settled outcome waits unwritten ([`Finished::settle`]).
+    pub async fn finish(&self, ticket: &Ticket, ending: &Ending) -> Result<Finished, GateError> {
         let now = (self.now)();
         let (phase, outcome, error, state, excerpt) = match ending {
             Ending::Result {
@@ -411,9 +425,13 @@ impl Gate {
             }
         };
         if let Some(operation) = &ticket.read {
-            return self
+            let state = self
                 .finish_read(operation, attempt, state, reason, now)
-                .await;
+                .await?;
+            return Ok(Finished {
+                state,
+                settle: false,
+            });
         }
         let transition = TransitionRecord {
             operation: ticket.operation.clone(),
@@ -433,23 +451,31 @@ impl Gate {
             // calls on every gateway; a gateway killed before the write leaves
             // it SENT, and the next one's sweep holds it UNKNOWN.
             Some(same) if matches!(state, State::Succeeded | State::Failed) => {
-                self.unwritten.lock().await.push(Unwritten {
+                let mut unwritten = lock(&self.unwritten);
+                unwritten.push(Unwritten {
                     tool: ticket.tool.clone(),
                     same: same.clone(),
                     records,
                 });
+                return Ok(Finished {
+                    state,
+                    settle: unwritten.len() == 1,
+                });
             }
             _ => self.write(records, now).await?,
         }
-        Ok(state)
+        Ok(Finished {
+            state,
+            settle: false,
+        })
     }
 
     /// Writes the settled outcomes answered and not yet written. A gateway
     /// calls it [`SETTLE_AFTER`] after each answer and before it stops; an
     /// outcome the store refuses is logged, and its operation stays SENT.
     pub async fn settle(&self) {
-        let mut unwritten = self.unwritten.lock().await;
-        let earlier = std::mem::take(&mut *unwritten);
+        let _settling = self.settling.lock().await;
+        let earlier = std::mem::take(&mut *lock(&self.unwritten));
         self.write_settled(earlier).await;
     }
 
@@ -457,16 +483,20 @@ impl Gate {
     /// to `tool` with `payload` or `business_key`, so the call is judged on
     /// the store as it is.
     async fn settle_identical(&self, tool: &str, payload: &Sha256, business_key: Option<&str>) {
-        let mut unwritten = self.unwritten.lock().await;
-        let identical = unwritten.iter().any(|u| {
-            u.tool == tool
-                && (u.same.payload == *payload
-                    || business_key.is_some_and(|k| u.same.business_key.as_deref() == Some(k)))
-        });
-        if identical {
-            let earlier = std::mem::take(&mut *unwritten);
-            self.write_settled(earlier).await;
-        }
+        let _settling = self.settling.lock().await;
+        let earlier = {
+            let mut unwritten = lock(&self.unwritten);
+            let identical = unwritten.iter().any(|u| {
+                u.tool == tool
+                    && (u.same.payload == *payload
+                        || business_key.is_some_and(|k| u.same.business_key.as_deref() == Some(k)))
+            });
+            if !identical {
+                return;
+            }
+            std::mem::take(&mut *unwritten)
+        };
+        self.write_settled(earlier).await;
     }
 
     /// Writes `earlier` in one transaction, or, if that is refused, each
@@ -847,26 +877,8 @@ impl Gate {
         Ok(Admission::Answer(text))
     }
 
-    /// Writes `records` through the one ingest path as the gateway, in one
-    /// transaction with the settled outcomes not yet written (one synced
-    /// commit where there would be two). If that is refused, the outcomes are
-    /// written apart first, so they never refuse `records` nor the reverse.
+    /// Writes `records` through the one ingest path as the gateway.
     async fn write(&self, records: Vec<Record>, now: DateTime<Utc>) -> Result<(), GateError> {
-        let mut unwritten = self.unwritten.lock().await;
-        if unwritten.is_empty() {
-            drop(unwritten);
-            return commit(self.store.as_ref(), &self.ingester, records, now).await;
-        }
-        let earlier = std::mem::take(&mut *unwritten);
-        let mut both: Vec<Record> = earlier.iter().flat_map(|u| u.records.clone()).collect();
-        both.extend(records.iter().cloned());
-        if commit(self.store.as_ref(), &self.ingester, both, now)
-            .await
-            .is_ok()
-        {
-            return Ok(());
-        }
-        self.write_settled(earlier).await;
         commit(self.store.as_ref(), &self.ingester, records, now).await
     }
 
@@ -877,8 +889,9 @@ impl Gate {
     }
 }
 
-/// How long after an answer its settled outcome may wait for the gateway's
-/// next write before it is written alone ([`Gate::settle`]).
+/// How long a settled outcome waits after its answer, so that the outcomes of
+/// calls in quick succession are written in one commit ([`Gate::settle`]),
+/// beside the agent's calls rather than in their way.
 pub const SETTLE_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
 
 /// What a gateway's operations' correlation ids start with, before the run.
@@ -1032,6 +1045,14 @@ fn arguments_excerpt(arguments: &Value) -> String {
 /// A result's text as an attempt keeps it: the first characters.
 fn excerpt_of(text: &str) -> String {
     text.chars().take(EXCERPT_CHARS).collect()
+}
+
+/// `mutex`'s guard; a poisoned lock still guards a whole value (each holder
+/// only adds, takes or reads).
+pub(super) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// Writes `records` through the one ingest path; a refusal is an error.

@@ -21,7 +21,7 @@ use rmcp::service::{
 use rmcp::transport::TokioChildProcess;
 use tokio::sync::Mutex as AsyncMutex;
 
-use super::gate::{Admission, Call, Ending, Gate, SETTLE_AFTER, Ticket};
+use super::gate::{Admission, Call, Ending, Gate, SETTLE_AFTER, Ticket, lock};
 
 /// How long a request's progress token stays mapped after its answer, for a
 /// notification sent before the answer but handled after it.
@@ -339,15 +339,16 @@ impl Gateway {
     /// already went out: its operation stays SENT, which the gate holds).
     async fn record(&self, ticket: &Ticket, ending: &Ending) {
         match self.shared.gate.finish(ticket, ending).await {
-            Ok(state) => {
+            Ok(finished) => {
+                let state = finished.state;
                 tracing::info!(operation = ticket.operation.as_str(), tool = %ticket.tool, %state, "call recorded");
-                // An outcome the gate keeps for its next write is written
-                // alone if no write comes soon.
-                let shared = Arc::clone(&self.shared);
-                tokio::spawn(async move {
-                    tokio::time::sleep(SETTLE_AFTER).await;
-                    shared.gate.settle().await;
-                });
+                if finished.settle {
+                    let shared = Arc::clone(&self.shared);
+                    tokio::spawn(async move {
+                        tokio::time::sleep(SETTLE_AFTER).await;
+                        shared.gate.settle().await;
+                    });
+                }
             }
             Err(e) => {
                 tracing::error!(operation = ticket.operation.as_str(), error = %e, "the outcome of a call could not be recorded")
@@ -384,12 +385,6 @@ async fn cancel_upstream(peer: &Peer<RoleClient>, id: rmcp::model::RequestId) {
     let _ = peer
         .send_notification(ClientNotification::CustomNotification(notification))
         .await;
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 fn cancelled() -> ErrorData {

@@ -286,7 +286,11 @@ impl SqlStore<Sqlite> {
             .row_buffer_size(ROW_BUFFER)
             .statement_cache_capacity(STATEMENT_CACHE)
             .foreign_keys(false);
+        // A connection to a local file cannot drop: the ping the pool sends
+        // before lending one by default is a hand-off to the driver's thread
+        // and back on the path of every statement outside a transaction.
         let pool = SqlitePoolOptions::new()
+            .test_before_acquire(false)
             .max_connections(4)
             .acquire_timeout(BUSY_TIMEOUT)
             .connect_with(options)

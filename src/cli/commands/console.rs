@@ -121,7 +121,7 @@ pub(crate) async fn demo_clock(ctx: &Context) -> Option<DateTime<Utc>> {
 }
 
 /// The latest instant any record names: the demo packet's own frozen "now".
-fn latest_instant<'a>(
+pub(crate) fn latest_instant<'a>(
     records: impl Iterator<Item = &'a crate::wire::Record>,
 ) -> Option<DateTime<Utc>> {
     use crate::wire::Record;

@@ -25,6 +25,10 @@ use crate::store::sql::held_states_sql;
 use crate::store::{IngestMode, IngestReport, Ingester, Scope, StoreError};
 use crate::wire::{LineError, Numbered, Record};
 
+/// Records from which an ingest batch grows the page cache for its writes
+/// (`Backend::BATCH_CACHE`).
+const LARGE_BATCH: usize = 64;
+
 /// The columns of a record a reviewer action adds.
 fn record_columns(record: Record) -> RecordColumns {
     let wire = codec::encode(&record);
@@ -801,18 +805,33 @@ shared! {
                     }
                     _ => None,
                 });
-                // A created operation whose moves are all system moves is proved
-                // from the batch alone, without reading the store.
-                if let (Some(op), false) = (created, any_decision) {
+                // Moves that are all system moves are proved from the operation
+                // and its attempts alone (`decisions::judge` reads no more of a
+                // system move): those of the batch for a created operation, the
+                // stored ones with the batch's earlier ones for a stored one.
+                if !any_decision {
+                    let (op, stored) = match created {
+                        Some(op) => (op.clone(), Vec::new()),
+                        None if known.operations.contains_key(id) => {
+                            let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
+                            let row = Self::load_row(&mut conn, id, &Scope::Every)
+                                .await?
+                                .ok_or_else(|| StoreError::NotFound(history.operation.clone()))?;
+                            (row.operation, Self::attempts_of(&mut conn, id).await?)
+                        }
+                        None => continue,
+                    };
                     let mine = attempts.get(id).map(Vec::as_slice).unwrap_or(&[]);
                     for t in history.transitions.iter().filter(|t| decisions::needs_proof(t)) {
                         let line = line_of(t);
-                        let before: Vec<Attempt> = mine
-                            .iter()
-                            .filter(|(l, _)| *l < line)
-                            .map(|(_, a)| (*a).clone())
-                            .collect();
-                        if let Err(error) = decisions::prove(op, &before, t, line) {
+                        let mut before = stored.clone();
+                        for (_, a) in mine.iter().filter(|(l, _)| *l < line) {
+                            if !before.iter().any(|x| x.id == a.id) {
+                                before.push((*a).clone());
+                            }
+                        }
+                        before.sort_by_key(|a| a.seq);
+                        if let Err(error) = decisions::prove(&op, &before, t, line) {
                             out.push(error);
                             break;
                         }
@@ -877,7 +896,11 @@ shared! {
             keeping: Option<&crate::store::OtlpKeeping>,
         ) -> Result<IngestReport, StoreError> {
             let (mut tx, head) = self.begin_write().await?;
-            if let Some((grow, _)) = DB::BATCH_CACHE {
+            // A few records change a few pages, which the usual cache holds:
+            // the grow and shrink would be two more statements on the path of
+            // each call the gateway records.
+            let cache = DB::BATCH_CACHE.filter(|_| redacted.records.len() >= LARGE_BATCH);
+            if let Some((grow, _)) = cache {
                 sqlx::raw_sql(grow).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
             let planned = self
@@ -885,7 +908,7 @@ shared! {
                 .await;
             // Shrunk on the way out whatever the batch came to, so a refused or
             // failed batch does not leave its pooled connection the larger cache.
-            if let Some((_, shrink)) = DB::BATCH_CACHE {
+            if let Some((_, shrink)) = cache {
                 sqlx::raw_sql(shrink).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
             let (report, written) = planned?;

@@ -1,87 +1,145 @@
-//! The evidence pane: every field of the bundle the core assembled (DESIGN §4),
-//! laid out in the order a reviewer at 3 a.m. needs them: why it is held (the
-//! transition into its state, its reason and evidence), what went wrong and what
-//! the matrix recommends, what is prohibited and allowed now, the budget and
-//! owner, what was verified, then identity, approval and identifiers. Nothing here decides anything: the
+//! The evidence pane: every row of the bundle's document ([`crate::core::bundle`],
+//! the one `show` and the export print too; DESIGN §4), laid out in the order a
+//! reviewer at 3 a.m. needs them: why it is held (the transition into its state,
+//! its reason and evidence), what went wrong and what the matrix recommends, what
+//! is prohibited and allowed now, the budget and owner, what was verified, then
+//! identity, approval and identifiers. Nothing here decides anything: the
 //! recommendation, what is prohibited and which actions are allowed all come from
-//! the bundle.
+//! the document.
 
 use chrono::{DateTime, Utc};
 use ratatui::style::Style;
 
-use super::{opt, relative, when, when_relative};
+use super::{opt, relative, when_relative};
+use crate::core::bundle::{self, COMPARED, Document, Key, Row, SectionKey, Value};
 use crate::core::clock::{human_duration, human_instant};
-use crate::core::evidence::EvidenceBundle;
-use crate::core::model::Matches;
 use crate::core::sanitize::Clean;
 use crate::tui::opened::{Frame, Loaded};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, LABEL_WIDTH, line, span};
 
+/// The rows of the document the console lays out itself; any other row is
+/// printed after them, label and values, so that nothing the bundle holds is
+/// left out. The parent and children are the links under the heading.
+const PLACED: &[Key] = &[
+    Key::Operation,
+    Key::StateSince,
+    Key::WhyHeld,
+    Key::Evidence,
+    Key::Parent,
+    Key::Child,
+    Key::FailureMode,
+    Key::Recommendation,
+    Key::Prohibited,
+    Key::Allowed,
+    Key::Attempts,
+    Key::Deadline,
+    Key::Owner,
+    Key::NextObservation,
+    Key::HeldBy,
+    Key::PendingProposal,
+    Key::LastVerified,
+    Key::Observation,
+    Key::IntentHash,
+    Key::PayloadHash,
+    Key::TenantActor,
+    Key::ToolAction,
+    Key::StatusLookup,
+    Key::Autonomy,
+    Key::Target,
+    Key::Risk,
+    Key::Approval,
+    Key::IdempotencyKey,
+    Key::BusinessKey,
+    Key::CorrelationId,
+    Key::ProviderRequestIds,
+    Key::Refused,
+];
+
 /// The pane's lines for the operation `frame` shows.
 pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Utc>) -> Doc {
-    let b = &loaded.bundle;
+    let d = bundle::document(&loaded.bundle);
+    let none = Row {
+        key: Key::Operation,
+        label: String::new(),
+        fields: Vec::new(),
+    };
+    let row = |key: Key| d.row(key).unwrap_or(&none);
     let mut doc = Doc::default();
+    let op = row(Key::Operation);
+    let state = match op.get("state") {
+        Value::State(state) => Some(*state),
+        _ => None,
+    };
+    let since = row(Key::StateSince).get("since").instant();
     doc.push(line(vec![
-        span(Clean::new(b.id.as_str()), theme.title()),
+        span(text(op, "id"), theme.title()),
         span(Clean::new(" "), theme.plain()),
-        span(Clean::new(b.state.as_str()), theme.state(b.state)),
+        span(
+            text(op, "state"),
+            state.map_or_else(|| theme.plain(), |s| theme.state(s)),
+        ),
         span(
             Clean::new(&format!(
                 " · version {} · in this state since {} ({})",
-                b.version,
-                human_instant(b.state_since),
-                relative(b.state_since, now)
+                op.text("version").unwrap_or_default(),
+                since.map_or_else(|| "-".to_owned(), human_instant),
+                since.map_or_else(|| "-".to_owned(), |t| relative(t, now))
             )),
             theme.dim(),
         ),
     ]));
-    why_held(&mut doc, theme, b);
+    why_held(&mut doc, theme, &d);
     links(&mut doc, theme, frame);
 
     section(&mut doc, theme, "Decision");
     doc.field(
         theme,
         "failure mode",
-        Clean::new(b.failure_mode.map_or("-", |m| m.as_str())),
+        text(row(Key::FailureMode), "mode"),
         theme.plain(),
     );
+    let recommendation = row(Key::Recommendation);
     doc.field(
         theme,
         "recommendation",
-        Clean::new(&b.recommendation.decision.to_string()),
+        text(recommendation, "decision"),
         theme.title(),
     );
     doc.field(
         theme,
         "  because",
-        Clean::new(&b.recommendation.reason),
+        text(recommendation, "reason"),
         theme.plain(),
     );
 
     section(&mut doc, theme, "Prohibited now");
-    if b.prohibited.is_empty() {
+    let prohibited: Vec<&Row> = d.all(Key::Prohibited).collect();
+    if prohibited.is_empty() {
         doc.push(line(vec![span(
             Clean::new("  nothing beyond the refused actions below"),
             theme.dim(),
         )]));
     }
-    for p in &b.prohibited {
+    for p in prohibited {
         doc.push_indented(
-            line(vec![span(Clean::new(&format!("  ✗ {p}")), theme.alert())]),
+            line(vec![span(
+                Clean::new(&format!("  ✗ {}", p.text("what").unwrap_or_default())),
+                theme.alert(),
+            )]),
             4,
         );
     }
 
     section(&mut doc, theme, "Actions the core allows now");
-    let width = b
-        .actions
+    let actions = d.section(SectionKey::Actions).map_or(&[][..], |s| &s.rows);
+    let width = actions
         .iter()
         .map(|a| a.label.chars().count())
         .max()
         .unwrap_or(0);
     let indent = u16::try_from(width + 5).unwrap_or(LABEL_WIDTH);
-    let allowed: Vec<_> = b.actions.iter().filter(|a| a.allowed).collect();
+    let allowed: Vec<&Row> = d.all(Key::Allowed).collect();
     if allowed.is_empty() {
         doc.push(line(vec![span(
             Clean::new("  none for you right now"),
@@ -95,16 +153,25 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
                     Clean::new(&format!("  ✓ {:<width$} ", a.label)),
                     theme.good(),
                 ),
-                span(Clean::new(a.effect.as_deref().unwrap_or("")), theme.plain()),
+                span(
+                    Clean::new(&a.text("effect").unwrap_or_default()),
+                    theme.plain(),
+                ),
             ]),
             indent,
         );
     }
     section(&mut doc, theme, "Budget and ownership");
-    budget(&mut doc, theme, b);
-    doc.field(theme, "owner", Clean::new(&b.owner), theme.plain());
-    let next = when_relative(b.next_observation_at, now);
-    if b.next_observation_overdue {
+    budget(&mut doc, theme, row(Key::Attempts), row(Key::Deadline));
+    doc.field(
+        theme,
+        "owner",
+        text(row(Key::Owner), "owner"),
+        theme.plain(),
+    );
+    let next_row = row(Key::NextObservation);
+    let next = when_relative(next_row.get("at").instant(), now);
+    if next_row.text("overdue").is_some() {
         doc.field(
             theme,
             "next observation",
@@ -114,226 +181,121 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
     } else {
         doc.field(theme, "next observation", Clean::new(&next), theme.plain());
     }
-    for (id, state) in &b.held_by {
+    for held in d.all(Key::HeldBy) {
         doc.field(
             theme,
             "held by",
             Clean::new(&format!(
-                "{id} ({state}): cannot be confirmed to a customer"
+                "{} ({}): cannot be confirmed to a customer",
+                held.text("id").unwrap_or_default(),
+                held.text("state").unwrap_or_default()
             )),
             theme.warn(),
         );
     }
-    if let Some(p) = &b.pending_proposal {
-        doc.field(theme, "pending proposal", Clean::new(p), theme.warn());
+    if let Some(p) = row(Key::PendingProposal).text("proposal") {
+        doc.field(theme, "pending proposal", Clean::new(&p), theme.warn());
     }
 
     section(&mut doc, theme, "Verified state");
-    match &b.last_verified {
-        Some((what, at)) => doc.field(
+    let verified = row(Key::LastVerified);
+    match (verified.text("what"), verified.get("at").instant()) {
+        (Some(what), Some(at)) => doc.field(
             theme,
             "last verified",
             Clean::new(&format!(
                 "{what} · {} ({})",
-                human_instant(*at),
-                relative(*at, now)
+                human_instant(at),
+                relative(at, now)
             )),
             theme.plain(),
         ),
-        None => doc.field(
+        _ => doc.field(
             theme,
             "last verified",
             Clean::new("never observed"),
             theme.warn(),
         ),
     }
-    if b.observations.is_empty() {
-        doc.field(theme, "observations", Clean::new("none"), theme.dim());
-    }
-    for o in &b.observations {
-        let found = if o.found { "found" } else { "not found" };
-        let effects = o.effect_count.map_or_else(String::new, |n| {
-            format!(" · {n} effect{}", if n == 1 { "" } else { "s" })
-        });
-        doc.field(
-            theme,
-            &format!("observation {}", o.id),
-            Clean::new(&format!(
-                "{} · {} · {found}{effects}",
-                human_instant(o.observed_at),
-                o.source
-            )),
-            if o.found { theme.plain() } else { theme.warn() },
-        );
-        if let Some(m) = &o.matches {
-            doc.push_indented(matches_line(theme, m), LABEL_WIDTH);
-        }
-        if let Some(note) = &o.note {
-            for piece in Clean::lines(note) {
-                doc.field(theme, "  note", piece, theme.dim());
-            }
-        }
-    }
+    observations(&mut doc, theme, &d);
 
     section(&mut doc, theme, "Identity and approval");
     doc.field(
         theme,
         "intent hash",
-        opt(b.intent_hash.as_ref().map(|h| h.as_str())),
+        text(row(Key::IntentHash), "hash"),
         theme.plain(),
     );
     doc.field(
         theme,
         "payload hash",
-        Clean::new(b.payload_hash.as_str()),
+        text(row(Key::PayloadHash), "hash"),
         theme.plain(),
     );
-    doc.field(theme, "actor", Clean::new(&b.actor), theme.plain());
-    doc.field(theme, "tenant", Clean::new(&b.tenant), theme.plain());
+    let who = row(Key::TenantActor);
+    doc.field(theme, "actor", text(who, "actor"), theme.plain());
+    doc.field(theme, "tenant", text(who, "tenant"), theme.plain());
+    let tool = row(Key::ToolAction);
     doc.field(
         theme,
         "tool / action",
         Clean::new(&format!(
             "{} / {}",
-            b.tool,
-            crate::core::names::known_action(&b.tool, &b.action).unwrap_or("-")
+            tool.text("tool").unwrap_or_default(),
+            tool.text("action").as_deref().unwrap_or("-")
         )),
         theme.plain(),
     );
-    let lookup_style = if b.status_lookup.starts_with("none") {
+    let lookup = row(Key::StatusLookup).text("lookup").unwrap_or_default();
+    let lookup_style = if lookup.starts_with("none") {
         theme.warn()
     } else {
         theme.plain()
     };
-    doc.field(
-        theme,
-        "status lookup",
-        Clean::new(&b.status_lookup),
-        lookup_style,
-    );
+    doc.field(theme, "status lookup", Clean::new(&lookup), lookup_style);
     doc.field(
         theme,
         "autonomy",
-        Clean::new(&b.autonomy.describe()),
+        text(row(Key::Autonomy), "autonomy"),
         theme.plain(),
     );
-    doc.field(theme, "target", Clean::new(&b.target), theme.plain());
-    let four_eyes = if b.risk.needs_four_eyes() {
-        " (retry and compensation need a second approver)"
-    } else {
-        ""
-    };
     doc.field(
         theme,
-        "risk",
-        Clean::new(&format!("{}{four_eyes}", b.risk)),
-        theme.risk(b.risk),
+        "target",
+        text(row(Key::Target), "target"),
+        theme.plain(),
     );
-    match &b.approval {
-        Some(a) => {
-            doc.field(
-                theme,
-                "approval",
-                Clean::new(&format!(
-                    "{} · policy {} · at {}",
-                    a.by,
-                    a.policy,
-                    when(a.at)
-                )),
-                theme.plain(),
-            );
-            doc.field(
-                theme,
-                "  bound payload",
-                opt(a.payload_hash.as_ref().map(|h| h.as_str())),
-                theme.plain(),
-            );
-            let valid = a.status == "valid";
-            doc.field(
-                theme,
-                "  expires",
-                Clean::new(&format!(
-                    "{} · {}",
-                    when_relative(a.expires_at, now),
-                    a.status
-                )),
-                if valid { theme.good() } else { theme.alert() },
-            );
-        }
-        None => doc.field(
+    if let Value::Risk(risk) = row(Key::Risk).get("risk") {
+        let four_eyes = if risk.needs_four_eyes() {
+            " (retry and compensation need a second approver)"
+        } else {
+            ""
+        };
+        doc.field(
             theme,
-            "approval",
-            Clean::new("none recorded"),
-            theme.alert(),
-        ),
+            "risk",
+            Clean::new(&format!("{risk}{four_eyes}")),
+            theme.risk(*risk),
+        );
     }
+    approval(&mut doc, theme, row(Key::Approval), now);
 
     section(&mut doc, theme, "Identifiers");
-    doc.field(theme, "operation", Clean::new(b.id.as_str()), theme.plain());
-    match &b.idempotency {
-        Some(k) => {
-            doc.field(
-                theme,
-                "idempotency key",
-                Clean::new(&format!(
-                    "{} · scope {} · retention {}",
-                    k.key,
-                    k.scope.as_deref().unwrap_or("-"),
-                    k.retention_hours
-                        .map_or_else(|| "-".to_owned(), |h| format!("{h}h"))
-                )),
-                theme.plain(),
-            );
-            let (text, style) = match k.expires_at {
-                Some(t) if k.expired => (
-                    format!(
-                        "expired {} ({}): reconcile by business key first",
-                        human_instant(t),
-                        relative(t, now)
-                    ),
-                    theme.alert(),
-                ),
-                Some(t) => (
-                    format!("until {} ({})", human_instant(t), relative(t, now)),
-                    theme.plain(),
-                ),
-                None => match k.retention_hours {
-                    Some(h) => (
-                        format!("{h}h from the first request (none sent yet)"),
-                        theme.plain(),
-                    ),
-                    None => (
-                        "no retention documented by the contract".to_owned(),
-                        theme.warn(),
-                    ),
-                },
-            };
-            doc.field(theme, "  protects", Clean::new(&text), style);
-            if !k.conflicts.is_empty() {
-                let ids: Vec<&str> = k.conflicts.iter().map(|i| i.as_str()).collect();
-                doc.field(
-                    theme,
-                    "  key conflict",
-                    Clean::new(&format!("same key, other payload: {}", ids.join(", "))),
-                    theme.alert(),
-                );
-            }
-        }
-        None => doc.field(theme, "idempotency key", Clean::new("none"), theme.dim()),
-    }
+    doc.field(theme, "operation", text(op, "id"), theme.plain());
+    idempotency(&mut doc, theme, row(Key::IdempotencyKey), now);
     doc.field(
         theme,
         "business key",
-        opt(b.business_key.as_deref()),
+        text(row(Key::BusinessKey), "key"),
         theme.plain(),
     );
     doc.field(
         theme,
         "correlation id",
-        opt(b.correlation_id.as_deref()),
+        text(row(Key::CorrelationId), "id"),
         theme.plain(),
     );
-    let ids: Vec<&str> = b.provider_request_ids.iter().map(String::as_str).collect();
+    let ids = row(Key::ProviderRequestIds).all("id");
     doc.field(
         theme,
         "provider req ids",
@@ -353,8 +315,8 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
     );
 
     section(&mut doc, theme, "Refused now");
-    for a in b.actions.iter().filter(|a| !a.allowed) {
-        let rule = a.rule.map_or_else(String::new, |r| format!("{r} "));
+    for a in d.all(Key::Refused) {
+        let rule = a.text("rule").map_or_else(String::new, |r| format!("{r} "));
         doc.push_indented(
             line(vec![
                 span(
@@ -362,24 +324,38 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
                     theme.dim(),
                 ),
                 span(Clean::new(&rule), theme.warn()),
-                span(Clean::new(a.reason.as_deref().unwrap_or("")), theme.dim()),
+                span(
+                    Clean::new(&a.text("reason").unwrap_or_default()),
+                    theme.dim(),
+                ),
             ]),
             indent,
+        );
+    }
+    for other in d.rows().filter(|r| !PLACED.contains(&r.key)) {
+        doc.field(
+            theme,
+            &other.label,
+            Clean::new(&other.plain(str::to_owned)),
+            theme.plain(),
         );
     }
     doc
 }
 
+/// The value named `name`, sanitized, or `-`.
+fn text(row: &Row, name: &str) -> Clean {
+    opt(row.text(name).as_deref())
+}
+
 /// Why the operation is in its state: the transition into it, its reason and
 /// the evidence it names, first of all (DESIGN §4).
-fn why_held(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
-    let title = if b.state.is_held() {
-        "Why held".to_owned()
-    } else {
-        format!("Why {}", b.state)
+fn why_held(doc: &mut Doc, theme: Theme, d: &Document) {
+    let Some(why) = d.row(Key::WhyHeld) else {
+        return;
     };
-    section(doc, theme, &title);
-    let Some(why) = &b.why_held else {
+    section(doc, theme, &bundle::capitalized(&why.label));
+    let Some(transition) = why.text("transition") else {
         doc.field(
             theme,
             "transition",
@@ -391,33 +367,164 @@ fn why_held(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
     doc.field(
         theme,
         "transition",
-        Clean::new(&format!(
-            "{} (audit #{}, {})",
-            why.headline(),
-            why.seq,
-            why.action
-        )),
+        Clean::new(&format!("{transition} {}", bundle::audit_reference(why))),
         theme.plain(),
     );
+    let reason = why.text("reason");
     doc.field(
         theme,
         "reason",
-        Clean::new(why.reason.as_deref().unwrap_or("none given")),
-        if why.reason.is_some() {
+        Clean::new(reason.as_deref().unwrap_or("none given")),
+        if reason.is_some() {
             theme.title()
         } else {
             theme.warn()
         },
     );
-    if why.evidence.is_empty() {
+    let evidence: Vec<&Row> = d.all(Key::Evidence).collect();
+    if evidence.is_empty() {
         doc.field(theme, "evidence", Clean::new("none named"), theme.dim());
     }
-    for e in &why.evidence {
-        let text = match &e.what {
-            Some(what) => format!("{} ({what})", e.id),
-            None => format!("{} (not among this operation's records)", e.id),
+    for e in evidence {
+        let id = e.text("id").unwrap_or_default();
+        let text = match e.text("what") {
+            Some(what) => format!("{id} ({what})"),
+            None => format!("{id} (not among this operation's records)"),
         };
         doc.field(theme, "evidence", Clean::new(&text), theme.plain());
+    }
+}
+
+/// Each observation: when, from where, what it found, how it compared, its note.
+fn observations(doc: &mut Doc, theme: Theme, d: &Document) {
+    let observations: Vec<&Row> = d.all(Key::Observation).collect();
+    if observations.is_empty() {
+        doc.field(theme, "observations", Clean::new("none"), theme.dim());
+    }
+    for o in observations {
+        let found = o.text("found").unwrap_or_default();
+        let effects = o.get("effects").number().map_or_else(String::new, |n| {
+            format!(" · {n} effect{}", if n == 1 { "" } else { "s" })
+        });
+        doc.field(
+            theme,
+            &format!("observation {}", o.text("id").unwrap_or_default()),
+            Clean::new(&format!(
+                "{} · {} · {found}{effects}",
+                o.text("at").unwrap_or_default(),
+                o.text("source").unwrap_or_default()
+            )),
+            if found == "found" {
+                theme.plain()
+            } else {
+                theme.warn()
+            },
+        );
+        if o.get(COMPARED[0]) != &Value::Missing {
+            doc.push_indented(matches_line(theme, o), LABEL_WIDTH);
+        }
+        if let Some(note) = o.text("note") {
+            for piece in Clean::lines(&note) {
+                doc.field(theme, "  note", piece, theme.dim());
+            }
+        }
+    }
+}
+
+/// Who approved, the payload the approval binds and whether it still does.
+fn approval(doc: &mut Doc, theme: Theme, a: &Row, now: DateTime<Utc>) {
+    if a.is_empty() {
+        doc.field(
+            theme,
+            "approval",
+            Clean::new("none recorded"),
+            theme.alert(),
+        );
+        return;
+    }
+    let or_dash = |name: &str| a.text(name).unwrap_or_else(|| "-".to_owned());
+    doc.field(
+        theme,
+        "approval",
+        Clean::new(&format!(
+            "{} · policy {} · at {}",
+            or_dash("by"),
+            or_dash("policy"),
+            or_dash("at")
+        )),
+        theme.plain(),
+    );
+    doc.field(theme, "  bound payload", text(a, "binds"), theme.plain());
+    let status = or_dash("status");
+    doc.field(
+        theme,
+        "  expires",
+        Clean::new(&format!(
+            "{} · {status}",
+            when_relative(a.get("expires").instant(), now),
+        )),
+        if status == "valid" {
+            theme.good()
+        } else {
+            theme.alert()
+        },
+    );
+}
+
+/// The idempotency key, how long it protects a repeat, and any conflict.
+fn idempotency(doc: &mut Doc, theme: Theme, k: &Row, now: DateTime<Utc>) {
+    if k.is_empty() {
+        doc.field(theme, "idempotency key", Clean::new("none"), theme.dim());
+        return;
+    }
+    let retention = k.text("retention");
+    doc.field(
+        theme,
+        "idempotency key",
+        Clean::new(&format!(
+            "{} · scope {} · retention {}",
+            k.text("key").unwrap_or_default(),
+            k.text("scope").as_deref().unwrap_or("-"),
+            retention.as_deref().unwrap_or("-")
+        )),
+        theme.plain(),
+    );
+    let (text, style) = match k.get("until").instant() {
+        Some(t) if k.text("expired").is_some() => (
+            format!(
+                "expired {} ({}): reconcile by business key first",
+                human_instant(t),
+                relative(t, now)
+            ),
+            theme.alert(),
+        ),
+        Some(t) => (
+            format!("until {} ({})", human_instant(t), relative(t, now)),
+            theme.plain(),
+        ),
+        None => match retention {
+            Some(h) => (
+                format!("{h} from the first request (none sent yet)"),
+                theme.plain(),
+            ),
+            None => (
+                "no retention documented by the contract".to_owned(),
+                theme.warn(),
+            ),
+        },
+    };
+    doc.field(theme, "  protects", Clean::new(&text), style);
+    let conflicts = k.all("conflict");
+    if !conflicts.is_empty() {
+        doc.field(
+            theme,
+            "  key conflict",
+            Clean::new(&format!(
+                "same key, other payload: {}",
+                conflicts.join(", ")
+            )),
+            theme.alert(),
+        );
     }
 }
 
@@ -460,21 +567,16 @@ fn links(doc: &mut Doc, theme: Theme, frame: &Frame) {
 }
 
 /// `target ✓  payload_hash ✗  owner ?  version ✓`.
-fn matches_line(theme: Theme, m: &Matches) -> ratatui::text::Line<'static> {
+fn matches_line(theme: Theme, o: &Row) -> ratatui::text::Line<'static> {
     let mut parts = vec![span(
         Clean::new(&" ".repeat(usize::from(LABEL_WIDTH))),
         theme.plain(),
     )];
-    for (name, value) in [
-        ("target", m.target),
-        ("payload_hash", m.payload_hash),
-        ("owner", m.owner),
-        ("version", m.version),
-    ] {
-        let (mark, style) = match value {
-            Some(true) => ("✓", theme.good()),
-            Some(false) => ("✗", theme.alert()),
-            None => ("?", theme.warn()),
+    for name in COMPARED {
+        let (mark, style) = match o.text(name).as_deref() {
+            Some("match") => ("✓", theme.good()),
+            Some("differs") => ("✗", theme.alert()),
+            _ => ("?", theme.warn()),
         };
         parts.push(span(Clean::new(&format!("{name} ")), theme.label()));
         parts.push(span(Clean::new(&format!("{mark}  ")), style));
@@ -482,13 +584,11 @@ fn matches_line(theme: Theme, m: &Matches) -> ratatui::text::Line<'static> {
     line(parts)
 }
 
-fn budget(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
-    let budget = &b.budget;
-    let max = budget
-        .max_attempts
-        .map_or_else(|| "-".to_owned(), |m| m.to_string());
-    let queries = budget.status_queries;
-    let refused = budget.refused_by_gateway;
+fn budget(doc: &mut Doc, theme: Theme, attempts: &Row, deadline: &Row) {
+    let number = |name: &str| attempts.get(name).number().unwrap_or(0);
+    let max = attempts.text("max").unwrap_or_else(|| "-".to_owned());
+    let queries = number("status queries");
+    let refused = number("refused");
     let held_back = if refused == 0 {
         String::new()
     } else {
@@ -496,19 +596,23 @@ fn budget(doc: &mut Doc, theme: Theme, b: &EvidenceBundle) {
     };
     let text = format!(
         "{} of {max} used{held_back} · {queries} status quer{}",
-        budget.attempts_used,
+        number("used"),
         if queries == 1 { "y" } else { "ies" }
     );
-    let style = if budget.exhausted.is_some() {
+    let exhausted = attempts.text("exhausted");
+    let style = if exhausted.is_some() {
         theme.alert()
     } else {
         theme.plain()
     };
     doc.field(theme, "attempts", Clean::new(&text), style);
-    if let Some(why) = &budget.exhausted {
+    if let Some(why) = &exhausted {
         doc.field(theme, "  exhausted", Clean::new(why), theme.alert());
     }
-    let (text, style) = match (budget.deadline, budget.seconds_left) {
+    let (text, style) = match (
+        deadline.get("at").instant(),
+        deadline.get("seconds left").number(),
+    ) {
         (Some(d), Some(s)) if s >= 0 => (
             format!("{} ({} left)", human_instant(d), human_duration(s)),
             theme.plain(),

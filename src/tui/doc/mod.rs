@@ -33,11 +33,6 @@ pub(crate) fn height(
     }
 }
 
-/// An instant, or `-`.
-fn when(at: Option<DateTime<Utc>>) -> String {
-    at.map_or_else(|| "-".to_owned(), human_instant)
-}
-
 /// `in 2m00s` or `3m05s ago`.
 fn relative(at: DateTime<Utc>, now: DateTime<Utc>) -> String {
     let seconds = (at - now).num_seconds();
