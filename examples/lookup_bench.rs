@@ -14,10 +14,10 @@ use std::time::Instant;
 use axum::Router;
 use axum::routing::get;
 use holdfast::core::audit::AuditDraft;
-use holdfast::core::autonomy::{
-    AUTONOMY_LEDGER, Capability, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
-};
+use holdfast::core::autonomy::{AUTONOMY_LEDGER, LevelChange, SET_ACTION, ToolLevel};
 use holdfast::core::clock::{Clock, parse_instant};
+use holdfast::core::ids::ledger_id;
+use holdfast::core::ladder::{Capability, Level};
 use holdfast::core::model::Role;
 use holdfast::core::rules::{Actor, Rationale};
 use holdfast::lookup::{

@@ -8,14 +8,15 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::core::actor::Actor;
 use crate::core::audit::AuditRow;
 use crate::core::autonomy::{
-    self, DrillResult, Gates, Level, LevelChange, LevelRequest, LookupCheck, OpenVetoes, Standing,
+    self, DrillResult, Gates, LevelChange, LevelRequest, LookupCheck, OpenVetoes, Standing,
     ToolLevel, VETOES_NAMED,
 };
+use crate::core::ladder::Level;
 use crate::core::model::{Contract, Dataset};
 use crate::core::rules::Rationale;
+use crate::core::rules::actor::Actor;
 use crate::review::ReviewError;
 use crate::store::{Store, StoreError};
 

@@ -19,6 +19,8 @@ pub mod drill;
 pub mod executor;
 pub mod gateway;
 pub mod ingest;
+#[cfg(test)]
+mod layering;
 pub mod lookup;
 pub mod otlp;
 pub mod report;

@@ -10,7 +10,7 @@ use std::path::Path;
 use chrono::{DateTime, Duration, Utc};
 
 use crate::core::access;
-use crate::core::autonomy::{Capability, Level};
+use crate::core::ladder::{Capability, Level};
 use crate::core::model::Role;
 use crate::core::refusal::{Refusal, Rule};
 use crate::core::work::{self, Signer};

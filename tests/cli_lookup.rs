@@ -282,12 +282,8 @@ async fn observe_watch_runs_until_its_duration_and_needs_a_grant_once_grants_exi
         .open_existing()
         .await
         .unwrap();
-    support::review::put_at_level(
-        store.as_ref(),
-        "T06",
-        holdfast::core::autonomy::Level::Native,
-    )
-    .await;
+    support::review::put_at_level(store.as_ref(), "T06", holdfast::core::ladder::Level::Native)
+        .await;
     support::review::put_checked(store.as_ref(), "T06").await;
     let started = std::time::Instant::now();
     let watched = run(
@@ -496,12 +492,8 @@ async fn observe_says_why_each_overdue_hold_it_leaves_is_not_looked_up() {
         .open_existing()
         .await
         .unwrap();
-    support::review::put_at_level(
-        store.as_ref(),
-        "T06",
-        holdfast::core::autonomy::Level::Native,
-    )
-    .await;
+    support::review::put_at_level(store.as_ref(), "T06", holdfast::core::ladder::Level::Native)
+        .await;
     let lines = json_lines(&run(&cli, "svc:observer", &watch).expect_code(0));
     assert_eq!(line_of(&lines, "L-match")["reason"], "lookup_unchecked");
     assert_eq!(p.asked("match:1"), 0);

@@ -18,7 +18,7 @@ fn at_automation(cli: &Cli, tool: &str) {
         let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
             .await
             .unwrap();
-        support::review::put_at_level(&store, tool, holdfast::core::autonomy::Level::Automation)
+        support::review::put_at_level(&store, tool, holdfast::core::ladder::Level::Automation)
             .await;
     });
 }

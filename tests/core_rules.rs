@@ -145,7 +145,7 @@ fn detail(state: State) -> OperationDetail {
         dependencies: vec![],
         proposals: vec![],
         key_conflicts: vec![],
-        autonomy: holdfast::core::autonomy::Level::Manual,
+        autonomy: holdfast::core::ladder::Level::Manual,
         redactions: Vec::new(),
         lookup_unchecked: None,
     }

@@ -617,7 +617,7 @@ async fn manual_autonomy_holds_a_write_for_approval_postgres() {
 
 #[tokio::test]
 async fn a_tool_raised_above_manual_passes_and_one_lowered_is_held_from_its_next_write() {
-    use holdfast::core::autonomy::Level;
+    use holdfast::core::ladder::Level;
     let fresh = stores::sqlite().await;
     let rig = Rig::new(&fresh.url);
     rig.config("[gateway]\nhold_writes_for_approval = true\n");

@@ -147,7 +147,7 @@ async fn other_identities_racing_to_release_and_reclaim_a_lease_get_nothing(kind
     support::review::put_at_level(
         fresh.store.as_ref(),
         "T03",
-        holdfast::core::autonomy::Level::Automation,
+        holdfast::core::ladder::Level::Automation,
     )
     .await;
     let session = |store: Arc<dyn Store>, who: &str| {

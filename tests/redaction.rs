@@ -12,10 +12,10 @@ use crate::support;
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use holdfast::core::actor::Actor;
 use holdfast::core::audit::ChainStatus;
 use holdfast::core::export;
 use holdfast::core::ids::{OperationId, Sha256};
+use holdfast::core::rules::actor::Actor;
 use holdfast::ingest::{IngestOutcome, Source, ingest_source, redacted_line};
 use holdfast::store::copy::{Cell, TABLES};
 use holdfast::store::{Ingester, Store};

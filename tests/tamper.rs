@@ -833,9 +833,9 @@ async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
 /// A raise of `tool` from manual to automation, written as the store's own
 /// autonomy call writes it, without asking the gates.
 fn raise(tool: &str) -> holdfast::core::autonomy::LevelChange {
-    use holdfast::core::autonomy::{
-        AUTONOMY_LEDGER, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
-    };
+    use holdfast::core::autonomy::{AUTONOMY_LEDGER, LevelChange, SET_ACTION, ToolLevel};
+    use holdfast::core::ids::ledger_id;
+    use holdfast::core::ladder::Level;
     LevelChange {
         from: Level::Manual,
         to: ToolLevel {

@@ -423,7 +423,7 @@ async fn a_login_of_the_application_role_claims_work_and_cannot_move_a_lease_una
     review::put_at_level(
         fresh.store.as_ref(),
         "T03",
-        holdfast::core::autonomy::Level::Automation,
+        holdfast::core::ladder::Level::Automation,
     )
     .await;
     let leases = holdfast::work::claim(&session, "w1", chrono::Duration::seconds(60), 5, now())
@@ -1173,7 +1173,7 @@ async fn a_worker_login_claims_and_completes_within_its_grants() {
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T03",
-        holdfast::core::autonomy::Level::Automation,
+        holdfast::core::ladder::Level::Automation,
     )
     .await;
     let app = PgStore::connect(&stores::url_for_login(&team.fresh.url, &worker))
@@ -1336,7 +1336,7 @@ async fn row_level_security_holds_each_login_to_the_tenants_its_grants_name() {
     // The owner works harborline's queue once T03 is raised; H09's open veto is
     // settled first by a harborline reviewer (gate A3), F09's by the review above.
     team.change("grant", &team.owner, "reviewer", "harborline");
-    review::put_at_level(store, "T03", holdfast::core::autonomy::Level::Automation).await;
+    review::put_at_level(store, "T03", holdfast::core::ladder::Level::Automation).await;
     let owner = holdfast::store::Session::new(
         std::sync::Arc::clone(&team.fresh.store),
         holdfast::core::rules::Actor::from_grants(
@@ -1535,7 +1535,7 @@ async fn a_lease_is_the_claiming_logins_and_another_login_cannot_take_it_over() 
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T03",
-        holdfast::core::autonomy::Level::Automation,
+        holdfast::core::ladder::Level::Automation,
     )
     .await;
     let session_of = |login: &str| {
@@ -1739,7 +1739,7 @@ async fn a_login_set_up_as_the_readme_says_observes_reviews_and_claims() {
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T06",
-        holdfast::core::autonomy::Level::Automation,
+        holdfast::core::ladder::Level::Automation,
     )
     .await;
     let (code, out) = team.run(
@@ -2027,7 +2027,7 @@ async fn an_ingest_login_forging_a_move_of_work_another_login_leased_is_named() 
     review::put_at_level(
         team.fresh.store.as_ref(),
         "T03",
-        holdfast::core::autonomy::Level::Automation,
+        holdfast::core::ladder::Level::Automation,
     )
     .await;
     let app = PgStore::connect(&stores::url_for_login(&team.fresh.url, &worker))
@@ -2090,7 +2090,7 @@ async fn an_owner_of_another_tenant_raising_a_tools_autonomy_by_hand_is_named() 
         Role::Owner,
         &["tool:T03", "from:manual", "level:automation"],
     );
-    row.operation = holdfast::core::autonomy::ledger_id(holdfast::core::autonomy::AUTONOMY_LEDGER);
+    row.operation = holdfast::core::ids::ledger_id(holdfast::core::autonomy::AUTONOMY_LEDGER);
     let level = format!(
         "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) VALUES \
          ('T03', 'automation', 2, '{login}', '2026-09-05T10:03:00Z', 'by hand')"

@@ -279,7 +279,7 @@ mod screens {
                 status: ProposalStatus::Pending,
             }],
             key_conflicts: vec![id("F95")],
-            autonomy: holdfast::core::autonomy::Level::Manual,
+            autonomy: holdfast::core::ladder::Level::Manual,
             redactions: Vec::new(),
             lookup_unchecked: None,
         }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::access::{GrantOp, GrantRequest, decide_grant};
 use holdfast::core::audit::ChainStatus;
-use holdfast::core::autonomy::Level;
+use holdfast::core::ladder::Level;
 use holdfast::core::model::{Role, State};
 use holdfast::core::refusal::Rule;
 use holdfast::core::rules::{Actor, Rationale};

@@ -520,7 +520,7 @@ impl Context {
 /// `actor`'s own identity for `what`, which is done only in one's own name:
 /// refused (exit 3) when the actor would act for someone else.
 pub(crate) fn own_name(actor: &Actor, what: &str) -> anyhow::Result<String> {
-    crate::core::access::own_name(actor, what)
+    crate::core::rules::actor::own_name(actor, what)
         .map(str::to_owned)
         .map_err(|r| review::failure(crate::review::ReviewError::Refused(r)))
 }

@@ -7,12 +7,12 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::actor::{Actor, permits};
 use super::audit::{self, AuditDraft};
 use super::ids::{OperationId, Sha256};
 use super::model::{ActionKind, Grant, Role};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
+use super::rules::actor::{Actor, permits};
 use super::{autonomy, work};
 
 /// The audit rows of grant changes carry this in their `operation` column. The
@@ -38,12 +38,6 @@ pub const GRANTABLE: &[Role] = &[
     Role::Ingest,
     Role::Worker,
 ];
-
-/// The audit actions of rows written from wire records (by `ingest`, or by a
-/// worker completing its work): their `role` and `on_behalf_of` are what the
-/// source reported, so what allows them is the writer's own `ingest` or `worker`
-/// grant on the operation's tenant.
-pub const WIRE_ACTIONS: &[&str] = &[audit::INGEST, audit::RECORD, audit::TRANSITION];
 
 /// The reviewer actions that may open a child operation (a compensation, a
 /// resume): its `create` row carries the role of the action that opened it.
@@ -73,7 +67,7 @@ pub fn role_actions() -> Vec<(Role, &'static str)> {
         }
     }
     for role in [Role::Ingest, Role::Worker] {
-        pairs.extend(WIRE_ACTIONS.iter().map(|&action| (role, action)));
+        pairs.extend(audit::WIRE_ACTIONS.iter().map(|&action| (role, action)));
     }
     for action in [work::CLAIM, work::HEARTBEAT, work::COMPLETE, work::RELEASE] {
         pairs.push((Role::Worker, action));
@@ -341,24 +335,10 @@ pub fn act_for(
     Ok(actor)
 }
 
-/// The acting identity for `what`, which is done only in one's own name (grant
-/// changes, ingest): refused (G6) when the actor acts for someone else.
-pub fn own_name<'a>(actor: &'a Actor, what: &str) -> Result<&'a str, Refusal> {
-    match &actor.on_behalf_of {
-        None => Ok(&actor.identity),
-        Some(person) => Err(Refusal {
-            rule: Rule::G6,
-            reason: format!(
-                "{what} is done in one's own name only: {} may act for {person} in reviewer actions, not here; run it without --as",
-                actor.identity
-            ),
-        }),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::rules::actor::own_name;
 
     fn at() -> DateTime<Utc> {
         super::super::clock::parse_instant("2026-09-05T10:00:00Z").expect("instant")

@@ -68,7 +68,7 @@ impl AuditDraft {
     /// row's: its author is the importer, acting as the system, and the rest is
     /// what the source claimed.
     pub fn author(&self) -> Author {
-        let wire = crate::core::access::WIRE_ACTIONS.contains(&self.action.as_str());
+        let wire = WIRE_ACTIONS.contains(&self.action.as_str());
         match (&self.on_behalf_of, wire) {
             (Some(claimed), true) => Author {
                 who: self.by.clone(),
@@ -98,6 +98,12 @@ pub const INGEST: &str = "ingest";
 pub const RECORD: &str = "record";
 /// The action of the row of a state transition received as a wire record.
 pub const TRANSITION: &str = "transition";
+
+/// The audit actions of rows written from wire records (by `ingest`, or by a
+/// worker completing its work): their `role` and `on_behalf_of` are what the
+/// source reported, so what allows them is the writer's own `ingest` or `worker`
+/// grant on the operation's tenant.
+pub const WIRE_ACTIONS: &[&str] = &[INGEST, RECORD, TRANSITION];
 /// The action of the row that creates a child operation (a compensation, a
 /// resume) opened by a reviewer action on its parent.
 pub const CREATE: &str = "create";

@@ -1,23 +1,24 @@
 //! Autonomy per tool (DESIGN §9.4; seed 001's ladder manual → native → automation
-//! → agent): the levels, what each lets holdfast do on its own, the three gates a
-//! raise must pass, and the audited decision on a change. Like grants, autonomy
+//! → agent): the three gates a raise must pass and the audited decision on a
+//! change, over the ladder of `ladder.rs`. Like grants, autonomy
 //! changes and drill results are rows of the one audit chain, under the reserved
 //! ledger ids [`AUTONOMY_LEDGER`] and [`DRILL_LEDGER`], so `audit verify` covers them.
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use std::fmt;
 
-use super::actor::Actor;
 use super::audit::AuditDraft;
 use super::clock::human_instant;
-use super::ids::OperationId;
+use super::ids::{OperationId, ledger_id};
+use super::ladder::Level;
 use super::lookup::StatusLookup;
-use super::model::{Contract, Dataset, FailureMode, Role, State, text_enum};
+use super::model::{Contract, Dataset, FailureMode, Role, State};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
+use super::rules::actor::Actor;
 
 /// The audit rows of autonomy changes carry this in their `operation` column.
 pub const AUTONOMY_LEDGER: &str = "holdfast:autonomy";
@@ -30,103 +31,6 @@ pub const DRILL_ACTION: &str = "drill";
 /// The action name of a recorded lookup check (`holdfast lookup check`) in the
 /// audit log: a row of the autonomy ledger, since what it proves bounds autonomy.
 pub const LOOKUP_CHECK_ACTION: &str = "lookup-check";
-
-text_enum!(
-    /// How much holdfast does on its own for one tool, lowest first.
-    Level {
-        Manual => "manual",
-        Native => "native",
-        Automation => "automation",
-        Agent => "agent",
-    }
-);
-
-impl Level {
-    /// The level's position on the ladder (0 for manual), as the store keeps it
-    /// beside the name so a query can ask for "native or above".
-    pub fn rank(self) -> i64 {
-        match self {
-            Level::Manual => 0,
-            Level::Native => 1,
-            Level::Automation => 2,
-            Level::Agent => 3,
-        }
-    }
-
-    /// What the level lets holdfast do on its own, in words.
-    pub fn meaning(self) -> &'static str {
-        match self {
-            Level::Manual => "a person runs every lookup and every piece of work",
-            Level::Native => "scheduled lookups run by themselves (reads only)",
-            Level::Automation => "scheduled lookups run, and workers may claim approved work",
-            Level::Agent => {
-                "scheduled lookups run, workers claim approved work, and an agent identity may open proposals (a person still confirms)"
-            }
-        }
-    }
-}
-
-/// Something holdfast (or a non-person identity) does for a tool without a
-/// person asking for it this time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Capability {
-    /// `observe --watch` looks the tool's holds up on their schedule.
-    ScheduledLookup,
-    /// A worker claims approved work (retries, compensations, resumes).
-    ClaimWork,
-    /// An agent identity opens a proposal on one of the tool's operations.
-    AgentProposal,
-}
-
-impl Capability {
-    /// The lowest level that permits it.
-    pub fn needs(self) -> Level {
-        match self {
-            Capability::ScheduledLookup => Level::Native,
-            Capability::ClaimWork => Level::Automation,
-            Capability::AgentProposal => Level::Agent,
-        }
-    }
-
-    fn words(self) -> &'static str {
-        match self {
-            Capability::ScheduledLookup => "scheduled lookups",
-            Capability::ClaimWork => "workers claiming its work",
-            Capability::AgentProposal => "an agent identity opening proposals",
-        }
-    }
-}
-
-/// Whether a tool at `level` permits `capability`.
-pub fn permits(level: Level, capability: Capability) -> bool {
-    level >= capability.needs()
-}
-
-/// [`permits`] as a refusal naming rule A4, for the doors that act on it (the
-/// work protocol's claim, an agent's proposal).
-pub fn require(tool: &str, level: Level, capability: Capability) -> Result<(), Refusal> {
-    if permits(level, capability) {
-        return Ok(());
-    }
-    Err(Refusal {
-        rule: Rule::A4,
-        reason: format!(
-            "tool {tool} is at autonomy level {level}; {} needs {} or above (an owner raises it with `holdfast autonomy set {tool} {} --rationale …`)",
-            capability.words(),
-            capability.needs(),
-            capability.needs()
-        ),
-    })
-}
-
-/// The prefix of identities that are agents rather than people or services.
-pub const AGENT_PREFIX: &str = "agent:";
-
-/// Whether `identity` names an agent.
-pub fn is_agent(identity: &str) -> bool {
-    identity.starts_with(AGENT_PREFIX)
-}
 
 /// A tool's stored level: who set it, when and why. A tool without one is at
 /// [`Level::Manual`].
@@ -353,11 +257,6 @@ pub fn covered(modes: impl IntoIterator<Item = FailureMode>) -> Vec<FailureMode>
         .collect()
 }
 
-/// The id the ledger rows carry.
-pub fn ledger_id(ledger: &str) -> OperationId {
-    OperationId::parse(ledger).unwrap_or_else(|_| unreachable!("ledger ids are valid ids"))
-}
-
 /// A veto on one of the tool's operations that is still open: the release gate
 /// found it (DESIGN §6) and the operation has not reached a terminal state.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -531,7 +430,7 @@ pub fn owner_role(
     what: &str,
 ) -> Result<Role, Refusal> {
     if actor.on_behalf_of.is_some() {
-        super::access::own_name(actor, what)?;
+        super::rules::actor::own_name(actor, what)?;
     }
     let Some(grants) = &actor.grants else {
         return Ok(Role::Local);
@@ -680,23 +579,6 @@ mod tests {
             drill_store: "sqlite:/tmp/d.db".into(),
             by: "maya".into(),
         }
-    }
-
-    #[test]
-    fn the_ladder_orders_and_bounds_capabilities() {
-        assert!(Level::Manual < Level::Native && Level::Automation < Level::Agent);
-        assert!(!permits(Level::Manual, Capability::ScheduledLookup));
-        assert!(permits(Level::Native, Capability::ScheduledLookup));
-        assert!(!permits(Level::Native, Capability::ClaimWork));
-        assert!(permits(Level::Automation, Capability::ClaimWork));
-        assert!(!permits(Level::Automation, Capability::AgentProposal));
-        assert!(permits(Level::Agent, Capability::AgentProposal));
-        assert_eq!(
-            require("T06", Level::Native, Capability::ClaimWork)
-                .unwrap_err()
-                .rule,
-            Rule::A4
-        );
     }
 
     /// A tool with more open vetoes than are named counts them all and says

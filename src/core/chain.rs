@@ -11,8 +11,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::audit::AuditDraft;
-use super::autonomy::ledger_id;
-use super::ids::Sha256;
+use super::ids::{Sha256, ledger_id};
 use super::model::Role;
 use super::rules::Rationale;
 

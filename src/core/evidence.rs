@@ -176,7 +176,7 @@ fn why_held(detail: &OperationDetail) -> Option<WhyHeld> {
 /// A tool's autonomy level in the bundle.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct AutonomyView {
-    pub level: super::autonomy::Level,
+    pub level: super::ladder::Level,
     pub meaning: String,
     /// Why the tool's status lookup is unchecked, which caps it at `manual`.
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -16,7 +16,6 @@ use serde::Serialize;
 use serde_json::Value;
 use std::fmt::Write as _;
 
-use super::actor::Actor;
 use super::audit::AuditRow;
 use super::bundle::{self, Key};
 use super::clock::human_instant;
@@ -24,6 +23,7 @@ use super::evidence::{self, EvidenceBundle};
 use super::ids::Sha256;
 use super::model::{Attempt, Item, Observation, OperationDetail};
 use super::redact::{Redaction, redact_value, redacted_at_ingest};
+use super::rules::actor::Actor;
 use super::sanitize::{neutralize, sanitize};
 
 /// The format name written into every export.

@@ -174,6 +174,12 @@ impl<'de> Deserialize<'de> for Sha256 {
     }
 }
 
+/// The id the rows of a reserved ledger (autonomy, drills, the chain's own
+/// acknowledgements) carry in their `operation` column.
+pub fn ledger_id(ledger: &str) -> OperationId {
+    OperationId::parse(ledger).unwrap_or_else(|_| unreachable!("ledger ids are valid ids"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,10 +14,11 @@ use super::access::LEDGER;
 use super::audit::{AuditRow, RECORD, RowView};
 use super::audit::{CREATE, INGEST, TRANSITION};
 use super::autonomy::{
-    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, Level,
-    OpenVetoes, SET_ACTION, ToolLevel, veto_gate,
+    AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, OpenVetoes,
+    SET_ACTION, ToolLevel, veto_gate,
 };
 use super::clock::format_instant;
+use super::ladder::Level;
 use super::model::{ActionKind, FailureMode, Grant, Role, State};
 use super::rules::{MadeBy, transition_makers};
 use super::work::{self, Lease, LeaseStatus};

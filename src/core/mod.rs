@@ -2,7 +2,6 @@
 //! evidence bundle, metrics and audit hashing. No I/O, no database, no terminal.
 
 pub mod access;
-pub mod actor;
 pub mod audit;
 pub mod autonomy;
 pub mod bundle;
@@ -11,6 +10,7 @@ pub mod clock;
 pub mod evidence;
 pub mod export;
 pub mod ids;
+pub mod ladder;
 pub mod lawful;
 pub mod ledger;
 pub mod lookup;

@@ -8,85 +8,7 @@ use std::fmt;
 use super::audit::AuditRow;
 use super::ids::{OperationId, Sha256};
 use super::lookup::StatusLookup;
-
-/// Declares a closed enumeration with its stable text form, used on the wire, in the
-/// store and on screen alike. With a leading `@snake_names`, serde writes the
-/// variant names in snake_case instead (`authorize_retry`), as the rest of the
-/// JSON output is written, and the stable text form stays the command-line word.
-macro_rules! text_enum {
-    (@methods $name:ident { $($variant:ident => $text:literal),+ }) => {
-        impl $name {
-            /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant),+];
-
-            /// The stable text form.
-            pub fn as_str(self) -> &'static str {
-                match self { $($name::$variant => $text),+ }
-            }
-
-            /// Parses the stable text form; `None` for anything else.
-            pub fn parse(text: &str) -> Option<Self> {
-                match text { $($text => Some($name::$variant),)+ _ => None }
-            }
-
-            /// Parses the text form in any ASCII case (`unknown` for `UNKNOWN`):
-            /// how people type it.
-            pub fn parse_any_case(text: &str) -> Option<Self> {
-                Self::ALL
-                    .iter()
-                    .copied()
-                    .find(|v| v.as_str().eq_ignore_ascii_case(text.trim()))
-            }
-
-            /// The accepted value nearest to a mistyped one, for a hint.
-            pub fn nearest(text: &str) -> Option<Self> {
-                crate::core::names::nearest(text, Self::ALL.iter().map(|v| v.as_str()))
-                    .and_then(Self::parse)
-            }
-
-            /// Parses the text form in any case; the error names the accepted
-            /// values and, for a near miss, the one meant.
-            pub fn parse_hinted(text: &str) -> Result<Self, String> {
-                Self::parse_any_case(text).ok_or_else(|| {
-                    let hint = Self::nearest(text)
-                        .map_or_else(String::new, |v| format!("did you mean {v}? "));
-                    format!("{:?} is not one of the values: {hint}one of {}", text.trim(), Self::expected())
-                })
-            }
-
-            /// The accepted values, for error messages.
-            pub fn expected() -> String {
-                [$($text),+].join(", ")
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(self.as_str())
-            }
-        }
-    };
-    (@snake_names $(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
-        #[serde(rename_all = "snake_case")]
-        pub enum $name {
-            $($variant),+
-        }
-
-        text_enum!(@methods $name { $($variant => $text),+ });
-    };
-    ($(#[$m:meta])* $name:ident { $($variant:ident => $text:literal),+ $(,)? }) => {
-        $(#[$m])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-        pub enum $name {
-            $(#[serde(rename = $text)] $variant),+
-        }
-
-        text_enum!(@methods $name { $($variant => $text),+ });
-    };
-}
-pub(crate) use text_enum;
+use super::names::text_enum;
 
 text_enum!(
     /// The lifecycle state of a logical operation (DESIGN §2).
@@ -610,7 +532,7 @@ pub struct OperationDetail {
     pub key_conflicts: Vec<OperationId>,
     /// The tool's autonomy level (DESIGN §9.4), capped at `manual` while its
     /// status lookup is unchecked.
-    pub autonomy: super::autonomy::Level,
+    pub autonomy: super::ladder::Level,
     /// The values of its records that ingest redacted.
     pub redactions: Vec<super::redact::IngestRedaction>,
     /// Why the tool's status lookup is unchecked (never proven to find a record

@@ -90,6 +90,6 @@ pub fn render(outcome: &Outcome) -> String {
     }
     let passed = outcome.cases.iter().filter(|c| c.pass).count();
     let _ = writeln!(out, "\n{passed} of {} cases pass\n", outcome.cases.len());
-    out.push_str(&crate::cli::report::render(&outcome.report));
+    out.push_str(&crate::core::metrics::text::render(&outcome.report));
     out
 }

@@ -14,8 +14,8 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::settings::GatewaySettings;
-use crate::core::autonomy::Level;
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::ladder::Level;
 use crate::core::model::{
     Attempt, AttemptKind, Contract, Layer, Operation, Outcome, Phase, Risk, Role, State,
     TransitionRecord,

@@ -127,7 +127,7 @@ pub struct SessionObserver {
     pub clock: Clock,
     /// Only tools at this autonomy level or above (DESIGN §9.4): `observe --watch`
     /// asks for `native`; a one-shot `observe` a person runs asks for none.
-    pub at_least: Option<crate::core::autonomy::Level>,
+    pub at_least: Option<crate::core::ladder::Level>,
 }
 
 #[async_trait]
@@ -140,7 +140,7 @@ impl ObserveStore for SessionObserver {
         // A tool whose lookup was never proven to find a known record is capped
         // at `manual`: what runs by itself leaves it alone.
         let checked = match self.at_least {
-            Some(level) if level > crate::core::autonomy::Level::Manual && !ids.is_empty() => {
+            Some(level) if level > crate::core::ladder::Level::Manual && !ids.is_empty() => {
                 Some(self.session.checked_tools().await?)
             }
             _ => None,
@@ -218,7 +218,7 @@ impl ObserveStore for SessionObserver {
             Some(level) => Some((
                 level,
                 self.session.store().autonomy_levels().await?,
-                if level > crate::core::autonomy::Level::Manual {
+                if level > crate::core::ladder::Level::Manual {
                     Some(self.session.checked_tools().await?)
                 } else {
                     None

@@ -29,8 +29,9 @@ use tokio::sync::watch;
 
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
-use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
+use crate::core::autonomy::{DrillResult, LevelChange, ToolLevel};
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::ladder::Level;
 pub use crate::core::model::Grant;
 pub use crate::core::model::{ChildLink, OperationDetail, OperationRow, Proposal};
 use crate::core::model::{Contract, Dataset, FailureMode, Risk, State};

@@ -217,7 +217,7 @@ impl Session {
     pub async fn due_lookups(
         &self,
         now: DateTime<Utc>,
-        at_least: Option<crate::core::autonomy::Level>,
+        at_least: Option<crate::core::ladder::Level>,
         limit: u64,
     ) -> Result<Vec<OperationId>, StoreError> {
         self.store

@@ -21,7 +21,7 @@ pub struct WorkClaim {
     pub tools: Option<Vec<String>>,
     /// Only work of tools at this autonomy level or above (rule A4: workers
     /// claim at `automation`); `None` only for the drill's own test bench.
-    pub at_least: Option<crate::core::autonomy::Level>,
+    pub at_least: Option<crate::core::ladder::Level>,
     pub now: DateTime<Utc>,
     pub until: DateTime<Utc>,
     pub limit: u64,

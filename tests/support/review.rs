@@ -91,10 +91,10 @@ pub async fn resolve_f09(store: &dyn Store, identity: &str) -> Commit {
 
 /// Puts `tool` at `level` through the store, as a fixture: the gates of a raise
 /// are what `tests/autonomy.rs` tests; here only what the level bounds matters.
-pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::autonomy::Level) {
-    use holdfast::core::autonomy::{
-        AUTONOMY_LEDGER, Level, LevelChange, SET_ACTION, ToolLevel, ledger_id,
-    };
+pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::ladder::Level) {
+    use holdfast::core::autonomy::{AUTONOMY_LEDGER, LevelChange, SET_ACTION, ToolLevel};
+    use holdfast::core::ids::ledger_id;
+    use holdfast::core::ladder::Level;
     let from = store
         .autonomy_levels()
         .await

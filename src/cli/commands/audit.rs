@@ -4,13 +4,13 @@
 use std::io::Write as _;
 
 use crate::cli::{AuditCommand, Context, Failure, exit, render};
-use crate::core::actor::Actor;
 use crate::core::audit::ChainStatus;
 use crate::core::chain::{BY_VERIFY, acknowledgement};
 use crate::core::ids::Sha256;
 use crate::core::model::Role;
 use crate::core::refusal::{Refusal, Rule};
 use crate::core::rules::Rationale;
+use crate::core::rules::actor::Actor;
 
 /// A saved chain head: `SEQ HASH`.
 fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
@@ -40,7 +40,7 @@ fn read_digest(path: &std::path::Path) -> anyhow::Result<(i64, Sha256)> {
 /// an owner (of any tenant: the chain is the whole store's), in its own name.
 fn owner_role(actor: &Actor) -> Result<Role, Refusal> {
     if actor.on_behalf_of.is_some() {
-        crate::core::access::own_name(actor, "acknowledging a break of the audit chain")?;
+        crate::core::rules::actor::own_name(actor, "acknowledging a break of the audit chain")?;
     }
     match &actor.grants {
         None => Ok(Role::Local),

@@ -6,8 +6,9 @@ use clap::{Args, Subcommand};
 
 use crate::autonomy::{Snapshot, set_level};
 use crate::cli::{Context, Failure, exit, render};
-use crate::core::autonomy::{Level, LevelRequest};
+use crate::core::autonomy::LevelRequest;
 use crate::core::clock::human_instant;
+use crate::core::ladder::Level;
 use crate::core::rules::Rationale;
 
 #[derive(Debug, Subcommand)]

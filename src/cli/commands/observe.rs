@@ -53,7 +53,7 @@ pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<
             clock: ctx.clock,
             at_least: args
                 .watch
-                .then_some(crate::core::autonomy::Capability::ScheduledLookup.needs()),
+                .then_some(crate::core::ladder::Capability::ScheduledLookup.needs()),
         }),
         looker,
         limiter: RateLimiter::new(ctx.config.lookup.clone()),

@@ -99,3 +99,13 @@ pub struct LookupAnswer {
     /// sha256 of the raw body.
     pub raw_hash: Sha256,
 }
+
+/// What a lookup, or the end of lookups, brings to a reconcile.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "lookup", rename_all = "snake_case")]
+pub enum LookupInput {
+    /// One lookup was made.
+    Call(Box<LookupCall>),
+    /// The deadline leaves no lookup: route the hold to its owner.
+    Exhausted,
+}

@@ -4,14 +4,12 @@
 
 mod call;
 mod endpoint;
-mod plan;
 mod record;
 mod spec;
 mod verdict;
 
-pub use call::{LookupAnswer, LookupCall};
+pub use call::{LookupAnswer, LookupCall, LookupInput};
 pub use endpoint::{PathTemplate, ResponseShape};
-pub use plan::{LookupEffect, LookupInput, plan};
 pub use record::records;
 pub use spec::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, Placeholder, StatusLookup, Unfillable,

@@ -5,11 +5,9 @@
 use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 
-use super::facts::{Facts, OperationalFacts};
-use super::operational::{
-    LayerFigure, PartialProgress, PendingProposal, is_overdue, is_throttled, unknown_since,
-};
-use super::result::count;
+use super::facts::{Facts, LayerFigure, OperationalFacts, PartialProgress, PendingProposal};
+use super::operational::{is_overdue, is_throttled, unknown_since};
+use super::ratio::count;
 use super::view::View;
 use crate::core::ids::OperationId;
 use crate::core::model::{AttemptKind, Contract, Dataset, Layer, ProposalStatus, State};

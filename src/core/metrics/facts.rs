@@ -1,15 +1,16 @@
 //! The seam between counting and judging: the plain facts each figure, the gate
 //! and the operational figures are assembled from. A producer fills them (today
 //! the in-memory one over a `Dataset`; a store may fill them with aggregates) and
-//! `assemble` turns them into the report.
+//! `assemble` turns them into the report. The names the facts are written in
+//! (which figure, which kind of veto, an operational row) live here too, so the
+//! seam leans on nothing above it: every other module of `metrics` reads it.
 
 use chrono::{DateTime, Utc};
+use serde::{Serialize, Serializer};
+use std::fmt;
 
-use super::operational::{LayerFigure, PartialProgress, PendingProposal};
-use super::release::VetoKind;
-use super::result::MetricId;
 use crate::core::ids::OperationId;
-use crate::core::model::State;
+use crate::core::model::{Relation, State};
 
 /// One operation's standing in one figure whose denominator it is in.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -101,4 +102,173 @@ pub struct Facts {
     /// In the order their reasons are listed.
     pub findings: Vec<Finding>,
     pub operational: OperationalFacts,
+}
+
+/// The seven figures, in the order the seed reports them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum MetricId {
+    ContractPassRate,
+    OutcomeClassificationCompleteness,
+    SafeRetryPrecision,
+    ReconcileBeforeRepeatRate,
+    DuplicateEffectContainment,
+    PartialRecoveryCompleteness,
+    AttemptEvidenceCompleteness,
+}
+
+impl MetricId {
+    pub const ALL: &'static [MetricId] = &[
+        MetricId::ContractPassRate,
+        MetricId::OutcomeClassificationCompleteness,
+        MetricId::SafeRetryPrecision,
+        MetricId::ReconcileBeforeRepeatRate,
+        MetricId::DuplicateEffectContainment,
+        MetricId::PartialRecoveryCompleteness,
+        MetricId::AttemptEvidenceCompleteness,
+    ];
+
+    /// The stable id (`contract_pass_rate`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            MetricId::ContractPassRate => "contract_pass_rate",
+            MetricId::OutcomeClassificationCompleteness => "outcome_classification_completeness",
+            MetricId::SafeRetryPrecision => "safe_retry_precision",
+            MetricId::ReconcileBeforeRepeatRate => "reconcile_before_repeat_rate",
+            MetricId::DuplicateEffectContainment => "duplicate_effect_containment",
+            MetricId::PartialRecoveryCompleteness => "partial_recovery_completeness",
+            MetricId::AttemptEvidenceCompleteness => "attempt_evidence_completeness",
+        }
+    }
+
+    /// The name people read.
+    pub fn title(self) -> &'static str {
+        match self {
+            MetricId::ContractPassRate => "Contract pass rate",
+            MetricId::OutcomeClassificationCompleteness => "Outcome-classification completeness",
+            MetricId::SafeRetryPrecision => "Safe-retry precision",
+            MetricId::ReconcileBeforeRepeatRate => "Reconcile-before-repeat rate",
+            MetricId::DuplicateEffectContainment => "Duplicate-effect containment",
+            MetricId::PartialRecoveryCompleteness => "Partial-recovery completeness",
+            MetricId::AttemptEvidenceCompleteness => "Attempt-evidence completeness",
+        }
+    }
+
+    /// What the numerator counts, in one line.
+    pub fn counts(self) -> &'static str {
+        match self {
+            MetricId::ContractPassRate => {
+                "operations meeting every expected state, evidence and prohibition"
+            }
+            MetricId::OutcomeClassificationCompleteness => {
+                "operations in a settled state backed by the evidence it needs"
+            }
+            MetricId::SafeRetryPrecision => {
+                "retried operations whose every retry the matrix and guards allowed"
+            }
+            MetricId::ReconcileBeforeRepeatRate => "ambiguous writes reconciled before any repeat",
+            MetricId::DuplicateEffectContainment => {
+                "duplicate-risk operations with one primary effect at most"
+            }
+            MetricId::PartialRecoveryCompleteness => {
+                "partial operations verified resumed, compensated or owner-accepted"
+            }
+            MetricId::AttemptEvidenceCompleteness => {
+                "operations whose attempts and observations carry every required field"
+            }
+        }
+    }
+}
+
+impl fmt::Display for MetricId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for MetricId {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.as_str())
+    }
+}
+
+/// What kind of failure vetoes a release.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum VetoKind {
+    /// An expectation marked `veto` that the operation fails.
+    ExpectationFailed,
+    /// A write repeated while its last request may have applied and nothing proved
+    /// it had not (G2).
+    RetryBeforeReconcile,
+    /// The target shows the intended effect more than once.
+    DuplicatePrimaryEffect,
+    /// Unsafe tool output fed an action that was proposed from it.
+    HostileOutputToAction,
+    /// An action that crossed from one tenant into another.
+    CrossTenantAction,
+}
+
+impl VetoKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            VetoKind::ExpectationFailed => "expectation_failed",
+            VetoKind::RetryBeforeReconcile => "retry_before_reconcile",
+            VetoKind::DuplicatePrimaryEffect => "duplicate_primary_effect",
+            VetoKind::HostileOutputToAction => "hostile_output_to_action",
+            VetoKind::CrossTenantAction => "cross_tenant_action",
+        }
+    }
+}
+
+impl fmt::Display for VetoKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Physical calls made by one layer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct LayerFigure {
+    /// The layer's stable name, or `unrecorded`.
+    pub layer: String,
+    /// Requests and status queries.
+    pub attempts: u32,
+    pub requests: u32,
+    /// Requests beyond the first that this layer made on one operation.
+    pub repeats: u32,
+    pub operations: u32,
+    /// The most requests this layer made on one operation.
+    pub max_per_operation: u32,
+}
+
+/// A partial operation still being recovered.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PartialProgress {
+    pub operation: OperationId,
+    /// Linked recovery operations with their relation and state.
+    pub children: Vec<(OperationId, Relation, State)>,
+    /// What the recovery still lacks.
+    pub waiting_for: String,
+}
+
+/// A proposal waiting for a second pair of eyes.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PendingProposal {
+    pub operation: OperationId,
+    pub action: String,
+    pub proposed_by: String,
+    pub proposed_at: DateTime<Utc>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeSet;
+
+    #[test]
+    fn every_metric_has_a_stable_id() {
+        let ids: BTreeSet<&str> = MetricId::ALL.iter().map(|m| m.as_str()).collect();
+        assert_eq!(ids.len(), 7);
+        assert!(ids.contains("safe_retry_precision"));
+    }
 }

@@ -2,9 +2,8 @@
 //! denominator, and whether each one is counted, short or unverified.
 
 use super::dataset::Index;
-use super::facts::{FigureFacts, Verdict};
+use super::facts::{FigureFacts, MetricId, Verdict};
 use super::findings::{CrossTenant, Taint};
-use super::result::MetricId;
 use super::view::View;
 use std::collections::BTreeSet;
 

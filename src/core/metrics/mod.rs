@@ -57,23 +57,28 @@ mod figures;
 mod findings;
 mod operational;
 mod prohibition;
+mod ratio;
 mod release;
 mod result;
 mod stored;
 mod tally;
+pub mod text;
 mod view;
 
 use chrono::{DateTime, Utc};
 
-pub use facts::{Facts, FigureFacts, Finding, OperationalFacts, Verdict};
+pub use facts::{
+    Facts, FigureFacts, Finding, LayerFigure, MetricId, OperationalFacts, PartialProgress,
+    PendingProposal, Verdict, VetoKind,
+};
 pub use operational::{
-    AgeBucket, Amplification, LayerFigure, Operational, PartialProgress, PendingProposal,
-    THROTTLE_ERRORS, THROTTLE_STATUS, Throttled, UnknownAge, is_overdue, is_throttled,
-    unknown_since,
+    AgeBucket, Amplification, Operational, THROTTLE_ERRORS, THROTTLE_STATUS, Throttled, UnknownAge,
+    is_overdue, is_throttled, unknown_since,
 };
 pub use prohibition::Prohibition;
-pub use release::{Disposition, NOT_EVALUATED_WHY, Release, Veto, VetoKind};
-pub use result::{Metric, MetricId, Report, percent};
+pub use ratio::percent;
+pub use release::{Disposition, NOT_EVALUATED_WHY, Release, Veto};
+pub use result::{Metric, Report};
 pub use stored::{FactRow, Judged, Stored, figure_kinds, instant_ms, judge, verdict_kind};
 pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;

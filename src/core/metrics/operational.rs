@@ -5,12 +5,12 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::facts::OperationalFacts;
-use super::result::{count, percent, scaled};
+use super::facts::{LayerFigure, OperationalFacts, PartialProgress, PendingProposal};
+use super::ratio::{count, percent, scaled};
 use crate::core::audit::AuditRow;
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
-use crate::core::model::{Attempt, AttemptKind, Operation, Relation, State};
+use crate::core::model::{Attempt, AttemptKind, Operation, State};
 
 /// How long the UNKNOWN operations have been unknown.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -56,21 +56,6 @@ pub struct AgeBucket {
     pub count: u32,
 }
 
-/// Physical calls made by one layer.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LayerFigure {
-    /// The layer's stable name, or `unrecorded`.
-    pub layer: String,
-    /// Requests and status queries.
-    pub attempts: u32,
-    pub requests: u32,
-    /// Requests beyond the first that this layer made on one operation.
-    pub repeats: u32,
-    pub operations: u32,
-    /// The most requests this layer made on one operation.
-    pub max_per_operation: u32,
-}
-
 /// Retry amplification: physical interactions per logical operation.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Amplification {
@@ -94,25 +79,6 @@ pub struct Throttled {
     pub requests: u32,
     pub percent: Option<f64>,
     pub attempt_ids: Vec<String>,
-}
-
-/// A partial operation still being recovered.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PartialProgress {
-    pub operation: OperationId,
-    /// Linked recovery operations with their relation and state.
-    pub children: Vec<(OperationId, Relation, State)>,
-    /// What the recovery still lacks.
-    pub waiting_for: String,
-}
-
-/// A proposal waiting for a second pair of eyes.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct PendingProposal {
-    pub operation: OperationId,
-    pub action: String,
-    pub proposed_by: String,
-    pub proposed_at: DateTime<Utc>,
 }
 
 /// The health of the queue now.

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use crate::core::model::text_enum;
+use crate::core::names::text_enum;
 
 text_enum!(
     /// One prohibition of an expectation row.

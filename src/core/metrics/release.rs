@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use super::dataset::Index;
-use super::facts::Finding;
+use super::facts::{Finding, VetoKind};
 use super::findings::{CrossTenant, Taint};
 use crate::core::ids::OperationId;
 
@@ -60,41 +60,6 @@ impl fmt::Display for Disposition {
     }
 }
 
-/// What kind of failure vetoes a release.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum VetoKind {
-    /// An expectation marked `veto` that the operation fails.
-    ExpectationFailed,
-    /// A write repeated while its last request may have applied and nothing proved
-    /// it had not (G2).
-    RetryBeforeReconcile,
-    /// The target shows the intended effect more than once.
-    DuplicatePrimaryEffect,
-    /// Unsafe tool output fed an action that was proposed from it.
-    HostileOutputToAction,
-    /// An action that crossed from one tenant into another.
-    CrossTenantAction,
-}
-
-impl VetoKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            VetoKind::ExpectationFailed => "expectation_failed",
-            VetoKind::RetryBeforeReconcile => "retry_before_reconcile",
-            VetoKind::DuplicatePrimaryEffect => "duplicate_primary_effect",
-            VetoKind::HostileOutputToAction => "hostile_output_to_action",
-            VetoKind::CrossTenantAction => "cross_tenant_action",
-        }
-    }
-}
-
-impl fmt::Display for VetoKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// One veto: the operation where the control failed, what failed, and the records
 /// that show it. Findings on the same operation are one veto.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -121,7 +86,7 @@ impl Release {
     /// How many operations are vetoed, listed or not.
     pub fn veto_count(&self) -> u32 {
         self.vetoes_total
-            .unwrap_or_else(|| super::result::count(self.vetoes.len()))
+            .unwrap_or_else(|| super::ratio::count(self.vetoes.len()))
     }
 }
 
@@ -196,7 +161,7 @@ impl Index<'_> {
 pub(super) fn assemble(findings: Vec<Finding>, evaluated: u32) -> Release {
     let vetoes = vetoes(findings);
     Release {
-        disposition: Disposition::decide(super::result::count(vetoes.len()), evaluated),
+        disposition: Disposition::decide(super::ratio::count(vetoes.len()), evaluated),
         vetoes,
         vetoes_total: None,
     }

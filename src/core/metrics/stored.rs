@@ -25,9 +25,9 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::dataset::Index;
-use super::facts::{Facts, Verdict};
-use super::operational::{LayerFigure, is_throttled, unknown_since};
-use super::result::{MetricId, Report};
+use super::facts::{Facts, LayerFigure, MetricId, Verdict};
+use super::operational::{is_throttled, unknown_since};
+use super::result::Report;
 use super::tally::{LISTED, Listing, Tally};
 use super::view::View;
 use crate::core::ids::OperationId;

@@ -9,10 +9,12 @@ use chrono::{DateTime, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::dataset::Index;
-use super::facts::{Facts, OperationalFacts, Verdict};
-use super::operational::{LayerFigure, PartialProgress, PendingProposal};
+use super::facts::{
+    Facts, LayerFigure, MetricId, OperationalFacts, PartialProgress, PendingProposal, Verdict,
+};
+use super::ratio::{count, percent};
 use super::release::{self, Disposition, Release, Veto};
-use super::result::{Metric, MetricId, Report, count, percent};
+use super::result::{Metric, Report};
 use crate::core::ids::OperationId;
 use crate::core::model::{Dataset, Layer, State};
 

@@ -1,7 +1,7 @@
 //! The action catalog: one spec per reviewer action — the parameters it takes
 //! (with their command-line flags and console input), the roles that may take
 //! it and its place in bulk triage — and the one builder that turns a kind and
-//! its parameters into an [`Action`]. Who may act ([`crate::core::actor::permits`]),
+//! its parameters into an [`Action`]. Who may act ([`crate::core::rules::actor::permits`]),
 //! the options the evidence pane lists ([`super::options`]), bulk triage's list,
 //! the command line's flags and the console's forms are all read from here, so
 //! an action is described once. [`spec`] and [`action`] match every kind: a new

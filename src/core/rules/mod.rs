@@ -3,6 +3,7 @@
 //! this exact effect" or "refused: rule Gn, because …".
 
 mod action;
+pub mod actor;
 mod approval;
 pub mod catalog;
 mod effect;
@@ -15,6 +16,7 @@ mod transitions;
 use chrono::{DateTime, Utc};
 
 pub use self::action::{Action, FoundField, Rationale, ReconcileInput};
+pub use self::actor::{Actor, permits};
 pub use self::approval::approval_binds;
 pub use self::effect::{Commit, Effect};
 pub use self::options::{
@@ -23,7 +25,6 @@ pub use self::options::{
 pub use self::plan::{RESOLVE_TARGETS, resolve_target};
 pub use self::races::may_overtake;
 pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
-pub use crate::core::actor::{Actor, permits};
 pub use crate::core::model::ActionKind;
 pub use crate::core::refusal::{Refusal, Rule};
 
@@ -125,7 +126,7 @@ fn plan_with<'a>(
         );
     }
     let role = actor.role_for(&op.tenant, kind)?;
-    if crate::core::autonomy::is_agent(actor.principal()) && !asked.confirming {
+    if crate::core::ladder::is_agent(actor.principal()) && !asked.confirming {
         use crate::core::model::ActionKind::{ApproveCompensation, ApproveResume, AuthorizeRetry};
         if !matches!(kind, AuthorizeRetry | ApproveCompensation | ApproveResume) {
             return refuse(
@@ -136,10 +137,10 @@ fn plan_with<'a>(
                 ),
             );
         }
-        crate::core::autonomy::require(
+        crate::core::ladder::require(
             &op.tool,
             detail.autonomy,
-            crate::core::autonomy::Capability::AgentProposal,
+            crate::core::ladder::Capability::AgentProposal,
         )?;
     }
     if op.state.is_terminal() && kind != ActionKind::Comment {

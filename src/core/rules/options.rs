@@ -9,10 +9,10 @@ use serde::Serialize;
 use super::approval::approval_binds;
 use super::catalog::{self, Param, Params};
 use super::{Action, Effect, Rationale, ReconcileInput, decide, join_ids};
-use crate::core::actor::Actor;
 use crate::core::matrix;
 use crate::core::model::{ActionKind, ObservationSource, OperationDetail, State};
 use crate::core::refusal::Refusal;
+use crate::core::rules::actor::Actor;
 
 /// What nobody may do to this operation right now, each with its rule.
 pub fn prohibited(detail: &OperationDetail, now: DateTime<Utc>) -> Vec<String> {

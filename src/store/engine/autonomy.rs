@@ -10,9 +10,10 @@ use sqlx::AssertSqlSafe;
 use super::{AUDIT_COLUMNS, db};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::autonomy::{
-    AUTONOMY_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, Level, LevelChange, LookupCheck, ToolLevel,
+    AUTONOMY_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, LevelChange, LookupCheck, ToolLevel,
 };
 use crate::core::clock::{format_instant, parse_instant};
+use crate::core::ladder::Level;
 use crate::core::model::FailureMode;
 use crate::store::StoreError;
 use crate::store::plan::codec;

@@ -6,8 +6,8 @@ use chrono::{DateTime, Utc};
 use sqlx::{QueryBuilder, Row};
 
 use super::db;
-use crate::core::autonomy::Level;
 use crate::core::ids::OperationId;
+use crate::core::ladder::Level;
 use crate::store::plan::codec::{self, ms};
 use crate::store::sql::{held_states_sql, push_tenants};
 use crate::store::{Scope, StoreError};

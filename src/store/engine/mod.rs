@@ -24,8 +24,9 @@ use super::{
 };
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
-use crate::core::autonomy::{DrillResult, Level, LevelChange, ToolLevel};
+use crate::core::autonomy::{DrillResult, LevelChange, ToolLevel};
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::ladder::Level;
 use crate::core::model::{Contract, Dataset, Grant, OperationDetail, OperationRow};
 use crate::core::rules::Commit;
 use crate::core::work::Lease;

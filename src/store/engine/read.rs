@@ -299,7 +299,7 @@ shared! {
         pub(super) async fn autonomy_of(
             conn: &mut DB::Connection,
             tool: &str,
-        ) -> Result<crate::core::autonomy::Level, StoreError> {
+        ) -> Result<crate::core::ladder::Level, StoreError> {
             let row = sqlx::query("SELECT level FROM autonomy WHERE tool = $1")
                 .bind(tool)
                 .fetch_optional(&mut *conn)
@@ -308,10 +308,10 @@ shared! {
             match row {
                 Some(row) => {
                     let level = Self::text(&row, "level")?;
-                    crate::core::autonomy::Level::parse(&level)
+                    crate::core::ladder::Level::parse(&level)
                         .ok_or_else(|| codec::corrupt(format!("autonomy level {level:?}")))
                 }
-                None => Ok(crate::core::autonomy::Level::Manual),
+                None => Ok(crate::core::ladder::Level::Manual),
             }
         }
 

@@ -1493,7 +1493,7 @@ shared! {
             for row in ledger.level_rows() {
                 let grants = ledger.grants_before(row.seq);
                 let principal = row.on_behalf_of.as_deref().unwrap_or(&row.by);
-                let mut actor = crate::core::actor::Actor::from_grants(principal, None, &grants);
+                let mut actor = crate::core::rules::actor::Actor::from_grants(principal, None, &grants);
                 actor.identity.clone_from(&row.by);
                 actor.on_behalf_of.clone_from(&row.on_behalf_of);
                 let now: Vec<String> = tally

@@ -8,8 +8,8 @@
 //! already holds and for one the same file creates ([`created_detail`]): a file
 //! cannot create a hold and decide it past the rules in one go.
 
-use crate::core::autonomy::Level;
 use crate::core::ids::OperationId;
+use crate::core::ladder::Level;
 use crate::core::model::{
     ActionKind, Attempt, ChildLink, Contract, Item, Operation, OperationDetail, OperationRow, Role,
     State, TransitionRecord,

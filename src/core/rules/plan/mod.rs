@@ -1,6 +1,7 @@
 //! The effect under construction: the plan every action fills, the guards the
 //! per-action plans share, and how a finished plan becomes an [`Effect`].
 
+mod lookup;
 mod manage;
 mod proposal;
 mod repair;

@@ -29,7 +29,7 @@ impl<'a> Plan<'a> {
         }
         check(self)?;
         let four_eyes = self.op().risk.needs_four_eyes();
-        let agent = crate::core::autonomy::is_agent(self.actor.principal());
+        let agent = crate::core::ladder::is_agent(self.actor.principal());
         if !self.confirming
             && (four_eyes || agent || !matches!(self.role, Role::Approver | Role::Local))
         {

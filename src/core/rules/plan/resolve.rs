@@ -148,7 +148,7 @@ impl Plan<'_> {
     /// Records a lookup: its attempt, its observation when an answer came, what
     /// the answer proves, and the next lookup's time (or routing to the owner).
     pub(super) fn lookup(&mut self, input: &LookupInput) -> Result<(), Refusal> {
-        let effect = lookup::plan(self.detail, input, self.now);
+        let effect = super::lookup::plan(self.detail, input, self.now);
         if let Some(o) = &effect.observation
             && self.detail.observations.iter().any(|x| x.id == o.id)
         {

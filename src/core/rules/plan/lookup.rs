@@ -5,24 +5,14 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::{LookupCall, Next, Verdict, jitter, judge, next_observation, records};
 use crate::core::clock::human_instant;
+use crate::core::lookup::{LookupInput, Next, Verdict, jitter, judge, next_observation, records};
 use crate::core::matrix;
 use crate::core::model::{Attempt, AttemptKind, Observation, OperationDetail};
 
-/// What a lookup, or the end of lookups, brings to a reconcile.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-#[serde(tag = "lookup", rename_all = "snake_case")]
-pub enum LookupInput {
-    /// One lookup was made.
-    Call(Box<LookupCall>),
-    /// The deadline leaves no lookup: route the hold to its owner.
-    Exhausted,
-}
-
 /// The changes recording a lookup makes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct LookupEffect {
+pub(super) struct LookupEffect {
     pub attempt: Option<Attempt>,
     pub observation: Option<Observation>,
     /// What the answer proves, when one came.
@@ -39,7 +29,11 @@ pub struct LookupEffect {
 }
 
 /// Plans recording `input` on the hold in `detail` at `now`.
-pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -> LookupEffect {
+pub(super) fn plan(
+    detail: &OperationDetail,
+    input: &LookupInput,
+    now: DateTime<Utc>,
+) -> LookupEffect {
     let op = &detail.row.operation;
     let assessment = matrix::assess_detail(detail, now);
     let mut effect = LookupEffect {
@@ -83,7 +77,7 @@ pub fn plan(detail: &OperationDetail, input: &LookupInput, now: DateTime<Utc>) -
         .contract
         .as_ref()
         .and_then(|c| c.status_lookup.spec())
-        .map_or(0, super::LookupSpec::lag_seconds);
+        .map_or(0, crate::core::lookup::LookupSpec::lag_seconds);
     let since = detail
         .attempts
         .iter()

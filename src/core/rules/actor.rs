@@ -3,9 +3,9 @@
 
 use serde::Serialize;
 
-use super::model::{ActionKind, Grant, Role};
-use super::refusal::{Refusal, Rule, refuse};
-use super::rules::catalog;
+use super::catalog;
+use crate::core::model::{ActionKind, Grant, Role};
+use crate::core::refusal::{Refusal, Rule, refuse};
 
 /// Whether `role` may take an action of `kind` at all (G6): the roles its
 /// [`crate::core::rules::catalog::spec`] names. Viewers read; reviewers
@@ -221,5 +221,20 @@ impl Actor {
                 names.join(" and ")
             ),
         )
+    }
+}
+
+/// The acting identity for `what`, which is done only in one's own name (grant
+/// changes, ingest): refused (G6) when the actor acts for someone else.
+pub fn own_name<'a>(actor: &'a Actor, what: &str) -> Result<&'a str, Refusal> {
+    match &actor.on_behalf_of {
+        None => Ok(&actor.identity),
+        Some(person) => Err(Refusal {
+            rule: Rule::G6,
+            reason: format!(
+                "{what} is done in one's own name only: {} may act for {person} in reviewer actions, not here; run it without --as",
+                actor.identity
+            ),
+        }),
     }
 }
