@@ -459,6 +459,41 @@ async fn two_racing_identical_calls_after_one_authorize_retry_forward_once() {
     b.cancel().await.unwrap();
 }
 
+/// Two gateways taking one authorization in the same millisecond (their
+/// clocks at one instant, so every race is that close): their forwards are
+/// two records, not one stored twice, and only one is the forward.
+#[tokio::test]
+async fn two_gateways_taking_an_authorization_in_one_millisecond_forward_once() {
+    let fresh = stores::sqlite().await;
+    let rig = Rig::new(&fresh.url);
+    std::fs::write(rig.fail_once(), "").unwrap();
+    rig.config("[gateway.approval]\nby = \"rev:ops-lead\"\npolicy = \"AGENT-REFUNDS-1\"\n");
+    let (a, _) = rig.connect().await;
+    let store = fresh.store.as_ref();
+    let args = json!({"order": "E6", "amount": 31});
+    assert!(call(&a, "refund", args.clone(), PATIENT).await.is_err());
+    let id = settled(store, "refund", &args, State::Unknown).await;
+    authorize(&rig, &id, "PAY-3");
+    let instant = (chrono::Utc::now() + chrono::Duration::minutes(1))
+        .to_rfc3339_opts(chrono::SecondsFormat::Millis, true);
+    let (c, d) = tokio::join!(rig.connect_at(&instant), rig.connect_at(&instant));
+    let (one, two) = tokio::join!(
+        call(&c, "refund", args.clone(), PATIENT),
+        call(&d, "refund", args.clone(), PATIENT)
+    );
+    let answers = [one.unwrap(), two.unwrap()];
+    assert_eq!(rig.applied(), 1, "one of the two reached the server");
+    assert_eq!(
+        answers.iter().filter(|r| r.is_error == Some(true)).count(),
+        1,
+        "{:?}",
+        answers.iter().map(text).collect::<Vec<_>>()
+    );
+    for client in [a, c, d] {
+        client.cancel().await.unwrap();
+    }
+}
+
 /// `manual` autonomy holds a write for approval: with
 /// `hold_writes_for_approval`, a write of a tool with no raised level is
 /// recorded BLOCKED and never sent; repeats are refused, and only a reviewer's

@@ -23,7 +23,7 @@ use crate::core::model::{
 use crate::otlp::ToolSettings;
 use crate::otlp::map::hash_arguments;
 use crate::store::plan::redaction;
-use crate::store::{IngestMode, Ingester, SameCall, Store, StoreError};
+use crate::store::{IngestMode, IngestReport, Ingester, SameCall, Store, StoreError};
 use crate::wire::{Numbered, Record};
 
 /// How much of a result the attempt keeps as its excerpt.
@@ -787,6 +787,11 @@ impl Gate {
     ) -> Result<Admission, GateError> {
         let now = (self.now)();
         let seq = self.next_seq(&approved.id).await?;
+        let n = self.calls.fetch_add(1, Ordering::Relaxed) + 1;
+        // This call's own mark: two gateways taking the authorization in the
+        // same millisecond would otherwise write the same record, and the
+        // second would be stored as a repeat of the first (unchanged), not
+        // refused, and forward a second time.
         let transition = TransitionRecord {
             operation: approved.id.clone(),
             from: State::Approved,
@@ -797,9 +802,23 @@ impl Gate {
             reason: Some(
                 "the next identical call after the authorized retry, forwarded once".into(),
             ),
-            evidence: Vec::new(),
+            evidence: vec![format!("forwarded-by:{}-{n}", self.instance)],
         };
-        match self.write(vec![Record::Transition(transition)], now).await {
+        let taken = match commit(
+            self.store.as_ref(),
+            &self.ingester,
+            vec![Record::Transition(transition)],
+            now,
+        )
+        .await
+        {
+            Ok(report) if report.unchanged == 0 => Ok(()),
+            Ok(_) => Err(GateError::Refused(
+                "the authorization was taken by another call".into(),
+            )),
+            Err(e) => Err(e),
+        };
+        match taken {
             Ok(()) => Ok(Admission::Forward(Ticket {
                 operation: approved.id.clone(),
                 tool: tool.to_owned(),
@@ -879,7 +898,9 @@ impl Gate {
 
     /// Writes `records` through the one ingest path as the gateway.
     async fn write(&self, records: Vec<Record>, now: DateTime<Utc>) -> Result<(), GateError> {
-        commit(self.store.as_ref(), &self.ingester, records, now).await
+        commit(self.store.as_ref(), &self.ingester, records, now)
+            .await
+            .map(drop)
     }
 
     async fn next_seq(&self, id: &OperationId) -> Result<u32, GateError> {
@@ -1061,7 +1082,7 @@ async fn commit(
     ingester: &Ingester,
     records: Vec<Record>,
     now: DateTime<Utc>,
-) -> Result<(), GateError> {
+) -> Result<IngestReport, GateError> {
     let numbered: Vec<Numbered> = records
         .into_iter()
         .enumerate()
@@ -1080,7 +1101,7 @@ async fn commit(
         )
         .await?;
     if report.rejected.is_empty() {
-        Ok(())
+        Ok(report)
     } else {
         let reasons: Vec<String> = report
             .rejected

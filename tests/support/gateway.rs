@@ -159,6 +159,18 @@ impl Rig {
         (client, heard)
     }
 
+    /// A client connected through a new gateway whose clock stands at `now`
+    /// (RFC 3339): gateways at one instant write their records at the same
+    /// millisecond.
+    pub async fn connect_at(&self, now: &str) -> RunningService<RoleClient, Heard> {
+        let mut command = self.command();
+        command.env("HOLDFAST_NOW", now);
+        Heard::default()
+            .serve(TokioChildProcess::new(command).expect("start the gateway"))
+            .await
+            .expect("the gateway initializes")
+    }
+
     /// A client connected to the fixture directly.
     pub async fn direct(&self) -> RunningService<RoleClient, Heard> {
         let mut command = tokio::process::Command::new(fixture());
