@@ -446,7 +446,8 @@ impl Gate {
         let records = vec![Record::Attempt(attempt), Record::Transition(transition)];
         match &ticket.same {
             // Settled and not a hold: the agent need not wait for its write,
-            // which goes with the gateway's next write or [`Gate::settle`].
+            // which [`Gate::settle`] makes with the others of its group (or
+            // an identical call makes first, `settle_identical`).
             // Until then the operation is SENT, which holds its identical
             // calls on every gateway; a gateway killed before the write leaves
             // it SENT, and the next one's sweep holds it UNKNOWN.
@@ -471,7 +472,7 @@ impl Gate {
     }
 
     /// Writes the settled outcomes answered and not yet written. A gateway
-    /// calls it [`SETTLE_AFTER`] after each answer and before it stops; an
+    /// calls it [`SETTLE_AFTER`] after the first of a group and before it stops; an
     /// outcome the store refuses is logged, and its operation stays SENT.
     pub async fn settle(&self) {
         let _settling = self.settling.lock().await;
