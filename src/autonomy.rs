@@ -13,8 +13,9 @@ use crate::core::autonomy::{
     self, DrillResult, Gates, LevelChange, LevelRequest, LookupCheck, OpenVetoes, Standing,
     ToolLevel, VETOES_NAMED,
 };
+use crate::core::contract::Contract;
+use crate::core::detail::Dataset;
 use crate::core::ladder::Level;
-use crate::core::model::{Contract, Dataset};
 use crate::core::rules::Rationale;
 use crate::core::rules::actor::Actor;
 use crate::review::ReviewError;

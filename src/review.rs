@@ -9,9 +9,9 @@ use serde::Serialize;
 
 use crate::core::access::{self, GrantChange, GrantRequest};
 use crate::core::audit::AuditRow;
+use crate::core::detail::OperationDetail;
 use crate::core::export;
 use crate::core::ids::OperationId;
-use crate::core::model::OperationDetail;
 use crate::core::rules::{self, Action, Actor, Effect, Rationale, Refusal, Rule};
 use crate::core::triage::{self, TriageLine};
 use crate::store::{OperationFilter, Page, Session, SortOrder, Store, StoreError};

@@ -350,7 +350,7 @@ async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
     let fresh = with_t06(kind).await;
     let store = fresh.store.as_ref();
     let agent = Actor::local("agent:refunds", None);
-    let decide_as = |detail: &holdfast::core::model::OperationDetail, action: &Action| {
+    let decide_as = |detail: &holdfast::core::detail::OperationDetail, action: &Action| {
         decide(
             detail,
             action,

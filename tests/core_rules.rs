@@ -3,6 +3,8 @@
 
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::clock::parse_instant;
+use holdfast::core::contract::{Contract, IdempotencyContract};
+use holdfast::core::detail::OperationDetail;
 use holdfast::core::ids::{OperationId, Sha256};
 use holdfast::core::matrix::{self, Decision};
 use holdfast::core::model::*;

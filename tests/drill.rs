@@ -5,11 +5,11 @@
 use crate::support;
 
 use chrono::{DateTime, Duration, Utc};
+use holdfast::core::detail::OperationDetail;
 use holdfast::core::ids::OperationId;
 use holdfast::core::metrics::{Disposition, MetricId};
 use holdfast::core::model::{
-    AttemptKind, ItemState, Layer, ObservationSource, OperationDetail, Outcome, Phase, Relation,
-    State,
+    AttemptKind, ItemState, Layer, ObservationSource, Outcome, Phase, Relation, State,
 };
 use holdfast::drill::{self, CaseResult};
 use holdfast::sim::Counters;

@@ -90,7 +90,7 @@ async fn look_up_each(fresh: &Fresh, p: &Provider, scenarios: &[&str]) {
     }
 }
 
-fn allowed(detail: &holdfast::core::model::OperationDetail, action: Action) -> Result<(), Rule> {
+fn allowed(detail: &holdfast::core::detail::OperationDetail, action: Action) -> Result<(), Rule> {
     decide(
         detail,
         &action,

@@ -9,7 +9,8 @@ use crate::support;
 use std::time::{Duration, SystemTime};
 
 use chrono::{DateTime, Utc};
-use holdfast::core::model::{FailureMode, OperationDetail, Phase, State};
+use holdfast::core::detail::OperationDetail;
+use holdfast::core::model::{FailureMode, Phase, State};
 use holdfast::otlp::door::{OtlpOutcome, Strictness, intake};
 use holdfast::otlp::{OtlpSettings, ToolSettings};
 use holdfast::store::{Ingester, Store};

@@ -292,7 +292,7 @@ async fn bulk_triage_in_pages_is_the_whole_dry_run_and_applies_each_once(kind: K
             );
         }
     }
-    let audit_rows = |details: &[holdfast::core::model::OperationDetail]| {
+    let audit_rows = |details: &[holdfast::core::detail::OperationDetail]| {
         details
             .iter()
             .map(|d| (d.row.operation.id.clone(), d.audit.len()))

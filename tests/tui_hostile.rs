@@ -107,6 +107,8 @@ mod screens {
     use holdfast::console::queue::Listing;
     use holdfast::console::view;
     use holdfast::core::clock::parse_instant;
+    use holdfast::core::contract::{Contract, IdempotencyContract};
+    use holdfast::core::detail::OperationDetail;
     use holdfast::core::ids::{OperationId, Sha256};
     use holdfast::core::model::*;
     use holdfast::store::QueueCounts;

@@ -9,8 +9,9 @@ use crate::core::access::{GrantChange, GrantOp, GrantRequest};
 use crate::core::audit::AuditRow;
 use crate::core::bundle::{self, Key, SectionKey, Value};
 use crate::core::clock::{human_duration, human_instant, relative};
+use crate::core::detail::OperationDetail;
 use crate::core::evidence::{EvidenceBundle, describe_observation};
-use crate::core::model::{AttemptKind, Grant, OperationDetail, OperationRow};
+use crate::core::model::{AttemptKind, Grant, OperationRow};
 use crate::core::names::count;
 use crate::core::rules::{ActionKind, Actor, Effect, Refusal};
 use crate::core::sanitize::sanitize;
@@ -736,7 +737,7 @@ mod tests {
 
     /// The demo packet in a fresh store: every operation's detail, and the
     /// packet's own instant.
-    async fn demo() -> (Vec<crate::core::model::OperationDetail>, DateTime<Utc>) {
+    async fn demo() -> (Vec<crate::core::detail::OperationDetail>, DateTime<Utc>) {
         let dir = tempfile::tempdir().expect("temp dir");
         let store = Location::Sqlite(dir.path().join("demo.db"))
             .open()

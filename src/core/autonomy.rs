@@ -12,10 +12,12 @@ use std::fmt;
 
 use super::audit::AuditDraft;
 use super::clock::human_instant;
+use super::contract::Contract;
+use super::detail::Dataset;
 use super::ids::{OperationId, ledger_id};
 use super::ladder::Level;
 use super::lookup::StatusLookup;
-use super::model::{Contract, Dataset, FailureMode, Role, State};
+use super::model::{FailureMode, Role, State};
 use super::refusal::{Refusal, Rule};
 use super::rules::Rationale;
 use super::rules::actor::Actor;

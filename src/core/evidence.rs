@@ -6,11 +6,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use super::clock::human_instant;
+use super::detail::OperationDetail;
 use super::ids::{OperationId, Sha256};
 use super::matrix::{self, Decision, Recommendation};
 use super::model::{
-    AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, OperationDetail,
-    ProposalStatus, Relation, Risk, Role, State,
+    AttemptKind, ChildLink, FailureMode, Matches, ObservationSource, ProposalStatus, Relation,
+    Risk, Role, State,
 };
 use super::rules::{self, Actor, Rule};
 

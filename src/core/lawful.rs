@@ -22,10 +22,9 @@ use chrono::{DateTime, Utc};
 
 use super::audit::{AuditRow, CREATE, INGEST, RECORD, TRANSITION};
 use super::clock::parse_instant;
+use super::detail::OperationDetail;
 use super::ledger::{Divergence, NEXT_OBSERVATION, OWNER};
-use super::model::{
-    ActionKind, ChildLink, Grant, OperationDetail, ProposalStatus, State, TransitionRecord,
-};
+use super::model::{ActionKind, ChildLink, Grant, ProposalStatus, State, TransitionRecord};
 use super::rules::catalog::{self, Params};
 use super::rules::moves::{Move, classify};
 use super::rules::{Action, Actor, Effect, Rationale, ReconcileInput, decide};

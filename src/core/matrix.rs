@@ -7,10 +7,12 @@ use serde::Serialize;
 use std::fmt;
 
 use super::clock::{format_instant, human_instant};
+use super::contract::Contract;
+use super::detail::OperationDetail;
 use super::lookup::{self, Finding, LookupSpec, Verdict};
 use super::model::{
-    Attempt, Contract, FailureMode, Item, ItemState, Observation, ObservationSource, Operation,
-    OperationDetail, Outcome, Phase,
+    Attempt, FailureMode, Item, ItemState, Observation, ObservationSource, Operation, Outcome,
+    Phase,
 };
 
 /// What to do about a repeat.

@@ -7,6 +7,8 @@ pub mod autonomy;
 pub mod bundle;
 pub mod chain;
 pub mod clock;
+pub mod contract;
+pub mod detail;
 pub mod evidence;
 pub mod export;
 pub mod ids;

@@ -5,9 +5,7 @@ use chrono::{DateTime, Utc};
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::audit::AuditRow;
 use super::ids::{OperationId, Sha256};
-use super::lookup::StatusLookup;
 use super::names::text_enum;
 
 text_enum!(
@@ -185,50 +183,6 @@ text_enum!(
         Worker => "worker",
     }
 );
-
-/// Idempotency semantics a provider documents for one tool.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct IdempotencyContract {
-    pub supported: bool,
-    pub scope: Option<String>,
-    pub retention_hours: Option<u32>,
-}
-
-/// The operation contract of one tool (DESIGN §5 `contract`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Contract {
-    pub tool: String,
-    pub version: String,
-    pub action: String,
-    pub method: String,
-    pub idempotency: IdempotencyContract,
-    pub status_lookup: StatusLookup,
-    pub retryable: Vec<String>,
-    pub compensation: Option<String>,
-    pub owner: String,
-    pub max_attempts: u32,
-    pub budget_seconds: u32,
-    /// Where the tool's call goes at its provider: a path (and query) with the
-    /// placeholders of a lookup URL, each filled from the operation. Optional;
-    /// the drill's simulated provider serves the call there.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub path: Option<crate::core::lookup::PathTemplate>,
-    /// What the provider's 2xx answer is declared to carry: the only parts of
-    /// it an executor checks. Optional: without it a 2xx is checked for nothing
-    /// but instruction-like text.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub response: Option<crate::core::lookup::ResponseShape>,
-}
-
-impl Contract {
-    /// Whether the tool changes state somewhere (anything but a read method).
-    pub fn is_write(&self) -> bool {
-        !matches!(
-            self.method.to_ascii_uppercase().as_str(),
-            "GET" | "HEAD" | "OPTIONS"
-        )
-    }
-}
 
 /// The approval bound to one exact call (G11).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -412,20 +366,6 @@ pub struct Expectation {
     pub veto: Option<bool>,
 }
 
-/// Every stored record, for computations that need the whole picture.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct Dataset {
-    pub contracts: Vec<Contract>,
-    pub operations: Vec<Operation>,
-    pub attempts: Vec<Attempt>,
-    pub items: Vec<Item>,
-    pub observations: Vec<Observation>,
-    pub audit: Vec<AuditRow>,
-    pub expectations: Vec<Expectation>,
-    /// Every proposal, open or closed (the pending ones are an operational figure).
-    pub proposals: Vec<Proposal>,
-}
-
 /// One row of the queue: the operation plus the figures the queue shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct OperationRow {
@@ -507,38 +447,6 @@ pub struct ChildLink {
     pub state: State,
     /// The child's own items (a resume covers a subset of the parent's indexes).
     pub items: Vec<Item>,
-}
-
-/// Everything stored about one operation, for the evidence bundle and the rules.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct OperationDetail {
-    pub row: OperationRow,
-    pub contract: Option<Contract>,
-    /// In `seq` order.
-    pub attempts: Vec<Attempt>,
-    /// In `index` order.
-    pub items: Vec<Item>,
-    /// In `observed_at` order.
-    pub observations: Vec<Observation>,
-    /// This operation's audit rows, in `seq` order.
-    pub audit: Vec<AuditRow>,
-    pub expectation: Option<Expectation>,
-    pub children: Vec<ChildLink>,
-    /// Every operation it depends on, with its state.
-    pub dependencies: Vec<(OperationId, State)>,
-    pub proposals: Vec<Proposal>,
-    /// Other operations with the same idempotency key (same tenant) but a different
-    /// payload hash (G3).
-    pub key_conflicts: Vec<OperationId>,
-    /// The tool's autonomy level (DESIGN §9.4), capped at `manual` while its
-    /// status lookup is unchecked.
-    pub autonomy: super::ladder::Level,
-    /// The values of its records that ingest redacted.
-    pub redactions: Vec<super::redact::IngestRedaction>,
-    /// Why the tool's status lookup is unchecked (never proven to find a record
-    /// known to exist, `holdfast lookup check`), when it is: flagged in the
-    /// evidence bundle, and the reason `autonomy` is capped.
-    pub lookup_unchecked: Option<String>,
 }
 
 /// One grant: `identity` holds `role` on `tenant` (G6, G7). A store without any

@@ -4,9 +4,10 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use super::detail::OperationDetail;
 use super::ids::OperationId;
 use super::matrix::{self, Decision};
-use super::model::{FailureMode, OperationDetail, State};
+use super::model::{FailureMode, State};
 use super::rules::{self, Action, Actor, Effect, Rationale, Refusal};
 
 /// The group an operation falls into on a dry run.

@@ -13,14 +13,15 @@ use chrono::{DateTime, Duration, Utc};
 use serde::Serialize;
 use serde_json::{Value, json};
 
+use crate::core::contract::Contract;
+use crate::core::detail::OperationDetail;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::StatusLookup;
 use crate::core::matrix;
 use crate::core::metrics::{self, Report};
-use crate::core::model::Contract;
 use crate::core::model::{
-    Approval, AttemptKind, FailureMode, Layer, Observation, ObservationSource, Operation,
-    OperationDetail, Phase, Relation, Risk, Role, State, TransitionRecord,
+    Approval, AttemptKind, FailureMode, Layer, Observation, ObservationSource, Operation, Phase,
+    Relation, Risk, Role, State, TransitionRecord,
 };
 use crate::executor::transport::{LiteralResolver, Resolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Run, RunOutcome, Settings};

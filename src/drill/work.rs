@@ -14,8 +14,9 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::{DrillError, REAL_TIMEOUT};
+use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
-use crate::core::model::{Layer, OperationDetail, Relation, State};
+use crate::core::model::{Layer, Relation, State};
 use crate::executor::transport::{LiteralResolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Settings};
 use crate::sim::{Case, Provider};

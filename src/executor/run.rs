@@ -12,12 +12,13 @@ use serde_json::{Value, json};
 use super::clock::ExecClock;
 use super::lookup::{self, Answer};
 use super::transport::{Exchange, HttpRequest, Transport, Url};
+use crate::core::contract::Contract;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{JsonPointer, LookupSpec};
 use crate::core::matrix::{self, Decision, TOKEN_EXPIRED};
 use crate::core::model::{
-    Attempt, AttemptKind, Contract, FailureMode, Item, ItemState, Layer, Observation,
-    ObservationSource, Operation, Outcome, Phase, Role, State, TransitionRecord,
+    Attempt, AttemptKind, FailureMode, Item, ItemState, Layer, Observation, ObservationSource,
+    Operation, Outcome, Phase, Role, State, TransitionRecord,
 };
 use crate::core::rules::transition_allowed;
 use crate::core::sanitize::sanitize;

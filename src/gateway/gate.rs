@@ -14,11 +14,11 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::settings::GatewaySettings;
+use crate::core::contract::Contract;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::ladder::Level;
 use crate::core::model::{
-    Attempt, AttemptKind, Contract, Layer, Operation, Outcome, Phase, Risk, Role, State,
-    TransitionRecord,
+    Attempt, AttemptKind, Layer, Operation, Outcome, Phase, Risk, Role, State, TransitionRecord,
 };
 use crate::otlp::ToolSettings;
 use crate::otlp::map::hash_arguments;

@@ -471,7 +471,7 @@ async fn stored(
         let more = store.otlp_calls(&repeated, &[]).await?;
         calls.attempts.extend(more.attempts);
     }
-    let contracts: HashMap<String, crate::core::model::Contract> = store
+    let contracts: HashMap<String, crate::core::contract::Contract> = store
         .contracts()
         .await?
         .into_iter()

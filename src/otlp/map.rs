@@ -16,10 +16,11 @@ use serde_json::Value;
 
 use super::settings::OtlpSettings;
 use super::span::SpanFact;
+use crate::core::contract::Contract;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
-    Attempt, AttemptKind, Contract, FailureMode, Layer, Operation, Outcome, Phase, Risk, Role,
-    State, TransitionRecord,
+    Attempt, AttemptKind, FailureMode, Layer, Operation, Outcome, Phase, Risk, Role, State,
+    TransitionRecord,
 };
 use crate::core::redact::redact;
 use crate::wire::Record;

@@ -5,8 +5,9 @@
 
 use serde::Deserialize;
 
+use crate::core::contract::{Contract, IdempotencyContract};
 use crate::core::lookup::StatusLookup;
-use crate::core::model::{Contract, IdempotencyContract, Risk};
+use crate::core::model::Risk;
 
 /// How long an HTTP span waits for its `execute_tool` span before it becomes an
 /// operation of tool `unknown`.

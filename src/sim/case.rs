@@ -7,8 +7,9 @@ use std::collections::BTreeMap;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::core::contract::Contract;
 use crate::core::lookup::LookupSpec;
-use crate::core::model::{Contract, FailureMode, State};
+use crate::core::model::{FailureMode, State};
 use crate::wire::{LineError, Record, parse_line};
 
 /// A `status_lookup` object as a case file writes it.

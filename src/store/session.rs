@@ -14,8 +14,9 @@ use super::{
     StoreError, WorkClaim, WorkStep,
 };
 use crate::core::audit::{AuditRow, ChainStatus};
+use crate::core::detail::{Dataset, OperationDetail};
 use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{Dataset, Grant, OperationDetail, OperationRow};
+use crate::core::model::{Grant, OperationRow};
 use crate::core::rules::{Actor, Commit};
 use crate::core::work::Lease;
 

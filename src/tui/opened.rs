@@ -5,9 +5,10 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::core::detail::OperationDetail;
 use crate::core::evidence::{self, EvidenceBundle};
 use crate::core::ids::OperationId;
-use crate::core::model::{OperationDetail, Relation, State};
+use crate::core::model::{Relation, State};
 use crate::core::rules::Actor;
 
 /// One operation as loaded, with its bundle computed by the core for the

@@ -310,7 +310,7 @@ pub async fn perform_with(
 async fn each_marked(
     session: &Session,
     ids: &[crate::core::ids::OperationId],
-    mut each: impl FnMut(crate::core::model::OperationDetail),
+    mut each: impl FnMut(crate::core::detail::OperationDetail),
 ) -> Result<Vec<String>, String> {
     let mut missing = Vec::new();
     for id in ids {

@@ -15,9 +15,8 @@ pub use stream::{KEEP_LIMIT, Line, ParsedStream, each_line, each_line_hashed, pa
 pub use tree::MAX_DEPTH;
 pub use write::{to_value, write_line};
 
-use crate::core::model::{
-    Attempt, Contract, Expectation, Item, Observation, Operation, TransitionRecord,
-};
+use crate::core::contract::Contract;
+use crate::core::model::{Attempt, Expectation, Item, Observation, Operation, TransitionRecord};
 
 /// One record of wire format v1.
 #[allow(

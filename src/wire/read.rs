@@ -7,15 +7,16 @@ use std::borrow::Cow;
 use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
+use crate::core::contract::{Contract, IdempotencyContract};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, PathTemplate, ResponseShape, StatusLookup,
     UrlTemplate,
 };
 use crate::core::model::{
-    Approval, Attempt, AttemptKind, Contract, Expectation, FailureMode, IdempotencyContract, Item,
-    ItemState, Layer, Matches, Observation, ObservationSource, Operation, Outcome, Phase, Relation,
-    Risk, Role, State, TransitionRecord,
+    Approval, Attempt, AttemptKind, Expectation, FailureMode, Item, ItemState, Layer, Matches,
+    Observation, ObservationSource, Operation, Outcome, Phase, Relation, Risk, Role, State,
+    TransitionRecord,
 };
 
 /// The longest line accepted, in bytes (1 MiB).

@@ -7,12 +7,12 @@ use serde_json::Value;
 
 use super::Record;
 use crate::core::clock::format_instant;
+use crate::core::contract::{Contract, IdempotencyContract};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, ResponseShape, StatusLookup,
 };
 use crate::core::model::{
-    Approval, Attempt, Contract, Expectation, IdempotencyContract, Item, Matches, Observation,
-    Operation, TransitionRecord,
+    Approval, Attempt, Expectation, Item, Matches, Observation, Operation, TransitionRecord,
 };
 
 /// One record as a JSON line (no trailing newline); `parse_line` reads it back

@@ -38,8 +38,8 @@ fn code(report: &Report) -> u8 {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::core::detail::Dataset;
     use crate::core::ids::OperationId;
-    use crate::core::model::Dataset;
 
     #[test]
     fn an_empty_store_reads_as_nothing_measured_and_not_evaluated() {

@@ -8,7 +8,7 @@ use crate::core::rules::Actor;
 async fn load(
     ctx: &Context,
     id: &str,
-) -> anyhow::Result<(crate::core::model::OperationDetail, Actor)> {
+) -> anyhow::Result<(crate::core::detail::OperationDetail, Actor)> {
     let id = parse_id(id)?;
     let session = ctx.session().await?;
     let detail = crate::review::load(&session, &id)

@@ -9,8 +9,10 @@ use super::facts::{Facts, LayerFigure, OperationalFacts, PartialProgress, Pendin
 use super::operational::{is_overdue, is_throttled, unknown_since};
 use super::ratio::count;
 use super::view::View;
+use crate::core::contract::Contract;
+use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
-use crate::core::model::{AttemptKind, Contract, Dataset, Layer, ProposalStatus, State};
+use crate::core::model::{AttemptKind, Layer, ProposalStatus, State};
 
 /// Every operation's view, the clock and the records behind them.
 pub(super) struct Index<'a> {

@@ -83,7 +83,7 @@ pub use stored::{FactRow, Judged, Stored, figure_kinds, instant_ms, judge, verdi
 pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;
 
-use crate::core::model::Dataset;
+use crate::core::detail::Dataset;
 
 /// Computes the report over `dataset` at `now`.
 pub fn report(dataset: &Dataset, now: DateTime<Utc>) -> Report {

@@ -30,8 +30,9 @@ use super::operational::{is_throttled, unknown_since};
 use super::result::Report;
 use super::tally::{LISTED, Listing, Tally};
 use super::view::View;
+use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
-use crate::core::model::{AttemptKind, Dataset, Layer, ProposalStatus, State};
+use crate::core::model::{AttemptKind, Layer, ProposalStatus, State};
 
 /// One fact of one operation.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -15,8 +15,9 @@ use super::facts::{
 use super::ratio::{count, percent};
 use super::release::{self, Disposition, Release, Veto};
 use super::result::{Metric, Report};
+use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
-use crate::core::model::{Dataset, Layer, State};
+use crate::core::model::{Layer, State};
 
 /// How many ids, vetoes or rows a list of the report keeps at most.
 pub const LISTED: usize = 100;

@@ -6,11 +6,12 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::audit::AuditRow;
+use crate::core::contract::Contract;
 use crate::core::ids::OperationId;
 use crate::core::matrix::{self, Assessment};
 use crate::core::model::{
-    Attempt, AttemptKind, Contract, Expectation, Item, Observation, Operation, Outcome, Phase,
-    Relation, State,
+    Attempt, AttemptKind, Expectation, Item, Observation, Operation, Outcome, Phase, Relation,
+    State,
 };
 use crate::core::rules;
 

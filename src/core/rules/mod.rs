@@ -28,8 +28,8 @@ pub use self::transitions::{MadeBy, transition_allowed, transition_makers};
 pub use crate::core::model::ActionKind;
 pub use crate::core::refusal::{Refusal, Rule};
 
+use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
-use crate::core::model::OperationDetail;
 use crate::core::refusal::refuse;
 use plan::Plan;
 

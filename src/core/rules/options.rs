@@ -9,8 +9,9 @@ use serde::Serialize;
 use super::approval::approval_binds;
 use super::catalog::{self, Param, Params};
 use super::{Action, Effect, Rationale, ReconcileInput, decide, join_ids};
+use crate::core::detail::OperationDetail;
 use crate::core::matrix;
-use crate::core::model::{ActionKind, ObservationSource, OperationDetail, State};
+use crate::core::model::{ActionKind, ObservationSource, State};
 use crate::core::refusal::Refusal;
 use crate::core::rules::actor::Actor;
 

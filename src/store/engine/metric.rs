@@ -17,12 +17,13 @@ use chrono::{DateTime, Utc};
 use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::db;
+use crate::core::contract::Contract;
+use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{
     self, Facts, Judged, LISTED, MetricId, OperationalFacts, Report, Stored, figure_kinds,
     instant_ms,
 };
-use crate::core::model::{Contract, Dataset};
 use crate::store::plan::codec;
 use crate::store::sql::{Covering, push_in, push_tenants};
 use crate::store::{Scope, StoreError, metric_sql};

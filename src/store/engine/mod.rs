@@ -25,9 +25,11 @@ use super::{
 use crate::core::access::GrantChange;
 use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
 use crate::core::autonomy::{DrillResult, LevelChange, ToolLevel};
+use crate::core::contract::Contract;
+use crate::core::detail::{Dataset, OperationDetail};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::ladder::Level;
-use crate::core::model::{Contract, Dataset, Grant, OperationDetail, OperationRow};
+use crate::core::model::{Grant, OperationRow};
 use crate::core::rules::Commit;
 use crate::core::work::Lease;
 use crate::wire::Numbered;

@@ -9,10 +9,11 @@ use sqlx::{AssertSqlSafe, QueryBuilder, Row};
 
 use super::{AUDIT_COLUMNS, HEAD_SEQ, db};
 use crate::core::audit::AuditRow;
+use crate::core::contract::Contract;
+use crate::core::detail::{Dataset, OperationDetail};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
-    Attempt, ChildLink, Contract, Dataset, Grant, Operation, OperationDetail, OperationRow,
-    Proposal, Role, State,
+    Attempt, ChildLink, Grant, Operation, OperationRow, Proposal, Role, State,
 };
 use crate::core::redact::IngestRedaction;
 use crate::store::plan::codec::{self, AuditColumns, Current, from_ms, ms};

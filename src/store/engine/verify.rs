@@ -1314,7 +1314,7 @@ shared! {
         /// children, by the `seq` of each move: what its replay reads of them.
         async fn relatives_of(
             &self,
-            detail: &crate::core::model::OperationDetail,
+            detail: &crate::core::detail::OperationDetail,
         ) -> Result<BTreeMap<String, StatesBySeq>, StoreError> {
             let mut relatives: BTreeMap<String, StatesBySeq> = BTreeMap::new();
             let related = detail
@@ -1340,7 +1340,7 @@ shared! {
             &self,
             ledger: &Ledger,
         ) -> Result<Result<BTreeMap<i64, crate::core::autonomy::OpenVetoes>, Divergence>, StoreError> {
-            type Judged = (crate::core::model::OperationDetail, BTreeMap<String, StatesBySeq>);
+            type Judged = (crate::core::detail::OperationDetail, BTreeMap<String, StatesBySeq>);
             let grants_before = |seq: i64| ledger.grants_before(seq);
             let mut tools: BTreeMap<String, Vec<Judged>> = BTreeMap::new();
             let mut out = BTreeMap::new();
@@ -1367,7 +1367,7 @@ shared! {
                     }
                     tools.insert(row.tool.clone(), judged);
                 }
-                let mut then = crate::core::model::Dataset::default();
+                let mut then = crate::core::detail::Dataset::default();
                 for (detail, relatives) in tools.get(&row.tool).map_or(&[][..], Vec::as_slice) {
                     let around = Surroundings {
                         relatives,

@@ -9,11 +9,10 @@ use sqlx::{AssertSqlSafe, Row, Transaction};
 use super::{Head, db};
 use crate::core::access::{self, GrantChange, GrantOp};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
+use crate::core::detail::OperationDetail;
 use crate::core::ids::Sha256;
 use crate::core::ledger;
-use crate::core::model::{
-    ActionKind, Attempt, Operation, OperationDetail, State, TransitionRecord,
-};
+use crate::core::model::{ActionKind, Attempt, Operation, State, TransitionRecord};
 use crate::core::rules::{Actor, Commit, may_overtake};
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::decisions::{self, Decisions, TransitionKey, transition_key};

@@ -8,10 +8,11 @@ use chrono::{DateTime, TimeZone, Utc};
 
 use crate::core::audit::{AuditDraft, AuditRow, RowView};
 use crate::core::clock::{format_instant, is_formatted_instant, parse_instant};
+use crate::core::contract::Contract;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{
-    ActionKind, Attempt, Contract, Expectation, Item, Observation, Operation, ProposalStatus, Risk,
-    Role, State,
+    ActionKind, Attempt, Expectation, Item, Observation, Operation, ProposalStatus, Risk, Role,
+    State,
 };
 use crate::store::StoreError;
 use crate::wire::{Record, parse_line, write_line};

@@ -8,11 +8,12 @@
 //! already holds and for one the same file creates ([`created_detail`]): a file
 //! cannot create a hold and decide it past the rules in one go.
 
+use crate::core::contract::Contract;
+use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
 use crate::core::ladder::Level;
 use crate::core::model::{
-    ActionKind, Attempt, ChildLink, Contract, Item, Operation, OperationDetail, OperationRow, Role,
-    State, TransitionRecord,
+    ActionKind, Attempt, ChildLink, Item, Operation, OperationRow, Role, State, TransitionRecord,
 };
 use crate::core::rules::moves::{self, Move, classify};
 use crate::core::rules::{Actor, Rationale, decide};

@@ -7,8 +7,8 @@
 use crossterm::event::KeyEvent;
 
 use super::{App, Effect, PromptKind};
+use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
-use crate::core::model::OperationDetail;
 use crate::tui::keymap::Command;
 use crate::tui::layout::{self, Pane};
 use crate::tui::screens::detail::Applied as DetailApplied;

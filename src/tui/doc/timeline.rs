@@ -10,7 +10,8 @@ use ratatui::text::{Line, Span};
 
 use super::opt;
 use crate::core::clock::{human_duration, human_instant};
-use crate::core::model::{Attempt, AttemptKind, OperationDetail, Outcome, Phase};
+use crate::core::detail::OperationDetail;
+use crate::core::model::{Attempt, AttemptKind, Outcome, Phase};
 use crate::core::sanitize::Clean;
 use crate::tui::opened::Loaded;
 use crate::tui::theme::Theme;

@@ -6,9 +6,10 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::clock::human_instant;
+use crate::core::detail::OperationDetail;
 use crate::core::lookup::{LookupInput, Next, Verdict, jitter, judge, next_observation, records};
 use crate::core::matrix;
-use crate::core::model::{Attempt, AttemptKind, Observation, OperationDetail};
+use crate::core::model::{Attempt, AttemptKind, Observation};
 
 /// The changes recording a lookup makes.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -18,10 +18,11 @@ use super::{
     prohibited,
 };
 use crate::core::audit::AuditDraft;
+use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
 use crate::core::matrix::{self, Assessment};
 use crate::core::model::{
-    Attempt, Item, Observation, Operation, OperationDetail, Proposal, ProposalStatus, Role, State,
+    Attempt, Item, Observation, Operation, Proposal, ProposalStatus, Role, State,
 };
 use crate::core::refusal::{Refusal, Rule, refuse};
 

@@ -14,9 +14,9 @@ use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 
 use super::{Ctx, Outcome, Screen};
+use crate::core::detail::OperationDetail;
 use crate::core::evidence;
 use crate::core::ids::OperationId;
-use crate::core::model::OperationDetail;
 use crate::core::rules::Actor;
 use crate::tui::doc;
 use crate::tui::keymap::{self, Command, Context};

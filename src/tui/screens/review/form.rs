@@ -5,8 +5,9 @@
 use chrono::{DateTime, Utc};
 
 use crate::core::clock::TimeSpec;
+use crate::core::detail::OperationDetail;
 use crate::core::ids::Sha256;
-use crate::core::model::{Matches, ObservationSource, OperationDetail, State};
+use crate::core::model::{Matches, ObservationSource, State};
 use crate::core::rules::catalog::{self, Param, Params};
 use crate::core::rules::{Action, ActionKind, FoundField, ReconcileInput};
 use crate::tui::widgets::Prompt;

@@ -19,8 +19,9 @@ use ratatui::layout::Rect;
 
 use super::dialog::{self, Dialog};
 use super::{Ctx, Outcome, Screen};
+use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
-use crate::core::model::{OperationDetail, Risk, State};
+use crate::core::model::{Risk, State};
 use crate::core::rules::{
     self, Action, ActionKind, ActionOption, Actor, Effect, Rationale, Rule, catalog,
 };
