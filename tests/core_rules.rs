@@ -864,7 +864,8 @@ fn roles_follow_the_issue_table_and_combine_per_tenant() {
             "approve",
             "block",
             "schedule",
-            "comment"
+            "comment",
+            "classify"
         ]
     );
     assert!(permits(Role::Approver, Confirm) && permits(Role::Approver, Reject));

@@ -34,6 +34,7 @@ mod otlp;
 mod query_plans;
 mod races;
 mod redaction;
+mod root_causes;
 mod scale_reads;
 mod secrets;
 mod session_scope;

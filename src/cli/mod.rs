@@ -178,7 +178,7 @@ pub(crate) enum Command {
     },
     /// Take a reviewer action on one operation (`review ID ACTION`), or on every
     /// held operation matching a filter (`review --filter TEXT ACTION`).
-    Review(review::ReviewArgs),
+    Review(Box<review::ReviewArgs>),
     /// Run every due status lookup once (`--watch`: keep running them as they
     /// come due), as the observer's own identity; one line per hold.
     Observe(commands::observe::ObserveArgs),
@@ -698,7 +698,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::List(args)) => commands::list::list(&ctx, args).await,
         Some(Command::Show { id, json }) => commands::show::show(&ctx, &id, json).await,
         Some(Command::Timeline { id, json }) => commands::show::timeline(&ctx, &id, json).await,
-        Some(Command::Review(args)) => review::review(&ctx, args).await,
+        Some(Command::Review(args)) => review::review(&ctx, *args).await,
         Some(Command::Observe(args)) => commands::observe::observe(&ctx, args).await,
         Some(Command::Grant(args)) => {
             review::grant(&ctx, crate::core::access::GrantOp::Grant, args).await

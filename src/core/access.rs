@@ -475,6 +475,9 @@ mod tests {
         stored.extend(migration_pairs(include_str!(
             "../../migrations/postgres/20261203000040_approve_action.sql"
         )));
+        stored.extend(migration_pairs(include_str!(
+            "../../migrations/postgres/20261204000070_classify_action.sql"
+        )));
         stored.sort();
         let mut rust: Vec<(String, String)> = role_actions()
             .into_iter()

@@ -114,6 +114,7 @@ pub enum Key {
     Owner,
     NextObservation,
     FailureMode,
+    RootCause,
     Recommendation,
     Parent,
     Child,
@@ -476,6 +477,13 @@ pub fn document(b: &EvidenceBundle) -> Document {
         Row::new(Key::FailureMode, "failure mode")
             .with("mode", Value::opt(b.failure_mode.map(|m| word(m.as_str())))),
     );
+    if let Some(cause) = &b.root_cause {
+        fields.push(
+            Row::new(Key::RootCause, "root cause")
+                .with("layer", word(cause.name()))
+                .with("because", text(&cause.because())),
+        );
+    }
     fields.push(
         Row::new(Key::Recommendation, "recommendation")
             .with("decision", word(b.recommendation.decision))

@@ -232,6 +232,9 @@ pub struct EvidenceBundle {
     pub next_observation_at: Option<DateTime<Utc>>,
     pub next_observation_overdue: bool,
     pub failure_mode: Option<FailureMode>,
+    /// The root-cause layer of a failed or held operation, and what says so.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub root_cause: Option<crate::core::cause::Cause>,
     pub recommendation: Recommendation,
     pub prohibited: Vec<String>,
     pub actions: Vec<ActionView>,
@@ -389,6 +392,7 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         next_observation_overdue: op.state.is_held()
             && op.next_observation_at.is_some_and(|t| t < now),
         failure_mode: op.failure_mode,
+        root_cause: crate::core::cause::of(detail),
         recommendation: if op.state.is_terminal() {
             Recommendation {
                 decision: Decision::DoNotRetry,

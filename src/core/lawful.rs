@@ -21,6 +21,7 @@ use std::collections::BTreeMap;
 use chrono::{DateTime, Utc};
 
 use super::audit::{AuditRow, CREATE, INGEST, RECORD, TRANSITION};
+use super::cause::{self, RootCause};
 use super::clock::parse_instant;
 use super::detail::OperationDetail;
 use super::ledger::{Divergence, NEXT_OBSERVATION, OWNER};
@@ -112,6 +113,11 @@ impl Params for Recorded<'_> {
     /// it names, not a move.
     fn lookup(&mut self) -> Result<ReconcileInput, ()> {
         Err(())
+    }
+    fn layer(&mut self) -> Result<RootCause, ()> {
+        entry(self.0, cause::EVIDENCE_PREFIX)
+            .and_then(RootCause::parse)
+            .ok_or(())
     }
 }
 

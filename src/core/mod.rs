@@ -5,6 +5,7 @@ pub mod access;
 pub mod audit;
 pub mod autonomy;
 pub mod bundle;
+pub mod cause;
 pub mod chain;
 pub mod clock;
 pub mod contract;

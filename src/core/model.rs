@@ -254,6 +254,40 @@ pub struct Attempt {
 }
 
 impl Attempt {
+    /// A request attempt with nothing but its identity, phase and outcome
+    /// recorded: the start of a test's attempt.
+    #[cfg(test)]
+    pub(crate) fn bare_request(
+        id: &str,
+        operation: &str,
+        seq: u32,
+        phase: Phase,
+        outcome: Outcome,
+    ) -> Attempt {
+        Attempt {
+            id: id.into(),
+            operation: OperationId::parse(operation).expect("an operation id"),
+            seq,
+            kind: AttemptKind::Request,
+            layer: None,
+            started_at: "2026-09-05T09:59:00Z".parse().expect("an instant"),
+            ended_at: None,
+            phase,
+            outcome,
+            http_status: None,
+            error_type: None,
+            retry_after: None,
+            provider_request_id: None,
+            request_hash: None,
+            response_hash: None,
+            resend_count: None,
+            replayed: None,
+            trace_id: None,
+            response_excerpt: None,
+            url: None,
+        }
+    }
+
     /// The latest instant this attempt is known to have been active.
     pub fn last_instant(&self) -> DateTime<Utc> {
         self.ended_at.unwrap_or(self.started_at)
@@ -406,6 +440,7 @@ text_enum!(
         Assign => "assign",
         Schedule => "schedule",
         Comment => "comment",
+        Classify => "classify",
         Confirm => "confirm",
         Reject => "reject",
     }

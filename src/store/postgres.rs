@@ -133,6 +133,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "same_call_index",
         include_str!("../../migrations/postgres/20261203000050_same_call_index.sql"),
     ),
+    (
+        20261204000070,
+        "classify_action",
+        include_str!("../../migrations/postgres/20261204000070_classify_action.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -123,6 +123,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "same_call_index",
         include_str!("../../migrations/sqlite/20261203000050_same_call_index.sql"),
     ),
+    (
+        20261204000070,
+        "classify_action",
+        include_str!("../../migrations/sqlite/20261204000070_classify_action.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

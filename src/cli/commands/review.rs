@@ -11,6 +11,7 @@ use std::path::PathBuf;
 
 use crate::cli::{Context, Failure, exit, parse_id, render};
 use crate::core::access::{self, GrantOp, GrantRequest};
+use crate::core::cause::RootCause;
 use crate::core::clock::TimeSpec;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::model::{Matches, ObservationSource, Role, State};
@@ -27,7 +28,7 @@ pub(crate) struct ReviewArgs {
     /// `ID ACTION`, or only `ACTION` with `--filter`. ACTION is one of: reconcile,
     /// resolve, authorize-retry, approve-compensation, approve-resume,
     /// mark-compensated, mark-resumed, revalidate, approve, accept, block, assign,
-    /// schedule, comment, confirm, reject.
+    /// schedule, comment, classify, confirm, reject.
     #[arg(value_name = "ID ACTION", num_args = 1..=2, required = true)]
     pub words: Vec<String>,
     /// Why (at least 10 characters); recorded on the audit row. Required unless
@@ -53,6 +54,10 @@ pub(crate) struct ReviewArgs {
     /// `accept`: the manual-repair reference (ticket, runbook).
     #[arg(long, value_name = "REF")]
     pub repair_ref: Option<String>,
+    /// `classify`: the root-cause layer (model_selection, argument_generation,
+    /// authorization, integration, provider, parser, queue, policy, reviewer).
+    #[arg(long, value_name = "LAYER")]
+    pub layer: Option<String>,
     /// `reconcile`: make the lookup the contract's `status_lookup` describes now,
     /// and record its attempt and observation.
     #[arg(long)]
@@ -257,12 +262,13 @@ fn rationale(args: &ReviewArgs) -> anyhow::Result<Rationale> {
 
 /// Every flag that belongs to one action only, with whether it was given. The
 /// action each belongs to is the one whose parameters name it in the catalog.
-fn given(args: &ReviewArgs) -> [(&'static str, bool); 16] {
+fn given(args: &ReviewArgs) -> [(&'static str, bool); 17] {
     [
         ("--to", args.to.is_some()),
         ("--owner", args.owner.is_some()),
         ("--at", args.at.is_some()),
         ("--repair-ref", args.repair_ref.is_some()),
+        ("--layer", args.layer.is_some()),
         ("--lookup", args.lookup),
         ("--observation", args.observation.is_some()),
         ("--found", args.found),
@@ -531,6 +537,14 @@ impl Params for Flags<'_> {
             .repair_ref
             .clone()
             .ok_or_else(|| self.missing(Param::RepairRef))
+    }
+    fn layer(&mut self) -> anyhow::Result<RootCause> {
+        let text = self
+            .args
+            .layer
+            .as_deref()
+            .ok_or_else(|| self.missing(Param::Layer))?;
+        RootCause::parse_hinted(text).map_err(|e| Failure::bad_input(format!("--layer: {e}")))
     }
     fn lookup(&mut self) -> anyhow::Result<ReconcileInput> {
         let mut inputs = reconcile_inputs(self.args, self.id)?.into_iter();

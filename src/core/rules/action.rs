@@ -4,6 +4,7 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
+use crate::core::cause::RootCause;
 use crate::core::ids::Sha256;
 use crate::core::lookup::LookupInput;
 use crate::core::model::{ActionKind, Matches, Observation, ObservationSource, State};
@@ -172,6 +173,10 @@ pub enum Action {
         at: DateTime<Utc>,
     },
     Comment,
+    /// Sets the root-cause layer of a failed or held operation.
+    Classify {
+        layer: RootCause,
+    },
     Confirm,
     Reject,
 }
@@ -193,6 +198,7 @@ impl Action {
             Action::Assign { .. } => ActionKind::Assign,
             Action::Schedule { .. } => ActionKind::Schedule,
             Action::Comment => ActionKind::Comment,
+            Action::Classify { .. } => ActionKind::Classify,
             Action::Confirm => ActionKind::Confirm,
             Action::Reject => ActionKind::Reject,
         }
@@ -240,6 +246,7 @@ impl Action {
             | K::Assign
             | K::Schedule
             | K::Comment
+            | K::Classify
             | K::Confirm
             | K::Reject => None,
         }

@@ -10,6 +10,7 @@
 use chrono::{DateTime, Utc};
 
 use super::{Action, ReconcileInput};
+use crate::core::cause::RootCause;
 use crate::core::model::{ActionKind, Role, State};
 
 /// One parameter an action takes, read from a command-line flag (or several)
@@ -28,6 +29,8 @@ pub enum Param {
     /// What a lookup showed: a form of its own in the console, a dozen flags
     /// (or an observation file) on the command line.
     Lookup,
+    /// The root-cause layer `classify` sets.
+    Layer,
 }
 
 /// A command-line flag and the name of the value it takes, if any.
@@ -58,6 +61,10 @@ impl Param {
             Param::RepairRef => &[Flag {
                 name: "--repair-ref",
                 value: Some("REF"),
+            }],
+            Param::Layer => &[Flag {
+                name: "--layer",
+                value: Some("LAYER"),
             }],
             Param::Lookup => &[
                 Flag {
@@ -130,6 +137,9 @@ impl Param {
             Param::Owner => Some("new owner"),
             Param::At => Some("next observation (+30m, +2h, +1d or a later RFC 3339 time)"),
             Param::RepairRef => Some("manual repair reference"),
+            Param::Layer => Some(
+                "root-cause layer (model_selection, argument_generation, authorization, integration, provider, parser, queue, policy, reviewer)",
+            ),
             Param::Lookup => None,
         }
     }
@@ -147,7 +157,7 @@ pub struct ActionSpec {
     pub bulk: Option<usize>,
 }
 
-/// Reviewers reconcile, resolve, revalidate, block, comment, schedule, mark
+/// Reviewers reconcile, resolve, revalidate, block, comment, classify, schedule, mark
 /// compensations and resumes done, and *propose* retries, compensations,
 /// resumes and the approval of a call; approvers may do all that too.
 const REVIEWERS: &[Role] = &[Role::Reviewer, Role::Approver];
@@ -206,6 +216,13 @@ pub const fn spec(kind: ActionKind) -> ActionSpec {
             bulk: Some(11),
         },
         K::Comment => plain(REVIEWERS, Some(1)),
+        // A failed operation can be classified too: it is the one action
+        // besides a comment that a terminal state still takes.
+        K::Classify => ActionSpec {
+            params: &[Param::Layer],
+            roles: REVIEWERS,
+            bulk: Some(14),
+        },
         K::Confirm => plain(APPROVERS, Some(12)),
         K::Reject => plain(APPROVERS, Some(13)),
     }
@@ -272,6 +289,8 @@ pub trait Params {
     fn repair_ref(&mut self) -> Result<String, Self::Error>;
     /// [`Param::Lookup`].
     fn lookup(&mut self) -> Result<ReconcileInput, Self::Error>;
+    /// [`Param::Layer`].
+    fn layer(&mut self) -> Result<RootCause, Self::Error>;
 }
 
 /// The action `kind` with its parameters read from `params`: exactly those of
@@ -297,6 +316,9 @@ pub fn action<P: Params>(kind: ActionKind, params: &mut P) -> Result<Action, P::
         },
         K::Schedule => Action::Schedule { at: params.at()? },
         K::Comment => Action::Comment,
+        K::Classify => Action::Classify {
+            layer: params.layer()?,
+        },
         K::Confirm => Action::Confirm,
         K::Reject => Action::Reject,
     })
@@ -333,6 +355,10 @@ mod tests {
             self.0.push(Param::Lookup);
             Ok(ReconcileInput::not_found(ObservationSource::ProviderStatus))
         }
+        fn layer(&mut self) -> Result<RootCause, Self::Error> {
+            self.0.push(Param::Layer);
+            Ok(RootCause::Provider)
+        }
     }
 
     #[test]
@@ -365,6 +391,7 @@ mod tests {
                 K::Schedule,
                 K::Confirm,
                 K::Reject,
+                K::Classify,
             ]
         );
         // An action bulk triage offers reads at most one input, typed once for

@@ -143,7 +143,11 @@ fn plan_with<'a>(
             crate::core::ladder::Capability::AgentProposal,
         )?;
     }
-    if op.state.is_terminal() && kind != ActionKind::Comment {
+    // A comment relies on no state; a failed operation's root cause is still
+    // classified.
+    let still_taken = kind == ActionKind::Comment
+        || (kind == ActionKind::Classify && crate::core::cause::applies(op.state));
+    if op.state.is_terminal() && !still_taken {
         return refuse(
             Rule::G1,
             format!(

@@ -196,28 +196,7 @@ mod tests {
     }
 
     fn attempt(id: &str, phase: Phase, outcome: Outcome) -> Attempt {
-        Attempt {
-            id: id.into(),
-            operation: OperationId::parse("F1").unwrap(),
-            seq: 1,
-            kind: AttemptKind::Request,
-            layer: None,
-            started_at: "2026-09-05T09:59:00Z".parse().unwrap(),
-            ended_at: None,
-            phase,
-            outcome,
-            http_status: None,
-            error_type: None,
-            retry_after: None,
-            provider_request_id: None,
-            request_hash: None,
-            response_hash: None,
-            resend_count: None,
-            replayed: None,
-            trace_id: None,
-            response_excerpt: None,
-            url: None,
-        }
+        Attempt::bare_request(id, "F1", 1, phase, outcome)
     }
 
     fn hash() -> Sha256 {

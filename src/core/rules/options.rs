@@ -9,6 +9,7 @@ use serde::Serialize;
 use super::approval::approval_binds;
 use super::catalog::{self, Param, Params};
 use super::{Action, Effect, Rationale, ReconcileInput, decide, join_ids};
+use crate::core::cause::{self, RootCause};
 use crate::core::detail::OperationDetail;
 use crate::core::matrix;
 use crate::core::model::{ActionKind, ObservationSource, State};
@@ -74,7 +75,8 @@ pub struct ActionOption {
 
 /// The default parameters the evidence pane previews an action with: the
 /// operation's own owner, a time 15 minutes on, the repair reference `REF`, a
-/// provider-status lookup that found nothing, and the state `to`.
+/// provider-status lookup that found nothing, its root-cause layer now, and the
+/// state `to`.
 struct Sample<'a> {
     detail: &'a OperationDetail,
     now: DateTime<Utc>,
@@ -97,6 +99,12 @@ impl Params for Sample<'_> {
     }
     fn lookup(&mut self) -> Result<ReconcileInput, Infallible> {
         Ok(ReconcileInput::not_found(ObservationSource::ProviderStatus))
+    }
+    /// The layer it has now (a reviewer's own, when nothing decides one).
+    fn layer(&mut self) -> Result<RootCause, Infallible> {
+        Ok(cause::of(self.detail)
+            .and_then(|c| c.layer())
+            .unwrap_or(RootCause::Reviewer))
     }
 }
 

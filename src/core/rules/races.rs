@@ -1,7 +1,8 @@
 //! Which concurrent changes a commit may overtake (G8): a decision made on an
 //! older version is stale only when what changed meanwhile is something it relied
 //! on. A comment relies on nothing and changes nothing a decision reads; a
-//! schedule changes only the next observation time.
+//! schedule changes only the next observation time; a classification changes
+//! only the root cause, which no other decision reads.
 
 use crate::core::model::ActionKind;
 
@@ -12,6 +13,7 @@ pub fn may_overtake(kind: ActionKind, since: &[String]) -> bool {
     since.iter().all(|action| match action.as_str() {
         "comment" => true,
         "schedule" => kind != ActionKind::Schedule,
+        "classify" => kind != ActionKind::Classify,
         _ => kind == ActionKind::Comment,
     })
 }
@@ -39,5 +41,10 @@ mod tests {
         assert!(!may_overtake(ActionKind::Resolve, &since(&["resolve"])));
         assert!(!may_overtake(ActionKind::Schedule, &since(&["assign"])));
         assert!(!may_overtake(ActionKind::Resolve, &since(&["transition"])));
+        // A classification changes only the root cause: a decision made before
+        // it still stands, another classification does not.
+        assert!(may_overtake(ActionKind::Resolve, &since(&["classify"])));
+        assert!(!may_overtake(ActionKind::Classify, &since(&["classify"])));
+        assert!(!may_overtake(ActionKind::Classify, &since(&["resolve"])));
     }
 }

@@ -29,6 +29,7 @@ const PLACED: &[Key] = &[
     Key::Parent,
     Key::Child,
     Key::FailureMode,
+    Key::RootCause,
     Key::Recommendation,
     Key::Prohibited,
     Key::Allowed,
@@ -99,6 +100,18 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
         text(row(Key::FailureMode), "mode"),
         theme.plain(),
     );
+    if let Some(cause) = d.row(Key::RootCause) {
+        doc.field(
+            theme,
+            "root cause",
+            Clean::new(&format!(
+                "{} — {}",
+                cause.text("layer").unwrap_or_default(),
+                cause.text("because").unwrap_or_default()
+            )),
+            theme.plain(),
+        );
+    }
     let recommendation = row(Key::Recommendation);
     doc.field(
         theme,

@@ -1,9 +1,11 @@
 //! Plans that carry a decision without new evidence: an owner accepts, a reviewer
-//! blocks, assigns an owner, schedules the next observation or comments.
+//! blocks, assigns an owner, schedules the next observation, classifies the root
+//! cause or comments.
 
 use chrono::{DateTime, Utc};
 
 use super::Plan;
+use crate::core::cause::{self, RootCause};
 use crate::core::clock;
 use crate::core::model::State;
 use crate::core::refusal::{Refusal, Rule, refuse};
@@ -55,6 +57,29 @@ impl Plan<'_> {
     pub(super) fn comment(&mut self) -> Result<(), Refusal> {
         self.consequences
             .push("adds a comment to the audit log".into());
+        Ok(())
+    }
+
+    /// Sets the root-cause layer of a failed or held operation: no state moves;
+    /// the audit row carries the layer, which overrides what the evidence says.
+    pub(super) fn classify(&mut self, layer: RootCause) -> Result<(), Refusal> {
+        let op = self.op();
+        if !cause::applies(op.state) {
+            return refuse(
+                Rule::G1,
+                format!(
+                    "{} is {}: only a failed or held operation has a root cause to classify",
+                    op.id, op.state
+                ),
+            );
+        }
+        let now = cause::of(self.detail).unwrap_or(cause::Cause::Unclassified);
+        if now.layer() == Some(layer) && matches!(now, cause::Cause::Classified { .. }) {
+            return refuse(Rule::G1, format!("{} is already classified {layer}", op.id));
+        }
+        self.evidence.push(cause::evidence(layer));
+        self.consequences
+            .push(format!("root cause {} → {layer}", now.name()));
         Ok(())
     }
 }

@@ -110,6 +110,7 @@ impl<'a> Plan<'a> {
             Action::Assign { owner } => self.assign(owner),
             Action::Schedule { at } => self.schedule(*at),
             Action::Comment => self.comment(),
+            Action::Classify { layer } => self.classify(*layer),
             Action::Confirm => self.confirm(expected_version),
             Action::Reject => self.reject(),
         }

@@ -4,6 +4,7 @@
 
 use chrono::{DateTime, Utc};
 
+use crate::core::cause::RootCause;
 use crate::core::clock::TimeSpec;
 use crate::core::detail::OperationDetail;
 use crate::core::ids::Sha256;
@@ -18,6 +19,8 @@ pub enum FieldKind {
     Owner,
     At,
     RepairRef,
+    /// The root-cause layer a classify sets.
+    Layer,
     Found,
     MatchTarget,
     MatchPayload,
@@ -39,6 +42,7 @@ impl FieldKind {
             FieldKind::Owner => typed(Param::Owner),
             FieldKind::At => typed(Param::At),
             FieldKind::RepairRef => typed(Param::RepairRef),
+            FieldKind::Layer => typed(Param::Layer),
             FieldKind::Found => "found (y/n)",
             FieldKind::MatchTarget => "target matches (y/n, ? unknown)",
             FieldKind::MatchPayload => "payload hash matches (y/n, ? unknown)",
@@ -75,6 +79,7 @@ impl FieldKind {
             Param::Owner => &[F::Owner],
             Param::At => &[F::At],
             Param::RepairRef => &[F::RepairRef],
+            Param::Layer => &[F::Layer],
             Param::Lookup => &[
                 F::Found,
                 F::MatchTarget,
@@ -180,6 +185,9 @@ impl Params for OneLine<'_> {
     fn lookup(&mut self) -> Result<ReconcileInput, String> {
         Err("reconcile records one lookup of one operation: review it on its own".into())
     }
+    fn layer(&mut self) -> Result<RootCause, String> {
+        RootCause::parse_hinted(self.text).map_err(|e| format!("root-cause layer: {e}"))
+    }
 }
 
 /// The action `kind` with its one input read from `text` (see [`input_label`]);
@@ -223,6 +231,10 @@ impl Params for Form<'_> {
     }
     fn lookup(&mut self) -> Result<ReconcileInput, String> {
         reconcile_input(self.text)
+    }
+    fn layer(&mut self) -> Result<RootCause, String> {
+        let text = (self.text)(FieldKind::Layer);
+        OneLine::new(&text, self.now).layer()
     }
 }
 
@@ -387,13 +399,19 @@ mod tests {
 
     #[test]
     fn every_typed_input_has_its_label_from_the_catalog() {
-        for kind in [FieldKind::Owner, FieldKind::At, FieldKind::RepairRef] {
+        let typed_kinds = [
+            FieldKind::Owner,
+            FieldKind::At,
+            FieldKind::RepairRef,
+            FieldKind::Layer,
+        ];
+        for kind in typed_kinds {
             assert!(!kind.label().is_empty(), "{kind:?}");
         }
         for &kind in ActionKind::ALL {
             let typed = FieldKind::for_action(kind)
                 .into_iter()
-                .filter(|f| matches!(f, FieldKind::Owner | FieldKind::At | FieldKind::RepairRef))
+                .filter(|f| typed_kinds.contains(f))
                 .map(FieldKind::label)
                 .collect::<Vec<_>>();
             let asks: Vec<&str> = catalog::spec(kind)
