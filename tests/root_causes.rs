@@ -14,8 +14,8 @@ fn causes(cli: &Cli, identity: &str) -> Vec<(String, String, String)> {
         .run(
             identity,
             &[
-                "list", "--state", "UNKNOWN", "--state", "PARTIAL", "--state", "BLOCKED",
-                "--state", "FAILED", "--sort", "id", "--limit", "500", "--json",
+                "list", "--state", "held", "--state", "FAILED", "--sort", "id", "--limit", "500",
+                "--json",
             ],
         )
         .expect_code(0)
@@ -83,6 +83,36 @@ const PINNED: &[(&str, &str)] = &[
     ("F30", "unclassified"),        // unsafe output
     ("F32", "unclassified"),        // unsafe output
 ];
+
+#[test]
+fn held_beside_other_states_stands_for_the_held_ones_and_all_stands_alone() {
+    let cli = Cli::demo();
+    let ids = |args: &[&str]| -> Vec<String> {
+        let mut all = vec!["list", "--sort", "id", "--limit", "500", "--json"];
+        all.extend_from_slice(args);
+        let listed = cli.run("auditor", &all).expect_code(0).json();
+        listed
+            .as_array()
+            .expect("a list")
+            .iter()
+            .map(|r| r["id"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let mut named = ids(&[
+        "--state", "UNKNOWN", "--state", "PARTIAL", "--state", "BLOCKED", "--state", "failed",
+    ]);
+    named.sort();
+    let mut held = ids(&["--state", "held", "--state", "failed"]);
+    held.sort();
+    assert_eq!(held, named);
+    let all = cli.run("auditor", &["list", "--state", "all", "--state", "FAILED"]);
+    assert_eq!(all.code, 2);
+    assert!(
+        all.stderr.contains("--state all: all states already"),
+        "{}",
+        all.stderr
+    );
+}
 
 #[test]
 fn classify_is_audited_role_checked_and_replayed() {

@@ -33,16 +33,35 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
     {
         [] | ["held"] => (true, Vec::new()),
         ["all"] => (false, Vec::new()),
-        _ => (
-            false,
-            parse_list(
-                &args.state,
+        given if given.contains(&"all") => {
+            return Err(Failure::bad_input(
+                "--state all: all states already; give it alone or name the states",
+            ));
+        }
+        _ => {
+            // `held` beside other states stands for the held ones.
+            let named: Vec<String> = args
+                .state
+                .iter()
+                .filter(|s| !s.eq_ignore_ascii_case("held"))
+                .cloned()
+                .collect();
+            let mut states = parse_list(
+                &named,
                 "state",
                 State::parse_any_case,
                 State::nearest,
                 format!("held, all, {}", State::expected()),
-            )?,
-        ),
+            )?;
+            if named.len() < args.state.len() {
+                for held in State::HELD {
+                    if !states.contains(held) {
+                        states.push(*held);
+                    }
+                }
+            }
+            (false, states)
+        }
     };
     let filter = OperationFilter {
         queue,
