@@ -137,9 +137,9 @@ impl Param {
             Param::Owner => Some("new owner"),
             Param::At => Some("next observation (+30m, +2h, +1d or a later RFC 3339 time)"),
             Param::RepairRef => Some("manual repair reference"),
-            Param::Layer => Some(
-                "root-cause layer (model_selection, argument_generation, authorization, integration, provider, parser, queue, policy, reviewer)",
-            ),
+            // Short enough for the form's label column; a value that is not a
+            // layer is answered with the list of them.
+            Param::Layer => Some("root-cause layer (e.g. provider)"),
             Param::Lookup => None,
         }
     }
