@@ -2,6 +2,11 @@
 //! §9.4 read from the store (the tool's contract, its latest drill, the open
 //! vetoes on its operations), asks `core::autonomy` to decide, and commits the
 //! change with its audit row. Also records a drill result for a tool.
+//!
+//! It reads and writes through the acting identity's [`Session`]: a tool's
+//! level, its drills and lookup checks belong to no tenant, and the gates read
+//! the tool's open vetoes and tenants across every tenant from the store
+//! (sums and the first few, never the records), as the session offers them.
 
 use std::collections::BTreeMap;
 
@@ -17,9 +22,8 @@ use crate::core::contract::Contract;
 use crate::core::detail::Dataset;
 use crate::core::ladder::Level;
 use crate::core::rules::Rationale;
-use crate::core::rules::actor::Actor;
 use crate::review::ReviewError;
-use crate::store::{Store, StoreError};
+use crate::store::{Session, StoreError};
 
 /// How often a change is decided again when another one landed first.
 const ATTEMPTS: usize = 3;
@@ -67,11 +71,11 @@ pub struct Snapshot {
 impl Snapshot {
     /// Reads everything the gates need at `now`, for every tool the store
     /// knows (a contract, a level or a drill).
-    pub async fn read(store: &dyn Store, now: DateTime<Utc>) -> Result<Snapshot, StoreError> {
-        let contracts = store.contracts().await?;
-        let levels = store.autonomy_levels().await?;
-        let drills = store.drill_results(None).await?;
-        let checks = store.lookup_checks().await?;
+    pub async fn read(session: &Session, now: DateTime<Utc>) -> Result<Snapshot, StoreError> {
+        let contracts = session.contracts().await?;
+        let levels = session.autonomy_levels().await?;
+        let drills = session.drill_results(None).await?;
+        let checks = session.lookup_checks().await?;
         let mut names: Vec<String> = contracts
             .iter()
             .map(|c| c.tool.clone())
@@ -83,11 +87,14 @@ impl Snapshot {
         let mut tools = BTreeMap::new();
         let mut dataset: Option<Dataset> = None;
         for tool in names {
-            let vetoes = match store.open_vetoes(&tool, now, VETOES_NAMED).await? {
+            let vetoes = match session.open_vetoes(&tool, now, VETOES_NAMED).await? {
                 Some(vetoes) => vetoes,
                 None => {
+                    // A login that may only read the kept facts: row-level
+                    // security keeps it to its grants' tenants, as the
+                    // session's scope does.
                     if dataset.is_none() {
-                        dataset = Some(store.dataset().await?);
+                        dataset = Some(session.dataset().await?);
                     }
                     dataset
                         .as_ref()
@@ -95,7 +102,7 @@ impl Snapshot {
                         .unwrap_or_default()
                 }
             };
-            let tenants = store.tool_tenants(&tool).await?;
+            let tenants = session.tool_tenants(&tool).await?;
             tools.insert(tool, ToolOperations { tenants, vetoes });
         }
         Ok(Snapshot {
@@ -189,12 +196,11 @@ impl Snapshot {
     }
 }
 
-/// Puts `request.tool` at `request.level` as `actor`; `Ok(None)` when it is
-/// already there. A change decided on a level that moved meanwhile is decided
-/// again.
+/// Puts `request.tool` at `request.level` as the session's actor; `Ok(None)`
+/// when it is already there. A change decided on a level that moved meanwhile
+/// is decided again.
 pub async fn set_level(
-    store: &dyn Store,
-    actor: &Actor,
+    session: &Session,
     request: &LevelRequest,
     rationale: &Rationale,
     now: DateTime<Utc>,
@@ -202,9 +208,9 @@ pub async fn set_level(
     let mut attempt = 0;
     loop {
         attempt += 1;
-        let snapshot = Snapshot::read(store, now).await?;
+        let snapshot = Snapshot::read(session, now).await?;
         let Some(change) = autonomy::decide_level(
-            actor,
+            session.actor(),
             snapshot.level(&request.tool),
             request,
             &snapshot.gates(&request.tool),
@@ -215,7 +221,7 @@ pub async fn set_level(
         else {
             return Ok(None);
         };
-        match store.set_autonomy(change.clone()).await {
+        match session.set_autonomy(change.clone()).await {
             Ok(row) => return Ok(Some((change, row))),
             Err(StoreError::AutonomyChanged { .. }) if attempt < ATTEMPTS => continue,
             Err(e) => return Err(e.into()),
@@ -223,15 +229,15 @@ pub async fn set_level(
     }
 }
 
-/// Records `result` for its tool as `actor`: an owner's act once grants exist,
-/// like the change it enables (G6).
+/// Records `result` for its tool as the session's actor: an owner's act once
+/// grants exist, like the change it enables (G6).
 pub async fn record_drill(
-    store: &dyn Store,
-    actor: &Actor,
+    session: &Session,
     result: DrillResult,
     now: DateTime<Utc>,
 ) -> Result<AuditRow, ReviewError> {
-    let tenants = store.tool_tenants(&result.tool).await?;
+    let actor = session.actor();
+    let tenants = session.tool_tenants(&result.tool).await?;
     let role = autonomy::owner_role(actor, &result.tool, &tenants, "recording a drill")
         .map_err(ReviewError::Refused)?;
     let result = DrillResult {
@@ -240,18 +246,19 @@ pub async fn record_drill(
         ..result
     };
     let draft = result.draft(role, actor.policy.clone());
-    Ok(store.record_drill(result, draft).await?)
+    Ok(session.record_drill(result, draft).await?)
 }
 
-/// Records `check` for its tool as `actor`: an owner's act once grants exist,
-/// like the raise it enables (G6), audited on the autonomy ledger.
+/// Records `check` for its tool as the session's actor: an owner's act once
+/// grants exist, like the raise it enables (G6), audited on the autonomy
+/// ledger.
 pub async fn record_lookup_check(
-    store: &dyn Store,
-    actor: &Actor,
+    session: &Session,
     check: LookupCheck,
     now: DateTime<Utc>,
 ) -> Result<AuditRow, ReviewError> {
-    let tenants = store.tool_tenants(&check.tool).await?;
+    let actor = session.actor();
+    let tenants = session.tool_tenants(&check.tool).await?;
     let role = autonomy::owner_role(actor, &check.tool, &tenants, "checking a lookup")
         .map_err(ReviewError::Refused)?;
     let check = LookupCheck {
@@ -260,5 +267,5 @@ pub async fn record_lookup_check(
         ..check
     };
     let draft = check.draft(role, actor.policy.clone());
-    Ok(store.append_ledger_row(draft).await?)
+    Ok(session.append_ledger_row(draft).await?)
 }

@@ -18,6 +18,11 @@
 //! account keeps only counts per rule and the first
 //! [`crate::bounded::INGEST_EXAMPLES`] reasons ([`Refusals`]), so a file of
 //! millions of refused lines costs no more memory than a clean one.
+//!
+//! Ingest holds the store itself, not a [`crate::store::Session`]: a writer's
+//! door is its [`crate::store::Ingester`] (the identity, the tenants it may
+//! write, the decisions it is judged as), checked line by line by the ingest
+//! plan; it reads nothing back but the account of what it wrote.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::File;

@@ -13,6 +13,15 @@
 //! circle; a circle found is named with the file and path behind each edge. No
 //! file outside `src/cli` may name `crate::cli`: the command line is the top of
 //! the crate, never a library's dependency.
+//!
+//! The session is the only door (G7): outside `src/store`, a file that holds
+//! the store itself — names the `Store` trait (`dyn Store`, `store::Store`),
+//! opens one (`store::Location`, the command line's `open_store`,
+//! `create_store`, `open_existing`), reads across every tenant
+//! (`Scope::Every`) or widens a session (`Session::walking`) — is one of
+//! [`RAW_STORE`], each with the reason it is not a session. A file added there
+//! fails the test until it is listed; a listed file that no longer does fails
+//! until it is taken off.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -436,6 +445,167 @@ fn no_circle_among_the_modules_of_the_core() {
             describe(&found, &edges)
         );
     }
+}
+
+/// The files outside `src/store` that hold the store itself, and why a
+/// session does not fit. Everything else reads and writes through a `Session`.
+const RAW_STORE: &[(&str, &str)] = &[
+    (
+        "cli",
+        "opens the store, identifies the acting identity from its grants and login, \
+         checks the chain for the command's door, and makes the session every command \
+         reads through",
+    ),
+    (
+        "cli::commands::console",
+        "`holdfast demo` creates the demo store and loads the packet as the demo's \
+         identity (a writer, like ingest), and tells a demo store by its first audit \
+         row before any identity is known",
+    ),
+    (
+        "cli::commands::copy",
+        "`db copy` copies every row of one store into another as its owner",
+    ),
+    (
+        "cli::commands::drill",
+        "the drill runs its cases into a scratch store of its own",
+    ),
+    (
+        "cli::commands::gateway",
+        "the gateway writes through the ingest path as its identity (an `Ingester`)",
+    ),
+    (
+        "cli::commands::ingest",
+        "ingest writes through the ingest path as its identity (an `Ingester`)",
+    ),
+    (
+        "cli::commands::serve",
+        "the OpenTelemetry receiver writes through the ingest path as its identity",
+    ),
+    (
+        "drill",
+        "the drill writes its cases' records through ingest into a store (or a tenant) \
+         of its own and reads its own operations back for the verdicts",
+    ),
+    (
+        "gateway::gate",
+        "the gateway records a call before forwarding it, through the ingest path as \
+         its identity, and reads back the operations of its own calls",
+    ),
+    (
+        "ingest",
+        "the ingest path: an `Ingester` is the writer's door",
+    ),
+    (
+        "otlp::door",
+        "the OpenTelemetry door writes through the ingest path and keeps its waiting \
+         spans, as its identity",
+    ),
+    ("otlp::file", "an OpenTelemetry file through the door"),
+    (
+        "otlp::receiver",
+        "the OpenTelemetry receiver through the door",
+    ),
+    (
+        "report",
+        "`audit verify`'s check of the kept metric facts covers every tenant, as the \
+         walk of the chain it follows does (`Session::walking`)",
+    ),
+    (
+        "review",
+        "reads the grants and the login that an actor, and so a session, is made from",
+    ),
+];
+
+/// What a file names that holds the store itself, in words; empty for none.
+fn raw_store(module: &Module, code: &str) -> Vec<String> {
+    let mut found = Vec::new();
+    let flat: String = code.split_whitespace().collect::<Vec<_>>().join(" ");
+    for token in [
+        "dyn Store",
+        "Scope::Every",
+        ".walking(",
+        "open_store(",
+        "create_store(",
+        "open_existing(",
+    ] {
+        if flat.contains(token) {
+            found.push(token.to_owned());
+        }
+    }
+    for path in paths(code) {
+        let target = absolute(module, &path);
+        if target.len() == 2
+            && target[0] == "store"
+            && matches!(target[1].as_str(), "Store" | "Location")
+        {
+            found.push(path.join("::"));
+        }
+    }
+    found.sort();
+    found.dedup();
+    found
+}
+
+#[test]
+fn only_the_listed_files_hold_the_store_itself() {
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+    let mut all = Vec::new();
+    files(&src, &[], &mut all);
+    let listed: BTreeMap<String, &str> = RAW_STORE
+        .iter()
+        .map(|(module, why)| ((*module).to_owned(), *why))
+        .collect();
+    let mut holders = BTreeMap::new();
+    for (module, text) in &all {
+        if module.first().is_some_and(|m| m == "store") || module.is_empty() {
+            continue;
+        }
+        let (code, _) = without_tests(&code_only(text));
+        let found = raw_store(module, &code);
+        if !found.is_empty() {
+            holders.insert(module.join("::"), found);
+        }
+    }
+    let unlisted: Vec<String> = holders
+        .iter()
+        .filter(|(module, _)| !listed.contains_key(*module))
+        .map(|(module, found)| format!("{module} names {}", found.join(", ")))
+        .collect();
+    assert!(
+        unlisted.is_empty(),
+        "these files reach the store around a session; read through a `Session`, or \
+         list the file in RAW_STORE with the reason:\n{}",
+        unlisted.join("\n")
+    );
+    let gone: Vec<&String> = listed
+        .keys()
+        .filter(|module| !holders.contains_key(*module))
+        .collect();
+    assert!(
+        gone.is_empty(),
+        "these files no longer hold the store itself: take them off RAW_STORE: {gone:?}"
+    );
+}
+
+#[test]
+fn the_raw_store_reader_sees_every_way_in() {
+    let module = vec!["tui".to_owned(), "runner".to_owned()];
+    for (code, want) in [
+        ("fn f(s: &dyn  Store) {}", "dyn Store"),
+        ("use crate::store::{Session, Store};", "crate::store::Store"),
+        (
+            "use super::super::store::Location;",
+            "super::super::store::Location",
+        ),
+        ("s.detail(&Scope::Every, id)", "Scope::Every"),
+        ("let w = session.walking().await?;", ".walking("),
+        ("let s = ctx.open_store().await?;", "open_store("),
+    ] {
+        assert_eq!(raw_store(&module, &code_only(code)), [want], "{code}");
+    }
+    let scoped = "// a dyn Store in a comment\nlet s = \"Scope::Every\"; session.detail(id)";
+    assert!(raw_store(&module, &code_only(scoped)).is_empty());
 }
 
 #[test]

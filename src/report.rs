@@ -8,17 +8,21 @@
 //! the reference it falls back on.
 //!
 //! The store is read in keyset pages of [`PAGE`] operations, each with the
-//! records of its relatives in scope ([`Store::dataset_page`]); each page is
+//! records of its relatives in scope ([`Session::dataset_page`]); each page is
 //! judged by the same rules as a whole dataset and folded into a [`Tally`], so
 //! memory follows the page and the report's lists (their first
 //! [`metrics::LISTED`] entries), not the store.
+//!
+//! Every report is read through a [`Session`]: its scope is the session's,
+//! narrowed ([`Session::narrowed`]) where the report leaves the drill's tenant
+//! out.
 
 use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
 use crate::core::metrics::{self, Report, Tally};
-use crate::store::{Scope, Session, Store, StoreError};
+use crate::store::{Scope, Session, StoreError};
 
 /// Operations judged per page.
 pub const PAGE: u64 = 1000;
@@ -27,70 +31,64 @@ pub const PAGE: u64 = 1000;
 /// never the operations a drill put into a store of theirs (its own tenant,
 /// [`crate::drill::DRILL_TENANT`]) unless that tenant is all the session sees.
 pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    let scope = without_drill(session.store(), session.scope()).await?;
-    compute_kept(session.store(), &scope, now).await
+    compute_kept(&without_drill(session).await?, now).await
 }
 
-/// `scope` without the drill's tenant, when it holds operations there and
-/// other tenants besides; `scope` as it is otherwise.
-pub async fn without_drill(store: &dyn Store, scope: &Scope) -> Result<Scope, StoreError> {
+/// `session` without the drill's tenant, when it sees operations there and
+/// other tenants besides; `session` as it is otherwise.
+pub async fn without_drill(session: &Session) -> Result<Session, StoreError> {
     let drill = crate::drill::DRILL_TENANT;
     let in_drill = crate::store::OperationFilter {
         tenants: vec![drill.to_owned()],
-        visible_tenants: scope.tenants().map(<[String]>::to_vec),
         ..Default::default()
     };
-    if store.count(&in_drill).await? == 0 {
-        return Ok(scope.clone());
+    if session.count(&in_drill).await? == 0 {
+        return Ok(session.clone());
     }
-    let tenants = match scope {
-        Scope::Every => store.tenants().await?,
-        Scope::Tenants(tenants) => tenants.clone(),
-    };
-    let real: Vec<String> = tenants.into_iter().filter(|t| t != drill).collect();
+    let real: Vec<String> = session
+        .tenants()
+        .await?
+        .into_iter()
+        .filter(|t| t != drill)
+        .collect();
     Ok(if real.is_empty() {
-        scope.clone()
+        session.clone()
     } else {
-        Scope::Tenants(real)
+        session.narrowed(&Scope::Tenants(real))
     })
 }
 
-/// The report over the operations of `store` in `scope` at `now` from the facts
-/// the store keeps per operation ([`Store::kept_report`]): sums and the first
-/// rows of each list, after judging what was written since (a login that may
-/// only read the kept facts judges it for this report alone, without writing
-/// it). Where the kept facts cannot give it (a scope with a relative outside
-/// it, or more unkept operations than a report judges in memory), the store is
-/// judged page by page ([`compute_in`]).
-pub async fn compute_kept(
-    store: &dyn Store,
-    scope: &Scope,
-    now: DateTime<Utc>,
-) -> Result<Report, StoreError> {
-    match store.kept_report(scope, now).await {
+/// The report over the operations in `session`'s scope at `now` from the facts
+/// the store keeps per operation ([`Session::kept_report`]): sums and the
+/// first rows of each list, after judging what was written since (a login
+/// that may only read the kept facts judges it for this report alone, without
+/// writing it). Where the kept facts cannot give it (a scope with a relative
+/// outside it, or more unkept operations than a report judges in memory), the
+/// store is judged page by page ([`compute_in`]).
+pub async fn compute_kept(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
+    match session.kept_report(now).await {
         Ok(Some(report)) => return Ok(report),
         Ok(None) => {}
         Err(error) => {
             tracing::warn!(%error, "the kept metric facts could not be read; judging page by page");
         }
     }
-    compute_in(store, scope, now, PAGE).await
+    compute_in(session, now, PAGE).await
 }
 
-/// The report over the operations of `store` in `scope` at `now`, judged in
+/// The report over the operations in `session`'s scope at `now`, judged in
 /// pages of `page` operations.
 pub async fn compute_in(
-    store: &dyn Store,
-    scope: &Scope,
+    session: &Session,
     now: DateTime<Utc>,
     page: u64,
 ) -> Result<Report, StoreError> {
-    let contracts = store.contracts().await?;
+    let contracts = session.contracts().await?;
     let mut tally = Tally::default();
     let mut after = None;
     loop {
-        let (ids, data) = store
-            .dataset_page(scope, after.as_ref(), page.max(1), contracts.clone())
+        let (ids, data) = session
+            .dataset_page(after.as_ref(), page.max(1), contracts.clone())
             .await?;
         let Some(last) = ids.last().cloned() else {
             break;
@@ -107,14 +105,15 @@ pub async fn compute_in(
 /// are a cache a writer of the metric tables could change behind the store's
 /// back (emptied, or a veto row taken out with its counts moved to match):
 /// `audit verify` recomputes them this way, so the release gate never rests on
-/// facts the records do not give.
+/// facts the records do not give. Like the walk of the chain it follows, it
+/// covers every tenant ([`Session::walking`]).
 pub async fn kept_facts_differ(
-    store: &dyn Store,
+    session: &Session,
     now: DateTime<Utc>,
 ) -> Result<Option<String>, StoreError> {
-    let scope = Scope::Every;
-    let kept = compute_kept(store, &scope, now).await?;
-    let judged = compute_in(store, &scope, now, PAGE).await?;
+    let whole = session.walking().await?;
+    let kept = compute_kept(&whole, now).await?;
+    let judged = compute_in(&whole, now, PAGE).await?;
     if kept == judged {
         return Ok(None);
     }

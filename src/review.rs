@@ -3,6 +3,9 @@
 //! the session's actor may see (G7, applied by the store), decide with [`rules::decide`], commit the decided effect, and
 //! report an effect, a refusal naming its rule, or a G8 conflict saying who changed
 //! the operation and when. None of them re-implements a rule.
+//!
+//! [`actor`] and [`identify`] read the store's grants and login before there
+//! is a session: they make the actor a session is made from.
 
 use chrono::{DateTime, Utc};
 use serde::Serialize;

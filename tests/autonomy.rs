@@ -7,6 +7,8 @@
 
 use crate::support;
 
+use std::sync::Arc;
+
 use holdfast::autonomy::{Snapshot, record_drill, record_lookup_check, set_level};
 use holdfast::core::access::{GrantOp, GrantRequest};
 use holdfast::core::audit::ChainStatus;
@@ -43,12 +45,22 @@ fn rationale() -> Rationale {
     Rationale::parse("the gates hold; the owner decides").unwrap()
 }
 
-async fn set(store: &dyn Store, actor: &Actor, tool: &str, level: Level) -> Result<bool, Rule> {
+/// `actor`'s session on `store`.
+fn as_session(store: &Arc<dyn Store>, actor: &Actor) -> Session {
+    Session::new(Arc::clone(store), actor.clone())
+}
+
+async fn set(
+    store: &Arc<dyn Store>,
+    actor: &Actor,
+    tool: &str,
+    level: Level,
+) -> Result<bool, Rule> {
     let request = LevelRequest {
         tool: tool.into(),
         level,
     };
-    match set_level(store, actor, &request, &rationale(), now()).await {
+    match set_level(&as_session(store, actor), &request, &rationale(), now()).await {
         Ok(changed) => Ok(changed.is_some()),
         Err(ReviewError::Refused(r)) => Err(r.rule),
         Err(other) => panic!("not a refusal: {other}"),
@@ -68,9 +80,16 @@ fn drill(tool: &str, passed: u32, modes: &[FailureMode]) -> DrillResult {
     }
 }
 
+/// Records `result` as `actor`, who may.
+async fn recorded(store: &Arc<dyn Store>, actor: &Actor, result: DrillResult) {
+    record_drill(&as_session(store, actor), result, now())
+        .await
+        .unwrap();
+}
+
 /// Records a check of `tool`'s current lookup that `found` (or not) F62's
 /// record, as `actor`.
-async fn check(store: &dyn Store, actor: &Actor, tool: &str, found: bool) {
+async fn check(store: &Arc<dyn Store>, actor: &Actor, tool: &str, found: bool) {
     let contracts = store.contracts().await.unwrap();
     let spec = contracts
         .iter()
@@ -91,14 +110,14 @@ async fn check(store: &dyn Store, actor: &Actor, tool: &str, found: bool) {
         by: String::new(),
         at: now(),
     };
-    record_lookup_check(store, actor, result, now())
+    record_lookup_check(&as_session(store, actor), result, now())
         .await
         .unwrap();
 }
 
 /// F60's owner accepts it with a manual repair: its veto is no longer open.
 async fn settle_f60(store: &dyn Store, owner: &Actor) {
-    let detail = store.detail(&id("F60")).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id("F60")).await.unwrap();
     let accept = Action::Accept {
         repair_ref: "INC-4411".into(),
     };
@@ -121,7 +140,7 @@ async fn intact(store: &dyn Store) {
 
 async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
     let fresh = with_t06(kind).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let maya = local();
     // T03's lookup is done by hand: no raise (A1).
     assert_eq!(set(store, &maya, "T03", Level::Native).await, Err(Rule::A1));
@@ -137,43 +156,30 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
     check(store, &maya, "T06", true).await;
     // No drill, then drills that do not count (A2).
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A2));
-    record_drill(store, &maya, drill("T06", 15, FailureMode::ALL), now())
-        .await
-        .unwrap();
+    recorded(store, &maya, drill("T06", 15, FailureMode::ALL)).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A2));
-    record_drill(
-        store,
-        &maya,
-        drill("T06", 16, &FailureMode::ALL[..7]),
-        now(),
-    )
-    .await
-    .unwrap();
+    recorded(store, &maya, drill("T06", 16, &FailureMode::ALL[..7])).await;
     assert_eq!(set(store, &maya, "T06", Level::Agent).await, Err(Rule::A2));
     // A full passing drill of another tool does not count for T06.
-    record_drill(store, &maya, drill("T03", 16, FailureMode::ALL), now())
-        .await
-        .unwrap();
+    recorded(store, &maya, drill("T03", 16, FailureMode::ALL)).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A2));
-    record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
+    recorded(store, &maya, drill("T06", 16, FailureMode::ALL)).await;
+    // F60's veto expectation fails while it is held: an open veto (A3).
+    let snapshot = Snapshot::read(&as_session(store, &local()), now())
         .await
         .unwrap();
-    // F60's veto expectation fails while it is held: an open veto (A3).
-    let snapshot = Snapshot::read(store, now()).await.unwrap();
     let vetoes = snapshot.open_vetoes("T06");
     assert_eq!(vetoes.total, 1, "{vetoes:?}");
     assert_eq!(vetoes.first.len(), 1, "{vetoes:?}");
     assert_eq!(vetoes.first[0].operation, id("F60"));
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A3));
     // The owner settles F60 (accepted with a manual repair): the veto closes.
-    settle_f60(store, &maya).await;
+    settle_f60(store.as_ref(), &maya).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(false));
     assert_eq!(set(store, &maya, "T06", Level::Agent).await, Ok(true));
     // Lowering is allowed whatever the gates say: a failing drill now.
-    record_drill(store, &maya, drill("T06", 3, FailureMode::ALL), now())
-        .await
-        .unwrap();
+    recorded(store, &maya, drill("T06", 3, FailureMode::ALL)).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     assert_eq!(
         set(store, &maya, "T06", Level::Automation).await,
@@ -207,17 +213,17 @@ async fn raising_passes_three_gates_and_lowering_none(kind: Kind) {
         audit.iter().filter(|r| r.draft.action == "drill").count(),
         5
     );
-    intact(store).await;
+    intact(store.as_ref()).await;
 }
 
 async fn verify_finds_a_level_or_drill_changed_behind_the_chain(kind: Kind) {
     let fresh = with_t06(kind).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let maya = local();
-    record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
+    recorded(store, &maya, drill("T06", 16, FailureMode::ALL)).await;
+    let snapshot = Snapshot::read(&as_session(store, &local()), now())
         .await
         .unwrap();
-    let snapshot = Snapshot::read(store, now()).await.unwrap();
     assert_eq!(snapshot.open_vetoes("T06").total, 1);
     fresh
         .execute("UPDATE drill_runs SET passed = 15")
@@ -231,7 +237,7 @@ async fn verify_finds_a_level_or_drill_changed_behind_the_chain(kind: Kind) {
         .execute("UPDATE drill_runs SET passed = 16")
         .await
         .unwrap();
-    intact(store).await;
+    intact(store.as_ref()).await;
     fresh
         .execute(
             "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) \
@@ -247,9 +253,9 @@ async fn verify_finds_a_level_or_drill_changed_behind_the_chain(kind: Kind) {
 
 async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
     let fresh = with_t06(kind).await;
-    let store = fresh.store.clone();
+    let store = &fresh.store;
     let maya = local();
-    let session = Session::new(store.clone(), maya.clone());
+    let session = as_session(store, &maya);
     for (who, role) in [
         ("maya", Role::Owner),
         ("bo", Role::Approver),
@@ -270,34 +276,26 @@ async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
     let as_ = |who: &str| Actor::from_grants(who, None, &grants);
     // bo approves but owns nothing; kai owns another tenant than T06's.
     assert_eq!(
-        set(store.as_ref(), &as_("bo"), "T06", Level::Manual).await,
+        set(store, &as_("bo"), "T06", Level::Manual).await,
         Err(Rule::G6)
     );
     assert_eq!(
-        set(store.as_ref(), &as_("kai"), "T06", Level::Manual).await,
+        set(store, &as_("kai"), "T06", Level::Manual).await,
         Err(Rule::G6)
     );
     let refused = record_drill(
-        store.as_ref(),
-        &as_("bo"),
+        &as_session(store, &as_("bo")),
         drill("T06", 16, FailureMode::ALL),
         now(),
     )
     .await;
     assert!(matches!(refused, Err(ReviewError::Refused(r)) if r.rule == Rule::G6));
-    check(store.as_ref(), &as_("maya"), "T06", true).await;
-    record_drill(
-        store.as_ref(),
-        &as_("maya"),
-        drill("T06", 16, FailureMode::ALL),
-        now(),
-    )
-    .await
-    .unwrap();
+    check(store, &as_("maya"), "T06", true).await;
+    recorded(store, &as_("maya"), drill("T06", 16, FailureMode::ALL)).await;
     // maya owns pinehaven, the only tenant of T06's operations: her refusal is
     // the gate's, not the role's.
     assert_eq!(
-        set(store.as_ref(), &as_("maya"), "T06", Level::Native).await,
+        set(store, &as_("maya"), "T06", Level::Native).await,
         Err(Rule::A3)
     );
     intact(store.as_ref()).await;
@@ -305,7 +303,7 @@ async fn once_grants_exist_only_owners_of_the_tools_tenants_decide(kind: Kind) {
 
 async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
     let fresh = with_t06(kind).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let every = Scope::Every;
     let due = store.due_lookups(&every, now(), None, 10).await.unwrap();
     assert_eq!(due, [id("F60"), id("F62")], "a person's one-shot observe");
@@ -317,10 +315,8 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
     // Raise T06 (lookup checked, drill recorded, F60's veto settled by its owner).
     let maya = local();
     check(store, &maya, "T06", true).await;
-    record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
-        .await
-        .unwrap();
-    settle_f60(store, &maya).await;
+    recorded(store, &maya, drill("T06", 16, FailureMode::ALL)).await;
+    settle_f60(store.as_ref(), &maya).await;
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     let watched = store
         .due_lookups(&every, now(), Some(Level::Native), 10)
@@ -335,7 +331,7 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
             .is_empty()
     );
     // The level shows in the evidence bundle.
-    let detail = store.detail(&id("F62")).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id("F62")).await.unwrap();
     assert_eq!(detail.autonomy, Level::Native);
     let bundle = holdfast::core::evidence::bundle(&detail, &maya, now());
     assert!(
@@ -348,7 +344,7 @@ async fn scheduled_lookups_skip_tools_below_native(kind: Kind) {
 
 async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
     let fresh = with_t06(kind).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let agent = Actor::local("agent:refunds", None);
     let decide_as = |detail: &holdfast::core::detail::OperationDetail, action: &Action| {
         decide(
@@ -362,7 +358,7 @@ async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
         .map(|e| e.commit.open_proposal.is_some())
         .map_err(|r| r.rule)
     };
-    let mut detail = store.detail(&id("F62")).await.unwrap();
+    let mut detail = store.detail(&Scope::Every, &id("F62")).await.unwrap();
     assert_eq!(detail.autonomy, Level::Manual);
     assert_eq!(decide_as(&detail, &Action::AuthorizeRetry), Err(Rule::A4));
     assert_eq!(decide_as(&detail, &Action::Comment), Err(Rule::A4));
@@ -381,14 +377,16 @@ async fn an_agent_only_proposes_and_only_at_agent(kind: Kind) {
 async fn an_unchecked_lookup_caps_the_tool_at_manual(kind: Kind) {
     use holdfast::lookup::{ObserveStore, SessionObserver};
     let fresh = with_t06(kind).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let maya = local();
-    record_drill(store, &maya, drill("T06", 16, FailureMode::ALL), now())
-        .await
-        .unwrap();
-    settle_f60(store, &maya).await;
+    recorded(store, &maya, drill("T06", 16, FailureMode::ALL)).await;
+    settle_f60(store.as_ref(), &maya).await;
     let standing = |s: &Snapshot| s.standings().into_iter().find(|t| t.tool == "T06").unwrap();
-    let before = standing(&Snapshot::read(store, now()).await.unwrap());
+    let before = standing(
+        &Snapshot::read(&as_session(store, &local()), now())
+            .await
+            .unwrap(),
+    );
     assert!(
         before
             .unchecked
@@ -399,7 +397,11 @@ async fn an_unchecked_lookup_caps_the_tool_at_manual(kind: Kind) {
     );
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Err(Rule::A1));
     check(store, &maya, "T06", true).await;
-    let after = standing(&Snapshot::read(store, now()).await.unwrap());
+    let after = standing(
+        &Snapshot::read(&as_session(store, &local()), now())
+            .await
+            .unwrap(),
+    );
     assert_eq!(after.unchecked, None, "checked");
     assert_eq!(set(store, &maya, "T06", Level::Native).await, Ok(true));
     let observer = SessionObserver {
@@ -418,11 +420,15 @@ async fn an_unchecked_lookup_caps_the_tool_at_manual(kind: Kind) {
     assert_eq!(due, ["F62"], "checked and native: looked up by itself");
     // The lookup no longer finds the known record: capped at manual again.
     check(store, &maya, "T06", false).await;
-    let capped = standing(&Snapshot::read(store, now()).await.unwrap());
+    let capped = standing(
+        &Snapshot::read(&as_session(store, &local()), now())
+            .await
+            .unwrap(),
+    );
     assert_eq!(capped.level, Level::Native);
     assert_eq!(capped.effective, Level::Manual);
     // The evidence bundle flags it, and its level is the capped one.
-    let detail = store.detail(&id("F62")).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id("F62")).await.unwrap();
     assert_eq!(detail.autonomy, Level::Manual);
     let bundle = holdfast::core::evidence::bundle(&detail, &maya, now());
     assert!(
@@ -444,7 +450,7 @@ async fn an_unchecked_lookup_caps_the_tool_at_manual(kind: Kind) {
         2,
         "audited"
     );
-    intact(store).await;
+    intact(store.as_ref()).await;
 }
 
 holdfast_on_both_backends!(

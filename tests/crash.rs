@@ -13,6 +13,7 @@ use std::time::Duration;
 use std::sync::Arc;
 
 use holdfast::core::audit::ChainStatus;
+use holdfast::store::Scope;
 use holdfast::store::Store;
 use holdfast::store::postgres::PgStore;
 use holdfast::store::sqlite::SqliteStore;
@@ -89,7 +90,7 @@ async fn kill_after(mut child: Child, ms: u64) {
 }
 
 async fn operations_like(store: &dyn Store, round: u64) -> usize {
-    let dataset = store.dataset().await.unwrap();
+    let dataset = store.dataset(&Scope::Every).await.unwrap();
     let prefix = format!("K{round}-");
     dataset
         .operations
@@ -270,7 +271,13 @@ async fn a_killed_copy_leaves_its_target_empty_or_complete(kind: Kind) {
     assert!(report.rejected.is_empty());
     let (head, operations) = (
         source.store.head_seq().await.unwrap(),
-        source.store.dataset().await.unwrap().operations.len(),
+        source
+            .store
+            .dataset(&Scope::Every)
+            .await
+            .unwrap()
+            .operations
+            .len(),
     );
     let copy_to = |to: &str| ["db", "copy", "--from", &source.url, "--to", to].map(str::to_owned);
     let (scratch, _guard) = untouched(kind, home.path(), 999).await;
@@ -292,7 +299,12 @@ async fn a_killed_copy_leaves_its_target_empty_or_complete(kind: Kind) {
         };
         let copied = (
             target.head_seq().await.unwrap(),
-            target.dataset().await.unwrap().operations.len(),
+            target
+                .dataset(&Scope::Every)
+                .await
+                .unwrap()
+                .operations
+                .len(),
         );
         if copied == (0, 0) {
             assert!(

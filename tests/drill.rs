@@ -13,6 +13,7 @@ use holdfast::core::model::{
 };
 use holdfast::drill::{self, CaseResult};
 use holdfast::sim::Counters;
+use holdfast::store::Scope;
 use support::stores;
 
 struct Ran {
@@ -29,7 +30,7 @@ impl Ran {
     async fn detail(&self, id: &str) -> OperationDetail {
         self.fresh
             .store
-            .detail(&OperationId::parse(id).unwrap())
+            .detail(&Scope::Every, &OperationId::parse(id).unwrap())
             .await
             .unwrap()
     }
@@ -133,7 +134,7 @@ async fn d2_a_missing_permission_is_routed_to_the_owner_without_another_credenti
     assert!(
         ran.fresh
             .store
-            .dataset()
+            .dataset(&Scope::Every)
             .await
             .unwrap()
             .observations
@@ -281,7 +282,7 @@ async fn e2_server_errors_exhaust_into_one_owned_record_with_jittered_backoff() 
             .count(),
         1
     );
-    let all = ran.fresh.store.dataset().await.unwrap();
+    let all = ran.fresh.store.dataset(&Scope::Every).await.unwrap();
     assert_eq!(all.operations.len(), 1, "no fresh loop, no new operation");
 }
 
@@ -363,7 +364,7 @@ async fn k1_three_deliveries_keep_one_logical_operation_and_one_effect() {
         ]
     );
     assert!(d.attempts[1..].iter().all(|a| a.phase == Phase::NotSent));
-    let all = ran.fresh.store.dataset().await.unwrap();
+    let all = ran.fresh.store.dataset(&Scope::Every).await.unwrap();
     assert_eq!(all.operations.len(), 1, "one logical intent");
     no_veto(&ran);
 }
@@ -472,7 +473,7 @@ async fn the_drill_records_into_postgresql_as_into_sqlite() {
     assert!(outcome.all_pass(), "{:?}", outcome.cases);
     let d = fresh
         .store
-        .detail(&OperationId::parse("P1").unwrap())
+        .detail(&Scope::Every, &OperationId::parse("P1").unwrap())
         .await
         .unwrap();
     assert_eq!(d.row.operation.state, State::Succeeded);
@@ -540,7 +541,7 @@ async fn a_lost_answer_looked_up_through_an_html_or_wrong_path_404_is_not_applie
         assert_eq!(c.requests, 1, "{}: never retried", case.id);
         let d = fresh
             .store
-            .detail(&OperationId::parse(&case.id).unwrap())
+            .detail(&Scope::Every, &OperationId::parse(&case.id).unwrap())
             .await
             .unwrap();
         assert!(
@@ -616,7 +617,7 @@ async fn each_case_is_served_at_its_own_call_and_lookup_paths_and_a_get_tool_is_
     assert_eq!((pt1.counters.requests, pt1.counters.status_queries), (1, 1));
     let d = fresh
         .store
-        .detail(&OperationId::parse("PT1").unwrap())
+        .detail(&Scope::Every, &OperationId::parse("PT1").unwrap())
         .await
         .unwrap();
     assert_eq!(d.row.operation.state, State::Succeeded);
@@ -627,7 +628,7 @@ async fn each_case_is_served_at_its_own_call_and_lookup_paths_and_a_get_tool_is_
     assert_eq!(gt1.observed.state, Some(State::Succeeded));
     let d = fresh
         .store
-        .detail(&OperationId::parse("GT1").unwrap())
+        .detail(&Scope::Every, &OperationId::parse("GT1").unwrap())
         .await
         .unwrap();
     assert!(
@@ -728,7 +729,7 @@ async fn a_2xx_is_judged_only_by_the_response_shape_the_contract_declares() {
         let store = fresh.store.clone();
         async move {
             store
-                .detail(&OperationId::parse(id).unwrap())
+                .detail(&Scope::Every, &OperationId::parse(id).unwrap())
                 .await
                 .unwrap()
         }
@@ -796,13 +797,13 @@ async fn a_drill_in_its_own_tenant_leaves_the_real_tenants_report_unchanged_on_b
             .await
             .unwrap();
         let now = drill::epoch() + Duration::hours(2);
-        let before = holdfast::report::compute_kept(store, &Scope::Every, now)
-            .await
-            .unwrap();
-        let scope = holdfast::report::without_drill(store, &Scope::Every)
-            .await
-            .unwrap();
-        assert_eq!(scope, Scope::Every, "{kind:?}: no drill tenant yet");
+        let session = holdfast::store::Session::new(
+            fresh.store.clone(),
+            holdfast::core::rules::Actor::local("test", None),
+        );
+        let before = holdfast::report::compute_kept(&session, now).await.unwrap();
+        let real = holdfast::report::without_drill(&session).await.unwrap();
+        assert_eq!(real.scope(), &Scope::Every, "{kind:?}: no drill tenant yet");
         let (foreign, _) = drill::foreign_operation(store).await.unwrap().unwrap();
         assert_ne!(foreign.actor, drill::DRILL_AGENT);
         let outcome = drill::run_into(
@@ -814,23 +815,20 @@ async fn a_drill_in_its_own_tenant_leaves_the_real_tenants_report_unchanged_on_b
         .unwrap();
         assert!(outcome.all_pass(), "{kind:?}");
         assert_eq!(outcome.report.metrics[0].denominator, 16, "{kind:?}");
-        let scope = holdfast::report::without_drill(store, &Scope::Every)
-            .await
-            .unwrap();
+        let real = holdfast::report::without_drill(&session).await.unwrap();
+        let scope = real.scope();
         assert!(
-            matches!(&scope, Scope::Tenants(t) if !t.iter().any(|t| t == drill::DRILL_TENANT) && !t.is_empty()),
+            matches!(scope, Scope::Tenants(t) if !t.iter().any(|t| t == drill::DRILL_TENANT) && !t.is_empty()),
             "{kind:?}: {scope:?}"
         );
-        let after = holdfast::report::compute_kept(store, &scope, now)
-            .await
-            .unwrap();
+        let after = holdfast::report::compute_kept(&real, now).await.unwrap();
         assert_eq!(
             serde_json::to_value(&after).unwrap(),
             serde_json::to_value(&before).unwrap(),
             "{kind:?}: the drill moved the real tenants' figures"
         );
         let drilled = store
-            .detail(&OperationId::parse("T2").unwrap())
+            .detail(&Scope::Every, &OperationId::parse("T2").unwrap())
             .await
             .unwrap();
         assert_eq!(drilled.row.operation.tenant, drill::DRILL_TENANT);

@@ -8,6 +8,7 @@ use crate::support;
 use std::time::Duration;
 
 use holdfast::core::model::{Phase, State};
+use holdfast::store::Scope;
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientRequest, ServerNotification, ServerResult,
 };
@@ -184,7 +185,7 @@ async fn a_write_that_hangs_past_the_timeout_is_unknown_and_its_repeat_refused()
     // The late answer is kept as evidence; the server applied the refund once.
     tokio::time::sleep(Duration::from_millis(2000)).await;
     assert_eq!(rig.applied(), 1);
-    let detail = fresh.store.detail(&id).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id).await.unwrap();
     let refused = detail
         .attempts
         .iter()
@@ -385,7 +386,7 @@ async fn killed_mid_call_then_restarted(kind: Kind) {
     assert!(text(&repeat).contains(id.as_str()), "{}", text(&repeat));
     // The restarted gateway found the call its killed predecessor left SENT.
     assert_eq!(settled(store, "refund", &args, State::Unknown).await, id);
-    let detail = store.detail(&id).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id).await.unwrap();
     assert!(
         detail
             .attempts
@@ -728,7 +729,15 @@ async fn refused_repeats_spend_no_attempt_so_the_retry_stays_possible() {
     assert_eq!(bundle["budget"]["max_attempts"], 3, "{bundle:#}");
     assert_eq!(bundle["budget"]["refused_by_gateway"], 2, "{bundle:#}");
     assert!(bundle["budget"]["exhausted"].is_null(), "{bundle:#}");
-    assert_eq!(store.detail(&id).await.unwrap().row.attempts_used, 1);
+    assert_eq!(
+        store
+            .detail(&Scope::Every, &id)
+            .await
+            .unwrap()
+            .row
+            .attempts_used,
+        1
+    );
     let human =
         String::from_utf8(support::gateway::holdfast(&rig, &["show", id.as_str()]).stdout).unwrap();
     assert!(
@@ -771,7 +780,7 @@ async fn an_identical_call_meeting_one_in_flight_is_refused_naming_it() {
     assert_eq!(text(&answer), "refunded", "the call in flight is answered");
     assert_eq!(settled(store, "refund", &args, State::Succeeded).await, id);
     assert_eq!(rig.applied(), 1, "the server applied the refund once");
-    let detail = store.detail(&id).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id).await.unwrap();
     assert_eq!(
         detail
             .attempts
@@ -835,7 +844,7 @@ async fn reads_with_record_reads(record: bool) {
         lookups.iter().all(|(_, s)| *s == State::Succeeded),
         "{lookups:?}"
     );
-    let detail = store.detail(&lookups[0].0).await.unwrap();
+    let detail = store.detail(&Scope::Every, &lookups[0].0).await.unwrap();
     assert_eq!(detail.row.operation.tool, "pay/lookup");
     assert_eq!(detail.attempts.len(), 1, "{:?}", detail.attempts);
     assert_eq!(detail.attempts[0].phase, Phase::ResponseReceived);
@@ -849,7 +858,7 @@ async fn reads_with_record_reads(record: bool) {
         assert_eq!(ops[0].1, State::Failed, "{args}: a read is never held");
     }
     let held = store
-        .detail(&same(store, "explode", &broken).await[0].0)
+        .detail(&Scope::Every, &same(store, "explode", &broken).await[0].0)
         .await
         .unwrap();
     assert_eq!(
@@ -996,7 +1005,7 @@ async fn secrets_and_escapes_in_arguments_are_stored_redacted_and_shown_neutrali
 
     // Found by the hash of the exact arguments, secrets and escapes included.
     let id = settled(store, "echo", &args, State::Succeeded).await;
-    let detail = store.detail(&id).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id).await.unwrap();
     assert_eq!(
         detail.row.operation.payload_hash,
         holdfast::otlp::map::hash_arguments(&args)
@@ -1082,7 +1091,13 @@ async fn a_business_key_holding_a_secret_still_finds_the_held_call() {
     let callback = "https://ops:s3cr3t-Pw-4410@hooks.example.com/refund/K7";
     let first = json!({"order": "K7", "amount": 20, "hang_ms": 1500, "callback": callback});
     let id = timed_out(&client, fresh.store.as_ref(), "refund", &first).await;
-    let stored = fresh.store.detail(&id).await.unwrap().row.operation;
+    let stored = fresh
+        .store
+        .detail(&Scope::Every, &id)
+        .await
+        .unwrap()
+        .row
+        .operation;
     assert!(
         stored
             .business_key

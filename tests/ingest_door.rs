@@ -8,6 +8,7 @@
 use crate::support;
 
 use holdfast::core::audit::ChainStatus;
+use holdfast::store::Scope;
 use holdfast::store::{IngestMode, Store};
 use support::cli::Cli;
 use support::review::{id, now, records};
@@ -198,7 +199,7 @@ async fn demo_store(kind: Kind) -> stores::Fresh {
 
 async fn state_of(store: &dyn Store, op: &str) -> String {
     store
-        .detail(&id(op))
+        .detail(&Scope::Every, &id(op))
         .await
         .unwrap()
         .row

@@ -16,6 +16,7 @@ use holdfast::lookup::{
     Impossible, Looker, LookupSettings, ObserveOptions, Observer, RateLimiter, Secrets,
     SessionObserver,
 };
+use holdfast::store::Scope;
 use holdfast::store::{IngestMode, Session};
 use support::provider::{Provider, TOKEN, due_holds, holds};
 use support::review::{id, records};
@@ -269,7 +270,11 @@ fn observer_on(
 async fn each_looked_up_once(fresh: &Fresh, p: &Provider, n: usize) {
     for i in 0..n {
         assert_eq!(p.asked(&format!("match:{i}")), 1, "D{i:03} asked once");
-        let d = fresh.store.detail(&id(&format!("D{i:03}"))).await.unwrap();
+        let d = fresh
+            .store
+            .detail(&Scope::Every, &id(&format!("D{i:03}")))
+            .await
+            .unwrap();
         let queries = d
             .attempts
             .iter()
@@ -341,7 +346,7 @@ async fn the_token_is_in_no_byte_of_the_store_or_an_export() {
         seen.iter()
             .all(|a| a.as_deref() == Some(&format!("Bearer {TOKEN}")))
     );
-    let dataset = fresh.store.dataset().await.unwrap();
+    let dataset = fresh.store.dataset(&Scope::Every).await.unwrap();
     let export = serde_json::to_string(&dataset).unwrap();
     assert!(export.contains("[redacted]"), "the echo is kept, redacted");
     assert!(!export.contains(TOKEN));
@@ -388,7 +393,11 @@ async fn past_the_deadline_a_hold_is_routed_to_its_owner_and_not_looked_up() {
         p.auth_seen().is_empty(),
         "nobody was asked past the deadline"
     );
-    let d = fresh.store.detail(&id("D000")).await.unwrap();
+    let d = fresh
+        .store
+        .detail(&Scope::Every, &id("D000"))
+        .await
+        .unwrap();
     assert_eq!(d.row.operation.next_observation_at, None);
     assert_eq!(d.row.operation.state, State::Unknown, "the hold stays held");
     assert!(d.attempts.iter().all(|a| a.kind == AttemptKind::Request));
@@ -406,7 +415,7 @@ async fn findings_of_lookups_count_in_the_release_gate() {
     let p = Provider::start("").await;
     let fresh = store_with(Kind::Sqlite, &p, &["match", "dup", "tenant"]).await;
     look_up_each(&fresh, &p, &["match", "dup", "tenant"]).await;
-    let report = metrics::report(&fresh.store.dataset().await.unwrap(), now());
+    let report = metrics::report(&fresh.store.dataset(&Scope::Every).await.unwrap(), now());
     let kinds = |op: &str| -> Vec<VetoKind> {
         report
             .release
@@ -505,7 +514,7 @@ async fn a_redacted_business_key_is_never_sent(kind: Kind) {
         &[("R1", "refund-sk_live_4eC39HqLyjWDarjtT1zdp7dc")],
     )
     .await;
-    let d = fresh.store.detail(&id("R1")).await.unwrap();
+    let d = fresh.store.detail(&Scope::Every, &id("R1")).await.unwrap();
     let stored = d.row.operation.business_key.clone().unwrap_or_default();
     assert!(stored.contains("‹redacted:"), "stored as {stored}");
     let session = Session::new(fresh.store.clone(), actor());
@@ -529,7 +538,7 @@ async fn a_redacted_business_key_is_never_sent(kind: Kind) {
     );
     assert!(err.to_string().contains("redacted at ingest"), "{err}");
     assert_eq!(p.requests(), 0, "nothing was sent");
-    let d = fresh.store.detail(&id("R1")).await.unwrap();
+    let d = fresh.store.detail(&Scope::Every, &id("R1")).await.unwrap();
     assert!(
         d.attempts.iter().all(|a| a.kind == AttemptKind::Request),
         "nothing is recorded"
@@ -563,7 +572,7 @@ async fn a_past_retry_after_does_not_make_the_observer_hammer(kind: Kind) {
         1,
         "one lookup in 3 s, not one per loop"
     );
-    let d = fresh.store.detail(&id("H1")).await.unwrap();
+    let d = fresh.store.detail(&Scope::Every, &id("H1")).await.unwrap();
     let q = d.attempts.last().unwrap();
     assert_eq!(
         q.retry_after, None,

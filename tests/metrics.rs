@@ -9,6 +9,7 @@ use holdfast::core::ids::{OperationId, Sha256};
 use holdfast::core::metrics::{Disposition, MetricId, Report, VetoKind, report};
 use holdfast::core::model::*;
 use holdfast::store::IngestMode;
+use holdfast::store::Scope;
 use holdfast::wire::{Numbered, Record, parse_stream};
 
 use crate::support;
@@ -60,7 +61,7 @@ async fn report_at(records: Vec<Numbered>, now: DateTime<Utc>) -> Report {
         "refused: {:?}",
         outcome.rejected
     );
-    let data = fresh.store.dataset().await.expect("dataset");
+    let data = fresh.store.dataset(&Scope::Every).await.expect("dataset");
     report(&data, now)
 }
 

@@ -8,6 +8,8 @@
 
 use crate::support;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Duration, Utc};
 use holdfast::core::clock::parse_instant;
 use holdfast::core::ids::OperationId;
@@ -40,11 +42,16 @@ fn scopes() -> [Scope; 3] {
 
 /// The kept report over `scope` at `now`, checked against the rules over the
 /// whole dataset.
-async fn kept_agrees(store: &dyn Store, scope: &Scope, now: DateTime<Utc>, what: &str) -> Report {
-    let kept = holdfast::report::compute_kept(store, scope, now)
+async fn kept_agrees(
+    store: &Arc<dyn Store>,
+    scope: &Scope,
+    now: DateTime<Utc>,
+    what: &str,
+) -> Report {
+    let kept = holdfast::report::compute_kept(&stores::session_in(store, scope), now)
         .await
         .expect("kept report");
-    let data = store.dataset_in(scope).await.expect("dataset");
+    let data = store.dataset(scope).await.expect("dataset");
     let whole = cut(report(&data, now));
     assert_eq!(
         kept, whole,
@@ -64,7 +71,7 @@ async fn from_kept_facts(store: &dyn Store, scope: &Scope, now: DateTime<Utc>) -
 
 /// Every scope at instants moving forward (a time in the records is reached
 /// in between), each twice: once judging what is stale, once reading only.
-async fn agrees_everywhere(store: &dyn Store, what: &str) {
+async fn agrees_everywhere(store: &Arc<dyn Store>, what: &str) {
     for now in [
         ingested(),
         ingested() + Duration::minutes(3),
@@ -76,7 +83,7 @@ async fn agrees_everywhere(store: &dyn Store, what: &str) {
             kept_agrees(store, scope, now, what).await;
         }
         assert!(
-            from_kept_facts(store, &Scope::Every, now).await,
+            from_kept_facts(store.as_ref(), &Scope::Every, now).await,
             "{what}: the report over every tenant at {now} was judged page by page"
         );
     }
@@ -94,7 +101,7 @@ async fn store_of(kind: Kind, records: Vec<Numbered>) -> Fresh {
 
 async fn generated(kind: Kind, seed: u64) {
     let fresh = store_of(kind, generate(seed)).await;
-    agrees_everywhere(fresh.store.as_ref(), &format!("seed {seed}")).await;
+    agrees_everywhere(&fresh.store, &format!("seed {seed}")).await;
 }
 
 /// The demo packet's operations again under new ids, each record renamed.
@@ -117,7 +124,10 @@ async fn blocked(store: &dyn Store) -> Commit {
         Rationale::parse("held for the owner: the target is being migrated").expect("a rationale");
     for n in 1..=32 {
         let id = OperationId::parse(&format!("F{n:02}")).expect("a demo id");
-        let detail = store.detail(&id).await.expect("a demo operation");
+        let detail = store
+            .detail(&Scope::Every, &id)
+            .await
+            .expect("a demo operation");
         let version = detail.row.version;
         let actor = support::review::local();
         if let Ok(decision) = decide(
@@ -140,7 +150,7 @@ async fn blocked(store: &dyn Store) -> Commit {
 /// dataset.
 async fn doors(kind: Kind) {
     let fresh = store_of(kind, generate(0)).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let now = ingested();
     let demo = kept_agrees(store, &Scope::Every, now, "the demo").await;
     assert_eq!(demo.release.disposition, Disposition::NotDeployed);
@@ -156,7 +166,7 @@ async fn doors(kind: Kind) {
 
     let before = kept_agrees(store, &Scope::Every, now, "before a transition").await;
     store
-        .commit(blocked(store).await)
+        .commit(blocked(store.as_ref()).await)
         .await
         .expect("the transition commits");
     let after = kept_agrees(store, &Scope::Every, now, "after a transition").await;
@@ -222,13 +232,13 @@ async fn every_door_reaches_the_kept_report_on_postgres() {
 #[tokio::test]
 async fn an_earlier_instant_is_judged_afresh() {
     let fresh = store_of(Kind::Sqlite, generate(5)).await;
-    let store = fresh.store.as_ref();
+    let store = &fresh.store;
     let later = ingested() + Duration::hours(30);
     kept_agrees(store, &Scope::Every, later, "judged late").await;
-    assert!(from_kept_facts(store, &Scope::Every, later).await);
+    assert!(from_kept_facts(store.as_ref(), &Scope::Every, later).await);
     for earlier in [ingested(), ingested() - Duration::hours(3)] {
         kept_agrees(store, &Scope::Every, earlier, "asked earlier").await;
-        assert!(from_kept_facts(store, &Scope::Every, earlier).await);
+        assert!(from_kept_facts(store.as_ref(), &Scope::Every, earlier).await);
     }
     kept_agrees(store, &Scope::Every, later, "asked late again").await;
 }
@@ -258,22 +268,18 @@ async fn a_login_that_may_only_read_the_kept_facts_gets_the_same_report_and_writ
     let role = stores::LoginRole::create("hf_reader").await;
     let fresh = store_of(Kind::Postgres, generate(0)).await;
     let now = ingested();
-    kept_agrees(
-        fresh.store.as_ref(),
-        &Scope::Every,
-        now,
-        "kept by the owner",
-    )
-    .await;
+    kept_agrees(&fresh.store, &Scope::Every, now, "kept by the owner").await;
     let database = fresh.database_name().unwrap().to_owned();
     fresh
         .execute(&application_grants(&role.name, &database))
         .await
         .unwrap();
     let url = stores::url_for_login(&fresh.url, &role.name);
-    let login = holdfast::store::postgres::PgStore::connect(&url)
-        .await
-        .unwrap();
+    let login: Arc<dyn Store> = Arc::new(
+        holdfast::store::postgres::PgStore::connect(&url)
+            .await
+            .unwrap(),
+    );
 
     let report = login
         .ingest(renamed_demo("N-"), IngestMode::Quarantine, &role.name, now)
@@ -289,14 +295,18 @@ async fn a_login_that_may_only_read_the_kept_facts_gets_the_same_report_and_writ
 
     for now in [ingested(), ingested() + Duration::hours(30)] {
         assert!(
-            from_kept_facts(&login, &Scope::Every, now).await,
+            from_kept_facts(login.as_ref(), &Scope::Every, now).await,
             "the login's report at {now} was judged page by page"
         );
         for scope in &scopes() {
             let kept = kept_agrees(&login, scope, now, "read by the login").await;
-            let paged = holdfast::report::compute_in(&login, scope, now, holdfast::report::PAGE)
-                .await
-                .unwrap();
+            let paged = holdfast::report::compute_in(
+                &stores::session_in(&login, scope),
+                now,
+                holdfast::report::PAGE,
+            )
+            .await
+            .unwrap();
             assert_eq!(kept, paged, "{scope:?} at {now}: the paged report differs");
         }
     }
@@ -330,7 +340,7 @@ async fn a_login_that_may_only_read_the_kept_facts_gets_the_same_report_and_writ
 
     // The owner's next report keeps what the login's judged; the login's
     // report still agrees.
-    kept_agrees(fresh.store.as_ref(), &Scope::Every, now, "kept again").await;
+    kept_agrees(&fresh.store, &Scope::Every, now, "kept again").await;
     assert_eq!(kept_state(&fresh).await.0, 0);
     kept_agrees(&login, &Scope::Every, now, "read after keeping").await;
 }

@@ -39,12 +39,16 @@ async fn agrees(kind: Kind, seed: u64) {
     let mut rng = Rng::new(seed ^ 0xA5A5);
     for now in [ingested, ingested + Duration::hours(30)] {
         for scope in &scopes {
-            let data = store.dataset_in(scope).await.expect("dataset");
+            let data = store.dataset(scope).await.expect("dataset");
             let whole = cut(report(&data, now));
             for page in [1, 2 + rng.below(6), 1000] {
-                let paged = holdfast::report::compute_in(store, scope, now, page)
-                    .await
-                    .expect("paged report");
+                let paged = holdfast::report::compute_in(
+                    &stores::session_in(&fresh.store, scope),
+                    now,
+                    page,
+                )
+                .await
+                .expect("paged report");
                 assert_eq!(
                     paged, whole,
                     "seed {seed}, {scope:?}, pages of {page}, at {now}: the paged report differs"

@@ -14,6 +14,7 @@ use std::process::Command;
 
 use crossterm::event::KeyCode;
 use holdfast::store::IngestMode;
+use holdfast::store::Scope;
 use serde_json::{Value, json};
 use support::console::Harness;
 use support::hostile::forbidden;
@@ -288,7 +289,11 @@ async fn round_trip(kind: Kind) {
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
 
     for (n, text) in strings.iter().enumerate() {
-        let detail = fresh.store.detail(&id(&op_id(n))).await.unwrap();
+        let detail = fresh
+            .store
+            .detail(&Scope::Every, &id(&op_id(n)))
+            .await
+            .unwrap();
         let op = &detail.row.operation;
         let attempt = &detail.attempts[0];
         let observation = &detail.observations[0];

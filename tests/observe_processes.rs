@@ -9,6 +9,7 @@ use crate::support;
 use std::process::{Command, Stdio};
 
 use holdfast::core::model::AttemptKind;
+use holdfast::store::Scope;
 use support::provider::{Provider, TOKEN, due_holds};
 use support::review::id;
 use support::stores::{self, Fresh, Kind};
@@ -43,7 +44,7 @@ fn observe(fresh: &Fresh, dir: &std::path::Path, args: &[&str]) -> Command {
 async fn status_queries(fresh: &Fresh, op: &str) -> usize {
     fresh
         .store
-        .detail(&id(op))
+        .detail(&Scope::Every, &id(op))
         .await
         .unwrap()
         .attempts

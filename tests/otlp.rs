@@ -13,6 +13,7 @@ use holdfast::core::detail::OperationDetail;
 use holdfast::core::model::{FailureMode, Phase, State};
 use holdfast::otlp::door::{OtlpOutcome, Strictness, intake};
 use holdfast::otlp::{OtlpSettings, ToolSettings};
+use holdfast::store::Scope;
 use holdfast::store::{Ingester, Store};
 use opentelemetry::trace::{Span, SpanKind, Status, TraceContextExt, Tracer, TracerProvider};
 use opentelemetry::{Context, KeyValue};
@@ -201,10 +202,10 @@ fn otlp_ingester() -> Ingester {
 
 /// The one operation the store holds with the given tool.
 async fn only(store: &dyn Store, tool: &str) -> OperationDetail {
-    let data = store.dataset().await.unwrap();
+    let data = store.dataset(&Scope::Every).await.unwrap();
     let ops: Vec<_> = data.operations.iter().filter(|o| o.tool == tool).collect();
     assert_eq!(ops.len(), 1, "{:?}", data.operations);
-    store.detail(&ops[0].id).await.unwrap()
+    store.detail(&Scope::Every, &ops[0].id).await.unwrap()
 }
 
 async fn a_read_that_succeeded_is_succeeded_with_its_attempt(kind: Kind) {
@@ -345,7 +346,14 @@ async fn children_before_their_parent_wait_then_join_it(kind: Kind) {
     agent.http(&cx, "POST", None, Some("timeout"), None, 1, 31);
     let first = send(store, agent.request(), &settings()).await;
     assert_eq!(first.waiting, 1);
-    assert!(store.dataset().await.unwrap().operations.is_empty());
+    assert!(
+        store
+            .dataset(&Scope::Every)
+            .await
+            .unwrap()
+            .operations
+            .is_empty()
+    );
     agent.end(&cx, 32, true);
     let second = send(store, agent.request(), &settings()).await;
     assert_eq!(second.waiting, 0);
@@ -419,7 +427,7 @@ async fn a_new_call_repeating_an_unknown_one_is_a_repeat_on_it(kind: Kind) {
     );
     assert_eq!(detail.attempts.len(), 2);
     // The reconcile-before-repeat rule sees the repeat for what it is.
-    let data = store.dataset().await.unwrap();
+    let data = store.dataset(&Scope::Every).await.unwrap();
     let report = holdfast::core::metrics::report(&data, now());
     let text = format!("{report:?}");
     assert!(
@@ -564,11 +572,19 @@ async fn a_file_is_taken_a_chunk_at_a_time_and_children_join_across_chunks(kind:
     assert_eq!(outcome.chunks, 6, "{outcome:?}");
     assert_eq!((outcome.requests, outcome.spans), (6, 9));
     assert_eq!(outcome.waiting, 0);
-    let data = store.dataset().await.unwrap();
+    let data = store.dataset(&Scope::Every).await.unwrap();
     assert_eq!(data.operations.len(), 3, "{:?}", data.operations);
     for op in &data.operations {
         assert_eq!(op.state, State::Unknown);
-        assert_eq!(store.detail(&op.id).await.unwrap().attempts.len(), 2);
+        assert_eq!(
+            store
+                .detail(&Scope::Every, &op.id)
+                .await
+                .unwrap()
+                .attempts
+                .len(),
+            2
+        );
     }
 }
 
@@ -601,7 +617,7 @@ async fn a_file_s_refusals_are_counted_and_only_the_first_kept(kind: Kind) {
 
 async fn states(store: &dyn Store) -> Vec<State> {
     store
-        .dataset()
+        .dataset(&Scope::Every)
         .await
         .unwrap()
         .operations
@@ -665,7 +681,7 @@ mod file {
         let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
             .await
             .unwrap();
-        store.dataset().await.unwrap().operations
+        store.dataset(&Scope::Every).await.unwrap().operations
     }
 
     #[tokio::test]
@@ -916,7 +932,7 @@ mod receiver {
                 vec![State::Unknown],
                 "{protocol:?} gzip {gzip}"
             );
-            let op = &store.dataset().await.unwrap().operations[0];
+            let op = &store.dataset(&Scope::Every).await.unwrap().operations[0];
             assert_eq!(op.actor, "svc:relay-desk");
             // The receiver writes as itself.
             let audit = store.audit(0, 100).await.unwrap();
@@ -1235,7 +1251,7 @@ mod binary {
         let store = holdfast::store::sqlite::SqliteStore::open(&cli.db)
             .await
             .unwrap();
-        let ops = store.dataset().await.unwrap().operations;
+        let ops = store.dataset(&Scope::Every).await.unwrap().operations;
         assert_eq!(ops.len(), 1, "{ops:?}");
         assert_eq!(ops[0].state, State::Unknown);
         // Nothing is stored without a contract for this tool here, but it is held.
@@ -1309,7 +1325,15 @@ mod binary {
             )),
             "{out}"
         );
-        assert!(fresh.store.dataset().await.unwrap().operations.is_empty());
+        assert!(
+            fresh
+                .store
+                .dataset(&Scope::Every)
+                .await
+                .unwrap()
+                .operations
+                .is_empty()
+        );
 
         grant(&feeder.name, "ingest");
         let (code, out) = ran(on_postgres(home.path(), &as_feeder, &ingest));
@@ -1340,7 +1364,7 @@ mod binary {
         let _ = child.wait();
         exported.expect("exported");
 
-        let ops = fresh.store.dataset().await.unwrap().operations;
+        let ops = fresh.store.dataset(&Scope::Every).await.unwrap().operations;
         assert_eq!(ops.len(), 2, "{ops:?}");
         assert!(
             ops.iter()

@@ -41,7 +41,7 @@ fn scopes() -> Vec<(&'static str, Scope)> {
 fn filter(scope: &Scope, queue: bool) -> OperationFilter {
     OperationFilter {
         queue,
-        visible_tenants: scope.tenants().map(<[String]>::to_vec),
+        scope: scope.clone(),
         ..OperationFilter::default()
     }
 }

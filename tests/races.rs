@@ -12,6 +12,7 @@ use std::sync::Arc;
 use holdfast::core::audit::ChainStatus;
 use holdfast::core::model::State;
 use holdfast::core::rules::Action;
+use holdfast::store::Scope;
 use holdfast::store::{Store, StoreError};
 use support::review::{decided, id, loaded, now, resolve_f09, reviewer};
 use support::stores::Kind;
@@ -66,7 +67,7 @@ async fn sixteen_decisions_on_one_version_leave_one_winner(kind: Kind) {
             assert!(matches!(error, StoreError::Conflict { .. }), "{error}");
         }
     }
-    let detail = fresh.store.detail(&id("F09")).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id("F09")).await.unwrap();
     assert_eq!(detail.row.operation.state, State::Succeeded);
     assert!(matches!(
         fresh.store.verify().await.unwrap(),
@@ -74,9 +75,15 @@ async fn sixteen_decisions_on_one_version_leave_one_winner(kind: Kind) {
     ));
 }
 
+/// F09's version.
+async fn version(fresh: &support::stores::Fresh) -> i64 {
+    let detail = fresh.store.detail(&Scope::Every, &id("F09")).await.unwrap();
+    detail.row.version
+}
+
 async fn sixteen_comments_on_one_version_all_land(kind: Kind) {
     let fresh = loaded(kind).await;
-    let before = fresh.store.detail(&id("F09")).await.unwrap().row.version;
+    let before = version(&fresh).await;
     let mut commits = Vec::new();
     for n in 0..RACERS {
         commits.push(
@@ -92,7 +99,7 @@ async fn sixteen_comments_on_one_version_all_land(kind: Kind) {
     }
     let results = race(handles(&fresh).await, commits).await;
     assert!(results.iter().all(Result::is_ok), "{results:?}");
-    let after = fresh.store.detail(&id("F09")).await.unwrap().row.version;
+    let after = version(&fresh).await;
     assert_eq!(after, before + RACERS as i64);
     assert!(matches!(
         fresh.store.verify().await.unwrap(),

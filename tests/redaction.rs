@@ -17,6 +17,7 @@ use holdfast::core::export;
 use holdfast::core::ids::{OperationId, Sha256};
 use holdfast::core::rules::actor::Actor;
 use holdfast::ingest::{IngestOutcome, Source, ingest_source, redacted_line};
+use holdfast::store::Scope;
 use holdfast::store::copy::{Cell, TABLES};
 use holdfast::store::{Ingester, Store};
 use support::cli::Cli;
@@ -178,7 +179,7 @@ async fn planted_secrets_never_reach_the_store(kind: Kind) {
     let mut details = Vec::new();
     for i in 0..secrets.len() {
         let id = OperationId::parse(&format!("S{i}")).unwrap();
-        details.push(store.detail(&id).await.unwrap());
+        details.push(store.detail(&Scope::Every, &id).await.unwrap());
     }
     let exported = export::build(&details, &Actor::local("maya", None), now());
     let reported: BTreeSet<&str> = exported

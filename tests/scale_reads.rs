@@ -173,7 +173,7 @@ async fn counts_follow_every_write(kind: Kind) {
     );
     // Nothing is counted for a tenant no operation belongs to.
     let elsewhere = OperationFilter {
-        visible_tenants: Some(vec!["nobody".into()]),
+        scope: Scope::Tenants(vec!["nobody".into()]),
         ..OperationFilter::default()
     };
     let none = fresh.store.counts(&elsewhere, now()).await.unwrap();

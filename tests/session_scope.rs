@@ -15,6 +15,7 @@ use holdfast::core::access::{GrantOp, GrantRequest};
 use holdfast::core::model::{Role, State};
 use holdfast::core::rules::{Action, Actor, Rationale, Rule};
 use holdfast::review::{self, ReviewError};
+use holdfast::store::Scope;
 use holdfast::store::{IngestMode, OperationFilter, Page, Session, SortOrder, Store};
 use support::review::{id, now, records, reviewer};
 use support::stores::{self, Fresh, Kind};
@@ -91,7 +92,7 @@ async fn every_read(session: &Session) -> Vec<(String, String)> {
         (
             "a forged scope",
             OperationFilter {
-                visible_tenants: Some(vec!["harborline".into()]),
+                scope: Scope::Tenants(vec!["harborline".into()]),
                 ..OperationFilter::default()
             },
         ),

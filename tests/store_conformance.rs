@@ -12,6 +12,7 @@ use std::time::Duration;
 use holdfast::core::audit::ChainStatus;
 use holdfast::core::model::{Role, State};
 use holdfast::core::rules::{Action, Rationale, decide};
+use holdfast::store::Scope;
 use holdfast::store::copy::TABLES;
 use holdfast::store::{IngestMode, Link, OperationFilter, Page, SortOrder, Store, StoreError};
 use sqlx::Connection;
@@ -61,7 +62,7 @@ async fn ingest_commits_every_record_and_the_queue_shows_holds_and_their_depende
     );
     assert_eq!(counts.held_by_dependency, 1);
 
-    let detail = store.detail(&id("F09")).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id("F09")).await.unwrap();
     assert_eq!(detail.attempts.len(), 1);
     assert_eq!(detail.observations.len(), 1);
     assert!(detail.expectation.is_some());
@@ -113,7 +114,15 @@ async fn the_same_id_with_other_content_is_refused_and_nothing_is_committed(kind
         "part of operation F09's history, refused with line 2"
     );
     assert!(report.committed.is_empty());
-    assert!(store.detail(&id("F09")).await.unwrap().attempts.len() == 1);
+    assert!(
+        store
+            .detail(&Scope::Every, &id("F09"))
+            .await
+            .unwrap()
+            .attempts
+            .len()
+            == 1
+    );
 }
 
 async fn unknown_references_are_refused_by_line_and_quarantine_keeps_the_good_lines(kind: Kind) {
@@ -142,7 +151,7 @@ async fn unknown_references_are_refused_by_line_and_quarantine_keeps_the_good_li
     assert_eq!(committed, 7);
     assert!(
         store
-            .detail(&id("F09"))
+            .detail(&Scope::Every, &id("F09"))
             .await
             .unwrap()
             .observations
@@ -184,7 +193,7 @@ async fn transitions_pass_the_state_machine_and_must_end_in_the_declared_state(k
 async fn a_stale_version_is_refused_with_who_changed_it(kind: Kind) {
     let fresh = loaded(kind).await;
     let store = fresh.store.as_ref();
-    let detail = store.detail(&id("F09")).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id("F09")).await.unwrap();
     let rationale = Rationale::parse("provider status shows the ticket exactly once").unwrap();
     let effect = decide(
         &detail,
@@ -212,7 +221,7 @@ async fn a_stale_version_is_refused_with_who_changed_it(kind: Kind) {
         }
         other => panic!("expected a conflict, got {other}"),
     }
-    let after = store.detail(&id("F09")).await.unwrap();
+    let after = store.detail(&Scope::Every, &id("F09")).await.unwrap();
     assert_eq!(after.row.operation.state, State::Succeeded);
     let (rows, _) = first_page(store, &queue(), SortOrder::Urgency, 50).await;
     assert!(rows.is_empty(), "F10 is no longer held by its dependency");
@@ -256,7 +265,7 @@ async fn search_matches_the_columns_the_queue_shows(kind: Kind) {
     let (rows, _) = first_page(store, &search("bil_ing"), SortOrder::Id, 50).await;
     assert!(rows.is_empty(), "`_` separates words: it is no wildcard");
     let scoped = OperationFilter {
-        visible_tenants: Some(vec!["lakeshore".into()]),
+        scope: Scope::Tenants(vec!["lakeshore".into()]),
         ..search("billing")
     };
     let (rows, total) = first_page(store, &scoped, SortOrder::Id, 50).await;
@@ -289,7 +298,7 @@ async fn search_finds_targets_keys_and_provider_ids(kind: Kind) {
         assert_eq!(ids, want, "search {needle}");
     }
     let hidden = OperationFilter {
-        visible_tenants: Some(vec!["other".into()]),
+        scope: Scope::Tenants(vec!["other".into()]),
         ..OperationFilter::default()
     };
     let (rows, total) = first_page(store, &hidden, SortOrder::Id, 10).await;
@@ -402,7 +411,7 @@ async fn sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition(k
         "every loser is told who won: {conflicts:?}"
     );
     assert_eq!(fresh.store.head_seq().await.unwrap(), before + 1);
-    let after = fresh.store.detail(&id("F09")).await.unwrap();
+    let after = fresh.store.detail(&Scope::Every, &id("F09")).await.unwrap();
     assert_eq!(after.row.operation.state, State::Succeeded);
     assert!(matches!(
         fresh.store.verify().await.unwrap(),
@@ -429,7 +438,7 @@ async fn a_change_by_one_console_reaches_another_within_a_second(kind: Kind) {
         .unwrap()
         .head;
     assert_eq!(heard, row.seq);
-    let shown = other.detail(&id("F10")).await.unwrap();
+    let shown = other.detail(&Scope::Every, &id("F10")).await.unwrap();
     assert_eq!(shown.audit.last().map(|r| r.seq), Some(row.seq));
 }
 
@@ -666,7 +675,13 @@ async fn grants_commit_with_their_audit_row_and_refuse_a_stale_basis(kind: Kind)
         ChainStatus::Intact { .. }
     ));
     assert!(
-        store.detail(&id("F09")).await.unwrap().audit.len() == 3,
+        store
+            .detail(&Scope::Every, &id("F09"))
+            .await
+            .unwrap()
+            .audit
+            .len()
+            == 3,
         "grant rows belong to no operation"
     );
 }
@@ -833,7 +848,7 @@ async fn both_backends_give_the_metrics_the_same_inputs() {
             .await
             .unwrap();
         assert!(report.rejected.is_empty(), "{:?}", report.rejected);
-        let data = fresh.store.dataset().await.unwrap();
+        let data = fresh.store.dataset(&Scope::Every).await.unwrap();
         assert_eq!(data.operations.len(), packet_count(&packet, "operation"));
         assert_eq!(data.attempts.len(), packet_count(&packet, "attempt"));
         inputs.push(data);

@@ -786,9 +786,10 @@ async fn a_changed_tenant_or_queue_flag_is_named(kind: Kind) {
 
 async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
     let fresh = loaded(kind).await;
-    let before = holdfast::report::compute_kept(fresh.store.as_ref(), &Scope::Every, now())
-        .await
-        .unwrap();
+    let before =
+        holdfast::report::compute_kept(&stores::session_in(&fresh.store, &Scope::Every), now())
+            .await
+            .unwrap();
     assert!(
         fresh
             .store
@@ -820,9 +821,10 @@ async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
             .is_none(),
         "facts that do not cover every operation are not read"
     );
-    let after = holdfast::report::compute_kept(fresh.store.as_ref(), &Scope::Every, now())
-        .await
-        .unwrap();
+    let after =
+        holdfast::report::compute_kept(&stores::session_in(&fresh.store, &Scope::Every), now())
+            .await
+            .unwrap();
     assert_eq!(after.release.disposition, before.release.disposition);
     assert_ne!(
         after.release.disposition,

@@ -11,6 +11,7 @@ use std::time::Duration;
 use holdfast::core::audit::ChainStatus;
 use holdfast::core::model::Role;
 use holdfast::core::rules::Action;
+use holdfast::store::Scope;
 use holdfast::store::postgres::PgStore;
 use holdfast::store::{IngestMode, Link, Live, Store, StoreError};
 use sqlx::{Connection, PgConnection};
@@ -122,7 +123,7 @@ async fn a_listener_killed_during_a_stream_of_changes_catches_up_after_reconnect
     assert_eq!(seen.head, head);
     let second = listener_pid(&mut admin, &database).await;
     assert_ne!(first, second, "the listener reconnected on a new session");
-    let shown = console.detail(&id("F10")).await.unwrap();
+    let shown = console.detail(&Scope::Every, &id("F10")).await.unwrap();
     assert_eq!(shown.audit.last().map(|r| r.seq), Some(head));
 }
 
@@ -533,7 +534,7 @@ async fn the_application_role_cannot_forge_history() {
     assert_eq!(
         fresh
             .store
-            .detail(&id("F09"))
+            .detail(&Scope::Every, &id("F09"))
             .await
             .unwrap()
             .row
@@ -598,12 +599,12 @@ async fn assert_same_store(original: &dyn Store, copy: &dyn Store) {
         copy.location()
     );
     assert_eq!(
-        copy.dataset().await.unwrap(),
-        original.dataset().await.unwrap()
+        copy.dataset(&Scope::Every).await.unwrap(),
+        original.dataset(&Scope::Every).await.unwrap()
     );
     for op in ["F09", "F10"] {
-        let a = original.detail(&id(op)).await.unwrap();
-        let b = copy.detail(&id(op)).await.unwrap();
+        let a = original.detail(&Scope::Every, &id(op)).await.unwrap();
+        let b = copy.detail(&Scope::Every, &id(op)).await.unwrap();
         assert_eq!(a.row, b.row);
         assert_eq!(a.proposals, b.proposals);
         assert_eq!(a.audit, b.audit);
@@ -675,7 +676,7 @@ async fn a_store_copied_sqlite_to_postgres_to_sqlite_keeps_everything_and_verifi
         )
         .await;
         copy.store.commit(propose).await.unwrap();
-        let detail = copy.store.detail(&id("F09")).await.unwrap();
+        let detail = copy.store.detail(&Scope::Every, &id("F09")).await.unwrap();
         let ids: Vec<i64> = detail.proposals.iter().map(|p| p.id).collect();
         assert_eq!(ids, [1, 2], "on {}", copy.store.location());
     }

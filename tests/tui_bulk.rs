@@ -12,6 +12,7 @@ use holdfast::core::ids::OperationId;
 use holdfast::core::model::{Grant, Role, State};
 use holdfast::core::rules::{ActionKind, Actor};
 use holdfast::store::OperationFilter;
+use holdfast::store::Scope;
 use support::console::{DEMO, Harness, PACKET, demo_now, now, options};
 
 fn step(h: &Harness) -> &Step {
@@ -24,7 +25,7 @@ async fn audit_rows(h: &Harness) -> usize {
 
 async fn state_of(h: &Harness, id: &str) -> State {
     h.store()
-        .detail(&OperationId::parse(id).unwrap())
+        .detail(&Scope::Every, &OperationId::parse(id).unwrap())
         .await
         .unwrap()
         .row
@@ -211,7 +212,7 @@ async fn mark_all_stays_within_the_granted_tenants() {
         "other tenants hold operations"
     );
     for id in &marked {
-        let detail = store.detail(id).await.unwrap();
+        let detail = store.detail(&Scope::Every, id).await.unwrap();
         assert_eq!(detail.row.operation.tenant, "northwind", "{id}");
     }
 }
@@ -253,7 +254,7 @@ async fn an_action_with_an_input_asks_for_it_once_for_all() {
     for id in ["F09", "F27"] {
         let detail = h
             .store()
-            .detail(&OperationId::parse(id).unwrap())
+            .detail(&Scope::Every, &OperationId::parse(id).unwrap())
             .await
             .unwrap();
         assert_eq!(detail.row.operation.owner, "oncall-b", "{id}");

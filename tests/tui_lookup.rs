@@ -8,6 +8,7 @@ use crossterm::event::KeyCode;
 use holdfast::core::clock::parse_instant;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, options};
+use holdfast::store::Scope;
 use support::console::Harness;
 use support::provider::{Provider, contract_with, holds};
 
@@ -96,7 +97,7 @@ async fn o_looks_the_hold_up_and_shows_what_it_now_allows() {
         );
         let detail = h
             .store()
-            .detail(&support::review::id("L-match"))
+            .detail(&Scope::Every, &support::review::id("L-match"))
             .await
             .unwrap();
         assert_eq!(detail.row.operation.state, State::Unknown);
@@ -144,7 +145,10 @@ async fn o_reads_answers_under_the_lookup_config_like_the_command_line() {
     assert!(!screen.contains("resolve --to SUCCEEDED"), "{screen}");
     let detail = h
         .store()
-        .detail(&holdfast::core::ids::OperationId::parse("L-match").unwrap())
+        .detail(
+            &Scope::Every,
+            &holdfast::core::ids::OperationId::parse("L-match").unwrap(),
+        )
         .await
         .unwrap();
     assert_eq!(detail.observations.len(), 0);
@@ -160,7 +164,13 @@ async fn o_on_a_tool_without_a_lookup_says_why_in_the_dialog() {
     let mut h = Harness::at(DEMO, demo_now(), 80, 24).await;
     h.select_id("F09").await;
     let id = support::review::id("F09");
-    let attempts = h.store().detail(&id).await.unwrap().attempts.len();
+    let attempts = h
+        .store()
+        .detail(&Scope::Every, &id)
+        .await
+        .unwrap()
+        .attempts
+        .len();
     h.key(KeyCode::Char('o')).await;
     let screen = h.screen();
     // The dialog, without the status line under it.
@@ -180,7 +190,12 @@ async fn o_on_a_tool_without_a_lookup_says_why_in_the_dialog() {
         assert!(words.contains(needle), "{needle}:\n{screen}");
     }
     assert_eq!(
-        h.store().detail(&id).await.unwrap().attempts.len(),
+        h.store()
+            .detail(&Scope::Every, &id)
+            .await
+            .unwrap()
+            .attempts
+            .len(),
         attempts,
         "nothing was asked or recorded"
     );

@@ -11,6 +11,7 @@ use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Actor, Rationale};
 use holdfast::review;
+use holdfast::store::Scope;
 use holdfast::store::Session;
 use support::console::{DEMO, Harness, demo_now};
 
@@ -38,7 +39,7 @@ fn step(h: &Harness) -> &Step {
 async fn state_of(h: &Harness, id: &str) -> (State, i64, usize) {
     let detail = h
         .store()
-        .detail(&OperationId::parse(id).unwrap())
+        .detail(&Scope::Every, &OperationId::parse(id).unwrap())
         .await
         .unwrap();
     (

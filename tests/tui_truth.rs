@@ -8,6 +8,7 @@ use crossterm::event::KeyCode;
 use holdfast::console::review::Step;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
+use holdfast::store::Scope;
 use support::console::{DEMO, Harness, demo_now};
 
 /// Opens the dialog on `id`, picks the allowed action labelled `label` and
@@ -25,7 +26,12 @@ fn step(h: &Harness) -> &Step {
 
 async fn state_of(h: &Harness, id: &str) -> State {
     let id = OperationId::parse(id).unwrap();
-    h.store().detail(&id).await.unwrap().row.operation.state
+    detail(h, &id).await.row.operation.state
+}
+
+/// `id`'s detail as the store holds it.
+async fn detail(h: &Harness, id: &OperationId) -> holdfast::core::detail::OperationDetail {
+    h.store().detail(&Scope::Every, id).await.unwrap()
 }
 
 #[tokio::test]
@@ -587,13 +593,7 @@ async fn reconcile(h: &mut Harness, id: &str) {
 
 async fn next_observation(h: &Harness, id: &str) -> Option<chrono::DateTime<chrono::Utc>> {
     let id = OperationId::parse(id).unwrap();
-    h.store()
-        .detail(&id)
-        .await
-        .unwrap()
-        .row
-        .operation
-        .next_observation_at
+    detail(h, &id).await.row.operation.next_observation_at
 }
 
 #[tokio::test]
@@ -614,7 +614,7 @@ async fn after_a_reconcile_the_next_observation_is_offered_and_set_through_revie
         Some(demo_now() + chrono::TimeDelta::minutes(30))
     );
     let id = OperationId::parse("F09").unwrap();
-    let audit = h.store().detail(&id).await.unwrap().audit;
+    let audit = detail(&h, &id).await.audit;
     let last = audit.last().unwrap();
     assert_eq!(last.draft.action, "schedule");
     assert!(

@@ -17,6 +17,7 @@ use holdfast::core::ladder::Level;
 use holdfast::core::model::{Role, State};
 use holdfast::core::refusal::Rule;
 use holdfast::core::rules::{Actor, Rationale};
+use holdfast::store::Scope;
 use holdfast::store::{IngestMode, Session, Store};
 use holdfast::work::{self, Holder, LeaseStatus, WorkError};
 use support::review::{SMALL, id, now, put_at_level, records};
@@ -203,7 +204,7 @@ async fn a_lost_lease_is_reclaimed_executed_once_and_the_late_worker_refused(kin
         work::complete(&session, &holder("W01", "w1"), executed("W01", 1), at(42)).await,
         Rule::G8,
     );
-    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id("W01")).await.unwrap();
     assert!(
         detail.attempts.is_empty(),
         "the late worker's records are not taken"
@@ -229,7 +230,7 @@ async fn a_lost_lease_is_reclaimed_executed_once_and_the_late_worker_refused(kin
         done.lease.as_ref().map(|l| l.status),
         Some(LeaseStatus::Completed)
     );
-    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id("W01")).await.unwrap();
     assert_eq!(detail.row.operation.state, State::Succeeded);
     assert_eq!(detail.attempts.len(), 1, "executed once");
 
@@ -300,7 +301,7 @@ async fn a_completion_is_checked_as_ingest_checks_it(kind: Kind) {
         .unwrap();
     assert!(done.lease.is_none());
     assert!(!done.report.rejected.is_empty());
-    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id("W01")).await.unwrap();
     assert!(detail.attempts.is_empty());
     // The lease is still held: the worker completes properly.
     let done = work::complete(&session, &holder("W01", "w1"), executed("W01", 1), at(3))
@@ -493,7 +494,7 @@ async fn a_completion_cannot_put_work_back_into_approved(kind: Kind) {
         .await
         .unwrap();
     assert!(done.lease.is_some(), "{:?}", done.report.rejected);
-    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id("W01")).await.unwrap();
     assert_eq!(detail.row.operation.state.to_string(), "UNKNOWN");
     let again = work::claim(&session, "w2", Duration::seconds(60), 1, at(3))
         .await
@@ -523,7 +524,7 @@ async fn leased_work_is_reported_by_its_worker_only(kind: Kind) {
         "{:?}",
         report.rejected
     );
-    let detail = fresh.store.detail(&id("W01")).await.unwrap();
+    let detail = fresh.store.detail(&Scope::Every, &id("W01")).await.unwrap();
     assert_eq!(detail.row.operation.state.to_string(), "APPROVED");
     let done = work::complete(&session, &holder("W01", "w1"), executed("W01", 1), at(2))
         .await

@@ -16,6 +16,7 @@ use holdfast::core::clock::parse_instant;
 use holdfast::core::ids::{OperationId, Sha256};
 use holdfast::core::rules::{Action, Actor, Rationale};
 use holdfast::ingest::{Source, ingest_in_batches};
+use holdfast::store::Scope;
 use holdfast::store::{Ingester, OperationFilter, Page, Session, SortOrder, Store};
 use support::stores::{self, Kind};
 
@@ -164,7 +165,7 @@ async fn an_operation_whose_records_are_far_apart_is_never_split(kind: Kind) {
     assert_eq!(outcome.batches, 2, "the contract, then one batch");
     let detail = fresh
         .store
-        .detail(&OperationId::parse("S000000").unwrap())
+        .detail(&Scope::Every, &OperationId::parse("S000000").unwrap())
         .await
         .unwrap();
     assert_eq!(detail.attempts.len(), 1);
@@ -252,7 +253,7 @@ async fn mark_all_reads_the_matching_ids_in_scope_and_in_order(kind: Kind) {
             .collect::<Vec<_>>()
     );
     let scoped = OperationFilter {
-        visible_tenants: Some(vec!["tenant-b".to_owned()]),
+        scope: Scope::Tenants(vec!["tenant-b".to_owned()]),
         ..queue
     };
     let ids = fresh
@@ -324,7 +325,7 @@ async fn a_secret_in_a_late_batch_is_redacted_and_kept_with_its_line_hash(kind: 
     assert!(outcome.batches >= 4, "{} batches", outcome.batches);
     let detail = fresh
         .store
-        .detail(&OperationId::parse("S000299").unwrap())
+        .detail(&Scope::Every, &OperationId::parse("S000299").unwrap())
         .await
         .unwrap();
     assert_eq!(detail.redactions.len(), 1, "{:?}", detail.redactions);

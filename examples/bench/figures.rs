@@ -276,11 +276,8 @@ pub async fn header_counts(bench: &Bench, floor: Duration) -> anyhow::Result<Row
 pub async fn judge_facts(bench: &Bench) -> Row {
     memory::reset_peak();
     let start = Instant::now();
-    let done = tokio::time::timeout(
-        LIMIT * 10,
-        bench.session.refresh_metric_facts(bench.options.now),
-    )
-    .await;
+    let done =
+        tokio::time::timeout(LIMIT * 10, bench.session.refresh_facts(bench.options.now)).await;
     let (took, judged) = match &done {
         Ok(Ok(n)) => (Took::In(start.elapsed()), *n),
         _ => (Took::Unfinished, 0),

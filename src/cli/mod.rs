@@ -504,11 +504,18 @@ impl Context {
         .map_err(review::failure)
     }
 
+    /// The store as a service command's identity sees it ([`Self::service_actor`]).
+    pub(crate) async fn service_session(&self, service: &str) -> anyhow::Result<Session> {
+        let store = self.open_store().await?;
+        let actor = self.service_actor(store.as_ref(), service).await?;
+        Ok(Session::new(store, actor))
+    }
+
     /// Whether the acting identity is only claimed: named by `--as`,
     /// `HOLDFAST_AS` or the config file on a store without logins (SQLite), where
     /// nothing checks it. On PostgreSQL the database login acts, so it is not.
-    pub(crate) async fn claimed(&self, store: &dyn Store) -> anyhow::Result<bool> {
-        Ok(self.asked.is_some() && store.login().await?.is_none())
+    pub(crate) async fn claimed(&self, session: &Session) -> anyhow::Result<bool> {
+        Ok(self.asked.is_some() && session.login().await?.is_none())
     }
 
     pub(crate) fn no_color(&self) -> bool {
@@ -677,7 +684,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
     // references) that must never reach the log.
     tracing::info!(command = command_name(cli.command.as_ref()), "start");
     match cli.command {
-        None => commands::console::console(&ctx, ctx.open_store().await?).await,
+        None => commands::console::console(&ctx, ctx.session().await?).await,
         Some(Command::Demo { print }) => commands::console::demo(ctx, print).await,
         Some(Command::Ingest {
             source,

@@ -758,7 +758,12 @@ mod tests {
             .expect("ids");
         let mut details = Vec::new();
         for id in &ids {
-            details.push(store.detail(id).await.expect("detail"));
+            details.push(
+                store
+                    .detail(&crate::store::Scope::Every, id)
+                    .await
+                    .expect("detail"),
+            );
         }
         (details, now)
     }

@@ -2,6 +2,10 @@
 //! provider on a loopback port, the reference executor, the store through the
 //! ordinary ingest path — and judges each case by what the provider counted and
 //! what the store holds, then computes the metrics and the release gate.
+//!
+//! The drill holds the store itself, not a session: it writes its cases'
+//! records through ingest into a store (or a tenant) of its own and reads its
+//! own operations back for the verdicts.
 
 pub mod table;
 pub mod work;
@@ -27,7 +31,7 @@ use crate::executor::transport::{LiteralResolver, Resolver, Transport};
 use crate::executor::{Context, Credential, ExecClock, Executor, Job, Run, RunOutcome, Settings};
 use crate::sim::case::{Case, DeliveryKind, On, Recovery, SIM_PLACEHOLDER};
 use crate::sim::{Counters, Provider, Running, parse_cases};
-use crate::store::{IngestMode, Store, StoreError};
+use crate::store::{IngestMode, Scope, Store, StoreError};
 use crate::wire::{LineError, Numbered, Record, parse_line, write_line};
 
 /// The seed's sixteen injections, two per failure mode.
@@ -445,7 +449,7 @@ pub async fn run_into(
                 });
             }
         }
-        match store.detail(&id(&case.id)?).await {
+        match store.detail(&Scope::Every, &id(&case.id)?).await {
             Ok(held) => {
                 let whose = if held.row.operation.actor == DRILL_AGENT {
                     "from an earlier drill".to_owned()
@@ -480,10 +484,10 @@ pub async fn run_into(
     let dataset = match tenant {
         Some(tenant) => {
             store
-                .dataset_in(&crate::store::Scope::Tenants(vec![tenant.to_owned()]))
+                .dataset(&Scope::Tenants(vec![tenant.to_owned()]))
                 .await?
         }
-        None => store.dataset().await?,
+        None => store.dataset(&Scope::Every).await?,
     };
     let report = metrics::report(&dataset, latest);
     Ok(Outcome {
@@ -655,7 +659,7 @@ impl Bench<'_> {
     }
 
     async fn detail(&self, op: &OperationId) -> Result<OperationDetail, DrillError> {
-        Ok(self.store.detail(op).await?)
+        Ok(self.store.detail(&Scope::Every, op).await?)
     }
 }
 

@@ -5,6 +5,10 @@
 //! BLOCKED for a reviewer's approval instead of forwarded. Every record
 //! goes through the one ingest path (redaction, roles, the decision judge), as
 //! the gateway's own identity; a store error refuses the call (fail closed).
+//!
+//! The gate holds the store itself, not a session: it writes as its
+//! [`crate::store::Ingester`], and reads back only the operations of the calls
+//! it recorded (their outcome, a repeat of one).
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,7 +27,7 @@ use crate::core::model::{
 use crate::otlp::ToolSettings;
 use crate::otlp::map::hash_arguments;
 use crate::store::plan::redaction;
-use crate::store::{IngestMode, IngestReport, Ingester, SameCall, Store, StoreError};
+use crate::store::{IngestMode, IngestReport, Ingester, SameCall, Scope, Store, StoreError};
 use crate::wire::{Numbered, Record};
 
 /// How much of a result the attempt keeps as its excerpt.
@@ -877,7 +881,7 @@ impl Gate {
     }
 
     async fn answer(&self, done: &SameCall) -> Result<Admission, GateError> {
-        let detail = self.store.detail(&done.id).await?;
+        let detail = self.store.detail(&Scope::Every, &done.id).await?;
         let recorded = detail
             .attempts
             .iter()
@@ -905,7 +909,7 @@ impl Gate {
     }
 
     async fn next_seq(&self, id: &OperationId) -> Result<u32, GateError> {
-        let detail = self.store.detail(id).await?;
+        let detail = self.store.detail(&Scope::Every, id).await?;
         let used = detail.attempts.iter().map(|a| a.seq).max().unwrap_or(0);
         Ok(used.saturating_add(1))
     }

@@ -218,7 +218,7 @@ impl ObserveStore for SessionObserver {
         let gate = match self.at_least {
             Some(level) => Some((
                 level,
-                self.session.store().autonomy_levels().await?,
+                self.session.autonomy_levels().await?,
                 if level > crate::core::ladder::Level::Manual {
                     Some(self.session.checked_tools().await?)
                 } else {

@@ -5,6 +5,10 @@
 //! the spans still waiting are kept and the ones that joined are released. A
 //! span that cannot be read, or whose records the store refuses, is reported
 //! with the input line (or request) it came in.
+//!
+//! The door holds the store itself, not a session: it writes through the
+//! ingest path as its [`crate::store::Ingester`], and reads back only what the
+//! door itself keeps (waiting spans, the calls its spans repeat).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 

@@ -6,6 +6,9 @@
 //! the receiver. Strict (the default): the whole input is read once first and
 //! nothing is committed if any request or span is refused; then each chunk is
 //! judged before it is committed, and a chunk the store refuses stops the rest.
+//!
+//! It hands the store to the door ([`super::door`]), which writes as its
+//! identity; it reads nothing itself.
 
 use std::collections::BTreeMap;
 use std::io::{BufRead, Write};

@@ -6,6 +6,9 @@
 //! without the configured bearer token, 503 with `Retry-After` when the store
 //! does not take the request in time (its transaction rolled back: nothing of it
 //! is committed, and the same request sent again changes nothing that is).
+//!
+//! It holds the store for the door ([`super::door`]), which writes as the
+//! receiver's identity; it reads nothing itself.
 
 use std::sync::Arc;
 use std::time::Duration;

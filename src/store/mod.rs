@@ -181,16 +181,19 @@ pub struct OperationFilter {
     /// queue shows: state, tenant, tool, owner, failure mode, or the start of a
     /// risk tier.
     pub search: Option<String>,
-    /// Tenants the acting identity may see (G7); `None` means every tenant.
-    pub visible_tenants: Option<Vec<String>>,
+    /// The tenants the listing covers (G7). A [`Session`] puts its own scope
+    /// here, whatever the filter said.
+    pub scope: Scope,
 }
 
 /// Which tenants a read covers (G7). A [`Session`] holds one, taken from its
 /// actor's grants, and hands it to every read it makes; the store applies it
-/// inside its queries.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// inside its queries. A filter built without one covers every tenant until a
+/// session puts its own in.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub enum Scope {
     /// Every tenant, and rows that belong to none (single-user mode).
+    #[default]
     Every,
     /// Only these tenants' operations and the rows that hang off them.
     Tenants(Vec<String>),
@@ -356,393 +359,400 @@ pub struct Live {
     pub link: Link,
 }
 
-/// The operations store.
-#[async_trait]
-pub trait Store: Send + Sync {
-    /// Human-readable location (path or URL without password).
-    fn location(&self) -> String;
+/// Every call of the store, written once: its doc, how a [`Session`] offers
+/// it, its signature and the engine's method that answers it. The list is
+/// handed to the macro named by the caller, which makes one thing of it: the
+/// [`Store`] trait here, its implementation in [`engine`] (each call answered
+/// by the named method of `SqlStore`, which holds the SQL), and the
+/// session's forwarders in [`session`].
+///
+/// How a session offers a call, by the word before `fn`:
+/// - `scoped`: the first parameter is a [`Scope`], and the session passes its
+///   own; its method takes the rest.
+/// - `filtered`: the first parameter is an [`OperationFilter`], and the
+///   session puts its own scope in it, whatever the filter said.
+/// - `whole`: the session passes the call on as it is. Such a call reads or
+///   writes no tenant's rows beyond what its doc says (the chain's status, a
+///   tool's autonomy, contracts, which belong to no tenant) or writes a change
+///   a service decided for the session's actor.
+/// - `store`: no session method: a writer acting as the system (ingest, the
+///   OpenTelemetry and gateway doors, a copy) or a call a session wraps by
+///   hand (grants, audit pages, claims and work steps), named in
+///   `session.rs`.
+macro_rules! store_calls {
+    ($then:ident) => {
+        $then! {
+            /// Validates and commits wire records in one transaction, for
+            /// `ingester`: a record outside its tenants is refused like any other
+            /// bad line.
+            store fn ingest_as(
+                records: Vec<Numbered>,
+                mode: IngestMode,
+                ingester: &Ingester,
+                now: DateTime<Utc>
+            ) -> IngestReport = ingest_records;
 
-    /// Validates and commits wire records in one transaction, for `ingester`:
-    /// a record outside its tenants is refused like any other bad line.
-    async fn ingest_as(
-        &self,
-        records: Vec<Numbered>,
-        mode: IngestMode,
-        ingester: &Ingester,
-        now: DateTime<Utc>,
-    ) -> Result<IngestReport, StoreError>;
+            /// [`Store::ingest_as`] of records already redacted
+            /// ([`plan::redaction::redact`]): a streamed ingest redacts the next
+            /// batch on its reading thread while the store plans and writes this
+            /// one.
+            store fn ingest_redacted(
+                batch: plan::redaction::Redacted,
+                mode: IngestMode,
+                ingester: &Ingester,
+                now: DateTime<Utc>
+            ) -> IngestReport = ingest_batch;
 
-    /// [`Store::ingest_as`] of records already redacted
-    /// ([`plan::redaction::redact`]): a streamed ingest redacts the next batch on
-    /// its reading thread while the store plans and writes this one.
-    async fn ingest_redacted(
-        &self,
-        batch: plan::redaction::Redacted,
-        mode: IngestMode,
-        ingester: &Ingester,
-        now: DateTime<Utc>,
-    ) -> Result<IngestReport, StoreError>;
+            /// One page of operations matching `filter`, plus the total that match.
+            filtered fn list(
+                filter: &OperationFilter,
+                sort: SortOrder,
+                page: Page
+            ) -> (Vec<OperationRow>, u64) = read_list;
 
-    /// [`Store::ingest_as`] by `by` into any tenant, as in single-user mode.
-    async fn ingest(
-        &self,
-        records: Vec<Numbered>,
-        mode: IngestMode,
-        by: &str,
-        now: DateTime<Utc>,
-    ) -> Result<IngestReport, StoreError> {
-        self.ingest_as(records, mode, &Ingester::anyone(by), now)
-            .await
-    }
+            /// Queue counts of the operations matching `filter`.
+            filtered fn counts(filter: &OperationFilter, now: DateTime<Utc>) -> QueueCounts
+                = read_counts;
 
-    /// One page of operations matching `filter`, plus the total that match.
-    async fn list(
-        &self,
-        filter: &OperationFilter,
-        sort: SortOrder,
-        page: Page,
-    ) -> Result<(Vec<OperationRow>, u64), StoreError>;
+            /// The ids of every operation matching `filter`, in `sort` order, read
+            /// in one statement over the operations table alone (mark-all).
+            filtered fn matching_ids(filter: &OperationFilter, sort: SortOrder)
+                -> Vec<OperationId> = read_matching_ids;
 
-    async fn counts(
-        &self,
-        filter: &OperationFilter,
-        now: DateTime<Utc>,
-    ) -> Result<QueueCounts, StoreError>;
+            /// The keys of up to `limit` operations matching `filter` in urgency
+            /// order after `after`: one keyset page ([`sql::keyset_page`]).
+            filtered fn urgency_page(
+                filter: &OperationFilter,
+                after: Option<&sql::SortKey>,
+                limit: u64
+            ) -> Vec<sql::SortKey> = read_urgency_page;
 
-    /// The ids of every operation matching `filter`, in `sort` order, read in
-    /// one statement over the operations table alone (mark-all).
-    async fn matching_ids(
-        &self,
-        filter: &OperationFilter,
-        sort: SortOrder,
-    ) -> Result<Vec<OperationId>, StoreError>;
+            /// How many operations match `filter`: from the counts the triggers
+            /// keep when the filter narrows by the tenant scope and the queue
+            /// alone, else one `count(*)`.
+            filtered fn count(filter: &OperationFilter) -> u64 = read_count;
 
-    /// The keys of up to `limit` operations matching `filter` in urgency
-    /// order after `after`: one keyset page ([`sql::keyset_page`]).
-    async fn urgency_page(
-        &self,
-        filter: &OperationFilter,
-        after: Option<&sql::SortKey>,
-        limit: u64,
-    ) -> Result<Vec<sql::SortKey>, StoreError>;
+            /// One operation, [`StoreError::NotFound`] unless it is in `scope`
+            /// (the same as for one that does not exist); what it depends on and
+            /// its children are read within `scope` too.
+            scoped fn detail(scope: &Scope, id: &OperationId) -> OperationDetail = read_detail;
 
-    /// How many operations match `filter`: from the counts the triggers keep
-    /// when the filter narrows by the tenant scope and the queue alone, else
-    /// one `count(*)`.
-    async fn count(&self, filter: &OperationFilter) -> Result<u64, StoreError>;
+            /// Commits one allowed action (decided by [`crate::review`] for the
+            /// session's actor on an operation in its scope); refuses with
+            /// [`StoreError::Conflict`] when the operation's version moved.
+            whole fn commit(commit: Commit) -> AuditRow = write_commit;
 
-    /// One operation of any tenant.
-    async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
-        self.detail_in(&Scope::Every, id).await
-    }
+            /// Audit rows with `seq` in `from..`, at most `limit`, of every tenant.
+            store fn audit(from: i64, limit: u64) -> Vec<AuditRow> = read_audit;
 
-    /// One operation, [`StoreError::NotFound`] unless it is in `scope`; what it
-    /// depends on and its children are read within `scope` too.
-    async fn detail_in(
-        &self,
-        scope: &Scope,
-        id: &OperationId,
-    ) -> Result<OperationDetail, StoreError>;
+            /// The newest `limit` audit rows in `scope` with `seq` below `before`
+            /// (any `seq` for `None`), newest first: one page of the log, by
+            /// keyset on `seq` with the scope applied in the query.
+            store fn audit_latest(scope: &Scope, before: Option<i64>, limit: u64)
+                -> Vec<AuditRow> = read_audit_latest;
 
-    /// Commits one allowed action; refuses with [`StoreError::Conflict`] when the
-    /// operation's version moved.
-    async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError>;
+            /// The newest audit `seq` of the whole store (0 for an empty log): a
+            /// cheap change marker, no row.
+            whole fn head_seq() -> i64 = read_head_seq;
 
-    /// Audit rows with `seq` in `from..`, at most `limit`.
-    async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError>;
+            /// Walks the whole chain; only its status comes back.
+            whole fn verify() -> ChainStatus = walk_chain;
 
-    /// The newest `limit` audit rows in `scope` with `seq` below `before` (any
-    /// `seq` for `None`), newest first: one page of the log, by keyset on `seq`
-    /// with the scope applied in the query.
-    async fn audit_latest(
-        &self,
-        scope: &Scope,
-        before: Option<i64>,
-        limit: u64,
-    ) -> Result<Vec<AuditRow>, StoreError>;
+            /// Walks the chain after a saved digest, row `seq` with `hash`: that
+            /// row must still hash to it, then the rows after it are walked.
+            /// Neither the rows before it nor the stored values are compared;
+            /// only the status comes back.
+            whole fn verify_from(seq: i64, hash: &Sha256) -> ChainStatus = walk_chain_from;
 
-    /// The newest audit `seq` (0 for an empty log): a cheap change marker.
-    async fn head_seq(&self) -> Result<i64, StoreError>;
+            /// Everything in `scope`, for metrics and export: its operations and
+            /// what hangs off them (attempts, items, observations, audit rows,
+            /// expectations, proposals), and every contract (contracts belong to
+            /// no tenant).
+            scoped fn dataset(scope: &Scope) -> Dataset = read_dataset;
 
-    /// Walks the whole chain.
-    async fn verify(&self) -> Result<ChainStatus, StoreError>;
+            /// Every contract, in tool order (contracts belong to no tenant).
+            whole fn contracts() -> Vec<Contract> = read_contracts;
 
-    /// Walks the chain after a saved digest, row `seq` with `hash`: that row
-    /// must still hash to it, then the rows after it are walked. Neither the
-    /// rows before it nor the stored values are compared.
-    async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError>;
+            /// One keyset page of the operations in `scope`: the next `limit` ids
+            /// after `after` in id order, and a dataset holding their records and
+            /// those of their relatives in `scope` (parent, children,
+            /// dependencies, dependents, operations sharing their idempotency
+            /// key), with `contracts`. The rules over one operation read nothing
+            /// else, so a report can judge a store page by page in bounded memory.
+            scoped fn dataset_page(
+                scope: &Scope,
+                after: Option<&OperationId>,
+                limit: u64,
+                contracts: Vec<Contract>
+            ) -> (Vec<OperationId>, Dataset) = read_dataset_page;
 
-    /// Everything, for metrics and export.
-    async fn dataset(&self) -> Result<Dataset, StoreError> {
-        self.dataset_in(&Scope::Every).await
-    }
+            /// The report over `scope` at `now` from the facts kept per
+            /// operation, after judging the operations written since they were
+            /// kept (and those with a time in their records between `now` and the
+            /// instant they were judged at); `None` when the scope leaves out a
+            /// relative of an operation in it, and the report is judged page by
+            /// page.
+            scoped fn kept_report(scope: &Scope, now: DateTime<Utc>)
+                -> Option<crate::core::metrics::Report> = read_metric_report;
 
-    /// Everything in `scope`: its operations and what hangs off them (attempts,
-    /// items, observations, audit rows, expectations, proposals), and every
-    /// contract (contracts belong to no tenant).
-    async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError>;
+            /// Judges every operation whose kept facts are stale at `now` (written
+            /// since they were judged, or never judged), with its relatives;
+            /// returns how many operations were judged. The facts are a cache of
+            /// the records, kept for every tenant alike; a report does it first,
+            /// and after a large ingest the first one judges the whole store.
+            whole fn refresh_facts(now: DateTime<Utc>) -> u64 = refresh_metric_facts;
 
-    /// Every contract, in tool order (contracts belong to no tenant).
-    async fn contracts(&self) -> Result<Vec<Contract>, StoreError>;
+            /// The database login this store is connected as (PostgreSQL's
+            /// `session_user`), which is the acting identity there; `None` for a
+            /// store without logins (SQLite), where the identity is whatever the
+            /// command says. A login names no tenant's rows.
+            whole fn login() -> Option<String> = read_login;
 
-    /// One keyset page of the operations in `scope`: the next `limit` ids after
-    /// `after` in id order, and a dataset holding their records and those of
-    /// their relatives in `scope` (parent, children, dependencies, dependents,
-    /// operations sharing their idempotency key), with `contracts`. The rules
-    /// over one operation read nothing else, so a report can judge a store page
-    /// by page in bounded memory.
-    async fn dataset_page(
-        &self,
-        scope: &Scope,
-        after: Option<&OperationId>,
-        limit: u64,
-        contracts: Vec<Contract>,
-    ) -> Result<(Vec<OperationId>, Dataset), StoreError>;
+            /// Every grant, ordered by tenant, identity and role. None at all
+            /// means the store is in single-user mode.
+            store fn grants() -> Vec<Grant> = read_grants;
 
-    /// The report over `scope` at `now` from the facts kept per operation,
-    /// after judging the operations written since they were kept (and those
-    /// with a time in their records between `now` and the instant they were
-    /// judged at); `None` when the scope leaves out a relative of an operation
-    /// in it, and the report is judged page by page.
-    async fn kept_report(
-        &self,
-        scope: &Scope,
-        now: DateTime<Utc>,
-    ) -> Result<Option<crate::core::metrics::Report>, StoreError>;
+            /// Inserts or deletes one grant (a change
+            /// [`crate::review::change_grant`] decided over the whole table) with
+            /// its audit row, in one transaction; refuses with
+            /// [`StoreError::GrantsChanged`] when the grants no longer match the
+            /// change's `basis` ([`crate::core::access::basis`]).
+            whole fn change_grant(change: GrantChange) -> AuditRow = write_grant;
 
-    /// Judges every operation whose kept facts are stale at `now` (written
-    /// since they were judged, or never judged), with its relatives; returns
-    /// how many operations were judged.
-    async fn refresh_facts(&self, now: DateTime<Utc>) -> Result<u64, StoreError>;
+            /// Live updates of the whole store: a receiver whose value (a `seq`
+            /// and the link, no rows) moves whenever anyone commits a change (and
+            /// whenever the connection is lost or back). Every call shares one
+            /// watcher per store handle.
+            whole fn watch() -> watch::Receiver<Live> = read_live;
 
-    /// The database login this store is connected as (PostgreSQL's
-    /// `session_user`), which is the acting identity there; `None` for a store
-    /// without logins (SQLite), where the identity is whatever the command says.
-    async fn login(&self) -> Result<Option<String>, StoreError>;
+            /// Ids of held operations in `scope` whose status lookup holdfast
+            /// makes itself and whose next observation is due at `now`, soonest
+            /// first, at most `limit`; a slot that a live claim holds is left
+            /// out. With `at_least`, only operations of tools at that autonomy
+            /// level or above (DESIGN §9.4).
+            scoped fn due_lookups(
+                scope: &Scope,
+                now: DateTime<Utc>,
+                at_least: Option<Level>,
+                limit: u64
+            ) -> Vec<OperationId> = read_due_lookups;
 
-    /// Every grant, ordered by tenant, identity and role. None at all means the
-    /// store is in single-user mode.
-    async fn grants(&self) -> Result<Vec<Grant>, StoreError>;
+            /// Held operations in `scope` whose next observation has come at
+            /// `now` (the header's overdue ones), soonest first, at most `limit`,
+            /// whatever their lookup: `observe` says why each it does not look up
+            /// is left.
+            scoped fn overdue_holds(scope: &Scope, now: DateTime<Utc>, limit: u64)
+                -> Vec<Overdue> = read_overdue_holds;
 
-    /// Inserts or deletes one grant with its audit row, in one transaction;
-    /// refuses with [`StoreError::GrantsChanged`] when the grants no longer match
-    /// the change's `basis` ([`crate::core::access::basis`]).
-    async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError>;
+            /// Every tool's stored autonomy level; a tool not listed is at
+            /// `manual`. A tool's level holds in every tenant.
+            whole fn autonomy_levels() -> Vec<ToolLevel> = read_levels;
 
-    /// The rows reads skipped since the last call because they could not be
-    /// decoded, each as `TABLE KEY: reason`; a command prints them as warnings.
-    fn take_skipped(&self) -> Vec<String>;
+            /// The tenants of `tool`'s operations, sorted, each once, in every
+            /// tenant: who owns a tool's autonomy (G6) is decided over all of
+            /// them.
+            whole fn tool_tenants(tool: &str) -> Vec<String> = read_tool_tenants;
 
-    /// Live updates: a receiver whose value moves whenever anyone commits a change
-    /// (and whenever the connection is lost or back). Every call shares one
-    /// watcher per store handle.
-    async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError>;
+            /// The tenants that hold an operation, sorted, each once: from the
+            /// counts the triggers keep (`operation_counts`), a read of a few
+            /// dozen rows.
+            store fn tenants() -> Vec<String> = read_tenants;
 
-    /// Ids of held operations in `scope` whose status lookup holdfast makes itself
-    /// and whose next observation is due at `now`, soonest first, at most
-    /// `limit`; a slot that a live claim holds is left out. With `at_least`, only
-    /// operations of tools at that autonomy level or above (DESIGN §9.4).
-    async fn due_lookups(
-        &self,
-        scope: &Scope,
-        now: DateTime<Utc>,
-        at_least: Option<Level>,
-        limit: u64,
-    ) -> Result<Vec<OperationId>, StoreError>;
+            /// The vetoes of the release gate on `tool`'s operations still open
+            /// at `now` (the operation is not terminal) in every tenant, as the
+            /// gates of a raise read them (DESIGN §9.4), from the facts kept per
+            /// operation once those written since are judged: how many, and the
+            /// first `named` in operation order with their kinds. `None` for a
+            /// login that may only read the kept facts: the caller judges the
+            /// operations it sees itself.
+            whole fn open_vetoes(tool: &str, now: DateTime<Utc>, named: u64)
+                -> Option<crate::core::autonomy::OpenVetoes> = read_open_vetoes;
 
-    /// Held operations in `scope` whose next observation has come at `now` (the
-    /// header's overdue ones), soonest first, at most `limit`, whatever their
-    /// lookup: `observe` says why each it does not look up is left.
-    async fn overdue_holds(
-        &self,
-        scope: &Scope,
-        now: DateTime<Utc>,
-        limit: u64,
-    ) -> Result<Vec<Overdue>, StoreError>;
+            /// Writes one level change (decided by [`crate::autonomy`]) with its
+            /// audit row, in one transaction; refuses with
+            /// [`StoreError::AutonomyChanged`] when the tool's level is no longer
+            /// the change's `from`.
+            whole fn set_autonomy(change: LevelChange) -> AuditRow = write_level;
 
-    /// Every tool's stored autonomy level; a tool not listed is at `manual`.
-    async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError>;
+            /// Recorded drill results (`holdfast drill --tool`), oldest first,
+            /// each with the seq of the audit row that recorded it; only `tool`'s
+            /// when named. A drill result belongs to its tool, in no tenant.
+            whole fn drill_results(tool: Option<&str>) -> Vec<(i64, DrillResult)> = read_drills;
 
-    /// The tenants of `tool`'s operations, sorted, each once.
-    async fn tool_tenants(&self, tool: &str) -> Result<Vec<String>, StoreError>;
+            /// Records one drill result (decided by [`crate::autonomy`]) with its
+            /// audit row `draft`, in one transaction.
+            whole fn record_drill(result: DrillResult, draft: AuditDraft) -> AuditRow = write_drill;
 
-    /// The tenants that hold an operation, sorted, each once: from the counts
-    /// the triggers keep (`operation_counts`), a read of a few dozen rows.
-    async fn tenants(&self) -> Result<Vec<String>, StoreError>;
+            /// Every lookup check (`holdfast lookup check`), oldest first, as the
+            /// audit rows of the autonomy ledger record them. A check belongs to
+            /// its tool, in no tenant.
+            whole fn lookup_checks() -> Vec<crate::core::autonomy::LookupCheck>
+                = read_lookup_checks;
 
-    /// The vetoes of the release gate on `tool`'s operations still open at
-    /// `now` (the operation is not terminal), from the facts kept per
-    /// operation once those written since are judged: how many, and the first
-    /// `named` in operation order with their kinds. `None` for a login that may
-    /// only read the kept facts: the caller judges the operations itself.
-    async fn open_vetoes(
-        &self,
-        tool: &str,
-        now: DateTime<Utc>,
-        named: u64,
-    ) -> Result<Option<crate::core::autonomy::OpenVetoes>, StoreError>;
+            /// Appends the audit row of one lookup check (a `lookup-check` row of
+            /// the autonomy ledger, decided by [`crate::autonomy`]; any other
+            /// draft is refused).
+            whole fn append_ledger_row(draft: AuditDraft) -> AuditRow = write_lookup_check;
 
-    /// Writes one level change with its audit row, in one transaction; refuses
-    /// with [`StoreError::AutonomyChanged`] when the tool's level is no longer the
-    /// change's `from`.
-    async fn set_autonomy(&self, change: LevelChange) -> Result<AuditRow, StoreError>;
+            /// Claims the lookup of `id` for the slot `slot` (its scheduled
+            /// instant) for `by` until `until`: `true` when this call holds it
+            /// now, `false` when a live claim of another holds it. A claim past
+            /// its `until` may be taken over.
+            store fn claim_lookup(
+                id: &OperationId,
+                slot: DateTime<Utc>,
+                by: &str,
+                now: DateTime<Utc>,
+                until: DateTime<Utc>
+            ) -> bool = write_claim_lookup;
 
-    /// Recorded drill results (`holdfast drill --tool`), oldest first, each with
-    /// the seq of the audit row that recorded it; only `tool`'s when named.
-    async fn drill_results(
-        &self,
-        tool: Option<&str>,
-    ) -> Result<Vec<(i64, DrillResult)>, StoreError>;
+            /// Claims up to `claim.limit` pieces of work (operations in `APPROVED`
+            /// in the claim's tenants, not under a live lease), oldest first, each
+            /// with its audit row, in one transaction: a piece is handed to one
+            /// claimer only.
+            store fn claim_work(claim: &WorkClaim) -> Vec<Lease> = write_claim_work;
 
-    /// Records one drill result with its audit row `draft`, in one transaction.
-    async fn record_drill(
-        &self,
-        result: DrillResult,
-        draft: AuditDraft,
-    ) -> Result<AuditRow, StoreError>;
+            /// The lease on `id`, if it is in `scope` and was ever claimed.
+            scoped fn lease(scope: &Scope, id: &OperationId) -> Option<Lease> = read_lease_in;
 
-    /// Every lookup check (`holdfast lookup check`), oldest first, as the audit
-    /// rows of the autonomy ledger record them.
-    async fn lookup_checks(&self) -> Result<Vec<crate::core::autonomy::LookupCheck>, StoreError>;
+            /// Extends the holder's live lease to `length` from now (by default
+            /// the length it was claimed or last renewed for), with its audit row;
+            /// [`StoreError::Refused`] (G8) when the holder no longer holds it.
+            store fn renew_work(step: &WorkStep, length: Option<chrono::Duration>) -> Lease
+                = write_renew_work;
 
-    /// Appends the audit row of one lookup check (a `lookup-check` row of the
-    /// autonomy ledger; any other draft is refused).
-    async fn append_ledger_row(&self, draft: AuditDraft) -> Result<AuditRow, StoreError>;
+            /// Takes the holder's records for its operation through the ingest
+            /// path (every line for that operation, strict), completes the lease
+            /// and appends its audit row, all in one transaction;
+            /// [`StoreError::Refused`] (G8) when the holder no longer holds the
+            /// lease.
+            store fn complete_work(step: &WorkStep, records: Vec<Numbered>) -> Completion
+                = write_complete_work;
 
-    /// Claims the lookup of `id` for the slot `slot` (its scheduled instant) for
-    /// `by` until `until`: `true` when this call holds it now, `false` when a live
-    /// claim of another holds it. A claim past its `until` may be taken over.
-    async fn claim_lookup(
-        &self,
-        id: &OperationId,
-        slot: DateTime<Utc>,
-        by: &str,
-        now: DateTime<Utc>,
-        until: DateTime<Utc>,
-    ) -> Result<bool, StoreError>;
+            /// Gives the holder's live lease back, with its audit row.
+            store fn release_work(step: &WorkStep) -> Lease = write_release_work;
 
-    /// Claims up to `claim.limit` pieces of work (operations in `APPROVED` in
-    /// the claim's tenants, not under a live lease), oldest first, each with its
-    /// audit row, in one transaction: a piece is handed to one claimer only.
-    async fn claim_work(&self, claim: &WorkClaim) -> Result<Vec<Lease>, StoreError>;
+            /// One page of a table's rows, every value as stored, for
+            /// [`Store::load_from`]: the first `limit` rows in the table's order
+            /// after the row whose key cells are `after` (keyset paging: each page
+            /// is an index range, however deep).
+            store fn table_rows(table: &'static Table, after: Option<&[Cell]>, limit: u64)
+                -> Vec<Vec<Cell>> = read_table_rows;
 
-    /// The lease on `id`, if it is in `scope` and was ever claimed.
-    async fn lease(&self, scope: &Scope, id: &OperationId) -> Result<Option<Lease>, StoreError>;
+            /// Fills this store, which must be empty, with everything `source`
+            /// holds, in one transaction: the audit chain and its hashes stay as
+            /// they are. `source` should not change while it is copied.
+            store fn load_from(source: &dyn Store) -> CopyReport = copy_from;
 
-    /// Extends the holder's live lease to `length` from now (by default the
-    /// length it was claimed or last renewed for), with its audit row;
-    /// [`StoreError::Refused`] (G8) when the holder no longer holds it.
-    async fn renew_work(
-        &self,
-        step: &WorkStep,
-        length: Option<chrono::Duration>,
-    ) -> Result<Lease, StoreError>;
+            /// What the checks of the audit chain recorded: the checkpoint and the
+            /// breaks not cleared. The chain's status is the whole store's and
+            /// names no tenant's rows.
+            whole fn chain_marks() -> crate::core::chain::ChainMarks = read_chain_marks;
 
-    /// Takes the holder's records for its operation through the ingest path
-    /// (every line for that operation, strict), completes the lease and appends
-    /// its audit row, all in one transaction; [`StoreError::Refused`] (G8) when
-    /// the holder no longer holds the lease.
-    async fn complete_work(
-        &self,
-        step: &WorkStep,
-        records: Vec<Numbered>,
-    ) -> Result<Completion, StoreError>;
+            /// Whether this login reads every row of the audit chain (on
+            /// PostgreSQL, a login bound by row-level security does not): only
+            /// then can it walk it.
+            whole fn walks_chain() -> bool = read_walks_chain;
 
-    /// Gives the holder's live lease back, with its audit row.
-    async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError>;
+            /// Walks the chain from the row `from` (it must still have its hash;
+            /// the genesis for `None`) to the head: the links and each row's hash
+            /// only, whose status alone comes back.
+            whole fn link_check(from: Option<&(i64, Sha256)>) -> ChainStatus = read_link_check;
 
-    /// One page of a table's rows, every value as stored, for [`Store::load_from`]:
-    /// the first `limit` rows in the table's order after the row whose key cells
-    /// are `after` (keyset paging: each page is an index range, however deep).
-    async fn table_rows(
-        &self,
-        table: &'static Table,
-        after: Option<&[Cell]>,
-        limit: u64,
-    ) -> Result<Vec<Vec<Cell>>, StoreError>;
+            /// Records what a check of the chain found. `Intact` moves the
+            /// checkpoint forward to its head (and, for a full `audit verify` —
+            /// `found_by` is [`crate::core::chain::BY_VERIFY`] — clears every
+            /// recorded break); `Broken` records the break (the same break found
+            /// again keeps its acknowledgement).
+            whole fn record_chain(status: &ChainStatus, found_by: &str, now: DateTime<Utc>) -> ()
+                = write_chain_outcome;
 
-    /// Fills this store, which must be empty, with everything `source` holds, in
-    /// one transaction: the audit chain and its hashes stay as they are. `source`
-    /// should not change while it is copied.
-    async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError>;
+            /// Appends the owner's acknowledgement of the recorded break at `seq`
+            /// (the one write a broken chain allows) and moves the checkpoint to
+            /// it, so that a write door's walk starts after the break it accepts.
+            whole fn acknowledge_break(seq: i64, draft: AuditDraft) -> AuditRow
+                = write_acknowledgement;
 
-    /// What the checks of the audit chain recorded: the checkpoint and the
-    /// breaks not cleared.
-    async fn chain_marks(&self) -> Result<crate::core::chain::ChainMarks, StoreError>;
+            /// [`Store::ingest_redacted`] for the OpenTelemetry door: the batch,
+            /// and what the door keeps between requests (`keeping`: spans that
+            /// wait for their tool span, the ones that joined, search terms), in
+            /// one transaction. Nothing of either is committed without the other.
+            store fn otlp_ingest(
+                batch: plan::redaction::Redacted,
+                mode: IngestMode,
+                ingester: &Ingester,
+                now: DateTime<Utc>,
+                keeping: &OtlpKeeping
+            ) -> IngestReport = write_otlp_ingest;
 
-    /// Whether this login reads every row of the audit chain (on PostgreSQL, a
-    /// login bound by row-level security does not): only then can it walk it.
-    async fn walks_chain(&self) -> Result<bool, StoreError>;
+            /// The waiting spans of these traces, and every span that has waited
+            /// since `since_before` or longer.
+            store fn otlp_waiting(traces: &[String], since_before: DateTime<Utc>)
+                -> Vec<WaitingRow> = read_waiting;
 
-    /// Walks the chain from the row `from` (it must still have its hash; the
-    /// genesis for `None`) to the head: the links and each row's hash only.
-    async fn link_check(&self, from: Option<&(i64, Sha256)>) -> Result<ChainStatus, StoreError>;
+            /// How many spans wait for their tool span.
+            store fn otlp_waiting_count() -> u64 = count_waiting;
 
-    /// Records what a check of the chain found. `Intact` moves the checkpoint
-    /// forward to its head (and, for a full `audit verify` — `found_by` is
-    /// [`crate::core::chain::BY_VERIFY`] — clears every recorded break); `Broken`
-    /// records the break (the same break found again keeps its acknowledgement).
-    async fn record_chain(
-        &self,
-        status: &ChainStatus,
-        found_by: &str,
-        now: DateTime<Utc>,
-    ) -> Result<(), StoreError>;
+            /// Which of `ids` are stored operations (with their attempts' ids),
+            /// and the UNKNOWN operations with one of `payloads` (payload hashes)
+            /// that a new call may repeat.
+            store fn otlp_calls(ids: &[String], payloads: &[String]) -> OtlpCalls = read_calls;
 
-    /// Appends the owner's acknowledgement of the recorded break at `seq` (the
-    /// one write a broken chain allows) and moves the checkpoint to it, so that a
-    /// write door's walk starts after the break it accepts.
-    async fn acknowledge_break(&self, seq: i64, draft: AuditDraft) -> Result<AuditRow, StoreError>;
+            /// The SENT operations whose correlation id starts with
+            /// `correlation_prefix`: id, correlation id, creation instant.
+            store fn sent_calls(correlation_prefix: &str)
+                -> Vec<(OperationId, String, DateTime<Utc>)> = read_sent_calls;
 
-    /// [`Store::ingest_redacted`] for the OpenTelemetry door: the batch, and what
-    /// the door keeps between requests (`keeping`: spans that wait for their tool
-    /// span, the ones that joined, search terms), in one transaction. Nothing of
-    /// either is committed without the other.
-    async fn otlp_ingest(
-        &self,
-        batch: plan::redaction::Redacted,
-        mode: IngestMode,
-        ingester: &Ingester,
-        now: DateTime<Utc>,
-        keeping: &OtlpKeeping,
-    ) -> Result<IngestReport, StoreError>;
-
-    /// The waiting spans of these traces, and every span that has waited since
-    /// `since_before` or longer.
-    async fn otlp_waiting(
-        &self,
-        traces: &[String],
-        since_before: DateTime<Utc>,
-    ) -> Result<Vec<WaitingRow>, StoreError>;
-
-    /// How many spans wait for their tool span.
-    async fn otlp_waiting_count(&self) -> Result<u64, StoreError>;
-
-    /// Which of `ids` are stored operations (with their attempts' ids), and the
-    /// UNKNOWN operations with one of `payloads` (payload hashes) that a new call
-    /// may repeat.
-    async fn otlp_calls(
-        &self,
-        ids: &[String],
-        payloads: &[String],
-    ) -> Result<OtlpCalls, StoreError>;
-
-    /// The SENT operations whose correlation id starts with `correlation_prefix`:
-    /// id, correlation id, creation instant.
-    async fn sent_calls(
-        &self,
-        correlation_prefix: &str,
-    ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError>;
-
-    /// The operations of `tool` that a call repeats: the same payload hash, or
-    /// the same business key when it has one; newest first.
-    async fn same_calls(
-        &self,
-        tool: &str,
-        payload_hash: &Sha256,
-        business_key: Option<&str>,
-    ) -> Result<Vec<SameCall>, StoreError>;
+            /// The operations of `tool` that a call repeats: the same payload
+            /// hash, or the same business key when it has one; newest first.
+            store fn same_calls(
+                tool: &str,
+                payload_hash: &Sha256,
+                business_key: Option<&str>
+            ) -> Vec<SameCall> = read_same_calls;
+        }
+    };
 }
+pub(crate) use store_calls;
+
+/// Declares [`Store`] from [`store_calls`].
+macro_rules! declare_store {
+    ($($(#[$doc:meta])* $how:ident fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $by:ident;)*) => {
+        /// The operations store. A surface reads it through a [`Session`], which
+        /// passes the acting identity's tenant scope to every read; a call that
+        /// reads in a scope takes it as its first parameter, so no read here is
+        /// unscoped without saying [`Scope::Every`].
+        #[async_trait]
+        pub trait Store: Send + Sync {
+            /// Human-readable location (path or URL without password).
+            fn location(&self) -> String;
+
+            /// The rows reads skipped since the last call because they could not
+            /// be decoded, each as `TABLE KEY: reason`; a command prints them as
+            /// warnings.
+            fn take_skipped(&self) -> Vec<String>;
+
+            /// [`Store::ingest_as`] by `by` into any tenant, as in single-user mode.
+            async fn ingest(
+                &self,
+                records: Vec<Numbered>,
+                mode: IngestMode,
+                by: &str,
+                now: DateTime<Utc>,
+            ) -> Result<IngestReport, StoreError> {
+                self.ingest_as(records, mode, &Ingester::anyone(by), now)
+                    .await
+            }
+
+            $(
+                $(#[$doc])*
+                async fn $name(&self, $($arg: $ty),*) -> Result<$ret, StoreError>;
+            )*
+        }
+    };
+}
+
+store_calls!(declare_store);
 
 /// An operation a call repeats, as [`Store::same_calls`] finds it.
 #[derive(Debug, Clone, PartialEq, Eq)]

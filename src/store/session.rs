@@ -3,22 +3,18 @@
 //! export and the audit views — reads through one, and the session hands its
 //! tenant scope to every query, where the store applies it in SQL. A caller
 //! cannot forget the scope: it never passes one.
+//!
+//! A session method that only passes a call on is made from the store's list of
+//! calls ([`super::store_calls`]), which says for each call whether the session
+//! passes its scope, puts it in the filter, passes the call on as it is, or
+//! offers no method for it. The methods written out here add something: the
+//! actor's name on a claim, the work scope on a work step, grants kept to the
+//! tenants in scope, an audit page in two shapes.
 
 use std::sync::Arc;
 
-use chrono::{DateTime, Utc};
-use tokio::sync::watch;
-
-use super::{
-    Completion, GrantChange, Live, OperationFilter, Page, QueueCounts, Scope, SortOrder, Store,
-    StoreError, WorkClaim, WorkStep,
-};
-use crate::core::audit::{AuditRow, ChainStatus};
-use crate::core::detail::{Dataset, OperationDetail};
-use crate::core::ids::{OperationId, Sha256};
-use crate::core::model::{Grant, OperationRow};
-use crate::core::rules::{Actor, Commit};
-use crate::core::work::Lease;
+use super::*;
+use crate::core::rules::Actor;
 
 /// A store as one actor sees it: only the tenants the actor's grants name
 /// (every tenant in single-user mode).
@@ -69,67 +65,59 @@ impl Session {
         &self.scope
     }
 
-    /// The store behind the session, for reads that apply [`Self::scope`]
-    /// themselves.
-    pub(crate) fn store(&self) -> &dyn Store {
-        self.store.as_ref()
+    /// This session kept to `scope` within its own: the tenants both cover.
+    /// A service narrows its session to part of what the actor may see (the
+    /// report leaves the drill's tenant out); a session is never widened.
+    pub fn narrowed(&self, scope: &Scope) -> Session {
+        let scope = match (&self.scope, scope) {
+            (mine, Scope::Every) => mine.clone(),
+            (Scope::Every, theirs) => theirs.clone(),
+            (Scope::Tenants(mine), Scope::Tenants(theirs)) => Scope::Tenants(
+                mine.iter()
+                    .filter(|t| theirs.contains(t))
+                    .cloned()
+                    .collect(),
+            ),
+        };
+        Session {
+            store: Arc::clone(&self.store),
+            actor: self.actor.clone(),
+            scope,
+        }
+    }
+
+    /// This session over every tenant, for a check that walks the whole store
+    /// beside `audit verify`'s walk of the chain (the kept metric facts held to
+    /// the records, [`crate::report::kept_facts_differ`]): refused, as the walk
+    /// is, for a login that row-level security keeps to its own tenants. Named
+    /// only where `src/layering.rs` allows it.
+    pub async fn walking(&self) -> Result<Session, StoreError> {
+        if !self.store.walks_chain().await? {
+            return Err(StoreError::Other(
+                "checking the whole store reads every tenant's rows, and this login sees only \
+                 the tenants its grants name (row-level security): run it as the database owner"
+                    .into(),
+            ));
+        }
+        Ok(Session {
+            store: Arc::clone(&self.store),
+            actor: self.actor.clone(),
+            scope: Scope::Every,
+        })
+    }
+
+    /// The tenants in scope: the scope's own, or, when it covers every tenant,
+    /// those that hold an operation ([`Store::tenants`]).
+    pub async fn tenants(&self) -> Result<Vec<String>, StoreError> {
+        match &self.scope {
+            Scope::Every => self.store.tenants().await,
+            Scope::Tenants(tenants) => Ok(tenants.clone()),
+        }
     }
 
     /// The store's location in words.
     pub fn location(&self) -> String {
         self.store.location()
-    }
-
-    /// One page of the operations in scope matching `filter`, and their total.
-    pub async fn list(
-        &self,
-        filter: &OperationFilter,
-        sort: SortOrder,
-        page: Page,
-    ) -> Result<(Vec<OperationRow>, u64), StoreError> {
-        self.store.list(&self.scoped(filter), sort, page).await
-    }
-
-    /// One keyset page, in urgency order, of the operations in scope matching
-    /// `filter` after `after` (see [`crate::store::sql::keyset_page`]).
-    pub async fn urgency_page(
-        &self,
-        filter: &OperationFilter,
-        after: Option<&crate::store::sql::SortKey>,
-        limit: u64,
-    ) -> Result<Vec<crate::store::sql::SortKey>, StoreError> {
-        self.store
-            .urgency_page(&self.scoped(filter), after, limit)
-            .await
-    }
-
-    /// How many operations in scope match `filter`.
-    pub async fn count(&self, filter: &OperationFilter) -> Result<u64, StoreError> {
-        self.store.count(&self.scoped(filter)).await
-    }
-
-    /// The ids of every operation in scope matching `filter`, in `sort` order.
-    pub async fn matching_ids(
-        &self,
-        filter: &OperationFilter,
-        sort: SortOrder,
-    ) -> Result<Vec<OperationId>, StoreError> {
-        self.store.matching_ids(&self.scoped(filter), sort).await
-    }
-
-    /// Queue counts of the operations in scope matching `filter`.
-    pub async fn counts(
-        &self,
-        filter: &OperationFilter,
-        now: DateTime<Utc>,
-    ) -> Result<QueueCounts, StoreError> {
-        self.store.counts(&self.scoped(filter), now).await
-    }
-
-    /// One operation in scope; [`StoreError::NotFound`] for one outside it, the
-    /// same as for one that does not exist.
-    pub async fn detail(&self, id: &OperationId) -> Result<OperationDetail, StoreError> {
-        self.store.detail_in(&self.scope, id).await
     }
 
     /// The newest `limit` audit rows in scope, newest first.
@@ -142,43 +130,11 @@ impl Session {
         self.store.audit_latest(&self.scope, Some(seq), limit).await
     }
 
-    /// Everything in scope, for metrics, the report and export.
-    pub async fn dataset(&self) -> Result<Dataset, StoreError> {
-        self.store.dataset_in(&self.scope).await
-    }
-
-    /// Judges every operation whose kept metric facts are stale at `now`
-    /// ([`Store::refresh_facts`]); returns how many were judged. A report does
-    /// it first; after a large ingest the first one judges the whole store.
-    pub async fn refresh_metric_facts(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
-        self.store.refresh_facts(now).await
-    }
-
-    /// Walks the whole chain; only its status comes back.
-    pub async fn verify(&self) -> Result<ChainStatus, StoreError> {
-        self.store.verify().await
-    }
-
-    /// Walks the chain after a saved digest (row `seq` with `hash`) only.
-    pub async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError> {
-        self.store.verify_from(seq, hash).await
-    }
-
     /// The first link of the chain at or after `seq`, as (`seq`, hash): what a
     /// saved digest is compared with.
     pub async fn chain_link_from(&self, seq: i64) -> Result<Option<(i64, Sha256)>, StoreError> {
         let rows = self.store.audit(seq, 1).await?;
         Ok(rows.into_iter().next().map(|r| (r.seq, r.hash)))
-    }
-
-    /// The newest audit `seq` of the whole store: a change marker.
-    pub async fn head_seq(&self) -> Result<i64, StoreError> {
-        self.store.head_seq().await
-    }
-
-    /// Live updates of the whole store (a `seq` and the link, no rows).
-    pub async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {
-        self.store.watch().await
     }
 
     /// The grants on the tenants in scope, ordered by tenant, identity and role.
@@ -192,38 +148,6 @@ impl Session {
     /// owner, the basis a change is made on) are over the whole table.
     pub async fn all_grants(&self) -> Result<Vec<Grant>, StoreError> {
         self.store.grants().await
-    }
-
-    /// Commits a decided action (see [`crate::review`]).
-    pub async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
-        self.store.commit(commit).await
-    }
-
-    /// Commits a decided grant change (see [`crate::review::change_grant`]).
-    pub async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
-        self.store.change_grant(change).await
-    }
-
-    /// [`Store::overdue_holds`] in this session's scope.
-    pub async fn overdue_holds(
-        &self,
-        now: DateTime<Utc>,
-        limit: u64,
-    ) -> Result<Vec<super::Overdue>, StoreError> {
-        self.store.overdue_holds(&self.scope, now, limit).await
-    }
-
-    /// Ids of the holds in scope whose lookup is due at `now` (see
-    /// [`Store::due_lookups`]).
-    pub async fn due_lookups(
-        &self,
-        now: DateTime<Utc>,
-        at_least: Option<crate::core::ladder::Level>,
-        limit: u64,
-    ) -> Result<Vec<OperationId>, StoreError> {
-        self.store
-            .due_lookups(&self.scope, now, at_least, limit)
-            .await
     }
 
     /// The tools whose status lookup counts as checked now: every stored
@@ -279,11 +203,6 @@ impl Session {
         self.store.claim_work(&claim).await
     }
 
-    /// The lease on `id`, if it is in scope.
-    pub async fn lease(&self, id: &OperationId) -> Result<Option<Lease>, StoreError> {
-        self.store.lease(&self.scope, id).await
-    }
-
     /// A heartbeat in this session's work scope (see [`Store::renew_work`]).
     pub async fn renew_work(
         &self,
@@ -319,8 +238,47 @@ impl Session {
     /// `filter` with this session's tenants in place of whatever it said.
     fn scoped(&self, filter: &OperationFilter) -> OperationFilter {
         OperationFilter {
-            visible_tenants: self.scope.tenants().map(<[String]>::to_vec),
+            scope: self.scope.clone(),
             ..filter.clone()
         }
     }
 }
+
+/// One call of `forward`.
+macro_rules! forward_one {
+    (scoped $(#[$doc:meta])* fn $name:ident($scope:ident: $scope_ty:ty $(, $arg:ident: $ty:ty)*) -> $ret:ty) => {
+        $(#[$doc])*
+        ///
+        /// In this session's scope.
+        pub async fn $name(&self, $($arg: $ty),*) -> Result<$ret, StoreError> {
+            self.store.$name(&self.scope, $($arg),*).await
+        }
+    };
+    (filtered $(#[$doc:meta])* fn $name:ident($filter:ident: $filter_ty:ty $(, $arg:ident: $ty:ty)*) -> $ret:ty) => {
+        $(#[$doc])*
+        ///
+        /// In this session's scope, whatever scope `filter` names.
+        pub async fn $name(&self, $filter: $filter_ty, $($arg: $ty),*) -> Result<$ret, StoreError> {
+            self.store.$name(&self.scoped($filter), $($arg),*).await
+        }
+    };
+    (whole $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {
+        $(#[$doc])*
+        pub async fn $name(&self, $($arg: $ty),*) -> Result<$ret, StoreError> {
+            self.store.$name($($arg),*).await
+        }
+    };
+    (store $(#[$doc:meta])* fn $name:ident($($arg:ident: $ty:ty),*) -> $ret:ty) => {};
+}
+
+/// One session method for each call of [`super::store_calls`], as the list
+/// says the session offers it.
+macro_rules! forward {
+    ($($(#[$doc:meta])* $how:ident fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $by:ident;)*) => {
+        impl Session {
+            $(forward_one! { $how $(#[$doc])* fn $name($($arg: $ty),*) -> $ret })*
+        }
+    };
+}
+
+super::store_calls!(forward);

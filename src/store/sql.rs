@@ -69,9 +69,7 @@ where
         "o.risk_rank",
         filter.risks.iter().map(|r| risk_rank(*r)),
     );
-    if let Some(visible) = &filter.visible_tenants {
-        push_tenants(qb, "o.tenant", &Scope::Tenants(visible.clone()));
-    }
+    push_tenants(qb, "o.tenant", &filter.scope);
     if let Some(search) = filter.search.as_deref().filter(|s| !s.trim().is_empty()) {
         let (low, high) = prefix_range(search);
         qb.push(" AND (o.id IN (SELECT s.operation FROM search_terms s WHERE s.term >= ");
@@ -459,7 +457,7 @@ where
     i64: Encode<'a, DB> + Type<DB>,
 {
     let mut qb = match columns {
-        Columns::Rows => row_select(prefix, &Scope::from(filter.visible_tenants.clone())),
+        Columns::Rows => row_select(prefix, &filter.scope),
         Columns::Keys => operations_query(prefix, SORT_KEY_COLUMNS),
     };
     push_filter(&mut qb, filter);
@@ -545,10 +543,10 @@ where
 /// whose counts the `operation_counts` table keeps; `None` for any other filter.
 pub fn kept_scope(filter: &OperationFilter) -> Option<Scope> {
     let scope_only = OperationFilter {
-        visible_tenants: filter.visible_tenants.clone(),
+        scope: filter.scope.clone(),
         ..OperationFilter::default()
     };
-    (*filter == scope_only).then(|| Scope::from(filter.visible_tenants.clone()))
+    (*filter == scope_only).then(|| filter.scope.clone())
 }
 
 /// Operations per (state, queued) in `scope`, from the counts the triggers keep.

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 
 use crate::core::clock::Clock;
 use crate::core::rules::Actor;
-use crate::store::{Session, Store};
+use crate::store::Session;
 use app::{App, Options};
 use runner::{Input, Runner};
 
@@ -55,14 +55,14 @@ pub(crate) struct Console {
     pub lookup: crate::lookup::LookupSettings,
 }
 
-/// Runs the console on `store` until the reviewer quits. The terminal is restored
-/// on return, on error and on panic.
-pub(crate) async fn run(store: Arc<dyn Store>, console: Console) -> anyhow::Result<()> {
+/// Runs the console on `session` (the reviewer's) until the reviewer quits. The
+/// terminal is restored on return, on error and on panic.
+pub(crate) async fn run(session: Session, console: Console) -> anyhow::Result<()> {
     let (mut terminal, _guard) = terminal::enter().context("cannot take over the terminal")?;
     let size = terminal.size().context("cannot read the terminal size")?;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let _input = Input::spawn(tx.clone()).context("cannot read the terminal")?;
-    let session = Arc::new(Session::new(store, console.actor.clone()));
+    let session = Arc::new(session);
     let poller = runner::spawn_poller(Arc::clone(&session), console.clock, tx.clone());
     let lookups = Arc::new(runner::Lookups::new(console.lookup.clone())?);
     let runner = Runner::new(session, lookups, tx);

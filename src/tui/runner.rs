@@ -174,13 +174,12 @@ pub async fn perform_with(
             // verify` records it), and the acknowledgement is the store's.
             if let Ok(status) = &result
                 && let Err(e) = session
-                    .store()
                     .record_chain(status, crate::core::chain::BY_VERIFY, chrono::Utc::now())
                     .await
             {
                 tracing::warn!(error = %e, "recording the verified chain failed");
             }
-            let acknowledged = match session.store().chain_marks().await {
+            let acknowledged = match session.chain_marks().await {
                 Ok(marks) => marks.refusing().is_none() && marks.named().is_some(),
                 Err(e) => {
                     tracing::warn!(error = %e, "reading the chain checks failed");

@@ -6,6 +6,7 @@ use holdfast::core::clock::parse_instant;
 use holdfast::core::ids::OperationId;
 use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Actor, Rationale, decide};
+use holdfast::store::Scope;
 use holdfast::store::{Commit, IngestMode, Store};
 use holdfast::wire::{Numbered, parse_stream};
 
@@ -57,7 +58,7 @@ pub async fn decided(
     actor: &Actor,
     rationale: &str,
 ) -> Commit {
-    let detail = store.detail(&id(op)).await.unwrap();
+    let detail = store.detail(&Scope::Every, &id(op)).await.unwrap();
     decide(
         &detail,
         action,
@@ -191,7 +192,7 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
 /// operation's tenant (the test grants one); else the local user.
 async fn settle_open_vetoes(store: &dyn Store, tool: &str) {
     use holdfast::core::model::Role;
-    let dataset = store.dataset().await.unwrap();
+    let dataset = store.dataset(&Scope::Every).await.unwrap();
     let grants = store.grants().await.unwrap();
     let open = holdfast::core::autonomy::open_vetoes(&dataset, tool, now());
     for veto in &open.first {
@@ -230,7 +231,11 @@ async fn settle_open_vetoes(store: &dyn Store, tool: &str) {
         .await;
         store.commit(commit).await.unwrap();
     }
-    let left = holdfast::core::autonomy::open_vetoes(&store.dataset().await.unwrap(), tool, now());
+    let left = holdfast::core::autonomy::open_vetoes(
+        &store.dataset(&Scope::Every).await.unwrap(),
+        tool,
+        now(),
+    );
     assert_eq!(
         left.total, 0,
         "vetoes a fixture raise cannot settle: {left:?}"

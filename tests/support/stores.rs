@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 
 use holdfast::store::postgres::PgStore;
 use holdfast::store::sqlite::SqliteStore;
-use holdfast::store::{Store, StoreError};
+use holdfast::store::{Scope, Session, Store, StoreError};
 use sqlx::{AssertSqlSafe, Connection, PgConnection, Postgres, QueryBuilder, Row, Sqlite};
 
 /// The admin connection used when `HOLDFAST_TEST_DATABASE_URL` is not set.
@@ -31,6 +31,16 @@ pub enum Kind {
 /// server answers at the default URL. The first skip of a test binary (a suite)
 /// writes one line to the terminal saying why and how to run them; with either
 /// variable set, a missing server is the failure of the test that needs it.
+/// The single user's session on `store`, kept to `scope`: how a test reads a
+/// report over one scope.
+pub fn session_in(store: &Arc<dyn Store>, scope: &Scope) -> Session {
+    Session::new(
+        Arc::clone(store),
+        holdfast::core::rules::Actor::local("test", None),
+    )
+    .narrowed(scope)
+}
+
 pub async fn postgres_skipped() -> bool {
     static ANSWERS: tokio::sync::OnceCell<bool> = tokio::sync::OnceCell::const_new();
     let required = std::env::var_os("HOLDFAST_TEST_DATABASE_URL").is_some()

@@ -72,7 +72,6 @@ async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyho
         ctx.now(),
     );
     let row = session
-        .store()
         .acknowledge_break(seq, draft)
         .await
         .map_err(|e| Failure::new(exit::BAD_INPUT, render::clean(&e.to_string())))?;
@@ -89,11 +88,7 @@ async fn acknowledge(ctx: &Context, seq: i64, reason: &str, json: bool) -> anyho
 
 /// Records what a full verify found, for the write doors (docs/security.md).
 async fn record(ctx: &Context, session: &crate::store::Session, status: &ChainStatus) {
-    if let Err(e) = session
-        .store()
-        .record_chain(status, BY_VERIFY, ctx.now())
-        .await
-    {
+    if let Err(e) = session.record_chain(status, BY_VERIFY, ctx.now()).await {
         tracing::warn!(error = %e, "recording the verified chain failed");
     }
 }
@@ -183,7 +178,7 @@ pub(crate) async fn audit(ctx: &Context, command: AuditCommand) -> anyhow::Resul
             // store's back.
             if verdict.is_ok()
                 && let Some(difference) =
-                    crate::report::kept_facts_differ(session.store(), ctx.now()).await?
+                    crate::report::kept_facts_differ(&session, ctx.now()).await?
             {
                 verdict = Err(format!(
                     "the kept metric facts differ from the records (the metric tables were changed behind the store's back): {difference}"

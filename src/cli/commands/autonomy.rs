@@ -54,8 +54,8 @@ pub(crate) async fn autonomy(ctx: &Context, command: AutonomyCommand) -> anyhow:
 }
 
 async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let snapshot = Snapshot::read(store.as_ref(), ctx.now()).await?;
+    let session = ctx.session().await?;
+    let snapshot = Snapshot::read(&session, ctx.now()).await?;
     let standings = snapshot.standings();
     if json {
         println!("{}", crate::cli::json::pretty(&standings)?);
@@ -102,13 +102,12 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
 async fn set(ctx: &Context, args: SetArgs) -> anyhow::Result<u8> {
     let rationale = Rationale::parse(&args.rationale)
         .map_err(|e| Failure::bad_input(format!("--rationale: {e}")))?;
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
+    let session = ctx.session().await?;
     let request = LevelRequest {
         tool: args.tool,
         level: args.level,
     };
-    match set_level(store.as_ref(), &actor, &request, &rationale, ctx.now()).await {
+    match set_level(&session, &request, &rationale, ctx.now()).await {
         Ok(changed) => {
             if args.json {
                 crate::cli::commands::review::print_change(

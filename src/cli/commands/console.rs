@@ -9,23 +9,22 @@ use chrono::{DateTime, Utc};
 
 use crate::cli::{Context, exit, render};
 use crate::core::clock::{Clock, human_instant};
-use crate::store::{OperationFilter, Page, Session, SortOrder, Store};
+use crate::store::{OperationFilter, Page, Session, SortOrder};
 
-pub(crate) async fn console(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<u8> {
+pub(crate) async fn console(ctx: &Context, session: Session) -> anyhow::Result<u8> {
     let console = crate::tui::Console {
-        actor: ctx.actor(store.as_ref()).await?,
-        claimed: ctx.claimed(store.as_ref()).await?,
+        actor: session.actor().clone(),
+        claimed: ctx.claimed(&session).await?,
         clock: ctx.clock,
         no_color: ctx.no_color(),
         log_path: Some(ctx.paths.log_file.clone()),
         lookup: ctx.config.lookup.clone(),
     };
-    crate::tui::run(store, console).await?;
+    crate::tui::run(session, console).await?;
     Ok(exit::OK)
 }
 
-async fn held_page(ctx: &Context, store: Arc<dyn Store>) -> anyhow::Result<String> {
-    let session = Session::new(Arc::clone(&store), ctx.actor(store.as_ref()).await?);
+async fn held_page(ctx: &Context, session: &Session) -> anyhow::Result<String> {
     let filter = OperationFilter {
         queue: true,
         ..OperationFilter::default()
@@ -86,11 +85,12 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
         store.location(),
         human_instant(at)
     );
+    let session = Session::new(Arc::clone(&store), ctx.actor(store.as_ref()).await?);
     if print {
-        print!("{}", held_page(&ctx, Arc::clone(&store)).await?);
+        print!("{}", held_page(&ctx, &session).await?);
         return Ok(exit::OK);
     }
-    console(&ctx, store).await
+    console(&ctx, session).await
 }
 
 /// The identity `holdfast demo` loads its packet as: the author of a demo

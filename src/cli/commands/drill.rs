@@ -11,7 +11,7 @@ use crate::core::autonomy::{DrillResult, covered};
 use crate::core::clock::human_instant;
 use crate::executor::ExecClock;
 use crate::sim::{Case, Provider, parse_cases};
-use crate::store::{Location, Session};
+use crate::store::Location;
 
 #[derive(Debug, Args)]
 pub(crate) struct DrillArgs {
@@ -84,13 +84,12 @@ fn fresh_store(ctx: &Context, what: &str) -> Location {
 /// `holdfast drill --tool TOOL`: the seed's injections under the tool's contract,
 /// the result recorded for the tool.
 async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
-    let dataset = store.dataset().await?;
-    let Some(contract) = dataset.contracts.iter().find(|c| c.tool == tool) else {
+    let session = ctx.session().await?;
+    let contracts = session.contracts().await?;
+    let Some(contract) = contracts.iter().find(|c| c.tool == tool) else {
         return Err(Failure::new(
             exit::ERROR,
-            format!("{} holds no contract for tool {tool}", store.location()),
+            format!("{} holds no contract for tool {tool}", session.location()),
         )
         .into());
     };
@@ -118,9 +117,9 @@ async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8>
             .map(|c| c.id.clone())
             .collect(),
         drill_store: scratch.location(),
-        by: actor.identity.clone(),
+        by: session.actor().identity.clone(),
     };
-    let row = crate::autonomy::record_drill(store.as_ref(), &actor, result.clone(), ctx.now())
+    let row = crate::autonomy::record_drill(&session, result.clone(), ctx.now())
         .await
         .map_err(crate::cli::review::failure)?;
     if json {
@@ -134,7 +133,7 @@ async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8>
             result.passed,
             result.cases,
             result.modes.len(),
-            store.location(),
+            session.location(),
             row.seq
         );
         if let Err(why) = result.check() {
@@ -253,14 +252,10 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
 
 /// `drill --work`: the executor serves the store's approved work.
 async fn serve_work(ctx: &Context, cases: &[Case], json: bool) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
     // The executor acts as the drill's service identity unless told otherwise;
     // on PostgreSQL the database login acts.
-    let actor = ctx
-        .service_actor(store.as_ref(), crate::drill::DRILL_IDENTITY)
-        .await?;
-    crate::cli::own_name(&actor, "work")?;
-    let session = Session::new(store, actor);
+    let session = ctx.service_session(crate::drill::DRILL_IDENTITY).await?;
+    crate::cli::own_name(session.actor(), "work")?;
     let served = crate::drill::work::serve(&session, cases, ctx.now()).await?;
     if json {
         println!(

@@ -91,8 +91,8 @@ async fn check(ctx: &Context, args: CheckArgs) -> anyhow::Result<u8> {
         (None, Some(error)) => (false, format!("{status}, {error}")),
         (None, None) => (false, status),
     };
-    let store = ctx.open_store().await?;
-    let actor = ctx.actor(store.as_ref()).await?;
+    let session = ctx.session().await?;
+    let actor = session.actor();
     let result = LookupCheck {
         tool: op.tool.clone(),
         known: known.to_string(),
@@ -102,7 +102,7 @@ async fn check(ctx: &Context, args: CheckArgs) -> anyhow::Result<u8> {
         by: actor.identity.clone(),
         at: ctx.now(),
     };
-    let row = match record_lookup_check(store.as_ref(), &actor, result.clone(), ctx.now()).await {
+    let row = match record_lookup_check(&session, result.clone(), ctx.now()).await {
         Ok(row) => row,
         Err(e) => return crate::cli::commands::review::report_refusal(e, args.json),
     };

@@ -12,7 +12,6 @@ use crate::core::rules::Rationale;
 use crate::lookup::{
     EnvSecrets, Looker, ObserveLine, ObserveOptions, Observer, RateLimiter, SessionObserver,
 };
-use crate::store::Session;
 
 /// The identity the observer acts as on a store without logins.
 pub(crate) const OBSERVER: &str = "svc:observer";
@@ -36,8 +35,7 @@ pub(crate) struct ObserveArgs {
 }
 
 pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<u8> {
-    let store = ctx.open_store().await?;
-    let actor = ctx.service_actor(store.as_ref(), OBSERVER).await?;
+    let session = ctx.service_session(OBSERVER).await?;
     let rationale = Rationale::parse(if args.watch {
         "scheduled status lookup by observe --watch"
     } else {
@@ -48,7 +46,7 @@ pub(crate) async fn observe(ctx: &Context, args: ObserveArgs) -> anyhow::Result<
         .map_err(|e| Failure::new(exit::ERROR, e.to_string()))?;
     let observer = Observer {
         store: Arc::new(SessionObserver {
-            session: Session::new(store, actor),
+            session,
             rationale,
             clock: ctx.clock,
             at_least: args

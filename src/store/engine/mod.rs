@@ -10,28 +10,19 @@
 use std::fmt;
 use std::sync::Arc;
 
-use async_trait::async_trait;
 use chrono::{DateTime, Utc};
 use sqlx::query_builder::Separated;
 use sqlx::{Database, Pool, QueryBuilder, Row};
 use tokio::sync::{OnceCell, watch};
 
 use super::plan::codec;
-use super::plan::copy::{Cell, CopyReport, Table};
-use super::{
-    Completion, IngestMode, IngestReport, Ingester, Live, OperationFilter, Page, QueueCounts,
-    Scope, SortOrder, Store, StoreError, WorkClaim, WorkStep,
-};
-use crate::core::access::GrantChange;
-use crate::core::audit::{AuditDraft, AuditRow, ChainStatus};
-use crate::core::autonomy::{DrillResult, LevelChange, ToolLevel};
+use super::plan::copy::{Cell, Table};
+use super::{IngestMode, IngestReport, Ingester, Live, OperationFilter, StoreError};
+use crate::core::audit::ChainStatus;
+use crate::core::autonomy::ToolLevel;
 use crate::core::contract::Contract;
-use crate::core::detail::{Dataset, OperationDetail};
-use crate::core::ids::{OperationId, Sha256};
-use crate::core::ladder::Level;
-use crate::core::model::{Grant, OperationRow};
-use crate::core::rules::Commit;
-use crate::core::work::Lease;
+use crate::core::ids::Sha256;
+use crate::core::model::Grant;
 use crate::wire::Numbered;
 
 pub use migrate::{Create, known_schema};
@@ -406,13 +397,10 @@ shared! {
 }
 
 shared! {
-    #[async_trait]
-    impl Store {
-        fn location(&self) -> String {
-            self.location.clone()
-        }
-
-        async fn ingest_as(
+    impl {
+        /// [`Store::ingest_as`]: the records redacted here, then planned and
+        /// written.
+        async fn ingest_records(
             &self,
             records: Vec<Numbered>,
             mode: IngestMode,
@@ -423,7 +411,8 @@ shared! {
                 .await
         }
 
-        async fn ingest_redacted(
+        /// [`Store::ingest_redacted`]: a batch redacted by its reader.
+        async fn ingest_batch(
             &self,
             batch: super::plan::redaction::Redacted,
             mode: IngestMode,
@@ -433,132 +422,34 @@ shared! {
             self.write_ingest(batch, mode, ingester, now, None).await
         }
 
-        async fn list(
-            &self,
-            filter: &OperationFilter,
-            sort: SortOrder,
-            page: Page,
-        ) -> Result<(Vec<OperationRow>, u64), StoreError> {
-            self.read_list(filter, sort, page).await
-        }
-
-        async fn urgency_page(
-            &self,
-            filter: &OperationFilter,
-            after: Option<&crate::store::sql::SortKey>,
-            limit: u64,
-        ) -> Result<Vec<crate::store::sql::SortKey>, StoreError> {
-            self.read_urgency_page(filter, after, limit).await
-        }
-
-        async fn count(&self, filter: &OperationFilter) -> Result<u64, StoreError> {
+        async fn read_count(&self, filter: &OperationFilter) -> Result<u64, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             Self::total(&mut conn, filter).await
         }
 
-        async fn matching_ids(
-            &self,
-            filter: &OperationFilter,
-            sort: SortOrder,
-        ) -> Result<Vec<OperationId>, StoreError> {
-            self.read_matching_ids(filter, sort).await
-        }
-
-        async fn counts(
-            &self,
-            filter: &OperationFilter,
-            now: DateTime<Utc>,
-        ) -> Result<QueueCounts, StoreError> {
-            self.read_counts(filter, now).await
-        }
-
-        async fn detail_in(
-            &self,
-            scope: &Scope,
-            id: &OperationId,
-        ) -> Result<OperationDetail, StoreError> {
-            self.read_detail(scope, id).await
-        }
-
-        async fn commit(&self, commit: Commit) -> Result<AuditRow, StoreError> {
-            self.write_commit(commit).await
-        }
-
-        async fn audit(&self, from: i64, limit: u64) -> Result<Vec<AuditRow>, StoreError> {
-            self.read_audit(from, limit).await
-        }
-
-        async fn audit_latest(
-            &self,
-            scope: &Scope,
-            before: Option<i64>,
-            limit: u64,
-        ) -> Result<Vec<AuditRow>, StoreError> {
-            self.read_audit_latest(scope, before, limit).await
-        }
-
-        async fn head_seq(&self) -> Result<i64, StoreError> {
-            self.read_head_seq().await
-        }
-
-        async fn verify(&self) -> Result<ChainStatus, StoreError> {
+        /// [`Store::verify`], for a login that reads every row.
+        async fn walk_chain(&self) -> Result<ChainStatus, StoreError> {
             self.sees_every_row("audit verify").await?;
             self.read_verify().await
         }
 
-        async fn verify_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError> {
+        /// [`Store::verify_from`], for a login that reads every row.
+        async fn walk_chain_from(&self, seq: i64, hash: &Sha256) -> Result<ChainStatus, StoreError> {
             self.sees_every_row("audit verify --from").await?;
             self.read_verify_from(seq, hash).await
         }
 
-        async fn dataset_in(&self, scope: &Scope) -> Result<Dataset, StoreError> {
-            self.read_dataset(scope).await
-        }
-
-        async fn contracts(&self) -> Result<Vec<Contract>, StoreError> {
+        async fn read_contracts(&self) -> Result<Vec<Contract>, StoreError> {
             self.all_wires("contracts", None, "tool", codec::contract).await
         }
 
-        async fn dataset_page(
-            &self,
-            scope: &Scope,
-            after: Option<&OperationId>,
-            limit: u64,
-            contracts: Vec<Contract>,
-        ) -> Result<(Vec<OperationId>, Dataset), StoreError> {
-            self.read_dataset_page(scope, after, limit, contracts).await
-        }
-
-        async fn kept_report(
-            &self,
-            scope: &Scope,
-            now: DateTime<Utc>,
-        ) -> Result<Option<crate::core::metrics::Report>, StoreError> {
-            self.read_metric_report(scope, now).await
-        }
-
-        async fn refresh_facts(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
-            self.refresh_metric_facts(now).await
-        }
-
-        async fn login(&self) -> Result<Option<String>, StoreError> {
-            self.read_login().await
-        }
-
-        async fn grants(&self) -> Result<Vec<Grant>, StoreError> {
+        async fn read_grants(&self) -> Result<Vec<Grant>, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             Self::all_grants(&mut conn).await
         }
 
-        async fn change_grant(&self, change: GrantChange) -> Result<AuditRow, StoreError> {
-            self.write_grant(change).await
-        }
-
-        fn take_skipped(&self) -> Vec<String> {
-            self.skipped.take()
-        }
-
-        async fn watch(&self) -> Result<watch::Receiver<Live>, StoreError> {
+        /// The one watcher of this store handle, started by the first call.
+        async fn read_live(&self) -> Result<watch::Receiver<Live>, StoreError> {
             let receiver = self
                 .live
                 .get_or_try_init(|| async {
@@ -569,44 +460,21 @@ shared! {
             Ok(receiver.clone())
         }
 
-        async fn due_lookups(
-            &self,
-            scope: &Scope,
-            now: DateTime<Utc>,
-            at_least: Option<Level>,
-            limit: u64,
-        ) -> Result<Vec<OperationId>, StoreError> {
-            self.read_due_lookups(scope, now, at_least, limit).await
-        }
-
-        async fn overdue_holds(
-            &self,
-            scope: &Scope,
-            now: DateTime<Utc>,
-            limit: u64,
-        ) -> Result<Vec<super::Overdue>, StoreError> {
-            self.read_overdue_holds(scope, now, limit).await
-        }
-
-        async fn autonomy_levels(&self) -> Result<Vec<ToolLevel>, StoreError> {
+        async fn read_levels(&self) -> Result<Vec<ToolLevel>, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             Self::all_levels(&mut conn).await
         }
 
-        async fn set_autonomy(&self, change: LevelChange) -> Result<AuditRow, StoreError> {
-            self.write_level(change).await
-        }
-
-        async fn tool_tenants(&self, tool: &str) -> Result<Vec<String>, StoreError> {
+        async fn read_tool_tenants(&self, tool: &str) -> Result<Vec<String>, StoreError> {
             let rows = sqlx::query(DB::TOOL_TENANTS)
-            .bind(tool)
-            .fetch_all(&self.pool)
-            .await
-            .map_err(db::<DB>)?;
+                .bind(tool)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(db::<DB>)?;
             rows.iter().map(|row| Self::text(row, "tenant")).collect()
         }
 
-        async fn tenants(&self) -> Result<Vec<String>, StoreError> {
+        async fn read_tenants(&self) -> Result<Vec<String>, StoreError> {
             let rows = sqlx::query(
                 "SELECT DISTINCT tenant FROM operation_counts WHERE n > 0 ORDER BY tenant",
             )
@@ -616,84 +484,7 @@ shared! {
             rows.iter().map(|row| Self::text(row, "tenant")).collect()
         }
 
-        async fn open_vetoes(
-            &self,
-            tool: &str,
-            now: DateTime<Utc>,
-            named: u64,
-        ) -> Result<Option<crate::core::autonomy::OpenVetoes>, StoreError> {
-            self.read_open_vetoes(tool, now, named).await
-        }
-
-        async fn drill_results(
-            &self,
-            tool: Option<&str>,
-        ) -> Result<Vec<(i64, DrillResult)>, StoreError> {
-            self.read_drills(tool).await
-        }
-
-        async fn record_drill(
-            &self,
-            result: DrillResult,
-            draft: AuditDraft,
-        ) -> Result<AuditRow, StoreError> {
-            self.write_drill(result, draft).await
-        }
-
-        async fn lookup_checks(
-            &self,
-        ) -> Result<Vec<crate::core::autonomy::LookupCheck>, StoreError> {
-            self.read_lookup_checks().await
-        }
-
-        async fn append_ledger_row(&self, draft: AuditDraft) -> Result<AuditRow, StoreError> {
-            self.write_lookup_check(draft).await
-        }
-
-        async fn claim_lookup(
-            &self,
-            id: &OperationId,
-            slot: DateTime<Utc>,
-            by: &str,
-            now: DateTime<Utc>,
-            until: DateTime<Utc>,
-        ) -> Result<bool, StoreError> {
-            self.write_claim_lookup(id, slot, by, now, until).await
-        }
-
-        async fn claim_work(&self, claim: &WorkClaim) -> Result<Vec<Lease>, StoreError> {
-            self.write_claim_work(claim).await
-        }
-
-        async fn lease(
-            &self,
-            scope: &Scope,
-            id: &OperationId,
-        ) -> Result<Option<Lease>, StoreError> {
-            self.read_lease_in(scope, id).await
-        }
-
-        async fn renew_work(
-            &self,
-            step: &WorkStep,
-            length: Option<chrono::Duration>,
-        ) -> Result<Lease, StoreError> {
-            self.write_renew_work(step, length).await
-        }
-
-        async fn complete_work(
-            &self,
-            step: &WorkStep,
-            records: Vec<Numbered>,
-        ) -> Result<Completion, StoreError> {
-            self.write_complete_work(step, records).await
-        }
-
-        async fn release_work(&self, step: &WorkStep) -> Result<Lease, StoreError> {
-            self.write_release_work(step).await
-        }
-
-        async fn table_rows(
+        async fn read_table_rows(
             &self,
             table: &'static Table,
             after: Option<&[Cell]>,
@@ -703,82 +494,43 @@ shared! {
                 .await
         }
 
-        async fn otlp_ingest(
-            &self,
-            batch: super::plan::redaction::Redacted,
-            mode: IngestMode,
-            ingester: &Ingester,
-            now: DateTime<Utc>,
-            keeping: &super::OtlpKeeping,
-        ) -> Result<IngestReport, StoreError> {
-            self.write_otlp_ingest(batch, mode, ingester, now, keeping).await
-        }
-
-        async fn otlp_waiting(
-            &self,
-            traces: &[String],
-            since_before: DateTime<Utc>,
-        ) -> Result<Vec<super::WaitingRow>, StoreError> {
-            self.read_waiting(traces, since_before).await
-        }
-
-        async fn otlp_waiting_count(&self) -> Result<u64, StoreError> {
-            self.count_waiting().await
-        }
-
-        async fn otlp_calls(
-            &self,
-            ids: &[String],
-            payloads: &[String],
-        ) -> Result<super::OtlpCalls, StoreError> {
-            self.read_calls(ids, payloads).await
-        }
-
-        async fn sent_calls(
-            &self,
-            correlation_prefix: &str,
-        ) -> Result<Vec<(OperationId, String, DateTime<Utc>)>, StoreError> {
-            self.read_sent_calls(correlation_prefix).await
-        }
-
-        async fn same_calls(
-            &self,
-            tool: &str,
-            payload_hash: &Sha256,
-            business_key: Option<&str>,
-        ) -> Result<Vec<super::SameCall>, StoreError> {
-            self.read_same_calls(tool, payload_hash, business_key).await
-        }
-
-        async fn load_from(&self, source: &dyn Store) -> Result<CopyReport, StoreError> {
-            self.copy_from(source).await
-        }
-
-        async fn chain_marks(&self) -> Result<crate::core::chain::ChainMarks, StoreError> {
-            self.read_chain_marks().await
-        }
-
-        async fn walks_chain(&self) -> Result<bool, StoreError> {
+        async fn read_walks_chain(&self) -> Result<bool, StoreError> {
             Ok(self.sees_every_row("").await.is_ok())
         }
-
-        async fn link_check(&self, from: Option<&(i64, Sha256)>) -> Result<ChainStatus, StoreError> {
-            self.read_link_check(from).await
-        }
-
-        async fn record_chain(
-            &self,
-            status: &ChainStatus,
-            found_by: &str,
-            now: DateTime<Utc>,
-        ) -> Result<(), StoreError> {
-            self.write_chain_outcome(status, found_by, now).await
-        }
-
-        async fn acknowledge_break(&self, seq: i64, draft: AuditDraft) -> Result<AuditRow, StoreError> {
-            self.write_acknowledgement(seq, draft).await
-        }
     }
+}
+
+/// Implements [`Store`] from the list of [`crate::store::store_calls`]: each
+/// call is answered by the method of `SqlStore` the list names, which holds
+/// its SQL.
+macro_rules! route {
+    ($($(#[$doc:meta])* $how:ident fn $name:ident($($arg:ident: $ty:ty),* $(,)?) -> $ret:ty = $by:ident;)*) => {
+        shared! {
+            #[async_trait]
+            impl Store {
+                fn location(&self) -> String {
+                    self.location.clone()
+                }
+
+                fn take_skipped(&self) -> Vec<String> {
+                    self.skipped.take()
+                }
+
+                $(
+                    async fn $name(&self, $($arg: $ty),*) -> Result<$ret, StoreError> {
+                        self.$by($($arg),*).await
+                    }
+                )*
+            }
+        }
+    };
+}
+
+/// The names the list of calls is written in.
+mod calls {
+    use super::super::*;
+
+    crate::store::store_calls!(route);
 }
 
 #[cfg(test)]

@@ -443,8 +443,7 @@ shared! {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
             let anchor = match &page.start {
                 Start::At(id) | Start::After(id) | Start::Before(id) => {
-                    let scope = Scope::from(filter.visible_tenants.clone());
-                    let mut qb: QueryBuilder<DB> = sql::sort_key("", id.as_str(), &scope);
+                    let mut qb: QueryBuilder<DB> = sql::sort_key("", id.as_str(), &filter.scope);
                     let row = qb
                         .build()
                         .fetch_optional(&mut *conn)
