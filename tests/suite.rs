@@ -22,6 +22,7 @@ mod drill;
 mod gateway;
 mod ingest;
 mod ingest_door;
+mod ingest_plans;
 mod lookup_http;
 mod lookup_store;
 mod metric_plans;

@@ -3,6 +3,7 @@
 
 pub mod chain;
 pub mod engine;
+pub mod ingest_sql;
 pub mod metric_sql;
 pub mod pages;
 pub mod plan;

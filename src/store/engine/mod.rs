@@ -38,6 +38,11 @@ pub trait Backend: Database {
     /// and last inside the batch's transaction. None where the server manages
     /// its own buffers.
     const BATCH_CACHE: Option<(&'static str, &'static str)> = None;
+    /// Run first in a large ingest batch's transaction, where a statement's
+    /// plan kept from an earlier batch may no longer fit its tables: each
+    /// statement of the batch (the triggers' too) is then planned for the
+    /// tables as they are now. None where plans are not kept.
+    const BATCH_PLANS: Option<&'static str> = None;
     /// Reads the chain head (`seq`, `hash`; no row for an empty chain) as the first
     /// statement of every write transaction. Where the head is a row of its own,
     /// this locks it, so writers take turns from here on.

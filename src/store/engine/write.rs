@@ -14,6 +14,7 @@ use crate::core::ids::Sha256;
 use crate::core::ledger;
 use crate::core::model::{ActionKind, Attempt, Operation, State, TransitionRecord};
 use crate::core::rules::{Actor, Commit, may_overtake};
+use crate::store::ingest_sql;
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::decisions::{self, Decisions, TransitionKey, transition_key};
 use crate::store::plan::door;
@@ -28,7 +29,8 @@ use crate::wire::{LineError, Numbered, Record};
 const FEW_TERMS: usize = 32;
 
 /// Records from which an ingest batch grows the page cache for its writes
-/// (`Backend::BATCH_CACHE`).
+/// (`Backend::BATCH_CACHE`) and plans its statements anew
+/// (`Backend::BATCH_PLANS`).
 const LARGE_BATCH: usize = 64;
 
 /// The columns of a record a reviewer action adds.
@@ -320,7 +322,7 @@ shared! {
             let ops: Vec<String> = wanted.operations.iter().cloned().collect();
             for row in Self::select_in(
                 conn,
-                "SELECT id, state, record_hash FROM operations WHERE id IN",
+                ingest_sql::OPERATIONS,
                 &ops,
             )
             .await?
@@ -354,7 +356,7 @@ shared! {
             let tools: Vec<String> = tools.into_iter().collect();
             for row in Self::select_in(
                 conn,
-                "SELECT tool, record_hash FROM contracts WHERE tool IN",
+                ingest_sql::CONTRACTS,
                 &tools,
             )
             .await?
@@ -367,7 +369,7 @@ shared! {
             }
             for row in Self::select_in(
                 conn,
-                "SELECT id, record_hash FROM attempts WHERE id IN",
+                ingest_sql::ATTEMPTS,
                 &attempts,
             )
             .await?
@@ -379,7 +381,7 @@ shared! {
             }
             for row in Self::select_in(
                 conn,
-                "SELECT id, record_hash FROM observations WHERE id IN",
+                ingest_sql::OBSERVATIONS,
                 &observations,
             )
             .await?
@@ -392,7 +394,7 @@ shared! {
             let keyed_ops: Vec<String> = keyed_ops.into_iter().collect();
             for row in Self::select_in(
                 conn,
-                "SELECT operation, record_hash FROM expectations WHERE operation IN",
+                ingest_sql::EXPECTATIONS,
                 &keyed_ops,
             )
             .await?
@@ -404,7 +406,7 @@ shared! {
             }
             for row in Self::select_in(
                 conn,
-                "SELECT operation, idx, record_hash FROM items WHERE operation IN",
+                ingest_sql::ITEMS,
                 &keyed_ops,
             )
             .await?
@@ -418,8 +420,7 @@ shared! {
             }
             for row in Self::select_in(
                 conn,
-                "SELECT operation, from_state, to_state, at_ms, record_hash FROM wire_transitions \
-                 WHERE operation IN",
+                ingest_sql::TRANSITIONS,
                 &keyed_ops,
             )
             .await?
@@ -516,10 +517,7 @@ shared! {
             )
             .await?;
             for moved in &rows.moved {
-                sqlx::query(
-                    "UPDATE operations SET state = $1, state_since_ms = $2, version = version + $3 \
-                     WHERE id = $4",
-                )
+                sqlx::query(ingest_sql::MOVE)
                 .bind(moved.state.as_str())
                 .bind(ms(moved.since))
                 .bind(moved.steps)
@@ -892,7 +890,7 @@ shared! {
             let mut stored = HashMap::new();
             for row in Self::select_in(
                 conn,
-                "SELECT id, tenant FROM operations WHERE id IN",
+                ingest_sql::TENANTS,
                 &door::operations(records),
             )
             .await?
@@ -920,6 +918,9 @@ shared! {
             let cache = DB::BATCH_CACHE.filter(|_| redacted.records.len() >= LARGE_BATCH);
             if let Some((grow, _)) = cache {
                 sqlx::raw_sql(grow).execute(&mut *tx).await.map_err(db::<DB>)?;
+            }
+            if let Some(plans) = DB::BATCH_PLANS.filter(|_| redacted.records.len() >= LARGE_BATCH) {
+                sqlx::raw_sql(plans).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
             let planned = self
                 .ingest_in(&mut tx, &head, redacted, mode, ingester, now)
