@@ -43,6 +43,12 @@ pub trait Backend: Database {
     /// statement of the batch (the triggers' too) is then planned for the
     /// tables as they are now. None where plans are not kept.
     const BATCH_PLANS: Option<&'static str> = None;
+    /// After a large ingest batch commits: the store's tables (`name`) whose
+    /// statistics no longer describe them (never gathered, or more rows
+    /// written since than the table held then) and that this login may
+    /// analyze; each is then analyzed. None where the planner needs no
+    /// statistics gathered.
+    const GROWN_TABLES: Option<&'static str> = None;
     /// Reads the chain head (`seq`, `hash`; no row for an empty chain) as the first
     /// statement of every write transaction. Where the head is a row of its own,
     /// this locks it, so writers take turns from here on.

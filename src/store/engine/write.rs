@@ -915,11 +915,12 @@ shared! {
             // A few records change a few pages, which the usual cache holds:
             // the grow and shrink would be two more statements on the path of
             // each call the gateway records.
-            let cache = DB::BATCH_CACHE.filter(|_| redacted.records.len() >= LARGE_BATCH);
+            let redacted_len = redacted.records.len();
+            let cache = DB::BATCH_CACHE.filter(|_| redacted_len >= LARGE_BATCH);
             if let Some((grow, _)) = cache {
                 sqlx::raw_sql(grow).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
-            if let Some(plans) = DB::BATCH_PLANS.filter(|_| redacted.records.len() >= LARGE_BATCH) {
+            if let Some(plans) = DB::BATCH_PLANS.filter(|_| redacted_len >= LARGE_BATCH) {
                 sqlx::raw_sql(plans).execute(&mut *tx).await.map_err(db::<DB>)?;
             }
             let planned = self
@@ -936,10 +937,46 @@ shared! {
                     Self::write_keeping(&mut tx, keeping).await?;
                 }
                 tx.commit().await.map_err(db::<DB>)?;
+                if redacted_len >= LARGE_BATCH {
+                    self.analyze_grown().await;
+                }
             } else {
                 tx.rollback().await.map_err(db::<DB>)?;
             }
             Ok(report)
+        }
+
+        /// Gathers the statistics of the tables that outgrew theirs
+        /// (`Backend::GROWN_TABLES`), so that the next batch's statements and
+        /// the judging of its facts are planned for the tables as they are. A
+        /// failure is only logged: the batch is committed, and the statistics
+        /// are an aid to the planner.
+        async fn analyze_grown(&self) {
+            let Some(grown) = DB::GROWN_TABLES else {
+                return;
+            };
+            let tables = match sqlx::query(grown).fetch_all(&self.pool).await {
+                Ok(rows) => rows,
+                Err(error) => {
+                    tracing::warn!(%error, "cannot tell which tables outgrew their statistics");
+                    return;
+                }
+            };
+            for row in tables {
+                let Ok(name) = row.try_get::<String, _>("name") else {
+                    continue;
+                };
+                let started = std::time::Instant::now();
+                let analyze = format!("ANALYZE \"{}\"", name.replace('"', "\"\""));
+                match sqlx::raw_sql(AssertSqlSafe(analyze)).execute(&self.pool).await {
+                    Ok(_) => tracing::info!(
+                        table = %name,
+                        seconds = started.elapsed().as_secs_f64(),
+                        "statistics gathered after an ingest batch"
+                    ),
+                    Err(error) => tracing::warn!(%error, table = %name, "cannot gather statistics"),
+                }
+            }
         }
 
         /// Plans and writes an ingest inside `tx`, whose chain head is `head`: the
