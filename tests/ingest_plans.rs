@@ -102,7 +102,7 @@ async fn postgres_plans(fresh: &Fresh) {
     let store = fresh.postgres.as_ref().expect("a PostgreSQL store");
     let batch = <Postgres as Backend>::BATCH_PLANS.expect("PostgreSQL plans a large batch anew");
     let mut conn = store.pool().acquire().await.unwrap();
-    let keys = vec!["'none'"; KEYS].join(", ");
+    let keys = ["'none'"; KEYS].join(", ");
     let mut statements: Vec<(String, String, String, &str)> = LOOKUPS
         .iter()
         .enumerate()
