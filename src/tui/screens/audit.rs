@@ -3,7 +3,7 @@
 //! status as the console last verified it), its keys, and its drawing — the
 //! chain status above a table of the transitions. The first page is asked for
 //! again whenever the store changes; moving near the end of the rows read asks
-//! for the next older page.
+//! for the next older page. The pages come back to the tab ([`Screen::answer`]).
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -12,7 +12,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Page, Screen};
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
@@ -20,7 +20,7 @@ use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, line, message, span};
 
@@ -112,10 +112,18 @@ impl AuditState {
             return None;
         }
         self.reading_older = true;
-        Some(Effect::Audit {
-            generation: self.pending.request(()),
-            before: Some(oldest),
-        })
+        Some(self.read(Some(oldest)))
+    }
+
+    /// A request for the page below `before` (the newest with `None`).
+    fn read(&mut self, before: Option<i64>) -> Effect {
+        Effect::Audit {
+            generation: Tag {
+                by: Asker::Tab(Page::Audit),
+                serial: self.pending.request(()),
+            },
+            before,
+        }
     }
 
     /// Moves the cursor by `delta`, within the rows.
@@ -156,10 +164,18 @@ impl Screen for AuditState {
 
     fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
         self.reading_older = false;
-        vec![Effect::Audit {
-            generation: self.pending.request(()),
-            before: None,
-        }]
+        vec![self.read(None)]
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::Audit(result) = answer else {
+            return Outcome::Pass;
+        };
+        if self.apply(generation, result.map(|p| *p)) {
+            Outcome::done()
+        } else {
+            Outcome::Pass
+        }
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {

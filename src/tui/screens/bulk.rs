@@ -5,7 +5,8 @@
 //! request, `y` on it is the confirmed apply. The dialog holds ids and the dry
 //! run's lines, never the operations' details: reading the marked operations,
 //! judging them and applying are effects the runner carries out one operation
-//! at a time. Nothing here awaits.
+//! at a time, whose answers come back to the dialog ([`Screen::answer`]).
+//! Nothing here awaits.
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -17,7 +18,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::dialog::{self, Dialog, shell};
 use super::review::{Verdict, action_from_input, input_label, short};
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, ModalKind, Outcome, Screen};
 use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::rules::{Action, ActionKind, Actor, Rationale};
@@ -26,7 +27,7 @@ use crate::core::triage::{Bucket, TriageLine};
 use crate::review::Planned;
 use crate::tui::keymap::Context;
 use crate::tui::latest::Latest;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, Prompt, line, max_scroll, span};
 
@@ -107,10 +108,18 @@ impl BulkDialog {
     pub fn open(ids: Vec<OperationId>) -> (Self, Effect) {
         let mut dialog = BulkDialog::new(ids.clone());
         let effect = Effect::BulkLoad {
-            generation: dialog.pending.request(()),
+            generation: dialog.request(),
             ids,
         };
         (dialog, effect)
+    }
+
+    /// The tag of a new load, dry run or apply, the one the dialog waits on.
+    fn request(&mut self) -> Tag {
+        Tag {
+            by: Asker::Modal(ModalKind::Bulk),
+            serial: self.pending.request(()),
+        }
     }
 
     fn new(ids: Vec<OperationId>) -> Self {
@@ -129,7 +138,7 @@ impl BulkDialog {
 
     /// Whether `generation` answers the load or apply the dialog waits on (it
     /// stops waiting then).
-    pub fn answered(&mut self, generation: u64) -> bool {
+    fn answered(&mut self, generation: u64) -> bool {
         self.pending.answer(generation).is_some()
     }
 
@@ -144,7 +153,7 @@ impl BulkDialog {
     }
 
     /// The marked operations that could be read; the others are named.
-    pub fn loaded(&mut self, readable: Vec<OperationId>, missing: Vec<String>) {
+    fn loaded(&mut self, readable: Vec<OperationId>, missing: Vec<String>) {
         self.readable = readable;
         self.missing = missing;
         self.step = Step::Pick;
@@ -152,7 +161,7 @@ impl BulkDialog {
 
     /// The dry run, judged on the operations as they are now; those that can
     /// no longer be read are named beside the others.
-    pub fn judged(&mut self, lines: Vec<Planned>, missing: Vec<String>) {
+    fn judged(&mut self, lines: Vec<Planned>, missing: Vec<String>) {
         let Step::Judging { rationale } = &self.step else {
             return;
         };
@@ -164,7 +173,7 @@ impl BulkDialog {
     }
 
     /// Reading the marked operations failed as a whole.
-    pub fn failed(&mut self, error: String) {
+    fn failed(&mut self, error: String) {
         self.error = Some(error);
         self.step = Step::Done(Vec::new());
     }
@@ -184,10 +193,29 @@ impl BulkDialog {
         }
     }
 
-    /// Each operation's result.
-    pub fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) {
+    /// Each operation's result; what the status line says of them, and the
+    /// operations applied, which leave the marks (the others stay marked).
+    fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) -> Outcome {
+        let applied: Vec<OperationId> = results
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Applied(_)))
+            .map(|(line, _)| line.id.clone())
+            .collect();
+        let refused = results.len() - applied.len();
+        let text = match refused {
+            0 => format!("bulk: all {} applied", applied.len()),
+            n => format!(
+                "bulk: {} applied, {n} not applied (still marked)",
+                applied.len()
+            ),
+        };
         self.scroll = 0;
         self.step = Step::Done(results);
+        Outcome::Wrote {
+            text,
+            alert: refused > 0,
+            unmark: applied,
+        }
     }
 }
 
@@ -342,7 +370,7 @@ impl Dialog for BulkDialog {
         match request {
             Request::Close => Outcome::Close,
             Request::Judge { action, rationale } => Outcome::Done(vec![Effect::BulkJudge {
-                generation: self.pending.request(()),
+                generation: self.request(),
                 ids: self.readable.clone(),
                 action,
                 rationale,
@@ -353,7 +381,7 @@ impl Dialog for BulkDialog {
                 action,
                 rationale,
             } => Outcome::Done(vec![Effect::BulkApply {
-                generation: self.pending.request(()),
+                generation: self.request(),
                 planned,
                 action,
                 rationale,
@@ -370,6 +398,25 @@ impl Screen for BulkDialog {
 
     fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
         dialog::key(self, key, ctx)
+    }
+
+    /// The load, the dry run or the apply the dialog waits on answered.
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let ours = matches!(
+            answer,
+            Answer::BulkLoaded(_) | Answer::BulkJudged(_) | Answer::BulkApplied(_)
+        );
+        if !ours || !self.answered(generation) {
+            return Outcome::Pass;
+        }
+        match answer {
+            Answer::BulkLoaded(Ok((readable, missing))) => self.loaded(readable, missing),
+            Answer::BulkJudged(Ok((lines, missing))) => self.judged(lines, missing),
+            Answer::BulkLoaded(Err(e)) | Answer::BulkJudged(Err(e)) => self.failed(e),
+            Answer::BulkApplied(results) => return self.finish(results),
+            _ => {}
+        }
+        Outcome::done()
     }
 
     fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {

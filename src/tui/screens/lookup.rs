@@ -1,6 +1,7 @@
 //! The lookup result over the console (`o` on a hold): the provider's answer
 //! field by field, and what it now allows, as the review service recorded it.
-//! The lookup itself runs on the effects runner; this screen waits for it.
+//! The lookup itself runs on the effects runner; this screen waits for it, and
+//! its answer comes back here ([`Screen::answer`]).
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -8,11 +9,14 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{Ctx, Outcome, Screen, dialog};
+use chrono::{DateTime, Utc};
+
+use super::{Asker, Ctx, ModalKind, Outcome, Screen, dialog};
 use crate::core::ids::OperationId;
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::widgets::{self, line, span};
 
 /// What a recorded lookup shows.
@@ -34,19 +38,26 @@ pub struct LookupScreen {
 }
 
 impl LookupScreen {
-    /// A screen waiting for the lookup of `id`; returns it with the tag of the
-    /// request to send.
-    pub fn start(id: OperationId) -> (LookupScreen, u64) {
+    /// A screen waiting for the lookup of `id`, with the request that looks it
+    /// up, dated on the console's clock (`frozen` at `now`, or the system's).
+    pub fn start(id: OperationId, now: DateTime<Utc>, frozen: bool) -> (LookupScreen, Effect) {
         let mut pending = Latest::default();
-        let generation = pending.request(());
-        (
-            LookupScreen {
-                id,
-                pending,
-                result: None,
-            },
+        let generation = Tag {
+            by: Asker::Modal(ModalKind::Lookup),
+            serial: pending.request(()),
+        };
+        let effect = Effect::LookUp {
             generation,
-        )
+            id: id.clone(),
+            now,
+            frozen,
+        };
+        let screen = LookupScreen {
+            id,
+            pending,
+            result: None,
+        };
+        (screen, effect)
     }
 
     /// A screen that asks nothing: the lookup cannot be made, and `why` says why.
@@ -59,7 +70,7 @@ impl LookupScreen {
     }
 
     /// Takes the answer tagged `generation`; `false` when it is not this one's.
-    pub fn answered(&mut self, generation: u64, result: Result<LookupShown, String>) -> bool {
+    fn answered(&mut self, generation: u64, result: Result<LookupShown, String>) -> bool {
         if self.pending.answer(generation).is_none() {
             return false;
         }
@@ -80,6 +91,29 @@ impl Screen for LookupScreen {
             Some(Command::Quit) => Outcome::Quit,
             Some(Command::Help) => Outcome::Help,
             _ => Outcome::done(),
+        }
+    }
+
+    /// The lookup answered: its result shows here, and everything is read
+    /// again (the lookup added an attempt and maybe an observation).
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::LookedUp(result) = answer else {
+            return Outcome::Pass;
+        };
+        let (text, alert) = match &result {
+            Ok(_) => (
+                "lookup recorded; the evidence shows what it allows".to_owned(),
+                false,
+            ),
+            Err(e) => (e.clone(), true),
+        };
+        if !self.answered(generation, result.map(|r| *r)) {
+            return Outcome::Pass;
+        }
+        Outcome::Wrote {
+            text,
+            alert,
+            unmark: Vec::new(),
         }
     }
 

@@ -4,7 +4,8 @@
 //! fractions, the release disposition with its vetoes, the unknown-age histogram
 //! and retry amplification by layer, and beside them (or in their place on a
 //! narrow screen) the operations behind the selected figure. The report is asked
-//! for again whenever the store changes; nothing is computed here.
+//! for again whenever the store changes, and its answer comes back to the tab
+//! ([`Screen::answer`]); nothing is computed here.
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -12,14 +13,14 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Page, Screen};
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, Report};
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, Doc, line, message, span};
 
@@ -201,9 +202,23 @@ impl Screen for MetricsState {
 
     fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
         vec![Effect::Metrics {
-            generation: self.pending.request(()),
+            generation: Tag {
+                by: Asker::Tab(Page::Metrics),
+                serial: self.pending.request(()),
+            },
             now: ctx.now,
         }]
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::Metrics(result) = answer else {
+            return Outcome::Pass;
+        };
+        if self.apply(generation, result.map(|r| *r)) {
+            Outcome::done()
+        } else {
+            Outcome::Pass
+        }
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {

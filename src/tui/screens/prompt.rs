@@ -1,18 +1,19 @@
 //! The search, filter and `:` command prompt in the query line: what is typed,
 //! the text it started from (restored on cancel), the pause a typed search waits
 //! on, and its keys, which come to a [`Narrow`] of the queue (or, at `:`, a
-//! [`LineCommand`]) for the console to carry out.
+//! [`LineCommand`]) for the console to carry out; the pause's end comes back to
+//! it as an answer ([`Screen::answer`]).
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, ModalKind, Outcome, Screen};
 use crate::store::OperationFilter;
 use crate::tui::filter;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::widgets::Prompt;
 
 /// How long typing must pause before the search runs.
@@ -106,6 +107,8 @@ pub enum Narrow {
     /// The search now reads this; it runs once typing pauses (the effect asks
     /// for the pause).
     Typing(String, Effect),
+    /// Typing paused: the search as typed runs now, and the prompt stays open.
+    Paused,
     /// The search stands as typed and the prompt closes; `relist` when a pause
     /// was still waiting, so the search runs now.
     Search { relist: bool },
@@ -199,13 +202,27 @@ impl Screen for PromptState {
                 }
                 self.touched = true;
                 let pause = Effect::Debounce {
-                    generation: self.pause.request(()),
+                    generation: Tag {
+                        by: Asker::Modal(ModalKind::Prompt),
+                        serial: self.pause.request(()),
+                    },
                     delay: SEARCH_PAUSE,
                 };
                 Narrow::Typing(self.input.text(), pause)
             }
         };
         Outcome::Narrow(narrow)
+    }
+
+    /// The pause of the latest key typed is over: the search runs. A pause
+    /// overtaken by typing is dropped.
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        match answer {
+            Answer::Debounced if self.pause.answer(generation).is_some() => {
+                Outcome::Narrow(Narrow::Paused)
+            }
+            _ => Outcome::Pass,
+        }
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {

@@ -7,6 +7,8 @@
 //! never by skipping rows. The selection is a position in the listing plus the
 //! id it points at, so that a refresh can keep it on the same operation; a
 //! position below the top page is counted from the pages walked to reach it.
+//! The answers to its list and mark-all requests come back to it
+//! ([`Screen::answer`]).
 
 use std::collections::BTreeSet;
 
@@ -17,7 +19,7 @@ use ratatui::text::Line;
 
 use crossterm::event::KeyEvent;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Screen};
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationRow, State};
@@ -26,7 +28,7 @@ use crate::store::{OperationFilter, Page, QueueCounts, SortOrder, Start};
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout::{self, Pane};
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, message, span};
 
@@ -265,7 +267,6 @@ impl QueueState {
         }
     }
 
-    /// Starts the listing over at its first row (new tab, sort, filter or search).
     /// Marks the selected operation, or unmarks it; `None` when nothing is selected.
     pub fn toggle_mark(&mut self) -> Option<bool> {
         let id = self.selected_id.clone()?;
@@ -288,6 +289,7 @@ impl QueueState {
         }
     }
 
+    /// Starts the listing over at its first row (new tab, sort, filter or search).
     pub fn restart(&mut self) {
         self.offset = 0;
         self.selected = 0;
@@ -364,9 +366,12 @@ impl QueueState {
     /// shows; `keep` keeps the selection on that operation, `recount` asks for
     /// the header counts too.
     pub fn list(&mut self, ctx: &Ctx, keep: Option<OperationId>, recount: bool) -> Effect {
-        let (generation, query) = self.request(layout::page_rows(ctx.size), keep, recount, ctx.now);
+        let (serial, query) = self.request(layout::page_rows(ctx.size), keep, recount, ctx.now);
         Effect::List {
-            generation,
+            generation: Tag {
+                by: Asker::Queue,
+                serial,
+            },
             query: Box::new(query),
         }
     }
@@ -410,6 +415,65 @@ impl QueueState {
         };
         Outcome::say(text, false, self.step(1, ctx))
     }
+
+    /// A page answered: shown, with the next page asked for when the selection
+    /// is off it; the operation the selection was kept on, gone, is said.
+    fn listed(&mut self, generation: u64, result: Result<Listing, String>, ctx: &Ctx) -> Outcome {
+        let listing = match result {
+            Ok(listing) => listing,
+            Err(e) if self.fail(generation) => {
+                return Outcome::say(format!("cannot list operations: {e}"), true, Vec::new());
+            }
+            Err(_) => return Outcome::Pass,
+        };
+        let Some(applied) = self.apply(generation, listing, layout::page_rows(ctx.size)) else {
+            return Outcome::Pass;
+        };
+        let effects = if applied.refetch {
+            vec![self.list(ctx, None, false)]
+        } else {
+            Vec::new()
+        };
+        match applied.lost {
+            Some(lost) if self.selected_id.as_ref() != Some(&lost) => {
+                let now_on = self
+                    .selected_id
+                    .as_ref()
+                    .map_or_else(|| "nothing".to_owned(), ToString::to_string);
+                Outcome::Left {
+                    text: format!(
+                        "{lost} is no longer on this page (it changed or left the list); the selection moved to {now_on}"
+                    ),
+                    id: lost,
+                    effects,
+                }
+            }
+            _ => Outcome::Done(effects),
+        }
+    }
+
+    /// The mark-all selection answered: every match is marked too.
+    fn selected_all(
+        &mut self,
+        generation: u64,
+        result: Result<Vec<OperationId>, String>,
+    ) -> Outcome {
+        if self.marking.answer(generation).is_none() {
+            return Outcome::Pass;
+        }
+        match result {
+            Ok(ids) => {
+                let matched = ids.len();
+                self.marked.extend(ids);
+                let text = format!(
+                    "{matched} matching marked; {} marked in all",
+                    self.marked.len()
+                );
+                Outcome::say(text, false, Vec::new())
+            }
+            Err(e) => Outcome::say(format!("cannot mark the matches: {e}"), true, Vec::new()),
+        }
+    }
 }
 
 impl Screen for QueueState {
@@ -445,9 +509,11 @@ impl Screen for QueueState {
             Command::SwitchTab => Outcome::Done(self.switch_tab(ctx)),
             Command::Mark => self.mark(ctx),
             Command::MarkAll => {
-                let generation = self.marking.request(());
                 let select = Effect::SelectAll {
-                    generation,
+                    generation: Tag {
+                        by: Asker::Queue,
+                        serial: self.marking.request(()),
+                    },
                     filter: Box::new(self.matching()),
                 };
                 Outcome::say("marking every operation that matches…", false, vec![select])
@@ -457,6 +523,14 @@ impl Screen for QueueState {
                 self.marking.cancel();
                 Outcome::say(format!("{count} unmarked"), false, Vec::new())
             }
+            _ => Outcome::Pass,
+        }
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, ctx: &Ctx) -> Outcome {
+        match answer {
+            Answer::Listed(result) => self.listed(generation, result, ctx),
+            Answer::Selected(result) => self.selected_all(generation, result),
             _ => Outcome::Pass,
         }
     }

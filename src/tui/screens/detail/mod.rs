@@ -3,8 +3,9 @@
 //! pops it), each with the evidence bundle the core computed for it, its scroll
 //! positions and its selected link. A newer version of an operation being read is
 //! held back and flagged rather than swapped in under the reviewer's eyes. Its
-//! keys scroll the focused pane, select and follow links and go back; its
-//! drawing is in `draw.rs`.
+//! keys scroll the focused pane, select and follow links and go back; the
+//! answers to its loads come back to it ([`Screen::answer`]); its drawing is in
+//! `draw.rs`.
 
 mod draw;
 mod items;
@@ -13,7 +14,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Screen};
 use crate::core::evidence;
 use crate::core::ids::OperationId;
 use crate::core::model::OperationDetail;
@@ -22,7 +23,7 @@ use crate::tui::doc;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout::{self, Pane};
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 pub(crate) use crate::tui::opened::{Frame, Loaded};
 use crate::tui::widgets::max_scroll;
 
@@ -44,6 +45,9 @@ pub struct DetailState {
     /// The queue's first page has arrived: with nothing open the panes say
     /// "select a hold" rather than "loading".
     pub queue_loaded: bool,
+    /// A write of this console just answered: the reload it caused replaces
+    /// the operation shown instead of being flagged as someone else's change.
+    pub reload_expected: bool,
     pending: Latest<OperationId>,
 }
 
@@ -178,8 +182,44 @@ impl DetailState {
         let Some(id) = self.top().map(|f| f.id.clone()) else {
             return Vec::new();
         };
-        let generation = self.expect(id.clone());
+        let generation = Tag {
+            by: Asker::Detail,
+            serial: self.expect(id.clone()),
+        };
         vec![Effect::Load { generation, id }]
+    }
+
+    /// A load answered: shown, or held back and flagged while being read, or
+    /// its error said.
+    fn loaded(
+        &mut self,
+        generation: u64,
+        result: Result<OperationDetail, String>,
+        ctx: &Ctx,
+    ) -> Outcome {
+        let reading = layout::shows_detail(ctx.size) || ctx.focus != Pane::Queue;
+        match self.apply(generation, result, ctx.actor, ctx.now, reading) {
+            Some(Applied::Flagged) if std::mem::take(&mut self.reload_expected) => {
+                self.accept_change();
+                Outcome::done()
+            }
+            Some(Applied::Flagged) => {
+                let id = self.top().map(|f| f.id.to_string()).unwrap_or_default();
+                Outcome::say(
+                    format!(
+                        "⚠ {id} changed in the store while you were reading it: R shows the new version"
+                    ),
+                    true,
+                    Vec::new(),
+                )
+            }
+            Some(Applied::Failed) => {
+                let error = self.top().and_then(|f| f.error.clone()).unwrap_or_default();
+                Outcome::say(error, true, Vec::new())
+            }
+            Some(Applied::Shown) => Outcome::done(),
+            None => Outcome::Pass,
+        }
     }
 
     /// Whether the operation open has an items pane.
@@ -323,6 +363,13 @@ impl Screen for DetailState {
             Command::Open => self.follow(),
             Command::Back if self.pop() => Outcome::Done(self.load_top()),
             Command::Back => Outcome::Close,
+            _ => Outcome::Pass,
+        }
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, ctx: &Ctx) -> Outcome {
+        match answer {
+            Answer::Loaded(result) => self.loaded(generation, result.map(|d| *d), ctx),
             _ => Outcome::Pass,
         }
     }

@@ -7,7 +7,8 @@
 //! action that changes the state (or opens a proposal), the operation's id typed
 //! for one of high or critical risk; `Enter` still confirms an action that
 //! changes no state (a comment, an owner). Nothing here awaits: the apply is an
-//! effect the runner carries out.
+//! effect the runner carries out, and its verdict comes back to the dialog
+//! ([`Screen::answer`]).
 
 mod draw;
 pub(crate) mod form;
@@ -18,7 +19,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::dialog::{self, Dialog};
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, ModalKind, Outcome, Screen};
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationDetail, Risk, State};
 use crate::core::rules::{
@@ -27,7 +28,7 @@ use crate::core::rules::{
 use crate::review::{Applied, ReviewError};
 use crate::tui::keymap::Context;
 use crate::tui::latest::Latest;
-use crate::tui::message;
+use crate::tui::message::{self, Answer, Tag};
 use crate::tui::widgets::Prompt;
 
 pub(super) use draw::short;
@@ -210,12 +211,10 @@ impl ReviewDialog {
 
     /// Whether `generation` answers the apply the dialog waits on (it stops
     /// waiting then).
-    pub fn answered(&mut self, generation: u64) -> bool {
+    fn answered(&mut self, generation: u64) -> bool {
         self.applying.answer(generation).is_some()
     }
 
-    /// The verdict of the apply; after a reconcile that left a hold held, the
-    /// next observation is offered when the core allows scheduling one.
     /// The operation read back after the apply: the title shows the state and
     /// version it is at now.
     pub fn read_back(&mut self, id: &OperationId, state: State, version: i64) {
@@ -224,7 +223,9 @@ impl ReviewDialog {
         }
     }
 
-    pub fn finish(&mut self, verdict: Verdict) {
+    /// The verdict of the apply; after a reconcile that left a hold held, the
+    /// next observation is offered when the core allows scheduling one.
+    fn finish(&mut self, verdict: Verdict) {
         if let Verdict::Applied(applied) = &verdict {
             let effect = &applied.effect;
             self.after = Some((
@@ -534,7 +535,10 @@ impl Dialog for ReviewDialog {
                 rationale,
                 expected,
             } => Outcome::Done(vec![message::Effect::Review {
-                generation: self.applying.request(()),
+                generation: Tag {
+                    by: Asker::Modal(ModalKind::Review),
+                    serial: self.applying.request(()),
+                },
                 id,
                 action,
                 rationale,
@@ -554,7 +558,53 @@ impl Screen for ReviewDialog {
         dialog::key(self, key, ctx)
     }
 
+    /// The apply answered: the verdict shows in the dialog and on the status
+    /// line, and everything is read again (the operation changed, by us or by
+    /// someone else).
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::Reviewed(verdict) = answer else {
+            return Outcome::Pass;
+        };
+        if !self.answered(generation) {
+            return Outcome::Pass;
+        }
+        let (text, alert) = said(&verdict);
+        self.finish(verdict);
+        Outcome::Wrote {
+            text,
+            alert,
+            unmark: Vec::new(),
+        }
+    }
+
     fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
         draw::draw(frame, ctx, self);
+    }
+}
+
+/// What the status line says of an apply's verdict, and whether as an alert.
+fn said(verdict: &Verdict) -> (String, bool) {
+    match verdict {
+        Verdict::Applied(applied) => {
+            let done = if applied.effect.proposal_only {
+                "proposal opened for"
+            } else {
+                "applied to"
+            };
+            let text = format!(
+                "{} {done} {} (audit #{})",
+                applied.effect.action, applied.audit.draft.operation, applied.audit.seq
+            );
+            (text, false)
+        }
+        Verdict::Refused { rule, reason } => (format!("refused: {rule}: {reason}"), true),
+        Verdict::Conflict { by, at, .. } => (
+            format!(
+                "refused: G8: changed by {by} at {}; reloaded",
+                crate::core::clock::human_instant(*at)
+            ),
+            true,
+        ),
+        Verdict::Failed(e) => (e.clone(), true),
     }
 }
