@@ -181,3 +181,99 @@ impl Screen for LookupScreen {
         "the lookup"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, id, key};
+
+    fn shown() -> LookupShown {
+        LookupShown {
+            rows: vec![("status".into(), "match".into())],
+            consequences: vec!["the next observation is due in 30m".into()],
+        }
+    }
+
+    /// A screen waiting for the lookup of F09, with its request's serial.
+    fn waiting() -> (LookupScreen, u64) {
+        let (screen, effect) = LookupScreen::start(id("F09"), fixture::now(), true);
+        let effects = [effect];
+        let tag = fixture::tag(&effects);
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Lookup));
+        assert!(matches!(
+            &effects[0],
+            Effect::LookUp { id: asked, now, frozen: true, .. }
+                if *asked == id("F09") && *now == fixture::now()
+        ));
+        (screen, tag.serial)
+    }
+
+    #[test]
+    fn a_recorded_lookup_shows_and_everything_is_read_again() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (mut screen, serial) = waiting();
+        assert!(screen.result.is_none());
+        let answer = Answer::LookedUp(Ok(Box::new(shown())));
+        assert_eq!(
+            screen.answer(serial, answer.clone(), &ctx),
+            Outcome::Wrote {
+                text: "lookup recorded; the evidence shows what it allows".into(),
+                alert: false,
+                unmark: Vec::new(),
+            }
+        );
+        assert_eq!(screen.result, Some(Ok(shown())));
+        assert_eq!(
+            screen.answer(serial, answer, &ctx),
+            Outcome::Pass,
+            "taken once"
+        );
+    }
+
+    #[test]
+    fn a_lookup_not_recorded_says_why_as_an_alert() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (mut screen, serial) = waiting();
+        let answer = Answer::LookedUp(Err("the provider did not answer".into()));
+        assert_eq!(
+            screen.answer(serial, answer, &ctx),
+            Outcome::Wrote {
+                text: "the provider did not answer".into(),
+                alert: true,
+                unmark: Vec::new(),
+            }
+        );
+        assert_eq!(
+            screen.result,
+            Some(Err("the provider did not answer".into()))
+        );
+    }
+
+    #[test]
+    fn a_lookup_that_cannot_be_made_waits_on_nothing() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (_, serial) = waiting();
+        let mut screen = LookupScreen::impossible(id("F09"), "no lookup".into());
+        let answer = Answer::LookedUp(Ok(Box::new(shown())));
+        assert_eq!(screen.answer(serial, answer, &ctx), Outcome::Pass);
+        assert_eq!(screen.result, Some(Err("no lookup".into())));
+    }
+
+    #[test]
+    fn enter_and_esc_close_and_the_global_keys_work() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (mut screen, _) = waiting();
+        assert_eq!(screen.key(key(KeyCode::Enter), &ctx), Outcome::Close);
+        assert_eq!(screen.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+        assert_eq!(screen.key(char('?'), &ctx), Outcome::Help);
+        assert_eq!(screen.key(char('q'), &ctx), Outcome::Quit);
+        assert_eq!(screen.key(char('j'), &ctx), Outcome::done());
+    }
+}

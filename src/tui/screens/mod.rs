@@ -8,6 +8,8 @@ pub(crate) mod audit;
 pub(crate) mod bulk;
 pub(crate) mod detail;
 pub(crate) mod dialog;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub(crate) mod help;
 pub(crate) mod lookup;
 pub(crate) mod metrics;

@@ -267,3 +267,146 @@ mod tests {
         assert!(complete("x").1.unwrap().contains("no command"));
     }
 }
+
+#[cfg(test)]
+mod screen_tests {
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, key};
+
+    /// Types `text` into `prompt`, returning what the last key came to.
+    fn typed(prompt: &mut PromptState, text: &str, ctx: &Ctx) -> Outcome {
+        let mut last = Outcome::done();
+        for c in text.chars() {
+            last = prompt.key(char(c), ctx);
+        }
+        last
+    }
+
+    /// The pause a typed search asked for: its serial, once checked that the
+    /// search reads `text` and the prompt asked for the pause.
+    fn pause(outcome: &Outcome, text: &str) -> u64 {
+        let Outcome::Narrow(Narrow::Typing(now, effect)) = outcome else {
+            panic!("typing a search waits on a pause: {outcome:?}");
+        };
+        assert_eq!(now, text);
+        let tag = fixture::tag(std::slice::from_ref(effect));
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Prompt));
+        assert!(matches!(effect, Effect::Debounce { delay, .. } if *delay == SEARCH_PAUSE));
+        tag.serial
+    }
+
+    #[test]
+    fn a_search_runs_when_the_latest_pause_answers_not_an_overtaken_one() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, "old".into());
+        let first = pause(&prompt.key(char('F'), &ctx), "F");
+        let second = pause(&prompt.key(char('1'), &ctx), "F1");
+        assert_eq!(prompt.answer(first, Answer::Debounced, &ctx), Outcome::Pass);
+        assert_eq!(
+            prompt.answer(second, Answer::Debounced, &ctx),
+            Outcome::Narrow(Narrow::Paused)
+        );
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Search { relist: false }),
+            "the search already ran"
+        );
+    }
+
+    #[test]
+    fn enter_runs_a_search_still_waiting_for_its_pause() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, String::new());
+        let serial = pause(&typed(&mut prompt, "bill", &ctx), "bill");
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Search { relist: true })
+        );
+        assert_eq!(
+            prompt.answer(serial, Answer::Debounced, &ctx),
+            Outcome::Pass,
+            "the pause was given up"
+        );
+    }
+
+    #[test]
+    fn esc_restores_the_search_only_when_typing_changed_it() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, "old".into());
+        assert_eq!(
+            prompt.key(key(KeyCode::Esc), &ctx),
+            Outcome::Narrow(Narrow::Restore(None))
+        );
+        typed(&mut prompt, "new", &ctx);
+        assert_eq!(
+            prompt.key(key(KeyCode::Esc), &ctx),
+            Outcome::Narrow(Narrow::Restore(Some("old".into())))
+        );
+    }
+
+    #[test]
+    fn a_filter_is_read_on_enter_and_a_bad_one_keeps_the_prompt() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Filter, String::new());
+        assert_eq!(
+            typed(&mut prompt, "risk:high", &ctx),
+            Outcome::done(),
+            "a filter waits for Enter"
+        );
+        match prompt.key(key(KeyCode::Enter), &ctx) {
+            Outcome::Narrow(Narrow::Filter(parsed)) => {
+                assert_eq!(parsed, filter::parse("risk:high").unwrap_or_default());
+                assert_ne!(parsed, OperationFilter::default());
+            }
+            other => panic!("the filter was not read: {other:?}"),
+        }
+        let mut prompt = PromptState::new(PromptKind::Filter, String::new());
+        typed(&mut prompt, "colour:red", &ctx);
+        assert!(matches!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn the_command_prompt_runs_completes_and_names_a_typo() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Command, String::new());
+        typed(&mut prompt, "au", &ctx);
+        assert_eq!(prompt.key(key(KeyCode::Tab), &ctx), Outcome::done());
+        assert_eq!(prompt.input.text(), "audit");
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Run(LineCommand::Show('4')))
+        );
+        let mut prompt = PromptState::new(PromptKind::Command, String::new());
+        typed(&mut prompt, "h", &ctx);
+        assert_eq!(
+            prompt.key(key(KeyCode::Tab), &ctx),
+            Outcome::Narrow(Narrow::Note(":held :help".into()))
+        );
+        typed(&mut prompt, "x", &ctx);
+        assert!(matches!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Invalid(e)) if e.starts_with("unknown command :helx")
+        ));
+    }
+
+    #[test]
+    fn q_is_typed_and_ctrl_c_quits() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, String::new());
+        pause(&prompt.key(char('q'), &ctx), "q");
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(prompt.key(ctrl_c, &ctx), Outcome::Quit);
+    }
+}

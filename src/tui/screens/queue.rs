@@ -853,3 +853,261 @@ fn search_elsewhere(queue: &QueueState) -> Option<String> {
     text.push('.');
     Some(text)
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::model::State;
+    use crate::tui::screens::fixture::{self, char, key, row};
+
+    /// A console of 160×45 with the keys on the queue.
+    fn on_queue<'a>(actor: &'a crate::core::rules::Actor) -> Ctx<'a> {
+        fixture::ctx(actor, 160, 45, Pane::Queue)
+    }
+
+    /// The queue's request in `effects`: its tag, which must name the queue,
+    /// and its query.
+    fn list_request(effects: &[Effect]) -> (u64, ListQuery) {
+        let tag = fixture::tag(effects);
+        assert_eq!(tag.by, Asker::Queue, "the queue asked");
+        match &effects[0] {
+            Effect::List { query, .. } => (tag.serial, (**query).clone()),
+            other => panic!("a page was expected, got {other:?}"),
+        }
+    }
+
+    /// `total` held operations F01… of which `shown` are on the page.
+    fn listing(total: u64, shown: u64) -> Listing {
+        Listing {
+            rows: (1..=shown)
+                .map(|n| row(&format!("F{n:02}"), State::Unknown))
+                .collect(),
+            total,
+            counts: Some(QueueCounts::default()),
+            elsewhere: None,
+        }
+    }
+
+    /// A queue showing the first page of `total` operations.
+    fn shown(ctx: &Ctx, total: u64) -> QueueState {
+        let mut queue = QueueState::new();
+        let (serial, _) = list_request(&[queue.list(ctx, None, true)]);
+        let page = u64::from(layout::page_rows(ctx.size)).min(total);
+        let outcome = queue.answer(serial, Answer::Listed(Ok(listing(total, page))), ctx);
+        assert_eq!(outcome, Outcome::done());
+        queue
+    }
+
+    #[test]
+    fn a_page_answered_is_shown_and_an_older_one_is_dropped() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = QueueState::new();
+        let (old, _) = list_request(&[queue.list(&ctx, None, true)]);
+        let (new, query) = list_request(&[queue.list(&ctx, None, true)]);
+        assert!(query.counts.is_some(), "the first request counts too");
+        assert_eq!(
+            queue.answer(old, Answer::Listed(Ok(listing(9, 9))), &ctx),
+            Outcome::Pass,
+            "a replaced request's page is dropped"
+        );
+        assert!(queue.rows.is_empty() && !queue.is_loaded());
+        assert_eq!(
+            queue.answer(new, Answer::Listed(Ok(listing(2, 2))), &ctx),
+            Outcome::done()
+        );
+        assert_eq!(queue.total, 2);
+        assert_eq!(queue.selected_id, Some(fixture::id("F01")));
+        assert!(queue.is_loaded() && !queue.is_loading());
+    }
+
+    #[test]
+    fn a_failed_page_is_an_alert_once() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = QueueState::new();
+        let (serial, _) = list_request(&[queue.list(&ctx, None, false)]);
+        let outcome = queue.answer(serial, Answer::Listed(Err("down".into())), &ctx);
+        assert_eq!(
+            outcome,
+            Outcome::say("cannot list operations: down", true, Vec::new())
+        );
+        assert_eq!(
+            queue.answer(serial, Answer::Listed(Err("down".into())), &ctx),
+            Outcome::Pass,
+            "an answer is taken once"
+        );
+    }
+
+    #[test]
+    fn the_operation_kept_gone_from_the_page_is_said_and_names_it() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        let kept = fixture::id("F07");
+        let (serial, _) = list_request(&[queue.list(&ctx, Some(kept.clone()), false)]);
+        match queue.answer(serial, Answer::Listed(Ok(listing(3, 3))), &ctx) {
+            Outcome::Left { id, text, effects } => {
+                assert_eq!(id, kept);
+                assert!(
+                    text.starts_with("F07 is no longer on this page")
+                        && text.ends_with("the selection moved to F01"),
+                    "{text}"
+                );
+                assert!(effects.is_empty(), "the selection is on the page");
+            }
+            other => panic!("the lost operation was not said: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn moving_off_the_page_asks_for_the_next_one() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 100);
+        let page = u64::from(layout::page_rows(ctx.size));
+        assert_eq!(queue.key(char('j'), &ctx), Outcome::done());
+        assert_eq!(queue.selected, 1);
+        assert_eq!(queue.selected_id, Some(fixture::id("F02")));
+        let Outcome::Done(effects) = queue.key(char('G'), &ctx) else {
+            panic!("G moves");
+        };
+        let (_, query) = list_request(&effects);
+        assert_eq!(
+            queue.selected, 99,
+            "G goes to the last of all, not of the page"
+        );
+        assert_eq!(query.page.start, Start::Last);
+        assert_eq!(query.page.limit, page);
+        assert!(query.counts.is_none(), "moving does not recount");
+    }
+
+    #[test]
+    fn sort_cycles_and_lists_again_from_the_top() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 5);
+        queue.key(char('j'), &ctx);
+        let Outcome::Done(effects) = queue.key(char('s'), &ctx) else {
+            panic!("s sorts");
+        };
+        let (_, query) = list_request(&effects);
+        assert_eq!((queue.sort, query.sort), (SortOrder::Age, SortOrder::Age));
+        assert_eq!(query.page.start, Start::First);
+        assert_eq!(queue.selected, 0, "from the top");
+        for _ in 0..3 {
+            queue.key(char('s'), &ctx);
+        }
+        assert_eq!(queue.sort, SortOrder::Urgency, "back to the first order");
+    }
+
+    #[test]
+    fn esc_clears_a_query_and_is_nothing_without_one() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 5);
+        assert_eq!(queue.key(key(KeyCode::Esc), &ctx), Outcome::done());
+        queue.search = "billing".into();
+        let Outcome::Done(effects) = queue.key(key(KeyCode::Esc), &ctx) else {
+            panic!("Esc clears");
+        };
+        let (_, query) = list_request(&effects);
+        assert!(queue.search.is_empty() && query.filter.search.is_none());
+    }
+
+    #[test]
+    fn space_marks_and_unmarks_the_selection_and_moves_down() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        assert_eq!(
+            queue.key(char(' '), &ctx),
+            Outcome::say("F01 marked; 1 marked", false, Vec::new())
+        );
+        assert_eq!(queue.selected_id, Some(fixture::id("F02")));
+        queue.key(char('k'), &ctx);
+        assert_eq!(
+            queue.key(char(' '), &ctx),
+            Outcome::say("F01 unmarked; 0 marked", false, Vec::new())
+        );
+        assert!(queue.marked.is_empty());
+    }
+
+    #[test]
+    fn mark_all_asks_for_every_match_and_its_answer_marks_them() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        queue.search = "refund".into();
+        let Outcome::Say { text, effects, .. } = queue.key(char('a'), &ctx) else {
+            panic!("a marks all");
+        };
+        assert_eq!(text, "marking every operation that matches…");
+        let tag = fixture::tag(&effects);
+        assert_eq!(tag.by, Asker::Queue);
+        let Effect::SelectAll { filter, .. } = &effects[0] else {
+            panic!("{effects:?}");
+        };
+        assert_eq!(filter.search.as_deref(), Some("refund"));
+        assert!(filter.queue, "the held tab selects held operations only");
+        let ids = vec![fixture::id("F01"), fixture::id("F09")];
+        assert_eq!(
+            queue.answer(tag.serial, Answer::Selected(Ok(ids)), &ctx),
+            Outcome::say("2 matching marked; 2 marked in all", false, Vec::new())
+        );
+        assert!(queue.marked.contains(&fixture::id("F09")));
+        assert_eq!(
+            queue.key(char('u'), &ctx),
+            Outcome::say("2 unmarked", false, Vec::new())
+        );
+    }
+
+    #[test]
+    fn unmarking_all_drops_the_mark_all_still_running() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        let Outcome::Say { effects, .. } = queue.key(char('a'), &ctx) else {
+            panic!("a marks all");
+        };
+        queue.key(char('u'), &ctx);
+        let late = Answer::Selected(Ok(vec![fixture::id("F01")]));
+        assert_eq!(
+            queue.answer(fixture::tag(&effects).serial, late, &ctx),
+            Outcome::Pass
+        );
+        assert!(queue.marked.is_empty());
+    }
+
+    #[test]
+    fn the_consoles_keys_and_other_answers_pass() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        for k in [
+            key(KeyCode::Enter),
+            char('r'),
+            char('/'),
+            char('b'),
+            char('3'),
+        ] {
+            assert_eq!(queue.key(k, &ctx), Outcome::Pass, "{k:?}");
+        }
+        assert_eq!(queue.answer(1, Answer::Debounced, &ctx), Outcome::Pass);
+    }
+
+    #[test]
+    fn t_switches_the_listing_and_lists_it_from_the_top() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        let Outcome::Done(effects) = queue.key(char('t'), &ctx) else {
+            panic!("t switches");
+        };
+        let (_, query) = list_request(&effects);
+        assert_eq!(queue.tab, Tab::All);
+        assert!(!query.filter.queue, "all operations, held or not");
+    }
+}

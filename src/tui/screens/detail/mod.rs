@@ -388,3 +388,199 @@ impl Screen for DetailState {
         "the detail"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::model::{ChildLink, Relation, State};
+    use crate::tui::screens::fixture::{self, char, detail, id, key};
+
+    /// `name`, held, with a child operation for each of `children`.
+    fn with_children(name: &str, children: &[&str]) -> OperationDetail {
+        let mut held = detail(name, State::Unknown);
+        held.children = children
+            .iter()
+            .map(|child| ChildLink {
+                id: id(child),
+                relation: Relation::CompensationOf,
+                state: State::Failed,
+                items: Vec::new(),
+            })
+            .collect();
+        held
+    }
+
+    /// The load in `effects`: its serial, after checking the detail asked for `name`.
+    fn load_of(effects: &[Effect], name: &str) -> u64 {
+        let tag = fixture::tag(effects);
+        assert_eq!(tag.by, Asker::Detail, "the detail asked");
+        assert!(
+            matches!(&effects[0], Effect::Load { id: asked, .. } if *asked == id(name)),
+            "{effects:?}"
+        );
+        tag.serial
+    }
+
+    fn loaded(answer: OperationDetail) -> Answer {
+        Answer::Loaded(Ok(Box::new(answer)))
+    }
+
+    /// The detail with `shown` open at its root, loaded.
+    fn open(ctx: &Ctx, shown: OperationDetail) -> DetailState {
+        let mut state = DetailState::default();
+        let root = shown.row.operation.id.clone();
+        assert!(state.set_root(&root));
+        let serial = load_of(&state.load_top(), root.as_str());
+        assert_eq!(state.answer(serial, loaded(shown), ctx), Outcome::done());
+        state
+    }
+
+    #[test]
+    fn a_load_answered_is_shown_and_a_replaced_one_dropped() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = DetailState::default();
+        state.set_root(&id("F01"));
+        let old = load_of(&state.load_top(), "F01");
+        let new = load_of(&state.load_top(), "F01");
+        let answer = loaded(detail("F01", State::Unknown));
+        assert_eq!(state.answer(old, answer.clone(), &ctx), Outcome::Pass);
+        assert!(state.current().is_none() && state.is_loading());
+        assert_eq!(state.answer(new, answer, &ctx), Outcome::done());
+        let shown = state.current().map(|l| l.detail.row.operation.id.clone());
+        assert_eq!(shown, Some(id("F01")));
+        assert!(!state.is_loading());
+    }
+
+    #[test]
+    fn a_change_while_reading_is_held_back_and_said() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        let mut changed = detail("F01", State::Succeeded);
+        changed.row.version = 4;
+        let serial = load_of(&state.load_top(), "F01");
+        assert_eq!(
+            state.answer(serial, loaded(changed), &ctx),
+            Outcome::say(
+                "⚠ F01 changed in the store while you were reading it: R shows the new version",
+                true,
+                Vec::new()
+            )
+        );
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(3));
+        assert!(state.accept_change());
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(4));
+    }
+
+    #[test]
+    fn after_a_write_of_ours_the_reload_replaces_it_unflagged() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        state.reload_expected = true;
+        let mut changed = detail("F01", State::Succeeded);
+        changed.row.version = 4;
+        let serial = load_of(&state.load_top(), "F01");
+        assert_eq!(state.answer(serial, loaded(changed), &ctx), Outcome::done());
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(4));
+        assert!(!state.reload_expected, "the next change is someone else's");
+    }
+
+    #[test]
+    fn off_screen_a_change_simply_replaces_it() {
+        let actor = fixture::actor();
+        // 80×24 with the queue in focus: the detail is not drawn.
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        let mut changed = detail("F01", State::Failed);
+        changed.row.version = 5;
+        let serial = load_of(&state.load_top(), "F01");
+        assert_eq!(state.answer(serial, loaded(changed), &ctx), Outcome::done());
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(5));
+    }
+
+    #[test]
+    fn a_failed_load_says_why_on_the_frame_and_the_status_line() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = DetailState::default();
+        state.set_root(&id("F01"));
+        let serial = load_of(&state.load_top(), "F01");
+        let outcome = state.answer(serial, Answer::Loaded(Err("F01 is gone".into())), &ctx);
+        assert_eq!(outcome, Outcome::say("F01 is gone", true, Vec::new()));
+        assert_eq!(
+            state.top().and_then(|f| f.error.as_deref()),
+            Some("F01 is gone")
+        );
+    }
+
+    #[test]
+    fn links_are_selected_followed_and_esc_goes_back_then_closes() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, with_children("F01", &["F02", "F03"]));
+        assert_eq!(state.key(char('n'), &ctx), Outcome::done());
+        assert_eq!(state.top().map(|f| f.link), Some(1));
+        state.key(char('n'), &ctx);
+        assert_eq!(state.top().map(|f| f.link), Some(0), "wraps around");
+        state.key(char('p'), &ctx);
+        assert_eq!(state.top().map(|f| f.link), Some(1));
+        let Outcome::Say { text, effects, .. } = state.key(key(KeyCode::Enter), &ctx) else {
+            panic!("Enter follows the link");
+        };
+        assert_eq!(text, "opened F03 from F01; Esc goes back");
+        load_of(&effects, "F03");
+        assert_eq!(state.stack.len(), 2);
+        let Outcome::Done(effects) = state.key(key(KeyCode::Esc), &ctx) else {
+            panic!("Esc goes back");
+        };
+        load_of(&effects, "F01");
+        assert_eq!(state.stack.len(), 1);
+        assert_eq!(state.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn a_link_to_an_operation_open_further_back_is_not_opened_twice() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, with_children("F01", &["F02"]));
+        let Outcome::Say { effects, .. } = state.key(key(KeyCode::Enter), &ctx) else {
+            panic!("Enter follows the link");
+        };
+        let serial = load_of(&effects, "F02");
+        let back = with_children("F02", &["F01"]);
+        assert_eq!(state.answer(serial, loaded(back), &ctx), Outcome::done());
+        assert_eq!(
+            state.key(key(KeyCode::Enter), &ctx),
+            Outcome::say(
+                "F01 is already open further back: Esc returns to it",
+                false,
+                Vec::new()
+            )
+        );
+        assert_eq!(state.stack.len(), 2);
+    }
+
+    #[test]
+    fn an_operation_without_links_says_so_and_the_consoles_keys_pass() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        assert_eq!(
+            state.key(key(KeyCode::Enter), &ctx),
+            Outcome::say("this operation links to no other", false, Vec::new())
+        );
+        for k in [
+            char('r'),
+            char('/'),
+            char('o'),
+            key(KeyCode::Tab),
+            char('q'),
+        ] {
+            assert_eq!(state.key(k, &ctx), Outcome::Pass, "{k:?}");
+        }
+    }
+}

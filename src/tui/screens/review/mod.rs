@@ -608,3 +608,227 @@ fn said(verdict: &Verdict) -> (String, bool) {
         Verdict::Failed(e) => (e.clone(), true),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, detail, key};
+
+    const WHY: &str = "checked with the provider by phone";
+
+    /// A dialog on held F01, at version 3.
+    fn dialog() -> ReviewDialog {
+        ReviewDialog::new(
+            detail("F01", State::Unknown),
+            &fixture::actor(),
+            fixture::now(),
+        )
+    }
+
+    /// Moves the cursor to the first allowed action `pick` accepts, whose
+    /// only input is the rationale; returns its effect as the list previews it.
+    fn choose(
+        dialog: &mut ReviewDialog,
+        ctx: &Ctx,
+        pick: impl Fn(&ActionOption, &Effect) -> bool,
+    ) -> Effect {
+        let at = dialog
+            .options
+            .iter()
+            .position(|o| {
+                o.outcome.as_ref().is_ok_and(|e| pick(o, e))
+                    && FieldKind::for_action(o.action.kind()) == [FieldKind::Rationale]
+            })
+            .unwrap_or_else(|| panic!("no such action in {:?}", dialog.options));
+        dialog.key(key(KeyCode::Home), ctx);
+        for _ in 0..at {
+            dialog.key(key(KeyCode::Down), ctx);
+        }
+        assert_eq!(dialog.cursor, at);
+        dialog.options[at]
+            .outcome
+            .clone()
+            .unwrap_or_else(|r| panic!("{r:?}"))
+    }
+
+    /// Picks the action under the cursor, types the rationale and previews it.
+    fn preview(dialog: &mut ReviewDialog, ctx: &Ctx) {
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert!(matches!(dialog.step, Step::Form { .. }));
+        for c in WHY.chars() {
+            dialog.key(char(c), ctx);
+        }
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert!(
+            matches!(dialog.step, Step::Confirm { .. }),
+            "{:?}",
+            dialog.error
+        );
+    }
+
+    /// The apply in `outcome`: its serial, checked that the dialog asked for it
+    /// on F01 at the version shown, with the rationale typed.
+    fn apply_of(outcome: Outcome) -> u64 {
+        let Outcome::Done(effects) = outcome else {
+            panic!("no apply: {outcome:?}");
+        };
+        let tag = fixture::tag(&effects);
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Review));
+        let message::Effect::Review {
+            id,
+            rationale,
+            expected,
+            ..
+        } = &effects[0]
+        else {
+            panic!("{effects:?}");
+        };
+        assert_eq!((id.as_str(), *expected), ("F01", 3));
+        assert_eq!(rationale.as_str(), WHY);
+        tag.serial
+    }
+
+    /// What an apply of `effect` on F01 answers, written as audit row 7.
+    fn applied(effect: Effect) -> Verdict {
+        let action = effect.action.as_str();
+        let audit = fixture::audit_row(7, "F01", action, effect.from, effect.to);
+        Verdict::Applied(Box::new(Applied { effect, audit }))
+    }
+
+    #[test]
+    fn the_list_offers_allowed_actions_first_and_esc_closes() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        let allowed = dialog.allowed();
+        assert!(allowed > 1, "a held operation offers actions");
+        assert!(dialog.options[..allowed].iter().all(|o| o.outcome.is_ok()));
+        assert!(dialog.options[allowed..].iter().all(|o| o.outcome.is_err()));
+        dialog.key(key(KeyCode::End), &ctx);
+        assert_eq!(
+            dialog.cursor,
+            allowed - 1,
+            "the refused ones are not picked"
+        );
+        dialog.key(char('k'), &ctx);
+        assert_eq!(dialog.cursor, allowed - 2);
+        assert_eq!(dialog.key(char('?'), &ctx), Outcome::Help);
+        assert_eq!(dialog.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn an_action_changing_no_state_applies_on_enter_and_its_verdict_comes_back() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        let effect = choose(&mut dialog, &ctx, |o, _| {
+            o.action.kind() == ActionKind::Comment
+        });
+        preview(&mut dialog, &ctx);
+        let serial = apply_of(dialog.key(key(KeyCode::Enter), &ctx));
+        assert!(matches!(dialog.step, Step::Applying { .. }));
+        assert_eq!(
+            dialog.key(key(KeyCode::Esc), &ctx),
+            Outcome::done(),
+            "the apply runs on"
+        );
+        let answer = Answer::Reviewed(applied(effect));
+        assert_eq!(
+            dialog.answer(serial, answer.clone(), &ctx),
+            Outcome::Wrote {
+                text: "comment applied to F01 (audit #7)".into(),
+                alert: false,
+                unmark: Vec::new(),
+            }
+        );
+        assert!(matches!(dialog.step, Step::Done(Verdict::Applied(_))));
+        assert_eq!(dialog.after, Some((State::Unknown, 4)));
+        dialog.read_back(&fixture::id("F01"), State::Unknown, 5);
+        assert_eq!(dialog.after, Some((State::Unknown, 5)));
+        assert_eq!(dialog.answer(serial, answer, &ctx), Outcome::Pass);
+        assert_eq!(dialog.key(key(KeyCode::Enter), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn a_state_change_waits_for_y_not_enter() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        choose(&mut dialog, &ctx, |_, e| e.to.is_some() && !e.proposal_only);
+        preview(&mut dialog, &ctx);
+        assert_eq!(dialog.key(key(KeyCode::Enter), &ctx), Outcome::done());
+        assert_eq!(
+            dialog.error.as_deref(),
+            Some("press y to apply: Enter does not change the state")
+        );
+        apply_of(dialog.key(char('y'), &ctx));
+    }
+
+    #[test]
+    fn esc_steps_back_from_the_preview_to_the_form_keeping_what_was_typed() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        choose(&mut dialog, &ctx, |o, _| {
+            o.action.kind() == ActionKind::Comment
+        });
+        preview(&mut dialog, &ctx);
+        assert_eq!(dialog.key(key(KeyCode::Esc), &ctx), Outcome::done());
+        let Step::Form { fields, .. } = &dialog.step else {
+            panic!("back to the form: {:?}", dialog.step);
+        };
+        assert_eq!(fields[0].input.text(), WHY);
+        assert_eq!(dialog.key(char('q'), &ctx), Outcome::done(), "q is typed");
+    }
+
+    #[test]
+    fn a_refusal_or_a_conflict_at_commit_is_an_alert() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let verdicts = [
+            (
+                Verdict::Refused {
+                    rule: Rule::G8,
+                    reason: "the version moved".into(),
+                },
+                "refused: G8: the version moved".to_owned(),
+            ),
+            (
+                Verdict::Conflict {
+                    by: "rev:bo".into(),
+                    at: fixture::now(),
+                    expected: 3,
+                    current: 4,
+                },
+                format!(
+                    "refused: G8: changed by rev:bo at {}; reloaded",
+                    crate::core::clock::human_instant(fixture::now())
+                ),
+            ),
+            (
+                Verdict::Failed("store down".into()),
+                "store down".to_owned(),
+            ),
+        ];
+        for (verdict, text) in verdicts {
+            let mut dialog = dialog();
+            choose(&mut dialog, &ctx, |o, _| {
+                o.action.kind() == ActionKind::Comment
+            });
+            preview(&mut dialog, &ctx);
+            let serial = apply_of(dialog.key(char('y'), &ctx));
+            assert_eq!(
+                dialog.answer(serial, Answer::Reviewed(verdict), &ctx),
+                Outcome::Wrote {
+                    text,
+                    alert: true,
+                    unmark: Vec::new(),
+                }
+            );
+            assert_eq!(dialog.after, None, "nothing was applied");
+        }
+    }
+}
