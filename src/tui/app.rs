@@ -3,7 +3,8 @@
 //! state and returns the [`Effect`]s to run (store queries, quitting). Nothing here
 //! awaits, draws or touches the store, so every flow can be driven by a test.
 //! This file routes: messages to their handler, keys to the modal, the tab, or
-//! the queue or detail screen with the focus, then the console's commands; the
+//! the queue or detail screen with the focus, then the console's commands, and
+//! each effect's answer to the screen its tag names (`App::answer`); the
 //! handlers live in `app/` by part of the screen.
 
 use chrono::{DateTime, Utc};
@@ -29,6 +30,7 @@ mod dialogs;
 mod query;
 mod tabs;
 
+use super::message::{Answer, Tag};
 pub(crate) use super::message::{Effect, Message};
 pub(crate) use super::screens::Page;
 pub(crate) use super::screens::prompt::{PromptKind, PromptState};
@@ -43,7 +45,7 @@ use super::screens::help::Help;
 use super::screens::metrics::MetricsState;
 use super::screens::queue::QueueState;
 use super::screens::review::ReviewDialog;
-use super::screens::{Ctx, Modal, Outcome};
+use super::screens::{Asker, Ctx, Modal, Outcome, Screen};
 use super::theme::Theme;
 use crate::core::rules::Actor;
 use crate::core::sanitize::Clean;
@@ -90,9 +92,6 @@ pub struct App {
     pub detail: DetailState,
     pub status: Option<Status>,
     pub log_path: Option<Clean>,
-    /// An apply just answered: the reload it caused replaces the detail shown
-    /// instead of being flagged as someone else's change.
-    review_reload: bool,
     /// The queue or another tab; an operation opened from a tab shows in the
     /// detail panes and `Esc` comes back to the tab.
     pub page: Page,
@@ -127,7 +126,6 @@ impl App {
             detail: DetailState::default(),
             status: None,
             log_path: options.log_path.as_deref().map(Clean::new),
-            review_reload: false,
             page: Page::Queue,
             metrics: MetricsState::default(),
             audit: AuditState::default(),
@@ -169,13 +167,9 @@ impl App {
             }
             Message::Poll { live, now } => self.poll(live, now),
             Message::Metrics { generation, result } => {
-                self.metrics.apply(generation, result.map(|r| *r));
-                Vec::new()
+                self.answer(generation, Answer::Metrics(result))
             }
-            Message::Audit { generation, result } => {
-                self.audit.apply(generation, result.map(|p| *p));
-                Vec::new()
-            }
+            Message::Audit { generation, result } => self.answer(generation, Answer::Audit(result)),
             Message::Verified {
                 generation,
                 result,
@@ -199,53 +193,33 @@ impl App {
                 }
                 Vec::new()
             }
-            Message::Listed { generation, result } => self.listed(generation, result),
-            Message::Loaded { generation, result } => self.loaded(generation, result),
-            Message::Debounced { generation } => {
-                let paused = match &mut self.modal {
-                    Some(Modal::Prompt(prompt)) => prompt.pause.answer(generation).is_some(),
-                    _ => false,
-                };
-                if !paused {
-                    return Vec::new();
-                }
-                self.queue.restart();
-                self.list(None, false)
+            Message::Listed { generation, result } => {
+                self.answer(generation, Answer::Listed(result))
             }
+            Message::Loaded { generation, result } => {
+                self.answer(generation, Answer::Loaded(result))
+            }
+            Message::Debounced { generation } => self.answer(generation, Answer::Debounced),
             Message::Reviewed {
                 generation,
                 verdict,
-            } => self.reviewed(generation, verdict),
-            Message::Selected { generation, result } => self.selected_all(generation, result),
+            } => self.answer(generation, Answer::Reviewed(verdict)),
+            Message::Selected { generation, result } => {
+                self.answer(generation, Answer::Selected(result))
+            }
             Message::LookedUp { generation, result } => {
-                self.looked_up(generation, result.map(|r| *r))
+                self.answer(generation, Answer::LookedUp(result))
             }
             Message::BulkLoaded { generation, result } => {
-                if let Some(dialog) = self.bulk_mut()
-                    && dialog.answered(generation)
-                {
-                    match result {
-                        Ok((readable, missing)) => dialog.loaded(readable, missing),
-                        Err(e) => dialog.failed(e),
-                    }
-                }
-                Vec::new()
+                self.answer(generation, Answer::BulkLoaded(result))
             }
             Message::BulkJudged { generation, result } => {
-                if let Some(dialog) = self.bulk_mut()
-                    && dialog.answered(generation)
-                {
-                    match result {
-                        Ok((lines, missing)) => dialog.judged(lines, missing),
-                        Err(e) => dialog.failed(e),
-                    }
-                }
-                Vec::new()
+                self.answer(generation, Answer::BulkJudged(result))
             }
             Message::BulkApplied {
                 generation,
                 results,
-            } => self.bulk_applied(generation, results),
+            } => self.answer(generation, Answer::BulkApplied(results)),
         }
     }
 
@@ -295,13 +269,6 @@ impl App {
     /// The bulk dialog, when open (under the help overlay or not).
     pub fn bulk(&self) -> Option<&BulkDialog> {
         match self.modal.as_ref().map(Modal::base) {
-            Some(Modal::Bulk(dialog)) => Some(dialog),
-            _ => None,
-        }
-    }
-
-    fn bulk_mut(&mut self) -> Option<&mut BulkDialog> {
-        match self.modal.as_mut().map(Modal::base_mut) {
             Some(Modal::Bulk(dialog)) => Some(dialog),
             _ => None,
         }
@@ -470,7 +437,87 @@ impl App {
             Outcome::Open(id) => self.open_operation(id),
             Outcome::Show(screen) => self.show(screen),
             Outcome::Narrow(narrow) => self.narrow(narrow),
+            Outcome::Left { id, text, effects } => {
+                // The panes showed the operation that left: they follow the
+                // new selection, so what is shown and what `r` reviews agree.
+                if self.detail.stack.first().is_some_and(|f| f.id == id) {
+                    self.focus = Pane::Queue;
+                }
+                self.say(&text, true);
+                effects
+            }
+            Outcome::Wrote {
+                text,
+                alert,
+                unmark,
+            } => {
+                for id in &unmark {
+                    self.queue.marked.remove(id);
+                }
+                self.say(&text, alert);
+                self.detail.reload_expected = true;
+                self.refresh()
+            }
         }
+    }
+
+    /// Hands an effect's answer to the screen that asked (its tag says which),
+    /// then carries out what it came to. What reaches across screens stays
+    /// here: the detail follows the queue's selection, and the review dialog
+    /// reads back the operation the detail loaded.
+    fn answer(&mut self, tag: Tag, answer: Answer) -> Vec<Effect> {
+        let outcome = match self.asker_mut(tag.by) {
+            (ctx, Some(screen)) => screen.answer(tag.serial, answer, &ctx),
+            (_, None) => Outcome::Pass,
+        };
+        let taken = outcome != Outcome::Pass;
+        let mut effects = self.outcome(outcome);
+        match tag.by {
+            Asker::Queue if taken => {
+                self.detail.queue_loaded = self.queue.is_loaded();
+                effects.extend(self.sync_root());
+            }
+            Asker::Detail => self.detail_answered(),
+            _ => {}
+        }
+        effects
+    }
+
+    /// The screen `asker` names, if it is still there (a dialog since closed
+    /// is not), with the context it sees.
+    pub(super) fn asker_mut(&mut self, asker: Asker) -> (Ctx<'_>, Option<&mut dyn Screen>) {
+        let ctx = ctx!(self);
+        let screen: Option<&mut dyn Screen> = match asker {
+            Asker::Queue => Some(&mut self.queue),
+            Asker::Detail => Some(&mut self.detail),
+            // A tab's screen, shown or not (with its arm in `page_screen`).
+            Asker::Tab(Page::Queue) => None,
+            Asker::Tab(Page::Metrics) => Some(&mut self.metrics),
+            Asker::Tab(Page::Audit) => Some(&mut self.audit),
+            Asker::Modal(kind) => self
+                .modal
+                .as_mut()
+                .map(Modal::base_mut)
+                .filter(|modal| modal.kind() == kind)
+                .and_then(Modal::screen_mut),
+        };
+        (ctx, screen)
+    }
+
+    /// After a detail answer: the review dialog reads back the operation it
+    /// applied to, and the focus and scrolls fit what the panes show now.
+    fn detail_answered(&mut self) {
+        let read = self.detail.current().map(|l| {
+            let row = &l.detail.row;
+            (row.operation.id.clone(), row.operation.state, row.version)
+        });
+        if let Some((id, state, version)) = read
+            && let Some(dialog) = self.review_mut()
+        {
+            dialog.read_back(&id, state, version);
+        }
+        self.leave_missing_items();
+        self.clamp_scrolls();
     }
 
     /// The help overlay over what is open now, listing its keys.

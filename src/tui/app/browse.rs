@@ -1,18 +1,15 @@
 //! The queue and the detail together: a key goes to the one with the focus
 //! (their own keys live in `screens/queue.rs` and `screens/detail/`), then to
 //! the console's commands that reach across screens (panes, opening, search,
-//! review, reload); the detail follows the queue's selection; the answers to
-//! list and load requests are taken here.
+//! review, reload); the detail follows the queue's selection (after the
+//! queue's keys here, after its answers in `App::answer`).
 
 use crossterm::event::KeyEvent;
 
 use super::{App, Effect, PromptKind};
-use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
 use crate::tui::keymap::Command;
 use crate::tui::layout::{self, Pane};
-use crate::tui::screens::detail::Applied as DetailApplied;
-use crate::tui::screens::queue::Listing;
 use crate::tui::screens::{Outcome, Screen};
 
 impl App {
@@ -67,104 +64,6 @@ impl App {
                 Vec::new()
             }
         }
-    }
-
-    pub(super) fn listed(
-        &mut self,
-        generation: u64,
-        result: Result<Listing, String>,
-    ) -> Vec<Effect> {
-        let listing = match result {
-            Ok(listing) => listing,
-            Err(e) => {
-                if self.queue.fail(generation) {
-                    self.say(&format!("cannot list operations: {e}"), true);
-                }
-                return Vec::new();
-            }
-        };
-        let page_rows = self.page_rows();
-        let Some(applied) = self.queue.apply(generation, listing, page_rows) else {
-            return Vec::new();
-        };
-        self.detail.queue_loaded = self.queue.is_loaded();
-        let mut effects = Vec::new();
-        if let Some(lost) = applied.lost
-            && self.queue.selected_id.as_ref() != Some(&lost)
-        {
-            // The panes showed the operation that left: they follow the new
-            // selection, so what is shown and what `r` reviews agree.
-            if self.detail.stack.first().is_some_and(|f| f.id == lost) {
-                self.focus = Pane::Queue;
-            }
-            let now_on = self
-                .queue
-                .selected_id
-                .as_ref()
-                .map_or_else(|| "nothing".to_owned(), ToString::to_string);
-            self.say(
-                &format!(
-                    "{lost} is no longer on this page (it changed or left the list); the selection moved to {now_on}"
-                ),
-                true,
-            );
-        }
-        if applied.refetch {
-            effects.extend(self.list(None, false));
-        }
-        effects.extend(self.sync_root());
-        effects
-    }
-
-    pub(super) fn loaded(
-        &mut self,
-        generation: u64,
-        result: Result<Box<OperationDetail>, String>,
-    ) -> Vec<Effect> {
-        let reading = self.detail_visible();
-        match self.detail.apply(
-            generation,
-            result.map(|d| *d),
-            &self.actor,
-            self.now,
-            reading,
-        ) {
-            Some(DetailApplied::Flagged) if std::mem::take(&mut self.review_reload) => {
-                self.detail.accept_change();
-            }
-            Some(DetailApplied::Flagged) => {
-                let id = self
-                    .detail
-                    .top()
-                    .map(|f| f.id.to_string())
-                    .unwrap_or_default();
-                self.say(
-                    &format!("⚠ {id} changed in the store while you were reading it: R shows the new version"),
-                    true,
-                );
-            }
-            Some(DetailApplied::Failed) => {
-                let error = self
-                    .detail
-                    .top()
-                    .and_then(|f| f.error.clone())
-                    .unwrap_or_default();
-                self.say(&error, true);
-            }
-            Some(DetailApplied::Shown) | None => {}
-        }
-        let read = self.detail.current().map(|l| {
-            let row = &l.detail.row;
-            (row.operation.id.clone(), row.operation.state, row.version)
-        });
-        if let Some((id, state, version)) = read
-            && let Some(dialog) = self.review_mut()
-        {
-            dialog.read_back(&id, state, version);
-        }
-        self.leave_missing_items();
-        self.clamp_scrolls();
-        Vec::new()
     }
 
     /// The console's commands: those no screen took (quitting, help, panes,

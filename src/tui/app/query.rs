@@ -52,6 +52,10 @@ impl App {
                 self.queue.search = text;
                 vec![pause]
             }
+            Narrow::Paused => {
+                self.queue.restart();
+                self.list(None, false)
+            }
             Narrow::Search { relist } => {
                 self.modal = None;
                 if relist {

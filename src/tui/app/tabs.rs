@@ -1,7 +1,8 @@
 //! The tabs: which one shows, the screen each page shows in place of the queue
 //! ([`App::page_screen`], beside the tab table `screens::TABS`), showing one, opening
 //! an operation from one in the detail panes, and the store's connection
-//! status. Each tab owns its keys, requests and drawing in `tui/screens/`.
+//! status. Each tab owns its keys, requests, answers and drawing in
+//! `tui/screens/`.
 
 use crossterm::event::KeyEvent;
 
@@ -9,7 +10,7 @@ use super::{App, Effect};
 use crate::core::ids::OperationId;
 use crate::store::Link;
 use crate::tui::layout::Pane;
-use crate::tui::screens::{self, Ctx, Modal, Outcome, Page, Screen as ScreenTrait, TabSpec};
+use crate::tui::screens::{self, Asker, Ctx, Modal, Outcome, Page, Screen as ScreenTrait, TabSpec};
 
 impl App {
     /// The tab the header marks as shown.
@@ -24,7 +25,8 @@ impl App {
     }
 
     /// The screen shown in place of the queue on the page chosen, if any: the
-    /// one place a tab's screen is registered (with [`App::page_screen_mut`]).
+    /// place a tab's screen is registered (with its arm in `App::asker_mut`,
+    /// which hands it its answers and keys).
     pub fn page_screen(&self) -> Option<&dyn ScreenTrait> {
         match self.page {
             Page::Queue => None,
@@ -35,19 +37,7 @@ impl App {
 
     /// The same, to change, with the context it sees.
     fn page_screen_mut(&mut self) -> (Ctx<'_>, Option<&mut dyn ScreenTrait>) {
-        let ctx = Ctx {
-            actor: &self.actor,
-            now: self.now,
-            theme: self.theme,
-            size: self.size,
-            focus: self.focus,
-        };
-        let screen: Option<&mut dyn ScreenTrait> = match self.page {
-            Page::Queue => None,
-            Page::Metrics => Some(&mut self.metrics),
-            Page::Audit => Some(&mut self.audit),
-        };
-        (ctx, screen)
+        self.asker_mut(Asker::Tab(self.page))
     }
 
     /// A key for the tab that has the keys, when one other than the queue

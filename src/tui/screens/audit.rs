@@ -3,7 +3,7 @@
 //! status as the console last verified it), its keys, and its drawing — the
 //! chain status above a table of the transitions. The first page is asked for
 //! again whenever the store changes; moving near the end of the rows read asks
-//! for the next older page.
+//! for the next older page. The pages come back to the tab ([`Screen::answer`]).
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -12,7 +12,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 use ratatui::widgets::{Block, Paragraph};
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Page, Screen};
 use crate::core::audit::{AuditRow, ChainStatus};
 use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
@@ -20,7 +20,7 @@ use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, line, message, span};
 
@@ -112,10 +112,18 @@ impl AuditState {
             return None;
         }
         self.reading_older = true;
-        Some(Effect::Audit {
-            generation: self.pending.request(()),
-            before: Some(oldest),
-        })
+        Some(self.read(Some(oldest)))
+    }
+
+    /// A request for the page below `before` (the newest with `None`).
+    fn read(&mut self, before: Option<i64>) -> Effect {
+        Effect::Audit {
+            generation: Tag {
+                by: Asker::Tab(Page::Audit),
+                serial: self.pending.request(()),
+            },
+            before,
+        }
     }
 
     /// Moves the cursor by `delta`, within the rows.
@@ -156,10 +164,18 @@ impl Screen for AuditState {
 
     fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
         self.reading_older = false;
-        vec![Effect::Audit {
-            generation: self.pending.request(()),
-            before: None,
-        }]
+        vec![self.read(None)]
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::Audit(result) = answer else {
+            return Outcome::Pass;
+        };
+        if self.apply(generation, result.map(|p| *p)) {
+            Outcome::done()
+        } else {
+            Outcome::Pass
+        }
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
@@ -331,4 +347,138 @@ fn summary(state: &AuditState, theme: Theme) -> Line<'static> {
         span(Clean::new(" chain "), theme.label()),
         span(Clean::new(&text), style),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::model::State;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, id, key};
+
+    /// The audit row `seq`, a reconcile of operation F`seq`.
+    fn row(seq: i64) -> AuditRow {
+        fixture::audit_row(
+            seq,
+            &format!("F{seq:02}"),
+            "reconcile",
+            State::Unknown,
+            None,
+        )
+    }
+
+    /// Rows `from` down to `to`, newest first, read below `before`.
+    fn page(from: i64, to: i64, before: Option<i64>, more: bool) -> Answer {
+        Answer::Audit(Ok(Box::new(AuditPage {
+            rows: (to..=from).rev().map(row).collect(),
+            head: 99,
+            before,
+            more,
+        })))
+    }
+
+    /// The audit request in `effects`: its serial, and the `seq` it reads below.
+    fn request(effects: &[Effect]) -> (u64, Option<i64>) {
+        let tag = fixture::tag(effects);
+        assert_eq!(tag.by, Asker::Tab(Page::Audit), "the audit tab asked");
+        let Effect::Audit { before, .. } = effects[0] else {
+            panic!("{effects:?}");
+        };
+        (tag.serial, before)
+    }
+
+    #[test]
+    fn the_newest_page_answered_is_shown_and_an_older_request_dropped() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut tab = AuditState::default();
+        let (old, _) = request(&tab.refresh(&ctx));
+        let (new, before) = request(&tab.refresh(&ctx));
+        assert_eq!(before, None, "the newest page first");
+        assert_eq!(
+            tab.answer(old, page(99, 60, None, true), &ctx),
+            Outcome::Pass
+        );
+        assert!(tab.page.is_none());
+        assert_eq!(
+            tab.answer(new, page(99, 60, None, true), &ctx),
+            Outcome::done()
+        );
+        assert_eq!(tab.rows().len(), 40);
+        assert_eq!(tab.selected_operation(), Some(id("F99")));
+    }
+
+    #[test]
+    fn moving_near_the_end_reads_the_older_page_once_and_appends_it() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut tab = AuditState::default();
+        let (serial, _) = request(&tab.refresh(&ctx));
+        tab.answer(serial, page(99, 60, None, true), &ctx);
+        assert_eq!(
+            tab.key(char('j'), &ctx),
+            Outcome::done(),
+            "far from the end"
+        );
+        let Outcome::Done(effects) = tab.key(char('G'), &ctx) else {
+            panic!("G moves");
+        };
+        let (older, before) = request(&effects);
+        assert_eq!(before, Some(60), "below the oldest row read");
+        assert_eq!(
+            tab.key(char('k'), &ctx),
+            Outcome::done(),
+            "one older read at a time"
+        );
+        assert_eq!(
+            tab.answer(older, page(59, 40, Some(60), false), &ctx),
+            Outcome::done()
+        );
+        assert_eq!(tab.rows().len(), 60);
+        assert_eq!(tab.rows().last().map(|r| r.seq), Some(40));
+        tab.key(char('G'), &ctx);
+        assert_eq!(
+            tab.key(char('k'), &ctx),
+            Outcome::done(),
+            "nothing older remains"
+        );
+    }
+
+    #[test]
+    fn a_refresh_keeps_the_cursor_on_its_row() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut tab = AuditState::default();
+        let (serial, _) = request(&tab.refresh(&ctx));
+        tab.answer(serial, page(99, 60, None, true), &ctx);
+        tab.key(char('j'), &ctx);
+        tab.key(char('j'), &ctx);
+        assert_eq!(tab.selected_operation(), Some(id("F97")));
+        let (serial, _) = request(&tab.refresh(&ctx));
+        tab.answer(serial, page(101, 62, None, true), &ctx);
+        assert_eq!(tab.selected_operation(), Some(id("F97")));
+        assert_eq!(tab.selected, 4);
+    }
+
+    #[test]
+    fn a_failed_read_is_kept_to_say_and_enter_opens_the_rows_operation() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut tab = AuditState::default();
+        assert_eq!(tab.key(key(KeyCode::Enter), &ctx), Outcome::done());
+        let (serial, _) = request(&tab.refresh(&ctx));
+        let failed = Answer::Audit(Err("no route".into()));
+        assert_eq!(tab.answer(serial, failed, &ctx), Outcome::done());
+        assert_eq!(tab.error.as_deref(), Some("no route"));
+        let (serial, _) = request(&tab.refresh(&ctx));
+        tab.answer(serial, page(12, 10, None, false), &ctx);
+        assert_eq!(tab.error, None);
+        tab.key(char('j'), &ctx);
+        assert_eq!(tab.key(key(KeyCode::Enter), &ctx), Outcome::Open(id("F11")));
+        assert_eq!(tab.key(char('t'), &ctx), Outcome::Show('1'));
+        assert_eq!(tab.key(key(KeyCode::Tab), &ctx), Outcome::done());
+        assert_eq!(tab.key(char('r'), &ctx), Outcome::Pass);
+    }
 }

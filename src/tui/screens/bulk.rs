@@ -5,7 +5,8 @@
 //! request, `y` on it is the confirmed apply. The dialog holds ids and the dry
 //! run's lines, never the operations' details: reading the marked operations,
 //! judging them and applying are effects the runner carries out one operation
-//! at a time. Nothing here awaits.
+//! at a time, whose answers come back to the dialog ([`Screen::answer`]).
+//! Nothing here awaits.
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -17,7 +18,7 @@ use ratatui::widgets::{Block, Borders, Paragraph};
 
 use super::dialog::{self, Dialog, shell};
 use super::review::{Verdict, action_from_input, input_label, short};
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, ModalKind, Outcome, Screen};
 use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::rules::{Action, ActionKind, Actor, Rationale};
@@ -26,7 +27,7 @@ use crate::core::triage::{Bucket, TriageLine};
 use crate::review::Planned;
 use crate::tui::keymap::Context;
 use crate::tui::latest::Latest;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{Doc, Prompt, line, max_scroll, span};
 
@@ -107,10 +108,18 @@ impl BulkDialog {
     pub fn open(ids: Vec<OperationId>) -> (Self, Effect) {
         let mut dialog = BulkDialog::new(ids.clone());
         let effect = Effect::BulkLoad {
-            generation: dialog.pending.request(()),
+            generation: dialog.request(),
             ids,
         };
         (dialog, effect)
+    }
+
+    /// The tag of a new load, dry run or apply, the one the dialog waits on.
+    fn request(&mut self) -> Tag {
+        Tag {
+            by: Asker::Modal(ModalKind::Bulk),
+            serial: self.pending.request(()),
+        }
     }
 
     fn new(ids: Vec<OperationId>) -> Self {
@@ -129,7 +138,7 @@ impl BulkDialog {
 
     /// Whether `generation` answers the load or apply the dialog waits on (it
     /// stops waiting then).
-    pub fn answered(&mut self, generation: u64) -> bool {
+    fn answered(&mut self, generation: u64) -> bool {
         self.pending.answer(generation).is_some()
     }
 
@@ -144,7 +153,7 @@ impl BulkDialog {
     }
 
     /// The marked operations that could be read; the others are named.
-    pub fn loaded(&mut self, readable: Vec<OperationId>, missing: Vec<String>) {
+    fn loaded(&mut self, readable: Vec<OperationId>, missing: Vec<String>) {
         self.readable = readable;
         self.missing = missing;
         self.step = Step::Pick;
@@ -152,7 +161,7 @@ impl BulkDialog {
 
     /// The dry run, judged on the operations as they are now; those that can
     /// no longer be read are named beside the others.
-    pub fn judged(&mut self, lines: Vec<Planned>, missing: Vec<String>) {
+    fn judged(&mut self, lines: Vec<Planned>, missing: Vec<String>) {
         let Step::Judging { rationale } = &self.step else {
             return;
         };
@@ -164,7 +173,7 @@ impl BulkDialog {
     }
 
     /// Reading the marked operations failed as a whole.
-    pub fn failed(&mut self, error: String) {
+    fn failed(&mut self, error: String) {
         self.error = Some(error);
         self.step = Step::Done(Vec::new());
     }
@@ -184,10 +193,29 @@ impl BulkDialog {
         }
     }
 
-    /// Each operation's result.
-    pub fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) {
+    /// Each operation's result; what the status line says of them, and the
+    /// operations applied, which leave the marks (the others stay marked).
+    fn finish(&mut self, results: Vec<(TriageLine, Verdict)>) -> Outcome {
+        let applied: Vec<OperationId> = results
+            .iter()
+            .filter(|(_, v)| matches!(v, Verdict::Applied(_)))
+            .map(|(line, _)| line.id.clone())
+            .collect();
+        let refused = results.len() - applied.len();
+        let text = match refused {
+            0 => format!("bulk: all {} applied", applied.len()),
+            n => format!(
+                "bulk: {} applied, {n} not applied (still marked)",
+                applied.len()
+            ),
+        };
         self.scroll = 0;
         self.step = Step::Done(results);
+        Outcome::Wrote {
+            text,
+            alert: refused > 0,
+            unmark: applied,
+        }
     }
 }
 
@@ -342,7 +370,7 @@ impl Dialog for BulkDialog {
         match request {
             Request::Close => Outcome::Close,
             Request::Judge { action, rationale } => Outcome::Done(vec![Effect::BulkJudge {
-                generation: self.pending.request(()),
+                generation: self.request(),
                 ids: self.readable.clone(),
                 action,
                 rationale,
@@ -353,7 +381,7 @@ impl Dialog for BulkDialog {
                 action,
                 rationale,
             } => Outcome::Done(vec![Effect::BulkApply {
-                generation: self.pending.request(()),
+                generation: self.request(),
                 planned,
                 action,
                 rationale,
@@ -370,6 +398,25 @@ impl Screen for BulkDialog {
 
     fn key(&mut self, key: KeyEvent, ctx: &Ctx) -> Outcome {
         dialog::key(self, key, ctx)
+    }
+
+    /// The load, the dry run or the apply the dialog waits on answered.
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let ours = matches!(
+            answer,
+            Answer::BulkLoaded(_) | Answer::BulkJudged(_) | Answer::BulkApplied(_)
+        );
+        if !ours || !self.answered(generation) {
+            return Outcome::Pass;
+        }
+        match answer {
+            Answer::BulkLoaded(Ok((readable, missing))) => self.loaded(readable, missing),
+            Answer::BulkJudged(Ok((lines, missing))) => self.judged(lines, missing),
+            Answer::BulkLoaded(Err(e)) | Answer::BulkJudged(Err(e)) => self.failed(e),
+            Answer::BulkApplied(results) => return self.finish(results),
+            _ => {}
+        }
+        Outcome::done()
     }
 
     fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
@@ -642,4 +689,214 @@ fn row(
         span(Clean::new(&column), column_style),
         span(Clean::new(&text), style),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::model::State;
+    use crate::review::Applied;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, detail, id, key};
+
+    const WHY: &str = "the provider confirmed every one";
+
+    /// The request in `effects`, checked that the bulk dialog asked it.
+    fn asked(effects: &[Effect]) -> u64 {
+        let tag = fixture::tag(effects);
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Bulk));
+        tag.serial
+    }
+
+    fn effects(outcome: Outcome) -> Vec<Effect> {
+        match outcome {
+            Outcome::Done(effects) => effects,
+            other => panic!("effects expected: {other:?}"),
+        }
+    }
+
+    /// A dialog on F01 and F02 of which only F01 could be read.
+    fn loaded(ctx: &Ctx) -> BulkDialog {
+        let (mut dialog, load) = BulkDialog::open(vec![id("F01"), id("F02")]);
+        let serial = asked(std::slice::from_ref(&load));
+        assert!(matches!(&load, Effect::BulkLoad { ids, .. } if ids.len() == 2));
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert!(matches!(dialog.step, Step::Loading), "nothing to pick yet");
+        let answer = Answer::BulkLoaded(Ok((vec![id("F01")], vec!["F02: not found".into()])));
+        assert_eq!(dialog.answer(serial, answer, ctx), Outcome::done());
+        assert!(matches!(dialog.step, Step::Pick));
+        dialog
+    }
+
+    /// The first action bulk offers that takes no input but the rationale.
+    fn plain_kind() -> usize {
+        KINDS
+            .iter()
+            .position(|k| input_label(*k).is_none())
+            .unwrap_or_else(|| panic!("every bulk action takes an input"))
+    }
+
+    /// Chooses [`plain_kind`], types the rationale and asks for the dry run;
+    /// returns the request's serial and the action judged.
+    fn judge(dialog: &mut BulkDialog, ctx: &Ctx) -> (u64, Action, Rationale) {
+        for _ in 0..=plain_kind() {
+            dialog.key(key(KeyCode::Down), ctx);
+        }
+        assert_eq!(dialog.cursor, Some(plain_kind()));
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert!(matches!(dialog.step, Step::Rationale(_)));
+        for c in WHY.chars() {
+            dialog.key(char(c), ctx);
+        }
+        let effects = effects(dialog.key(key(KeyCode::Enter), ctx));
+        let serial = asked(&effects);
+        let Effect::BulkJudge {
+            ids,
+            action,
+            rationale,
+            now,
+            ..
+        } = &effects[0]
+        else {
+            panic!("{effects:?}");
+        };
+        assert_eq!((ids.as_slice(), *now), ([id("F01")].as_slice(), ctx.now));
+        assert!(matches!(dialog.step, Step::Judging { .. }));
+        (serial, (**action).clone(), rationale.clone())
+    }
+
+    /// Judged and shown as a dry run: the serial of the apply `y` asked for,
+    /// and the line of F01.
+    fn applying(dialog: &mut BulkDialog, ctx: &Ctx) -> (u64, TriageLine) {
+        let (serial, action, rationale) = judge(dialog, ctx);
+        let held = detail("F01", State::Unknown);
+        let line = crate::core::triage::line(&held, &action, ctx.actor, &rationale, ctx.now);
+        let planned = vec![Planned {
+            line: line.clone(),
+            version: 3,
+        }];
+        let answer = Answer::BulkJudged(Ok((planned.clone(), Vec::new())));
+        assert_eq!(dialog.answer(serial, answer, ctx), Outcome::done());
+        assert!(matches!(dialog.step, Step::DryRun { .. }));
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert_eq!(
+            dialog.error.as_deref(),
+            Some("press y to apply to all: Enter does not")
+        );
+        let effects = effects(dialog.key(char('y'), ctx));
+        assert!(matches!(&effects[0], Effect::BulkApply { planned: sent, .. } if *sent == planned));
+        assert!(matches!(dialog.step, Step::Applying));
+        (asked(&effects), line)
+    }
+
+    #[test]
+    fn the_marked_are_read_then_an_action_must_be_chosen() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Queue);
+        let mut dialog = loaded(&ctx);
+        assert_eq!(dialog.readable, [id("F01")]);
+        assert_eq!(dialog.missing, ["F02: not found"]);
+        assert_eq!(dialog.key(key(KeyCode::Enter), &ctx), Outcome::done());
+        assert_eq!(
+            dialog.error.as_deref(),
+            Some("choose the action first: ↑↓ move through the list")
+        );
+        dialog.key(key(KeyCode::Up), &ctx);
+        assert_eq!(
+            dialog.cursor,
+            Some(KINDS.len() - 1),
+            "up from none is the last"
+        );
+        assert_eq!(dialog.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn an_answer_for_another_dialog_is_dropped() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Queue);
+        let (_, other) = BulkDialog::open(vec![id("F09")]);
+        let mut dialog = loaded(&ctx);
+        let answer = Answer::BulkLoaded(Ok((Vec::new(), Vec::new())));
+        let serial = asked(std::slice::from_ref(&other));
+        assert_eq!(dialog.answer(serial, answer, &ctx), Outcome::Pass);
+        assert_eq!(dialog.readable, [id("F01")]);
+    }
+
+    #[test]
+    fn a_failed_read_ends_the_dialog_with_why() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Queue);
+        let (mut dialog, load) = BulkDialog::open(vec![id("F01")]);
+        let serial = asked(std::slice::from_ref(&load));
+        let answer = Answer::BulkLoaded(Err("store down".into()));
+        assert_eq!(dialog.answer(serial, answer, &ctx), Outcome::done());
+        assert_eq!(dialog.error.as_deref(), Some("store down"));
+        assert!(matches!(&dialog.step, Step::Done(results) if results.is_empty()));
+    }
+
+    #[test]
+    fn esc_steps_back_from_the_dry_run_to_the_rationale_typed() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Queue);
+        let mut dialog = loaded(&ctx);
+        let (serial, action, rationale) = judge(&mut dialog, &ctx);
+        let held = detail("F01", State::Unknown);
+        let line = crate::core::triage::line(&held, &action, &actor, &rationale, ctx.now);
+        let planned = vec![Planned { line, version: 3 }];
+        dialog.answer(serial, Answer::BulkJudged(Ok((planned, Vec::new()))), &ctx);
+        assert_eq!(dialog.key(key(KeyCode::Esc), &ctx), Outcome::done());
+        let Step::Rationale(typed) = &dialog.step else {
+            panic!("back to the rationale: {:?}", dialog.step);
+        };
+        assert_eq!(typed.text(), WHY);
+        dialog.key(key(KeyCode::Esc), &ctx);
+        assert!(matches!(dialog.step, Step::Pick), "no input to go back to");
+    }
+
+    #[test]
+    fn a_refused_apply_stays_marked_and_is_an_alert() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Queue);
+        let mut dialog = loaded(&ctx);
+        let (serial, line) = applying(&mut dialog, &ctx);
+        let results = vec![(line, Verdict::Failed("store down".into()))];
+        assert_eq!(
+            dialog.answer(serial, Answer::BulkApplied(results.clone()), &ctx),
+            Outcome::Wrote {
+                text: "bulk: 0 applied, 1 not applied (still marked)".into(),
+                alert: true,
+                unmark: Vec::new(),
+            }
+        );
+        assert!(matches!(&dialog.step, Step::Done(shown) if *shown == results));
+        assert_eq!(
+            dialog.answer(serial, Answer::BulkApplied(results), &ctx),
+            Outcome::Pass
+        );
+    }
+
+    #[test]
+    fn the_operations_applied_leave_the_marks() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Queue);
+        let mut dialog = loaded(&ctx);
+        let (serial, line) = applying(&mut dialog, &ctx);
+        let effect = line
+            .outcome
+            .clone()
+            .unwrap_or_else(|r| panic!("the action is allowed on F01: {r:?}"));
+        let audit = fixture::audit_row(8, "F01", effect.action.as_str(), effect.from, effect.to);
+        let verdict = Verdict::Applied(Box::new(Applied { effect, audit }));
+        assert_eq!(
+            dialog.answer(serial, Answer::BulkApplied(vec![(line, verdict)]), &ctx),
+            Outcome::Wrote {
+                text: "bulk: all 1 applied".into(),
+                alert: false,
+                unmark: vec![id("F01")],
+            }
+        );
+        assert_eq!(dialog.key(key(KeyCode::Enter), &ctx), Outcome::Close);
+    }
 }

@@ -273,3 +273,70 @@ fn column(
     }
     doc.wrap(width)
 }
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, key};
+
+    #[test]
+    fn the_keys_scroll_within_what_does_not_fit() {
+        let actor = fixture::actor();
+        // The queue's keys do not fit 80×24: the overlay scrolls.
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut help = Help::new(Context::Queue, None, None);
+        let last = lay_out(&ctx, &help).scroll_max;
+        assert!(last > 1, "the queue's keys overflow 80×24");
+        assert_eq!(help.key(char('k'), &ctx), Outcome::done());
+        assert_eq!(help.scroll, 0, "nothing above the top");
+        help.key(char('j'), &ctx);
+        assert_eq!(help.scroll, 1);
+        help.key(char('G'), &ctx);
+        assert_eq!(help.scroll, last);
+        help.key(key(KeyCode::PageDown), &ctx);
+        assert_eq!(help.scroll, last, "nothing below the bottom");
+        help.key(char('g'), &ctx);
+        assert_eq!(help.scroll, 0);
+    }
+
+    #[test]
+    fn keys_that_fit_do_not_scroll() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 200, 60, Pane::Queue);
+        let mut help = Help::new(Context::Lookup, None, None);
+        assert_eq!(lay_out(&ctx, &help).scroll_max, 0);
+        help.key(char('j'), &ctx);
+        help.key(char('G'), &ctx);
+        assert_eq!(help.scroll, 0);
+    }
+
+    #[test]
+    fn esc_q_and_question_mark_close_and_ctrl_c_quits() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut help = Help::new(Context::Detail, None, None);
+        for k in [key(KeyCode::Esc), char('q'), char('?')] {
+            assert_eq!(help.key(k, &ctx), Outcome::Close, "{k:?}");
+        }
+        assert_eq!(
+            help.key(char('x'), &ctx),
+            Outcome::done(),
+            "an unbound key is nothing"
+        );
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(help.key(ctrl_c, &ctx), Outcome::Quit);
+    }
+
+    #[test]
+    fn it_asks_for_nothing_so_takes_no_answer() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut help = Help::new(Context::Queue, None, None);
+        let answer = crate::tui::message::Answer::Debounced;
+        assert_eq!(help.answer(1, answer, &ctx), Outcome::Pass);
+        assert_eq!(help.scroll, 0);
+    }
+}

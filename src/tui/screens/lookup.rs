@@ -1,6 +1,7 @@
 //! The lookup result over the console (`o` on a hold): the provider's answer
 //! field by field, and what it now allows, as the review service recorded it.
-//! The lookup itself runs on the effects runner; this screen waits for it.
+//! The lookup itself runs on the effects runner; this screen waits for it, and
+//! its answer comes back here ([`Screen::answer`]).
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -8,11 +9,14 @@ use ratatui::layout::Rect;
 use ratatui::text::Line;
 use ratatui::widgets::Paragraph;
 
-use super::{Ctx, Outcome, Screen, dialog};
+use chrono::{DateTime, Utc};
+
+use super::{Asker, Ctx, ModalKind, Outcome, Screen, dialog};
 use crate::core::ids::OperationId;
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::widgets::{self, line, span};
 
 /// What a recorded lookup shows.
@@ -34,19 +38,26 @@ pub struct LookupScreen {
 }
 
 impl LookupScreen {
-    /// A screen waiting for the lookup of `id`; returns it with the tag of the
-    /// request to send.
-    pub fn start(id: OperationId) -> (LookupScreen, u64) {
+    /// A screen waiting for the lookup of `id`, with the request that looks it
+    /// up, dated on the console's clock (`frozen` at `now`, or the system's).
+    pub fn start(id: OperationId, now: DateTime<Utc>, frozen: bool) -> (LookupScreen, Effect) {
         let mut pending = Latest::default();
-        let generation = pending.request(());
-        (
-            LookupScreen {
-                id,
-                pending,
-                result: None,
-            },
+        let generation = Tag {
+            by: Asker::Modal(ModalKind::Lookup),
+            serial: pending.request(()),
+        };
+        let effect = Effect::LookUp {
             generation,
-        )
+            id: id.clone(),
+            now,
+            frozen,
+        };
+        let screen = LookupScreen {
+            id,
+            pending,
+            result: None,
+        };
+        (screen, effect)
     }
 
     /// A screen that asks nothing: the lookup cannot be made, and `why` says why.
@@ -59,7 +70,7 @@ impl LookupScreen {
     }
 
     /// Takes the answer tagged `generation`; `false` when it is not this one's.
-    pub fn answered(&mut self, generation: u64, result: Result<LookupShown, String>) -> bool {
+    fn answered(&mut self, generation: u64, result: Result<LookupShown, String>) -> bool {
         if self.pending.answer(generation).is_none() {
             return false;
         }
@@ -80,6 +91,29 @@ impl Screen for LookupScreen {
             Some(Command::Quit) => Outcome::Quit,
             Some(Command::Help) => Outcome::Help,
             _ => Outcome::done(),
+        }
+    }
+
+    /// The lookup answered: its result shows here, and everything is read
+    /// again (the lookup added an attempt and maybe an observation).
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::LookedUp(result) = answer else {
+            return Outcome::Pass;
+        };
+        let (text, alert) = match &result {
+            Ok(_) => (
+                "lookup recorded; the evidence shows what it allows".to_owned(),
+                false,
+            ),
+            Err(e) => (e.clone(), true),
+        };
+        if !self.answered(generation, result.map(|r| *r)) {
+            return Outcome::Pass;
+        }
+        Outcome::Wrote {
+            text,
+            alert,
+            unmark: Vec::new(),
         }
     }
 
@@ -145,5 +179,101 @@ impl Screen for LookupScreen {
 
     fn name(&self) -> &'static str {
         "the lookup"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, id, key};
+
+    fn shown() -> LookupShown {
+        LookupShown {
+            rows: vec![("status".into(), "match".into())],
+            consequences: vec!["the next observation is due in 30m".into()],
+        }
+    }
+
+    /// A screen waiting for the lookup of F09, with its request's serial.
+    fn waiting() -> (LookupScreen, u64) {
+        let (screen, effect) = LookupScreen::start(id("F09"), fixture::now(), true);
+        let effects = [effect];
+        let tag = fixture::tag(&effects);
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Lookup));
+        assert!(matches!(
+            &effects[0],
+            Effect::LookUp { id: asked, now, frozen: true, .. }
+                if *asked == id("F09") && *now == fixture::now()
+        ));
+        (screen, tag.serial)
+    }
+
+    #[test]
+    fn a_recorded_lookup_shows_and_everything_is_read_again() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (mut screen, serial) = waiting();
+        assert!(screen.result.is_none());
+        let answer = Answer::LookedUp(Ok(Box::new(shown())));
+        assert_eq!(
+            screen.answer(serial, answer.clone(), &ctx),
+            Outcome::Wrote {
+                text: "lookup recorded; the evidence shows what it allows".into(),
+                alert: false,
+                unmark: Vec::new(),
+            }
+        );
+        assert_eq!(screen.result, Some(Ok(shown())));
+        assert_eq!(
+            screen.answer(serial, answer, &ctx),
+            Outcome::Pass,
+            "taken once"
+        );
+    }
+
+    #[test]
+    fn a_lookup_not_recorded_says_why_as_an_alert() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (mut screen, serial) = waiting();
+        let answer = Answer::LookedUp(Err("the provider did not answer".into()));
+        assert_eq!(
+            screen.answer(serial, answer, &ctx),
+            Outcome::Wrote {
+                text: "the provider did not answer".into(),
+                alert: true,
+                unmark: Vec::new(),
+            }
+        );
+        assert_eq!(
+            screen.result,
+            Some(Err("the provider did not answer".into()))
+        );
+    }
+
+    #[test]
+    fn a_lookup_that_cannot_be_made_waits_on_nothing() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (_, serial) = waiting();
+        let mut screen = LookupScreen::impossible(id("F09"), "no lookup".into());
+        let answer = Answer::LookedUp(Ok(Box::new(shown())));
+        assert_eq!(screen.answer(serial, answer, &ctx), Outcome::Pass);
+        assert_eq!(screen.result, Some(Err("no lookup".into())));
+    }
+
+    #[test]
+    fn enter_and_esc_close_and_the_global_keys_work() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Evidence);
+        let (mut screen, _) = waiting();
+        assert_eq!(screen.key(key(KeyCode::Enter), &ctx), Outcome::Close);
+        assert_eq!(screen.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+        assert_eq!(screen.key(char('?'), &ctx), Outcome::Help);
+        assert_eq!(screen.key(char('q'), &ctx), Outcome::Quit);
+        assert_eq!(screen.key(char('j'), &ctx), Outcome::done());
     }
 }

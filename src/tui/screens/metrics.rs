@@ -4,7 +4,8 @@
 //! fractions, the release disposition with its vetoes, the unknown-age histogram
 //! and retry amplification by layer, and beside them (or in their place on a
 //! narrow screen) the operations behind the selected figure. The report is asked
-//! for again whenever the store changes; nothing is computed here.
+//! for again whenever the store changes, and its answer comes back to the tab
+//! ([`Screen::answer`]); nothing is computed here.
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
@@ -12,14 +13,14 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::style::Style;
 use ratatui::text::Line;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Page, Screen};
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, Report};
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, Doc, line, message, span};
 
@@ -201,9 +202,23 @@ impl Screen for MetricsState {
 
     fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
         vec![Effect::Metrics {
-            generation: self.pending.request(()),
+            generation: Tag {
+                by: Asker::Tab(Page::Metrics),
+                serial: self.pending.request(()),
+            },
             now: ctx.now,
         }]
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::Metrics(result) = answer else {
+            return Outcome::Pass;
+        };
+        if self.apply(generation, result.map(|r| *r)) {
+            Outcome::done()
+        } else {
+            Outcome::Pass
+        }
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
@@ -589,4 +604,121 @@ fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
             theme.label(),
         ),
     ])
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::detail::Dataset;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, id, key};
+
+    /// The report of an empty store, the second figure given one operation
+    /// short of it (F05) and one counted (F06).
+    fn report() -> Report {
+        let mut report = crate::core::metrics::report(&Dataset::default(), fixture::now());
+        let figure = &mut report.metrics[1];
+        figure.shortfalls = vec![(id("F05"), "no observation verifies it".into())];
+        figure.numerator_ids = vec![id("F06")];
+        report
+    }
+
+    /// The tab with `report` shown.
+    fn shown(ctx: &Ctx, report: Report) -> MetricsState {
+        let mut tab = MetricsState::default();
+        let serial = fixture::tag(&tab.refresh(ctx)).serial;
+        let answer = Answer::Metrics(Ok(Box::new(report)));
+        assert_eq!(tab.answer(serial, answer, ctx), Outcome::done());
+        tab
+    }
+
+    #[test]
+    fn the_report_answered_is_shown_and_an_older_one_dropped() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let mut tab = MetricsState::default();
+        let old = tab.refresh(&ctx);
+        let new = tab.refresh(&ctx);
+        assert_eq!(fixture::tag(&new).by, Asker::Tab(Page::Metrics));
+        assert!(matches!(new[0], Effect::Metrics { now, .. } if now == fixture::now()));
+        let answer = |r: Report| Answer::Metrics(Ok(Box::new(r)));
+        assert_eq!(
+            tab.answer(fixture::tag(&old).serial, answer(report()), &ctx),
+            Outcome::Pass
+        );
+        assert!(tab.report.is_none());
+        assert_eq!(
+            tab.answer(fixture::tag(&new).serial, answer(report()), &ctx),
+            Outcome::done()
+        );
+        assert_eq!(tab.report.as_ref().map(|r| r.metrics.len()), Some(7));
+    }
+
+    #[test]
+    fn a_failed_report_keeps_the_last_one_and_says_why() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let mut tab = shown(&ctx, report());
+        let serial = fixture::tag(&tab.refresh(&ctx)).serial;
+        let failed = Answer::Metrics(Err("timeout".into()));
+        assert_eq!(tab.answer(serial, failed, &ctx), Outcome::done());
+        assert_eq!(tab.error.as_deref(), Some("timeout"));
+        assert!(tab.report.is_some());
+    }
+
+    #[test]
+    fn enter_lists_the_operations_behind_a_figure_then_opens_one() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let mut tab = shown(&ctx, report());
+        assert_eq!(tab.key(key(KeyCode::Enter), &ctx), Outcome::done());
+        assert_eq!(
+            tab.focus,
+            MetricsFocus::Figures,
+            "nothing behind the first figure"
+        );
+        tab.key(char('j'), &ctx);
+        assert_eq!(tab.figure, 1);
+        tab.key(key(KeyCode::Enter), &ctx);
+        assert_eq!(tab.focus, MetricsFocus::Operations);
+        let behind: Vec<(OperationId, bool)> = tab
+            .behind()
+            .into_iter()
+            .map(|b| (b.id, b.counted))
+            .collect();
+        assert_eq!(behind, [(id("F05"), false), (id("F06"), true)]);
+        tab.key(char('j'), &ctx);
+        assert_eq!(tab.key(key(KeyCode::Enter), &ctx), Outcome::Open(id("F06")));
+        tab.key(key(KeyCode::Esc), &ctx);
+        assert_eq!(tab.focus, MetricsFocus::Figures);
+        tab.key(key(KeyCode::Tab), &ctx);
+        assert_eq!(tab.focus, MetricsFocus::Operations);
+    }
+
+    #[test]
+    fn moving_to_another_figure_starts_its_operations_at_the_top() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let mut tab = shown(&ctx, report());
+        tab.key(char('j'), &ctx);
+        tab.key(key(KeyCode::Tab), &ctx);
+        tab.key(char('j'), &ctx);
+        assert_eq!(tab.operation, 1);
+        tab.key(key(KeyCode::Tab), &ctx);
+        tab.key(char('G'), &ctx);
+        assert_eq!((tab.figure, tab.operation), (6, 0));
+    }
+
+    #[test]
+    fn t_goes_back_to_the_held_queue_and_the_consoles_keys_pass() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let mut tab = shown(&ctx, report());
+        assert_eq!(tab.key(char('t'), &ctx), Outcome::Show('1'));
+        for k in [char('r'), char('q'), char('4'), char('/')] {
+            assert_eq!(tab.key(k, &ctx), Outcome::Pass, "{k:?}");
+        }
+    }
 }

@@ -1,11 +1,15 @@
 //! The console's screens and dialogs, one file (or folder) each: its state, its
-//! keys and its drawing behind [`Screen`]. The [`Modal`] enum is the registration
-//! point of the screens drawn over the console; `App` holds the rest as fields.
+//! keys, the answers to what it asked and its drawing behind [`Screen`]. The
+//! [`Modal`] enum is the registration point of the screens drawn over the
+//! console; `App` holds the rest as fields. [`Asker`] names a screen, so that an
+//! effect's answer goes back to the screen that asked.
 
 pub(crate) mod audit;
 pub(crate) mod bulk;
 pub(crate) mod detail;
 pub(crate) mod dialog;
+#[cfg(test)]
+pub(crate) mod fixture;
 pub(crate) mod help;
 pub(crate) mod lookup;
 pub(crate) mod metrics;
@@ -21,7 +25,7 @@ use ratatui::text::Line;
 
 use super::keymap::Context;
 use super::layout::Pane;
-use super::message::Effect;
+use super::message::{Answer, Effect};
 use super::theme::Theme;
 use crate::core::ids::OperationId;
 use crate::core::rules::Actor;
@@ -95,6 +99,20 @@ pub(crate) fn tab(key: char) -> Option<&'static TabSpec> {
     TABS.iter().find(|t| t.key == key)
 }
 
+/// The screen that asked for an effect, named in its [`Tag`](super::message::Tag)
+/// so that `App` hands the answer back to it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Asker {
+    /// The queue (its pages, the mark-all selection).
+    Queue,
+    /// The detail panes (the operation on top of their stack).
+    Detail,
+    /// The screen a tab shows in place of the queue, shown or not.
+    Tab(Page),
+    /// The screen drawn over the console, while it is the one of this kind.
+    Modal(ModalKind),
+}
+
 /// What a screen sees of the console while it takes a key or draws: read only,
 /// so a screen changes nothing but itself.
 #[derive(Debug, Clone, Copy)]
@@ -115,7 +133,8 @@ pub struct Ctx<'a> {
 pub enum Outcome {
     /// Handled by the screen; these effects are to run (often none).
     Done(Vec<Effect>),
-    /// Not the screen's key: the console's own keys get it.
+    /// Not the screen's key: the console's own keys get it. For an answer:
+    /// not one the screen waits on (its request was replaced), so dropped.
     Pass,
     /// Close the screen (a dialog, the help overlay; the detail panes go back
     /// to the queue).
@@ -136,6 +155,23 @@ pub enum Outcome {
     Show(char),
     /// Change the queue's search or filter (the prompt's keys).
     Narrow(prompt::Narrow),
+    /// The list answered without the operation the selection was kept on
+    /// (`id`): say `text` as an alert, run `effects`, and the detail panes
+    /// showing `id` go back to the list, following its selection again.
+    Left {
+        id: OperationId,
+        text: String,
+        effects: Vec<Effect>,
+    },
+    /// What the screen asked for wrote to the store (a review, a lookup, a
+    /// bulk apply): say `text`, unmark `unmark` in the queue, and read
+    /// everything on screen again, the operation open taking its new version
+    /// rather than flagging it as someone else's change.
+    Wrote {
+        text: String,
+        alert: bool,
+        unmark: Vec<OperationId>,
+    },
 }
 
 impl Outcome {
@@ -166,6 +202,13 @@ pub trait Screen {
     fn refresh(&mut self, _ctx: &Ctx) -> Vec<Effect> {
         Vec::new()
     }
+    /// Takes the answer to the request of serial `generation` it asked for
+    /// (`Tag::serial`), like a key: what the console must do now, or
+    /// [`Outcome::Pass`] when it no longer waits on that request. A screen that
+    /// asks for nothing takes no answer.
+    fn answer(&mut self, _generation: u64, _answer: Answer, _ctx: &Ctx) -> Outcome {
+        Outcome::Pass
+    }
     /// Draws the screen into `area` (a dialog takes the frame's middle).
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx);
     /// What the query line under the tab bar says while a tab shows.
@@ -178,8 +221,18 @@ pub trait Screen {
     }
 }
 
+/// Which screen is drawn over the console, as an answer names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModalKind {
+    Prompt,
+    Help,
+    Review,
+    Bulk,
+    Lookup,
+}
+
 /// The one screen drawn over the console, if any. Adding an overlay adds a
-/// variant here and an arm in [`Modal::screen`] / [`Modal::screen_mut`].
+/// variant here and an arm in [`Modal::kind`] and [`Modal::screen_mut`].
 #[derive(Debug, Clone)]
 pub enum Modal {
     /// The search or filter prompt in the query line.
@@ -208,6 +261,17 @@ impl Modal {
                 under: Some(under), ..
             }) => under.base_mut(),
             other => other,
+        }
+    }
+
+    /// Which one it is.
+    pub fn kind(&self) -> ModalKind {
+        match self {
+            Modal::Prompt(_) => ModalKind::Prompt,
+            Modal::Help(_) => ModalKind::Help,
+            Modal::Review(_) => ModalKind::Review,
+            Modal::Bulk(_) => ModalKind::Bulk,
+            Modal::Lookup(_) => ModalKind::Lookup,
         }
     }
 

@@ -1,18 +1,19 @@
 //! The search, filter and `:` command prompt in the query line: what is typed,
 //! the text it started from (restored on cancel), the pause a typed search waits
 //! on, and its keys, which come to a [`Narrow`] of the queue (or, at `:`, a
-//! [`LineCommand`]) for the console to carry out.
+//! [`LineCommand`]) for the console to carry out; the pause's end comes back to
+//! it as an answer ([`Screen::answer`]).
 
 use crossterm::event::KeyEvent;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, ModalKind, Outcome, Screen};
 use crate::store::OperationFilter;
 use crate::tui::filter;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::widgets::Prompt;
 
 /// How long typing must pause before the search runs.
@@ -106,6 +107,8 @@ pub enum Narrow {
     /// The search now reads this; it runs once typing pauses (the effect asks
     /// for the pause).
     Typing(String, Effect),
+    /// Typing paused: the search as typed runs now, and the prompt stays open.
+    Paused,
     /// The search stands as typed and the prompt closes; `relist` when a pause
     /// was still waiting, so the search runs now.
     Search { relist: bool },
@@ -199,13 +202,27 @@ impl Screen for PromptState {
                 }
                 self.touched = true;
                 let pause = Effect::Debounce {
-                    generation: self.pause.request(()),
+                    generation: Tag {
+                        by: Asker::Modal(ModalKind::Prompt),
+                        serial: self.pause.request(()),
+                    },
                     delay: SEARCH_PAUSE,
                 };
                 Narrow::Typing(self.input.text(), pause)
             }
         };
         Outcome::Narrow(narrow)
+    }
+
+    /// The pause of the latest key typed is over: the search runs. A pause
+    /// overtaken by typing is dropped.
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        match answer {
+            Answer::Debounced if self.pause.answer(generation).is_some() => {
+                Outcome::Narrow(Narrow::Paused)
+            }
+            _ => Outcome::Pass,
+        }
     }
 
     fn draw(&self, frame: &mut Frame, area: Rect, ctx: &Ctx) {
@@ -248,5 +265,148 @@ mod tests {
             (Some("hel".into()), Some(":held :help".into()))
         );
         assert!(complete("x").1.unwrap().contains("no command"));
+    }
+}
+
+#[cfg(test)]
+mod screen_tests {
+    use crossterm::event::{KeyCode, KeyModifiers};
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, key};
+
+    /// Types `text` into `prompt`, returning what the last key came to.
+    fn typed(prompt: &mut PromptState, text: &str, ctx: &Ctx) -> Outcome {
+        let mut last = Outcome::done();
+        for c in text.chars() {
+            last = prompt.key(char(c), ctx);
+        }
+        last
+    }
+
+    /// The pause a typed search asked for: its serial, once checked that the
+    /// search reads `text` and the prompt asked for the pause.
+    fn pause(outcome: &Outcome, text: &str) -> u64 {
+        let Outcome::Narrow(Narrow::Typing(now, effect)) = outcome else {
+            panic!("typing a search waits on a pause: {outcome:?}");
+        };
+        assert_eq!(now, text);
+        let tag = fixture::tag(std::slice::from_ref(effect));
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Prompt));
+        assert!(matches!(effect, Effect::Debounce { delay, .. } if *delay == SEARCH_PAUSE));
+        tag.serial
+    }
+
+    #[test]
+    fn a_search_runs_when_the_latest_pause_answers_not_an_overtaken_one() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, "old".into());
+        let first = pause(&prompt.key(char('F'), &ctx), "F");
+        let second = pause(&prompt.key(char('1'), &ctx), "F1");
+        assert_eq!(prompt.answer(first, Answer::Debounced, &ctx), Outcome::Pass);
+        assert_eq!(
+            prompt.answer(second, Answer::Debounced, &ctx),
+            Outcome::Narrow(Narrow::Paused)
+        );
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Search { relist: false }),
+            "the search already ran"
+        );
+    }
+
+    #[test]
+    fn enter_runs_a_search_still_waiting_for_its_pause() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, String::new());
+        let serial = pause(&typed(&mut prompt, "bill", &ctx), "bill");
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Search { relist: true })
+        );
+        assert_eq!(
+            prompt.answer(serial, Answer::Debounced, &ctx),
+            Outcome::Pass,
+            "the pause was given up"
+        );
+    }
+
+    #[test]
+    fn esc_restores_the_search_only_when_typing_changed_it() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, "old".into());
+        assert_eq!(
+            prompt.key(key(KeyCode::Esc), &ctx),
+            Outcome::Narrow(Narrow::Restore(None))
+        );
+        typed(&mut prompt, "new", &ctx);
+        assert_eq!(
+            prompt.key(key(KeyCode::Esc), &ctx),
+            Outcome::Narrow(Narrow::Restore(Some("old".into())))
+        );
+    }
+
+    #[test]
+    fn a_filter_is_read_on_enter_and_a_bad_one_keeps_the_prompt() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Filter, String::new());
+        assert_eq!(
+            typed(&mut prompt, "risk:high", &ctx),
+            Outcome::done(),
+            "a filter waits for Enter"
+        );
+        match prompt.key(key(KeyCode::Enter), &ctx) {
+            Outcome::Narrow(Narrow::Filter(parsed)) => {
+                assert_eq!(parsed, filter::parse("risk:high").unwrap_or_default());
+                assert_ne!(parsed, OperationFilter::default());
+            }
+            other => panic!("the filter was not read: {other:?}"),
+        }
+        let mut prompt = PromptState::new(PromptKind::Filter, String::new());
+        typed(&mut prompt, "colour:red", &ctx);
+        assert!(matches!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Invalid(_))
+        ));
+    }
+
+    #[test]
+    fn the_command_prompt_runs_completes_and_names_a_typo() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Command, String::new());
+        typed(&mut prompt, "au", &ctx);
+        assert_eq!(prompt.key(key(KeyCode::Tab), &ctx), Outcome::done());
+        assert_eq!(prompt.input.text(), "audit");
+        assert_eq!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Run(LineCommand::Show('4')))
+        );
+        let mut prompt = PromptState::new(PromptKind::Command, String::new());
+        typed(&mut prompt, "h", &ctx);
+        assert_eq!(
+            prompt.key(key(KeyCode::Tab), &ctx),
+            Outcome::Narrow(Narrow::Note(":held :help".into()))
+        );
+        typed(&mut prompt, "x", &ctx);
+        assert!(matches!(
+            prompt.key(key(KeyCode::Enter), &ctx),
+            Outcome::Narrow(Narrow::Invalid(e)) if e.starts_with("unknown command :helx")
+        ));
+    }
+
+    #[test]
+    fn q_is_typed_and_ctrl_c_quits() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut prompt = PromptState::new(PromptKind::Search, String::new());
+        pause(&prompt.key(char('q'), &ctx), "q");
+        let ctrl_c = KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL);
+        assert_eq!(prompt.key(ctrl_c, &ctx), Outcome::Quit);
     }
 }

@@ -7,6 +7,8 @@
 //! never by skipping rows. The selection is a position in the listing plus the
 //! id it points at, so that a refresh can keep it on the same operation; a
 //! position below the top page is counted from the pages walked to reach it.
+//! The answers to its list and mark-all requests come back to it
+//! ([`Screen::answer`]).
 
 use std::collections::BTreeSet;
 
@@ -17,7 +19,7 @@ use ratatui::text::Line;
 
 use crossterm::event::KeyEvent;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Screen};
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationRow, State};
@@ -26,7 +28,7 @@ use crate::store::{OperationFilter, Page, QueueCounts, SortOrder, Start};
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout::{self, Pane};
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 use crate::tui::theme::Theme;
 use crate::tui::widgets::{self, Column, DataTable, message, span};
 
@@ -265,7 +267,6 @@ impl QueueState {
         }
     }
 
-    /// Starts the listing over at its first row (new tab, sort, filter or search).
     /// Marks the selected operation, or unmarks it; `None` when nothing is selected.
     pub fn toggle_mark(&mut self) -> Option<bool> {
         let id = self.selected_id.clone()?;
@@ -288,6 +289,7 @@ impl QueueState {
         }
     }
 
+    /// Starts the listing over at its first row (new tab, sort, filter or search).
     pub fn restart(&mut self) {
         self.offset = 0;
         self.selected = 0;
@@ -364,9 +366,12 @@ impl QueueState {
     /// shows; `keep` keeps the selection on that operation, `recount` asks for
     /// the header counts too.
     pub fn list(&mut self, ctx: &Ctx, keep: Option<OperationId>, recount: bool) -> Effect {
-        let (generation, query) = self.request(layout::page_rows(ctx.size), keep, recount, ctx.now);
+        let (serial, query) = self.request(layout::page_rows(ctx.size), keep, recount, ctx.now);
         Effect::List {
-            generation,
+            generation: Tag {
+                by: Asker::Queue,
+                serial,
+            },
             query: Box::new(query),
         }
     }
@@ -410,6 +415,65 @@ impl QueueState {
         };
         Outcome::say(text, false, self.step(1, ctx))
     }
+
+    /// A page answered: shown, with the next page asked for when the selection
+    /// is off it; the operation the selection was kept on, gone, is said.
+    fn listed(&mut self, generation: u64, result: Result<Listing, String>, ctx: &Ctx) -> Outcome {
+        let listing = match result {
+            Ok(listing) => listing,
+            Err(e) if self.fail(generation) => {
+                return Outcome::say(format!("cannot list operations: {e}"), true, Vec::new());
+            }
+            Err(_) => return Outcome::Pass,
+        };
+        let Some(applied) = self.apply(generation, listing, layout::page_rows(ctx.size)) else {
+            return Outcome::Pass;
+        };
+        let effects = if applied.refetch {
+            vec![self.list(ctx, None, false)]
+        } else {
+            Vec::new()
+        };
+        match applied.lost {
+            Some(lost) if self.selected_id.as_ref() != Some(&lost) => {
+                let now_on = self
+                    .selected_id
+                    .as_ref()
+                    .map_or_else(|| "nothing".to_owned(), ToString::to_string);
+                Outcome::Left {
+                    text: format!(
+                        "{lost} is no longer on this page (it changed or left the list); the selection moved to {now_on}"
+                    ),
+                    id: lost,
+                    effects,
+                }
+            }
+            _ => Outcome::Done(effects),
+        }
+    }
+
+    /// The mark-all selection answered: every match is marked too.
+    fn selected_all(
+        &mut self,
+        generation: u64,
+        result: Result<Vec<OperationId>, String>,
+    ) -> Outcome {
+        if self.marking.answer(generation).is_none() {
+            return Outcome::Pass;
+        }
+        match result {
+            Ok(ids) => {
+                let matched = ids.len();
+                self.marked.extend(ids);
+                let text = format!(
+                    "{matched} matching marked; {} marked in all",
+                    self.marked.len()
+                );
+                Outcome::say(text, false, Vec::new())
+            }
+            Err(e) => Outcome::say(format!("cannot mark the matches: {e}"), true, Vec::new()),
+        }
+    }
 }
 
 impl Screen for QueueState {
@@ -445,9 +509,11 @@ impl Screen for QueueState {
             Command::SwitchTab => Outcome::Done(self.switch_tab(ctx)),
             Command::Mark => self.mark(ctx),
             Command::MarkAll => {
-                let generation = self.marking.request(());
                 let select = Effect::SelectAll {
-                    generation,
+                    generation: Tag {
+                        by: Asker::Queue,
+                        serial: self.marking.request(()),
+                    },
                     filter: Box::new(self.matching()),
                 };
                 Outcome::say("marking every operation that matches…", false, vec![select])
@@ -457,6 +523,14 @@ impl Screen for QueueState {
                 self.marking.cancel();
                 Outcome::say(format!("{count} unmarked"), false, Vec::new())
             }
+            _ => Outcome::Pass,
+        }
+    }
+
+    fn answer(&mut self, generation: u64, answer: Answer, ctx: &Ctx) -> Outcome {
+        match answer {
+            Answer::Listed(result) => self.listed(generation, result, ctx),
+            Answer::Selected(result) => self.selected_all(generation, result),
             _ => Outcome::Pass,
         }
     }
@@ -778,4 +852,262 @@ fn search_elsewhere(queue: &QueueState) -> Option<String> {
     }
     text.push('.');
     Some(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::model::State;
+    use crate::tui::screens::fixture::{self, char, key, row};
+
+    /// A console of 160×45 with the keys on the queue.
+    fn on_queue<'a>(actor: &'a crate::core::rules::Actor) -> Ctx<'a> {
+        fixture::ctx(actor, 160, 45, Pane::Queue)
+    }
+
+    /// The queue's request in `effects`: its tag, which must name the queue,
+    /// and its query.
+    fn list_request(effects: &[Effect]) -> (u64, ListQuery) {
+        let tag = fixture::tag(effects);
+        assert_eq!(tag.by, Asker::Queue, "the queue asked");
+        match &effects[0] {
+            Effect::List { query, .. } => (tag.serial, (**query).clone()),
+            other => panic!("a page was expected, got {other:?}"),
+        }
+    }
+
+    /// `total` held operations F01… of which `shown` are on the page.
+    fn listing(total: u64, shown: u64) -> Listing {
+        Listing {
+            rows: (1..=shown)
+                .map(|n| row(&format!("F{n:02}"), State::Unknown))
+                .collect(),
+            total,
+            counts: Some(QueueCounts::default()),
+            elsewhere: None,
+        }
+    }
+
+    /// A queue showing the first page of `total` operations.
+    fn shown(ctx: &Ctx, total: u64) -> QueueState {
+        let mut queue = QueueState::new();
+        let (serial, _) = list_request(&[queue.list(ctx, None, true)]);
+        let page = u64::from(layout::page_rows(ctx.size)).min(total);
+        let outcome = queue.answer(serial, Answer::Listed(Ok(listing(total, page))), ctx);
+        assert_eq!(outcome, Outcome::done());
+        queue
+    }
+
+    #[test]
+    fn a_page_answered_is_shown_and_an_older_one_is_dropped() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = QueueState::new();
+        let (old, _) = list_request(&[queue.list(&ctx, None, true)]);
+        let (new, query) = list_request(&[queue.list(&ctx, None, true)]);
+        assert!(query.counts.is_some(), "the first request counts too");
+        assert_eq!(
+            queue.answer(old, Answer::Listed(Ok(listing(9, 9))), &ctx),
+            Outcome::Pass,
+            "a replaced request's page is dropped"
+        );
+        assert!(queue.rows.is_empty() && !queue.is_loaded());
+        assert_eq!(
+            queue.answer(new, Answer::Listed(Ok(listing(2, 2))), &ctx),
+            Outcome::done()
+        );
+        assert_eq!(queue.total, 2);
+        assert_eq!(queue.selected_id, Some(fixture::id("F01")));
+        assert!(queue.is_loaded() && !queue.is_loading());
+    }
+
+    #[test]
+    fn a_failed_page_is_an_alert_once() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = QueueState::new();
+        let (serial, _) = list_request(&[queue.list(&ctx, None, false)]);
+        let outcome = queue.answer(serial, Answer::Listed(Err("down".into())), &ctx);
+        assert_eq!(
+            outcome,
+            Outcome::say("cannot list operations: down", true, Vec::new())
+        );
+        assert_eq!(
+            queue.answer(serial, Answer::Listed(Err("down".into())), &ctx),
+            Outcome::Pass,
+            "an answer is taken once"
+        );
+    }
+
+    #[test]
+    fn the_operation_kept_gone_from_the_page_is_said_and_names_it() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        let kept = fixture::id("F07");
+        let (serial, _) = list_request(&[queue.list(&ctx, Some(kept.clone()), false)]);
+        match queue.answer(serial, Answer::Listed(Ok(listing(3, 3))), &ctx) {
+            Outcome::Left { id, text, effects } => {
+                assert_eq!(id, kept);
+                assert!(
+                    text.starts_with("F07 is no longer on this page")
+                        && text.ends_with("the selection moved to F01"),
+                    "{text}"
+                );
+                assert!(effects.is_empty(), "the selection is on the page");
+            }
+            other => panic!("the lost operation was not said: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn moving_off_the_page_asks_for_the_next_one() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 100);
+        let page = u64::from(layout::page_rows(ctx.size));
+        assert_eq!(queue.key(char('j'), &ctx), Outcome::done());
+        assert_eq!(queue.selected, 1);
+        assert_eq!(queue.selected_id, Some(fixture::id("F02")));
+        let Outcome::Done(effects) = queue.key(char('G'), &ctx) else {
+            panic!("G moves");
+        };
+        let (_, query) = list_request(&effects);
+        assert_eq!(
+            queue.selected, 99,
+            "G goes to the last of all, not of the page"
+        );
+        assert_eq!(query.page.start, Start::Last);
+        assert_eq!(query.page.limit, page);
+        assert!(query.counts.is_none(), "moving does not recount");
+    }
+
+    #[test]
+    fn sort_cycles_and_lists_again_from_the_top() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 5);
+        queue.key(char('j'), &ctx);
+        let Outcome::Done(effects) = queue.key(char('s'), &ctx) else {
+            panic!("s sorts");
+        };
+        let (_, query) = list_request(&effects);
+        assert_eq!((queue.sort, query.sort), (SortOrder::Age, SortOrder::Age));
+        assert_eq!(query.page.start, Start::First);
+        assert_eq!(queue.selected, 0, "from the top");
+        for _ in 0..3 {
+            queue.key(char('s'), &ctx);
+        }
+        assert_eq!(queue.sort, SortOrder::Urgency, "back to the first order");
+    }
+
+    #[test]
+    fn esc_clears_a_query_and_is_nothing_without_one() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 5);
+        assert_eq!(queue.key(key(KeyCode::Esc), &ctx), Outcome::done());
+        queue.search = "billing".into();
+        let Outcome::Done(effects) = queue.key(key(KeyCode::Esc), &ctx) else {
+            panic!("Esc clears");
+        };
+        let (_, query) = list_request(&effects);
+        assert!(queue.search.is_empty() && query.filter.search.is_none());
+    }
+
+    #[test]
+    fn space_marks_and_unmarks_the_selection_and_moves_down() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        assert_eq!(
+            queue.key(char(' '), &ctx),
+            Outcome::say("F01 marked; 1 marked", false, Vec::new())
+        );
+        assert_eq!(queue.selected_id, Some(fixture::id("F02")));
+        queue.key(char('k'), &ctx);
+        assert_eq!(
+            queue.key(char(' '), &ctx),
+            Outcome::say("F01 unmarked; 0 marked", false, Vec::new())
+        );
+        assert!(queue.marked.is_empty());
+    }
+
+    #[test]
+    fn mark_all_asks_for_every_match_and_its_answer_marks_them() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        queue.search = "refund".into();
+        let Outcome::Say { text, effects, .. } = queue.key(char('a'), &ctx) else {
+            panic!("a marks all");
+        };
+        assert_eq!(text, "marking every operation that matches…");
+        let tag = fixture::tag(&effects);
+        assert_eq!(tag.by, Asker::Queue);
+        let Effect::SelectAll { filter, .. } = &effects[0] else {
+            panic!("{effects:?}");
+        };
+        assert_eq!(filter.search.as_deref(), Some("refund"));
+        assert!(filter.queue, "the held tab selects held operations only");
+        let ids = vec![fixture::id("F01"), fixture::id("F09")];
+        assert_eq!(
+            queue.answer(tag.serial, Answer::Selected(Ok(ids)), &ctx),
+            Outcome::say("2 matching marked; 2 marked in all", false, Vec::new())
+        );
+        assert!(queue.marked.contains(&fixture::id("F09")));
+        assert_eq!(
+            queue.key(char('u'), &ctx),
+            Outcome::say("2 unmarked", false, Vec::new())
+        );
+    }
+
+    #[test]
+    fn unmarking_all_drops_the_mark_all_still_running() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        let Outcome::Say { effects, .. } = queue.key(char('a'), &ctx) else {
+            panic!("a marks all");
+        };
+        queue.key(char('u'), &ctx);
+        let late = Answer::Selected(Ok(vec![fixture::id("F01")]));
+        assert_eq!(
+            queue.answer(fixture::tag(&effects).serial, late, &ctx),
+            Outcome::Pass
+        );
+        assert!(queue.marked.is_empty());
+    }
+
+    #[test]
+    fn the_consoles_keys_and_other_answers_pass() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        for k in [
+            key(KeyCode::Enter),
+            char('r'),
+            char('/'),
+            char('b'),
+            char('3'),
+        ] {
+            assert_eq!(queue.key(k, &ctx), Outcome::Pass, "{k:?}");
+        }
+        assert_eq!(queue.answer(1, Answer::Debounced, &ctx), Outcome::Pass);
+    }
+
+    #[test]
+    fn t_switches_the_listing_and_lists_it_from_the_top() {
+        let actor = fixture::actor();
+        let ctx = on_queue(&actor);
+        let mut queue = shown(&ctx, 3);
+        let Outcome::Done(effects) = queue.key(char('t'), &ctx) else {
+            panic!("t switches");
+        };
+        let (_, query) = list_request(&effects);
+        assert_eq!(queue.tab, Tab::All);
+        assert!(!query.filter.queue, "all operations, held or not");
+    }
 }

@@ -3,8 +3,9 @@
 //! pops it), each with the evidence bundle the core computed for it, its scroll
 //! positions and its selected link. A newer version of an operation being read is
 //! held back and flagged rather than swapped in under the reviewer's eyes. Its
-//! keys scroll the focused pane, select and follow links and go back; its
-//! drawing is in `draw.rs`.
+//! keys scroll the focused pane, select and follow links and go back; the
+//! answers to its loads come back to it ([`Screen::answer`]); its drawing is in
+//! `draw.rs`.
 
 mod draw;
 mod items;
@@ -13,7 +14,7 @@ use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
 use ratatui::layout::Rect;
 
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, Outcome, Screen};
 use crate::core::detail::OperationDetail;
 use crate::core::evidence;
 use crate::core::ids::OperationId;
@@ -22,7 +23,7 @@ use crate::tui::doc;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout::{self, Pane};
-use crate::tui::message::Effect;
+use crate::tui::message::{Answer, Effect, Tag};
 pub(crate) use crate::tui::opened::{Frame, Loaded};
 use crate::tui::widgets::max_scroll;
 
@@ -44,6 +45,9 @@ pub struct DetailState {
     /// The queue's first page has arrived: with nothing open the panes say
     /// "select a hold" rather than "loading".
     pub queue_loaded: bool,
+    /// A write of this console just answered: the reload it caused replaces
+    /// the operation shown instead of being flagged as someone else's change.
+    pub reload_expected: bool,
     pending: Latest<OperationId>,
 }
 
@@ -178,8 +182,44 @@ impl DetailState {
         let Some(id) = self.top().map(|f| f.id.clone()) else {
             return Vec::new();
         };
-        let generation = self.expect(id.clone());
+        let generation = Tag {
+            by: Asker::Detail,
+            serial: self.expect(id.clone()),
+        };
         vec![Effect::Load { generation, id }]
+    }
+
+    /// A load answered: shown, or held back and flagged while being read, or
+    /// its error said.
+    fn loaded(
+        &mut self,
+        generation: u64,
+        result: Result<OperationDetail, String>,
+        ctx: &Ctx,
+    ) -> Outcome {
+        let reading = layout::shows_detail(ctx.size) || ctx.focus != Pane::Queue;
+        match self.apply(generation, result, ctx.actor, ctx.now, reading) {
+            Some(Applied::Flagged) if std::mem::take(&mut self.reload_expected) => {
+                self.accept_change();
+                Outcome::done()
+            }
+            Some(Applied::Flagged) => {
+                let id = self.top().map(|f| f.id.to_string()).unwrap_or_default();
+                Outcome::say(
+                    format!(
+                        "⚠ {id} changed in the store while you were reading it: R shows the new version"
+                    ),
+                    true,
+                    Vec::new(),
+                )
+            }
+            Some(Applied::Failed) => {
+                let error = self.top().and_then(|f| f.error.clone()).unwrap_or_default();
+                Outcome::say(error, true, Vec::new())
+            }
+            Some(Applied::Shown) => Outcome::done(),
+            None => Outcome::Pass,
+        }
     }
 
     /// Whether the operation open has an items pane.
@@ -327,6 +367,13 @@ impl Screen for DetailState {
         }
     }
 
+    fn answer(&mut self, generation: u64, answer: Answer, ctx: &Ctx) -> Outcome {
+        match answer {
+            Answer::Loaded(result) => self.loaded(generation, result.map(|d| *d), ctx),
+            _ => Outcome::Pass,
+        }
+    }
+
     /// Every detail pane the layout shows, the focused one highlighted.
     fn draw(&self, frame: &mut ratatui::Frame, _area: Rect, ctx: &Ctx) {
         let areas = layout::areas(ctx.size, ctx.focus, self.has_items());
@@ -339,5 +386,201 @@ impl Screen for DetailState {
 
     fn name(&self) -> &'static str {
         "the detail"
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::core::model::{ChildLink, Relation, State};
+    use crate::tui::screens::fixture::{self, char, detail, id, key};
+
+    /// `name`, held, with a child operation for each of `children`.
+    fn with_children(name: &str, children: &[&str]) -> OperationDetail {
+        let mut held = detail(name, State::Unknown);
+        held.children = children
+            .iter()
+            .map(|child| ChildLink {
+                id: id(child),
+                relation: Relation::CompensationOf,
+                state: State::Failed,
+                items: Vec::new(),
+            })
+            .collect();
+        held
+    }
+
+    /// The load in `effects`: its serial, after checking the detail asked for `name`.
+    fn load_of(effects: &[Effect], name: &str) -> u64 {
+        let tag = fixture::tag(effects);
+        assert_eq!(tag.by, Asker::Detail, "the detail asked");
+        assert!(
+            matches!(&effects[0], Effect::Load { id: asked, .. } if *asked == id(name)),
+            "{effects:?}"
+        );
+        tag.serial
+    }
+
+    fn loaded(answer: OperationDetail) -> Answer {
+        Answer::Loaded(Ok(Box::new(answer)))
+    }
+
+    /// The detail with `shown` open at its root, loaded.
+    fn open(ctx: &Ctx, shown: OperationDetail) -> DetailState {
+        let mut state = DetailState::default();
+        let root = shown.row.operation.id.clone();
+        assert!(state.set_root(&root));
+        let serial = load_of(&state.load_top(), root.as_str());
+        assert_eq!(state.answer(serial, loaded(shown), ctx), Outcome::done());
+        state
+    }
+
+    #[test]
+    fn a_load_answered_is_shown_and_a_replaced_one_dropped() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = DetailState::default();
+        state.set_root(&id("F01"));
+        let old = load_of(&state.load_top(), "F01");
+        let new = load_of(&state.load_top(), "F01");
+        let answer = loaded(detail("F01", State::Unknown));
+        assert_eq!(state.answer(old, answer.clone(), &ctx), Outcome::Pass);
+        assert!(state.current().is_none() && state.is_loading());
+        assert_eq!(state.answer(new, answer, &ctx), Outcome::done());
+        let shown = state.current().map(|l| l.detail.row.operation.id.clone());
+        assert_eq!(shown, Some(id("F01")));
+        assert!(!state.is_loading());
+    }
+
+    #[test]
+    fn a_change_while_reading_is_held_back_and_said() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        let mut changed = detail("F01", State::Succeeded);
+        changed.row.version = 4;
+        let serial = load_of(&state.load_top(), "F01");
+        assert_eq!(
+            state.answer(serial, loaded(changed), &ctx),
+            Outcome::say(
+                "⚠ F01 changed in the store while you were reading it: R shows the new version",
+                true,
+                Vec::new()
+            )
+        );
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(3));
+        assert!(state.accept_change());
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(4));
+    }
+
+    #[test]
+    fn after_a_write_of_ours_the_reload_replaces_it_unflagged() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        state.reload_expected = true;
+        let mut changed = detail("F01", State::Succeeded);
+        changed.row.version = 4;
+        let serial = load_of(&state.load_top(), "F01");
+        assert_eq!(state.answer(serial, loaded(changed), &ctx), Outcome::done());
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(4));
+        assert!(!state.reload_expected, "the next change is someone else's");
+    }
+
+    #[test]
+    fn off_screen_a_change_simply_replaces_it() {
+        let actor = fixture::actor();
+        // 80×24 with the queue in focus: the detail is not drawn.
+        let ctx = fixture::ctx(&actor, 80, 24, Pane::Queue);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        let mut changed = detail("F01", State::Failed);
+        changed.row.version = 5;
+        let serial = load_of(&state.load_top(), "F01");
+        assert_eq!(state.answer(serial, loaded(changed), &ctx), Outcome::done());
+        assert_eq!(state.current().map(|l| l.detail.row.version), Some(5));
+    }
+
+    #[test]
+    fn a_failed_load_says_why_on_the_frame_and_the_status_line() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = DetailState::default();
+        state.set_root(&id("F01"));
+        let serial = load_of(&state.load_top(), "F01");
+        let outcome = state.answer(serial, Answer::Loaded(Err("F01 is gone".into())), &ctx);
+        assert_eq!(outcome, Outcome::say("F01 is gone", true, Vec::new()));
+        assert_eq!(
+            state.top().and_then(|f| f.error.as_deref()),
+            Some("F01 is gone")
+        );
+    }
+
+    #[test]
+    fn links_are_selected_followed_and_esc_goes_back_then_closes() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, with_children("F01", &["F02", "F03"]));
+        assert_eq!(state.key(char('n'), &ctx), Outcome::done());
+        assert_eq!(state.top().map(|f| f.link), Some(1));
+        state.key(char('n'), &ctx);
+        assert_eq!(state.top().map(|f| f.link), Some(0), "wraps around");
+        state.key(char('p'), &ctx);
+        assert_eq!(state.top().map(|f| f.link), Some(1));
+        let Outcome::Say { text, effects, .. } = state.key(key(KeyCode::Enter), &ctx) else {
+            panic!("Enter follows the link");
+        };
+        assert_eq!(text, "opened F03 from F01; Esc goes back");
+        load_of(&effects, "F03");
+        assert_eq!(state.stack.len(), 2);
+        let Outcome::Done(effects) = state.key(key(KeyCode::Esc), &ctx) else {
+            panic!("Esc goes back");
+        };
+        load_of(&effects, "F01");
+        assert_eq!(state.stack.len(), 1);
+        assert_eq!(state.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn a_link_to_an_operation_open_further_back_is_not_opened_twice() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, with_children("F01", &["F02"]));
+        let Outcome::Say { effects, .. } = state.key(key(KeyCode::Enter), &ctx) else {
+            panic!("Enter follows the link");
+        };
+        let serial = load_of(&effects, "F02");
+        let back = with_children("F02", &["F01"]);
+        assert_eq!(state.answer(serial, loaded(back), &ctx), Outcome::done());
+        assert_eq!(
+            state.key(key(KeyCode::Enter), &ctx),
+            Outcome::say(
+                "F01 is already open further back: Esc returns to it",
+                false,
+                Vec::new()
+            )
+        );
+        assert_eq!(state.stack.len(), 2);
+    }
+
+    #[test]
+    fn an_operation_without_links_says_so_and_the_consoles_keys_pass() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Evidence);
+        let mut state = open(&ctx, detail("F01", State::Unknown));
+        assert_eq!(
+            state.key(key(KeyCode::Enter), &ctx),
+            Outcome::say("this operation links to no other", false, Vec::new())
+        );
+        for k in [
+            char('r'),
+            char('/'),
+            char('o'),
+            key(KeyCode::Tab),
+            char('q'),
+        ] {
+            assert_eq!(state.key(k, &ctx), Outcome::Pass, "{k:?}");
+        }
     }
 }

@@ -7,7 +7,8 @@
 //! action that changes the state (or opens a proposal), the operation's id typed
 //! for one of high or critical risk; `Enter` still confirms an action that
 //! changes no state (a comment, an owner). Nothing here awaits: the apply is an
-//! effect the runner carries out.
+//! effect the runner carries out, and its verdict comes back to the dialog
+//! ([`Screen::answer`]).
 
 mod draw;
 pub(crate) mod form;
@@ -18,7 +19,7 @@ use ratatui::Frame;
 use ratatui::layout::Rect;
 
 use super::dialog::{self, Dialog};
-use super::{Ctx, Outcome, Screen};
+use super::{Asker, Ctx, ModalKind, Outcome, Screen};
 use crate::core::detail::OperationDetail;
 use crate::core::ids::OperationId;
 use crate::core::model::{Risk, State};
@@ -28,7 +29,7 @@ use crate::core::rules::{
 use crate::review::{Applied, ReviewError};
 use crate::tui::keymap::Context;
 use crate::tui::latest::Latest;
-use crate::tui::message;
+use crate::tui::message::{self, Answer, Tag};
 use crate::tui::widgets::Prompt;
 
 pub(super) use draw::short;
@@ -211,12 +212,10 @@ impl ReviewDialog {
 
     /// Whether `generation` answers the apply the dialog waits on (it stops
     /// waiting then).
-    pub fn answered(&mut self, generation: u64) -> bool {
+    fn answered(&mut self, generation: u64) -> bool {
         self.applying.answer(generation).is_some()
     }
 
-    /// The verdict of the apply; after a reconcile that left a hold held, the
-    /// next observation is offered when the core allows scheduling one.
     /// The operation read back after the apply: the title shows the state and
     /// version it is at now.
     pub fn read_back(&mut self, id: &OperationId, state: State, version: i64) {
@@ -225,7 +224,9 @@ impl ReviewDialog {
         }
     }
 
-    pub fn finish(&mut self, verdict: Verdict) {
+    /// The verdict of the apply; after a reconcile that left a hold held, the
+    /// next observation is offered when the core allows scheduling one.
+    fn finish(&mut self, verdict: Verdict) {
         if let Verdict::Applied(applied) = &verdict {
             let effect = &applied.effect;
             self.after = Some((
@@ -535,7 +536,10 @@ impl Dialog for ReviewDialog {
                 rationale,
                 expected,
             } => Outcome::Done(vec![message::Effect::Review {
-                generation: self.applying.request(()),
+                generation: Tag {
+                    by: Asker::Modal(ModalKind::Review),
+                    serial: self.applying.request(()),
+                },
                 id,
                 action,
                 rationale,
@@ -555,7 +559,277 @@ impl Screen for ReviewDialog {
         dialog::key(self, key, ctx)
     }
 
+    /// The apply answered: the verdict shows in the dialog and on the status
+    /// line, and everything is read again (the operation changed, by us or by
+    /// someone else).
+    fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
+        let Answer::Reviewed(verdict) = answer else {
+            return Outcome::Pass;
+        };
+        if !self.answered(generation) {
+            return Outcome::Pass;
+        }
+        let (text, alert) = said(&verdict);
+        self.finish(verdict);
+        Outcome::Wrote {
+            text,
+            alert,
+            unmark: Vec::new(),
+        }
+    }
+
     fn draw(&self, frame: &mut Frame, _area: Rect, ctx: &Ctx) {
         draw::draw(frame, ctx, self);
+    }
+}
+
+/// What the status line says of an apply's verdict, and whether as an alert.
+fn said(verdict: &Verdict) -> (String, bool) {
+    match verdict {
+        Verdict::Applied(applied) => {
+            let done = if applied.effect.proposal_only {
+                "proposal opened for"
+            } else {
+                "applied to"
+            };
+            let text = format!(
+                "{} {done} {} (audit #{})",
+                applied.effect.action, applied.audit.draft.operation, applied.audit.seq
+            );
+            (text, false)
+        }
+        Verdict::Refused { rule, reason } => (format!("refused: {rule}: {reason}"), true),
+        Verdict::Conflict { by, at, .. } => (
+            format!(
+                "refused: G8: changed by {by} at {}; reloaded",
+                crate::core::clock::human_instant(*at)
+            ),
+            true,
+        ),
+        Verdict::Failed(e) => (e.clone(), true),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crossterm::event::KeyCode;
+
+    use super::*;
+    use crate::tui::layout::Pane;
+    use crate::tui::screens::fixture::{self, char, detail, key};
+
+    const WHY: &str = "checked with the provider by phone";
+
+    /// A dialog on held F01, at version 3.
+    fn dialog() -> ReviewDialog {
+        ReviewDialog::new(
+            detail("F01", State::Unknown),
+            &fixture::actor(),
+            fixture::now(),
+        )
+    }
+
+    /// Moves the cursor to the first allowed action `pick` accepts, whose
+    /// only input is the rationale; returns its effect as the list previews it.
+    fn choose(
+        dialog: &mut ReviewDialog,
+        ctx: &Ctx,
+        pick: impl Fn(&ActionOption, &Effect) -> bool,
+    ) -> Effect {
+        let at = dialog
+            .options
+            .iter()
+            .position(|o| {
+                o.outcome.as_ref().is_ok_and(|e| pick(o, e))
+                    && FieldKind::for_action(o.action.kind()) == [FieldKind::Rationale]
+            })
+            .unwrap_or_else(|| panic!("no such action in {:?}", dialog.options));
+        dialog.key(key(KeyCode::Home), ctx);
+        for _ in 0..at {
+            dialog.key(key(KeyCode::Down), ctx);
+        }
+        assert_eq!(dialog.cursor, at);
+        dialog.options[at]
+            .outcome
+            .clone()
+            .unwrap_or_else(|r| panic!("{r:?}"))
+    }
+
+    /// Picks the action under the cursor, types the rationale and previews it.
+    fn preview(dialog: &mut ReviewDialog, ctx: &Ctx) {
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert!(matches!(dialog.step, Step::Form { .. }));
+        for c in WHY.chars() {
+            dialog.key(char(c), ctx);
+        }
+        assert_eq!(dialog.key(key(KeyCode::Enter), ctx), Outcome::done());
+        assert!(
+            matches!(dialog.step, Step::Confirm { .. }),
+            "{:?}",
+            dialog.error
+        );
+    }
+
+    /// The apply in `outcome`: its serial, checked that the dialog asked for it
+    /// on F01 at the version shown, with the rationale typed.
+    fn apply_of(outcome: Outcome) -> u64 {
+        let Outcome::Done(effects) = outcome else {
+            panic!("no apply: {outcome:?}");
+        };
+        let tag = fixture::tag(&effects);
+        assert_eq!(tag.by, Asker::Modal(ModalKind::Review));
+        let message::Effect::Review {
+            id,
+            rationale,
+            expected,
+            ..
+        } = &effects[0]
+        else {
+            panic!("{effects:?}");
+        };
+        assert_eq!((id.as_str(), *expected), ("F01", 3));
+        assert_eq!(rationale.as_str(), WHY);
+        tag.serial
+    }
+
+    /// What an apply of `effect` on F01 answers, written as audit row 7.
+    fn applied(effect: Effect) -> Verdict {
+        let action = effect.action.as_str();
+        let audit = fixture::audit_row(7, "F01", action, effect.from, effect.to);
+        Verdict::Applied(Box::new(Applied { effect, audit }))
+    }
+
+    #[test]
+    fn the_list_offers_allowed_actions_first_and_esc_closes() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        let allowed = dialog.allowed();
+        assert!(allowed > 1, "a held operation offers actions");
+        assert!(dialog.options[..allowed].iter().all(|o| o.outcome.is_ok()));
+        assert!(dialog.options[allowed..].iter().all(|o| o.outcome.is_err()));
+        dialog.key(key(KeyCode::End), &ctx);
+        assert_eq!(
+            dialog.cursor,
+            allowed - 1,
+            "the refused ones are not picked"
+        );
+        dialog.key(char('k'), &ctx);
+        assert_eq!(dialog.cursor, allowed - 2);
+        assert_eq!(dialog.key(char('?'), &ctx), Outcome::Help);
+        assert_eq!(dialog.key(key(KeyCode::Esc), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn an_action_changing_no_state_applies_on_enter_and_its_verdict_comes_back() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        let effect = choose(&mut dialog, &ctx, |o, _| {
+            o.action.kind() == ActionKind::Comment
+        });
+        preview(&mut dialog, &ctx);
+        let serial = apply_of(dialog.key(key(KeyCode::Enter), &ctx));
+        assert!(matches!(dialog.step, Step::Applying { .. }));
+        assert_eq!(
+            dialog.key(key(KeyCode::Esc), &ctx),
+            Outcome::done(),
+            "the apply runs on"
+        );
+        let answer = Answer::Reviewed(applied(effect));
+        assert_eq!(
+            dialog.answer(serial, answer.clone(), &ctx),
+            Outcome::Wrote {
+                text: "comment applied to F01 (audit #7)".into(),
+                alert: false,
+                unmark: Vec::new(),
+            }
+        );
+        assert!(matches!(dialog.step, Step::Done(Verdict::Applied(_))));
+        assert_eq!(dialog.after, Some((State::Unknown, 4)));
+        dialog.read_back(&fixture::id("F01"), State::Unknown, 5);
+        assert_eq!(dialog.after, Some((State::Unknown, 5)));
+        assert_eq!(dialog.answer(serial, answer, &ctx), Outcome::Pass);
+        assert_eq!(dialog.key(key(KeyCode::Enter), &ctx), Outcome::Close);
+    }
+
+    #[test]
+    fn a_state_change_waits_for_y_not_enter() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        choose(&mut dialog, &ctx, |_, e| e.to.is_some() && !e.proposal_only);
+        preview(&mut dialog, &ctx);
+        assert_eq!(dialog.key(key(KeyCode::Enter), &ctx), Outcome::done());
+        assert_eq!(
+            dialog.error.as_deref(),
+            Some("press y to apply: Enter does not change the state")
+        );
+        apply_of(dialog.key(char('y'), &ctx));
+    }
+
+    #[test]
+    fn esc_steps_back_from_the_preview_to_the_form_keeping_what_was_typed() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let mut dialog = dialog();
+        choose(&mut dialog, &ctx, |o, _| {
+            o.action.kind() == ActionKind::Comment
+        });
+        preview(&mut dialog, &ctx);
+        assert_eq!(dialog.key(key(KeyCode::Esc), &ctx), Outcome::done());
+        let Step::Form { fields, .. } = &dialog.step else {
+            panic!("back to the form: {:?}", dialog.step);
+        };
+        assert_eq!(fields[0].input.text(), WHY);
+        assert_eq!(dialog.key(char('q'), &ctx), Outcome::done(), "q is typed");
+    }
+
+    #[test]
+    fn a_refusal_or_a_conflict_at_commit_is_an_alert() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 120, 40, Pane::Evidence);
+        let verdicts = [
+            (
+                Verdict::Refused {
+                    rule: Rule::G8,
+                    reason: "the version moved".into(),
+                },
+                "refused: G8: the version moved".to_owned(),
+            ),
+            (
+                Verdict::Conflict {
+                    by: "rev:bo".into(),
+                    at: fixture::now(),
+                    expected: 3,
+                    current: 4,
+                },
+                format!(
+                    "refused: G8: changed by rev:bo at {}; reloaded",
+                    crate::core::clock::human_instant(fixture::now())
+                ),
+            ),
+            (
+                Verdict::Failed("store down".into()),
+                "store down".to_owned(),
+            ),
+        ];
+        for (verdict, text) in verdicts {
+            let mut dialog = dialog();
+            choose(&mut dialog, &ctx, |o, _| {
+                o.action.kind() == ActionKind::Comment
+            });
+            preview(&mut dialog, &ctx);
+            let serial = apply_of(dialog.key(char('y'), &ctx));
+            assert_eq!(
+                dialog.answer(serial, Answer::Reviewed(verdict), &ctx),
+                Outcome::Wrote {
+                    text,
+                    alert: true,
+                    unmark: Vec::new(),
+                }
+            );
+            assert_eq!(dialog.after, None, "nothing was applied");
+        }
     }
 }
