@@ -231,36 +231,15 @@ fn from_attempt(a: &Attempt) -> Option<Derived> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ids::{OperationId, Sha256};
-    use crate::core::model::{Layer, Phase, Risk};
+    use crate::core::ids::Sha256;
+    use crate::core::model::{Layer, Phase};
     use chrono::{TimeZone, Utc};
 
     fn op(state: State, mode: Option<FailureMode>) -> Operation {
-        Operation {
-            id: OperationId::parse("op-1").unwrap(),
-            tenant: "t".into(),
-            actor: "a".into(),
-            tool: "crm".into(),
-            action: "update".into(),
-            target: "x".into(),
-            payload_hash: Sha256::of(b"p"),
-            intent_hash: None,
-            risk: Risk::Low,
-            approval: None,
-            idempotency_key: None,
-            business_key: None,
-            correlation_id: None,
-            owner: "o".into(),
-            max_attempts: None,
-            deadline: None,
-            failure_mode: mode,
-            state,
-            next_observation_at: None,
-            depends_on: Vec::new(),
-            parent: None,
-            relation: None,
-            created_at: Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap(),
-        }
+        let created = Utc.with_ymd_and_hms(2026, 1, 1, 0, 0, 0).unwrap();
+        let mut op = Operation::bare("op-1", state, created);
+        op.failure_mode = mode;
+        op
     }
 
     fn attempt(seq: u32, outcome: Outcome, status: Option<u16>) -> Attempt {

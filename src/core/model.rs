@@ -222,6 +222,39 @@ pub struct Operation {
     pub created_at: DateTime<Utc>,
 }
 
+#[cfg(test)]
+impl Operation {
+    /// An operation of tenant `acme` in `state`, of low risk, created at
+    /// `created_at`, with nothing else recorded: the start of a test's operation.
+    pub(crate) fn bare(name: &str, state: State, created_at: DateTime<Utc>) -> Operation {
+        Operation {
+            id: OperationId::parse(name).expect("an operation id"),
+            tenant: "acme".into(),
+            actor: "agent:billing".into(),
+            tool: "payments".into(),
+            action: "refund".into(),
+            target: format!("order/{name}"),
+            payload_hash: Sha256::of(name.as_bytes()),
+            intent_hash: None,
+            risk: Risk::Low,
+            approval: None,
+            idempotency_key: None,
+            business_key: None,
+            correlation_id: None,
+            owner: "team:payments".into(),
+            max_attempts: Some(3),
+            deadline: None,
+            failure_mode: None,
+            state,
+            next_observation_at: None,
+            depends_on: Vec::new(),
+            parent: None,
+            relation: None,
+            created_at,
+        }
+    }
+}
+
 /// One physical interaction: a request or a status query.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Attempt {

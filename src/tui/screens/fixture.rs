@@ -13,7 +13,7 @@ use crate::core::clock::parse_instant;
 use crate::core::detail::OperationDetail;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::ladder::Level;
-use crate::core::model::{Operation, OperationRow, Risk, Role, State};
+use crate::core::model::{Operation, OperationRow, Role, State};
 use crate::core::rules::Actor;
 use crate::tui::layout::Pane;
 use crate::tui::message::{Effect, Tag};
@@ -56,32 +56,7 @@ pub(crate) fn char(c: char) -> KeyEvent {
 
 /// An operation of tenant `acme` in `state`, held an hour, of low risk.
 pub(crate) fn operation(name: &str, state: State) -> Operation {
-    let created = now() - Duration::hours(1);
-    Operation {
-        id: id(name),
-        tenant: "acme".into(),
-        actor: "agent:billing".into(),
-        tool: "payments".into(),
-        action: "refund".into(),
-        target: format!("order/{name}"),
-        payload_hash: Sha256::of(name.as_bytes()),
-        intent_hash: None,
-        risk: Risk::Low,
-        approval: None,
-        idempotency_key: None,
-        business_key: None,
-        correlation_id: None,
-        owner: "team:payments".into(),
-        max_attempts: Some(3),
-        deadline: None,
-        failure_mode: None,
-        state,
-        next_observation_at: None,
-        depends_on: Vec::new(),
-        parent: None,
-        relation: None,
-        created_at: created,
-    }
+    Operation::bare(name, state, now() - Duration::hours(1))
 }
 
 /// The queue's row of [`operation`].
