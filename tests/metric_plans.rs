@@ -68,6 +68,22 @@ where
             read("the first overdue observations", true),
             metric_sql::first_rows(prefix, &scope, "next_observation", Some(at), Some(100)),
         ));
+        let kinds = holdfast::core::metrics::cause_kinds();
+        let day = at - holdfast::core::metrics::DAY_MS;
+        let week = at - holdfast::core::metrics::WEEK_MS;
+        out.push((
+            read("the repeated errors' groups", false),
+            metric_sql::repeated_groups(prefix, &scope, &kinds, day, week),
+        ));
+        let reason = holdfast::core::metrics::cause_reason("integrations", "T03");
+        out.push((
+            read("a group's newest at its instant", true),
+            metric_sql::repeated_newest(prefix, &scope, &kinds[0], &reason, Some(at), 1),
+        ));
+        out.push((
+            read("a group's newest past the rows judged anew", true),
+            metric_sql::repeated_newest(prefix, &scope, &kinds[0], &reason, None, 3),
+        ));
     }
     out
 }

@@ -35,6 +35,7 @@ mod otlp;
 mod query_plans;
 mod races;
 mod redaction;
+mod repeated_errors;
 mod root_causes;
 mod scale_reads;
 mod secrets;

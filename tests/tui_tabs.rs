@@ -1,6 +1,7 @@
 //! The console's metrics and audit tabs over a real SQLite store: snapshots on the
 //! demo packet at 80x24 and 200x50 with the clock frozen, a figure followed to an
-//! operation and back, the figures moving when the store changes, a tampered
+//! operation and back, the repeated errors (at 80x24 and 160x45) with a group's
+//! newest opened, the figures moving when the store changes, a tampered
 //! audit log shown broken, and the banner while the connection is lost.
 
 use crate::support;
@@ -27,6 +28,69 @@ async fn snapshots_of_the_metrics_and_audit_tabs_of_the_demo() {
         h.key(KeyCode::Char('4')).await;
         insta::assert_snapshot!(format!("audit_{size}"), h.render());
     }
+}
+
+#[tokio::test]
+async fn snapshots_of_the_repeated_errors_of_the_demo() {
+    for (w, hgt) in [(80, 24), (160, 45)] {
+        let mut h = Harness::at(DEMO, demo_now(), w, hgt).await;
+        h.key(KeyCode::Char('3')).await;
+        h.key(KeyCode::Char('e')).await;
+        insta::assert_snapshot!(format!("metrics_repeated_{w}x{hgt}"), h.render());
+    }
+}
+
+#[tokio::test]
+async fn the_repeated_errors_open_a_group_s_newest_and_follow_the_store() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.key(KeyCode::Char('3')).await;
+    h.key(KeyCode::Char('e')).await;
+    assert_eq!(h.app.metrics.focus, MetricsFocus::Repeated);
+    let screen = h.screen();
+    assert!(screen.contains("Repeated errors · 14 groups"), "{screen}");
+    let groups = h.app.metrics.groups().to_vec();
+    assert_eq!(
+        (
+            groups[0].owner.as_str(),
+            groups[0].layer.as_str(),
+            groups[0].tool.as_str()
+        ),
+        ("integrations", "argument_generation", "T03")
+    );
+    h.key(KeyCode::Char('j')).await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.focus, Pane::Evidence);
+    assert_eq!(h.open().as_deref(), Some(groups[1].newest.as_str()));
+    h.key(KeyCode::Esc).await;
+    assert_eq!(h.app.page, Page::Metrics, "Esc comes back to the tab");
+    assert_eq!(h.app.metrics.focus, MetricsFocus::Repeated);
+
+    // One more unclassified timeout on T03: its group grows and leads.
+    let store = h.store();
+    ingest(
+        store.as_ref(),
+        concat!(
+            r#"{"type":"operation","id":"F61","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:9","payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000061","risk":"critical","owner":"integrations","state":"UNKNOWN","failure_mode":"timeout_unknown","created_at":"2026-09-05T11:30:00Z"}"#,
+            "\n"
+        ),
+    )
+    .await;
+    h.poll().await;
+    let grown = h
+        .app
+        .metrics
+        .groups()
+        .iter()
+        .find(|g| {
+            (g.owner.as_str(), g.layer.as_str(), g.tool.as_str())
+                == ("integrations", "unclassified", "T03")
+        })
+        .cloned()
+        .expect("the group");
+    assert_eq!((grown.total, grown.newest.as_str()), (2, "F61"));
+    assert!(h.screen().contains("F61"), "{}", h.screen());
+    h.key(KeyCode::Char('e')).await;
+    assert_eq!(h.app.metrics.focus, MetricsFocus::Figures);
 }
 
 #[tokio::test]

@@ -119,11 +119,20 @@ impl fmt::Display for Cause {
 /// The root cause of `detail`'s operation; `None` for one that neither failed
 /// nor is held.
 pub fn of(detail: &OperationDetail) -> Option<Cause> {
-    let op = &detail.row.operation;
+    of_records(&detail.row.operation, &detail.attempts, &detail.audit)
+}
+
+/// The root cause of `op` from its attempts and its audit rows (in `seq`
+/// order); `None` for an operation that neither failed nor is held.
+pub fn of_records<'a>(
+    op: &Operation,
+    attempts: &[Attempt],
+    audit: impl IntoIterator<Item = &'a AuditRow, IntoIter: DoubleEndedIterator> + Clone,
+) -> Option<Cause> {
     if !applies(op.state) {
         return None;
     }
-    let classified = detail.audit.iter().rev().find_map(|row| {
+    let classified = audit.clone().into_iter().rev().find_map(|row| {
         classified_in(row).map(|layer| Cause::Classified {
             layer,
             by: row.draft.by.clone(),
@@ -132,9 +141,22 @@ pub fn of(detail: &OperationDetail) -> Option<Cause> {
     });
     Some(
         classified
-            .or_else(|| derive(op, &detail.attempts, &detail.audit).map(Cause::Derived))
+            .or_else(|| derive(op, attempts, audit).map(Cause::Derived))
             .unwrap_or(Cause::Unclassified),
     )
+}
+
+/// Since when `op` has been in its state: the instant of the newest audited move
+/// into it, or its creation when it was recorded in that state.
+pub fn since<'a>(
+    op: &Operation,
+    audit: impl IntoIterator<Item = &'a AuditRow, IntoIter: DoubleEndedIterator>,
+) -> chrono::DateTime<chrono::Utc> {
+    audit
+        .into_iter()
+        .rev()
+        .find(|r| r.draft.to == Some(op.state) && r.draft.from.is_some())
+        .map_or(op.created_at, |r| r.draft.at)
 }
 
 /// The layer the evidence decides, first match wins:
@@ -155,7 +177,11 @@ pub fn of(detail: &OperationDetail) -> Option<Cause> {
 /// The newest failed request is read first, then the failure mode the caller
 /// recorded, then the move into BLOCKED. A timeout, a partial write or unsafe output
 /// alone does not say whose defect it is: unclassified.
-pub fn derive(op: &Operation, attempts: &[Attempt], audit: &[AuditRow]) -> Option<Derived> {
+pub fn derive<'a>(
+    op: &Operation,
+    attempts: &[Attempt],
+    audit: impl IntoIterator<Item = &'a AuditRow, IntoIter: DoubleEndedIterator>,
+) -> Option<Derived> {
     let failed = attempts
         .iter()
         .filter(|a| a.spends_budget() && a.outcome != Outcome::Ok)
@@ -194,7 +220,7 @@ pub fn derive(op: &Operation, attempts: &[Attempt], audit: &[AuditRow]) -> Optio
     let blocked_by = (op.state == State::Blocked)
         .then(|| {
             audit
-                .iter()
+                .into_iter()
                 .rev()
                 .find(|r| r.draft.to == Some(State::Blocked))
         })

@@ -107,3 +107,75 @@ where
     push_tenants(&mut qb, "tenant", scope);
     qb
 }
+
+/// The repeated errors' groups in scope (DESIGN §6, "Repeated errors"): per
+/// `cause:LAYER` kind and `reason` (owner and tool), how many rows, how many
+/// with `n` (the instant the operation entered its state) at or after `day` and
+/// at or after `week`, and the newest `n`. One walk of the cause kinds' rows by
+/// the `(kind, n)` index; the groups are few.
+pub fn repeated_groups<'a, DB>(
+    prefix: &str,
+    scope: &Scope,
+    kinds: &[String],
+    day: i64,
+    week: i64,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT kind, reason, CAST(COUNT(*) AS BIGINT) AS total, \
+         CAST(SUM(CASE WHEN n >= "
+    ));
+    qb.push_bind(day);
+    qb.push(" THEN 1 ELSE 0 END) AS BIGINT) AS last_day, CAST(SUM(CASE WHEN n >= ");
+    qb.push_bind(week);
+    qb.push(
+        " THEN 1 ELSE 0 END) AS BIGINT) AS last_week, MAX(n) AS newest \
+         FROM metric_rows WHERE kind IN (",
+    );
+    let mut list = qb.separated(", ");
+    for kind in kinds {
+        list.push_bind(kind.clone());
+    }
+    qb.push(")");
+    push_tenants(&mut qb, "tenant", scope);
+    qb.push(" GROUP BY kind, reason");
+    qb
+}
+
+/// The newest rows of one repeated-errors group (`operation`, `n`): the rows
+/// of `kind` and `reason` in scope, the latest `n` first and the greatest id
+/// among equals, the first `limit` (one more than the rows a report reads
+/// past). With `at` (the group's newest `n`, when no row is read past) only
+/// the rows at that instant: a point of the `(kind, n)` index.
+pub fn repeated_newest<'a, DB>(
+    prefix: &str,
+    scope: &Scope,
+    kind: &str,
+    reason: &str,
+    at: Option<i64>,
+    limit: i64,
+) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT operation, n FROM metric_rows WHERE kind = "
+    ));
+    qb.push_bind(kind.to_owned());
+    if let Some(at) = at {
+        qb.push(" AND n = ");
+        qb.push_bind(at);
+    }
+    qb.push(" AND reason = ");
+    qb.push_bind(reason.to_owned());
+    push_tenants(&mut qb, "tenant", scope);
+    qb.push(" ORDER BY n DESC, operation DESC LIMIT ");
+    qb.push_bind(limit);
+    qb
+}

@@ -76,6 +76,8 @@ pub(crate) enum Command {
     Colon,
     /// Complete what is typed at the `:` prompt.
     Complete,
+    /// Show the repeated errors (owner × root cause × tool) in the metrics tab.
+    RepeatedErrors,
 }
 
 impl Command {
@@ -299,6 +301,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
         "list the operations behind a figure / open one",
     ),
     bind(Metrics, K::Esc, "Esc", C::Back, "back to the figures"),
+    bind(
+        Metrics,
+        K::Char('e'),
+        "e",
+        C::RepeatedErrors,
+        "repeated errors by owner, root cause and tool / back",
+    ),
     bind(
         Metrics,
         K::Tab,

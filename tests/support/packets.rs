@@ -123,5 +123,6 @@ pub fn cut(mut full: Report) -> Report {
     first(&mut o.throttled.attempt_ids);
     o.partial_total = first(&mut o.partial_in_progress);
     o.pending_total = first(&mut o.pending_proposals);
+    o.repeated.groups_total = first(&mut o.repeated.groups);
     full
 }

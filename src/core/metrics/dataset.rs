@@ -8,7 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use super::facts::{Facts, LayerFigure, OperationalFacts, PartialProgress, PendingProposal};
 use super::operational::{is_overdue, is_throttled, unknown_since};
 use super::ratio::count;
+use super::repeated::{self, Groups};
 use super::view::View;
+use crate::core::cause;
 use crate::core::contract::Contract;
 use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
@@ -221,6 +223,17 @@ impl<'a> Index<'a> {
                 waiting_for: self.waiting_for(v),
             })
             .collect();
+        let repeated = self
+            .judged_views()
+            .filter_map(|v| {
+                let op = v.op;
+                let cause = cause::of_records(op, &v.attempts, v.audit.iter().copied())?;
+                let key = (op.owner.clone(), cause.name().to_owned(), op.tool.clone());
+                let since = cause::since(op, v.audit.iter().copied());
+                Some(repeated::one(key, v.id(), since, self.now))
+            })
+            .collect::<Groups>()
+            .into_parts();
         OperationalFacts {
             logical_operations: count(self.judged_views().count()),
             by_state,
@@ -230,6 +243,7 @@ impl<'a> Index<'a> {
             throttled,
             partial_in_progress,
             pending_proposals,
+            repeated,
         }
     }
 }

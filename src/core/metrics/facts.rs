@@ -92,6 +92,9 @@ pub struct OperationalFacts {
     pub throttled: Vec<String>,
     pub partial_in_progress: Vec<PartialProgress>,
     pub pending_proposals: Vec<PendingProposal>,
+    /// The failed and held operations by owner × root-cause layer × tool, each
+    /// operation counted at the report's instant (`repeated`).
+    pub repeated: Vec<RepeatedError>,
 }
 
 /// Everything the report is assembled from.
@@ -102,6 +105,38 @@ pub struct Facts {
     /// In the order their reasons are listed.
     pub findings: Vec<Finding>,
     pub operational: OperationalFacts,
+}
+
+/// The operations of one owner × root-cause layer × tool that failed or are
+/// held.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RepeatedError {
+    pub owner: String,
+    /// A root-cause layer's name, or `unclassified`.
+    pub layer: String,
+    pub tool: String,
+    /// How many entered their state in the last day before the report's instant
+    /// (or after it).
+    pub last_day: u32,
+    /// How many in the last week.
+    pub last_week: u32,
+    /// How many in all.
+    pub total: u32,
+    /// The newest of them: the latest to enter its state (the greatest id among
+    /// equals).
+    pub newest: OperationId,
+    pub newest_since: DateTime<Utc>,
+}
+
+/// The groups of repeated errors, most frequent first.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize)]
+pub struct Repeated {
+    /// The first groups (a report keeps 100 at most): most in the last week first, then most in
+    /// all, then the newest.
+    pub groups: Vec<RepeatedError>,
+    /// Set when `groups` holds only the first of this many.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub groups_total: Option<u32>,
 }
 
 /// The seven figures, in the order the seed reports them.

@@ -59,6 +59,7 @@ mod operational;
 mod prohibition;
 mod ratio;
 mod release;
+mod repeated;
 mod result;
 mod stored;
 mod tally;
@@ -69,7 +70,7 @@ use chrono::{DateTime, Utc};
 
 pub use facts::{
     Facts, FigureFacts, Finding, LayerFigure, MetricId, OperationalFacts, PartialProgress,
-    PendingProposal, Verdict, VetoKind,
+    PendingProposal, Repeated, RepeatedError, Verdict, VetoKind,
 };
 pub use operational::{
     AgeBucket, Amplification, Operational, THROTTLE_ERRORS, THROTTLE_STATUS, Throttled, UnknownAge,
@@ -78,8 +79,12 @@ pub use operational::{
 pub use prohibition::Prohibition;
 pub use ratio::percent;
 pub use release::{Disposition, NOT_EVALUATED_WHY, Release, Veto};
+pub use repeated::{DAY_MS, GroupKey, Groups, WEEK_MS};
 pub use result::{Metric, Report};
-pub use stored::{FactRow, Judged, Stored, figure_kinds, instant_ms, judge, verdict_kind};
+pub use stored::{
+    FactRow, Judged, Stored, cause_kind, cause_kinds, cause_reason, figure_kinds, instant_ms,
+    judge, repeated_group, verdict_kind,
+};
 pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;
 

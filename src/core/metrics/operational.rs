@@ -5,8 +5,9 @@
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use super::facts::{LayerFigure, OperationalFacts, PartialProgress, PendingProposal};
+use super::facts::{LayerFigure, OperationalFacts, PartialProgress, PendingProposal, Repeated};
 use super::ratio::{count, percent, scaled};
+use super::repeated::Groups;
 use crate::core::audit::AuditRow;
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
@@ -99,6 +100,8 @@ pub struct Operational {
     /// Set when `pending_proposals` holds only the first of this many.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pending_total: Option<u32>,
+    /// The failed and held operations by owner × root-cause layer × tool.
+    pub repeated: Repeated,
 }
 
 /// The HTTP status of a throttled request.
@@ -164,6 +167,7 @@ pub(super) fn assemble(facts: OperationalFacts, now: DateTime<Utc>) -> Operation
         pending_proposals: facts.pending_proposals,
         partial_total: None,
         pending_total: None,
+        repeated: facts.repeated.into_iter().collect::<Groups>().finish(None),
     }
 }
 

@@ -16,7 +16,10 @@
 //!   requests and requests beyond the first at each layer it has attempts at;
 //! - `throttled` — how many of its requests the provider throttled;
 //! - `partial` — PARTIAL, its recovery in progress;
-//! - `pending` — how many of its proposals wait for a second pair of eyes.
+//! - `pending` — how many of its proposals wait for a second pair of eyes;
+//! - `cause:<LAYER>` — when failed or held: the instant (ms) it entered its
+//!   state, its root-cause layer (`unclassified` included) in the kind and its
+//!   owner and tool in the reason ([`cause_reason`]), for the repeated errors.
 //!
 //! Every rule is the in-memory producer's ([`Index`]); only the bookkeeping is
 //! new, so the figures equal [`super::report`]'s and the paged report's.
@@ -25,11 +28,12 @@ use chrono::{DateTime, Duration, TimeZone, Utc};
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::dataset::Index;
-use super::facts::{Facts, LayerFigure, MetricId, Verdict};
+use super::facts::{Facts, LayerFigure, MetricId, RepeatedError, Verdict};
 use super::operational::{is_throttled, unknown_since};
 use super::result::Report;
 use super::tally::{LISTED, Listing, Tally};
 use super::view::View;
+use crate::core::cause::{self, RootCause};
 use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
 use crate::core::model::{AttemptKind, Layer, ProposalStatus, State};
@@ -76,6 +80,56 @@ pub fn figure_kinds(id: MetricId) -> [String; 3] {
 
 fn layer_name(layer: Option<Layer>) -> &'static str {
     layer.map_or("unrecorded", Layer::as_str)
+}
+
+/// The kind of a failed or held operation's root-cause row: `cause:provider`,
+/// `cause:unclassified`.
+pub fn cause_kind(layer: &str) -> String {
+    format!("{CAUSE_PREFIX}{layer}")
+}
+
+/// Every kind of root-cause row, one per layer and `unclassified`.
+pub fn cause_kinds() -> Vec<String> {
+    RootCause::ALL
+        .iter()
+        .map(|l| l.as_str())
+        .chain(["unclassified"])
+        .map(cause_kind)
+        .collect()
+}
+
+const CAUSE_PREFIX: &str = "cause:";
+/// Separates the owner from the tool in a root-cause row's reason; neither a
+/// key's characters nor a name's include it.
+const CAUSE_SEPARATOR: char = '\u{1f}';
+
+/// A root-cause row's reason: the operation's owner and tool.
+pub fn cause_reason(owner: &str, tool: &str) -> String {
+    format!("{owner}{CAUSE_SEPARATOR}{tool}")
+}
+
+/// One repeated-errors group as a store's sums give it: the kind and reason of
+/// its rows (see [`cause_kind`], [`cause_reason`]), their counts and the newest.
+pub fn repeated_group(
+    kind: &str,
+    reason: &str,
+    counts: (u64, u64, u64),
+    newest: OperationId,
+    newest_ms: i64,
+) -> Option<RepeatedError> {
+    let layer = kind.strip_prefix(CAUSE_PREFIX)?;
+    let (owner, tool) = reason.split_once(CAUSE_SEPARATOR)?;
+    let (last_day, last_week, total) = counts;
+    Some(RepeatedError {
+        owner: owner.to_owned(),
+        layer: layer.to_owned(),
+        tool: tool.to_owned(),
+        last_day: narrow(last_day),
+        last_week: narrow(last_week),
+        total: narrow(total),
+        newest,
+        newest_since: instant_ms(newest_ms),
+    })
 }
 
 fn row(kind: impl Into<String>, n: i64) -> FactRow {
@@ -181,6 +235,13 @@ impl Index<'_> {
         if pending > 0 {
             rows.push(row("pending", wide(pending)));
         }
+        if let Some(cause) = cause::of_records(op, &v.attempts, v.audit.iter().copied()) {
+            rows.push(FactRow {
+                kind: cause_kind(cause.name()),
+                n: cause::since(op, v.audit.iter().copied()).timestamp_millis(),
+                reason: Some(cause_reason(&op.owner, &op.tool)),
+            });
+        }
         let times = record_times(v);
         Judged {
             operation: op.id.clone(),
@@ -253,6 +314,8 @@ pub struct Stored {
     /// operations, judged again: the lists of vetoes, recovery progress,
     /// throttled requests and proposals are theirs.
     pub listed: Facts,
+    /// The repeated errors' groups ([`repeated_group`]).
+    pub repeated: Vec<RepeatedError>,
 }
 
 fn narrow(n: u64) -> u32 {
@@ -369,6 +432,9 @@ impl Stored {
         tally.throttled = Self::listing(o.throttled, throttled);
         tally.partial_in_progress = Self::listing(o.partial_in_progress, partial);
         tally.pending_proposals = Self::listing(o.pending_proposals, pending);
+        for group in self.repeated {
+            tally.repeated.add(group);
+        }
         tally.finish(now)
     }
 }

@@ -14,6 +14,7 @@ use super::facts::{
 };
 use super::ratio::{count, percent};
 use super::release::{self, Disposition, Release, Veto};
+use super::repeated::Groups;
 use super::result::{Metric, Report};
 use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
@@ -90,6 +91,7 @@ pub struct Tally {
     pub(super) throttled: Listing<String>,
     pub(super) partial_in_progress: Listing<PartialProgress>,
     pub(super) pending_proposals: Listing<PendingProposal>,
+    pub(super) repeated: Groups,
 }
 
 impl Tally {
@@ -145,6 +147,9 @@ impl Tally {
         self.throttled.extend(o.throttled);
         self.partial_in_progress.extend(o.partial_in_progress);
         self.pending_proposals.extend(o.pending_proposals);
+        for part in o.repeated {
+            self.repeated.add(part);
+        }
     }
 
     /// The report at `now`: the figures from the counts, the lists cut.
@@ -190,6 +195,7 @@ impl Tally {
             throttled: self.throttled.first,
             partial_in_progress: self.partial_in_progress.first,
             pending_proposals: self.pending_proposals.first,
+            repeated: Vec::new(),
         };
         let mut operational = super::operational::assemble(facts, now);
         operational.throttled.throttled = throttled_total;
@@ -197,6 +203,7 @@ impl Tally {
         operational.unknown_age.overdue_total = overdue_total;
         operational.partial_total = partial_total;
         operational.pending_total = pending_total;
+        operational.repeated = self.repeated.finish(Some(LISTED));
         Report {
             now,
             metrics,

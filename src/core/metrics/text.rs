@@ -3,7 +3,7 @@
 
 use std::fmt::Write as _;
 
-use super::{Disposition, NOT_EVALUATED_WHY, Report};
+use super::{Disposition, NOT_EVALUATED_WHY, Repeated, Report};
 use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::names::count;
@@ -199,5 +199,56 @@ pub fn render(report: &Report) -> String {
         pending.join("; "),
         more(o.pending_total, pending.len())
     );
+    repeated(&mut out, &o.repeated);
     out
+}
+
+/// The repeated errors: one line per owner × root cause × tool, most frequent
+/// in the last week first.
+fn repeated(out: &mut String, r: &Repeated) {
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "REPEATED ERRORS (failed and held operations by owner, root cause and tool; \
+         counted from when each entered its state)"
+    );
+    if r.groups.is_empty() {
+        let _ = writeln!(out, "  none");
+        return;
+    }
+    let rows: Vec<[std::borrow::Cow<'_, str>; 4]> = r
+        .groups
+        .iter()
+        .map(|g| {
+            [
+                sanitize(&g.owner),
+                g.layer.as_str().into(),
+                sanitize(&g.tool),
+                format!("{} ({})", g.newest.as_str(), human_instant(g.newest_since)).into(),
+            ]
+        })
+        .collect();
+    let width = |i: usize, title: &str| {
+        rows.iter()
+            .map(|row| row[i].chars().count())
+            .chain([title.len()])
+            .max()
+            .unwrap_or(0)
+    };
+    let (w_owner, w_layer, w_tool) = (width(0, "OWNER"), width(1, "ROOT CAUSE"), width(2, "TOOL"));
+    let _ = writeln!(
+        out,
+        "  {:<w_owner$}  {:<w_layer$}  {:<w_tool$}  {:>5} {:>5} {:>5}  NEWEST",
+        "OWNER", "ROOT CAUSE", "TOOL", "1D", "7D", "ALL"
+    );
+    for (g, [owner, layer, tool, newest]) in r.groups.iter().zip(rows) {
+        let _ = writeln!(
+            out,
+            "  {owner:<w_owner$}  {layer:<w_layer$}  {tool:<w_tool$}  {:>5} {:>5} {:>5}  {newest}",
+            g.last_day, g.last_week, g.total
+        );
+    }
+    if let Some(total) = r.groups_total {
+        let _ = writeln!(out, "  {}", more(Some(total), r.groups.len()).trim_start());
+    }
 }

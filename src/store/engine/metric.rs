@@ -21,9 +21,12 @@ use crate::core::contract::Contract;
 use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{
-    self, Facts, Judged, LISTED, MetricId, OperationalFacts, Report, Stored, figure_kinds,
-    instant_ms,
+    self, DAY_MS, Facts, Judged, LISTED, MetricId, OperationalFacts, RepeatedError, Report, Stored,
+    WEEK_MS, cause_kinds, figure_kinds, instant_ms, repeated_group,
 };
+
+/// The kinds of the root-cause rows begin so (`cause:provider`).
+const CAUSE_PREFIX: &str = "cause:";
 use crate::store::plan::codec;
 use crate::store::sql::{Covering, push_in, push_tenants};
 use crate::store::{Scope, StoreError, metric_sql};
@@ -61,6 +64,9 @@ struct Overlay {
     new: BTreeMap<String, Vec<KeptRow>>,
     /// A judged operation in scope has a relative in another tenant.
     foreign: bool,
+    /// The kept root-cause rows of judged operations in scope: (kind, reason,
+    /// `n`), for taking them out of their repeated-errors groups.
+    old_causes: Vec<(String, String, i64)>,
 }
 
 impl Overlay {
@@ -478,7 +484,82 @@ shared! {
                 .map(|(op, _, _)| op)
                 .collect();
             stored.listed = self.listed_facts(scope, now, &overlay).await?;
+            stored.repeated = self.repeated_groups(scope, now, &overlay).await?;
             Ok(Some(stored.report(now)))
+        }
+
+        /// The repeated errors' groups in scope at `now` from the kept root-cause
+        /// rows, through `overlay`: the kept rows of operations judged for this
+        /// report alone are taken out of their groups (and a group's newest
+        /// found again past them), and their new rows added as groups of one.
+        async fn repeated_groups(
+            &self,
+            scope: &Scope,
+            now: DateTime<Utc>,
+            overlay: &Overlay,
+        ) -> Result<Vec<RepeatedError>, StoreError> {
+            let now_ms = now.timestamp_millis();
+            let (day, week) = (now_ms - DAY_MS, now_ms - WEEK_MS);
+            let mut taken: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
+            for (kind, reason, n) in &overlay.old_causes {
+                let t = taken.entry((kind.clone(), reason.clone())).or_default();
+                t.0 += u64::from(*n >= day);
+                t.1 += u64::from(*n >= week);
+                t.2 += 1;
+            }
+            let mut select: QueryBuilder<DB> =
+                metric_sql::repeated_groups("", scope, &cause_kinds(), day, week);
+            let rows = select.build().fetch_all(&self.pool).await.map_err(db::<DB>)?;
+            let mut groups = Vec::with_capacity(rows.len());
+            for row in rows {
+                let kind = Self::text(&row, "kind")?;
+                let reason: Option<String> = row.try_get("reason").map_err(db::<DB>)?;
+                let reason = reason.unwrap_or_default();
+                let count = |column: &str| -> Result<u64, StoreError> {
+                    let n: i64 = row.try_get(column).map_err(db::<DB>)?;
+                    Ok(u64::try_from(n).unwrap_or(0))
+                };
+                let (old_day, old_week, old_total) = taken
+                    .get(&(kind.clone(), reason.clone()))
+                    .copied()
+                    .unwrap_or_default();
+                let counts = (
+                    count("last_day")?.saturating_sub(old_day),
+                    count("last_week")?.saturating_sub(old_week),
+                    count("total")?.saturating_sub(old_total),
+                );
+                if counts.2 == 0 {
+                    continue;
+                }
+                let limit = i64::try_from(old_total + 1).unwrap_or(i64::MAX);
+                let newest_ms: i64 = row.try_get("newest").map_err(db::<DB>)?;
+                let at = (old_total == 0).then_some(newest_ms);
+                let mut newest: QueryBuilder<DB> =
+                    metric_sql::repeated_newest("", scope, &kind, &reason, at, limit);
+                let mut found = None;
+                for candidate in newest.build().fetch_all(&self.pool).await.map_err(db::<DB>)? {
+                    let id = codec::parse_id(&Self::text(&candidate, "operation")?)?;
+                    if !overlay.judged.contains(&id) {
+                        found = Some((id, candidate.try_get("n").map_err(db::<DB>)?));
+                        break;
+                    }
+                }
+                if let Some((id, n)) = found {
+                    groups.extend(repeated_group(&kind, &reason, counts, id, n));
+                }
+            }
+            for (kind, rows) in &overlay.new {
+                if !kind.starts_with(CAUSE_PREFIX) {
+                    continue;
+                }
+                for (id, n, reason) in rows {
+                    let within = |since: i64| u64::from(*n >= since);
+                    let counts = (within(day), within(week), 1);
+                    let reason = reason.as_deref().unwrap_or_default();
+                    groups.extend(repeated_group(kind, reason, counts, id.clone(), *n));
+                }
+            }
+            Ok(groups)
         }
 
         /// The open vetoes on `tool`'s operations at `now` from the kept facts
@@ -694,7 +775,7 @@ shared! {
                 }
                 for chunk in judged.chunks(RELATED_CHUNK) {
                     let mut old: QueryBuilder<DB> = QueryBuilder::new(
-                        "SELECT kind, tenant, n FROM metric_rows WHERE 1 = 1",
+                        "SELECT kind, tenant, n, reason FROM metric_rows WHERE 1 = 1",
                     );
                     push_in(&mut old, "operation", chunk.iter().cloned());
                     push_tenants(&mut old, "tenant", scope);
@@ -703,6 +784,13 @@ shared! {
                         let n: i64 = row.try_get("n").map_err(db::<DB>)?;
                         if kind == "next_observation" && n <= now_ms {
                             overlay.old_overdue += 1;
+                        }
+                        if kind.starts_with(CAUSE_PREFIX) {
+                            let reason: Option<String> =
+                                row.try_get("reason").map_err(db::<DB>)?;
+                            overlay
+                                .old_causes
+                                .push((kind.clone(), reason.unwrap_or_default(), n));
                         }
                         let entry = overlay.old.entry(kind).or_default();
                         entry.0 += 1;

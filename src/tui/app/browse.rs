@@ -121,7 +121,8 @@ impl App {
                 Vec::new()
             }
             Command::Bulk => self.open_bulk(),
-            // The queue's and the detail's own keys (taken by their screens).
+            // The queue's, the detail's and the metrics tab's own keys (taken by
+            // their screens).
             Command::Sort
             | Command::ClearQuery
             | Command::Mark
@@ -133,6 +134,7 @@ impl App {
             | Command::Cancel
             | Command::Apply
             | Command::Complete
+            | Command::RepeatedErrors
             | Command::Show(_) => Vec::new(),
             // Movements, taken above.
             Command::Up

@@ -2,8 +2,10 @@
 //! which figure is selected, the operations behind it with the one under the
 //! cursor), its keys, and its drawing — the seven figures as bars with their
 //! fractions, the release disposition with its vetoes, the unknown-age histogram
-//! and retry amplification by layer, and beside them (or in their place on a
-//! narrow screen) the operations behind the selected figure. The report is asked
+//! and retry amplification by layer, the most repeated errors, and beside them
+//! (or in their place on a narrow screen) the operations behind the selected
+//! figure or, on `e`, every group of repeated errors (owner × root cause ×
+//! tool). The report is asked
 //! for again whenever the store changes, and its answer comes back to the tab
 //! ([`Screen::answer`]); nothing is computed here.
 
@@ -14,8 +16,9 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 
 use super::{Asker, Ctx, Outcome, Page, Screen};
+use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
-use crate::core::metrics::{Disposition, Metric, Report};
+use crate::core::metrics::{Disposition, Metric, RepeatedError, Report};
 use crate::core::sanitize::Clean;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
@@ -32,6 +35,9 @@ pub enum MetricsFocus {
     Figures,
     /// The operations behind the selected figure.
     Operations,
+    /// The repeated errors: failed and held operations by owner × root cause
+    /// × tool.
+    Repeated,
 }
 
 /// One operation behind a figure: whether it counts in the numerator and, when it
@@ -54,6 +60,8 @@ pub struct MetricsState {
     pub focus: MetricsFocus,
     /// Index of the selected operation behind the figure.
     pub operation: usize,
+    /// Index of the selected group of repeated errors.
+    pub group: usize,
     /// Scroll of the summary (release, unknown age, amplification).
     pub scroll: u16,
     pending: Latest<()>,
@@ -106,9 +114,20 @@ impl MetricsState {
             .collect()
     }
 
-    /// The operation under the cursor, when the operations have the focus.
+    /// The operation under the cursor, when the operations have the focus;
+    /// the newest of the selected group, when the repeated errors have it.
     pub fn selected_operation(&self) -> Option<OperationId> {
-        self.behind().get(self.operation).map(|b| b.id.clone())
+        match self.focus {
+            MetricsFocus::Repeated => self.groups().get(self.group).map(|g| g.newest.clone()),
+            _ => self.behind().get(self.operation).map(|b| b.id.clone()),
+        }
+    }
+
+    /// The groups of repeated errors, most frequent first.
+    pub fn groups(&self) -> &[RepeatedError] {
+        self.report
+            .as_ref()
+            .map_or(&[], |r| r.operational.repeated.groups.as_slice())
     }
 
     /// Moves the selection of the focused half by `delta`.
@@ -121,6 +140,10 @@ impl MetricsState {
             MetricsFocus::Operations => {
                 let count = self.behind().len();
                 (&mut self.operation, count)
+            }
+            MetricsFocus::Repeated => {
+                let count = self.groups().len();
+                (&mut self.group, count)
             }
         };
         let last = i64::try_from(count.saturating_sub(1)).unwrap_or(0);
@@ -135,6 +158,7 @@ impl MetricsState {
         match self.focus {
             MetricsFocus::Figures => self.figure = to,
             MetricsFocus::Operations => self.operation = to,
+            MetricsFocus::Repeated => self.group = to,
         }
     }
 
@@ -143,7 +167,8 @@ impl MetricsState {
         let figures = self.report.as_ref().map_or(0, |r| r.metrics.len());
         self.figure = self.figure.min(figures.saturating_sub(1));
         self.operation = self.operation.min(self.behind().len().saturating_sub(1));
-        if self.behind().is_empty() {
+        self.group = self.group.min(self.groups().len().saturating_sub(1));
+        if self.focus == MetricsFocus::Operations && self.behind().is_empty() {
             self.focus = MetricsFocus::Figures;
         }
     }
@@ -190,6 +215,15 @@ impl Screen for MetricsState {
                 .map_or_else(Outcome::done, Outcome::Open),
             Command::Back => {
                 self.focus = MetricsFocus::Figures;
+                Outcome::done()
+            }
+            // `e` shows the repeated errors beside the figures; again, back.
+            Command::RepeatedErrors => {
+                self.focus = if self.focus == MetricsFocus::Repeated {
+                    MetricsFocus::Figures
+                } else {
+                    MetricsFocus::Repeated
+                };
                 Outcome::done()
             }
             Command::NextPane | Command::PrevPane => {
@@ -249,17 +283,21 @@ fn draw(frame: &mut Frame, state: &MetricsState, area: Rect, ctx: &Ctx) {
         message(frame, area, block, theme, &text);
         return;
     };
-    let operations = state.focus == MetricsFocus::Operations;
+    let right = |frame: &mut Frame, area: Rect, focused: bool| match state.focus {
+        MetricsFocus::Repeated => repeated(frame, state, theme, area),
+        _ => behind(frame, state, theme, area, focused),
+    };
+    let figures = state.focus == MetricsFocus::Figures;
     if layout::is_wide(ctx.size) {
-        let [left, right] =
+        let [left, right_area] =
             Layout::horizontal([Constraint::Percentage(55), Constraint::Percentage(45)])
                 .areas(area);
-        summary(frame, state, theme, report, left, !operations);
-        behind(frame, state, theme, right, operations);
-    } else if operations {
-        behind(frame, state, theme, area, true);
-    } else {
+        summary(frame, state, theme, report, left, figures);
+        right(frame, right_area, !figures);
+    } else if figures {
         summary(frame, state, theme, report, area, true);
+    } else {
+        right(frame, area, true);
     }
 }
 
@@ -294,7 +332,42 @@ pub(crate) fn doc(theme: Theme, report: &Report, selected: usize, width: u16) ->
     release(&mut doc, theme, report);
     unknown_age(&mut doc, theme, report, bar_width);
     amplification(&mut doc, theme, report);
+    most_repeated(&mut doc, theme, report);
     doc
+}
+
+/// How many of the most repeated errors the summary names.
+const MOST_REPEATED: usize = 3;
+
+/// The few most repeated errors, and the key that lists them all.
+fn most_repeated(doc: &mut Doc, theme: Theme, report: &Report) {
+    let r = &report.operational.repeated;
+    let total = r
+        .groups_total
+        .map_or(r.groups.len(), |t| usize::try_from(t).unwrap_or(usize::MAX));
+    heading(
+        doc,
+        theme,
+        &format!("Repeated errors · {total} groups of owner × root cause × tool · e lists them"),
+    );
+    if r.groups.is_empty() {
+        doc.push(line(vec![span(
+            Clean::new("  none: no operation failed or is held"),
+            theme.plain(),
+        )]));
+    }
+    for g in r.groups.iter().take(MOST_REPEATED) {
+        doc.push_indented(
+            line(vec![span(
+                Clean::new(&format!(
+                    "  {} in 7 days, {} in all · {} · {} · {} · newest {}",
+                    g.last_week, g.total, g.layer, g.owner, g.tool, g.newest
+                )),
+                theme.plain(),
+            )]),
+            4,
+        );
+    }
 }
 
 /// `▸ Contract pass rate   ██████░░  26/32  81.25 %`.
@@ -582,6 +655,120 @@ fn behind(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect, foc
     .draw(frame, table, ratatui::widgets::Block::new(), theme);
 }
 
+const GROUP_COLUMNS: &[Column<RepeatedError, Theme>] = &[
+    Column {
+        header: "OWNER",
+        width: 16,
+        priority: 0,
+        cut: true,
+        cell: |g, _| (Clean::new(&g.owner), Style::new()),
+    },
+    Column {
+        header: "ROOT CAUSE",
+        width: 19,
+        priority: 0,
+        cut: true,
+        cell: |g, theme| {
+            let style = if g.layer == "unclassified" {
+                theme.warn()
+            } else {
+                Style::new()
+            };
+            (Clean::new(&g.layer), style)
+        },
+    },
+    Column {
+        header: "TOOL",
+        width: 12,
+        priority: 1,
+        cut: true,
+        cell: |g, _| (Clean::new(&g.tool), Style::new()),
+    },
+    Column {
+        header: "1D",
+        width: 5,
+        priority: 2,
+        cut: false,
+        cell: |g, _| (Clean::new(&g.last_day.to_string()), Style::new()),
+    },
+    Column {
+        header: "7D",
+        width: 5,
+        priority: 0,
+        cut: false,
+        cell: |g, _| (Clean::new(&g.last_week.to_string()), Style::new()),
+    },
+    Column {
+        header: "ALL",
+        width: 6,
+        priority: 1,
+        cut: false,
+        cell: |g, _| (Clean::new(&g.total.to_string()), Style::new()),
+    },
+    Column {
+        header: "NEWEST",
+        width: 10,
+        priority: 1,
+        cut: false,
+        cell: |g, _| (Clean::new(g.newest.as_str()), Style::new()),
+    },
+    Column {
+        header: "SINCE",
+        width: 20,
+        priority: 3,
+        cut: false,
+        cell: |g, _| (Clean::new(&human_instant(g.newest_since)), Style::new()),
+    },
+];
+
+/// The repeated errors: one row per owner × root cause × tool, most frequent
+/// in the last week first.
+fn repeated(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect) {
+    let groups = state.groups();
+    let total = state
+        .report
+        .as_ref()
+        .and_then(|r| r.operational.repeated.groups_total)
+        .map_or_else(
+            || groups.len().to_string(),
+            |t| format!("first {} of {t}", groups.len()),
+        );
+    let title = format!(" Repeated errors · {total} groups · Enter opens the newest · e back ");
+    let block = widgets::pane(theme, Clean::new(&title), true);
+    if groups.is_empty() {
+        message(
+            frame,
+            area,
+            block,
+            theme,
+            "No operation failed or is held: nothing repeats.",
+        );
+        return;
+    }
+    let [what, table] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(0)]).areas(layout::inner(area));
+    frame.render_widget(block, area);
+    frame.render_widget(
+        ratatui::widgets::Paragraph::new(widgets::fit_line(
+            vec![span(
+                Clean::new(
+                    "failed and held by owner × root cause × tool · 1D, 7D: entered their state in the last day, week",
+                ),
+                theme.dim(),
+            )],
+            what.width,
+        )),
+        what,
+    );
+    DataTable {
+        columns: GROUP_COLUMNS,
+        rows: groups,
+        context: &theme,
+        selected: Some(state.group),
+    }
+    .draw(frame, table, ratatui::widgets::Block::new(), theme);
+}
+
 /// The release disposition and what the figures are computed over.
 fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
     let Some(report) = &state.report else {
@@ -695,6 +882,52 @@ mod tests {
         assert_eq!(tab.focus, MetricsFocus::Figures);
         tab.key(key(KeyCode::Tab), &ctx);
         assert_eq!(tab.focus, MetricsFocus::Operations);
+    }
+
+    #[test]
+    fn e_lists_the_repeated_errors_and_enter_opens_a_group_s_newest() {
+        use crate::core::metrics::{Repeated, RepeatedError};
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let group = |owner: &str, newest: &str, total: u32| RepeatedError {
+            owner: owner.into(),
+            layer: "provider".into(),
+            tool: "T06".into(),
+            last_day: total,
+            last_week: total,
+            total,
+            newest: id(newest),
+            newest_since: fixture::now(),
+        };
+        let mut with_groups = report();
+        with_groups.operational.repeated = Repeated {
+            groups: vec![group("billing", "F15", 2), group("comms", "F14", 1)],
+            groups_total: None,
+        };
+        let mut tab = shown(&ctx, with_groups);
+        assert_eq!(tab.key(char('e'), &ctx), Outcome::done());
+        assert_eq!(tab.focus, MetricsFocus::Repeated);
+        assert_eq!(tab.selected_operation(), Some(id("F15")));
+        tab.key(char('j'), &ctx);
+        tab.key(char('j'), &ctx);
+        assert_eq!(tab.group, 1, "the selection stops at the last group");
+        assert_eq!(tab.key(key(KeyCode::Enter), &ctx), Outcome::Open(id("F14")));
+        assert_eq!(tab.figure, 0, "the figures did not move");
+        tab.key(char('e'), &ctx);
+        assert_eq!(tab.focus, MetricsFocus::Figures);
+        tab.key(char('e'), &ctx);
+        tab.key(key(KeyCode::Esc), &ctx);
+        assert_eq!(tab.focus, MetricsFocus::Figures);
+
+        // A newer report with fewer groups keeps the selection inside it.
+        tab.key(char('e'), &ctx);
+        tab.key(char('j'), &ctx);
+        let mut fewer = report();
+        fewer.operational.repeated.groups = vec![group("billing", "F15", 3)];
+        let serial = fixture::tag(&tab.refresh(&ctx)).serial;
+        tab.answer(serial, Answer::Metrics(Ok(Box::new(fewer))), &ctx);
+        assert_eq!((tab.focus, tab.group), (MetricsFocus::Repeated, 0));
+        assert_eq!(tab.selected_operation(), Some(id("F15")));
     }
 
     #[test]

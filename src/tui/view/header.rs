@@ -244,6 +244,7 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Open, "open"),
                     (Command::Back, "back"),
                     (Command::NextPane, "figures/operations"),
+                    (Command::RepeatedErrors, "repeated errors"),
                     (Command::Show(HELD.key), "queue"),
                     (Command::Help, "help"),
                     (Command::Quit, "quit"),
