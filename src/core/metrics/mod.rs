@@ -79,11 +79,11 @@ pub use operational::{
 pub use prohibition::Prohibition;
 pub use ratio::percent;
 pub use release::{Disposition, NOT_EVALUATED_WHY, Release, Veto};
-pub use repeated::{DAY_MS, GroupKey, Groups, WEEK_MS};
+pub use repeated::{DAY_MS, GroupKey, Groups, WEEK_MS, windows};
 pub use result::{Metric, Report};
 pub use stored::{
     FactRow, Judged, Stored, cause_kind, cause_kinds, cause_reason, figure_kinds, instant_ms,
-    judge, repeated_group, verdict_kind,
+    is_cause_kind, judge, repeated_group, verdict_kind,
 };
 pub use tally::{LISTED, Tally, page_facts};
 pub use view::RetryVerdict;

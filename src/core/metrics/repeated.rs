@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Duration, Utc};
+use chrono::{DateTime, Utc};
 
 use super::facts::{Repeated, RepeatedError};
 use super::ratio::count;
@@ -19,6 +19,16 @@ use crate::core::ids::OperationId;
 pub const DAY_MS: i64 = 24 * 3_600_000;
 /// The longer window, in milliseconds: the last week.
 pub const WEEK_MS: i64 = 7 * DAY_MS;
+
+/// Whether an operation that entered its state at `since_ms` counts in the
+/// last day and in the last week at `now_ms` (all in milliseconds): the one
+/// window rule of every producer and of a store's sums.
+pub fn windows(since_ms: i64, now_ms: i64) -> (u32, u32) {
+    (
+        u32::from(since_ms >= now_ms - DAY_MS),
+        u32::from(since_ms >= now_ms - WEEK_MS),
+    )
+}
 
 /// Where an operation's root cause counts: owner, layer, tool.
 pub type GroupKey = (String, String, String);
@@ -30,14 +40,14 @@ pub(super) fn one(
     since: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> RepeatedError {
-    let within = |ms: i64| u32::from(since >= now - Duration::milliseconds(ms));
+    let (last_day, last_week) = windows(since.timestamp_millis(), now.timestamp_millis());
     let (owner, layer, tool) = key;
     RepeatedError {
         owner,
         layer,
         tool,
-        last_day: within(DAY_MS),
-        last_week: within(WEEK_MS),
+        last_day,
+        last_week,
         total: 1,
         newest: operation.clone(),
         newest_since: since,
@@ -106,7 +116,7 @@ impl FromIterator<RepeatedError> for Groups {
 mod tests {
     use super::*;
     use crate::core::metrics::LISTED;
-    use chrono::TimeZone;
+    use chrono::{Duration, TimeZone};
 
     fn at(hours_ago: i64) -> DateTime<Utc> {
         now() - Duration::hours(hours_ago)

@@ -99,6 +99,11 @@ pub fn cause_kinds() -> Vec<String> {
 }
 
 const CAUSE_PREFIX: &str = "cause:";
+
+/// Whether `kind` is a root-cause row's.
+pub fn is_cause_kind(kind: &str) -> bool {
+    kind.starts_with(CAUSE_PREFIX)
+}
 /// Separates the owner from the tool in a root-cause row's reason; neither a
 /// key's characters nor a name's include it.
 const CAUSE_SEPARATOR: char = '\u{1f}';

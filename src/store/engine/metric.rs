@@ -22,11 +22,8 @@ use crate::core::detail::Dataset;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{
     self, DAY_MS, Facts, Judged, LISTED, MetricId, OperationalFacts, RepeatedError, Report, Stored,
-    WEEK_MS, cause_kinds, figure_kinds, instant_ms, repeated_group,
+    WEEK_MS, cause_kinds, figure_kinds, instant_ms, is_cause_kind, repeated_group, windows,
 };
-
-/// The kinds of the root-cause rows begin so (`cause:provider`).
-const CAUSE_PREFIX: &str = "cause:";
 use crate::store::plan::codec;
 use crate::store::sql::{Covering, push_in, push_tenants};
 use crate::store::{Scope, StoreError, metric_sql};
@@ -502,9 +499,10 @@ shared! {
             let (day, week) = (now_ms - DAY_MS, now_ms - WEEK_MS);
             let mut taken: BTreeMap<(String, String), (u64, u64, u64)> = BTreeMap::new();
             for (kind, reason, n) in &overlay.old_causes {
+                let (in_day, in_week) = windows(*n, now_ms);
                 let t = taken.entry((kind.clone(), reason.clone())).or_default();
-                t.0 += u64::from(*n >= day);
-                t.1 += u64::from(*n >= week);
+                t.0 += u64::from(in_day);
+                t.1 += u64::from(in_week);
                 t.2 += 1;
             }
             let mut select: QueryBuilder<DB> =
@@ -549,12 +547,12 @@ shared! {
                 }
             }
             for (kind, rows) in &overlay.new {
-                if !kind.starts_with(CAUSE_PREFIX) {
+                if !is_cause_kind(kind) {
                     continue;
                 }
                 for (id, n, reason) in rows {
-                    let within = |since: i64| u64::from(*n >= since);
-                    let counts = (within(day), within(week), 1);
+                    let (in_day, in_week) = windows(*n, now_ms);
+                    let counts = (u64::from(in_day), u64::from(in_week), 1);
                     let reason = reason.as_deref().unwrap_or_default();
                     groups.extend(repeated_group(kind, reason, counts, id.clone(), *n));
                 }
@@ -785,7 +783,7 @@ shared! {
                         if kind == "next_observation" && n <= now_ms {
                             overlay.old_overdue += 1;
                         }
-                        if kind.starts_with(CAUSE_PREFIX) {
+                        if is_cause_kind(&kind) {
                             let reason: Option<String> =
                                 row.try_get("reason").map_err(db::<DB>)?;
                             overlay
