@@ -306,7 +306,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         K::Char('e'),
         "e",
         C::RepeatedErrors,
-        "repeated errors by owner, root cause and tool / back",
+        "repeated errors by owner × root cause × tool, most in the last week first (Enter opens a group's newest) / back",
     ),
     bind(
         Metrics,
