@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 
-use chrono::{DateTime, Utc};
+use chrono::{DateTime, SubsecRound, Utc};
 
 use super::facts::{Repeated, RepeatedError};
 use super::ratio::count;
@@ -33,13 +33,16 @@ pub fn windows(since_ms: i64, now_ms: i64) -> (u32, u32) {
 /// Where an operation's root cause counts: owner, layer, tool.
 pub type GroupKey = (String, String, String);
 
-/// One failed or held operation as a group of one, at `now`.
+/// One failed or held operation as a group of one, at `now`. The instant is
+/// kept to the millisecond, as a store keeps it with the operation's other
+/// facts, so every producer names the same newest at the same instant.
 pub(super) fn one(
     key: GroupKey,
     operation: &OperationId,
     since: DateTime<Utc>,
     now: DateTime<Utc>,
 ) -> RepeatedError {
+    let since = since.trunc_subsecs(3);
     let (last_day, last_week) = windows(since.timestamp_millis(), now.timestamp_millis());
     let (owner, layer, tool) = key;
     RepeatedError {
@@ -150,6 +153,14 @@ mod tests {
         assert_eq!(g.newest.as_str(), "A");
         assert_eq!(g.newest_since, at(2));
         assert_eq!(r.groups_total, None);
+    }
+
+    #[test]
+    fn the_instant_is_kept_to_the_millisecond_as_a_store_keeps_it() {
+        let exact = now() - Duration::nanoseconds(1_234_567);
+        let g = one(key("o", "queue", "T"), &id("A"), exact, now());
+        assert_eq!(g.newest_since.timestamp_millis(), exact.timestamp_millis());
+        assert_eq!(g.newest_since.timestamp_subsec_nanos() % 1_000_000, 0);
     }
 
     #[test]
