@@ -136,6 +136,22 @@ pub async fn kept_facts_differ(
             ));
         }
     }
+    let groups = |r: &Report| {
+        r.operational
+            .repeated
+            .groups
+            .iter()
+            .map(|g| format!("{}/{}/{} {}", g.owner, g.layer, g.tool, g.total))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if kept.operational.repeated != judged.operational.repeated {
+        differences.push(format!(
+            "the repeated errors are [{}] from the kept facts but [{}] from the records",
+            groups(&kept),
+            groups(&judged)
+        ));
+    }
     if differences.is_empty() {
         differences.push("the operational figures or the lists differ".into());
     }
