@@ -27,6 +27,7 @@ pub mod report;
 pub mod review;
 pub mod sim;
 pub mod store;
+pub mod tools;
 mod tui;
 pub mod wire;
 pub mod work;

@@ -45,6 +45,7 @@ fn contract() -> Contract {
         budget_seconds: 3600,
         path: None,
         response: None,
+        inventory: Default::default(),
     }
 }
 
@@ -768,6 +769,33 @@ fn compensation_creates_a_linked_child_and_leaves_the_parent_partial() {
     assert_eq!(child.action, "ticket.delete");
     assert_eq!(child.parent.as_ref().map(OperationId::as_str), Some("F09"));
     assert_ne!(child.idempotency_key, d.row.operation.idempotency_key);
+}
+
+/// The limit the tool inventory names for a contract without compensation
+/// (`core::inventory::NO_COMPENSATION`) is the rule: approve-compensation is
+/// refused (G1), and resume and accept remain.
+#[test]
+fn without_compensation_a_partial_can_only_be_resumed_or_accepted() {
+    use holdfast::core::inventory::{NO_COMPENSATION, inventory};
+    let mut d = detail(State::Partial);
+    d.row.operation.failure_mode = Some(FailureMode::PartialWrite);
+    d.contract.as_mut().unwrap().compensation = None;
+    let named = inventory(d.contract.as_ref().unwrap());
+    let entry = named.iter().find(|e| e.field == "compensation").unwrap();
+    assert_eq!(entry.limit, Some(NO_COMPENSATION));
+    let refused = run(&d, Action::ApproveCompensation, &local()).unwrap_err();
+    assert_eq!(refused.rule, Rule::G1);
+    assert!(
+        refused.reason.contains("names no compensating action"),
+        "{refused}"
+    );
+    d.items = items(&[ItemState::Succeeded, ItemState::NotAttempted]);
+    assert!(run(&d, Action::ApproveResume, &local()).is_ok());
+    let owner = actor("own:lee", Role::Owner);
+    let accept = Action::Accept {
+        repair_ref: "INC-2231".into(),
+    };
+    assert!(run(&d, accept, &owner).is_ok());
 }
 
 #[test]

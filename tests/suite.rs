@@ -14,6 +14,7 @@ mod cli_lookup;
 mod cli_output;
 mod cli_review;
 mod cli_store;
+mod cli_tools;
 mod cli_truth;
 mod cli_work;
 mod core_rules;

@@ -219,6 +219,10 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: commands::autonomy::AutonomyCommand,
     },
+    /// Every tool the store knows, one row each (contract version, autonomy,
+    /// lookup, newest drill, missing inventory fields); `tools show TOOL` for one
+    /// tool's whole inventory and what each missing field limits.
+    Tools(commands::tools::ToolsArgs),
     /// Status lookups: prove a tool's lookup finds a record known to exist.
     Lookup {
         #[command(subcommand)]
@@ -376,6 +380,7 @@ impl Door {
                 | Command::Grants { .. }
                 | Command::Export(_)
                 | Command::Report { .. }
+                | Command::Tools(_)
                 | Command::Autonomy {
                     command: AutonomyCommand::List { .. },
                 },
@@ -732,6 +737,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
         Some(Command::Lookup { command }) => commands::lookup::lookup(&ctx, command).await,
+        Some(Command::Tools(args)) => commands::tools::tools(&ctx, args).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();
             clap_complete::generate(shell, &mut command, "holdfast", &mut std::io::stdout());

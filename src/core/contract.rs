@@ -4,6 +4,9 @@
 //! names and which never name it.
 
 use serde::{Deserialize, Serialize};
+use std::fmt;
+
+use super::names::text_enum;
 
 use super::lookup::{PathTemplate, ResponseShape, StatusLookup};
 
@@ -39,6 +42,10 @@ pub struct Contract {
     /// but instruction-like text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response: Option<ResponseShape>,
+    /// The rest of the tool inventory (DESIGN §5 "The inventory fields"), all
+    /// optional: a contract without them is written and hashed as before.
+    #[serde(flatten)]
+    pub inventory: Inventory,
 }
 
 impl Contract {
@@ -49,4 +56,60 @@ impl Contract {
             "GET" | "HEAD" | "OPTIONS"
         )
     }
+}
+
+/// The fields of the seed's tool inventory that the operation contract above
+/// does not already hold (identity, method, status lookup, idempotency, retry
+/// guidance, compensation and owner are its own; the endpoint is its `path`).
+/// Every one is optional and written only when set.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Inventory {
+    /// The tenant the tool is exposed to (a contract is still one per tool).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tenant: Option<String>,
+    /// The shape of the call's arguments: a reference (a URL or a name) or an
+    /// inline JSON object.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub schema: Option<Schema>,
+    /// The business rules a call must respect, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub business_rules: Vec<String>,
+    /// What else the call changes besides its target, in words.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub side_effects: Vec<String>,
+    /// The tools or systems the call sets going after it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub downstream: Vec<String>,
+    /// The provider's rate limits and whose quota each counts.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub rate_limits: Vec<RateLimit>,
+}
+
+/// A tool's argument schema as its contract gives it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+pub enum Schema {
+    /// Where the schema is kept: a URL or a name.
+    Reference(String),
+    /// The schema itself, a JSON object.
+    Inline(serde_json::Value),
+}
+
+text_enum!(
+    /// Whose quota a rate limit counts.
+    RateScope {
+        Tenant => "tenant",
+        Account => "account",
+        Key => "key",
+        Global => "global",
+    }
+);
+
+/// One documented rate limit: at most `limit` calls per `per_seconds`, counted
+/// per `scope`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RateLimit {
+    pub scope: RateScope,
+    pub limit: u32,
+    pub per_seconds: u32,
 }

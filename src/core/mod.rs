@@ -13,6 +13,7 @@ pub mod detail;
 pub mod evidence;
 pub mod export;
 pub mod ids;
+pub mod inventory;
 pub mod ladder;
 pub mod lawful;
 pub mod ledger;

@@ -7,7 +7,9 @@ use std::borrow::Cow;
 use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
-use crate::core::contract::{Contract, IdempotencyContract};
+use crate::core::contract::{
+    Contract, IdempotencyContract, Inventory, RateLimit, RateScope, Schema,
+};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, PathTemplate, ResponseShape, StatusLookup,
@@ -57,7 +59,14 @@ const CONTRACT_FIELDS: &[&str] = &[
     "budget_seconds",
     "path",
     "response",
+    "tenant",
+    "schema",
+    "business_rules",
+    "side_effects",
+    "downstream",
+    "rate_limits",
 ];
+const RATE_LIMIT_FIELDS: &[&str] = &["scope", "limit", "per_seconds"];
 const RESPONSE_FIELDS: &[&str] = &[
     "record_id",
     "target",
@@ -310,6 +319,7 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         f.refuse_unknown(sink);
         out
     });
+    let inventory = read_inventory(o, sink);
     o.refuse_unknown(sink);
     Some(Contract {
         tool: tool?,
@@ -325,7 +335,97 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         budget_seconds: budget_seconds?,
         path,
         response,
+        inventory,
     })
+}
+
+/// The inventory fields of a contract (DESIGN §5), every one optional.
+fn read_inventory(o: Obj<'_, '_>, sink: &mut Sink) -> Inventory {
+    let tenant = o.opt(sink, "tenant", key);
+    let schema = o.opt(sink, "schema", |n| match n {
+        Node::Str(_) => text(n).and_then(|s| {
+            if s.trim().is_empty() {
+                Err("must not be empty".into())
+            } else {
+                Ok(Schema::Reference(s))
+            }
+        }),
+        Node::Object(_) => Ok(Schema::Inline(json_value(n))),
+        other => Err(wrong("a string (a reference) or an object", other)),
+    });
+    let business_rules = o.list(sink, "business_rules", text);
+    let side_effects = o.list(sink, "side_effects", text);
+    let downstream = o.list(sink, "downstream", key);
+    let rate_limits = match o.get("rate_limits") {
+        None | Some(Node::Null) => Vec::new(),
+        Some(Node::Array(items)) => items
+            .iter()
+            .enumerate()
+            .filter_map(|(i, item)| read_rate_limit(o, i, item, sink))
+            .collect(),
+        Some(other) => {
+            sink.push_owned(
+                o.path("rate_limits"),
+                wrong("an array of rate-limit objects", other),
+            );
+            Vec::new()
+        }
+    };
+    Inventory {
+        tenant,
+        schema,
+        business_rules,
+        side_effects,
+        downstream,
+        rate_limits,
+    }
+}
+
+/// One entry of `rate_limits`, its errors named `rate_limits[i].field`.
+fn read_rate_limit(
+    o: Obj<'_, '_>,
+    i: usize,
+    item: &Node<'_>,
+    sink: &mut Sink,
+) -> Option<RateLimit> {
+    let Node::Object(entries) = item else {
+        sink.push_owned(format!("rate_limits[{i}]"), wrong("an object", item));
+        return None;
+    };
+    let before = sink.errors.len();
+    let n = o.nested(entries, "", "a rate limit", RATE_LIMIT_FIELDS);
+    let scope = n.req(sink, "scope", choice::<RateScope>);
+    let limit = n.req(sink, "limit", int(1, U32_MAX));
+    let per_seconds = n.req(sink, "per_seconds", int(1, U32_MAX));
+    n.refuse_unknown(sink);
+    for e in &mut sink.errors[before..] {
+        e.field = format!("rate_limits[{i}].{}", e.field);
+    }
+    Some(RateLimit {
+        scope: scope?,
+        limit: limit?,
+        per_seconds: per_seconds?,
+    })
+}
+
+/// A JSON tree as a `serde_json` value, for an inline schema kept as given.
+fn json_value(node: &Node<'_>) -> serde_json::Value {
+    use serde_json::Value;
+    match node {
+        Node::Null => Value::Null,
+        Node::Bool(b) => Value::Bool(*b),
+        Node::UInt(v) => Value::from(*v),
+        Node::Int(v) => Value::from(*v),
+        Node::Float(v) => serde_json::Number::from_f64(*v).map_or(Value::Null, Value::Number),
+        Node::Str(s) => Value::String(s.to_string()),
+        Node::Array(items) => Value::Array(items.iter().map(json_value).collect()),
+        Node::Object(entries) => Value::Object(
+            entries
+                .iter()
+                .map(|(k, v)| (k.to_string(), json_value(v)))
+                .collect(),
+        ),
+    }
 }
 
 /// The object form of `status_lookup` (DESIGN §9.1), checked so that a lookup that
@@ -1020,7 +1120,8 @@ choice!(
     ItemState,
     Relation,
     Role,
-    ObservationSource
+    ObservationSource,
+    RateScope
 );
 
 fn choice<T: Choice>(node: &Node<'_>) -> Result<T, String> {

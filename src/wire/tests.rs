@@ -1286,3 +1286,95 @@ fn a_contract_may_declare_its_call_path_and_response_shape_and_old_lines_keep_th
         "JSON Pointer",
     );
 }
+
+#[test]
+fn a_contract_may_carry_the_inventory_fields_and_old_lines_keep_their_bytes() {
+    let old = example("contract");
+    let written = write_line(&parse_line(old.as_bytes(), 1).unwrap());
+    assert_eq!(written, old, "a contract without them keeps its bytes");
+    let mut line = old.clone();
+    line.pop();
+    line.push_str(concat!(
+        r#","tenant":"pinehaven","schema":{"type":"object","required":["queue"],"max":1.5},"#,
+        r#""business_rules":["one ticket per case"],"side_effects":["pages the on-call"],"#,
+        r#""downstream":["T04"],"rate_limits":[{"scope":"tenant","limit":100,"per_seconds":60}]}"#
+    ));
+    let Ok(Record::Contract(contract)) = parse_line(line.as_bytes(), 1) else {
+        panic!("{line}")
+    };
+    let inv = &contract.inventory;
+    assert_eq!(inv.tenant.as_deref(), Some("pinehaven"));
+    assert_eq!(inv.business_rules, ["one ticket per case"]);
+    assert_eq!(inv.downstream, ["T04"]);
+    assert_eq!(inv.rate_limits[0].scope.as_str(), "tenant");
+    assert_eq!(write_line(&Record::Contract(contract.clone())), line);
+    let reference = with(
+        "contract",
+        "schema",
+        Some(r#""https://schemas.example/t.json""#),
+    );
+    let Ok(Record::Contract(by_ref)) = parse_line(reference.as_bytes(), 1) else {
+        panic!("{reference}")
+    };
+    assert!(matches!(
+        by_ref.inventory.schema,
+        Some(crate::core::contract::Schema::Reference(ref r)) if r == "https://schemas.example/t.json"
+    ));
+    // (field, value, the error's field, what its reason says)
+    let rate = |entry: &str| format!("[{entry}]");
+    for (field, value, at, reason) in [
+        (
+            "schema",
+            "[1]".to_owned(),
+            "schema",
+            "a string (a reference) or an object",
+        ),
+        ("schema", r#""""#.to_owned(), "schema", "must not be empty"),
+        ("tenant", "7".to_owned(), "tenant", "a string"),
+        (
+            "business_rules",
+            r#""one""#.to_owned(),
+            "business_rules",
+            "array",
+        ),
+        ("downstream", "[1]".to_owned(), "downstream[0]", "a string"),
+        (
+            "rate_limits",
+            rate(r#"{"scope":"galaxy","limit":1,"per_seconds":1}"#),
+            "rate_limits[0].scope",
+            "tenant, account, key, global",
+        ),
+        (
+            "rate_limits",
+            rate(r#"{"scope":"key","limit":0,"per_seconds":1}"#),
+            "rate_limits[0].limit",
+            "from 1",
+        ),
+        (
+            "rate_limits",
+            rate(r#"{"scope":"key","per_seconds":1}"#),
+            "rate_limits[0].limit",
+            "required",
+        ),
+        (
+            "rate_limits",
+            rate(r#"{"scope":"key","limit":1,"per_seconds":1,"burst":2}"#),
+            "rate_limits[0].burst",
+            "unknown field; allowed fields of a rate limit",
+        ),
+        (
+            "rate_limits",
+            "[3]".to_owned(),
+            "rate_limits[0]",
+            "an object",
+        ),
+        (
+            "rate_limits",
+            "{}".to_owned(),
+            "rate_limits",
+            "an array of rate-limit objects",
+        ),
+    ] {
+        refused(&with("contract", field, Some(&value)), at, reason);
+    }
+}

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Record;
 use crate::core::clock::format_instant;
-use crate::core::contract::{Contract, IdempotencyContract};
+use crate::core::contract::{Contract, IdempotencyContract, Inventory};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, ResponseShape, StatusLookup,
 };
@@ -98,8 +98,33 @@ impl Serialize for W<'_, Contract> {
         if let Some(response) = &c.response {
             map.serialize_entry("response", &W(response))?;
         }
+        inventory(&mut map, &c.inventory)?;
         map.end()
     }
+}
+
+/// The inventory fields of a contract, each written only when set (so a contract
+/// without them keeps its bytes and hash).
+fn inventory<M: SerializeMap>(map: &mut M, i: &Inventory) -> Result<(), M::Error> {
+    if let Some(tenant) = &i.tenant {
+        map.serialize_entry("tenant", tenant)?;
+    }
+    if let Some(schema) = &i.schema {
+        map.serialize_entry("schema", schema)?;
+    }
+    for (name, list) in [
+        ("business_rules", &i.business_rules),
+        ("side_effects", &i.side_effects),
+        ("downstream", &i.downstream),
+    ] {
+        if !list.is_empty() {
+            map.serialize_entry(name, list)?;
+        }
+    }
+    if !i.rate_limits.is_empty() {
+        map.serialize_entry("rate_limits", &i.rate_limits)?;
+    }
+    Ok(())
 }
 
 wire_object!(ResponseShape, r;
