@@ -35,6 +35,7 @@ mod otlp;
 mod query_plans;
 mod races;
 mod redaction;
+mod rerun;
 mod root_causes;
 mod scale_reads;
 mod secrets;

@@ -219,6 +219,11 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: commands::autonomy::AutonomyCommand,
     },
+    /// Tools: record a material change outside a tool's contract.
+    Tools {
+        #[command(subcommand)]
+        command: ToolsCommand,
+    },
     /// Status lookups: prove a tool's lookup finds a record known to exist.
     Lookup {
         #[command(subcommand)]
@@ -280,6 +285,15 @@ pub(crate) enum SortArg {
     Age,
     Id,
     Deadline,
+}
+
+#[derive(Debug, Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// Record a material change outside a tool's contract (model, prompt, tool
+    /// description, credentials, provider API, retry library, queue, policy):
+    /// owner only, audited; the tool's drill results go stale and its autonomy
+    /// drops to manual until `drill --tool` passes again and an owner raises it.
+    Changed(commands::tools_changed::ChangedArgs),
 }
 
 #[derive(Debug, Subcommand)]
@@ -390,6 +404,7 @@ impl Door {
                 | Command::Drill(_)
                 | Command::Work { .. }
                 | Command::Autonomy { .. }
+                | Command::Tools { .. }
                 | Command::Lookup { .. }
                 | Command::Serve { .. }
                 | Command::Gateway { .. },
@@ -731,6 +746,9 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
+        Some(Command::Tools {
+            command: ToolsCommand::Changed(args),
+        }) => commands::tools_changed::changed(&ctx, args).await,
         Some(Command::Lookup { command }) => commands::lookup::lookup(&ctx, command).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();

@@ -138,6 +138,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "classify_action",
         include_str!("../../migrations/postgres/20261204000070_classify_action.sql"),
     ),
+    (
+        20261205000030,
+        "rerun",
+        include_str!("../../migrations/postgres/20261205000030_rerun.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
