@@ -37,6 +37,8 @@ pub struct ToolStanding {
     pub set: Option<ToolLevel>,
     pub lookup: String,
     pub drill: Option<DrillResult>,
+    /// The latest drill's contract version and whether it is still current.
+    pub last_drill: Option<crate::core::rerun::LastDrill>,
     /// How many open vetoes, and the first of them.
     pub open_vetoes: OpenVetoes,
     /// Whether a raise would pass the gates now, and if not why.
@@ -65,6 +67,9 @@ pub struct Snapshot {
     pub drills: Vec<(i64, DrillResult)>,
     /// Every lookup check, oldest first.
     pub checks: Vec<LookupCheck>,
+    /// Every row of the drill ledger, oldest first: whether a drill is still
+    /// current ([`crate::core::rerun::last_drill`]).
+    pub drill_ledger: Vec<AuditRow>,
     tools: BTreeMap<String, ToolOperations>,
 }
 
@@ -76,6 +81,7 @@ impl Snapshot {
         let levels = session.autonomy_levels().await?;
         let drills = session.drill_results(None).await?;
         let checks = session.lookup_checks().await?;
+        let drill_ledger = session.drill_ledger().await?;
         let mut names: Vec<String> = contracts
             .iter()
             .map(|c| c.tool.clone())
@@ -110,6 +116,7 @@ impl Snapshot {
             levels,
             drills,
             checks,
+            drill_ledger,
             tools,
         })
     }
@@ -152,7 +159,13 @@ impl Snapshot {
             vetoes: self.open_vetoes(tool),
             tenants: self.tenants(tool),
             lookup_check: self.latest_check(tool),
+            stale: self.last_drill(tool).and_then(|d| d.stale),
         }
+    }
+
+    /// `tool`'s latest drill and whether it is current.
+    pub fn last_drill(&self, tool: &str) -> Option<crate::core::rerun::LastDrill> {
+        crate::core::rerun::last_drill(tool, self.contract(tool), &self.drill_ledger)
     }
 
     pub fn level(&self, tool: &str) -> Level {
@@ -187,6 +200,7 @@ impl Snapshot {
                         |c| c.status_lookup.describe(),
                     ),
                     drill: gates.drill.cloned(),
+                    last_drill: self.last_drill(&tool),
                     open_vetoes: gates.vetoes.clone(),
                     gates: autonomy::standing(&tool, &gates),
                     tool,
@@ -268,4 +282,31 @@ pub async fn record_lookup_check(
     };
     let draft = check.draft(role, actor.policy.clone());
     Ok(session.append_ledger_row(draft).await?)
+}
+
+/// Records a material change outside `tool`'s contract (`holdfast tools
+/// changed`) as the session's actor: the tool's owner's act once grants exist
+/// (G6, as for an autonomy change). The store drops the tool to the stale
+/// floor in the same transaction when it stood above it. Returns the rows
+/// written, the change's first.
+pub async fn record_change(
+    session: &Session,
+    tool: &str,
+    what: &str,
+    rationale: &Rationale,
+    now: DateTime<Utc>,
+) -> Result<Vec<AuditRow>, ReviewError> {
+    let actor = session.actor();
+    let tenants = session.tool_tenants(tool).await?;
+    let role = autonomy::owner_role(actor, tool, &tenants, "recording a material change")
+        .map_err(ReviewError::Refused)?;
+    let change = crate::core::rerun::RecordedChange {
+        tool: tool.to_owned(),
+        what: what.to_owned(),
+        rationale: rationale.as_str().to_owned(),
+        by: actor.identity.clone(),
+        at: now,
+    };
+    let draft = change.draft(role, actor.policy.clone());
+    Ok(session.record_tool_change(change, draft).await?)
 }

@@ -77,11 +77,20 @@ fn drill(tool: &str, passed: u32, modes: &[FailureMode]) -> DrillResult {
         failed: (passed..16).map(|n| format!("C{n}")).collect(),
         drill_store: "sqlite:/tmp/drill.db".into(),
         by: String::new(),
+        contract_version: None,
     }
 }
 
 /// Records `result` as `actor`, who may.
-async fn recorded(store: &Arc<dyn Store>, actor: &Actor, result: DrillResult) {
+async fn recorded(store: &Arc<dyn Store>, actor: &Actor, mut result: DrillResult) {
+    // Run under the tool's contract as stored, as `drill --tool` runs.
+    result.contract_version = store
+        .contracts()
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|c| c.tool == result.tool)
+        .map(|c| c.version);
     record_drill(&as_session(store, actor), result, now())
         .await
         .unwrap();

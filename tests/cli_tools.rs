@@ -154,6 +154,7 @@ async fn a_row_reads_the_ledgers(kind: Kind) {
         failed: vec!["C07".into()],
         drill_store: "drill.db".into(),
         by: String::new(),
+        contract_version: Some("IC10".into()),
     };
     record_drill(&session, drill, now()).await.unwrap();
     let spec = store.contracts().await.unwrap()[0]

@@ -37,6 +37,7 @@ mod query_plans;
 mod races;
 mod redaction;
 mod repeated_errors;
+mod rerun;
 mod root_causes;
 mod scale_reads;
 mod secrets;

@@ -896,6 +896,7 @@ async fn checked_and_drilled(kind: Kind, passed: u32) -> Fresh {
         failed: (passed < 16).then(|| "T2".to_owned()).into_iter().collect(),
         drill_store: "elsewhere".into(),
         by: "owner".into(),
+        contract_version: Some("IC03".into()),
     };
     let draft = drill.draft(Role::Local, None);
     fresh.store.record_drill(drill, draft).await.unwrap();

@@ -364,6 +364,7 @@ pub(crate) enum Door {
 impl Door {
     fn of(command: Option<&Command>) -> Door {
         use commands::autonomy::AutonomyCommand;
+        use commands::tools::{ToolsArgs, ToolsCommand};
         match command {
             None
             | Some(
@@ -380,7 +381,10 @@ impl Door {
                 | Command::Grants { .. }
                 | Command::Export(_)
                 | Command::Report { .. }
-                | Command::Tools(_)
+                | Command::Tools(ToolsArgs {
+                    command: None | Some(ToolsCommand::Show { .. }),
+                    ..
+                })
                 | Command::Autonomy {
                     command: AutonomyCommand::List { .. },
                 },
@@ -395,6 +399,7 @@ impl Door {
                 | Command::Drill(_)
                 | Command::Work { .. }
                 | Command::Autonomy { .. }
+                | Command::Tools(_)
                 | Command::Lookup { .. }
                 | Command::Serve { .. }
                 | Command::Gateway { .. },

@@ -79,6 +79,7 @@ pub fn role_actions() -> Vec<(Role, &'static str)> {
         autonomy::DRILL_ACTION,
         autonomy::LOOKUP_CHECK_ACTION,
         super::chain::ACKNOWLEDGE_ACTION,
+        super::rerun::TOOL_CHANGED_ACTION,
     ] {
         pairs.push((Role::Owner, action));
     }
@@ -477,6 +478,9 @@ mod tests {
         )));
         stored.extend(migration_pairs(include_str!(
             "../../migrations/postgres/20261204000070_classify_action.sql"
+        )));
+        stored.extend(migration_pairs(include_str!(
+            "../../migrations/postgres/20261205000030_rerun.sql"
         )));
         stored.sort();
         let mut rust: Vec<(String, String)> = role_actions()

@@ -34,6 +34,31 @@ pub const DRILL_ACTION: &str = "drill";
 /// audit log: a row of the autonomy ledger, since what it proves bounds autonomy.
 pub const LOOKUP_CHECK_ACTION: &str = "lookup-check";
 
+/// A row of one of the reserved ledgers (`ledger`): `by` acting as `role`
+/// under `policy`, in its own name, with `rationale` and `evidence`.
+pub fn ledger_draft(
+    ledger: &str,
+    action: &str,
+    (by, role, policy): (&str, Role, Option<String>),
+    rationale: Option<String>,
+    evidence: Vec<String>,
+    at: DateTime<Utc>,
+) -> AuditDraft {
+    AuditDraft {
+        operation: ledger_id(ledger),
+        action: action.to_owned(),
+        from: None,
+        to: None,
+        by: by.to_owned(),
+        role,
+        policy,
+        on_behalf_of: None,
+        rationale,
+        evidence,
+        at,
+    }
+}
+
 /// A tool's stored level: who set it, when and why. A tool without one is at
 /// [`Level::Manual`].
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -69,9 +94,25 @@ pub struct DrillResult {
     /// Where the drill's own operations were written (a store of its own).
     pub drill_store: String,
     pub by: String,
+    /// The version of the tool's contract the drill ran under; `None` for a
+    /// drill recorded before drills named it (read as stale, DESIGN §9.4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contract_version: Option<String>,
 }
 
 impl DrillResult {
+    /// Whether the evidence of a drill row says every case passed and every
+    /// mode was covered (what [`Self::check`] asks of the stored result).
+    pub fn passed_by_evidence(evidence: &[String]) -> bool {
+        let entry = |key: &str| evidence.iter().find_map(|e| e.strip_prefix(key));
+        let modes = entry("modes:").unwrap_or_default();
+        entry("cases:") == entry("passed:")
+            && entry("failed:").is_some_and(str::is_empty)
+            && FailureMode::ALL
+                .iter()
+                .all(|m| modes.split(',').any(|x| x == m.as_str()))
+    }
+
     /// Why this drill does not satisfy gate A2, or `Ok` when every mode was
     /// covered and every case passed.
     pub fn check(&self) -> Result<(), String> {
@@ -102,19 +143,14 @@ impl DrillResult {
     /// The audit row that records it: `tool:`, `cases:`, `passed:`, `modes:`,
     /// `failed:` and `store:` entries, which verify compares with the stored row.
     pub fn draft(&self, role: Role, policy: Option<String>) -> AuditDraft {
-        AuditDraft {
-            operation: ledger_id(DRILL_LEDGER),
-            action: DRILL_ACTION.to_owned(),
-            from: None,
-            to: None,
-            by: self.by.clone(),
-            role,
-            policy,
-            on_behalf_of: None,
-            rationale: None,
-            evidence: self.evidence(),
-            at: self.at,
-        }
+        ledger_draft(
+            DRILL_LEDGER,
+            DRILL_ACTION,
+            (&self.by, role, policy),
+            None,
+            self.evidence(),
+            self.at,
+        )
     }
 
     /// The evidence entries of its audit row.
@@ -134,6 +170,9 @@ impl DrillResult {
             format!("failed:{}", self.failed.join(",")),
             format!("store:{}", self.drill_store),
         ]
+        .into_iter()
+        .chain(self.contract_version.iter().map(|v| format!("version:{v}")))
+        .collect()
     }
 }
 
@@ -305,6 +344,9 @@ pub struct Gates<'a> {
     pub tenants: Vec<String>,
     /// The tool's newest lookup check.
     pub lookup_check: Option<&'a LookupCheck>,
+    /// Why the tool's latest drill is stale (`core::rerun::last_drill`), if
+    /// it is: a stale drill does not open gate A2.
+    pub stale: Option<String>,
 }
 
 /// A tool's standing against the three gates, for `autonomy list`.
@@ -339,7 +381,16 @@ pub fn standing(tool: &str, gates: &Gates<'_>) -> Standing {
         None => Some(format!(
             "tool {tool} has no recorded drill in this store; run `holdfast drill --tool {tool}` against this store (the same --db / --database-url): it records the result here for this gate, its simulated operations in a fresh store of their own (a plain `holdfast drill`, into a fresh store or with --into-existing, records no tool's drill)"
         )),
-        Some(d) => d.check().err(),
+        Some(d) => d.check().err().or_else(|| {
+            gates.stale.as_ref().map(|why| {
+                let version = gates
+                    .contract
+                    .map_or_else(|| "its current contract".to_owned(), |c| format!("contract version {}", c.version));
+                format!(
+                    "its latest drill is stale: {why}; run `holdfast drill --tool {tool}` (or `holdfast drill --changed`) on {version}"
+                )
+            })
+        }),
     };
     let veto = veto_gate(tool, &gates.vetoes);
     Standing {
@@ -580,6 +631,7 @@ mod tests {
             },
             drill_store: "sqlite:/tmp/d.db".into(),
             by: "maya".into(),
+            contract_version: Some("V1".into()),
         }
     }
 

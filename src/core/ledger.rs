@@ -111,6 +111,9 @@ pub struct Ledger {
     last_level_seq: i64,
     /// Each recorded drill's evidence entries, as its row wrote them.
     drills: Vec<(i64, Vec<String>)>,
+    /// Every material change the drill ledger records (a `contract-version`
+    /// row with material fields, a `tool-changed` row): its seq, tool and what.
+    changes: Vec<(i64, String, String)>,
     /// Every `lookup-check` row: its seq, tool and whether it found the record.
     lookup_checks: Vec<(i64, String, bool)>,
     head: i64,
@@ -180,6 +183,9 @@ pub struct LevelRow {
     pub level: String,
     pub by: String,
     pub on_behalf_of: Option<String>,
+    /// The role the row was written under: `system` for the drop of a tool
+    /// whose drill went stale ([`crate::core::rerun::stale_drop`]).
+    pub role: Role,
     /// The row's `at`, as the chain holds it.
     pub at: String,
 }
@@ -259,6 +265,7 @@ impl Ledger {
                     level: level.clone(),
                     by: row.by.to_owned(),
                     on_behalf_of: row.on_behalf_of.map(str::to_owned),
+                    role: row.role,
                     at: row.at.to_owned(),
                 });
                 self.levels.insert(tool, (level, row.seq));
@@ -279,6 +286,11 @@ impl Ledger {
             if row.action == DRILL_ACTION {
                 let evidence = row.evidence.iter().map(|e| e.as_ref().to_owned());
                 self.drills.push((row.seq, evidence.collect()));
+            }
+            if let Some(what) = super::rerun::material_change_of(row.action, &|key| entry(row, key))
+            {
+                let tool = entry(row, "tool:").unwrap_or_default().to_owned();
+                self.changes.push((row.seq, tool, what));
             }
             self.opener = None;
             return;
@@ -569,6 +581,16 @@ impl Ledger {
                     .err()
                     .map(|e| format!("{e} (drill row {seq})")),
             };
+            let stale = latest.and_then(|(drill, _)| {
+                self.changes
+                    .iter()
+                    .find(|(seq, tool, _)| seq > drill && *seq < row.seq && *tool == row.tool)
+            });
+            let why = why.or_else(|| {
+                stale.map(|(seq, _, what)| {
+                    format!("its latest drill was stale: {what} (row {seq}) came after it")
+                })
+            });
             if let Some(why) = why {
                 return Err(refused("A2", why));
             }
@@ -895,6 +917,57 @@ mod tests {
         ledger.push(&row(2, "record", None, &["O05"]));
         ledger.push(&row(3, "comment", None, &[]));
         ledger
+    }
+
+    /// A raise after a material change that followed the tool's latest drill
+    /// is refused by the replay (A2), as the gate refused it; a new drill after
+    /// the change opens it again.
+    #[test]
+    fn a_raise_on_a_stale_drill_is_named() {
+        let ledger_row = |seq: i64, ledger: &str, action: &str, role: Role, evidence: &[&str]| {
+            let mut r = row(seq, action, None, evidence);
+            r.draft.operation = OperationId::parse(ledger).unwrap();
+            r.draft.role = role;
+            r
+        };
+        let drill = [
+            "tool:T06",
+            "cases:16",
+            "passed:16",
+            "modes:auth_denied,validation_failed,timeout_unknown,rate_limited,transient_error,partial_write,duplicate_replay,unsafe_output",
+            "failed:",
+            "store:s",
+            "version:IC09",
+        ];
+        let check = ["tool:T06", "known:F1", "found:yes", "lookup:x", "answer:ok"];
+        let bump = ["tool:T06", "from:IC09", "version:IC10", "material:method"];
+        let raise = ["tool:T06", "from:manual", "level:native"];
+        let walk = |rows: &[AuditRow]| {
+            let mut ledger = Ledger::default();
+            for r in rows {
+                ledger.push(r);
+            }
+            ledger.check_raise_gates(&|_| OpenVetoes::default())
+        };
+        let mut rows = vec![
+            ledger_row(1, AUTONOMY_LEDGER, LOOKUP_CHECK_ACTION, Role::Owner, &check),
+            ledger_row(2, DRILL_LEDGER, DRILL_ACTION, Role::Owner, &drill),
+            ledger_row(3, DRILL_LEDGER, "contract-version", Role::System, &bump),
+            ledger_row(4, AUTONOMY_LEDGER, SET_ACTION, Role::Owner, &raise),
+        ];
+        let refused = walk(&rows).unwrap_err();
+        assert_eq!(refused.seq, 4);
+        assert!(
+            refused.reason.contains("(A2)") && refused.reason.contains("IC09 → IC10"),
+            "{}",
+            refused.reason
+        );
+        rows.insert(
+            3,
+            ledger_row(4, DRILL_LEDGER, DRILL_ACTION, Role::Owner, &drill),
+        );
+        rows[4].seq = 5;
+        assert_eq!(walk(&rows), Ok(()));
     }
 
     #[test]

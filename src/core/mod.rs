@@ -24,6 +24,7 @@ pub mod model;
 pub mod names;
 pub mod redact;
 pub mod refusal;
+pub mod rerun;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;

@@ -13,7 +13,7 @@ pub const OPERATIONS: &str = "SELECT id, state, record_hash FROM operations WHER
 pub const TENANTS: &str = "SELECT id, tenant FROM operations WHERE id IN";
 
 /// A contract's record hash, by tool.
-pub const CONTRACTS: &str = "SELECT tool, record_hash FROM contracts WHERE tool IN";
+pub const CONTRACTS: &str = "SELECT tool, record_hash, wire FROM contracts WHERE tool IN";
 
 /// An attempt's record hash, by id.
 pub const ATTEMPTS: &str = "SELECT id, record_hash FROM attempts WHERE id IN";

@@ -595,6 +595,20 @@ macro_rules! store_calls {
             /// draft is refused).
             whole fn append_ledger_row(draft: AuditDraft) -> AuditRow = write_lookup_check;
 
+            /// Every row of the drill ledger, oldest first: drills, new
+            /// contract versions and recorded changes (DESIGN §9.4), what
+            /// [`crate::core::rerun::last_drill`] reads.
+            whole fn drill_ledger() -> Vec<AuditRow> = read_drill_ledger;
+
+            /// Records a material change outside a tool's contract with its
+            /// audit row and, in the same transaction, the system's drop of
+            /// the tool's level when its drill went stale; the rows written,
+            /// the change's first.
+            whole fn record_tool_change(
+                change: crate::core::rerun::RecordedChange,
+                draft: AuditDraft
+            ) -> Vec<AuditRow> = write_tool_change;
+
             /// Claims the lookup of `id` for the slot `slot` (its scheduled
             /// instant) for `by` until `until`: `true` when this call holds it
             /// now, `false` when a live claim of another holds it. A claim past

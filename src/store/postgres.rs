@@ -139,6 +139,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/20261204000070_classify_action.sql"),
     ),
     (
+        20261205000030,
+        "rerun",
+        include_str!("../../migrations/postgres/20261205000030_rerun.sql"),
+    ),
+    (
         20261205000060,
         "root_cause_facts",
         include_str!("../../migrations/postgres/20261205000060_root_cause_facts.sql"),

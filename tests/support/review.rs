@@ -149,6 +149,13 @@ pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::
             failed: Vec::new(),
             drill_store: "fixture".into(),
             by: by.clone(),
+            contract_version: store
+                .contracts()
+                .await
+                .unwrap()
+                .into_iter()
+                .find(|c| c.tool == tool)
+                .map(|c| c.version),
         };
         let draft = drill.draft(holdfast::core::model::Role::Local, None);
         store.record_drill(drill, draft).await.unwrap();

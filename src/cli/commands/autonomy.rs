@@ -94,6 +94,18 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
             ),
             None => println!("  drill:   none recorded"),
         }
+        if let Some(last) = &s.last_drill {
+            println!(
+                "  current: {}",
+                match &last.stale {
+                    None => format!(
+                        "yes, under contract version {}",
+                        render::clean(last.version.as_deref().unwrap_or("unknown"))
+                    ),
+                    Some(why) => format!("no, stale: {}", render::clean(why)),
+                }
+            );
+        }
         println!("  raise:   {}", render::clean(&s.gates.to_string()));
     }
     Ok(exit::OK)

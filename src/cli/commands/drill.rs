@@ -27,6 +27,12 @@ pub(crate) struct DrillArgs {
     /// store of their own.
     #[arg(long, value_name = "TOOL", conflicts_with_all = ["cases", "work"])]
     pub tool: Option<String>,
+    /// Run `--tool` again for every tool of the store whose drill results are
+    /// stale (a material new contract version or a recorded change since its
+    /// latest drill), saying why each was, and record the results; it raises
+    /// no autonomy level (an owner's decision).
+    #[arg(long, conflicts_with_all = ["tool", "cases", "work", "into_existing"])]
+    pub changed: bool,
     /// Serve approved work instead: the reference executor claims the store's
     /// approved retries, compensations and resumes through the work protocol
     /// (`holdfast work`), executes them against the simulated provider under
@@ -81,10 +87,14 @@ fn fresh_store(ctx: &Context, what: &str) -> Location {
     Location::Sqlite(ctx.paths.data_dir.join(format!("drill-{name}{stamp}.db")))
 }
 
-/// `holdfast drill --tool TOOL`: the seed's injections under the tool's contract,
-/// the result recorded for the tool.
-async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8> {
-    let session = ctx.session().await?;
+/// One tool's drill: the seed's injections under its stored contract, into a
+/// fresh store of their own, the result recorded in the session's store (with
+/// the contract version it ran under) for autonomy gate A2.
+async fn run_tool(
+    ctx: &Context,
+    session: &crate::store::Session,
+    tool: &str,
+) -> anyhow::Result<(crate::drill::Outcome, DrillResult, i64, String)> {
     let contracts = session.contracts().await?;
     let Some(contract) = contracts.iter().find(|c| c.tool == tool) else {
         return Err(Failure::new(
@@ -118,32 +128,50 @@ async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8>
             .collect(),
         drill_store: scratch.location(),
         by: session.actor().identity.clone(),
+        contract_version: Some(contract.version.clone()),
     };
-    let row = crate::autonomy::record_drill(&session, result.clone(), ctx.now())
+    let row = crate::autonomy::record_drill(session, result.clone(), ctx.now())
         .await
         .map_err(crate::cli::review::failure)?;
+    Ok((outcome, result, row.seq, scratch.location()))
+}
+
+/// Prints one tool's drill as text: the cases, the result, and whether it
+/// opens gate A2.
+fn print_tool(
+    session: &crate::store::Session,
+    outcome: &crate::drill::Outcome,
+    result: &DrillResult,
+    seq: i64,
+) {
+    print!("{}", crate::drill::table::render(outcome));
+    println!(
+        "tool {}: {} of {} cases passed, {} of 8 failure modes covered under contract version {}; recorded in {} (audit seq {seq})",
+        crate::cli::render::clean(&result.tool),
+        result.passed,
+        result.cases,
+        result.modes.len(),
+        crate::cli::render::clean(result.contract_version.as_deref().unwrap_or("unknown")),
+        session.location(),
+    );
+    if let Err(why) = result.check() {
+        println!("this drill does not open autonomy gate A2: {why}");
+    }
+}
+
+/// `holdfast drill --tool TOOL`: the seed's injections under the tool's contract,
+/// the result recorded for the tool.
+async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8> {
+    let session = ctx.session().await?;
+    let (outcome, result, seq, scratch) = run_tool(ctx, &session, tool).await?;
     if json {
         let mut value = outcome.to_json();
-        value["tool"] = serde_json::json!({"result": result, "audit_seq": row.seq});
+        value["tool"] = serde_json::json!({"result": result, "audit_seq": seq});
         println!("{}", serde_json::to_string_pretty(&value)?);
     } else {
-        print!("{}", crate::drill::table::render(&outcome));
-        println!(
-            "tool {tool}: {} of {} cases passed, {} of 8 failure modes covered; recorded in {} (audit seq {})",
-            result.passed,
-            result.cases,
-            result.modes.len(),
-            session.location(),
-            row.seq
-        );
-        if let Err(why) = result.check() {
-            println!("this drill does not open autonomy gate A2: {why}");
-        }
+        print_tool(&session, &outcome, &result, seq);
     }
-    eprintln!(
-        "drill store {}; open it with `holdfast --db …`",
-        scratch.location()
-    );
+    eprintln!("drill store {scratch}; open it with `holdfast --db …`");
     Ok(if outcome.all_pass() {
         exit::OK
     } else {
@@ -151,10 +179,65 @@ async fn drill_tool(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8>
     })
 }
 
+/// `holdfast drill --changed`: `drill --tool` again for every tool whose
+/// latest drill is stale (a material new contract version or a recorded
+/// change since, or a drill that named no version), saying why each was. It
+/// raises no level: that stays an owner's decision.
+async fn drill_changed(ctx: &Context, json: bool) -> anyhow::Result<u8> {
+    let session = ctx.session().await?;
+    let stale = crate::core::rerun::stale_tools(
+        &session.contracts().await?,
+        &session.drill_ledger().await?,
+    );
+    let mut all_pass = true;
+    let mut reports = Vec::new();
+    if stale.is_empty() && !json {
+        println!("no tool has stale drill results: nothing to rerun");
+    }
+    for (tool, why) in &stale {
+        if !json {
+            println!(
+                "tool {}: drill stale: {}; running it again",
+                crate::cli::render::clean(tool),
+                crate::cli::render::clean(why)
+            );
+        }
+        let (outcome, result, seq, scratch) = run_tool(ctx, &session, tool).await?;
+        all_pass &= outcome.all_pass();
+        if json {
+            reports.push(serde_json::json!({
+                "tool": tool,
+                "stale": why,
+                "pass": outcome.all_pass(),
+                "result": result,
+                "audit_seq": seq,
+                "drill_store": scratch,
+            }));
+        } else {
+            print_tool(&session, &outcome, &result, seq);
+            eprintln!("drill store {scratch}; open it with `holdfast --db …`");
+        }
+    }
+    if json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&serde_json::json!({ "rerun": reports }))?
+        );
+    } else if !stale.is_empty() {
+        println!(
+            "autonomy is not raised by a drill: an owner raises each tool again with `holdfast autonomy set TOOL LEVEL --rationale …`"
+        );
+    }
+    Ok(if all_pass { exit::OK } else { exit::ERROR })
+}
+
 /// Runs the drill; exit 0 only when every case passes.
 pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
     if let Some(tool) = &args.tool {
         return drill_tool(ctx, tool, args.json).await;
+    }
+    if args.changed {
+        return drill_changed(ctx, args.json).await;
     }
     let mut cases = crate::drill::seed_cases().map_err(|errors| {
         Failure::new(

@@ -16,6 +16,7 @@ pub(crate) mod review;
 pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod tools;
+pub(crate) mod tools_changed;
 pub(crate) mod work;
 
 /// Warns on stderr about every row the command's reads skipped as unreadable.

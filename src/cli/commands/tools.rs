@@ -30,12 +30,20 @@ pub(crate) enum ToolsCommand {
         #[arg(long)]
         json: bool,
     },
+    /// Record a material change outside a tool's contract (model, prompt, tool
+    /// description, credentials, provider API, retry library, queue, policy):
+    /// owner only, audited; the tool's drill results go stale and its autonomy
+    /// drops to manual until `drill --tool` passes again and an owner raises it.
+    Changed(crate::cli::commands::tools_changed::ChangedArgs),
 }
 
 pub(crate) async fn tools(ctx: &Context, args: ToolsArgs) -> anyhow::Result<u8> {
     match args.command {
         None => list(ctx, args.json).await,
         Some(ToolsCommand::Show { tool, json }) => show(ctx, &tool, json).await,
+        Some(ToolsCommand::Changed(args)) => {
+            crate::cli::commands::tools_changed::changed(ctx, args).await
+        }
     }
 }
 

@@ -10,11 +10,13 @@ use sqlx::AssertSqlSafe;
 use super::{AUDIT_COLUMNS, db};
 use crate::core::audit::{AuditDraft, AuditRow, seal};
 use crate::core::autonomy::{
-    AUTONOMY_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, LevelChange, LookupCheck, ToolLevel,
+    AUTONOMY_LEDGER, DRILL_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, LevelChange, LookupCheck,
+    ToolLevel,
 };
 use crate::core::clock::{format_instant, parse_instant};
 use crate::core::ladder::Level;
 use crate::core::model::FailureMode;
+use crate::core::rerun::{RecordedChange, TOOL_CHANGED_ACTION};
 use crate::store::StoreError;
 use crate::store::plan::codec;
 
@@ -61,15 +63,15 @@ shared! {
         ) -> Result<Vec<(i64, DrillResult)>, StoreError> {
             let rows = match tool {
                 Some(tool) => sqlx::query(
-                    "SELECT seq, tool, run_at, cases, passed, modes, failed, drill_store, recorded_by \
-                     FROM drill_runs WHERE tool = $1 ORDER BY seq",
+                    "SELECT seq, tool, run_at, cases, passed, modes, failed, drill_store, recorded_by, \
+                     contract_version FROM drill_runs WHERE tool = $1 ORDER BY seq",
                 )
                 .bind(tool)
                 .fetch_all(&self.pool)
                 .await,
                 None => sqlx::query(
-                    "SELECT seq, tool, run_at, cases, passed, modes, failed, drill_store, recorded_by \
-                     FROM drill_runs ORDER BY seq",
+                    "SELECT seq, tool, run_at, cases, passed, modes, failed, drill_store, recorded_by, \
+                     contract_version FROM drill_runs ORDER BY seq",
                 )
                 .fetch_all(&self.pool)
                 .await,
@@ -102,6 +104,9 @@ shared! {
                             failed: list(&Self::text(row, "failed")?),
                             drill_store: Self::text(row, "drill_store")?,
                             by: Self::text(row, "recorded_by")?,
+                            contract_version: row
+                                .try_get::<Option<String>, _>("contract_version")
+                                .map_err(db::<DB>)?,
                         },
                     ))
                 })
@@ -112,37 +117,18 @@ shared! {
         /// [`StoreError::AutonomyChanged`] when the level moved since the decision.
         pub(super) async fn write_level(&self, change: LevelChange) -> Result<AuditRow, StoreError> {
             let (mut tx, head) = self.begin_write().await?;
-            let current = Self::all_levels(&mut tx)
-                .await?
-                .into_iter()
-                .find(|l| l.tool == change.to.tool)
-                .map_or(Level::Manual, |l| l.level);
-            if current != change.from {
+            if !Self::apply_level(&mut tx, &change).await? {
+                let now = Self::all_levels(&mut tx)
+                    .await?
+                    .into_iter()
+                    .find(|l| l.tool == change.to.tool)
+                    .map_or(Level::Manual, |l| l.level);
                 tx.rollback().await.map_err(db::<DB>)?;
                 return Err(StoreError::AutonomyChanged {
                     tool: change.to.tool.clone(),
-                    now: current.as_str().to_owned(),
+                    now: now.as_str().to_owned(),
                 });
             }
-            let to = &change.to;
-            sqlx::query("DELETE FROM autonomy WHERE tool = $1")
-                .bind(to.tool.as_str())
-                .execute(&mut *tx)
-                .await
-                .map_err(db::<DB>)?;
-            sqlx::query(
-                "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) \
-                 VALUES ($1, $2, $3, $4, $5, $6)",
-            )
-            .bind(to.tool.as_str())
-            .bind(to.level.as_str())
-            .bind(to.level.rank())
-            .bind(to.set_by.as_str())
-            .bind(format_instant(to.set_at))
-            .bind(to.rationale.as_str())
-            .execute(&mut *tx)
-            .await
-            .map_err(db::<DB>)?;
             let row = seal(&head.hash, head.seq + 1, change.audit);
             Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
             tx.commit().await.map_err(db::<DB>)?;
@@ -160,7 +146,8 @@ shared! {
             let modes: Vec<&str> = result.modes.iter().map(|m| m.as_str()).collect();
             sqlx::query(
                 "INSERT INTO drill_runs (seq, tool, run_at, cases, passed, modes, failed, \
-                 drill_store, recorded_by) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                 drill_store, recorded_by, contract_version) \
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)",
             )
             .bind(row.seq)
             .bind(result.tool.as_str())
@@ -171,12 +158,96 @@ shared! {
             .bind(result.failed.join(","))
             .bind(result.drill_store.as_str())
             .bind(result.by.as_str())
+            .bind(result.contract_version.as_deref())
             .execute(&mut *tx)
             .await
             .map_err(db::<DB>)?;
             Self::insert_audit(&mut tx, std::slice::from_ref(&row)).await?;
             tx.commit().await.map_err(db::<DB>)?;
             Ok(row)
+        }
+
+        /// Every row of the drill ledger (drills, contract versions, recorded
+        /// changes), oldest first: what `core::rerun::last_drill` reads.
+        pub(super) async fn read_drill_ledger(&self) -> Result<Vec<AuditRow>, StoreError> {
+            let rows = sqlx::query(AssertSqlSafe(format!(
+                "SELECT {AUDIT_COLUMNS} FROM audit WHERE operation = $1 ORDER BY seq"
+            )))
+            .bind(DRILL_LEDGER)
+            .fetch_all(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            Ok(self.audit_rows(&rows))
+        }
+
+        /// Writes a tool's new stored level as `change` decided (an owner's
+        /// change or the system's drop), inside a transaction, when the level
+        /// it was decided on is still the stored one; returns whether it wrote.
+        pub(super) async fn apply_level(
+            conn: &mut DB::Connection,
+            drop: &LevelChange,
+        ) -> Result<bool, StoreError> {
+            let current = Self::all_levels(&mut *conn)
+                .await?
+                .into_iter()
+                .find(|l| l.tool == drop.to.tool)
+                .map_or(Level::Manual, |l| l.level);
+            if current != drop.from {
+                return Ok(false);
+            }
+            let to = &drop.to;
+            sqlx::query("DELETE FROM autonomy WHERE tool = $1")
+                .bind(to.tool.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            sqlx::query(
+                "INSERT INTO autonomy (tool, level, level_rank, set_by, set_at, rationale) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            )
+            .bind(to.tool.as_str())
+            .bind(to.level.as_str())
+            .bind(to.level.rank())
+            .bind(to.set_by.as_str())
+            .bind(format_instant(to.set_at))
+            .bind(to.rationale.as_str())
+            .execute(&mut *conn)
+            .await
+            .map_err(db::<DB>)?;
+            Ok(true)
+        }
+
+        /// Records a material change outside a tool's contract with its audit
+        /// row and, when the tool stood above the stale floor, the system's
+        /// drop of its level (`core::rerun::stale_drop`), in one transaction.
+        /// Returns the rows written, the change's first.
+        pub(super) async fn write_tool_change(
+            &self,
+            change: RecordedChange,
+            draft: AuditDraft,
+        ) -> Result<Vec<AuditRow>, StoreError> {
+            if draft.operation.as_str() != DRILL_LEDGER || draft.action != TOOL_CHANGED_ACTION {
+                return Err(StoreError::Other(format!(
+                    "a recorded change is a {TOOL_CHANGED_ACTION} row of {DRILL_LEDGER}, not {} of {}",
+                    draft.action, draft.operation
+                )));
+            }
+            let (mut tx, head) = self.begin_write().await?;
+            let mut rows = vec![seal(&head.hash, head.seq + 1, draft)];
+            let current = Self::all_levels(&mut tx)
+                .await?
+                .into_iter()
+                .find(|l| l.tool == change.tool)
+                .map_or(Level::Manual, |l| l.level);
+            if let Some(drop) = crate::core::rerun::stale_drop(&change.tool, current, &change.words(), change.at)
+                && Self::apply_level(&mut tx, &drop).await?
+            {
+                let prev = rows[0].hash.clone();
+                rows.push(seal(&prev, head.seq + 2, drop.audit));
+            }
+            Self::insert_audit(&mut tx, &rows).await?;
+            tx.commit().await.map_err(db::<DB>)?;
+            Ok(rows)
         }
 
         /// Every lookup check, oldest first, read from the audit rows that

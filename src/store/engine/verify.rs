@@ -1491,6 +1491,22 @@ shared! {
             tally: &Tally,
         ) -> Result<Result<(), Divergence>, StoreError> {
             for row in ledger.level_rows() {
+                // The system's own act: only ever the drop of a tool whose
+                // drill went stale, to the stale floor (DESIGN §9.4).
+                if row.role == crate::core::model::Role::System {
+                    if row.by == crate::core::rerun::SYSTEM_IDENTITY
+                        && row.level == crate::core::rerun::STALE_FLOOR.as_str()
+                    {
+                        continue;
+                    }
+                    return Ok(Err(Divergence {
+                        seq: row.seq,
+                        reason: format!(
+                            "autonomy: {} set tool {} to {} as the system, which only ever drops a tool with a stale drill to {}",
+                            row.by, row.tool, row.level, crate::core::rerun::STALE_FLOOR
+                        ),
+                    }));
+                }
                 let grants = ledger.grants_before(row.seq);
                 let principal = row.on_behalf_of.as_deref().unwrap_or(&row.by);
                 let mut actor = crate::core::rules::actor::Actor::from_grants(principal, None, &grants);

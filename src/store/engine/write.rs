@@ -363,9 +363,20 @@ shared! {
             {
                 let tool = Self::text(&row, "tool")?;
                 known.contracts.insert(tool.clone());
-                known
-                    .hashes
-                    .insert(RecordKey::Contract(tool), Self::text(&row, "record_hash")?);
+                let key = RecordKey::Contract(tool.clone());
+                if wanted.keys.contains(&key) {
+                    // A contract of this batch may be the tool's next version.
+                    let stored = codec::contract(&Self::text(&row, "wire")?)?;
+                    known.stored_contracts.insert(tool.clone(), stored);
+                }
+                known.hashes.insert(key, Self::text(&row, "record_hash")?);
+            }
+            if !known.stored_contracts.is_empty() {
+                for level in Self::all_levels(&mut *conn).await? {
+                    if known.stored_contracts.contains_key(&level.tool) {
+                        known.levels.insert(level.tool, level.level);
+                    }
+                }
             }
             for row in Self::select_in(
                 conn,
@@ -465,6 +476,26 @@ shared! {
                 },
             )
             .await?;
+            for update in &rows.contract_updates {
+                sqlx::query(
+                    "UPDATE contracts SET max_attempts = $1, wire = $2, record_hash = $3 WHERE tool = $4",
+                )
+                .bind(update.order)
+                .bind(update.wire.as_str())
+                .bind(update.hash.as_str())
+                .bind(update.key.as_str())
+                .execute(&mut *conn)
+                .await
+                .map_err(db::<DB>)?;
+            }
+            for drop in &rows.level_drops {
+                if !Self::apply_level(&mut *conn, drop).await? {
+                    return Err(StoreError::AutonomyChanged {
+                        tool: drop.to.tool.clone(),
+                        now: "another level".to_owned(),
+                    });
+                }
+            }
             Self::insert_operations(conn, &rows.operations).await?;
             Self::insert_records(conn, &rows.attempts, &rows.observations, &rows.items).await?;
             // After the operations they name: a login kept to its tenants by

@@ -260,6 +260,7 @@ pub const TABLES: &[Table] = &[
             ("failed", Text),
             ("drill_store", Text),
             ("recorded_by", Text),
+            ("contract_version", Text),
         ],
     },
     Table {

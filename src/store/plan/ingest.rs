@@ -8,8 +8,11 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use chrono::{DateTime, Utc};
 
+use crate::core::contract::Contract;
 use crate::core::ids::{OperationId, Sha256};
+use crate::core::ladder::Level;
 use crate::core::model::{State, TransitionRecord};
+use crate::core::rerun::VersionChange;
 use crate::core::rules::transition_allowed;
 use crate::wire::{LineError, Numbered, Record, write_line};
 
@@ -92,6 +95,11 @@ pub struct Known {
     pub contracts: HashSet<String>,
     /// Whether an operation may name a tool with no contract ([`crate::store::Ingester::contracts_optional`]).
     pub contracts_optional: bool,
+    /// The stored contract of each tool the batch brings a contract for: a
+    /// record with a new `version` is that contract's next version.
+    pub stored_contracts: HashMap<String, Contract>,
+    /// The stored autonomy level of each of those tools (absent: manual).
+    pub levels: HashMap<String, Level>,
 }
 
 /// The keys the backend must look up before planning.
@@ -220,6 +228,9 @@ pub struct Plan {
     /// How each allowed decision among the transitions was taken (set once the
     /// moves are judged, `super::decisions`): its audit row records that.
     pub decided: super::decisions::Decisions,
+    /// The staged contracts that are a new version of a stored one: each
+    /// replaces it and is recorded on the drill ledger (DESIGN §9.4).
+    pub versions: Vec<VersionChange>,
 }
 
 impl Plan {
@@ -267,7 +278,20 @@ impl Planner<'_> {
         !self.rejected.contains_key(&line) && !self.unchanged.contains(&line)
     }
 
-    /// Same key twice: identical content is a no-op, anything else a conflict.
+    /// Whether `record` is a contract whose tool's stored contract has another
+    /// version.
+    fn is_new_version(&self, record: &Record) -> bool {
+        let Record::Contract(c) = record else {
+            return false;
+        };
+        self.known
+            .stored_contracts
+            .get(&c.tool)
+            .is_some_and(|stored| stored.version != c.version)
+    }
+
+    /// Same key twice: identical content is a no-op, anything else a conflict,
+    /// but for a contract with a new version.
     fn check_identity(&mut self) {
         let mut first: HashMap<RecordKey, usize> = HashMap::new();
         for (index, numbered) in self.records.iter().enumerate() {
@@ -301,14 +325,36 @@ impl Planner<'_> {
             if let Some(stored) = stored {
                 if stored == hash {
                     self.unchanged.insert(line);
+                } else if self.is_new_version(&numbered.record) {
+                    // A new version of a stored contract: accepted, once.
+                    if let Some(&earlier) = first.get(&key) {
+                        let earlier_line = self.records[earlier].line;
+                        self.reject(
+                            line,
+                            key.field(),
+                            format!(
+                                "{} already appears on line {earlier_line}; one version of a contract per input",
+                                key.describe()
+                            ),
+                        );
+                    } else {
+                        first.insert(key, index);
+                    }
                 } else {
                     self.reject(
                         line,
                         key.field(),
-                        format!(
-                            "{} is already stored with different content; a changed record needs a new id",
-                            key.describe()
-                        ),
+                        if matches!(key, RecordKey::Contract(_)) {
+                            format!(
+                                "{} is already stored at this version with different content; a changed contract needs a new version",
+                                key.describe()
+                            )
+                        } else {
+                            format!(
+                                "{} is already stored with different content; a changed record needs a new id",
+                                key.describe()
+                            )
+                        },
                     );
                 }
                 continue;
@@ -696,6 +742,17 @@ pub fn plan_refusing(
             hash,
             wire,
         })
+        .collect::<Vec<Staged>>();
+    let versions = staged
+        .iter()
+        .filter_map(|s| match &s.record {
+            Record::Contract(c) => known
+                .stored_contracts
+                .get(&c.tool)
+                .filter(|stored| stored.version != c.version)
+                .map(|stored| VersionChange::between(stored, c)),
+            _ => None,
+        })
         .collect();
     Plan {
         staged,
@@ -703,6 +760,7 @@ pub fn plan_refusing(
         unchanged: unchanged.len() as u64,
         rejected: rejected.into_values().flatten().collect(),
         decided: super::decisions::Decisions::new(),
+        versions,
     }
 }
 

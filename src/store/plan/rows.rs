@@ -185,6 +185,11 @@ pub struct Moved {
 #[derive(Debug, Clone, Default)]
 pub struct PlanRows {
     pub contracts: Vec<RecordColumns>,
+    /// New versions of stored contracts: each replaces its tool's row.
+    pub contract_updates: Vec<RecordColumns>,
+    /// The system's drops of tools whose drill a material new version made
+    /// stale (`core::rerun::stale_drop`).
+    pub level_drops: Vec<crate::core::autonomy::LevelChange>,
     pub operations: Vec<OperationColumns>,
     pub attempts: Vec<RecordColumns>,
     pub observations: Vec<RecordColumns>,
@@ -248,6 +253,9 @@ pub fn plan_rows(
             other => {
                 let columns = RecordColumns::of(other, staged.wire.clone(), &staged.hash);
                 match other {
+                    Record::Contract(c) if plan.versions.iter().any(|v| v.tool == c.tool) => {
+                        rows.contract_updates.push(columns);
+                    }
                     Record::Contract(_) => rows.contracts.push(columns),
                     Record::Attempt(_) => rows.attempts.push(columns),
                     Record::Observation(_) => rows.observations.push(columns),
@@ -294,6 +302,26 @@ pub fn plan_rows(
         prev = row.hash.clone();
         rows.audit.push(row);
     };
+    // A new contract version is recorded on the drill ledger by whoever
+    // ingested it; a material one drops its tool to the stale floor, the
+    // system's act, in the same transaction.
+    for version in &plan.versions {
+        push(version.draft(by, Role::System, now));
+        if version.material.is_empty() {
+            continue;
+        }
+        let current = known
+            .levels
+            .get(&version.tool)
+            .copied()
+            .unwrap_or(crate::core::ladder::Level::Manual);
+        if let Some(drop) =
+            crate::core::rerun::stale_drop(&version.tool, current, &version.words(), now)
+        {
+            push(drop.audit.clone());
+            rows.level_drops.push(drop);
+        }
+    }
     for history in &plan.histories {
         let draft =
             |action: &str, to: Option<State>, rationale: &str, at: DateTime<Utc>| AuditDraft {
