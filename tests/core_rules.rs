@@ -45,6 +45,8 @@ fn contract() -> Contract {
         budget_seconds: 3600,
         path: None,
         response: None,
+        owners: None,
+        domain_review: None,
     }
 }
 

@@ -241,6 +241,8 @@ mod screens {
             budget_seconds: 600,
             path: None,
             response: None,
+            owners: None,
+            domain_review: None,
         };
         OperationDetail {
             row: OperationRow {

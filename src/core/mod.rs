@@ -23,6 +23,7 @@ pub mod model;
 pub mod names;
 pub mod redact;
 pub mod refusal;
+pub mod routing;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;

@@ -106,6 +106,8 @@ impl ToolSettings {
             budget_seconds: self.budget_seconds.unwrap_or(120),
             path: None,
             response: None,
+            owners: None,
+            domain_review: None,
         }
     }
 }

@@ -138,6 +138,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "classify_action",
         include_str!("../../migrations/postgres/20261204000070_classify_action.sql"),
     ),
+    (
+        20261205000020,
+        "domain_review",
+        include_str!("../../migrations/postgres/20261205000020_domain_review.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -241,6 +246,7 @@ impl Backend for Postgres {
             &[
                 "audit_written_by_login",
                 "audit_within_grants",
+                "audit_domain_review",
                 "metric_stale_audit",
             ],
         ),

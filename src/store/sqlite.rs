@@ -128,6 +128,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "classify_action",
         include_str!("../../migrations/sqlite/20261204000070_classify_action.sql"),
     ),
+    (
+        20261205000020,
+        "domain_review",
+        include_str!("../../migrations/sqlite/20261205000020_domain_review.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
-use crate::core::contract::{Contract, IdempotencyContract};
+use crate::core::contract::{Contract, DomainReview, IdempotencyContract, Owners};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, PathTemplate, ResponseShape, StatusLookup,
@@ -57,7 +57,10 @@ const CONTRACT_FIELDS: &[&str] = &[
     "budget_seconds",
     "path",
     "response",
+    "owners",
+    "domain_review",
 ];
+const OWNERS_FIELDS: &[&str] = &["integration", "security", "business", "incident"];
 const RESPONSE_FIELDS: &[&str] = &[
     "record_id",
     "target",
@@ -310,6 +313,18 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         f.refuse_unknown(sink);
         out
     });
+    let owners = o.opt(sink, "owners", object).map(|fields| {
+        let f = o.nested(fields, "owners.", "owners", OWNERS_FIELDS);
+        let out = Owners {
+            integration: f.opt(sink, "integration", key),
+            security: f.opt(sink, "security", key),
+            business: f.opt(sink, "business", key),
+            incident: f.opt(sink, "incident", key),
+        };
+        f.refuse_unknown(sink);
+        out
+    });
+    let domain_review = o.opt(sink, "domain_review", choice::<DomainReview>);
     o.refuse_unknown(sink);
     Some(Contract {
         tool: tool?,
@@ -325,6 +340,8 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         budget_seconds: budget_seconds?,
         path,
         response,
+        owners,
+        domain_review,
     })
 }
 
@@ -668,7 +685,7 @@ fn read_transition(o: Obj<'_, '_>, sink: &mut Sink) -> Option<TransitionRecord> 
         );
     }
     let by = o.req(sink, "by", key);
-    let role = o.opt(sink, "role", choice::<Role>);
+    let role = o.opt(sink, "role", acting_role);
     let at = o.req(sink, "at", time);
     let reason = o.opt(sink, "reason", text);
     let evidence = o.list(sink, "evidence", key);
@@ -1010,6 +1027,7 @@ macro_rules! choice {
 }
 
 choice!(
+    DomainReview,
     State,
     FailureMode,
     Risk,
@@ -1019,9 +1037,22 @@ choice!(
     Layer,
     ItemState,
     Relation,
-    Role,
     ObservationSource
 );
+
+/// A role an identity acts under: a `domain:…` grant is held besides a role,
+/// never acted under, so a record naming one is refused as an unknown role.
+fn acting_role(node: &Node<'_>) -> Result<Role, String> {
+    let acting = |r: &Role| !r.is_domain();
+    Role::parse(string(node)?).filter(acting).ok_or_else(|| {
+        let names: Vec<&str> = Role::ALL
+            .iter()
+            .filter(|r| acting(r))
+            .map(|r| r.as_str())
+            .collect();
+        format!("must be one of: {}", names.join(", "))
+    })
+}
 
 fn choice<T: Choice>(node: &Node<'_>) -> Result<T, String> {
     T::parse_text(string(node)?).ok_or_else(|| format!("must be one of: {}", T::expected_values()))
