@@ -46,6 +46,8 @@ fn contract() -> Contract {
         path: None,
         response: None,
         inventory: Default::default(),
+        owners: None,
+        domain_review: None,
     }
 }
 

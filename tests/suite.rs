@@ -33,6 +33,7 @@ mod metrics_paged;
 mod naughty;
 mod observe_processes;
 mod otlp;
+mod owner_routing;
 mod query_plans;
 mod races;
 mod redaction;

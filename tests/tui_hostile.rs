@@ -242,6 +242,8 @@ mod screens {
             path: None,
             response: None,
             inventory: Default::default(),
+            owners: None,
+            domain_review: None,
         };
         OperationDetail {
             row: OperationRow {

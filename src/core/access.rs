@@ -37,6 +37,11 @@ pub const GRANTABLE: &[Role] = &[
     Role::Delegate,
     Role::Ingest,
     Role::Worker,
+    Role::DomainLegal,
+    Role::DomainFinancial,
+    Role::DomainEmployment,
+    Role::DomainPrivacy,
+    Role::DomainSecurity,
 ];
 
 /// The reviewer actions that may open a child operation (a compensation, a
@@ -190,7 +195,7 @@ pub fn decide_grant(
         return refuse(
             Rule::G6,
             format!(
-                "role {role} cannot be granted; grant viewer, reviewer, approver, owner or delegate"
+                "role {role} cannot be granted; grant viewer, reviewer, approver, owner, delegate, ingest, worker or a domain:… review grant"
             ),
         );
     }

@@ -460,7 +460,19 @@ pub fn document(b: &EvidenceBundle) -> Document {
             .with("at", Value::opt(budget.deadline.map(Value::Instant)))
             .with("seconds left", Value::opt(budget.seconds_left.map(number))),
     );
-    fields.push(Row::new(Key::Owner, "owner").with("owner", text(&b.owner)));
+    fields.push(match &b.routed {
+        None => Row::new(Key::Owner, "owner").with("owner", text(&b.owner)),
+        Some(r) => {
+            let row = Row::new(Key::Owner, "owner")
+                .with("owner", text(&r.owner))
+                .with("routed as", word(format!("{} ({})", r.role, r.why)));
+            if r.owner == b.owner {
+                row
+            } else {
+                row.with("operation's owner", text(&b.owner))
+            }
+        }
+    });
     fields.push(
         Row::new(Key::NextObservation, "next observation")
             .with("at", Value::opt(b.next_observation_at.map(Value::Instant)))

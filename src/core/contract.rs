@@ -6,9 +6,9 @@
 use serde::{Deserialize, Serialize};
 use std::fmt;
 
-use super::names::text_enum;
-
 use super::lookup::{PathTemplate, ResponseShape, StatusLookup};
+use super::model::Role;
+use super::names::text_enum;
 
 /// Idempotency semantics a provider documents for one tool.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -46,6 +46,58 @@ pub struct Contract {
     /// optional: a contract without them is written and hashed as before.
     #[serde(flatten)]
     pub inventory: Inventory,
+    /// Owners per unresolved state (DESIGN §5): who a hold is routed to by
+    /// its state and failure mode ([`crate::core::routing`]). Optional; without
+    /// it every hold goes to the operation's owner.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub owners: Option<Owners>,
+    /// The qualified review recovery on the tool's holds needs (DESIGN §2,
+    /// G13): a reviewer taking a recovery action also holds `domain:X` on the
+    /// tenant. Optional; without it no domain grant is asked.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub domain_review: Option<DomainReview>,
+}
+
+/// The owner a contract names for each kind of unresolved state, each optional
+/// (DESIGN §5 `owners`).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Owners {
+    /// Schema and provider contracts: validation failures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub integration: Option<String>,
+    /// Access and identity: `auth_denied`, another tenant's record.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub security: Option<String>,
+    /// Record truth: a lookup found the record, but not as expected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub business: Option<String>,
+    /// Partial or ambiguous effects past their observation window.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub incident: Option<String>,
+}
+
+text_enum!(
+    /// The domain whose qualified review recovery on a tool's holds needs.
+    DomainReview {
+        Legal => "legal",
+        Financial => "financial",
+        Employment => "employment",
+        Privacy => "privacy",
+        Security => "security",
+    }
+);
+
+impl DomainReview {
+    /// The grant a reviewer holds on the tenant to recover this domain's holds.
+    pub fn grant(self) -> Role {
+        match self {
+            DomainReview::Legal => Role::DomainLegal,
+            DomainReview::Financial => Role::DomainFinancial,
+            DomainReview::Employment => Role::DomainEmployment,
+            DomainReview::Privacy => Role::DomainPrivacy,
+            DomainReview::Security => Role::DomainSecurity,
+        }
+    }
 }
 
 impl Contract {

@@ -229,6 +229,10 @@ pub struct EvidenceBundle {
     pub observations: Vec<ObservationView>,
     pub budget: BudgetView,
     pub owner: String,
+    /// Who the hold goes to by its unresolved state ([`crate::core::routing`]),
+    /// when the tool's contract names owners per state.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub routed: Option<crate::core::routing::Routed>,
     pub next_observation_at: Option<DateTime<Utc>>,
     pub next_observation_overdue: bool,
     pub failure_mode: Option<FailureMode>,
@@ -388,6 +392,11 @@ pub fn bundle(detail: &OperationDetail, actor: &Actor, now: DateTime<Utc>) -> Ev
         observations,
         budget,
         owner: op.owner.clone(),
+        routed: detail
+            .contract
+            .as_ref()
+            .filter(|c| c.owners.is_some())
+            .map(|_| crate::core::routing::of(detail, now)),
         next_observation_at: op.next_observation_at,
         next_observation_overdue: op.state.is_held()
             && op.next_observation_at.is_some_and(|t| t < now),

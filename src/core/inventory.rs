@@ -220,6 +220,8 @@ mod tests {
             path: None,
             response: None,
             inventory: Default::default(),
+            owners: None,
+            domain_review: None,
         }
     }
 

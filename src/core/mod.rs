@@ -25,6 +25,7 @@ pub mod names;
 pub mod redact;
 pub mod refusal;
 pub mod rerun;
+pub mod routing;
 pub mod rules;
 pub mod sanitize;
 pub mod triage;

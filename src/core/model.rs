@@ -171,6 +171,9 @@ text_enum!(
     /// review action either: its holder may feed wire records into the tenant.
     /// `worker` permits no review action: its holder may claim the tenant's
     /// approved work and report what executing it did (DESIGN §9.2).
+    /// `domain:…` permits no action of its own: recovery on the holds of a tool
+    /// whose contract asks that domain's review needs it besides the role
+    /// that takes the action (G13).
     Role {
         System => "system",
         Viewer => "viewer",
@@ -181,8 +184,28 @@ text_enum!(
         Delegate => "delegate",
         Ingest => "ingest",
         Worker => "worker",
+        DomainLegal => "domain:legal",
+        DomainFinancial => "domain:financial",
+        DomainEmployment => "domain:employment",
+        DomainPrivacy => "domain:privacy",
+        DomainSecurity => "domain:security",
     }
 );
+
+impl Role {
+    /// Whether this is a domain-review grant (`domain:…`, G13): held besides a
+    /// role, never acted under.
+    pub fn is_domain(self) -> bool {
+        matches!(
+            self,
+            Role::DomainLegal
+                | Role::DomainFinancial
+                | Role::DomainEmployment
+                | Role::DomainPrivacy
+                | Role::DomainSecurity
+        )
+    }
+}
 
 /// The approval bound to one exact call (G11).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -385,6 +408,26 @@ pub struct Observation {
     pub effect_count: Option<u32>,
     pub raw_hash: Option<Sha256>,
     pub note: Option<String>,
+}
+
+impl Observation {
+    /// An observation of `operation` at `observed_at` with nothing compared:
+    /// found or not, from the provider's status, the start of a test's
+    /// observation.
+    #[cfg(test)]
+    pub(crate) fn bare(operation: &str, observed_at: DateTime<Utc>, found: bool) -> Observation {
+        Observation {
+            id: "O1".into(),
+            operation: OperationId::parse(operation).expect("an operation id"),
+            observed_at,
+            source: ObservationSource::ProviderStatus,
+            found,
+            matches: None,
+            effect_count: None,
+            raw_hash: None,
+            note: None,
+        }
+    }
 }
 
 text_enum!(

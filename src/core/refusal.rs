@@ -1,4 +1,4 @@
-//! Refusals: the guard (G1–G12) a refused action cites and the reason in words.
+//! Refusals: the guard (G1–G13) a refused action cites and the reason in words.
 
 use serde::Serialize;
 use std::fmt;
@@ -18,6 +18,9 @@ pub enum Rule {
     G10,
     G11,
     G12,
+    /// Domain review: recovery on the holds of a tool whose contract names a
+    /// `domain_review` needs the matching `domain:…` grant besides the role.
+    G13,
     /// Autonomy (DESIGN §9.4): a raise needs a status lookup holdfast can make.
     A1,
     /// Autonomy: a raise needs the tool's latest drill to cover all eight modes

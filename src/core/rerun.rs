@@ -53,11 +53,12 @@ pub fn material_change_of<'a>(
     }
 }
 
-/// The contract fields whose change is NOT material: who owns the tool, the
-/// version label itself and the time budget. Every other field — those of
+/// The contract fields whose change is NOT material: who owns the tool (its
+/// owner and its owners per unresolved state), the version label itself and
+/// the time budget. Every other field — those of
 /// today and any added later — is material unless it is named here, so a new
 /// inventory field makes a drill stale by default.
-pub const NOT_MATERIAL: &[&str] = &["owner", "version", "budget_seconds"];
+pub const NOT_MATERIAL: &[&str] = &["owner", "owners", "version", "budget_seconds"];
 
 /// The highest level a tool whose drill is stale keeps: every raise, to
 /// `native` as to the levels above it, passes gate A2, so no level above
@@ -373,6 +374,8 @@ mod tests {
             path: None,
             response: None,
             inventory: Default::default(),
+            owners: None,
+            domain_review: None,
         }
     }
 

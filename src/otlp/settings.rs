@@ -107,6 +107,8 @@ impl ToolSettings {
             path: None,
             response: None,
             inventory: Default::default(),
+            owners: None,
+            domain_review: None,
         }
     }
 }

@@ -139,6 +139,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/20261204000070_classify_action.sql"),
     ),
     (
+        20261205000020,
+        "domain_review",
+        include_str!("../../migrations/postgres/20261205000020_domain_review.sql"),
+    ),
+    (
         20261205000030,
         "rerun",
         include_str!("../../migrations/postgres/20261205000030_rerun.sql"),
@@ -251,6 +256,7 @@ impl Backend for Postgres {
             &[
                 "audit_written_by_login",
                 "audit_within_grants",
+                "audit_domain_review",
                 "metric_stale_audit",
             ],
         ),

@@ -129,6 +129,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/20261204000070_classify_action.sql"),
     ),
     (
+        20261205000020,
+        "domain_review",
+        include_str!("../../migrations/sqlite/20261205000020_domain_review.sql"),
+    ),
+    (
         20261205000030,
         "rerun",
         include_str!("../../migrations/sqlite/20261205000030_rerun.sql"),

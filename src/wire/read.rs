@@ -8,7 +8,7 @@ use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
 use crate::core::contract::{
-    Contract, IdempotencyContract, Inventory, RateLimit, RateScope, Schema,
+    Contract, DomainReview, IdempotencyContract, Inventory, Owners, RateLimit, RateScope, Schema,
 };
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
@@ -65,8 +65,11 @@ const CONTRACT_FIELDS: &[&str] = &[
     "side_effects",
     "downstream",
     "rate_limits",
+    "owners",
+    "domain_review",
 ];
 const RATE_LIMIT_FIELDS: &[&str] = &["scope", "limit", "per_seconds"];
+const OWNERS_FIELDS: &[&str] = &["integration", "security", "business", "incident"];
 const RESPONSE_FIELDS: &[&str] = &[
     "record_id",
     "target",
@@ -320,6 +323,18 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         out
     });
     let inventory = read_inventory(o, sink);
+    let owners = o.opt(sink, "owners", object).map(|fields| {
+        let f = o.nested(fields, "owners.", "owners", OWNERS_FIELDS);
+        let out = Owners {
+            integration: f.opt(sink, "integration", key),
+            security: f.opt(sink, "security", key),
+            business: f.opt(sink, "business", key),
+            incident: f.opt(sink, "incident", key),
+        };
+        f.refuse_unknown(sink);
+        out
+    });
+    let domain_review = o.opt(sink, "domain_review", choice::<DomainReview>);
     o.refuse_unknown(sink);
     Some(Contract {
         tool: tool?,
@@ -336,6 +351,8 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         path,
         response,
         inventory,
+        owners,
+        domain_review,
     })
 }
 
@@ -768,7 +785,7 @@ fn read_transition(o: Obj<'_, '_>, sink: &mut Sink) -> Option<TransitionRecord> 
         );
     }
     let by = o.req(sink, "by", key);
-    let role = o.opt(sink, "role", choice::<Role>);
+    let role = o.opt(sink, "role", acting_role);
     let at = o.req(sink, "at", time);
     let reason = o.opt(sink, "reason", text);
     let evidence = o.list(sink, "evidence", key);
@@ -1110,6 +1127,7 @@ macro_rules! choice {
 }
 
 choice!(
+    DomainReview,
     State,
     FailureMode,
     Risk,
@@ -1119,10 +1137,23 @@ choice!(
     Layer,
     ItemState,
     Relation,
-    Role,
     ObservationSource,
     RateScope
 );
+
+/// A role an identity acts under: a `domain:…` grant is held besides a role,
+/// never acted under, so a record naming one is refused as an unknown role.
+fn acting_role(node: &Node<'_>) -> Result<Role, String> {
+    let acting = |r: &Role| !r.is_domain();
+    Role::parse(string(node)?).filter(acting).ok_or_else(|| {
+        let names: Vec<&str> = Role::ALL
+            .iter()
+            .filter(|r| acting(r))
+            .map(|r| r.as_str())
+            .collect();
+        format!("must be one of: {}", names.join(", "))
+    })
+}
 
 fn choice<T: Choice>(node: &Node<'_>) -> Result<T, String> {
     T::parse_text(string(node)?).ok_or_else(|| format!("must be one of: {}", T::expected_values()))

@@ -1378,3 +1378,65 @@ fn a_contract_may_carry_the_inventory_fields_and_old_lines_keep_their_bytes() {
         refused(&with("contract", field, Some(&value)), at, reason);
     }
 }
+
+#[test]
+fn a_contract_may_name_owners_per_state_and_a_domain_review_and_old_lines_keep_their_bytes() {
+    let old = example("contract");
+    let written = write_line(&parse_line(old.as_bytes(), 1).unwrap());
+    assert!(!written.contains("\"owners\"") && !written.contains("\"domain_review\""));
+    let mut line = with(
+        "contract",
+        "owners",
+        Some(r#"{"security":"team:security","incident":"team:incident"}"#),
+    );
+    line.pop();
+    line.push_str(r#","domain_review":"financial"}"#);
+    let Ok(Record::Contract(contract)) = parse_line(line.as_bytes(), 1) else {
+        panic!("{line}")
+    };
+    let owners = contract.owners.clone().unwrap();
+    assert_eq!(owners.security.as_deref(), Some("team:security"));
+    assert_eq!(owners.incident.as_deref(), Some("team:incident"));
+    assert!(owners.integration.is_none() && owners.business.is_none());
+    assert_eq!(
+        contract.domain_review,
+        Some(crate::core::contract::DomainReview::Financial)
+    );
+    let again = write_line(&Record::Contract(contract.clone()));
+    assert!(again.ends_with(
+        r#""owners":{"security":"team:security","incident":"team:incident"},"domain_review":"financial"}"#
+    ));
+    assert_eq!(
+        parse_line(again.as_bytes(), 1).unwrap(),
+        Record::Contract(contract)
+    );
+    refused(
+        &with("contract", "owners", Some(r#"{"legal":"team:legal"}"#)),
+        "owners.legal",
+        "unknown field; allowed fields of owners are: integration, security, business, incident",
+    );
+    refused(
+        &with("contract", "owners", Some(r#"{"security":7}"#)),
+        "owners.security",
+        "must be a string",
+    );
+    refused(
+        &with("contract", "owners", Some(r#""team:security""#)),
+        "owners",
+        "must be an object",
+    );
+    refused(
+        &with("contract", "domain_review", Some(r#""medical""#)),
+        "domain_review",
+        "must be one of: legal, financial, employment, privacy, security",
+    );
+}
+
+#[test]
+fn a_domain_grant_is_never_a_role_a_transition_is_made_under() {
+    refused(
+        &with("transition", "role", Some(r#""domain:legal""#)),
+        "role",
+        "must be one of: system, viewer, reviewer, approver, owner, local, delegate, ingest, worker",
+    );
+}

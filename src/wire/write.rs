@@ -74,7 +74,8 @@ impl Serialize for W<'_, Record> {
     }
 }
 
-/// A contract in wire order; `path` and `response` are written only when set, so
+/// A contract in wire order; `path`, `response`, `owners` and `domain_review`
+/// are written only when set, so
 /// a contract without them keeps the bytes, and the hash, it always had.
 impl Serialize for W<'_, Contract> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
@@ -99,6 +100,12 @@ impl Serialize for W<'_, Contract> {
             map.serialize_entry("response", &W(response))?;
         }
         inventory(&mut map, &c.inventory)?;
+        if let Some(owners) = &c.owners {
+            map.serialize_entry("owners", owners)?;
+        }
+        if let Some(domain) = c.domain_review {
+            map.serialize_entry("domain_review", domain.as_str())?;
+        }
         map.end()
     }
 }

@@ -226,7 +226,10 @@ pub(crate) enum ExportFormat {
 fn parse_role(text: &str) -> Result<Role, String> {
     Role::parse(text)
         .filter(|r| access::GRANTABLE.contains(r))
-        .ok_or_else(|| "one of viewer, reviewer, approver, owner, delegate".to_owned())
+        .ok_or_else(|| {
+            let names: Vec<&str> = access::GRANTABLE.iter().map(|r| r.as_str()).collect();
+            format!("one of {}", names.join(", "))
+        })
 }
 
 /// Turns a reviewer-facing error into the exit code it documents: 3 for a

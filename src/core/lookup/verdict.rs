@@ -260,7 +260,6 @@ pub fn next_observation(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::ids::OperationId;
     use crate::core::model::Matches;
 
     fn at(s: &str) -> DateTime<Utc> {
@@ -268,17 +267,11 @@ mod tests {
     }
 
     fn obs(found: bool, m: Matches, count: Option<u32>, when: &str) -> Observation {
-        Observation {
-            id: "O1".into(),
-            operation: OperationId::parse("F1").unwrap(),
-            observed_at: at(when),
-            source: super::super::SOURCE,
-            found,
-            matches: Some(m),
-            effect_count: count,
-            raw_hash: None,
-            note: None,
-        }
+        let mut o = Observation::bare("F1", at(when), found);
+        o.source = super::super::SOURCE;
+        o.matches = Some(m);
+        o.effect_count = count;
+        o
     }
 
     fn matching() -> Matches {

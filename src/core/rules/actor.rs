@@ -163,6 +163,14 @@ impl Actor {
             .is_none_or(|grants| grants.iter().any(|g| g.tenant == tenant))
     }
 
+    /// Whether this actor holds `role` on `tenant`; in single-user mode the
+    /// local user holds every role.
+    pub fn holds(&self, tenant: &str, role: Role) -> bool {
+        self.grants
+            .as_ref()
+            .is_none_or(|grants| grants.iter().any(|g| g.tenant == tenant && g.role == role))
+    }
+
     /// The roles held on `tenant`, most able first; `[local]` in single-user mode.
     pub fn roles_on(&self, tenant: &str) -> Vec<Role> {
         match &self.grants {

@@ -13,6 +13,20 @@ use super::{Action, ReconcileInput};
 use crate::core::cause::RootCause;
 use crate::core::model::{ActionKind, Role, State};
 
+/// The recovery actions (DESIGN §2, G13): those that repeat, undo, resume or
+/// close out a held call's effect — a retry, a compensation and its marking
+/// done, a resume and its marking done, and the owner's acceptance. On a tool
+/// whose contract names a `domain_review`, each also needs that domain's grant;
+/// a `confirm` of one of them is judged as the action it confirms.
+pub const RECOVERY: &[ActionKind] = &[
+    ActionKind::AuthorizeRetry,
+    ActionKind::ApproveCompensation,
+    ActionKind::MarkCompensated,
+    ActionKind::ApproveResume,
+    ActionKind::MarkResumed,
+    ActionKind::Accept,
+];
+
 /// One parameter an action takes, read from a command-line flag (or several)
 /// and a console input.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

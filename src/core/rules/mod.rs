@@ -126,6 +126,7 @@ fn plan_with<'a>(
         );
     }
     let role = actor.role_for(&op.tenant, kind)?;
+    domain_review(detail, actor, kind)?;
     if crate::core::ladder::is_agent(actor.principal()) && !asked.confirming {
         use crate::core::model::ActionKind::{ApproveCompensation, ApproveResume, AuthorizeRetry};
         if !matches!(kind, AuthorizeRetry | ApproveCompensation | ApproveResume) {
@@ -159,6 +160,33 @@ fn plan_with<'a>(
     let mut plan = Plan::new(detail, actor, role, rationale, kind, now, asked);
     plan.apply(action, expected_version)?;
     Ok(plan)
+}
+
+/// G13: a recovery action ([`catalog::RECOVERY`]) on a hold of a tool whose
+/// contract names a `domain_review` needs the actor to hold that domain's
+/// grant on the tenant as well as the role that takes the action. The local
+/// user of a store without grants holds every role, so it is never refused.
+fn domain_review(detail: &OperationDetail, actor: &Actor, kind: ActionKind) -> Result<(), Refusal> {
+    let op = &detail.row.operation;
+    let Some(domain) = detail.contract.as_ref().and_then(|c| c.domain_review) else {
+        return Ok(());
+    };
+    let grant = domain.grant();
+    if !catalog::RECOVERY.contains(&kind) || actor.holds(&op.tenant, grant) {
+        return Ok(());
+    }
+    refuse(
+        Rule::G13,
+        format!(
+            "{kind} is recovery on a hold of {}, whose contract asks {domain} review: {} holds no {grant} grant on tenant {}; an owner of {} grants it with `holdfast grant {} --role {grant} --tenant {}`",
+            op.tool,
+            actor.name(),
+            op.tenant,
+            op.tenant,
+            actor.principal(),
+            op.tenant
+        ),
+    )
 }
 
 /// Operation ids as a comma-separated list, for reasons.

@@ -176,12 +176,19 @@ pub(crate) fn doc(theme: Theme, frame: &Frame, loaded: &Loaded, now: DateTime<Ut
     }
     section(&mut doc, theme, "Budget and ownership");
     budget(&mut doc, theme, row(Key::Attempts), row(Key::Deadline));
-    doc.field(
-        theme,
-        "owner",
-        text(row(Key::Owner), "owner"),
-        theme.plain(),
-    );
+    let owner = row(Key::Owner);
+    doc.field(theme, "owner", text(owner, "owner"), theme.plain());
+    if let Some(routed) = owner.text("routed as") {
+        let of_record = owner
+            .text("operation's owner")
+            .map_or_else(String::new, |o| format!(" · operation's owner {o}"));
+        doc.field(
+            theme,
+            "routed as",
+            Clean::new(&format!("{routed}{of_record}")),
+            theme.plain(),
+        );
+    }
     let next_row = row(Key::NextObservation);
     let next = when_relative(next_row.get("at").instant(), now);
     if next_row.text("overdue").is_some() {
