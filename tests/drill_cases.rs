@@ -123,6 +123,25 @@ async fn only_a_verified_outcome_is_a_case(kind: Kind) {
     );
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn outside_text_is_kept_exactly_and_the_line_is_safe_to_print() {
+    let fresh = demo_store(Kind::Sqlite).await;
+    let mut detail = fresh
+        .store
+        .detail(&Scope::Every, &OperationId::parse("F10").unwrap())
+        .await
+        .unwrap();
+    let hostile = "ticket-queue:3\u{202e}\u{9b}31m";
+    detail.row.operation.target = hostile.into();
+    let line = case_from(&detail, false).unwrap();
+    assert!(
+        !line.contains('\u{202e}') && !line.contains('\u{9b}'),
+        "{line}"
+    );
+    let case: Value = serde_json::from_str(&line).unwrap();
+    assert_eq!(case["operation"]["target"], hostile);
+}
+
 holdfast_on_both_backends!(
     cases_from_three_demo_operations_pass,
     only_a_verified_outcome_is_a_case,

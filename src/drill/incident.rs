@@ -229,7 +229,8 @@ fn applying(detail: &OperationDetail, requests: &[&Attempt]) -> Option<String> {
 }
 
 /// The case reproducing `detail`'s operation, as one line of a case file,
-/// `protected` marking it a holdout (DESIGN §9.3).
+/// `protected` marking it a holdout (DESIGN §9.3). Outside text (target, keys,
+/// error types) is kept as stored; the line is safe for a terminal.
 pub fn case_from(detail: &OperationDetail, protected: bool) -> Result<String, NotACase> {
     let op = &detail.row.operation;
     let id = op.id.as_str().to_owned();
@@ -475,7 +476,11 @@ pub fn case_from(detail: &OperationDetail, protected: bool) -> Result<String, No
     if protected {
         case["protected"] = json!(true);
     }
-    let text = case.to_string();
+    // The store holds secrets redacted already; nothing else gets through, and
+    // the line says the same with every invisible or control code point escaped,
+    // safe to print.
+    crate::core::redact::redact_value(&mut case);
+    let text = crate::core::sanitize::json_for_terminal(&case.to_string()).into_owned();
     parse_case(&text, 1).map_err(|errors| {
         missing(
             errors
