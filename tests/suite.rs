@@ -20,6 +20,7 @@ mod cli_work;
 mod core_rules;
 mod crash;
 mod drill;
+mod drill_cases;
 mod gateway;
 mod ingest;
 mod ingest_door;

@@ -389,6 +389,7 @@ impl Door {
                     command: AutonomyCommand::List { .. },
                 },
             ) => Door::Read,
+            Some(Command::Drill(args)) if args.command.is_some() => Door::Read,
             Some(Command::Review(args)) if args.dry_run => Door::Read,
             Some(
                 Command::Ingest { .. }

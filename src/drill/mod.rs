@@ -7,6 +7,7 @@
 //! records through ingest into a store (or a tenant) of its own and reads its
 //! own operations back for the verdicts.
 
+pub mod incident;
 pub mod table;
 pub mod work;
 
@@ -73,28 +74,7 @@ pub fn under_contract(cases: &[Case], contract: &Contract) -> Result<Vec<Case>, 
             contract.tool
         ));
     };
-    let template = spec.url.as_str();
-    let after_scheme = template.find("://").map_or(0, |i| i + 3);
-    let rest = template[after_scheme..]
-        .find(['/', '?'])
-        .map_or("", |i| &template[after_scheme + i..]);
-    let mut lookup = crate::sim::case::RawLookup::new();
-    lookup.insert("method".into(), json!("GET"));
-    lookup.insert("url".into(), json!(format!("{SIM_PLACEHOLDER}{rest}")));
-    lookup.insert("timeout_ms".into(), json!(spec.timeout_ms()));
-    lookup.insert("lag_seconds".into(), json!(spec.lag_seconds()));
-    if let Some(statuses) = &spec.not_found_status {
-        lookup.insert("not_found_status".into(), json!(statuses));
-    }
-    let fields: serde_json::Map<String, Value> = spec
-        .fields
-        .named()
-        .into_iter()
-        .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), json!(p.as_str()))))
-        .collect();
-    if !fields.is_empty() {
-        lookup.insert("fields".into(), Value::Object(fields));
-    }
+    let lookup = emulated_lookup(spec);
     let mut drilled = contract.clone();
     drilled.status_lookup = StatusLookup::ByHand;
     Ok(cases
@@ -118,6 +98,35 @@ pub fn under_contract(cases: &[Case], contract: &Contract) -> Result<Vec<Case>, 
             case
         })
         .collect())
+}
+
+/// A status lookup as the simulated provider emulates it: the lookup's own
+/// method-independent parts (its URL's path and query under `{sim}`, its
+/// timeout, lag window, not-found statuses and field pointers), asked by GET.
+pub fn emulated_lookup(spec: &crate::core::lookup::LookupSpec) -> crate::sim::case::RawLookup {
+    let template = spec.url.as_str();
+    let after_scheme = template.find("://").map_or(0, |i| i + 3);
+    let rest = template[after_scheme..]
+        .find(['/', '?'])
+        .map_or("", |i| &template[after_scheme + i..]);
+    let mut lookup = crate::sim::case::RawLookup::new();
+    lookup.insert("method".into(), json!("GET"));
+    lookup.insert("url".into(), json!(format!("{SIM_PLACEHOLDER}{rest}")));
+    lookup.insert("timeout_ms".into(), json!(spec.timeout_ms()));
+    lookup.insert("lag_seconds".into(), json!(spec.lag_seconds()));
+    if let Some(statuses) = &spec.not_found_status {
+        lookup.insert("not_found_status".into(), json!(statuses));
+    }
+    let fields: serde_json::Map<String, Value> = spec
+        .fields
+        .named()
+        .into_iter()
+        .filter_map(|(name, pointer)| pointer.map(|p| (name.to_owned(), json!(p.as_str()))))
+        .collect();
+    if !fields.is_empty() {
+        lookup.insert("fields".into(), Value::Object(fields));
+    }
+    lookup
 }
 
 /// Why a drill could not run (a failing case is a result, not an error).
@@ -276,6 +285,38 @@ pub struct CaseResult {
     /// The operations the case created, main one first.
     #[serde(skip)]
     pub operations: Vec<OperationId>,
+    /// A protected case (DESIGN §9.3): shown by its id and pass or fail only.
+    #[serde(skip)]
+    pub protected: bool,
+}
+
+impl CaseResult {
+    /// A protected case that could not run to its verdict: failed, and nothing
+    /// of why (the reason would tell its script).
+    pub fn withheld(case: &Case) -> CaseResult {
+        CaseResult {
+            id: case.id.clone(),
+            mode: case.mode,
+            name: String::new(),
+            pass: false,
+            expected: Figures::default(),
+            observed: Figures::default(),
+            failed: Vec::new(),
+            counters: Counters::default(),
+            operations: Vec::new(),
+            protected: true,
+        }
+    }
+
+    /// The case as `--json` shows it: a protected case by its id and verdict
+    /// alone.
+    pub fn to_json(&self) -> Value {
+        if self.protected {
+            json!({"id": self.id, "protected": true, "pass": self.pass})
+        } else {
+            json!(self)
+        }
+    }
 }
 
 /// A whole drill.
@@ -292,8 +333,9 @@ impl Outcome {
 
     /// The `--json` shape of DESIGN §9.3.
     pub fn to_json(&self) -> Value {
+        let cases: Vec<Value> = self.cases.iter().map(CaseResult::to_json).collect();
         json!({
-            "cases": self.cases,
+            "cases": cases,
             "metrics": self.report.metrics,
             "release": self.report.release,
         })
@@ -476,9 +518,15 @@ pub async fn run_into(
     let mut results = Vec::new();
     let mut latest = epoch();
     for case in cases {
-        let (result, end) = run_case(store, &provider, &running, case).await?;
-        latest = latest.max(end);
-        results.push(result);
+        match run_case(store, &provider, &running, case).await {
+            Ok((result, end)) => {
+                latest = latest.max(end);
+                results.push(result);
+            }
+            // A protected case says nothing of why it could not run: it fails.
+            Err(_) if case.protected => results.push(CaseResult::withheld(case)),
+            Err(e) => return Err(e),
+        }
     }
     running.stop().await;
     let dataset = match tenant {
@@ -773,8 +821,9 @@ async fn run_case(
     let main_run = executed[0].clone();
     let mut records = main_run.records();
     // The release gate judges a case only by the final state it expects; a
-    // case that checks no state adds no expectation.
-    if let Some(expected_state) = case.expect.state {
+    // case that checks no state adds no expectation, and a protected case's
+    // expectation never enters a store.
+    if let Some(expected_state) = case.expect.state.filter(|_| !case.protected) {
         let (list, veto) = prohibited(case.mode);
         records.push(Record::Expectation(crate::core::model::Expectation {
             operation: main_id.clone(),
@@ -906,6 +955,7 @@ async fn run_case(
             failed,
             counters,
             operations,
+            protected: case.protected,
         },
         clock.now(),
     ))

@@ -59,6 +59,15 @@ pub fn render(outcome: &Outcome) -> String {
         .cases
         .iter()
         .map(|c| {
+            if c.protected {
+                return [
+                    sanitize(&c.id).into_owned(),
+                    "protected".to_owned(),
+                    "-".to_owned(),
+                    "-".to_owned(),
+                    if c.pass { "pass" } else { "FAIL" }.to_owned(),
+                ];
+            }
             [
                 sanitize(&c.id).into_owned(),
                 c.mode.as_str().to_owned(),
@@ -85,6 +94,10 @@ pub fn render(outcome: &Outcome) -> String {
         let _ = writeln!(out, "{}", cells.join("  ").trim_end());
     }
     for case in outcome.cases.iter().filter(|c| !c.pass) {
+        if case.protected {
+            let _ = writeln!(out, "{} failed", sanitize(&case.id));
+            continue;
+        }
         let words: Vec<&str> = case.failed.iter().map(|m| m.words.as_str()).collect();
         let _ = writeln!(out, "{} failed: {}", sanitize(&case.id), words.join("; "));
     }

@@ -33,6 +33,9 @@ pub struct Case {
     pub operation: CaseOperation,
     pub provider: Vec<Rule>,
     pub expect: Expect,
+    /// A holdout (DESIGN §9.3): the drill reports it by its id and pass or
+    /// fail only, never its script, answers or expectation.
+    pub protected: bool,
 }
 
 impl Case {
@@ -325,6 +328,8 @@ struct RawCase {
     provider: Vec<Rule>,
     #[serde(default)]
     expect: Expect,
+    #[serde(default)]
+    protected: bool,
 }
 
 /// The sections of a case line, for naming the field at fault.
@@ -338,6 +343,7 @@ const SECTIONS: &[&str] = &[
     "operation",
     "provider",
     "expect",
+    "protected",
 ];
 
 fn error(line: usize, field: impl Into<String>, reason: impl Into<String>) -> LineError {
@@ -533,6 +539,7 @@ pub fn parse_case(text: &str, line: usize) -> Result<Case, Vec<LineError>> {
             operation: raw.operation,
             provider: raw.provider,
             expect: raw.expect,
+            protected: raw.protected,
         }),
         _ => Err(errors),
     }

@@ -14,7 +14,10 @@ use crate::sim::{Case, Provider, parse_cases};
 use crate::store::Location;
 
 #[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
 pub(crate) struct DrillArgs {
+    #[command(subcommand)]
+    pub command: Option<DrillCommand>,
     /// More cases (JSON Lines, DESIGN §9.3), run after the sixteen built in.
     #[arg(long, value_name = "FILE")]
     pub cases: Option<PathBuf>,
@@ -46,6 +49,76 @@ pub(crate) struct DrillArgs {
     /// other tenants never count. Without it such a store is refused.
     #[arg(long, conflicts_with_all = ["tool", "work"])]
     pub into_existing: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum DrillCommand {
+    /// Write a drill case (DESIGN §9.3) reproducing a resolved operation's
+    /// recorded attempts and provider answers, with the expectation its
+    /// resolution proves. Only a verified outcome is a case.
+    CaseFrom {
+        /// The operation (SUCCEEDED, FAILED or COMPENSATED).
+        id: String,
+        /// Write the case to this file (refused if it exists) instead of stdout.
+        #[arg(long, value_name = "FILE")]
+        out: Option<PathBuf>,
+        /// Mark the case protected: the drill reports it by pass or fail only.
+        #[arg(long)]
+        protected: bool,
+    },
+}
+
+/// `holdfast drill case-from ID`: the case line, on stdout or into a new file.
+async fn case_from(
+    ctx: &Context,
+    id: &str,
+    out: Option<&std::path::Path>,
+    protected: bool,
+) -> anyhow::Result<u8> {
+    let id = crate::cli::parse_id(id)?;
+    let session = ctx.session().await?;
+    let detail = crate::review::load(&session, &id)
+        .await
+        .map_err(crate::cli::review::failure)?;
+    super::warn_skipped(&session);
+    let line = crate::drill::incident::case_from(&detail, protected).map_err(|e| {
+        let code = match e {
+            crate::drill::incident::NotACase::Unresolved { .. } => exit::REFUSED,
+            crate::drill::incident::NotACase::Unreproducible { .. } => exit::ERROR,
+        };
+        Failure::new(code, crate::cli::render::clean(&e.to_string()))
+    })?;
+    match out {
+        None => println!("{line}"),
+        Some(path) => {
+            if path.exists() {
+                return Err(Failure::bad_input(format!(
+                    "{} exists: case-from writes a new file (add cases to a case file with `>>` from stdout)",
+                    path.display()
+                )));
+            }
+            let mut partial = path.as_os_str().to_owned();
+            partial.push(".partial");
+            let partial = PathBuf::from(partial);
+            let written = std::fs::write(&partial, format!("{line}\n"))
+                .and_then(|()| std::fs::rename(&partial, path));
+            if let Err(e) = written {
+                let _ = std::fs::remove_file(&partial);
+                return Err(Failure::new(
+                    exit::ERROR,
+                    format!("cannot write {}: {e}", path.display()),
+                )
+                .into());
+            }
+            eprintln!(
+                "case {}{} written to {}",
+                crate::drill::incident::CASE_PREFIX,
+                crate::cli::render::clean(id.as_str()),
+                path.display()
+            );
+        }
+    }
+    Ok(exit::OK)
 }
 
 #[derive(Debug, Args)]
@@ -233,6 +306,9 @@ async fn drill_changed(ctx: &Context, json: bool) -> anyhow::Result<u8> {
 
 /// Runs the drill; exit 0 only when every case passes.
 pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> {
+    if let Some(DrillCommand::CaseFrom { id, out, protected }) = &args.command {
+        return case_from(ctx, id, out.as_deref(), *protected).await;
+    }
     if let Some(tool) = &args.tool {
         return drill_tool(ctx, tool, args.json).await;
     }
@@ -259,6 +335,7 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
     if args.work {
         return serve_work(ctx, &cases, args.json).await;
     }
+    let (held_out, cases): (Vec<Case>, Vec<Case>) = cases.into_iter().partition(|c| c.protected);
     let named = ctx.database_url.is_some() || ctx.db.is_some();
     let location = if named {
         ctx.store_location()?
@@ -307,7 +384,10 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
         }
         None
     };
-    let outcome = crate::drill::run_into(store.as_ref(), &cases, tenant).await?;
+    let mut outcome = crate::drill::run_into(store.as_ref(), &cases, tenant).await?;
+    if !held_out.is_empty() {
+        outcome.cases.extend(held_out_run(ctx, &held_out).await);
+    }
     let place = match tenant {
         Some(tenant) => format!("tenant `{tenant}` of {}", store.location()),
         None => store.location(),
@@ -331,6 +411,35 @@ pub(crate) async fn drill(ctx: &Context, args: DrillArgs) -> anyhow::Result<u8> 
     } else {
         exit::ERROR
     })
+}
+
+/// The protected cases, run into a store of their own that is deleted when they
+/// end: what they did never reaches the store the drill names, its metrics or
+/// its release gate, and any failure to run says only which case failed.
+async fn held_out_run(ctx: &Context, cases: &[Case]) -> Vec<crate::drill::CaseResult> {
+    let withheld = || {
+        cases
+            .iter()
+            .map(crate::drill::CaseResult::withheld)
+            .collect()
+    };
+    let location = fresh_store(ctx, "protected-");
+    let Location::Sqlite(path) = &location else {
+        return withheld();
+    };
+    let results = match location.open().await {
+        Ok(store) => match crate::drill::run(store.as_ref(), cases).await {
+            Ok(outcome) => outcome.cases,
+            Err(_) => withheld(),
+        },
+        Err(_) => withheld(),
+    };
+    for suffix in ["", "-wal", "-shm", "-journal"] {
+        let mut file = path.as_os_str().to_owned();
+        file.push(suffix);
+        let _ = std::fs::remove_file(PathBuf::from(file));
+    }
+    results
 }
 
 /// `drill --work`: the executor serves the store's approved work.
@@ -383,6 +492,10 @@ pub(crate) async fn sim_provider(args: SimProviderArgs) -> anyhow::Result<u8> {
         .map_err(|e| Failure::bad_input(e.to_string()))?;
     println!("simulated provider on http://{}", running.addr);
     for case in &cases {
+        if case.protected {
+            println!("  {:<6} protected", crate::cli::render::clean(&case.id));
+            continue;
+        }
         let base = running.case_url(&case.id);
         let path = case
             .contract
