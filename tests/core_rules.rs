@@ -45,6 +45,7 @@ fn contract() -> Contract {
         budget_seconds: 3600,
         path: None,
         response: None,
+        circuit: None,
     }
 }
 

@@ -241,6 +241,7 @@ mod screens {
             budget_seconds: 600,
             path: None,
             response: None,
+            circuit: None,
         };
         OperationDetail {
             row: OperationRow {

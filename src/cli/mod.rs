@@ -219,6 +219,9 @@ pub(crate) enum Command {
         #[command(subcommand)]
         command: commands::autonomy::AutonomyCommand,
     },
+    /// Circuits per tool: list the open ones, show one, or (owner) close one
+    /// by hand, audited.
+    Circuits(commands::tools_circuit::CircuitArgs),
     /// Status lookups: prove a tool's lookup finds a record known to exist.
     Lookup {
         #[command(subcommand)]
@@ -381,6 +384,7 @@ impl Door {
                 },
             ) => Door::Read,
             Some(Command::Review(args)) if args.dry_run => Door::Read,
+            Some(Command::Circuits(args)) if !args.close => Door::Read,
             Some(
                 Command::Ingest { .. }
                 | Command::Review(_)
@@ -390,6 +394,7 @@ impl Door {
                 | Command::Drill(_)
                 | Command::Work { .. }
                 | Command::Autonomy { .. }
+                | Command::Circuits(_)
                 | Command::Lookup { .. }
                 | Command::Serve { .. }
                 | Command::Gateway { .. },
@@ -731,6 +736,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
+        Some(Command::Circuits(args)) => commands::tools_circuit::circuits(&ctx, args).await,
         Some(Command::Lookup { command }) => commands::lookup::lookup(&ctx, command).await,
         Some(Command::Completions { shell }) => {
             let mut command = Cli::command();

@@ -39,6 +39,21 @@ pub struct Contract {
     /// but instruction-like text.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub response: Option<ResponseShape>,
+    /// When the tool's circuit opens (DESIGN §9.5). Optional: without it the
+    /// tool has no circuit and every sender sends as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub circuit: Option<CircuitConfig>,
+}
+
+/// A contract's `circuit` (DESIGN §9.5): the circuit opens once `failures` of
+/// the tool's attempts failed (5xx, timeout, UNKNOWN outcome) within
+/// `window_seconds`; `probe_after_seconds` after it opened, one call is let
+/// through as the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircuitConfig {
+    pub failures: u32,
+    pub window_seconds: u32,
+    pub probe_after_seconds: u32,
 }
 
 impl Contract {

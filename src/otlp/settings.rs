@@ -106,6 +106,7 @@ impl ToolSettings {
             budget_seconds: self.budget_seconds.unwrap_or(120),
             path: None,
             response: None,
+            circuit: None,
         }
     }
 }

@@ -138,6 +138,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "classify_action",
         include_str!("../../migrations/postgres/20261204000070_classify_action.sql"),
     ),
+    (
+        20261205000050,
+        "circuits",
+        include_str!("../../migrations/postgres/20261205000050_circuits.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -236,6 +241,7 @@ impl Backend for Postgres {
         ("work_leases", &["work_leases_are_audited"]),
         ("autonomy", &["autonomy_is_audited"]),
         ("drill_runs", &["drill_runs_are_audited"]),
+        ("circuits", &["circuits_are_audited"]),
         (
             "audit",
             &[

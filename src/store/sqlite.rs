@@ -128,6 +128,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "classify_action",
         include_str!("../../migrations/sqlite/20261204000070_classify_action.sql"),
     ),
+    (
+        20261205000050,
+        "circuits",
+        include_str!("../../migrations/sqlite/20261205000050_circuits.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
-use crate::core::contract::{Contract, IdempotencyContract};
+use crate::core::contract::{CircuitConfig, Contract, IdempotencyContract};
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, PathTemplate, ResponseShape, StatusLookup,
@@ -57,7 +57,9 @@ const CONTRACT_FIELDS: &[&str] = &[
     "budget_seconds",
     "path",
     "response",
+    "circuit",
 ];
+const CIRCUIT_FIELDS: &[&str] = &["failures", "window_seconds", "probe_after_seconds"];
 const RESPONSE_FIELDS: &[&str] = &[
     "record_id",
     "target",
@@ -310,6 +312,18 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         f.refuse_unknown(sink);
         out
     });
+    let circuit = o.opt(sink, "circuit", object).and_then(|fields| {
+        let c = o.nested(fields, "circuit.", "circuit", CIRCUIT_FIELDS);
+        let failures = c.req(sink, "failures", int(1, U32_MAX));
+        let window_seconds = c.req(sink, "window_seconds", int(1, U32_MAX));
+        let probe_after_seconds = c.req(sink, "probe_after_seconds", int(1, U32_MAX));
+        c.refuse_unknown(sink);
+        Some(CircuitConfig {
+            failures: failures?,
+            window_seconds: window_seconds?,
+            probe_after_seconds: probe_after_seconds?,
+        })
+    });
     o.refuse_unknown(sink);
     Some(Contract {
         tool: tool?,
@@ -325,6 +339,7 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         budget_seconds: budget_seconds?,
         path,
         response,
+        circuit,
     })
 }
 

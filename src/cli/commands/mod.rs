@@ -15,6 +15,7 @@ pub(crate) mod report;
 pub(crate) mod review;
 pub(crate) mod serve;
 pub(crate) mod show;
+pub(crate) mod tools_circuit;
 pub(crate) mod work;
 
 /// Warns on stderr about every row the command's reads skipped as unreadable.
