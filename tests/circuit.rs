@@ -354,6 +354,81 @@ async fn verify_finds_a_circuit_moved_behind_the_chain(kind: Kind) {
     assert!(reason.contains("circuit"), "{reason}");
 }
 
+/// The MCP gateway end to end: with the tool's circuit open, a `tools/call`
+/// write reaches no server (the fixture applied nothing), is held BLOCKED
+/// "circuit open", and `holdfast circuits` lists it until its owner closes it.
+#[tokio::test]
+async fn an_open_circuit_stops_a_tools_call_write_at_the_mcp_gateway() {
+    use holdfast::core::circuit::{Ended, Failure, Failures, after_attempt};
+    use holdfast::core::contract::CircuitConfig;
+    use support::gateway::{PATIENT, call, same, text};
+
+    let fresh = stores::sqlite().await;
+    let store = fresh.store.as_ref();
+    let contract = CONTRACT.replace("srv/pay", "pay/refund").replace(
+        "\"probe_after_seconds\":30",
+        "\"probe_after_seconds\":4000000000",
+    );
+    let report = store
+        .ingest(records(&contract), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let config = CircuitConfig {
+        failures: 3,
+        window_seconds: 60,
+        probe_after_seconds: 4_000_000_000,
+    };
+    let ended = Ended {
+        operation: "earlier",
+        failed: Some(Failure::Unknown),
+        recent: Failures {
+            unknowns: 3,
+            ..Failures::default()
+        },
+    };
+    let open = after_attempt(&config, "pay/refund", None, ended, "svc:gateway", now()).unwrap();
+    store.move_circuit(open).await.unwrap();
+
+    let rig = support::gateway::Rig::new(&fresh.url);
+    let (client, _) = rig.connect().await;
+    let _ = client.list_all_tools().await.unwrap();
+    let args = json!({"order": "C1", "amount": 5});
+    let result = call(&client, "refund", args.clone(), PATIENT)
+        .await
+        .unwrap();
+    assert_eq!(result.is_error, Some(true), "{}", text(&result));
+    assert!(text(&result).contains(CIRCUIT_OPEN), "{}", text(&result));
+    assert_eq!(rig.applied(), 0, "nothing reached the server");
+    let held = same(store, "refund", &args).await;
+    assert_eq!(held.len(), 1);
+    assert_eq!(held[0].1, State::Blocked);
+    client.cancel().await.unwrap();
+
+    let listed = support::gateway::holdfast(&rig, &["circuits"]);
+    let said = String::from_utf8_lossy(&listed.stdout).into_owned();
+    assert!(listed.status.success(), "{listed:?}");
+    assert!(said.contains("pay/refund  open"), "{said}");
+    let closed = support::gateway::holdfast(
+        &rig,
+        &[
+            "circuits",
+            "pay/refund",
+            "--close",
+            "--rationale",
+            "the provider recovered",
+        ],
+    );
+    assert!(closed.status.success(), "{closed:?}");
+    let listed = support::gateway::holdfast(&rig, &["circuits"]);
+    assert!(
+        String::from_utf8_lossy(&listed.stdout).contains("no circuit is open"),
+        "{listed:?}"
+    );
+    let status = store.verify().await.unwrap();
+    assert!(matches!(status, ChainStatus::Intact { .. }), "{status:?}");
+}
+
 holdfast_on_both_backends!(
     opens_at_the_threshold_and_a_probe_closes_it,
     failures_outside_the_window_do_not_count_and_a_failed_probe_reopens,
