@@ -11,6 +11,7 @@
 
 pub mod autonomy;
 pub mod bounded;
+pub mod circuit;
 mod cli;
 pub mod core;
 #[cfg(test)]

@@ -48,6 +48,7 @@ fn contract() -> Contract {
         inventory: Default::default(),
         owners: None,
         domain_review: None,
+        circuit: None,
     }
 }
 

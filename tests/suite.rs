@@ -8,6 +8,7 @@ mod support;
 
 mod autonomy;
 mod chain_doors;
+mod circuit;
 mod cli_autonomy;
 mod cli_drill;
 mod cli_lookup;

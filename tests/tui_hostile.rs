@@ -244,6 +244,7 @@ mod screens {
             inventory: Default::default(),
             owners: None,
             domain_review: None,
+            circuit: None,
         };
         OperationDetail {
             row: OperationRow {

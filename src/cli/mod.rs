@@ -223,6 +223,9 @@ pub(crate) enum Command {
     /// lookup, newest drill, missing inventory fields); `tools show TOOL` for one
     /// tool's whole inventory and what each missing field limits.
     Tools(commands::tools::ToolsArgs),
+    /// Circuits per tool: list the open ones, show one, or (owner) close one
+    /// by hand, audited.
+    Circuits(commands::tools_circuit::CircuitArgs),
     /// Status lookups: prove a tool's lookup finds a record known to exist.
     Lookup {
         #[command(subcommand)]
@@ -391,6 +394,7 @@ impl Door {
             ) => Door::Read,
             Some(Command::Drill(args)) if args.command.is_some() => Door::Read,
             Some(Command::Review(args)) if args.dry_run => Door::Read,
+            Some(Command::Circuits(args)) if !args.close => Door::Read,
             Some(
                 Command::Ingest { .. }
                 | Command::Review(_)
@@ -401,6 +405,7 @@ impl Door {
                 | Command::Work { .. }
                 | Command::Autonomy { .. }
                 | Command::Tools(_)
+                | Command::Circuits(_)
                 | Command::Lookup { .. }
                 | Command::Serve { .. }
                 | Command::Gateway { .. },
@@ -742,6 +747,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         Some(Command::Work { command }) => commands::work::work(&ctx, command).await,
         Some(Command::SimProvider(args)) => commands::drill::sim_provider(args).await,
         Some(Command::Autonomy { command }) => commands::autonomy::autonomy(&ctx, command).await,
+        Some(Command::Circuits(args)) => commands::tools_circuit::circuits(&ctx, args).await,
         Some(Command::Lookup { command }) => commands::lookup::lookup(&ctx, command).await,
         Some(Command::Tools(args)) => commands::tools::tools(&ctx, args).await,
         Some(Command::Completions { shell }) => {

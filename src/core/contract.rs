@@ -56,6 +56,10 @@ pub struct Contract {
     /// tenant. Optional; without it no domain grant is asked.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub domain_review: Option<DomainReview>,
+    /// When the tool's circuit opens (DESIGN §9.5). Optional: without it the
+    /// tool has no circuit and every sender sends as before.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub circuit: Option<CircuitConfig>,
 }
 
 /// The owner a contract names for each kind of unresolved state, each optional
@@ -98,6 +102,17 @@ impl DomainReview {
             DomainReview::Security => Role::DomainSecurity,
         }
     }
+}
+
+/// A contract's `circuit` (DESIGN §9.5): the circuit opens once `failures` of
+/// the tool's attempts failed (5xx, timeout, UNKNOWN outcome) within
+/// `window_seconds`; `probe_after_seconds` after it opened, one call is let
+/// through as the probe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CircuitConfig {
+    pub failures: u32,
+    pub window_seconds: u32,
+    pub probe_after_seconds: u32,
 }
 
 impl Contract {

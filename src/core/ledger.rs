@@ -17,6 +17,7 @@ use super::autonomy::{
     AUTONOMY_LEDGER, DRILL_ACTION, DRILL_LEDGER, DrillResult, LOOKUP_CHECK_ACTION, OpenVetoes,
     SET_ACTION, ToolLevel, veto_gate,
 };
+use super::circuit::{CIRCUIT_ACTION, CIRCUIT_LEDGER, Circuit};
 use super::clock::format_instant;
 use super::ladder::Level;
 use super::model::{ActionKind, FailureMode, Grant, Role, State};
@@ -114,6 +115,9 @@ pub struct Ledger {
     /// Every material change the drill ledger records (a `contract-version`
     /// row with material fields, a `tool-changed` row): its seq, tool and what.
     changes: Vec<(i64, String, String)>,
+    /// Each tool's circuit as the `circuit` rows leave it: its position and
+    /// the row's seq.
+    circuits: BTreeMap<String, (String, i64)>,
     /// Every `lookup-check` row: its seq, tool and whether it found the record.
     lookup_checks: Vec<(i64, String, bool)>,
     head: i64,
@@ -279,6 +283,15 @@ impl Ledger {
             return;
         }
         if row.operation == super::chain::CHAIN_LEDGER {
+            self.opener = None;
+            return;
+        }
+        if row.operation == CIRCUIT_LEDGER {
+            if row.action == CIRCUIT_ACTION {
+                let tool = entry(row, "tool:").unwrap_or_default().to_owned();
+                let position = entry(row, "position:").unwrap_or_default().to_owned();
+                self.circuits.insert(tool, (position, row.seq));
+            }
             self.opener = None;
             return;
         }
@@ -866,6 +879,48 @@ impl Ledger {
                 seq: *seq,
                 reason: "a drill row recorded a result that is no longer stored".into(),
             });
+        }
+        Ok(())
+    }
+}
+
+impl Ledger {
+    /// Compares the stored circuits with the `circuit` rows: every stored
+    /// circuit stands where its tool's newest row left it, and every tool a
+    /// row moved still has its circuit.
+    pub fn check_circuits(&self, stored: &[Circuit]) -> Result<(), Divergence> {
+        for circuit in stored {
+            match self.circuits.get(&circuit.tool) {
+                Some((chain, _)) if chain == circuit.position.as_str() => {}
+                Some((chain, seq)) => {
+                    return Err(Divergence {
+                        seq: *seq,
+                        reason: format!(
+                            "tool {}: the stored circuit is {} but its audit rows say {chain}",
+                            circuit.tool, circuit.position
+                        ),
+                    });
+                }
+                None => {
+                    return Err(Divergence {
+                        seq: self.head,
+                        reason: format!(
+                            "tool {}: a circuit ({}) is stored but no circuit row moved it",
+                            circuit.tool, circuit.position
+                        ),
+                    });
+                }
+            }
+        }
+        for (tool, (position, seq)) in &self.circuits {
+            if !stored.iter().any(|c| &c.tool == tool) {
+                return Err(Divergence {
+                    seq: *seq,
+                    reason: format!(
+                        "tool {tool}: a circuit row left it {position} but no circuit is stored"
+                    ),
+                });
+            }
         }
         Ok(())
     }

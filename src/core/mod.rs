@@ -7,6 +7,7 @@ pub mod autonomy;
 pub mod bundle;
 pub mod cause;
 pub mod chain;
+pub mod circuit;
 pub mod clock;
 pub mod contract;
 pub mod detail;

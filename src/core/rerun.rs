@@ -376,6 +376,7 @@ mod tests {
             inventory: Default::default(),
             owners: None,
             domain_review: None,
+            circuit: None,
         }
     }
 

@@ -220,6 +220,7 @@ mod tests {
             owners,
             domain_review: None,
             inventory: Default::default(),
+            circuit: None,
         }
     }
 

@@ -18,6 +18,7 @@ use chrono::{DateTime, Utc};
 use serde_json::Value;
 
 use super::settings::GatewaySettings;
+use crate::core::circuit::{self, Admit, CIRCUIT_OPEN, Failures};
 use crate::core::contract::Contract;
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::ladder::Level;
@@ -88,6 +89,20 @@ pub struct Ticket {
     /// business key), for a write whose settled outcome may be written after
     /// its answer ([`Gate::finish`]); `None` where the outcome is written first.
     same: Option<Identity>,
+    /// The call is its tool's circuit probe (DESIGN §9.5): its outcome closes
+    /// or reopens the circuit.
+    probe: bool,
+}
+
+/// A write call as the gate holds it: its tool, arguments, what makes it
+/// identical to another, and the tool's contract and settings.
+struct Held<'a> {
+    tool: &'a str,
+    arguments: &'a Value,
+    payload: Sha256,
+    business_key: Option<String>,
+    contract: Option<&'a Contract>,
+    declared: Option<&'a ToolSettings>,
 }
 
 /// What makes two calls of one tool identical (DESIGN §10.2): the same payload
@@ -247,6 +262,7 @@ impl Gate {
                 errors_may_commit: false,
                 read: None,
                 same: None,
+                probe: false,
             };
             let mut attempt = gateway_attempt(
                 format!("{}-a{}", id.as_str(), ticket.seq),
@@ -318,20 +334,125 @@ impl Gate {
         {
             return self.answer(done).await;
         }
-        if self.settings.hold_writes_for_approval && self.manual(&tool).await? {
-            return self
-                .hold_for_approval(&tool, &arguments, payload, business_key, contract, declared)
-                .await;
-        }
-        let operation = self.operation(
-            &tool,
+        let call = Held {
+            tool: &tool,
+            arguments: &arguments,
             payload,
             business_key,
             contract,
             declared,
-            (self.now)(),
+        };
+        if self.settings.hold_writes_for_approval && self.manual(&tool).await? {
+            let reason = format!(
+                "awaiting approval: autonomy manual ({tool} is at `manual`, so each of its \
+                 write calls waits for a reviewer's approval of that exact call)"
+            );
+            let id = self.hold(call, reason, "awaiting_approval").await?;
+            return Ok(Admission::Refuse(approval_text(&id, &tool)));
+        }
+        let now = (self.now)();
+        let mut probe = None;
+        if let Some(config) = contract.and_then(|c| c.circuit) {
+            let current = self.store.circuit(&tool).await?;
+            match circuit::admit(&config, current.as_ref(), now) {
+                Admit::Send => {}
+                Admit::Hold(why) => return self.hold_by_circuit(call, why).await,
+                Admit::Probe => probe = current,
+            }
+        }
+        let operation = self.operation(
+            &tool,
+            call.payload,
+            call.business_key,
+            contract,
+            declared,
+            now,
         )?;
+        if let Some(current) = probe {
+            let change = circuit::probe(&current, operation.id.as_str(), &self.ingester.by, now);
+            match self.store.move_circuit(change).await {
+                Ok(_) => {}
+                Err(StoreError::CircuitChanged { now: position, .. }) => {
+                    let call = Held {
+                        payload: operation.payload_hash.clone(),
+                        business_key: operation.business_key.clone(),
+                        ..call
+                    };
+                    let why = format!(
+                        "{CIRCUIT_OPEN}: tool {tool} moved to {position} while this call asked to be its probe"
+                    );
+                    return self.hold_by_circuit(call, why).await;
+                }
+                Err(e) => return Err(e.into()),
+            }
+            let mut admission = self.record_new(operation, declared).await?;
+            if let Admission::Forward(ticket) = &mut admission {
+                ticket.probe = true;
+            }
+            return Ok(admission);
+        }
         self.record_new(operation, declared).await
+    }
+
+    /// Holds a new write because its tool's circuit is open (DESIGN §9.5).
+    async fn hold_by_circuit(&self, call: Held<'_>, why: String) -> Result<Admission, GateError> {
+        let tool = call.tool.to_owned();
+        let id = self.hold(call, why.clone(), "circuit_open").await?;
+        Ok(Admission::Refuse(circuit_text(&id, &tool, &why)))
+    }
+
+    /// What the attempt `attempt` of a forwarded write, which left its
+    /// operation in `left`, does to its tool's circuit (DESIGN §9.5): a
+    /// failure is counted and may open it; the probe's outcome closes or
+    /// reopens it. A success that is no probe reads and writes nothing.
+    async fn circuit_after(
+        &self,
+        ticket: &Ticket,
+        attempt: &Attempt,
+        left: State,
+        now: DateTime<Utc>,
+    ) -> Result<(), GateError> {
+        let Some(config) = self.contracts.get(&ticket.tool).and_then(|c| c.circuit) else {
+            return Ok(());
+        };
+        let failed = circuit::failure(attempt, left);
+        if failed.is_none() && !ticket.probe {
+            return Ok(());
+        }
+        let recent = match failed {
+            Some(kind) => {
+                self.store
+                    .note_circuit_failure(
+                        &ticket.tool,
+                        &attempt.id,
+                        kind,
+                        now,
+                        circuit::window_start(&config, now),
+                    )
+                    .await?
+            }
+            None => Failures::default(),
+        };
+        let current = self.store.circuit(&ticket.tool).await?;
+        let Some(change) = circuit::after_attempt(
+            &config,
+            &ticket.tool,
+            current.as_ref(),
+            circuit::Ended {
+                operation: ticket.operation.as_str(),
+                failed,
+                recent,
+            },
+            &self.ingester.by,
+            now,
+        ) else {
+            return Ok(());
+        };
+        match self.store.move_circuit(change).await {
+            // Another sender moved it first: its move stands.
+            Ok(_) | Err(StoreError::CircuitChanged { .. }) => Ok(()),
+            Err(e) => Err(e.into()),
+        }
     }
 
     /// Records the outcome of a forwarded call: its attempt and the move it
@@ -437,6 +558,7 @@ impl Gate {
                 settle: false,
             });
         }
+        self.circuit_after(ticket, &attempt, state, now).await?;
         let transition = TransitionRecord {
             operation: ticket.operation.clone(),
             from: State::Sent,
@@ -612,6 +734,7 @@ impl Gate {
             errors_may_commit: declared.is_some_and(|t| t.errors_may_commit),
             read: None,
             same: Some(same),
+            probe: false,
         }))
     }
 
@@ -679,21 +802,28 @@ impl Gate {
         Ok(crate::core::autonomy::level_of(&levels, tool) == Level::Manual)
     }
 
-    /// Holds a new write of a `manual` tool for approval: its operation, created
-    /// PLANNED and moved to BLOCKED (the system's move into a hold), with the
-    /// call's `not_sent` attempt and, as evidence, its payload hash and a
-    /// redacted excerpt of its arguments. It carries no standing approval: its
-    /// approval is a reviewer's, of this exact call (revalidate, then approve).
-    async fn hold_for_approval(
+    /// Holds a new write instead of forwarding it: its operation, created
+    /// PLANNED and moved to BLOCKED (the system's move into a hold) for
+    /// `reason`, with the call's `not_sent` attempt (`error_type`) and, as
+    /// evidence, its payload hash and a redacted excerpt of its arguments. It
+    /// carries no standing approval: its approval is a reviewer's, of this
+    /// exact call (revalidate, then approve). Used for a `manual` tool's write
+    /// awaiting approval and for a write whose tool's circuit is open.
+    async fn hold(
         &self,
-        tool: &str,
-        arguments: &Value,
-        payload: Sha256,
-        business_key: Option<String>,
-        contract: Option<&Contract>,
-        declared: Option<&ToolSettings>,
-    ) -> Result<Admission, GateError> {
+        call: Held<'_>,
+        reason: String,
+        error_type: &str,
+    ) -> Result<OperationId, GateError> {
         let now = (self.now)();
+        let Held {
+            tool,
+            arguments,
+            payload,
+            business_key,
+            contract,
+            declared,
+        } = call;
         let mut operation =
             self.operation(tool, payload.clone(), business_key, contract, declared, now)?;
         // A record states where its transitions leave it: PLANNED → BLOCKED.
@@ -708,6 +838,7 @@ impl Gate {
             errors_may_commit: false,
             read: None,
             same: None,
+            probe: false,
         };
         let mut attempt = gateway_attempt(
             format!("{}-a1", id.as_str()),
@@ -715,7 +846,7 @@ impl Gate {
             now,
             (Phase::NotSent, Outcome::Rejected),
         );
-        attempt.error_type = Some("awaiting_approval".into());
+        attempt.error_type = Some(error_type.into());
         attempt.request_hash = Some(payload.clone());
         let transition = TransitionRecord {
             operation: id.clone(),
@@ -724,10 +855,7 @@ impl Gate {
             by: self.ingester.by.clone(),
             role: Some(Role::System),
             at: now,
-            reason: Some(format!(
-                "awaiting approval: autonomy manual ({tool} is at `manual`, so each of its \
-                 write calls waits for a reviewer's approval of that exact call)"
-            )),
+            reason: Some(reason),
             evidence: vec![
                 attempt.id.clone(),
                 format!("payload:{payload}"),
@@ -743,7 +871,7 @@ impl Gate {
             now,
         )
         .await?;
-        Ok(Admission::Refuse(approval_text(&id, tool)))
+        Ok(id)
     }
 
     /// A read: passed as it is, or, with `record_reads`, forwarded with a
@@ -778,6 +906,7 @@ impl Gate {
             errors_may_commit: false,
             read: Some(Box::new(operation)),
             same: None,
+            probe: false,
         }))
     }
 
@@ -835,6 +964,7 @@ impl Gate {
                     payload: approved.payload_hash.clone(),
                     business_key,
                 }),
+                probe: false,
             })),
             // Another call took the authorization first: this one is a repeat of
             // an operation in flight.
@@ -867,6 +997,7 @@ impl Gate {
             errors_may_commit: false,
             read: None,
             same: None,
+            probe: false,
         };
         let mut attempt = gateway_attempt(
             format!("{}-refused-{}-{n}", held.id.as_str(), self.instance),
@@ -1043,6 +1174,19 @@ fn approval_text(id: &OperationId, tool: &str) -> String {
          every identical call is refused the same way until a reviewer approves operation {id} \
          in holdfast (`holdfast show {id}`); once it is approved, the next identical call is \
          sent once. Tell the user that this action is waiting for approval.",
+        id = id.as_str(),
+    )
+}
+
+/// What the agent reads when its call is held because its tool's circuit is
+/// open: that it was not sent, why, and what must happen first.
+fn circuit_text(id: &OperationId, tool: &str, why: &str) -> String {
+    format!(
+        "holdfast held this call and did NOT send it to the server: {why}. Tool {tool} has \
+         failed repeatedly, so its circuit stops every write until a probe succeeds or its \
+         owner closes it. It is recorded as operation {id}, BLOCKED. Do not retry this call: \
+         every identical call is refused until a reviewer settles operation {id} in holdfast \
+         (`holdfast show {id}`). Tell the user that the tool is failing and this action waits.",
         id = id.as_str(),
     )
 }

@@ -109,6 +109,7 @@ impl ToolSettings {
             inventory: Default::default(),
             owners: None,
             domain_review: None,
+            circuit: None,
         }
     }
 }

@@ -75,6 +75,9 @@ pub enum StoreError {
         "tool {tool}'s autonomy level changed to {now} while this change was decided; run it again"
     )]
     AutonomyChanged { tool: String, now: String },
+    /// A tool's circuit moved while a change of it was decided.
+    #[error("tool {tool}'s circuit moved to {now} while this change was decided; run it again")]
+    CircuitChanged { tool: String, now: String },
     #[error("the store is busy (another process holds it); try again")]
     Busy,
     #[error("the database cannot be reached ({0}); check the connection and try again")]
@@ -608,6 +611,32 @@ macro_rules! store_calls {
                 change: crate::core::rerun::RecordedChange,
                 draft: AuditDraft
             ) -> Vec<AuditRow> = write_tool_change;
+            /// Every stored circuit (DESIGN §9.5), by tool; a tool not listed
+            /// is closed. A circuit belongs to its tool, in no tenant: what the
+            /// Tools tab and `holdfast circuits` show.
+            whole fn circuits() -> Vec<crate::core::circuit::Circuit> = read_circuits;
+
+            /// `tool`'s stored circuit, if it has one: what a sender checks
+            /// before it sends (one row by its key).
+            whole fn circuit(tool: &str) -> Option<crate::core::circuit::Circuit> = read_circuit;
+
+            /// Writes one circuit change (decided by `core::circuit`) with its
+            /// audit row, in one transaction; refuses with
+            /// [`StoreError::CircuitChanged`] when the circuit no longer stands
+            /// at the change's `from`.
+            whole fn move_circuit(change: crate::core::circuit::CircuitChange) -> AuditRow
+                = write_circuit;
+
+            /// Notes a failed attempt of `tool` (a sender's, after it sent),
+            /// forgets the failures before `since`, and counts those since by
+            /// kind, this one included.
+            store fn note_circuit_failure(
+                tool: &str,
+                attempt: &str,
+                kind: crate::core::circuit::Failure,
+                at: DateTime<Utc>,
+                since: DateTime<Utc>
+            ) -> crate::core::circuit::Failures = write_circuit_failure;
 
             /// Claims the lookup of `id` for the slot `slot` (its scheduled
             /// instant) for `by` until `until`: `true` when this call holds it

@@ -149,6 +149,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/postgres/20261205000030_rerun.sql"),
     ),
     (
+        20261205000050,
+        "circuits",
+        include_str!("../../migrations/postgres/20261205000050_circuits.sql"),
+    ),
+    (
         20261205000060,
         "root_cause_facts",
         include_str!("../../migrations/postgres/20261205000060_root_cause_facts.sql"),
@@ -251,6 +256,7 @@ impl Backend for Postgres {
         ("work_leases", &["work_leases_are_audited"]),
         ("autonomy", &["autonomy_is_audited"]),
         ("drill_runs", &["drill_runs_are_audited"]),
+        ("circuits", &["circuits_are_audited"]),
         (
             "audit",
             &[

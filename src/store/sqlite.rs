@@ -139,6 +139,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         include_str!("../../migrations/sqlite/20261205000030_rerun.sql"),
     ),
     (
+        20261205000050,
+        "circuits",
+        include_str!("../../migrations/sqlite/20261205000050_circuits.sql"),
+    ),
+    (
         20261205000060,
         "root_cause_facts",
         include_str!("../../migrations/sqlite/20261205000060_root_cause_facts.sql"),

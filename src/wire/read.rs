@@ -8,7 +8,8 @@ use super::tree::{self, MAX_DEPTH, Node, TreeError};
 use super::{LineError, Record};
 use crate::core::clock::parse_instant;
 use crate::core::contract::{
-    Contract, DomainReview, IdempotencyContract, Inventory, Owners, RateLimit, RateScope, Schema,
+    CircuitConfig, Contract, DomainReview, IdempotencyContract, Inventory, Owners, RateLimit,
+    RateScope, Schema,
 };
 use crate::core::ids::{OperationId, Sha256};
 use crate::core::lookup::{
@@ -67,9 +68,11 @@ const CONTRACT_FIELDS: &[&str] = &[
     "rate_limits",
     "owners",
     "domain_review",
+    "circuit",
 ];
 const RATE_LIMIT_FIELDS: &[&str] = &["scope", "limit", "per_seconds"];
 const OWNERS_FIELDS: &[&str] = &["integration", "security", "business", "incident"];
+const CIRCUIT_FIELDS: &[&str] = &["failures", "window_seconds", "probe_after_seconds"];
 const RESPONSE_FIELDS: &[&str] = &[
     "record_id",
     "target",
@@ -335,6 +338,18 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         out
     });
     let domain_review = o.opt(sink, "domain_review", choice::<DomainReview>);
+    let circuit = o.opt(sink, "circuit", object).and_then(|fields| {
+        let c = o.nested(fields, "circuit.", "circuit", CIRCUIT_FIELDS);
+        let failures = c.req(sink, "failures", int(1, U32_MAX));
+        let window_seconds = c.req(sink, "window_seconds", int(1, U32_MAX));
+        let probe_after_seconds = c.req(sink, "probe_after_seconds", int(1, U32_MAX));
+        c.refuse_unknown(sink);
+        Some(CircuitConfig {
+            failures: failures?,
+            window_seconds: window_seconds?,
+            probe_after_seconds: probe_after_seconds?,
+        })
+    });
     o.refuse_unknown(sink);
     Some(Contract {
         tool: tool?,
@@ -353,6 +368,7 @@ fn read_contract(o: Obj<'_, '_>, sink: &mut Sink) -> Option<Contract> {
         inventory,
         owners,
         domain_review,
+        circuit,
     })
 }
 

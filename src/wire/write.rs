@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::Record;
 use crate::core::clock::format_instant;
-use crate::core::contract::{Contract, IdempotencyContract, Inventory};
+use crate::core::contract::{CircuitConfig, Contract, IdempotencyContract, Inventory};
 use crate::core::lookup::{
     JsonPointer, LookupAuth, LookupFields, LookupSpec, ResponseShape, StatusLookup,
 };
@@ -106,6 +106,9 @@ impl Serialize for W<'_, Contract> {
         if let Some(domain) = c.domain_review {
             map.serialize_entry("domain_review", domain.as_str())?;
         }
+        if let Some(circuit) = &c.circuit {
+            map.serialize_entry("circuit", &W(circuit))?;
+        }
         map.end()
     }
 }
@@ -141,6 +144,12 @@ wire_object!(ResponseShape, r;
         "payload_hash" => pointer(&r.payload_hash),
         "version" => pointer(&r.version),
         "items" => pointer(&r.items),
+);
+
+wire_object!(CircuitConfig, c;
+        "failures" => c.failures,
+        "window_seconds" => c.window_seconds,
+        "probe_after_seconds" => c.probe_after_seconds,
 );
 
 wire_object!(IdempotencyContract, i;

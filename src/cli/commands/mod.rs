@@ -17,6 +17,7 @@ pub(crate) mod serve;
 pub(crate) mod show;
 pub(crate) mod tools;
 pub(crate) mod tools_changed;
+pub(crate) mod tools_circuit;
 pub(crate) mod work;
 
 /// Warns on stderr about every row the command's reads skipped as unreadable.

@@ -307,6 +307,7 @@ macro_rules! shared {
 
 mod autonomy;
 mod chain;
+mod circuit;
 mod copy;
 mod lookup;
 mod metric;

@@ -938,6 +938,9 @@ shared! {
             if let Err(divergence) = ledger.check_levels(&Self::all_levels(&mut conn).await?) {
                 return Ok(Err(divergence));
             }
+            if let Err(divergence) = ledger.check_circuits(&self.read_circuits().await?) {
+                return Ok(Err(divergence));
+            }
             Ok(ledger.check_drills(&self.read_drills(None).await?))
         }
 

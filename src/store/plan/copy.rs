@@ -264,6 +264,29 @@ pub const TABLES: &[Table] = &[
         ],
     },
     Table {
+        name: "circuits",
+        order: "tool",
+        columns: &[
+            ("tool", Text),
+            ("position", Text),
+            ("since", Text),
+            ("reason", Text),
+            ("failures", Int),
+            ("probe", Text),
+            ("set_by", Text),
+        ],
+    },
+    Table {
+        name: "circuit_failures",
+        order: "tool, attempt",
+        columns: &[
+            ("tool", Text),
+            ("attempt", Text),
+            ("at_ms", Int),
+            ("kind", Text),
+        ],
+    },
+    Table {
         name: "audit",
         order: "seq",
         columns: &[
