@@ -206,17 +206,44 @@ async fn claim_gated(
         }
         _ => tools,
     };
+    let held = circuit_held(session).await?;
     let claim = WorkClaim {
         worker,
         signer: signer(session)?,
         tenants: session.work_scope(),
         tools,
         at_least,
+        held,
         now,
         until: now + lease,
         limit,
     };
     Ok(session.claim_work(claim).await?)
+}
+
+/// The tools whose circuit holds their writes (DESIGN §9.5): open, or
+/// half-open with its probe out. A worker is never the probe: a circuit
+/// open past its probe delay still hands out no work, and the gateway's next
+/// call (or an owner's close) decides it.
+async fn circuit_held(session: &Session) -> Result<Vec<String>, WorkError> {
+    let open = crate::circuit::not_closed(session)
+        .await
+        .map_err(WorkError::Store)?;
+    if open.is_empty() {
+        return Ok(Vec::new());
+    }
+    let contracts = session.contracts().await.map_err(WorkError::Store)?;
+    Ok(open
+        .into_iter()
+        .filter(|c| {
+            contracts
+                .iter()
+                .find(|k| k.tool == c.tool)
+                .and_then(|k| k.circuit)
+                .is_some()
+        })
+        .map(|c| c.tool)
+        .collect())
 }
 
 /// Extends `holder`'s lease to `length` from `now` (by default the length it

@@ -720,3 +720,26 @@ async fn colon_opens_a_command_line_for_tabs_by_name_help_and_quit() {
     h.key(KeyCode::Enter).await;
     assert!(h.quit);
 }
+
+/// An open circuit is named in the header on every screen, read from the store
+/// with the counts; an owner's close clears it at the next change.
+#[tokio::test]
+async fn an_open_circuit_is_named_in_the_header_until_it_closes() {
+    let mut h = Harness::new(PACKET, 160, 45).await;
+    assert!(!h.screen().contains("circuit"), "{}", h.screen());
+    support::review::open_circuit(h.store().as_ref(), "T03", now()).await;
+    h.poll().await;
+    assert!(h.screen().contains("⚠ circuit T03 open"), "{}", h.screen());
+    h.keys("3").await;
+    assert!(h.screen().contains("⚠ circuit T03 open"), "{}", h.screen());
+    let owner =
+        holdfast::store::Session::new(h.store(), holdfast::core::rules::Actor::local("maya", None));
+    let rationale = holdfast::core::rules::Rationale::parse("provider recovered").unwrap();
+    holdfast::circuit::close(&owner, "T03", &rationale, now())
+        .await
+        .unwrap()
+        .expect("closed");
+    h.poll().await;
+    h.keys("1").await;
+    assert!(!h.screen().contains("⚠ circuit"), "{}", h.screen());
+}

@@ -308,6 +308,16 @@ mod screens {
                             pending_proposals: 1,
                         }),
                         elsewhere: None,
+                        // A hostile tool name in the header's circuit warning.
+                        circuits: Some(vec![holdfast::core::circuit::Circuit {
+                            tool: detail.row.operation.tool.to_string(),
+                            position: holdfast::core::circuit::Position::Open,
+                            since: detail.row.operation.created_at,
+                            reason: "3 failures".into(),
+                            failures: 3,
+                            probe: None,
+                            by: "svc:gateway".into(),
+                        }]),
                     }),
                 },
                 Effect::Load { generation, .. } => Message::Loaded {

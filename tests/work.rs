@@ -647,7 +647,58 @@ async fn work_at_a_clock_finer_than_a_millisecond_still_verifies(kind: Kind) {
     intact(fresh.store.as_ref()).await;
 }
 
+/// Work of a tool whose circuit is open is not handed out (DESIGN §9.5): a
+/// worker sends nothing to a failing dependency. An owner's close hands it out.
+async fn work_of_a_tool_whose_circuit_is_open_is_not_handed_out(kind: Kind) {
+    use holdfast::core::circuit::Position;
+    let fresh = stores::fresh(kind).await;
+    let with_circuit = contract().trim_end().trim_end_matches('}').to_owned()
+        + r#","circuit":{"failures":3,"window_seconds":60,"probe_after_seconds":30}}"#;
+    let lines = format!("{with_circuit}\n{}", approved("W01", "pinehaven"));
+    let report = fresh
+        .store
+        .ingest(records(&lines), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    put_at_level(fresh.store.as_ref(), "T03", Level::Automation).await;
+    assert!(fresh.store.contracts().await.unwrap()[0].circuit.is_some());
+    support::review::open_circuit(fresh.store.as_ref(), "T03", at(0)).await;
+    let session = worker_session(Arc::clone(&fresh.store));
+    // Past the probe delay too: a worker is never the probe.
+    for seconds in [1, 120] {
+        let none = work::claim(&session, "w1", Duration::seconds(60), 5, at(seconds))
+            .await
+            .unwrap();
+        assert!(none.is_empty(), "claimed with the circuit open: {none:?}");
+    }
+    let owner = Session::new(
+        Arc::clone(&fresh.store),
+        Actor::local("maya", Some("RP03".into())),
+    );
+    let rationale = Rationale::parse("the provider recovered; checked by hand").unwrap();
+    holdfast::circuit::close(&owner, "T03", &rationale, at(130))
+        .await
+        .unwrap()
+        .expect("closed");
+    assert_eq!(
+        fresh
+            .store
+            .circuit("T03")
+            .await
+            .unwrap()
+            .map(|c| c.position),
+        Some(Position::Closed)
+    );
+    let got = work::claim(&session, "w1", Duration::seconds(60), 5, at(131))
+        .await
+        .unwrap();
+    assert_eq!(got.len(), 1);
+    intact(fresh.store.as_ref()).await;
+}
+
 holdfast_on_both_backends!(
+    work_of_a_tool_whose_circuit_is_open_is_not_handed_out,
     a_lease_is_the_claimers_whatever_worker_name_another_gives,
     work_of_a_tool_with_an_unchecked_lookup_is_not_handed_out,
     work_of_a_tool_below_automation_is_not_handed_out,

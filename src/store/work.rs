@@ -22,6 +22,9 @@ pub struct WorkClaim {
     /// Only work of tools at this autonomy level or above (rule A4: workers
     /// claim at `automation`); `None` only for the drill's own test bench.
     pub at_least: Option<crate::core::ladder::Level>,
+    /// No work of these tools: their circuit is open (DESIGN §9.5), so nothing
+    /// is sent to them until a probe succeeds or an owner closes it.
+    pub held: Vec<String>,
     pub now: DateTime<Utc>,
     pub until: DateTime<Utc>,
     pub limit: u64,

@@ -96,7 +96,11 @@ pub async fn perform_with(
         Effect::List { generation, query } => {
             let counts = async {
                 match &query.counts {
-                    Some(filter) => session.counts(filter, query.now).await.map(Some),
+                    Some(filter) => {
+                        let counts = session.counts(filter, query.now).await?;
+                        let circuits = crate::circuit::not_closed(session).await?;
+                        Ok(Some((counts, circuits)))
+                    }
                     None => Ok(None),
                 }
             };
@@ -106,14 +110,16 @@ pub async fn perform_with(
             );
             let listing = match (listing, counts) {
                 (Ok((rows, total)), Ok(counts)) => {
-                    elsewhere(session, query, total)
-                        .await
-                        .map(|elsewhere| Listing {
+                    elsewhere(session, query, total).await.map(|elsewhere| {
+                        let (counts, circuits) = counts.unzip();
+                        Listing {
                             rows,
                             total,
                             counts,
                             elsewhere,
-                        })
+                            circuits,
+                        }
+                    })
                 }
                 (Err(e), _) | (_, Err(e)) => Err(e),
             };

@@ -90,6 +90,30 @@ pub async fn resolve_f09(store: &dyn Store, identity: &str) -> Commit {
     .await
 }
 
+/// Opens `tool`'s circuit at `at` through the store, as a sender that saw
+/// three of its attempts time out would (`tests/circuit.rs` tests how a sender
+/// gets there; here only that it is open matters).
+pub async fn open_circuit(store: &dyn Store, tool: &str, at: DateTime<Utc>) {
+    use holdfast::core::circuit::{self, Ended, Failure, Failures};
+    use holdfast::core::contract::CircuitConfig;
+    let config = CircuitConfig {
+        failures: 3,
+        window_seconds: 60,
+        probe_after_seconds: 30,
+    };
+    let ended = Ended {
+        operation: "X01",
+        failed: Some(Failure::Timeout),
+        recent: Failures {
+            timeouts: 3,
+            ..Failures::default()
+        },
+    };
+    let open = circuit::after_attempt(&config, tool, None, ended, "svc:gateway", at)
+        .expect("three failures open it");
+    store.move_circuit(open).await.unwrap();
+}
+
 /// Puts `tool` at `level` through the store, as a fixture: the gates of a raise
 /// are what `tests/autonomy.rs` tests; here only what the level bounds matters.
 pub async fn put_at_level(store: &dyn Store, tool: &str, level: holdfast::core::ladder::Level) {

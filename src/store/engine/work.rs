@@ -111,6 +111,14 @@ shared! {
                 }
                 Some(tools) => push_in(&mut qb, "o.tool", tools.iter().cloned()),
             }
+            if !claim.held.is_empty() {
+                qb.push(" AND o.tool NOT IN (");
+                let mut list = qb.separated(", ");
+                for tool in &claim.held {
+                    list.push_bind(tool.clone());
+                }
+                list.push_unseparated(")");
+            }
             if let Some(level) = claim.at_least {
                 qb.push(" AND o.tool IN (SELECT tool FROM autonomy WHERE level_rank >= ");
                 qb.push_bind(level.rank());

@@ -20,6 +20,7 @@ use ratatui::text::Line;
 use crossterm::event::KeyEvent;
 
 use super::{Asker, Ctx, Outcome, Screen};
+use crate::core::circuit::Circuit;
 use crate::core::clock::human_duration;
 use crate::core::ids::OperationId;
 use crate::core::model::{OperationRow, State};
@@ -114,6 +115,8 @@ pub struct Listing {
     /// each state with no tab or filter (tenant scope still applies), so the
     /// queue can say which filter finds them.
     pub elsewhere: Option<Vec<(State, u64)>>,
+    /// The circuits not closed (DESIGN §9.5), read with the header counts.
+    pub circuits: Option<Vec<Circuit>>,
 }
 
 #[derive(Debug, Clone)]
@@ -129,6 +132,9 @@ pub struct QueueState {
     /// How many operations match.
     pub total: u64,
     pub counts: Option<QueueCounts>,
+    /// The circuits not closed as of the last header counts: the header
+    /// names their tools on every screen.
+    pub circuits: Vec<Circuit>,
     /// See [`Listing::elsewhere`]; for the listing on screen.
     pub elsewhere: Option<Vec<(State, u64)>>,
     /// Absolute position of the selection in the listing.
@@ -165,6 +171,7 @@ impl QueueState {
             total: 0,
             counts: None,
             elsewhere: None,
+            circuits: Vec::new(),
             selected: 0,
             selected_id: None,
             marked: BTreeSet::new(),
@@ -341,6 +348,9 @@ impl QueueState {
         self.elsewhere = listing.elsewhere;
         if let Some(counts) = listing.counts {
             self.counts = Some(counts);
+        }
+        if let Some(circuits) = listing.circuits {
+            self.circuits = circuits;
         }
         let mut lost = None;
         if let Some(keep) = pending.keep {
@@ -887,6 +897,7 @@ mod tests {
             total,
             counts: Some(QueueCounts::default()),
             elsewhere: None,
+            circuits: None,
         }
     }
 

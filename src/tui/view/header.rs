@@ -53,6 +53,16 @@ pub(super) fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
         };
         parts.push(span(Clean::new(&text), theme.alert()));
     }
+    if !app.queue.circuits.is_empty() {
+        let tools: Vec<String> = app
+            .queue
+            .circuits
+            .iter()
+            .map(|c| format!("{} {}", c.tool, c.position.as_str()))
+            .collect();
+        let text = format!(" ⚠ circuit {} │", tools.join(", "));
+        parts.push(span(Clean::new(&text), theme.alert()));
+    }
     match &app.queue.counts {
         None => parts.push(span(Clean::new(" counting…"), theme.dim())),
         Some(counts) => {
