@@ -14,7 +14,7 @@ use holdfast::core::ladder::Level;
 use holdfast::core::model::FailureMode;
 use holdfast::store::{IngestMode, Session, Store};
 use support::cli::Cli;
-use support::review::{local, now, records};
+use support::review::{loaded, local, now, records, resolve_f09};
 use support::stores::Kind;
 
 /// A contract that fills every inventory field, with hostile text in one.
@@ -65,8 +65,30 @@ fn the_list_has_one_row_per_tool_from_the_store() {
     assert_eq!(t01["missing"], 9, "{t01}");
     assert_eq!(rows[8]["missing"], 0, "{}", rows[8]);
     assert_eq!(rows[8]["lookup"], "http");
+    // Each tool's holds are its operations in the held queue `list` shows.
+    let held = cli
+        .run("auditor", &["list", "--json", "--limit", "10000"])
+        .expect_code(0)
+        .json();
+    let held = held.as_array().unwrap();
+    for row in rows {
+        let of_tool: Vec<&serde_json::Value> =
+            held.iter().filter(|o| o["tool"] == row["tool"]).collect();
+        let unknown = of_tool.iter().filter(|o| o["state"] == "UNKNOWN").count();
+        assert_eq!(row["holds"], of_tool.len(), "{row}");
+        assert_eq!(row["unknowns"], unknown, "{row}");
+    }
+    assert!(
+        rows.iter().any(|r| r["unknowns"].as_u64() > Some(0)),
+        "the demo holds UNKNOWN operations"
+    );
     let text = cli.run("auditor", &["tools"]).expect_code(0).stdout;
     assert!(text.starts_with("TOOL"), "{text}");
+    let header = text.lines().next().unwrap();
+    assert!(
+        header.contains("HOLDS") && header.contains("UNKNOWN"),
+        "{header}"
+    );
     assert_eq!(text.lines().count(), 10, "{text}");
     assert!(
         text.lines()
@@ -178,6 +200,9 @@ async fn a_row_reads_the_ledgers(kind: Kind) {
     let row = &rows[0];
     let drill = row.drill.as_ref().expect("a drill");
     assert_eq!((drill.passed, drill.cases, drill.pass), (15, 16, false));
+    assert_eq!(drill.version.as_deref(), Some("IC10"));
+    assert!(drill.current && drill.stale.is_none(), "{drill:?}");
+    assert_eq!((row.holds, row.unknowns), (0, 0), "no operation of T09");
     assert_eq!((row.checks.answered, row.checks.failed), (2, 1));
     assert_eq!(row.checks.last_at, Some(now()));
     // The newest check is a pass, but the level stays manual until raised.
@@ -186,4 +211,28 @@ async fn a_row_reads_the_ledgers(kind: Kind) {
     assert_eq!(row.missing, 0);
 }
 
-holdfast_on_both_backends!(a_row_reads_the_ledgers);
+/// A tool's holds and UNKNOWN ones are the store's counts of its operations
+/// in the held queue: they move when one of its operations changes state.
+async fn the_holds_of_a_tool_follow_its_operations(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let store: &Arc<dyn Store> = &fresh.store;
+    let session = Session::new(Arc::clone(store), local());
+    let t03 = |rows: &[holdfast::tools::ToolRow]| {
+        let row = rows.iter().find(|r| r.tool == "T03").expect("T03");
+        (row.holds, row.unknowns)
+    };
+    // F09 is UNKNOWN; F10 waits on it (held by a dependency).
+    let before = holdfast::tools::rows(&session, now()).await.unwrap();
+    assert_eq!(t03(&before), (2, 1));
+    store
+        .commit(resolve_f09(store.as_ref(), "maya").await)
+        .await
+        .unwrap();
+    let after = holdfast::tools::rows(&session, now()).await.unwrap();
+    assert_eq!(t03(&after), (0, 0), "F09 resolved, F10 no longer waits");
+}
+
+holdfast_on_both_backends!(
+    a_row_reads_the_ledgers,
+    the_holds_of_a_tool_follow_its_operations
+);

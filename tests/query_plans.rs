@@ -12,6 +12,7 @@
 use crate::support;
 
 use chrono::{DateTime, Utc};
+use holdfast::core::model::State;
 use holdfast::store::sql;
 use holdfast::store::{OperationFilter, Scope, SortOrder};
 use sqlx::{Postgres, QueryBuilder, Sqlite};
@@ -23,12 +24,15 @@ use support::stores::{Fresh, Kind};
 /// page's leg in its key's band, which must seek the index to the key rather
 /// than read from the top of the order and filter up to it, and whether it is
 /// the gateway's lookup of a call's identical ones, which must find them by
-/// the tool and the hash or key (and may sort the few it finds).
+/// the tool and the hash or key (and may sort the few it finds), or a count of
+/// one tool's operations (the Tools tab's holds), which must find them by the
+/// index on the tool.
 struct Read {
     name: String,
     walks_audit: bool,
     seeks_key: bool,
     same_call: bool,
+    by_tool: bool,
 }
 
 fn scopes() -> Vec<(&'static str, Scope)> {
@@ -76,6 +80,7 @@ where
             walks_audit,
             seeks_key: false,
             same_call: false,
+            by_tool: false,
         };
         let band = |name: &str, seek: sql::Seek, leg: sql::Leg| Read {
             seeks_key: matches!(seek, sql::Seek::From(..)) && leg == sql::Leg::Band,
@@ -156,6 +161,23 @@ where
             read("header count of pending proposals", false),
             sql::pending_count(prefix, &all),
         ));
+        // The Tools tab counts each tool's holds, and the UNKNOWN ones of them.
+        for (what, states) in [("holds", vec![]), ("UNKNOWN holds", vec![State::Unknown])] {
+            let of_tool = OperationFilter {
+                tools: vec!["T03".into()],
+                states,
+                ..queue.clone()
+            };
+            let mut count = sql::operations_query(prefix, "count(*) AS n");
+            sql::push_filter(&mut count, &of_tool);
+            out.push((
+                Read {
+                    by_tool: true,
+                    ..read(&format!("one tool's count of {what}"), false)
+                },
+                count,
+            ));
+        }
         out.push((
             read("first audit page", true),
             sql::audit_page(prefix, AUDIT_COLUMNS, &scope, None, 200),
@@ -172,6 +194,7 @@ where
             walks_audit: false,
             seeks_key: false,
             same_call: true,
+            by_tool: false,
         },
         sql::same_calls(
             prefix,
@@ -228,6 +251,14 @@ async fn sqlite_plans(fresh: &Fresh) {
                     read.name
                 );
             }
+        }
+        if read.by_tool {
+            assert!(
+                plan.iter().any(|l| l.starts_with("SEARCH o")
+                    && l.contains("INDEX operations_tool_queue (tool=?")),
+                "{}: does not search the index on the tool:\n  {shown}",
+                read.name
+            );
         }
         assert!(
             read.same_call
@@ -312,6 +343,14 @@ async fn postgres_plans(fresh: &Fresh) {
                     read.name
                 );
             }
+        }
+        if read.by_tool {
+            assert!(
+                plan.iter()
+                    .any(|l| l.contains("Index") && l.contains("operations_tool_queue")),
+                "{}: does not read the index on the tool:\n  {shown}",
+                read.name
+            );
         }
         if read.walks_audit {
             // Any page reads the log through an index: its key, or (for a

@@ -231,10 +231,11 @@ async fn a_stale_version_is_refused_with_who_changed_it(kind: Kind) {
     ));
 }
 
-async fn search_matches_the_columns_the_queue_shows(kind: Kind) {
+/// A fresh store of `kind` holding the console's fixture.
+async fn with_console_packet(kind: Kind) -> Fresh {
     let fresh = stores::fresh(kind).await;
-    let store = fresh.store.as_ref();
-    let report = store
+    let report = fresh
+        .store
         .ingest(
             records(support::console::PACKET),
             IngestMode::Strict,
@@ -244,6 +245,12 @@ async fn search_matches_the_columns_the_queue_shows(kind: Kind) {
         .await
         .unwrap();
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    fresh
+}
+
+async fn search_matches_the_columns_the_queue_shows(kind: Kind) {
+    let fresh = with_console_packet(kind).await;
+    let store = fresh.store.as_ref();
     let search = |needle: &str| OperationFilter {
         search: Some(needle.into()),
         ..OperationFilter::default()
@@ -273,6 +280,54 @@ async fn search_matches_the_columns_the_queue_shows(kind: Kind) {
         rows.is_empty() && total == 0,
         "the tenant scope still applies"
     );
+}
+
+/// The tool filter narrows a listing, its count and the queue counts to the
+/// operations of the tools named, the same as picking them out of everything.
+async fn the_tool_filter_keeps_the_operations_of_the_tools_named(kind: Kind) {
+    let fresh = with_console_packet(kind).await;
+    let store = fresh.store.as_ref();
+    let (every, _) = first_page(store, &OperationFilter::default(), SortOrder::Id, 500).await;
+    let (queued, _) = first_page(store, &queue(), SortOrder::Id, 500).await;
+    let of = |rows: &[holdfast::store::OperationRow], tools: &[&str]| -> Vec<String> {
+        rows.iter()
+            .filter(|r| tools.contains(&r.operation.tool.as_str()))
+            .map(|r| r.operation.id.to_string())
+            .collect()
+    };
+    for tools in [&["T03"][..], &["T05", "T07"], &["T99"]] {
+        let by_tool = OperationFilter {
+            tools: tools.iter().map(|t| (*t).to_owned()).collect(),
+            ..OperationFilter::default()
+        };
+        let (rows, total) = first_page(store, &by_tool, SortOrder::Id, 500).await;
+        let ids: Vec<String> = rows.iter().map(|r| r.operation.id.to_string()).collect();
+        assert_eq!(ids, of(&every, tools), "{tools:?}");
+        assert_eq!(total, ids.len() as u64);
+        assert_eq!(store.count(&by_tool).await.unwrap(), total);
+        let held = OperationFilter {
+            queue: true,
+            ..by_tool.clone()
+        };
+        let (rows, _) = first_page(store, &held, SortOrder::Id, 500).await;
+        let ids: Vec<String> = rows.iter().map(|r| r.operation.id.to_string()).collect();
+        assert_eq!(ids, of(&queued, tools), "{tools:?} in the queue");
+        let counts = store.counts(&held, now()).await.unwrap();
+        let counted: u64 = counts.by_state.iter().map(|(_, n)| n).sum();
+        assert_eq!(counted, ids.len() as u64, "{tools:?}: {counts:?}");
+        assert_eq!(store.count(&held).await.unwrap(), counted);
+    }
+    let (rows, _) = first_page(
+        store,
+        &OperationFilter {
+            tools: vec!["T03".into()],
+            ..OperationFilter::default()
+        },
+        SortOrder::Id,
+        500,
+    )
+    .await;
+    assert!(!rows.is_empty(), "the packet has T03 operations");
 }
 
 async fn search_finds_targets_keys_and_provider_ids(kind: Kind) {
@@ -813,6 +868,7 @@ holdfast_on_both_backends!(
     a_stale_version_is_refused_with_who_changed_it,
     search_finds_targets_keys_and_provider_ids,
     search_matches_the_columns_the_queue_shows,
+    the_tool_filter_keeps_the_operations_of_the_tools_named,
     the_audit_log_refuses_edits_and_verify_names_a_row_changed_behind_its_back,
     a_store_from_a_newer_version_is_refused,
     sixteen_reviewers_racing_on_one_operation_make_exactly_one_transition,

@@ -378,10 +378,12 @@ mod screens {
                         .collect(),
                 },
                 // The hostile fixture is one operation on the queue; the tabs
-                // are not opened here.
+                // are not opened here (the tools tab's outside text is in
+                // `tui_tabs.rs`).
                 Effect::Quit
                 | Effect::Metrics { .. }
                 | Effect::Audit { .. }
+                | Effect::Tools { .. }
                 | Effect::Verify { .. } => continue,
             };
             queue.extend(app.update(message));

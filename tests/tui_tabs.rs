@@ -2,7 +2,9 @@
 //! demo packet at 80x24 and 200x50 with the clock frozen, a figure followed to an
 //! operation and back, the repeated errors (at 80x24 and 160x45) with a group's
 //! newest opened, the figures moving when the store changes, a tampered
-//! audit log shown broken, and the banner while the connection is lost.
+//! audit log shown broken, and the banner while the connection is lost; the
+//! tools tab (at 160x45 and 80x24), a tool's holds listed from it, and its
+//! figures moving with the store.
 
 use crate::support;
 
@@ -302,4 +304,138 @@ async fn the_audit_tab_names_the_person_a_delegate_acted_for_before_the_delegate
     assert!(row.contains("maya via svc:team"), "{row}");
     // Rows the importer wrote are its own, whatever the source claimed.
     assert!(newest.contains("test-feed"), "{newest}");
+}
+
+#[tokio::test]
+async fn snapshots_of_the_tools_tab_of_the_demo() {
+    for (w, hgt) in [(160, 45), (80, 24)] {
+        let mut h = Harness::at(DEMO, demo_now(), w, hgt).await;
+        h.key(KeyCode::Char('5')).await;
+        assert_eq!(h.app.page, Page::Tools);
+        insta::assert_snapshot!(format!("tools_{w}x{hgt}"), h.render());
+    }
+}
+
+/// The tools tab's row of `tool`: its holds and UNKNOWN ones.
+fn holds_of(h: &Harness, tool: &str) -> (u64, u64) {
+    let row = &h
+        .app
+        .tools
+        .rows()
+        .iter()
+        .find(|t| t.row.tool == tool)
+        .unwrap_or_else(|| panic!("{tool} on the tools tab"))
+        .row;
+    (row.holds, row.unknowns)
+}
+
+#[tokio::test]
+async fn enter_on_a_tool_lists_only_its_holds_and_esc_clears_the_filter() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    let everything = h.app.queue.total;
+    h.keys(":tools").await;
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Tools, ":tools shows the tab");
+    // The first tool with holds, some of its operations' peers not its own.
+    while h.app.tools.selected_tool().unwrap().row.holds == 0 {
+        let before = h.app.tools.selected;
+        h.key(KeyCode::Char('j')).await;
+        assert_ne!(h.app.tools.selected, before, "a tool of the demo holds");
+    }
+    let row = h.app.tools.selected_tool().unwrap().row.clone();
+    assert!(
+        row.holds < everything,
+        "{} holds all {everything}",
+        row.tool
+    );
+    let screen = h.screen();
+    assert!(
+        screen.contains(&format!("Inventory · {}", row.tool)),
+        "{screen}"
+    );
+    h.key(KeyCode::Enter).await;
+    assert_eq!(h.app.page, Page::Queue);
+    assert_eq!(h.app.queue.filter.tools, std::slice::from_ref(&row.tool));
+    assert_eq!(
+        h.app.queue.total, row.holds,
+        "the tab's count is the queue's"
+    );
+    assert_eq!(h.ids().len() as u64, row.holds);
+    assert!(
+        h.app
+            .queue
+            .rows
+            .iter()
+            .all(|r| r.operation.tool == row.tool),
+        "only {}'s holds: {:?}",
+        row.tool,
+        h.ids()
+    );
+    let screen = h.screen();
+    assert!(
+        screen.contains(&format!("filter tool:{}", row.tool)),
+        "{screen}"
+    );
+    h.key(KeyCode::Esc).await;
+    assert!(h.app.queue.filter.tools.is_empty());
+    assert_eq!(h.app.queue.total, everything);
+    assert!(!h.screen().contains("tool:"), "{}", h.screen());
+}
+
+#[tokio::test]
+async fn a_tool_s_holds_move_when_its_operations_change_and_outside_text_is_neutralized() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 45).await;
+    h.key(KeyCode::Char('5')).await;
+    let (holds, unknowns) = holds_of(&h, "T03");
+    let store = h.store();
+    ingest(
+        store.as_ref(),
+        concat!(
+            r#"{"type":"operation","id":"F62","tenant":"pinehaven","actor":"svc:relay-desk","tool":"T03","action":"ticket.create","target":"ticket-queue:9","payload_hash":"sha256:0000000000000000000000000000000000000000000000000000000000000062","risk":"critical","owner":"integrations","state":"UNKNOWN","failure_mode":"timeout_unknown","created_at":"2026-09-05T11:30:00Z"}"#,
+            "\n"
+        ),
+    )
+    .await;
+    h.poll().await;
+    assert_eq!(holds_of(&h, "T03"), (holds + 1, unknowns + 1));
+    // F62 is blocked for its owner (UNKNOWN → BLOCKED): still held, no
+    // longer UNKNOWN, and the figures follow.
+    let session = holdfast::store::Session::new(
+        h.store(),
+        holdfast::core::rules::Actor::local("maya", Some("RP03".into())),
+    );
+    holdfast::review::apply(
+        &session,
+        &holdfast::core::ids::OperationId::parse("F62").unwrap(),
+        &holdfast::core::rules::Action::Block,
+        &holdfast::core::rules::Rationale::parse("the owner decides after the incident review")
+            .unwrap(),
+        None,
+        demo_now(),
+    )
+    .await
+    .unwrap();
+    h.poll().await;
+    assert_eq!(holds_of(&h, "T03"), (holds + 1, unknowns));
+
+    // A contract whose text carries a bidi override: shown as a marker.
+    ingest(
+        store.as_ref(),
+        concat!(
+            r#"{"type":"contract","tool":"T09","version":"IC10","action":"refund.issue","method":"POST","idempotency":{"supported":true,"scope":"account","retention_hours":24},"status_lookup":true,"retryable":["http_503"],"compensation":"refund.reverse","owner":"payments","max_attempts":3,"budget_seconds":900,"business_rules":["at most the captured amount\u202e"]}"#,
+            "\n"
+        ),
+    )
+    .await;
+    h.key(KeyCode::Char('R')).await;
+    h.key(KeyCode::Char('G')).await;
+    assert_eq!(h.app.tools.selected_tool().unwrap().row.tool, "T09");
+    let screen = h.screen();
+    assert!(screen.contains("business rules"), "{screen}");
+    assert!(
+        !screen.contains('\u{202e}'),
+        "a bidi override reached the screen"
+    );
+    assert!(screen.contains("⟨U+202E⟩"), "{screen}");
+    assert!(screen.contains("MISSING"), "{screen}");
 }

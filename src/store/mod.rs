@@ -177,6 +177,9 @@ pub struct OperationFilter {
     pub states: Vec<State>,
     pub tenants: Vec<String>,
     pub owners: Vec<String>,
+    /// The tools the operations call (the Tools tab's `Enter`, `tool:`): read
+    /// through the index on the tool.
+    pub tools: Vec<String>,
     pub modes: Vec<FailureMode>,
     pub risks: Vec<Risk>,
     /// Case-insensitive start of a word (after `:` `/` `-` `.` `@` `_` or a space)

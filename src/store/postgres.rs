@@ -158,6 +158,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "root_cause_facts",
         include_str!("../../migrations/postgres/20261205000060_root_cause_facts.sql"),
     ),
+    (
+        20261206000020,
+        "tool_holds",
+        include_str!("../../migrations/postgres/20261206000020_tool_holds.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -59,6 +59,7 @@ where
     );
     push_in(qb, "o.tenant", filter.tenants.iter().cloned());
     push_in(qb, "o.owner", filter.owners.iter().cloned());
+    push_in(qb, "o.tool", filter.tools.iter().cloned());
     push_in(
         qb,
         "o.failure_mode",

@@ -148,6 +148,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "root_cause_facts",
         include_str!("../../migrations/sqlite/20261205000060_root_cause_facts.sql"),
     ),
+    (
+        20261206000020,
+        "tool_holds",
+        include_str!("../../migrations/sqlite/20261206000020_tool_holds.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -45,6 +45,7 @@ use super::screens::help::Help;
 use super::screens::metrics::MetricsState;
 use super::screens::queue::QueueState;
 use super::screens::review::ReviewDialog;
+use super::screens::tools::ToolsState;
 use super::screens::{Asker, Ctx, Modal, Outcome, Screen};
 use super::theme::Theme;
 use crate::core::rules::Actor;
@@ -97,6 +98,7 @@ pub struct App {
     pub page: Page,
     pub metrics: MetricsState,
     pub audit: AuditState,
+    pub tools: ToolsState,
     /// Whether the store's connection holds (a banner shows while it does not).
     pub link: Link,
     /// The audit chain's status; a break shows on every screen.
@@ -129,6 +131,7 @@ impl App {
             page: Page::Queue,
             metrics: MetricsState::default(),
             audit: AuditState::default(),
+            tools: ToolsState::default(),
             link: Link::Connected,
             chain: Chain::default(),
             head: None,
@@ -170,6 +173,7 @@ impl App {
                 self.answer(generation, Answer::Metrics(result))
             }
             Message::Audit { generation, result } => self.answer(generation, Answer::Audit(result)),
+            Message::Tools { generation, result } => self.answer(generation, Answer::Tools(result)),
             Message::Verified {
                 generation,
                 result,
@@ -436,6 +440,7 @@ impl App {
             }
             Outcome::Open(id) => self.open_operation(id),
             Outcome::Show(screen) => self.show(screen),
+            Outcome::Queue(filter) => self.show_queue(*filter),
             Outcome::Narrow(narrow) => self.narrow(narrow),
             Outcome::Left { id, text, effects } => {
                 // The panes showed the operation that left: they follow the
@@ -494,6 +499,7 @@ impl App {
             Asker::Tab(Page::Queue) => None,
             Asker::Tab(Page::Metrics) => Some(&mut self.metrics),
             Asker::Tab(Page::Audit) => Some(&mut self.audit),
+            Asker::Tab(Page::Tools) => Some(&mut self.tools),
             Asker::Modal(kind) => self
                 .modal
                 .as_mut()

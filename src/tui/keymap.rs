@@ -15,6 +15,8 @@ pub enum Context {
     Metrics,
     /// The audit tab: transitions, newest first.
     Audit,
+    /// The tools tab: one row per tool, the selected one's inventory.
+    Tools,
     Help,
     /// Typing into the search or filter prompt: every other key is text.
     Prompt,
@@ -123,7 +125,7 @@ const fn bind(
 }
 
 use Command as C;
-use Context::{Audit, Bulk, Detail, Global, Help, Lookup, Metrics, Prompt, Queue, Review};
+use Context::{Audit, Bulk, Detail, Global, Help, Lookup, Metrics, Prompt, Queue, Review, Tools};
 use KeyCode as K;
 
 /// Every binding of the console.
@@ -184,6 +186,13 @@ pub(crate) const BINDINGS: &[Binding] = &[
     ),
     bind(
         Global,
+        K::Char('5'),
+        "5",
+        C::Show('5'),
+        "tools: contract, autonomy, lookup, holds, last drill, inventory",
+    ),
+    bind(
+        Global,
         K::Char('A'),
         "A",
         C::AcknowledgeChain,
@@ -194,7 +203,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         K::Char(':'),
         ":",
         C::Colon,
-        "command: :held :all :metrics :audit (a tab by its name), :help, :q; Tab completes",
+        "command: :held :all :metrics :audit :tools (a tab by its name), :help, :q; Tab completes",
     ),
     bind(Global, K::Char('j'), "j ↓", C::Down, "down"),
     bind(Global, K::Down, "", C::Down, ""),
@@ -219,7 +228,7 @@ pub(crate) const BINDINGS: &[Binding] = &[
         K::Char('f'),
         "f",
         C::Filter,
-        "filter: state: tenant: owner: mode: risk:",
+        "filter: state: tenant: owner: tool: mode: risk:",
     ),
     bind(
         Queue,
@@ -321,6 +330,27 @@ pub(crate) const BINDINGS: &[Binding] = &[
         "Enter",
         C::Open,
         "open the row's operation",
+    ),
+    bind(
+        Tools,
+        K::Enter,
+        "Enter",
+        C::Open,
+        "the held queue of the selected tool (filter tool:NAME; Esc there clears it)",
+    ),
+    bind(
+        Tools,
+        K::PageDown,
+        "PgDn",
+        C::PageDown,
+        "scroll the inventory down",
+    ),
+    bind(
+        Tools,
+        K::PageUp,
+        "PgUp",
+        C::PageUp,
+        "scroll the inventory up",
     ),
     bind(Help, K::Char('j'), "j k", C::Down, "scroll these keys"),
     bind(Help, K::Down, "", C::Down, ""),
@@ -438,6 +468,7 @@ const DOCUMENTED: &[(Context, &str)] = &[
     (Detail, "A hold"),
     (Metrics, "The metrics tab"),
     (Audit, "The audit tab"),
+    (Tools, "The tools tab"),
     (Lookup, "A lookup's result"),
     (Review, "The review dialog"),
     (Bulk, "The bulk triage dialog"),

@@ -22,6 +22,7 @@ use crate::core::rules::{Action, Rationale};
 use crate::core::triage::TriageLine;
 use crate::review::Planned;
 use crate::store::{Live, OperationFilter};
+use crate::tools::ToolInventory;
 
 /// Which screen asked for an effect, and which of its requests it is: the
 /// effect carries it to the runner, its answer carries it back.
@@ -47,6 +48,8 @@ pub enum Answer {
     Metrics(Result<Box<Report>, String>),
     /// A page of audit rows ([`Message::Audit`]).
     Audit(Result<Box<AuditPage>, String>),
+    /// Every tool with its inventory ([`Message::Tools`]).
+    Tools(Result<Vec<ToolInventory>, String>),
     /// A pause in typing is over ([`Message::Debounced`]).
     Debounced,
     /// An apply's verdict ([`Message::Reviewed`]).
@@ -88,6 +91,12 @@ pub enum Message {
     Audit {
         generation: Tag,
         result: Result<Box<AuditPage>, String>,
+    },
+    /// Every tool the store knows with its inventory, answering the request
+    /// tagged `generation`.
+    Tools {
+        generation: Tag,
+        result: Result<Vec<ToolInventory>, String>,
     },
     /// The audit chain's status, answering the verify tagged `generation`.
     Verified {
@@ -161,6 +170,9 @@ pub enum Effect {
         generation: Tag,
         before: Option<i64>,
     },
+    /// Read every tool the store knows, each with its holds counted at `now`
+    /// and its whole inventory.
+    Tools { generation: Tag, now: DateTime<Utc> },
     /// Verify the audit chain (at start and whenever the store moves), so that
     /// a broken chain shows on every screen.
     Verify { generation: u64 },

@@ -171,6 +171,16 @@ pub async fn perform_with(
                 result,
             })
         }
+        Effect::Tools { generation, now } => {
+            let result = crate::tools::inventories(session, *now).await.map_err(|e| {
+                tracing::warn!(error = %e, "reading the tools failed");
+                e.to_string()
+            });
+            Some(Message::Tools {
+                generation: *generation,
+                result,
+            })
+        }
         Effect::Verify { generation } => {
             let result = session.verify().await.map_err(|e| {
                 tracing::warn!(error = %e, "verifying the audit chain failed");

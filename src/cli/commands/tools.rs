@@ -1,12 +1,12 @@
 //! `holdfast tools [show TOOL]`: every tool the store knows, one row each
-//! (contract version, autonomy level, status lookup and its checks, newest
-//! drill, missing inventory fields), and one tool's whole inventory with what
+//! (contract version, autonomy level, status lookup and its checks, its holds
+//! and the UNKNOWN ones of them, newest drill and whether it is current, missing
+//! inventory fields), and one tool's whole inventory with what
 //! each missing field limits (DESIGN §5 "The inventory fields").
 
 use clap::{Args, Subcommand};
 
 use crate::cli::{Context, Failure, exit, render};
-use crate::core::clock::human_instant;
 use crate::tools::{self, ToolInventory, ToolRow};
 
 #[derive(Debug, Args)]
@@ -59,17 +59,19 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     println!(
-        "{:<20} {:<10} {:<10} {:<8} {:<14} {:<26} MISSING",
-        "TOOL", "VERSION", "AUTONOMY", "LOOKUP", "CHECKS", "LAST DRILL"
+        "{:<20} {:<10} {:<10} {:<8} {:<14} {:>5} {:>7}  {:<52} MISSING",
+        "TOOL", "VERSION", "AUTONOMY", "LOOKUP", "CHECKS", "HOLDS", "UNKNOWN", "LAST DRILL"
     );
     for r in &rows {
         println!(
-            "{:<20} {:<10} {:<10} {:<8} {:<14} {:<26} {}",
+            "{:<20} {:<10} {:<10} {:<8} {:<14} {:>5} {:>7}  {:<52} {}",
             render::clean(&r.tool),
             render::clean(r.version.as_deref().unwrap_or("-")),
             r.autonomy.as_str(),
             r.lookup.unwrap_or("-"),
             checks(r),
+            r.holds,
+            r.unknowns,
             drill(r),
             r.missing
         );
@@ -86,20 +88,11 @@ fn checks(r: &ToolRow) -> String {
     }
 }
 
-/// `pass 16/16 2026-03-01 12:00` or `none`.
+/// `pass 16/16 · IC07 · current · 2026-03-01T12:00:00Z` or `none`.
 fn drill(r: &ToolRow) -> String {
-    r.drill.as_ref().map_or_else(
-        || "none".to_owned(),
-        |d| {
-            format!(
-                "{} {}/{} {}",
-                if d.pass { "pass" } else { "fail" },
-                d.passed,
-                d.cases,
-                human_instant(d.at)
-            )
-        },
-    )
+    r.drill
+        .as_ref()
+        .map_or_else(|| "none".to_owned(), |d| render::clean(&d.summary()))
 }
 
 async fn show(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8> {
@@ -136,6 +129,10 @@ fn print_inventory(inv: &ToolInventory) {
         checks(r),
         drill(r)
     );
+    if let Some(why) = r.drill.as_ref().and_then(|d| d.stale.as_deref()) {
+        println!("  the drill is stale: {}", render::clean(why));
+    }
+    println!("  {} held, {} of them UNKNOWN", r.holds, r.unknowns);
     println!(
         "  {} of {} inventory fields missing",
         r.missing,

@@ -1,16 +1,16 @@
 //! The filter language of the console (after `f`) and of the command line
 //! (`review --filter`, `export --filter`): space-separated `field:value[,value]`
-//! terms over state, tenant, owner, failure mode and risk, parsed into the store's
+//! terms over state, tenant, owner, tool, failure mode and risk, parsed into the store's
 //! [`OperationFilter`] and described back in one line that stays on screen.
 
 use crate::core::model::{FailureMode, Risk, State};
 use crate::store::OperationFilter;
 
 /// The filter fields the console knows, for the prompt and errors.
-pub const FIELDS: &str = "state, tenant, owner, mode, risk";
+pub const FIELDS: &str = "state, tenant, owner, tool, mode, risk";
 
 /// The field names, for the nearest one to a typo.
-const FIELD_NAMES: [&str; 5] = ["state", "tenant", "owner", "mode", "risk"];
+const FIELD_NAMES: [&str; 6] = ["state", "tenant", "owner", "tool", "mode", "risk"];
 
 /// The words a `state:` term takes besides the states: the held queue, and
 /// every state (as `list --state held|all`).
@@ -78,6 +78,7 @@ pub fn parse(text: &str) -> Result<OperationFilter, String> {
                 }
                 "tenant" => filter.tenants.push(v.to_owned()),
                 "owner" => filter.owners.push(v.to_owned()),
+                "tool" => filter.tools.push(v.to_owned()),
                 "mode" => {
                     filter
                         .modes
@@ -118,6 +119,7 @@ pub fn describe(filter: &OperationFilter) -> String {
     term(&mut out, "state", &filter.states);
     term(&mut out, "tenant", &filter.tenants);
     term(&mut out, "owner", &filter.owners);
+    term(&mut out, "tool", &filter.tools);
     term(&mut out, "mode", &filter.modes);
     term(&mut out, "risk", &filter.risks);
     out.join(" ")
@@ -129,12 +131,13 @@ mod tests {
 
     #[test]
     fn terms_parse_and_describe_back() {
-        let f = parse("state:unknown,PARTIAL risk:high tenant:pinehaven").unwrap();
+        let f = parse("state:unknown,PARTIAL risk:high tool:T06 tenant:pinehaven").unwrap();
         assert_eq!(f.states, [State::Unknown, State::Partial]);
         assert_eq!(f.risks, [Risk::High]);
+        assert_eq!(f.tools, ["T06"]);
         assert_eq!(
             describe(&f),
-            "state:UNKNOWN,PARTIAL tenant:pinehaven risk:high"
+            "state:UNKNOWN,PARTIAL tenant:pinehaven tool:T06 risk:high"
         );
         assert_eq!(parse("").unwrap(), OperationFilter::default());
     }

@@ -8,9 +8,11 @@ use crossterm::event::KeyEvent;
 
 use super::{App, Effect};
 use crate::core::ids::OperationId;
-use crate::store::Link;
+use crate::store::{Link, OperationFilter};
 use crate::tui::layout::Pane;
-use crate::tui::screens::{self, Asker, Ctx, Modal, Outcome, Page, Screen as ScreenTrait, TabSpec};
+use crate::tui::screens::{
+    self, Asker, Ctx, Modal, Outcome, Page, Screen as ScreenTrait, TabSpec, queue,
+};
 
 impl App {
     /// The tab the header marks as shown.
@@ -32,6 +34,7 @@ impl App {
             Page::Queue => None,
             Page::Metrics => Some(&self.metrics),
             Page::Audit => Some(&self.audit),
+            Page::Tools => Some(&self.tools),
         }
     }
 
@@ -73,6 +76,26 @@ impl App {
         }
         effects.extend(self.sync_root());
         effects.extend(self.page_effects());
+        effects
+    }
+
+    /// Shows the held queue narrowed by `filter` alone, its search cleared
+    /// (the Tools tab's `Enter`): the filter line shows it, and `Esc` in the
+    /// queue clears it.
+    pub(super) fn show_queue(&mut self, filter: OperationFilter) -> Vec<Effect> {
+        let described = crate::tui::filter::describe(&filter);
+        self.focus = Pane::Queue;
+        self.page = Page::Queue;
+        self.queue.tab = queue::Tab::Held;
+        self.queue.filter = filter;
+        self.queue.search.clear();
+        self.queue.restart();
+        self.say(
+            &format!("the held queue filtered by {described}; Esc clears the filter"),
+            false,
+        );
+        let mut effects = self.list(None, false);
+        effects.extend(self.sync_root());
         effects
     }
 

@@ -171,11 +171,7 @@ impl Screen for AuditState {
         let Answer::Audit(result) = answer else {
             return Outcome::Pass;
         };
-        if self.apply(generation, result.map(|p| *p)) {
-            Outcome::done()
-        } else {
-            Outcome::Pass
-        }
+        Outcome::answered(self.apply(generation, result.map(|p| *p)))
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {

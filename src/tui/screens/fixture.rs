@@ -133,6 +133,7 @@ pub(crate) fn tag(effects: &[Effect]) -> Tag {
         Effect::List { generation, .. }
         | Effect::Metrics { generation, .. }
         | Effect::Audit { generation, .. }
+        | Effect::Tools { generation, .. }
         | Effect::Load { generation, .. }
         | Effect::Debounce { generation, .. }
         | Effect::Review { generation, .. }

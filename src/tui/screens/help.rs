@@ -230,6 +230,7 @@ fn draw(frame: &mut Frame, ctx: &Ctx, help: &Help) {
         Context::Lookup => " Keys · lookup ",
         Context::Metrics => " Keys · metrics ",
         Context::Audit => " Keys · audit ",
+        Context::Tools => " Keys · tools ",
         _ => " Keys · detail ",
     };
     frame.render_widget(Clear, popup);

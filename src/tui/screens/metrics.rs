@@ -248,11 +248,7 @@ impl Screen for MetricsState {
         let Answer::Metrics(result) = answer else {
             return Outcome::Pass;
         };
-        if self.apply(generation, result.map(|r| *r)) {
-            Outcome::done()
-        } else {
-            Outcome::Pass
-        }
+        Outcome::answered(self.apply(generation, result.map(|r| *r)))
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {

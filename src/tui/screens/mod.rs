@@ -16,6 +16,7 @@ pub(crate) mod metrics;
 pub(crate) mod prompt;
 pub(crate) mod queue;
 pub(crate) mod review;
+pub(crate) mod tools;
 
 use chrono::{DateTime, Utc};
 use crossterm::event::KeyEvent;
@@ -38,6 +39,7 @@ pub enum Page {
     Queue,
     Metrics,
     Audit,
+    Tools,
 }
 
 /// One tab of the tab bar: its key, its titles, the page it shows and, for the
@@ -56,7 +58,7 @@ pub struct TabSpec {
 
 /// Every tab, in the order of their keys: the one registration point of a
 /// screen shown as a tab (with its arm in `App::page_screen`).
-pub(crate) const TABS: [TabSpec; 4] = [
+pub(crate) const TABS: [TabSpec; 5] = [
     TabSpec {
         key: '1',
         name: "held",
@@ -87,6 +89,14 @@ pub(crate) const TABS: [TabSpec; 4] = [
         title: "Audit",
         short_title: "Audit",
         page: Page::Audit,
+        list: None,
+    },
+    TabSpec {
+        key: '5',
+        name: "tools",
+        title: "Tools",
+        short_title: "Tools",
+        page: Page::Tools,
         list: None,
     },
 ];
@@ -153,6 +163,9 @@ pub enum Outcome {
     Open(OperationId),
     /// Show the tab whose key this is (see [`TABS`]).
     Show(char),
+    /// Show the held queue narrowed by this filter alone (its search
+    /// cleared): the Tools tab's `Enter` on a tool.
+    Queue(Box<crate::store::OperationFilter>),
     /// Change the queue's search or filter (the prompt's keys).
     Narrow(prompt::Narrow),
     /// The list answered without the operation the selection was kept on
@@ -178,6 +191,16 @@ impl Outcome {
     /// Handled, with nothing to run.
     pub fn done() -> Self {
         Outcome::Done(Vec::new())
+    }
+
+    /// An answer taken (`Done`, nothing to run), or [`Outcome::Pass`] when
+    /// the screen no longer waits on it.
+    pub fn answered(taken: bool) -> Self {
+        if taken {
+            Outcome::done()
+        } else {
+            Outcome::Pass
+        }
     }
 
     /// Handled: `text` on the status line, `effects` to run.

@@ -246,7 +246,10 @@ mod tests {
             e.starts_with("unknown command :audt. did you mean :audit?"),
             "{e}"
         );
-        assert!(e.contains(":held :all :metrics :audit :help :q"), "{e}");
+        assert!(
+            e.contains(":held :all :metrics :audit :tools :help :q"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -24,24 +24,35 @@ use crate::tui::widgets::{fit_line, line, span};
 pub(super) fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
     let theme = app.theme;
     let wide = layout::is_wide(app.size);
-    let mut parts: Vec<Span<'static>> = Vec::new();
-    if wide {
-        parts.push(span(Clean::new(" holdfast "), theme.title()));
-    }
     let shown = app.screen();
-    for screen in TABS {
-        let style = if screen == shown {
-            theme.selected().patch(theme.title())
-        } else {
-            theme.dim()
-        };
-        let name = if wide {
-            screen.title
-        } else {
-            screen.short_title
-        };
-        parts.push(span(Clean::new(&format!(" {} {name} ", screen.key)), style));
-    }
+    // Every tab by its title; when that leaves no room for the counts, the
+    // tabs not shown by their key alone.
+    let tabs = |titled: bool| -> Vec<Span<'static>> {
+        let mut parts = Vec::new();
+        if wide {
+            parts.push(span(Clean::new(" holdfast "), theme.title()));
+        }
+        for screen in TABS {
+            let style = if screen == shown {
+                theme.selected().patch(theme.title())
+            } else {
+                theme.dim()
+            };
+            let name = if wide {
+                screen.title
+            } else {
+                screen.short_title
+            };
+            let text = if titled || screen == shown {
+                format!(" {} {name} ", screen.key)
+            } else {
+                format!(" {} ", screen.key)
+            };
+            parts.push(span(Clean::new(&text), style));
+        }
+        parts
+    };
+    let mut parts: Vec<Span<'static>> = Vec::new();
     parts.push(span(Clean::new(" │"), theme.dim()));
     if let Some((seq, _)) = app.chain.broken() {
         let text = if app.chain.acknowledged {
@@ -112,6 +123,14 @@ pub(super) fn draw(frame: &mut Frame, app: &App, header: Rect, query: Rect) {
             }
         }
     }
+    let titled = tabs(true);
+    let width = |parts: &[Span<'static>]| parts.iter().map(Span::width).sum::<usize>();
+    let head = if width(&titled) + width(&parts) <= usize::from(header.width) {
+        titled
+    } else {
+        tabs(false)
+    };
+    let parts: Vec<Span<'static>> = head.into_iter().chain(parts).collect();
     frame.render_widget(Paragraph::new(fit_line(parts, header.width)), header);
 
     if let Link::Reconnecting { attempt } = app.link {
@@ -273,6 +292,19 @@ pub(super) fn draw_status(frame: &mut Frame, app: &App, area: Rect) {
                     (Command::Quit, "quit"),
                 ],
                 Context::Audit,
+                2,
+                width,
+            ),
+            Context::Tools => fitted_hint(
+                &[
+                    (Command::Down, "select"),
+                    (Command::Open, "its holds"),
+                    (Command::PageDown, "scroll inventory"),
+                    (Command::Show(HELD.key), "queue"),
+                    (Command::Help, "help"),
+                    (Command::Quit, "quit"),
+                ],
+                Context::Tools,
                 2,
                 width,
             ),
