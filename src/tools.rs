@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use crate::autonomy::Snapshot;
 use crate::core::autonomy::{self, DrillResult};
+use crate::core::circuit::{Circuit, Position};
 use crate::core::contract::Contract;
 use crate::core::inventory::{self, Entry};
 use crate::core::ladder::Level;
@@ -42,6 +43,9 @@ pub struct ToolRow {
     pub drill: Option<LastDrill>,
     /// How many inventory fields the contract lacks (of 14).
     pub missing: usize,
+    /// Where the tool's circuit stands (DESIGN §9.5); `None` when its contract
+    /// sets no circuit (nothing ever holds its calls for failing).
+    pub circuit: Option<Position>,
 }
 
 /// What the recorded lookup checks of a tool showed.
@@ -108,6 +112,12 @@ impl LastDrill {
     }
 }
 
+/// The circuit in a word: `closed`, `open`, `half-open`, or `none` when the
+/// contract sets no circuit.
+pub fn circuit_words(row: &ToolRow) -> &'static str {
+    row.circuit.map_or("none", Position::as_str)
+}
+
 /// One tool's whole inventory, for `tools show`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct ToolInventory {
@@ -132,9 +142,17 @@ pub async fn inventories(
     now: DateTime<Utc>,
 ) -> Result<Vec<ToolInventory>, StoreError> {
     let snapshot = Snapshot::read(session, now).await?;
+    let circuits = session.circuits().await?;
     let mut out = Vec::new();
     for standing in snapshot.standings() {
-        let row = row(session, &snapshot, &standing.tool, standing.effective).await?;
+        let row = row(
+            session,
+            &snapshot,
+            &circuits,
+            &standing.tool,
+            standing.effective,
+        )
+        .await?;
         let inventory = snapshot
             .contract(&standing.tool)
             .map(inventory::inventory)
@@ -156,8 +174,9 @@ pub async fn show(
     };
     let unchecked = snapshot.unchecked(tool);
     let level = autonomy::effective_level(snapshot.level(tool), unchecked.as_deref());
+    let circuits = session.circuits().await?;
     Ok(Some(ToolInventory {
-        row: row(session, &snapshot, tool, level).await?,
+        row: row(session, &snapshot, &circuits, tool, level).await?,
         inventory: inventory::inventory(contract),
     }))
 }
@@ -180,6 +199,7 @@ async fn holds(session: &Session, tool: &str) -> Result<(u64, u64), StoreError> 
 async fn row(
     session: &Session,
     snapshot: &Snapshot,
+    circuits: &[Circuit],
     tool: &str,
     autonomy: Level,
 ) -> Result<ToolRow, StoreError> {
@@ -210,6 +230,12 @@ async fn row(
                 .iter()
                 .filter(|e| e.missing())
                 .count()
+        }),
+        circuit: contract.and_then(|c| c.circuit).map(|_| {
+            circuits
+                .iter()
+                .find(|c| c.tool == tool)
+                .map_or(Position::Closed, |c| c.position)
         }),
     })
 }

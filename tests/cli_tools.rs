@@ -232,7 +232,39 @@ async fn the_holds_of_a_tool_follow_its_operations(kind: Kind) {
     assert_eq!(t03(&after), (0, 0), "F09 resolved, F10 no longer waits");
 }
 
+/// A tool's row says where its circuit stands: `None` without `circuit` in its
+/// contract, closed until failures open it, open after.
+async fn a_row_says_where_the_tool_s_circuit_stands(kind: Kind) {
+    use holdfast::core::circuit::Position;
+    let fresh = support::stores::fresh(kind).await;
+    let store: &Arc<dyn Store> = &fresh.store;
+    let with_circuit = FULL.trim_end().trim_end_matches('}').to_owned()
+        + r#","circuit":{"failures":3,"window_seconds":60,"probe_after_seconds":30}}"#;
+    let report = store
+        .ingest(records(&with_circuit), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let session = Session::new(Arc::clone(store), local());
+    let circuit = |rows: Vec<holdfast::tools::ToolRow>| rows[0].circuit;
+    let rows = holdfast::tools::rows(&session, now()).await.unwrap();
+    assert_eq!(circuit(rows), Some(Position::Closed));
+    support::review::open_circuit(store.as_ref(), "T09", now()).await;
+    let rows = holdfast::tools::rows(&session, now()).await.unwrap();
+    assert_eq!(holdfast::tools::circuit_words(&rows[0]), "open");
+    assert_eq!(circuit(rows), Some(Position::Open));
+    let bare = support::stores::fresh(kind).await;
+    bare.store
+        .ingest(records(FULL), IngestMode::Strict, "test", now())
+        .await
+        .unwrap();
+    let session = Session::new(Arc::clone(&bare.store), local());
+    let rows = holdfast::tools::rows(&session, now()).await.unwrap();
+    assert_eq!(circuit(rows), None);
+}
+
 holdfast_on_both_backends!(
+    a_row_says_where_the_tool_s_circuit_stands,
     a_row_reads_the_ledgers,
     the_holds_of_a_tool_follow_its_operations
 );

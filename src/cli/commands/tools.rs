@@ -59,12 +59,20 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
         return Ok(exit::OK);
     }
     println!(
-        "{:<20} {:<10} {:<10} {:<8} {:<14} {:>5} {:>7}  {:<52} MISSING",
-        "TOOL", "VERSION", "AUTONOMY", "LOOKUP", "CHECKS", "HOLDS", "UNKNOWN", "LAST DRILL"
+        "{:<20} {:<10} {:<10} {:<8} {:<14} {:>5} {:>7}  {:<9} {:<52} MISSING",
+        "TOOL",
+        "VERSION",
+        "AUTONOMY",
+        "LOOKUP",
+        "CHECKS",
+        "HOLDS",
+        "UNKNOWN",
+        "CIRCUIT",
+        "LAST DRILL"
     );
     for r in &rows {
         println!(
-            "{:<20} {:<10} {:<10} {:<8} {:<14} {:>5} {:>7}  {:<52} {}",
+            "{:<20} {:<10} {:<10} {:<8} {:<14} {:>5} {:>7}  {:<9} {:<52} {}",
             render::clean(&r.tool),
             render::clean(r.version.as_deref().unwrap_or("-")),
             r.autonomy.as_str(),
@@ -72,6 +80,7 @@ async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
             checks(r),
             r.holds,
             r.unknowns,
+            tools::circuit_words(r),
             drill(r),
             r.missing
         );
@@ -133,6 +142,7 @@ fn print_inventory(inv: &ToolInventory) {
         println!("  the drill is stale: {}", render::clean(why));
     }
     println!("  {} held, {} of them UNKNOWN", r.holds, r.unknowns);
+    println!("  circuit {}", tools::circuit_words(r));
     println!(
         "  {} of {} inventory fields missing",
         r.missing,

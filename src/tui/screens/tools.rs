@@ -15,6 +15,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 
 use super::{Asker, Ctx, Outcome, Page, Screen};
+use crate::core::circuit::Position;
 use crate::core::sanitize::Clean;
 use crate::store::OperationFilter;
 use crate::tools::{ToolInventory, ToolRow};
@@ -250,6 +251,20 @@ const COLUMNS: &[Column<ToolInventory, Theme>] = &[
         cell: |t, theme| count(t.row.unknowns, theme.alert(), *theme),
     },
     Column {
+        header: "CIRCUIT",
+        width: 9,
+        priority: 3,
+        cut: false,
+        cell: |t, theme| {
+            let style = match t.row.circuit {
+                Some(Position::Open | Position::HalfOpen) => theme.alert(),
+                Some(Position::Closed) => Style::new(),
+                None => theme.dim(),
+            };
+            (Clean::new(crate::tools::circuit_words(&t.row)), style)
+        },
+    },
+    Column {
         header: "LAST DRILL",
         width: 52,
         priority: 4,
@@ -377,6 +392,8 @@ fn inventory_doc(tool: &ToolInventory, theme: Theme) -> Doc {
     );
     let holds = format!("{} held, {} of them UNKNOWN", r.holds, r.unknowns);
     entry(&mut doc, theme, "holds", Clean::new(&holds), theme.plain());
+    let circuit = Clean::new(crate::tools::circuit_words(r));
+    entry(&mut doc, theme, "circuit", circuit, theme.plain());
     let drill_text = Clean::new(&drill(r));
     entry(
         &mut doc,
@@ -456,6 +473,7 @@ mod tests {
                 unknowns: 0,
                 drill: None,
                 missing: 0,
+                circuit: None,
             },
             inventory: Vec::new(),
         }
