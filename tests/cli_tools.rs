@@ -77,6 +77,20 @@ fn the_list_has_one_row_per_tool_from_the_store() {
         let unknown = of_tool.iter().filter(|o| o["state"] == "UNKNOWN").count();
         assert_eq!(row["holds"], of_tool.len(), "{row}");
         assert_eq!(row["unknowns"], unknown, "{row}");
+        // `list --tool` narrows to the same operations.
+        let tool = row["tool"].as_str().unwrap();
+        let narrowed = cli
+            .run(
+                "auditor",
+                &["list", "--json", "--limit", "10000", "--tool", tool],
+            )
+            .expect_code(0)
+            .json();
+        let ids = |rows: &[&serde_json::Value]| -> Vec<String> {
+            rows.iter().map(|o| o["id"].to_string()).collect()
+        };
+        let narrowed: Vec<&serde_json::Value> = narrowed.as_array().unwrap().iter().collect();
+        assert_eq!(ids(&narrowed), ids(&of_tool), "{tool}");
     }
     assert!(
         rows.iter().any(|r| r["unknowns"].as_u64() > Some(0)),

@@ -257,6 +257,9 @@ pub(crate) struct ListArgs {
     /// An owner; repeatable.
     #[arg(long)]
     pub owner: Vec<String>,
+    /// A tool, as its contract names it (`T03`); repeatable.
+    #[arg(long)]
+    pub tool: Vec<String>,
     /// A failure mode (`timeout_unknown`, …); repeatable.
     #[arg(long)]
     pub mode: Vec<String>,

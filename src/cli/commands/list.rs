@@ -68,6 +68,7 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
         states,
         tenants: args.tenant.clone(),
         owners: args.owner.clone(),
+        tools: args.tool.clone(),
         modes: parse_list(
             &args.mode,
             "mode",
