@@ -263,7 +263,7 @@ async fn a_row_says_where_the_tool_s_circuit_stands(kind: Kind) {
     let circuit = |rows: Vec<holdfast::tools::ToolRow>| rows[0].circuit;
     let rows = holdfast::tools::rows(&session, now()).await.unwrap();
     assert_eq!(circuit(rows), Some(Position::Closed));
-    support::review::open_circuit(store.as_ref(), "T09", now()).await;
+    support::review::open_circuit(store.as_ref(), "T09", "svc:gateway", now()).await;
     let rows = holdfast::tools::rows(&session, now()).await.unwrap();
     assert_eq!(holdfast::tools::circuit_words(&rows[0]), "open");
     assert_eq!(circuit(rows), Some(Position::Open));

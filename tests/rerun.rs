@@ -258,7 +258,7 @@ async fn a_material_version_drops_autonomy_until_drill_changed_passes(kind: Kind
     let rows = level_rows(store).await;
     let drop = rows.last().unwrap();
     assert!(
-        drop.starts_with("svc:holdfast system: tool:T06 from:automation level:manual | "),
+        drop.starts_with("loader system: tool:T06 from:automation level:manual | "),
         "{drop}"
     );
     assert!(drop.contains("IC10 → IC11 changed retryable"), "{drop}");
@@ -360,7 +360,7 @@ async fn a_recorded_change_drops_autonomy_and_is_an_owners_act(kind: Kind) {
     assert_eq!(level(store).await, Level::Manual);
     let drop = level_rows(store).await.pop().unwrap();
     assert!(
-        drop.starts_with("svc:holdfast system: tool:T06 from:automation level:manual")
+        drop.starts_with("maya system: tool:T06 from:automation level:manual")
             && drop.contains("recorded change: provider API v2"),
         "{drop}"
     );
@@ -420,4 +420,91 @@ fn tools_changed_on_the_command_line() {
     assert_eq!(out["what"], "model v5");
     assert!(out["dropped_to"].is_null(), "T06 was at manual: {out}");
     cli.run("auditor", &["audit", "verify"]).expect_code(0);
+}
+
+/// On PostgreSQL, a login of the application group holding only `ingest` on
+/// its tenant writes the system's rows of the reserved ledgers in its own name:
+/// a tool's material new version it ingests (the `contract-version` row and
+/// the stale drop to manual) and the move of the tool's circuit a sender saw.
+/// A level row it writes to anything but manual is still refused, and the
+/// owner's `audit verify` holds.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_an_ingest_login_writes_the_system_s_ledger_rows_in_its_own_name() {
+    crate::skip_without_postgres!();
+    let team = stores::ApplicationLogin::new("hf_rerun").await;
+    let admin = &team.fresh.store;
+    ingest(&team.fresh, T06).await;
+    support::review::put_at_level(admin.as_ref(), "T06", Level::Automation).await;
+    let login = team.login.name.clone();
+    for (who, role) in [("maya", Role::Owner), (login.as_str(), Role::Ingest)] {
+        let change = holdfast::core::access::decide_grant(
+            &admin.grants().await.unwrap(),
+            "maya",
+            None,
+            &GrantRequest {
+                op: GrantOp::Grant,
+                identity: who.into(),
+                role,
+                tenant: "pinehaven".into(),
+            },
+            Some(&rationale()),
+            now(),
+        )
+        .unwrap()
+        .unwrap();
+        admin.change_grant(change).await.unwrap();
+    }
+    let door: Arc<dyn Store> = Arc::new(
+        holdfast::store::postgres::PgStore::connect(&team.url())
+            .await
+            .unwrap(),
+    );
+    let loud = t06_with(&[
+        ("\"IC09\"", "\"IC11\""),
+        ("\"max_attempts\":3", "\"max_attempts\":2"),
+    ]);
+    let report = door
+        .ingest(records(&loud), IngestMode::Strict, &login, now())
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    assert_eq!(level(admin).await, Level::Manual, "dropped");
+    let rows = audit(admin).await;
+    let ledger: Vec<&AuditRow> = rows
+        .iter()
+        .filter(|r| r.draft.operation.as_str().starts_with("holdfast:"))
+        .filter(|r| r.draft.role == Role::System)
+        .collect();
+    assert_eq!(ledger.len(), 2, "{ledger:?}");
+    assert!(ledger.iter().all(|r| r.draft.by == login), "{ledger:?}");
+
+    support::review::open_circuit(door.as_ref(), "T06", &login, now()).await;
+    assert!(admin.circuit("T06").await.unwrap().is_some());
+
+    // Never a raise: a system level row to anything but manual is refused.
+    let raise =
+        holdfast::core::rerun::stale_drop("T06", Level::Agent, "x", &login, now()).expect("a drop");
+    let mut forged = raise.clone();
+    forged.from = Level::Manual;
+    forged.to.level = Level::Agent;
+    forged.audit.evidence = vec![
+        "tool:T06".into(),
+        "from:manual".into(),
+        "level:agent".into(),
+    ];
+    let refused = door.set_autonomy(forged).await.unwrap_err().to_string();
+    assert!(refused.contains("within the writer's grants"), "{refused}");
+    assert_eq!(level(admin).await, Level::Manual);
+    // Nor may it change a contract without its version's row.
+    use sqlx::Connection;
+    let mut raw = sqlx::PgConnection::connect(&team.url()).await.unwrap();
+    let silent = sqlx::query("UPDATE contracts SET max_attempts = 9 WHERE tool = 'T06'")
+        .execute(&mut raw)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(silent.contains("no contract-version audit row"), "{silent}");
+    raw.close().await.unwrap();
+    assert_eq!(admin.contracts().await.unwrap()[0].max_attempts, 2);
+    intact(admin.as_ref()).await;
 }

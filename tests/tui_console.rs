@@ -727,7 +727,7 @@ async fn colon_opens_a_command_line_for_tabs_by_name_help_and_quit() {
 async fn an_open_circuit_is_named_in_the_header_until_it_closes() {
     let mut h = Harness::new(PACKET, 160, 45).await;
     assert!(!h.screen().contains("circuit"), "{}", h.screen());
-    support::review::open_circuit(h.store().as_ref(), "T03", now()).await;
+    support::review::open_circuit(h.store().as_ref(), "T03", "svc:gateway", now()).await;
     h.poll().await;
     assert!(h.screen().contains("⚠ circuit T03 open"), "{}", h.screen());
     h.keys("3").await;

@@ -663,7 +663,7 @@ async fn work_of_a_tool_whose_circuit_is_open_is_not_handed_out(kind: Kind) {
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
     put_at_level(fresh.store.as_ref(), "T03", Level::Automation).await;
     assert!(fresh.store.contracts().await.unwrap()[0].circuit.is_some());
-    support::review::open_circuit(fresh.store.as_ref(), "T03", at(0)).await;
+    support::review::open_circuit(fresh.store.as_ref(), "T03", "svc:gateway", at(0)).await;
     let session = worker_session(Arc::clone(&fresh.store));
     // Past the probe delay too: a worker is never the probe.
     for seconds in [1, 120] {

@@ -23,9 +23,6 @@ use super::model::Role;
 pub const CONTRACT_VERSION_ACTION: &str = "contract-version";
 /// The action of the row that records a material change outside the contract.
 pub const TOOL_CHANGED_ACTION: &str = "tool-changed";
-/// Who the system's own acts are attributed to: the drop of a tool's autonomy
-/// when its drill went stale is no person's decision.
-pub const SYSTEM_IDENTITY: &str = "svc:holdfast";
 
 /// What a drill-ledger row of `action`, whose evidence `entry` reads, says
 /// changed materially (a `contract-version` row with material fields, a
@@ -199,11 +196,15 @@ impl RecordedChange {
 
 /// The system's drop of `tool` from `current` to [`STALE_FLOOR`] because
 /// `change` made its drill stale; `None` when it is already there. The one
-/// rule both doors (ingest of a material version, `tools changed`) apply.
+/// rule both doors (ingest of a material version, `tools changed`) apply. The
+/// act is the system's (role `system`, no person decided it), written in the
+/// name of `by`, whose write brought the change: on PostgreSQL a login writes
+/// audit rows only in its own name.
 pub fn stale_drop(
     tool: &str,
     current: Level,
     change: &str,
+    by: &str,
     now: DateTime<Utc>,
 ) -> Option<LevelChange> {
     if current <= STALE_FLOOR {
@@ -217,7 +218,7 @@ pub fn stale_drop(
         to: ToolLevel {
             tool: tool.to_owned(),
             level: STALE_FLOOR,
-            set_by: SYSTEM_IDENTITY.to_owned(),
+            set_by: by.to_owned(),
             set_at: now,
             rationale: rationale.clone(),
         },
@@ -228,7 +229,7 @@ pub fn stale_drop(
         audit: ledger_draft(
             AUTONOMY_LEDGER,
             SET_ACTION,
-            (SYSTEM_IDENTITY, Role::System, None),
+            (by, Role::System, None),
             Some(rationale),
             vec![
                 format!("tool:{tool}"),
@@ -499,11 +500,17 @@ mod tests {
 
     #[test]
     fn the_drop_is_the_systems_and_names_the_change() {
-        let drop =
-            stale_drop("T03", Level::Automation, "recorded change: queue", at()).expect("drop");
+        let drop = stale_drop(
+            "T03",
+            Level::Automation,
+            "recorded change: queue",
+            "maya",
+            at(),
+        )
+        .expect("drop");
         assert_eq!(drop.to.level, STALE_FLOOR);
         assert_eq!(drop.audit.role, Role::System);
-        assert_eq!(drop.audit.by, SYSTEM_IDENTITY);
+        assert_eq!(drop.audit.by, "maya");
         assert!(
             drop.audit
                 .rationale
@@ -511,6 +518,6 @@ mod tests {
                 .unwrap_or_default()
                 .contains("queue")
         );
-        assert!(stale_drop("T03", Level::Manual, "x", at()).is_none());
+        assert!(stale_drop("T03", Level::Manual, "x", "maya", at()).is_none());
     }
 }

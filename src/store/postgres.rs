@@ -163,6 +163,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tool_holds",
         include_str!("../../migrations/postgres/20261206000020_tool_holds.sql"),
     ),
+    (
+        20261206000030,
+        "system_ledger_rows",
+        include_str!("../../migrations/postgres/20261206000030_system_ledger_rows.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -228,7 +233,10 @@ impl Backend for Postgres {
     // (the per-statement `audit_extends_head` stays and checks every row), the
     // operation counts and the metric marks.
     const COPY_SETS_ASIDE: &'static [(&'static str, &'static [&'static str])] = &[
-        ("contracts", &["metric_stale_contracts"]),
+        (
+            "contracts",
+            &["metric_stale_contracts", "contracts_are_versioned"],
+        ),
         (
             "operations",
             &[

@@ -90,10 +90,10 @@ pub async fn resolve_f09(store: &dyn Store, identity: &str) -> Commit {
     .await
 }
 
-/// Opens `tool`'s circuit at `at` through the store, as a sender that saw
+/// Opens `tool`'s circuit at `at` through the store, as sender `by` that saw
 /// three of its attempts time out would (`tests/circuit.rs` tests how a sender
 /// gets there; here only that it is open matters).
-pub async fn open_circuit(store: &dyn Store, tool: &str, at: DateTime<Utc>) {
+pub async fn open_circuit(store: &dyn Store, tool: &str, by: &str, at: DateTime<Utc>) {
     use holdfast::core::circuit::{self, Ended, Failure, Failures};
     use holdfast::core::contract::CircuitConfig;
     let config = CircuitConfig {
@@ -109,8 +109,8 @@ pub async fn open_circuit(store: &dyn Store, tool: &str, at: DateTime<Utc>) {
             ..Failures::default()
         },
     };
-    let open = circuit::after_attempt(&config, tool, None, ended, "svc:gateway", at)
-        .expect("three failures open it");
+    let open =
+        circuit::after_attempt(&config, tool, None, ended, by, at).expect("three failures open it");
     store.move_circuit(open).await.unwrap();
 }
 

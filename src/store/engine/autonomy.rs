@@ -233,13 +233,14 @@ shared! {
                 )));
             }
             let (mut tx, head) = self.begin_write().await?;
+            let by = draft.by.clone();
             let mut rows = vec![seal(&head.hash, head.seq + 1, draft)];
             let current = Self::all_levels(&mut tx)
                 .await?
                 .into_iter()
                 .find(|l| l.tool == change.tool)
                 .map_or(Level::Manual, |l| l.level);
-            if let Some(drop) = crate::core::rerun::stale_drop(&change.tool, current, &change.words(), change.at)
+            if let Some(drop) = crate::core::rerun::stale_drop(&change.tool, current, &change.words(), &by, change.at)
                 && Self::apply_level(&mut tx, &drop).await?
             {
                 let prev = rows[0].hash.clone();

@@ -1497,9 +1497,7 @@ shared! {
                 // The system's own act: only ever the drop of a tool whose
                 // drill went stale, to the stale floor (DESIGN §9.4).
                 if row.role == crate::core::model::Role::System {
-                    if row.by == crate::core::rerun::SYSTEM_IDENTITY
-                        && row.level == crate::core::rerun::STALE_FLOOR.as_str()
-                    {
+                    if row.level == crate::core::rerun::STALE_FLOOR.as_str() {
                         continue;
                     }
                     return Ok(Err(Divergence {

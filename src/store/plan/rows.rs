@@ -316,7 +316,7 @@ pub fn plan_rows(
             .copied()
             .unwrap_or(crate::core::ladder::Level::Manual);
         if let Some(drop) =
-            crate::core::rerun::stale_drop(&version.tool, current, &version.words(), now)
+            crate::core::rerun::stale_drop(&version.tool, current, &version.words(), by, now)
         {
             push(drop.audit.clone());
             rows.level_drops.push(drop);
