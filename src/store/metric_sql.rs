@@ -23,16 +23,27 @@ where
     qb
 }
 
+/// `SELECT columns FROM metric_rows WHERE kind = ?` behind `prefix`: the start
+/// of every read of one kind's rows.
+fn of_kind<'a, DB>(prefix: &str, columns: &str, kind: &str) -> QueryBuilder<DB>
+where
+    DB: Database,
+    String: Encode<'a, DB> + Type<DB>,
+{
+    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
+        "{prefix}SELECT {columns} FROM metric_rows WHERE kind = "
+    ));
+    qb.push_bind(kind.to_owned());
+    qb
+}
+
 /// The largest `n` of `kind` in scope (`most`).
 pub fn most<'a, DB>(prefix: &str, scope: &Scope, kind: &str) -> QueryBuilder<DB>
 where
     DB: Database,
     String: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT MAX(n) AS most FROM metric_rows WHERE kind = "
-    ));
-    qb.push_bind(kind.to_owned());
+    let mut qb = of_kind::<DB>(prefix, "MAX(n) AS most", kind);
     push_tenants(&mut qb, "tenant", scope);
     qb
 }
@@ -45,10 +56,7 @@ where
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT operation, n FROM metric_rows WHERE kind = "
-    ));
-    qb.push_bind(kind.to_owned());
+    let mut qb = of_kind::<DB>(prefix, "operation, n", kind);
     push_tenants(&mut qb, "tenant", scope);
     qb.push(" ORDER BY n DESC LIMIT ");
     qb.push_bind(limit);
@@ -69,10 +77,7 @@ where
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT operation, n, reason FROM metric_rows WHERE kind = "
-    ));
-    qb.push_bind(kind.to_owned());
+    let mut qb = of_kind::<DB>(prefix, "operation, n, reason", kind);
     if let Some(at_most) = at_most {
         qb.push(" AND n <= ");
         qb.push_bind(at_most);
@@ -98,10 +103,7 @@ where
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT COUNT(*) AS matching FROM metric_rows WHERE kind = "
-    ));
-    qb.push_bind(kind.to_owned());
+    let mut qb = of_kind::<DB>(prefix, "COUNT(*) AS matching", kind);
     qb.push(" AND n <= ");
     qb.push_bind(at_most);
     push_tenants(&mut qb, "tenant", scope);
@@ -164,10 +166,7 @@ where
     String: Encode<'a, DB> + Type<DB>,
     i64: Encode<'a, DB> + Type<DB>,
 {
-    let mut qb: QueryBuilder<DB> = QueryBuilder::new(format!(
-        "{prefix}SELECT operation, n FROM metric_rows WHERE kind = "
-    ));
-    qb.push_bind(kind.to_owned());
+    let mut qb = of_kind::<DB>(prefix, "operation, n", kind);
     if let Some(at) = at {
         qb.push(" AND n = ");
         qb.push_bind(at);
