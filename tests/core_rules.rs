@@ -140,6 +140,7 @@ fn detail(state: State) -> OperationDetail {
             state_since: t(40),
             held_dependencies: vec![],
             pending_proposal: false,
+            routed_owner: None,
         },
         contract: Some(contract()),
         attempts: vec![request(1, 10, Phase::RequestSent, Outcome::Timeout)],

@@ -12,9 +12,10 @@ use holdfast::core::audit::{ChainStatus, seal};
 use holdfast::core::clock::parse_instant;
 use holdfast::core::evidence::bundle;
 use holdfast::core::model::{Role, State};
+use holdfast::core::routing;
 use holdfast::core::routing::OwnerRole;
 use holdfast::core::rules::{Action, Actor, Rationale, Rule, decide};
-use holdfast::store::{IngestMode, Scope, Store};
+use holdfast::store::{IngestMode, OperationFilter, Page, Scope, SortOrder, Store};
 use support::cli::Cli;
 use support::review::{id, records};
 use support::stores::{self, Fresh, Kind};
@@ -133,6 +134,96 @@ async fn each_state_is_routed_to_its_owner(kind: Kind) {
     store.commit(commit).await.unwrap();
     let (owner, role, _) = routed(store, "F01", early).await;
     assert_eq!((owner.as_str(), role), ("rev:maya", OwnerRole::Assigned));
+}
+
+/// A request of F28 after the lookup that found its duplicate.
+const LATER_REQUEST: &str = r#"{"type":"attempt","id":"A990","operation":"F28","seq":3,"kind":"request","layer":"orchestrator","started_at":"2026-09-05T10:55:00Z","ended_at":"2026-09-05T10:55:01Z","phase":"response_received","outcome":"http_error","http_status":503,"error_type":"unavailable","retry_after":null,"provider_request_id":null,"request_hash":"sha256:2fa854e4a6a6f703ca5c6c8933ddc6fda90d751af052d886d2d58b7ce71573be","response_hash":null,"resend_count":0,"replayed":null,"trace_id":null,"response_excerpt":null}"#;
+
+/// Every held operation's queue row at `now`: (id, owner shown) in id order.
+async fn queue_owners(store: &dyn Store, now: &str, owners: &[&str]) -> Vec<(String, String)> {
+    let filter = OperationFilter {
+        queue: true,
+        owners: owners.iter().map(|o| (*o).to_owned()).collect(),
+        now: Some(at(now)),
+        ..OperationFilter::default()
+    };
+    let (rows, total) = store
+        .list(&filter, SortOrder::Id, Page::first(1_000))
+        .await
+        .unwrap();
+    assert_eq!(rows.len() as u64, total);
+    rows.iter()
+        .map(|r| (r.operation.id.to_string(), r.owner().to_owned()))
+        .collect()
+}
+
+/// The queue's OWNER column and `owner:` filter say, for every hold, what the
+/// routing of its whole detail says at the same instant: the kept route and the
+/// contract owners the store writes as the evidence arrives agree with the
+/// rules, before and after the observation windows end, after an assignment,
+/// and after a new request hides the finding that routed a hold.
+async fn the_queue_lists_each_hold_under_its_routed_owner(kind: Kind) {
+    let fresh = loaded(kind).await;
+    let store = fresh.store.as_ref();
+    let early = "2026-09-05T10:10:00Z";
+    let late = "2026-09-05T11:31:00Z";
+    async fn check(store: &dyn Store, now: &str) -> Vec<(String, String)> {
+        let shown = queue_owners(store, now, &[]).await;
+        assert!(shown.len() > 10, "{shown:?}");
+        for (op, owner) in &shown {
+            let detail = store.detail(&Scope::Every, &id(op)).await.unwrap();
+            let routed = routing::of(&detail, at(now));
+            assert_eq!(owner, &routed.owner, "{op} at {now}: {routed}");
+        }
+        // The filter lists exactly the rows shown under each owner.
+        let mut owners: Vec<&str> = shown.iter().map(|(_, o)| o.as_str()).collect();
+        owners.sort_unstable();
+        owners.dedup();
+        for owner in owners {
+            let filtered = queue_owners(store, now, &[owner]).await;
+            let expected: Vec<(String, String)> =
+                shown.iter().filter(|(_, o)| o == owner).cloned().collect();
+            assert_eq!(filtered, expected, "owner:{owner} at {now}");
+        }
+        shown
+    }
+    let before = check(store, early).await;
+    let owner_of = |rows: &[(String, String)], op: &str| {
+        rows.iter().find(|(o, _)| o == op).map(|(_, w)| w.clone())
+    };
+    assert_eq!(owner_of(&before, "F01").as_deref(), Some("team:security"));
+    assert_eq!(owner_of(&before, "F28").as_deref(), Some("team:ledger"));
+    assert_ne!(owner_of(&before, "F09").as_deref(), Some("team:incident"));
+    let after = check(store, late).await;
+    assert_eq!(owner_of(&after, "F09").as_deref(), Some("team:incident"));
+    assert_eq!(owner_of(&after, "F23").as_deref(), Some("team:incident"));
+
+    // A reviewer's assignment stands above the routing, in the queue too.
+    let action = Action::Assign {
+        owner: "rev:maya".into(),
+    };
+    let actor = Actor::local("maya", Some("RP03".into()));
+    let commit = decided(store, "F01", &action, &actor).await.unwrap();
+    store.commit(commit).await.unwrap();
+    assert_eq!(
+        owner_of(&check(store, early).await, "F01").as_deref(),
+        Some("rev:maya")
+    );
+
+    // A request after the lookup that found F28's duplicate: that finding no
+    // longer speaks for the record, and the hold goes back to its owner.
+    let report = store
+        .ingest(
+            records(LATER_REQUEST),
+            IngestMode::Strict,
+            "test",
+            at(early),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    let shown = check(store, early).await;
+    assert_ne!(owner_of(&shown, "F28").as_deref(), Some("team:ledger"));
 }
 
 /// What `actor` may commit for `action` on `op` now, or the refusal.
@@ -270,6 +361,7 @@ async fn a_recovery_recorded_without_the_grant_is_unlawful(kind: Kind) {
 
 holdfast_on_both_backends!(
     each_state_is_routed_to_its_owner,
+    the_queue_lists_each_hold_under_its_routed_owner,
     recovery_needs_the_domain_grant,
     a_recovery_recorded_without_the_grant_is_unlawful,
 );
@@ -372,6 +464,70 @@ async fn on_postgres_the_database_refuses_a_login_recovery_without_the_domain_gr
     door.commit(commit).await.unwrap();
     let detail = admin.detail(&Scope::Every, &id("F01")).await.unwrap();
     assert_eq!(detail.row.operation.state, State::Accepted);
+    assert!(matches!(
+        admin.verify().await.unwrap(),
+        ChainStatus::Intact { .. }
+    ));
+}
+
+/// On PostgreSQL the routes are the database's: a login of the application
+/// group can neither move a hold's route nor name a contract's owner for a
+/// role by writing the tables itself, while the evidence it ingests through
+/// its own door moves the route as the rules say (a new request hides the
+/// finding that routed F28 to its business owner).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_a_login_cannot_route_a_hold_itself() {
+    skip_without_postgres!();
+    let app = stores::ApplicationLogin::new("hf_route").await;
+    let admin = app.fresh.store.as_ref();
+    ingest_packet(admin).await;
+    let login = app.login.name.clone();
+    grant(admin, "maya", Role::Owner).await;
+    grant(admin, &login, Role::Ingest).await;
+    let early = "2026-09-05T10:10:00Z";
+    let ledger = queue_owners(admin, early, &["team:ledger"]).await;
+    assert_eq!(ledger, vec![("F28".to_owned(), "team:ledger".to_owned())]);
+
+    use sqlx::Connection;
+    let mut raw = sqlx::PgConnection::connect(&app.url()).await.unwrap();
+    for forged in [
+        "UPDATE operations SET route = 'business' WHERE id = 'F09'",
+        "INSERT INTO contract_owners (tool, role, owner) VALUES ('T03', 'incident', 'mallory')",
+        "DELETE FROM contract_owners WHERE tool = 'T01'",
+    ] {
+        let refused = sqlx::query(forged)
+            .execute(&mut raw)
+            .await
+            .unwrap_err()
+            .to_string();
+        assert!(refused.contains("permission denied"), "{forged}: {refused}");
+    }
+    raw.close().await.unwrap();
+    assert_eq!(
+        queue_owners(admin, early, &["team:ledger"]).await,
+        ledger,
+        "nothing moved"
+    );
+    assert!(queue_owners(admin, early, &["mallory"]).await.is_empty());
+
+    let door = holdfast::store::postgres::PgStore::connect(&app.url())
+        .await
+        .unwrap();
+    let report = door
+        .ingest(
+            records(LATER_REQUEST),
+            IngestMode::Strict,
+            &login,
+            at(early),
+        )
+        .await
+        .unwrap();
+    assert!(report.rejected.is_empty(), "{:?}", report.rejected);
+    assert!(
+        queue_owners(admin, early, &["team:ledger"])
+            .await
+            .is_empty()
+    );
     assert!(matches!(
         admin.verify().await.unwrap(),
         ChainStatus::Intact { .. }

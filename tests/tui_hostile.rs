@@ -255,6 +255,7 @@ mod screens {
                 state_since: t(30),
                 held_dependencies: vec![id("F98")],
                 pending_proposal: true,
+                routed_owner: None,
             },
             contract: Some(contract),
             attempts,

@@ -98,7 +98,7 @@ pub(crate) fn list(rows: &[OperationRow], total: u64, now: DateTime<Utc>) -> Str
             ),
             (op.failure_mode.map_or("-", |m| m.as_str()).to_owned(), 17),
             (op.risk.to_string(), 8),
-            (clean(&op.owner), 13),
+            (clean(row.owner()), 13),
             (human_duration((now - row.state_since).num_seconds()), 7),
             (next, 9),
             (attempts, 5),

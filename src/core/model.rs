@@ -493,6 +493,20 @@ pub struct OperationRow {
     pub held_dependencies: Vec<OperationId>,
     /// A proposal waiting for a second pair of eyes.
     pub pending_proposal: bool,
+    /// The owner the hold is routed to at the listing's `now`
+    /// (`core::routing`), where the read computed it: a listing's rows carry
+    /// it, a single operation's detail routes from its whole evidence instead.
+    pub routed_owner: Option<String>,
+}
+
+impl OperationRow {
+    /// Who the row goes to: the routed owner where the read computed it, else
+    /// the operation's own.
+    pub fn owner(&self) -> &str {
+        self.routed_owner
+            .as_deref()
+            .unwrap_or(&self.operation.owner)
+    }
 }
 
 text_enum!(

@@ -191,6 +191,17 @@ pub struct OperationFilter {
     /// The tenants the listing covers (G7). A [`Session`] puts its own scope
     /// here, whatever the filter said.
     pub scope: Scope,
+    /// The instant the routed owner is judged at (a hold past its observation
+    /// window goes to the incident owner): the reader's clock, so a frozen
+    /// clock routes as it shows; `None` reads the system clock.
+    pub now: Option<DateTime<Utc>>,
+}
+
+impl OperationFilter {
+    /// [`Self::now`] in milliseconds, the system clock's when unset.
+    pub fn now_ms(&self) -> i64 {
+        self.now.unwrap_or_else(Utc::now).timestamp_millis()
+    }
 }
 
 /// Which tenants a read covers (G7). A [`Session`] holds one, taken from its

@@ -168,6 +168,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "system_ledger_rows",
         include_str!("../../migrations/postgres/20261206000030_system_ledger_rows.sql"),
     ),
+    (
+        20261207000010,
+        "routed_owner",
+        include_str!("../../migrations/postgres/20261207000010_routed_owner.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -244,17 +249,26 @@ impl Backend for Postgres {
                 "operation_counts_kept",
                 "due_counts_kept",
                 "metric_stale_operations",
+                "operation_route_insert",
             ],
         ),
         ("dependencies", &["metric_stale_dependencies"]),
         (
             "attempts",
-            &["attempts_are_audited", "metric_stale_attempts"],
+            &[
+                "attempts_are_audited",
+                "metric_stale_attempts",
+                "operation_route_request",
+            ],
         ),
         ("items", &["items_are_audited", "metric_stale_items"]),
         (
             "observations",
-            &["observations_are_audited", "metric_stale_observations"],
+            &[
+                "observations_are_audited",
+                "metric_stale_observations",
+                "operation_route_observation",
+            ],
         ),
         (
             "expectations",
@@ -277,6 +291,7 @@ impl Backend for Postgres {
                 "audit_within_grants",
                 "audit_domain_review",
                 "metric_stale_audit",
+                "operation_route_assign",
             ],
         ),
     ];

@@ -33,12 +33,45 @@ pub(crate) fn push_in<'a, DB, T>(
     if values.is_empty() {
         return;
     }
-    qb.push(format_args!(" AND {column} IN ("));
+    qb.push(format_args!(" AND {column}"));
+    push_in_list(qb, values);
+}
+
+/// Appends ` IN (…)` of a non-empty list.
+fn push_in_list<'a, DB, T>(qb: &mut QueryBuilder<DB>, values: impl IntoIterator<Item = T>)
+where
+    DB: Database,
+    T: Encode<'a, DB> + Type<DB> + 'a,
+{
+    qb.push(" IN (");
     let mut list = qb.separated(", ");
     for value in values {
         list.push_bind(value);
     }
     list.push_unseparated(")");
+}
+
+/// The owner an operation over `o` goes to at `now_ms`, as `core::routing`
+/// routes it: a hold whose owner no reviewer assigned goes to the contract's
+/// owner for the role its kept route names (`operations.route`, which the
+/// store's triggers derive from the evidence), or, with none, for `incident`
+/// when it is UNKNOWN or PARTIAL past its observation window; the operation's
+/// own owner when the contract names nobody for that role, and for everything
+/// else.
+pub fn push_routed_owner<'a, DB>(qb: &mut QueryBuilder<DB>, now_ms: i64)
+where
+    DB: Database,
+    i64: Encode<'a, DB> + Type<DB>,
+{
+    let held = held_states_sql();
+    qb.push(format_args!(
+        "(CASE WHEN o.state IN ({held}) AND COALESCE(o.route, '') <> 'assigned' THEN COALESCE(\
+         (SELECT co.owner FROM contract_owners co WHERE co.tool = o.tool AND co.role = \
+         COALESCE(o.route, CASE WHEN o.state IN ('UNKNOWN', 'PARTIAL') \
+         AND COALESCE(o.next_observation_ms, o.deadline_ms) <= "
+    ));
+    qb.push_bind(now_ms);
+    qb.push(" THEN 'incident' END)), o.owner) ELSE o.owner END)");
 }
 
 /// Appends the filter as ` AND …` terms over the operations table aliased `o`
@@ -58,7 +91,11 @@ where
         filter.states.iter().map(|s| s.as_str().to_owned()),
     );
     push_in(qb, "o.tenant", filter.tenants.iter().cloned());
-    push_in(qb, "o.owner", filter.owners.iter().cloned());
+    if !filter.owners.is_empty() {
+        qb.push(" AND ");
+        push_routed_owner(qb, filter.now_ms());
+        push_in_list(qb, filter.owners.iter().cloned());
+    }
     push_in(qb, "o.tool", filter.tools.iter().cloned());
     push_in(
         qb,
@@ -91,12 +128,8 @@ where
             .map(|r| risk_rank(*r))
             .collect();
         if !risks.is_empty() {
-            qb.push(" OR o.risk_rank IN (");
-            let mut list = qb.separated(", ");
-            for rank in risks {
-                list.push_bind(rank);
-            }
-            list.push_unseparated(")");
+            qb.push(" OR o.risk_rank");
+            push_in_list(qb, risks);
         }
         qb.push(")");
     }
@@ -228,11 +261,14 @@ impl Covering<'_> {
 }
 
 /// The columns of a listing row, before the filter. The held dependencies a row
-/// names are those in `scope` (G7): another tenant's hold is not shown.
-pub fn row_select<'a, DB>(prefix: &str, scope: &Scope) -> QueryBuilder<DB>
+/// names are those in `scope` (G7): another tenant's hold is not shown. With
+/// `now_ms`, the row carries the owner it is routed to then
+/// ([`push_routed_owner`]); without, none.
+pub fn row_select<'a, DB>(prefix: &str, scope: &Scope, now_ms: Option<i64>) -> QueryBuilder<DB>
 where
     DB: sqlx::Database,
     String: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
+    i64: sqlx::Encode<'a, DB> + sqlx::Type<DB>,
 {
     let held = held_states_sql();
     let mut qb = QueryBuilder::new(format!(
@@ -244,8 +280,15 @@ where
             WHERE d.operation = o.id AND p.state IN ({held})"
     ));
     push_tenants(&mut qb, "p.tenant", scope);
+    qb.push(") AS held_deps, ");
+    match now_ms {
+        Some(now_ms) => push_routed_owner(&mut qb, now_ms),
+        None => {
+            qb.push("CAST(NULL AS TEXT)");
+        }
+    }
     qb.push(
-        ") AS held_deps, \
+        " AS routed_owner, \
          EXISTS (SELECT 1 FROM proposals pr WHERE pr.operation = o.id AND pr.status = 'pending') AS pending \
          FROM operations o LEFT JOIN contracts c ON c.tool = o.tool WHERE 1 = 1",
     );
@@ -458,7 +501,7 @@ where
     i64: Encode<'a, DB> + Type<DB>,
 {
     let mut qb = match columns {
-        Columns::Rows => row_select(prefix, &filter.scope),
+        Columns::Rows => row_select(prefix, &filter.scope, Some(filter.now_ms())),
         Columns::Keys => operations_query(prefix, SORT_KEY_COLUMNS),
     };
     push_filter(&mut qb, filter);
@@ -545,6 +588,7 @@ where
 pub fn kept_scope(filter: &OperationFilter) -> Option<Scope> {
     let scope_only = OperationFilter {
         scope: filter.scope.clone(),
+        now: filter.now,
         ..OperationFilter::default()
     };
     (*filter == scope_only).then(|| filter.scope.clone())

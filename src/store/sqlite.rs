@@ -153,6 +153,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "tool_holds",
         include_str!("../../migrations/sqlite/20261206000020_tool_holds.sql"),
     ),
+    (
+        20261207000010,
+        "routed_owner",
+        include_str!("../../migrations/sqlite/20261207000010_routed_owner.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.

@@ -104,8 +104,13 @@ pub async fn perform_with(
                     None => Ok(None),
                 }
             };
+            // Holds are routed at the console's clock, frozen or not.
+            let routed_at = OperationFilter {
+                now: Some(query.now),
+                ..query.filter.clone()
+            };
             let (listing, counts) = tokio::join!(
-                session.list(&query.filter, query.sort, query.page.clone()),
+                session.list(&routed_at, query.sort, query.page.clone()),
                 counts
             );
             let listing = match (listing, counts) {

@@ -84,6 +84,7 @@ pub(crate) async fn list(ctx: &Context, args: ListArgs) -> anyhow::Result<u8> {
             Risk::expected(),
         )?,
         search: args.search.clone(),
+        now: Some(ctx.now()),
         ..OperationFilter::default()
     };
     let sort = match args.sort {

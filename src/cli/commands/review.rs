@@ -727,8 +727,14 @@ async fn lookup(ctx: &Context, id: &OperationId, args: &ReviewArgs) -> anyhow::R
 }
 
 /// A filter typed on the command line; without a state term it means the queue.
-fn selection_filter(text: &str) -> anyhow::Result<OperationFilter> {
-    crate::store::filter::selection(text).map_err(|e| Failure::bad_input(format!("--filter: {e}")))
+/// Its `owner:` names the routed owner at `now`, the command's clock.
+fn selection_filter(text: &str, now: DateTime<Utc>) -> anyhow::Result<OperationFilter> {
+    let filter = crate::store::filter::selection(text)
+        .map_err(|e| Failure::bad_input(format!("--filter: {e}")))?;
+    Ok(OperationFilter {
+        now: Some(now),
+        ..filter
+    })
 }
 
 async fn bulk(
@@ -752,7 +758,7 @@ async fn bulk(
             "--expected-version names one operation's version; bulk triage checks each against the selection it read",
         ));
     }
-    let filter = selection_filter(filter_text)?;
+    let filter = selection_filter(filter_text, ctx.now())?;
     let action = actions(kind, args, None, ctx.now())?
         .pop()
         .ok_or_else(|| Failure::bad_input("no action"))?;
@@ -896,7 +902,7 @@ pub(crate) async fn export(ctx: &Context, args: ExportArgs) -> anyhow::Result<u8
     let actor = session.actor();
     let now = ctx.now();
     if let Some(text) = &args.filter {
-        return export_filtered(&session, &selection_filter(text)?, &args, now).await;
+        return export_filtered(&session, &selection_filter(text, now)?, &args, now).await;
     }
     if args.ids.is_empty() {
         return Err(Failure::bad_input(

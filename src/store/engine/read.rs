@@ -98,6 +98,7 @@ shared! {
                 state_since: from_ms(row.try_get("state_since_ms").map_err(db::<DB>)?)?,
                 held_dependencies,
                 pending_proposal: row.try_get::<bool, _>("pending").map_err(db::<DB>)?,
+                routed_owner: row.try_get("routed_owner").map_err(db::<DB>)?,
             })
         }
 
@@ -237,7 +238,7 @@ shared! {
             id: &str,
             scope: &Scope,
         ) -> Result<Option<OperationRow>, StoreError> {
-            let mut qb: QueryBuilder<DB> = sql::row_select("", scope);
+            let mut qb: QueryBuilder<DB> = sql::row_select("", scope, None);
             qb.push(" AND o.id = ");
             qb.push_bind(id.to_owned());
             push_tenants(&mut qb, "o.tenant", scope);

@@ -97,6 +97,7 @@ pub const TABLES: &[Table] = &[
             ("version", Int),
             ("wire", Text),
             ("record_hash", Text),
+            ("route", Text),
         ],
     },
     Table {

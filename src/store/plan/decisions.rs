@@ -136,6 +136,7 @@ pub fn created_detail(op: &Operation, staged: &[Staged], around: Surroundings) -
                 .map(|(id, _)| id.clone())
                 .collect(),
             pending_proposal: false,
+            routed_owner: None,
         },
         contract,
         attempts: Vec::new(),

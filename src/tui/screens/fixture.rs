@@ -70,6 +70,7 @@ pub(crate) fn row(name: &str, state: State) -> OperationRow {
         max_attempts: Some(3),
         held_dependencies: Vec::new(),
         pending_proposal: false,
+        routed_owner: None,
     }
 }
 

@@ -524,7 +524,11 @@ impl Screen for QueueState {
                         by: Asker::Queue,
                         serial: self.marking.request(()),
                     },
-                    filter: Box::new(self.matching()),
+                    // Routed at the console's clock, as the rows on screen are.
+                    filter: Box::new(OperationFilter {
+                        now: Some(ctx.now),
+                        ..self.matching()
+                    }),
                 };
                 Outcome::say("marking every operation that matches…", false, vec![select])
             }
@@ -645,7 +649,7 @@ const COLUMNS: &[Column<OperationRow, Cells>] = &[
         width: 13,
         priority: 6,
         cut: true,
-        cell: |r, c| (Clean::new(&r.operation.owner), c.theme.plain()),
+        cell: |r, c| (Clean::new(r.owner()), c.theme.plain()),
     },
     Column {
         header: "HELD",
