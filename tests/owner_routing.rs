@@ -25,7 +25,7 @@ const OWNERS: &str = r#""owners":{"integration":"team:integrations","security":"
 
 /// The demo packet with every contract naming [`OWNERS`] and T02 asking
 /// financial review.
-fn packet() -> String {
+pub(crate) fn packet() -> String {
     holdfast::DEMO_PACKET
         .lines()
         .map(|line| {

@@ -743,3 +743,36 @@ async fn an_open_circuit_is_named_in_the_header_until_it_closes() {
     h.keys("1").await;
     assert!(!h.screen().contains("⚠ circuit"), "{}", h.screen());
 }
+
+/// The queue's OWNER column and `owner:` filter follow the route at the
+/// console's clock: inside their windows F09 and F23 stay with their owners,
+/// past them the incident owner's filter lists exactly the ambiguous and
+/// partial holds, and F01 (auth_denied) stays with security throughout.
+#[tokio::test]
+async fn the_owner_column_and_filter_name_the_owner_the_hold_is_routed_to() {
+    let packet = crate::owner_routing::packet();
+    let row = |screen: &str, op: &str| {
+        screen
+            .lines()
+            .find(|l| l.contains(&format!(" {op} ")))
+            .map(str::to_owned)
+            .unwrap_or_else(|| panic!("{op} listed:\n{screen}"))
+    };
+    let early = holdfast::core::clock::parse_instant("2026-09-05T10:10:00Z").unwrap();
+    let h = Harness::at(&packet, early, 160, 45).await;
+    let screen = h.screen();
+    assert!(row(&screen, "F01").contains("team:security"), "{screen}");
+    assert!(!row(&screen, "F09").contains("team:incident"), "{screen}");
+
+    let late = holdfast::core::clock::parse_instant("2026-09-05T11:31:00Z").unwrap();
+    let mut h = Harness::at(&packet, late, 160, 45).await;
+    h.key(KeyCode::Char('f')).await;
+    h.keys("owner:team:incident").await;
+    h.key(KeyCode::Enter).await;
+    let screen = h.screen();
+    assert!(screen.contains("3 match"), "{screen}");
+    for op in ["F09", "F27", "F23"] {
+        assert!(row(&screen, op).contains("team:incident"), "{screen}");
+    }
+    assert!(!screen.contains(" F01 "), "{screen}");
+}
