@@ -146,7 +146,9 @@ BEGIN
 END
 $$;
 CREATE TRIGGER operation_route_insert BEFORE INSERT ON operations
-    FOR EACH ROW EXECUTE FUNCTION operation_route_first();
+    FOR EACH ROW
+    WHEN (NEW.failure_mode IN ('auth_denied', 'validation_failed') OR NEW.route IS NOT NULL)
+    EXECUTE FUNCTION operation_route_first();
 
 -- The route, like the queue flag, is derived: its move needs no audit row of
 -- its own (the record that moved it has one).
