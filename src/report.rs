@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 
 use crate::core::metrics::{self, Report, Tally};
-use crate::store::{Scope, Session, StoreError};
+use crate::store::{Progress, Scope, Session, StoreError};
 
 /// Operations judged per page.
 pub const PAGE: u64 = 1000;
@@ -30,8 +30,14 @@ pub const PAGE: u64 = 1000;
 /// The report over what `session` may see, at `now`: the real tenants' only,
 /// never the operations a drill put into a store of theirs (its own tenant,
 /// [`crate::drill::DRILL_TENANT`]) unless that tenant is all the session sees.
-pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    compute_kept(&without_drill(session).await?, now).await
+/// `progress` is told how far judging what the store has not judged yet has
+/// got ([`compute_kept`]).
+pub async fn compute(
+    session: &Session,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> Result<Report, StoreError> {
+    compute_kept(&without_drill(session).await?, now, progress).await
 }
 
 /// `session` without the drill's tenant, when it sees operations there and
@@ -62,11 +68,15 @@ pub async fn without_drill(session: &Session) -> Result<Session, StoreError> {
 /// the store keeps per operation ([`Session::kept_report`]): sums and the
 /// first rows of each list, after judging what was written since (a login
 /// that may only read the kept facts judges it for this report alone, without
-/// writing it). Where the kept facts cannot give it (a scope with a relative
+/// writing it), telling `progress` how many of those are judged. Where the kept facts cannot give it (a scope with a relative
 /// outside it, or more unkept operations than a report judges in memory), the
 /// store is judged page by page ([`compute_in`]).
-pub async fn compute_kept(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    match session.kept_report(now).await {
+pub async fn compute_kept(
+    session: &Session,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> Result<Report, StoreError> {
+    match session.kept_report(now, progress).await {
         Ok(Some(report)) => return Ok(report),
         Ok(None) => {}
         Err(error) => {
@@ -112,7 +122,7 @@ pub async fn kept_facts_differ(
     now: DateTime<Utc>,
 ) -> Result<Option<String>, StoreError> {
     let whole = session.walking().await?;
-    let kept = compute_kept(&whole, now).await?;
+    let kept = compute_kept(&whole, now, &Progress::default()).await?;
     let judged = compute_in(&whole, now, PAGE).await?;
     if kept == judged {
         return Ok(None);

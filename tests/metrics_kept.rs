@@ -48,9 +48,10 @@ async fn kept_agrees(
     now: DateTime<Utc>,
     what: &str,
 ) -> Report {
-    let kept = holdfast::report::compute_kept(&stores::session_in(store, scope), now)
-        .await
-        .expect("kept report");
+    let kept =
+        holdfast::report::compute_kept(&stores::session_in(store, scope), now, &Default::default())
+            .await
+            .expect("kept report");
     let data = store.dataset(scope).await.expect("dataset");
     let whole = cut(report(&data, now));
     assert_eq!(
@@ -63,7 +64,7 @@ async fn kept_agrees(
 /// Whether the store gave the report from its kept facts (not page by page).
 async fn from_kept_facts(store: &dyn Store, scope: &Scope, now: DateTime<Utc>) -> bool {
     store
-        .kept_report(scope, now)
+        .kept_report(scope, now, &Default::default())
         .await
         .expect("kept report")
         .is_some()

@@ -2,16 +2,39 @@
 //! release disposition with its vetoes, and the operational figures — as a table
 //! to read or, with `--json`, as one object for scripts.
 
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
 use crate::cli::{Context, exit};
 use crate::core::metrics::text::render;
 use crate::core::metrics::{Disposition, Report};
+use crate::store::judging::{Judging, Progress, follow};
+
+/// How often the judging line is rewritten on a terminal.
+const ON_A_TERMINAL: Duration = Duration::from_millis(250);
+
+/// How often a judging line is written to stderr that is no terminal (a log).
+const TO_A_LOG: Duration = Duration::from_secs(5);
 
 /// Computes the report over the tenants the acting identity sees (the whole store
-/// in single-user mode, G7) at the context's clock and prints it.
+/// in single-user mode, G7) at the context's clock and prints it. While the
+/// store judges what it has not judged yet, how far it has got goes to stderr.
 pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let report = crate::report::compute(&session, ctx.now()).await?;
+    let progress = Progress::default();
+    let terminal = std::io::stderr().is_terminal();
+    let every = if terminal { ON_A_TERMINAL } else { TO_A_LOG };
+    let shown = follow(progress.subscribe(), every, move |judging| {
+        judging_line(judging, terminal);
+    });
+    let computed = async {
+        // Dropped once the report is computed, which ends `shown`.
+        let progress = progress;
+        crate::report::compute(&session, ctx.now(), &progress).await
+    };
+    let (report, ()) = tokio::join!(computed, shown);
+    let report = report?;
     super::warn_skipped(&session);
     if json {
         println!("{}", crate::cli::json::pretty(&report)?);
@@ -23,6 +46,19 @@ pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
         );
     }
     Ok(code(&report))
+}
+
+/// One judging line on stderr: rewritten in place on a terminal (the last
+/// one left standing), one line each otherwise.
+fn judging_line(judging: Judging, terminal: bool) {
+    let done = judging.judged >= judging.total;
+    let mut err = std::io::stderr().lock();
+    let _ = if terminal {
+        write!(err, "\r{judging}\x1b[K{}", if done { "\n" } else { "" })
+    } else {
+        writeln!(err, "{judging}")
+    };
+    let _ = err.flush();
 }
 
 /// The exit code of a report: a gate that evaluated nothing is not a pass, so a
