@@ -44,31 +44,41 @@ impl Judging {
     }
 }
 
+impl Judging {
+    /// The count without its words: `12,500 of 200,000 (6.2%) · 2,410/s ·
+    /// about 1m18s left`, for where the words are already said.
+    pub fn figures(&self) -> String {
+        let count = format!(
+            "{} of {} ({:.1}%)",
+            grouped(self.judged),
+            grouped(self.total),
+            self.percent()
+        );
+        match (self.rate(), self.left()) {
+            (Some(rate), Some(left)) => {
+                // Rounded up: "0s left" only once nothing is.
+                let seconds = i64::try_from(left.as_secs() + u64::from(left.subsec_nanos() > 0))
+                    .unwrap_or(i64::MAX);
+                format!(
+                    "{count} · {}/s · about {} left",
+                    grouped(rate.round() as u64),
+                    human_duration(seconds)
+                )
+            }
+            _ => format!("{count} · measuring the rate"),
+        }
+    }
+}
+
 impl fmt::Display for Judging {
     /// `Judging the operations the store has not judged yet: 12,500 of
     /// 200,000 (6.2%) · 2,410/s · about 1m18s left`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "Judging the operations the store has not judged yet: {} of {} ({:.1}%)",
-            grouped(self.judged),
-            grouped(self.total),
-            self.percent()
-        )?;
-        match (self.rate(), self.left()) {
-            (Some(rate), Some(left)) => {
-                // Rounded up: "0s left" only once nothing is.
-                let seconds = i64::try_from(left.as_secs() + u64::from(left.subsec_nanos() > 0))
-                    .unwrap_or(i64::MAX);
-                write!(
-                    f,
-                    " · {}/s · about {} left",
-                    grouped(rate.round() as u64),
-                    human_duration(seconds)
-                )
-            }
-            _ => f.write_str(" · measuring the rate"),
-        }
+            "Judging the operations the store has not judged yet: {}",
+            self.figures()
+        )
     }
 }
 
