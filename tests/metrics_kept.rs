@@ -18,9 +18,8 @@ use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Rationale, decide};
 use holdfast::store::{Commit, IngestMode, Scope, Store};
 use holdfast::wire::Numbered;
-use serde_json::Value;
 use sqlx::Connection;
-use support::packets::{PACKET, TENANTS, cut, generate, parse, rename};
+use support::packets::{TENANTS, cut, generate, renamed_demo};
 use support::stores::{self, Fresh, Kind, application_grants};
 
 fn instant(text: &str) -> DateTime<Utc> {
@@ -103,20 +102,6 @@ async fn store_of(kind: Kind, records: Vec<Numbered>) -> Fresh {
 async fn generated(kind: Kind, seed: u64) {
     let fresh = store_of(kind, generate(seed)).await;
     agrees_everywhere(&fresh.store, &format!("seed {seed}")).await;
-}
-
-/// The demo packet's operations again under new ids, each record renamed.
-fn renamed_demo(prefix: &str) -> Vec<Numbered> {
-    let lines: Vec<String> = PACKET
-        .lines()
-        .filter(|l| !l.contains(r#""type":"contract""#))
-        .map(|line| {
-            let mut record: Value = serde_json::from_str(line).expect("a demo line is JSON");
-            rename(&mut record, prefix, None);
-            record.to_string()
-        })
-        .collect();
-    parse(&lines.join("\n"))
 }
 
 /// A reviewer's move of the first demo operation the rules let be blocked.
