@@ -1,13 +1,14 @@
 //! How far the store's judging has got ([`Progress`]), on both backends: a
 //! report after ingests tells a total counted before the first page (every
 //! operation marked stale), a count that only grows as pages are judged and
-//! ends at that total, and nothing at all once nothing is left to judge.
+//! ends at that total, and nothing at all once nothing is left to judge; the
+//! report judged page by page counts every operation in scope the same way.
 
 use crate::support;
 
 use chrono::{DateTime, Utc};
 use holdfast::core::clock::parse_instant;
-use holdfast::store::{IngestMode, Judging, Progress, Scope};
+use holdfast::store::{IngestMode, Judging, OperationFilter, Progress, Scope};
 use support::packets::{PACKET, parse, renamed_demo};
 use support::stores::{self, Fresh, Kind};
 
@@ -27,9 +28,9 @@ async fn stale_marks(fresh: &Fresh) -> u64 {
     u64::try_from(n).expect("a count")
 }
 
-/// The kept report at `now`, with every count it told (as a watcher running
-/// beside it saw them).
-async fn report_telling(fresh: &Fresh) -> Vec<Judging> {
+/// Every count `judge` tells `progress` (as a watcher running beside it saw
+/// them), once it is done.
+async fn told_by<F: Future>(judge: impl FnOnce(Progress) -> F) -> Vec<Judging> {
     let progress = Progress::default();
     let mut seen = progress.subscribe();
     let watcher = tokio::spawn(async move {
@@ -39,14 +40,36 @@ async fn report_telling(fresh: &Fresh) -> Vec<Judging> {
         }
         told
     });
-    let report = fresh
-        .store
-        .kept_report(&Scope::Every, now(), &progress)
-        .await
-        .expect("the kept report");
-    assert!(report.is_some(), "the report comes from the kept facts");
-    drop(progress);
-    watcher.await.expect("the watcher ends with the report")
+    // `judge` drops the progress when done, which ends the watcher.
+    judge(progress).await;
+    watcher.await.expect("the watcher ends with the judging")
+}
+
+/// The kept report at `now`, with every count it told.
+async fn report_telling(fresh: &Fresh) -> Vec<Judging> {
+    told_by(|progress| async move {
+        let report = fresh
+            .store
+            .kept_report(&Scope::Every, now(), &progress)
+            .await
+            .expect("the kept report");
+        assert!(report.is_some(), "the report comes from the kept facts");
+    })
+    .await
+}
+
+/// `told` starts short of `total`, only grows, and ends at it.
+fn counts_up_to(told: &[Judging], total: u64) {
+    let first = told.first().expect("judging tells how far it has got");
+    let last = told.last().expect("a last count");
+    assert_eq!(first.total, total, "the total is counted first");
+    assert!(first.judged < total, "told before the last page: {told:?}");
+    assert_eq!((last.judged, last.total), (total, total), "{told:?}");
+    assert!(
+        told.windows(2)
+            .all(|w| w[0].judged <= w[1].judged && w[1].total == total),
+        "the count only grows, the total stays: {told:?}"
+    );
 }
 
 async fn judging_counts_up_to_every_stale_operation(kind: Kind) {
@@ -72,17 +95,7 @@ async fn judging_counts_up_to_every_stale_operation(kind: Kind) {
     let stale = stale_marks(&fresh).await;
     assert!(stale > 500, "{stale} stale operations");
 
-    let told = report_telling(&fresh).await;
-    let first = told.first().expect("judging tells how far it has got");
-    let last = told.last().expect("a last count");
-    assert_eq!(first.total, stale, "the total is every stale operation");
-    assert!(first.judged < stale, "told before the last page: {told:?}");
-    assert_eq!((last.judged, last.total), (stale, stale), "{told:?}");
-    assert!(
-        told.windows(2)
-            .all(|w| w[0].judged <= w[1].judged && w[1].total == stale),
-        "the count only grows, the total stays: {told:?}"
-    );
+    counts_up_to(&report_telling(&fresh).await, stale);
     assert_eq!(stale_marks(&fresh).await, 0, "every mark cleared");
 
     let again = report_telling(&fresh).await;
@@ -90,6 +103,21 @@ async fn judging_counts_up_to_every_stale_operation(kind: Kind) {
         again.is_empty(),
         "nothing to judge tells nothing: {again:?}"
     );
+
+    // Judged page by page (where the kept facts cannot give the report), the
+    // count is of every operation in scope.
+    let session = stores::session_in(&fresh.store, &Scope::Every);
+    let operations = session
+        .count(&OperationFilter::default())
+        .await
+        .expect("count the operations");
+    let paged = told_by(|progress| async move {
+        holdfast::report::compute_paged(&session, now(), 100, &progress)
+            .await
+            .expect("the paged report");
+    })
+    .await;
+    counts_up_to(&paged, operations);
 }
 
 holdfast_on_both_backends!(judging_counts_up_to_every_stale_operation);
