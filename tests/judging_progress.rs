@@ -2,13 +2,16 @@
 //! report after ingests tells a total counted before the first page (every
 //! operation marked stale), a count that only grows as pages are judged and
 //! ends at that total, and nothing at all once nothing is left to judge; the
-//! report judged page by page counts every operation in scope the same way.
+//! report judged page by page counts every operation in scope the same way,
+//! and a login that may only read the kept facts counts what it judges.
 
 use crate::support;
 
+use std::sync::Arc;
+
 use chrono::{DateTime, Utc};
 use holdfast::core::clock::parse_instant;
-use holdfast::store::{IngestMode, Judging, OperationFilter, Progress, Scope};
+use holdfast::store::{IngestMode, Judging, OperationFilter, Progress, Scope, Store};
 use support::packets::{PACKET, parse, renamed_demo};
 use support::stores::{self, Fresh, Kind};
 
@@ -121,3 +124,63 @@ async fn judging_counts_up_to_every_stale_operation(kind: Kind) {
 }
 
 holdfast_on_both_backends!(judging_counts_up_to_every_stale_operation);
+
+/// A login that may only read the kept facts judges what is stale for its
+/// report alone: it tells the count of the operations it names (every stale
+/// one among them), up to that total, and leaves every mark for the owner.
+#[tokio::test]
+async fn a_read_only_login_tells_its_count_of_the_operations_it_judges() {
+    if stores::postgres_skipped().await {
+        return;
+    }
+    let role = stores::LoginRole::create("hf_judging").await;
+    let fresh = stores::fresh(Kind::Postgres).await;
+    fresh
+        .store
+        .ingest(parse(PACKET), IngestMode::Quarantine, "test", now())
+        .await
+        .expect("ingest the demo");
+    assert!(
+        !report_telling(&fresh).await.is_empty(),
+        "kept by the owner"
+    );
+    let database = fresh.database_name().expect("a database").to_owned();
+    fresh
+        .execute(&stores::application_grants(&role.name, &database))
+        .await
+        .expect("the application grants");
+    let url = stores::url_for_login(&fresh.url, &role.name);
+    let login: Arc<dyn Store> = Arc::new(
+        holdfast::store::postgres::PgStore::connect(&url)
+            .await
+            .expect("connect as the login"),
+    );
+    for copy in 0..20 {
+        login
+            .ingest(
+                renamed_demo(&format!("R{copy:02}-")),
+                IngestMode::Quarantine,
+                &role.name,
+                now(),
+            )
+            .await
+            .expect("ingest a copy as the login");
+    }
+    let stale = stale_marks(&fresh).await;
+    assert!(stale > 500, "{stale} stale operations");
+    let told = told_by(|progress| async move {
+        let report = login
+            .kept_report(&Scope::Every, now(), &progress)
+            .await
+            .expect("the login's report");
+        assert!(
+            report.is_some(),
+            "the login's report comes from the kept facts"
+        );
+    })
+    .await;
+    let total = told.first().map_or(0, |j| j.total);
+    assert!(total >= stale, "{total} named, {stale} stale");
+    counts_up_to(&told, total);
+    assert_eq!(stale_marks(&fresh).await, stale, "the login wrote no fact");
+}
