@@ -49,12 +49,22 @@ pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
 }
 
 /// One judging line on stderr: rewritten in place on a terminal (the last
-/// one left standing), one line each otherwise.
+/// one left standing), its figures alone when the words do not fit and cut
+/// to the width so that it never wraps (a wrapped line is not rewritten
+/// whole); one line each otherwise.
 fn judging_line(judging: Judging, terminal: bool) {
     let done = judging.judged >= judging.total;
     let mut err = std::io::stderr().lock();
     let _ = if terminal {
-        write!(err, "\r{judging}\x1b[K{}", if done { "\n" } else { "" })
+        let room = crossterm::terminal::size()
+            .map_or(usize::MAX, |(w, _)| usize::from(w))
+            .saturating_sub(1);
+        let mut text = judging.to_string();
+        if text.chars().count() > room {
+            text = format!("judging {}", judging.figures());
+        }
+        let text: String = text.chars().take(room).collect();
+        write!(err, "\r{text}\x1b[K{}", if done { "\n" } else { "" })
     } else {
         writeln!(err, "{judging}")
     };
