@@ -19,16 +19,34 @@ fn now() -> DateTime<Utc> {
     parse_instant("2026-09-05T12:00:00Z").expect("a test instant")
 }
 
-/// How many operations the triggers marked stale.
-async fn stale_marks(fresh: &Fresh) -> u64 {
-    let sql = "SELECT count(*) FROM metric_stale";
+/// The count `sql` reads, as the owner.
+async fn counted(fresh: &Fresh, sql: &str) -> u64 {
+    let sql = sqlx::AssertSqlSafe(sql.to_owned());
     let n: i64 = match (&fresh.sqlite, &fresh.postgres) {
         (Some(s), _) => sqlx::query_scalar(sql).fetch_one(s.pool()).await,
         (_, Some(p)) => sqlx::query_scalar(sql).fetch_one(p.pool()).await,
         (None, None) => unreachable!("a fresh store has one backend"),
     }
-    .expect("count the stale marks");
+    .expect("a count");
     u64::try_from(n).expect("a count")
+}
+
+/// How many operations the triggers marked stale.
+async fn stale_marks(fresh: &Fresh) -> u64 {
+    counted(fresh, "SELECT count(*) FROM metric_stale").await
+}
+
+/// How many kept facts no longer hold at `at`.
+async fn due_facts(fresh: &Fresh, at: DateTime<Utc>) -> u64 {
+    let ms = at.timestamp_millis();
+    counted(
+        fresh,
+        &format!(
+            "SELECT count(*) FROM metric_facts WHERE (stale_ms IS NOT NULL AND stale_ms <= {ms}) \
+             OR (valid_ms IS NOT NULL AND valid_ms > {ms})"
+        ),
+    )
+    .await
 }
 
 /// Every count `judge` tells `progress` (as a watcher running beside it saw
@@ -50,10 +68,15 @@ async fn told_by<F: Future>(judge: impl FnOnce(Progress) -> F) -> Vec<Judging> {
 
 /// The kept report at `now`, with every count it told.
 async fn report_telling(fresh: &Fresh) -> Vec<Judging> {
+    report_at(fresh, now()).await
+}
+
+/// The kept report at `at`, with every count it told.
+async fn report_at(fresh: &Fresh, at: DateTime<Utc>) -> Vec<Judging> {
     told_by(|progress| async move {
         let report = fresh
             .store
-            .kept_report(&Scope::Every, now(), &progress)
+            .kept_report(&Scope::Every, at, &progress)
             .await
             .expect("the kept report");
         assert!(report.is_some(), "the report comes from the kept facts");
@@ -106,6 +129,12 @@ async fn judging_counts_up_to_every_stale_operation(kind: Kind) {
         again.is_empty(),
         "nothing to judge tells nothing: {again:?}"
     );
+
+    // A day and more later, the facts a time in their records ends are due.
+    let later = now() + chrono::Duration::hours(30);
+    let due = due_facts(&fresh, later).await;
+    assert!(due > 0, "no fact is due a day later");
+    counts_up_to(&report_at(&fresh, later).await, due);
 
     // Judged page by page (where the kept facts cannot give the report), the
     // count is of every operation in scope.

@@ -200,16 +200,20 @@ shared! {
         }
 
         /// How many operations [`Self::refresh_metric_facts`] walks at `now`,
-        /// counted before it starts: those marked stale, and those whose facts
-        /// no longer hold at `now` ([`DUE`]).
+        /// counted before it starts: those marked stale, and the others whose
+        /// facts no longer hold at `now` ([`DUE`]). A due one judged earlier
+        /// as a stale one's relative is not walked again; the walk's end
+        /// counts it judged ([`crate::store::judging`]).
         async fn count_to_judge(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
-            let row = sqlx::query(
+            let unmarked = "NOT EXISTS (SELECT 1 FROM metric_stale s \
+                            WHERE s.operation = metric_facts.operation)";
+            let row = sqlx::query(AssertSqlSafe(format!(
                 "SELECT (SELECT count(*) FROM metric_stale) AS stale, \
                  (SELECT count(*) FROM metric_facts WHERE stale_ms IS NOT NULL \
-                    AND stale_ms <= $1) AS past, \
+                    AND stale_ms <= $1 AND {unmarked}) AS past, \
                  (SELECT count(*) FROM metric_facts WHERE valid_ms IS NOT NULL \
-                    AND valid_ms > $1) AS early",
-            )
+                    AND valid_ms > $1 AND {unmarked}) AS early"
+            )))
             .bind(now.timestamp_millis())
             .fetch_one(&self.pool)
             .await
