@@ -8,9 +8,11 @@
 use crate::support;
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use chrono::{DateTime, Utc};
 use holdfast::core::clock::parse_instant;
+use holdfast::store::judging::telling;
 use holdfast::store::{IngestMode, Judging, OperationFilter, Progress, Scope, Store};
 use support::packets::{PACKET, parse, renamed_demo};
 use support::stores::{self, Fresh, Kind};
@@ -49,21 +51,12 @@ async fn due_facts(fresh: &Fresh, at: DateTime<Utc>) -> u64 {
     .await
 }
 
-/// Every count `judge` tells `progress` (as a watcher running beside it saw
-/// them), once it is done.
+/// Every count `judge` tells its progress, as the surfaces hear it
+/// ([`telling`]) with no pause asked between two.
 async fn told_by<F: Future>(judge: impl FnOnce(Progress) -> F) -> Vec<Judging> {
-    let progress = Progress::default();
-    let mut seen = progress.subscribe();
-    let watcher = tokio::spawn(async move {
-        let mut told = Vec::new();
-        while seen.changed().await.is_ok() {
-            told.extend(*seen.borrow_and_update());
-        }
-        told
-    });
-    // `judge` drops the progress when done, which ends the watcher.
-    judge(progress).await;
-    watcher.await.expect("the watcher ends with the judging")
+    let mut told = Vec::new();
+    telling(Duration::ZERO, |judging| told.push(judging), judge).await;
+    told
 }
 
 /// The kept report at `now`, with every count it told.

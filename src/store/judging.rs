@@ -152,6 +152,23 @@ pub async fn follow(
     }
 }
 
+/// Runs `judge` with a [`Progress`] of its own, handing `tell` what it tells
+/// as [`follow`] paces it (at most every `every`), and answers what `judge`
+/// answers once it is done. `judge` owns the progress: dropping it when done
+/// ends the following.
+pub async fn telling<T, F>(
+    every: Duration,
+    tell: impl FnMut(Judging),
+    judge: impl FnOnce(Progress) -> F,
+) -> T
+where
+    F: Future<Output = T>,
+{
+    let progress = Progress::default();
+    let seen = progress.subscribe();
+    tokio::join!(judge(progress), follow(seen, every, tell)).0
+}
+
 /// The count of one judging call, told on its [`Progress`] as it moves.
 pub(crate) struct Meter<'a> {
     progress: &'a Progress,

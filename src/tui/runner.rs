@@ -21,7 +21,7 @@ use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
 use crate::core::model::State;
 use crate::review;
-use crate::store::judging::follow;
+use crate::store::judging::telling;
 use crate::store::{OperationFilter, Progress, Session, StoreError};
 
 /// How often the watcher reports the time (and the live status with it).
@@ -345,20 +345,17 @@ async fn metrics_telling(
     now: chrono::DateTime<chrono::Utc>,
     tx: &UnboundedSender<Message>,
 ) -> Message {
-    let progress = Progress::default();
     let told = tx.clone();
-    let shown = follow(progress.subscribe(), JUDGING_EVERY, move |progress| {
+    let tell = move |progress| {
         let _ = told.send(Message::Judging {
             generation,
             progress,
         });
-    });
-    let computed = async {
-        // Dropped once the report is computed, which ends `shown`.
-        let progress = progress;
-        metrics(session, generation, now, &progress).await
     };
-    tokio::join!(computed, shown).0
+    telling(JUDGING_EVERY, tell, |progress| async move {
+        metrics(session, generation, now, &progress).await
+    })
+    .await
 }
 
 /// Reads the marked operations one at a time and hands each to `each`, which

@@ -8,7 +8,7 @@ use std::time::Duration;
 use crate::cli::{Context, exit};
 use crate::core::metrics::text::render;
 use crate::core::metrics::{Disposition, Report};
-use crate::store::judging::{Judging, Progress, follow};
+use crate::store::judging::{Judging, telling};
 
 /// How often the judging line is rewritten on a terminal.
 const ON_A_TERMINAL: Duration = Duration::from_millis(250);
@@ -22,19 +22,14 @@ const TO_A_LOG: Duration = Duration::from_secs(5);
 pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let progress = Progress::default();
     let terminal = std::io::stderr().is_terminal();
     let every = if terminal { ON_A_TERMINAL } else { TO_A_LOG };
-    let shown = follow(progress.subscribe(), every, move |judging| {
-        judging_line(judging, terminal);
-    });
-    let computed = async {
-        // Dropped once the report is computed, which ends `shown`.
-        let progress = progress;
-        crate::report::compute(&session, ctx.now(), &progress).await
-    };
-    let (report, ()) = tokio::join!(computed, shown);
-    let report = report?;
+    let tell = move |judging| judging_line(judging, terminal);
+    let seen = &session;
+    let report = telling(every, tell, |progress| async move {
+        crate::report::compute(seen, ctx.now(), &progress).await
+    })
+    .await?;
     super::warn_skipped(&session);
     if json {
         println!("{}", crate::cli::json::pretty(&report)?);
