@@ -32,7 +32,7 @@ use std::path::{Path, PathBuf};
 use chrono::{DateTime, Utc};
 use serde::Serialize;
 
-use crate::core::names::count;
+use crate::core::names::{count, grouped};
 use crate::store::plan::chunk::{Batcher, Reach};
 use crate::store::plan::ingest::{own_operation, withheld_reason};
 use crate::store::plan::redaction::{self, Redacted};
@@ -259,23 +259,10 @@ impl Refusals {
     pub fn by_rule_text(&self) -> String {
         self.by_rule
             .iter()
-            .map(|r| format!("{} {}", r.rule, group(r.count)))
+            .map(|r| format!("{} {}", r.rule, grouped(r.count)))
             .collect::<Vec<_>>()
             .join(", ")
     }
-}
-
-/// `n` with thousands separated by commas.
-fn group(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i).is_multiple_of(3) {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
 }
 
 /// Where refusals go as they are found: held until every refusal of an

@@ -22,7 +22,7 @@ use std::collections::BTreeSet;
 use chrono::{DateTime, Utc};
 
 use crate::core::metrics::{self, Report, Tally};
-use crate::store::{Scope, Session, StoreError};
+use crate::store::{OperationFilter, Progress, Scope, Session, StoreError};
 
 /// Operations judged per page.
 pub const PAGE: u64 = 1000;
@@ -30,15 +30,21 @@ pub const PAGE: u64 = 1000;
 /// The report over what `session` may see, at `now`: the real tenants' only,
 /// never the operations a drill put into a store of theirs (its own tenant,
 /// [`crate::drill::DRILL_TENANT`]) unless that tenant is all the session sees.
-pub async fn compute(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    compute_kept(&without_drill(session).await?, now).await
+/// `progress` is told how far judging what the store has not judged yet has
+/// got ([`compute_kept`]).
+pub async fn compute(
+    session: &Session,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> Result<Report, StoreError> {
+    compute_kept(&without_drill(session).await?, now, progress).await
 }
 
 /// `session` without the drill's tenant, when it sees operations there and
 /// other tenants besides; `session` as it is otherwise.
 pub async fn without_drill(session: &Session) -> Result<Session, StoreError> {
     let drill = crate::drill::DRILL_TENANT;
-    let in_drill = crate::store::OperationFilter {
+    let in_drill = OperationFilter {
         tenants: vec![drill.to_owned()],
         ..Default::default()
     };
@@ -62,18 +68,23 @@ pub async fn without_drill(session: &Session) -> Result<Session, StoreError> {
 /// the store keeps per operation ([`Session::kept_report`]): sums and the
 /// first rows of each list, after judging what was written since (a login
 /// that may only read the kept facts judges it for this report alone, without
-/// writing it). Where the kept facts cannot give it (a scope with a relative
-/// outside it, or more unkept operations than a report judges in memory), the
-/// store is judged page by page ([`compute_in`]).
-pub async fn compute_kept(session: &Session, now: DateTime<Utc>) -> Result<Report, StoreError> {
-    match session.kept_report(now).await {
+/// writing it), telling `progress` how many of those are judged. Where the
+/// kept facts cannot give it (a scope with a relative outside it, or more
+/// unkept operations than a report judges in memory), the store is judged
+/// page by page ([`compute_paged`]), `progress` told how far.
+pub async fn compute_kept(
+    session: &Session,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> Result<Report, StoreError> {
+    match session.kept_report(now, progress).await {
         Ok(Some(report)) => return Ok(report),
         Ok(None) => {}
         Err(error) => {
             tracing::warn!(%error, "the kept metric facts could not be read; judging page by page");
         }
     }
-    compute_in(session, now, PAGE).await
+    compute_paged(session, now, PAGE, progress).await
 }
 
 /// The report over the operations in `session`'s scope at `now`, judged in
@@ -83,7 +94,19 @@ pub async fn compute_in(
     now: DateTime<Utc>,
     page: u64,
 ) -> Result<Report, StoreError> {
+    compute_paged(session, now, page, &Progress::default()).await
+}
+
+/// [`compute_in`], telling `progress` how many of the operations in scope
+/// (counted before the first page) are judged as each page is.
+pub async fn compute_paged(
+    session: &Session,
+    now: DateTime<Utc>,
+    page: u64,
+    progress: &Progress,
+) -> Result<Report, StoreError> {
     let contracts = session.contracts().await?;
+    let mut meter = progress.start(session.count(&OperationFilter::default()).await?);
     let mut tally = Tally::default();
     let mut after = None;
     loop {
@@ -94,9 +117,12 @@ pub async fn compute_in(
             break;
         };
         let judged: BTreeSet<_> = ids.into_iter().collect();
+        let count = u64::try_from(judged.len()).unwrap_or(u64::MAX);
         tally.add(metrics::page_facts(&data, judged, now));
+        meter.add(count);
         after = Some(last);
     }
+    meter.finish();
     Ok(tally.finish(now))
 }
 
@@ -112,7 +138,7 @@ pub async fn kept_facts_differ(
     now: DateTime<Utc>,
 ) -> Result<Option<String>, StoreError> {
     let whole = session.walking().await?;
-    let kept = compute_kept(&whole, now).await?;
+    let kept = compute_kept(&whole, now, &Progress::default()).await?;
     let judged = compute_in(&whole, now, PAGE).await?;
     if kept == judged {
         return Ok(None);

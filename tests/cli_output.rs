@@ -246,3 +246,38 @@ fn commands_on_the_demo_store_read_the_demo_clock_unless_now_says_otherwise() {
     let (later, _) = run(&["--db", demo, "--now", "2026-09-05T12:40:00Z", "list"]);
     assert!(row(&later).contains("2h38m"), "--now wins: {later}");
 }
+
+/// `report` on a store with operations it has not judged yet says how far
+/// judging has got on stderr (plain lines, stderr being no terminal here),
+/// from the first count to the last; stdout holds the report alone, the same
+/// as once nothing is left to judge, when stderr says nothing.
+#[test]
+fn report_tells_how_far_judging_has_got_on_stderr_only() {
+    for args in [&["report"][..], &["report", "--json"]] {
+        let demo = Cli::demo();
+        let judging = demo.run_at("2026-09-05T11:40:00Z", "ana", args);
+        let lines: Vec<&str> = judging.stderr.lines().collect();
+        let prefix = "Judging the operations the store has not judged yet: ";
+        assert!(
+            !lines.is_empty() && lines.iter().all(|l| l.starts_with(prefix)),
+            "{}",
+            judging.stderr
+        );
+        assert!(
+            lines[0].starts_with(&format!("{prefix}0 of ")),
+            "{}",
+            judging.stderr
+        );
+        let last = lines[lines.len() - 1].trim_start_matches(prefix);
+        let (judged, rest) = last.split_once(" of ").expect("judged of total");
+        let total = rest.split_whitespace().next().expect("a total");
+        assert_eq!(judged, total, "{last}");
+        assert!(rest.contains("(100.0%)"), "{last}");
+        assert!(!judging.stdout.contains("Judging"), "{}", judging.stdout);
+
+        let judged_already = demo.run_at("2026-09-05T11:40:00Z", "ana", args);
+        assert_eq!(judged_already.stderr, "", "nothing left to judge");
+        assert_eq!(judging.stdout, judged_already.stdout, "{args:?}");
+        assert_eq!(judging.code, judged_already.code);
+    }
+}

@@ -801,7 +801,9 @@ async fn a_drill_in_its_own_tenant_leaves_the_real_tenants_report_unchanged_on_b
             fresh.store.clone(),
             holdfast::core::rules::Actor::local("test", None),
         );
-        let before = holdfast::report::compute_kept(&session, now).await.unwrap();
+        let before = holdfast::report::compute_kept(&session, now, &Default::default())
+            .await
+            .unwrap();
         let real = holdfast::report::without_drill(&session).await.unwrap();
         assert_eq!(real.scope(), &Scope::Every, "{kind:?}: no drill tenant yet");
         let (foreign, _) = drill::foreign_operation(store).await.unwrap().unwrap();
@@ -821,7 +823,9 @@ async fn a_drill_in_its_own_tenant_leaves_the_real_tenants_report_unchanged_on_b
             matches!(scope, Scope::Tenants(t) if !t.iter().any(|t| t == drill::DRILL_TENANT) && !t.is_empty()),
             "{kind:?}: {scope:?}"
         );
-        let after = holdfast::report::compute_kept(&real, now).await.unwrap();
+        let after = holdfast::report::compute_kept(&real, now, &Default::default())
+            .await
+            .unwrap();
         assert_eq!(
             serde_json::to_value(&after).unwrap(),
             serde_json::to_value(&before).unwrap(),

@@ -143,7 +143,11 @@ async fn postgres_plans(fresh: &Fresh) {
 /// explained.
 async fn kept_reads_use_an_index(kind: Kind) {
     let fresh = loaded(kind).await;
-    let judged = fresh.store.refresh_facts(now()).await.unwrap();
+    let judged = fresh
+        .store
+        .refresh_facts(now(), &Default::default())
+        .await
+        .unwrap();
     assert!(judged > 0, "the fixture's operations were judged");
     match kind {
         Kind::Sqlite => sqlite_plans(&fresh).await,

@@ -18,9 +18,8 @@ use holdfast::core::model::State;
 use holdfast::core::rules::{Action, Rationale, decide};
 use holdfast::store::{Commit, IngestMode, Scope, Store};
 use holdfast::wire::Numbered;
-use serde_json::Value;
 use sqlx::Connection;
-use support::packets::{PACKET, TENANTS, cut, generate, parse, rename};
+use support::packets::{TENANTS, cut, generate, renamed_demo};
 use support::stores::{self, Fresh, Kind, application_grants};
 
 fn instant(text: &str) -> DateTime<Utc> {
@@ -48,9 +47,10 @@ async fn kept_agrees(
     now: DateTime<Utc>,
     what: &str,
 ) -> Report {
-    let kept = holdfast::report::compute_kept(&stores::session_in(store, scope), now)
-        .await
-        .expect("kept report");
+    let kept =
+        holdfast::report::compute_kept(&stores::session_in(store, scope), now, &Default::default())
+            .await
+            .expect("kept report");
     let data = store.dataset(scope).await.expect("dataset");
     let whole = cut(report(&data, now));
     assert_eq!(
@@ -63,7 +63,7 @@ async fn kept_agrees(
 /// Whether the store gave the report from its kept facts (not page by page).
 async fn from_kept_facts(store: &dyn Store, scope: &Scope, now: DateTime<Utc>) -> bool {
     store
-        .kept_report(scope, now)
+        .kept_report(scope, now, &Default::default())
         .await
         .expect("kept report")
         .is_some()
@@ -102,20 +102,6 @@ async fn store_of(kind: Kind, records: Vec<Numbered>) -> Fresh {
 async fn generated(kind: Kind, seed: u64) {
     let fresh = store_of(kind, generate(seed)).await;
     agrees_everywhere(&fresh.store, &format!("seed {seed}")).await;
-}
-
-/// The demo packet's operations again under new ids, each record renamed.
-fn renamed_demo(prefix: &str) -> Vec<Numbered> {
-    let lines: Vec<String> = PACKET
-        .lines()
-        .filter(|l| !l.contains(r#""type":"contract""#))
-        .map(|line| {
-            let mut record: Value = serde_json::from_str(line).expect("a demo line is JSON");
-            rename(&mut record, prefix, None);
-            record.to_string()
-        })
-        .collect();
-    parse(&lines.join("\n"))
 }
 
 /// A reviewer's move of the first demo operation the rules let be blocked.

@@ -87,7 +87,7 @@ const DEMO: &[(&str, &str, &str, u32, u32, u32, &str)] = &[
 /// page by page (three operations a page, so groups fold across pages).
 async fn report_at(store: &Arc<dyn Store>, now: DateTime<Utc>) -> Report {
     let session = stores::session_in(store, &Scope::Every);
-    let kept = holdfast::report::compute_kept(&session, now)
+    let kept = holdfast::report::compute_kept(&session, now, &Default::default())
         .await
         .expect("kept report");
     let paged = holdfast::report::compute_in(&session, now, 3)

@@ -26,6 +26,7 @@ mod gateway;
 mod ingest;
 mod ingest_door;
 mod ingest_plans;
+mod judging_progress;
 mod lookup_http;
 mod lookup_store;
 mod metric_plans;

@@ -786,14 +786,17 @@ async fn a_changed_tenant_or_queue_flag_is_named(kind: Kind) {
 
 async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
     let fresh = loaded(kind).await;
-    let before =
-        holdfast::report::compute_kept(&stores::session_in(&fresh.store, &Scope::Every), now())
+    let whole = stores::session_in(&fresh.store, &Scope::Every);
+    let kept = async || {
+        holdfast::report::compute_kept(&whole, now(), &Default::default())
             .await
-            .unwrap();
+            .unwrap()
+    };
+    let before = kept().await;
     assert!(
         fresh
             .store
-            .kept_report(&Scope::Every, now())
+            .kept_report(&Scope::Every, now(), &Default::default())
             .await
             .unwrap()
             .is_some(),
@@ -815,16 +818,13 @@ async fn emptied_metric_facts_are_named_and_never_trusted(kind: Kind) {
     assert!(
         fresh
             .store
-            .kept_report(&Scope::Every, now())
+            .kept_report(&Scope::Every, now(), &Default::default())
             .await
             .unwrap()
             .is_none(),
         "facts that do not cover every operation are not read"
     );
-    let after =
-        holdfast::report::compute_kept(&stores::session_in(&fresh.store, &Scope::Every), now())
-            .await
-            .unwrap();
+    let after = kept().await;
     assert_eq!(after.release.disposition, before.release.disposition);
     assert_ne!(
         after.release.disposition,

@@ -8,12 +8,14 @@
 
 use crate::support;
 
-use crossterm::event::KeyCode;
-use holdfast::console::app::Page;
+use std::time::Duration;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use holdfast::console::app::{Effect, Message, Page};
 use holdfast::console::layout::Pane;
 use holdfast::console::metrics_tab::MetricsFocus;
 use holdfast::core::metrics::MetricId;
-use holdfast::store::Link;
+use holdfast::store::{Judging, Link};
 use support::console::{DEMO, Harness, demo_now, ingest};
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (200, 50)];
@@ -30,6 +32,60 @@ async fn snapshots_of_the_metrics_and_audit_tabs_of_the_demo() {
         h.key(KeyCode::Char('4')).await;
         insta::assert_snapshot!(format!("audit_{size}"), h.render());
     }
+}
+
+/// While the report is computed, the tab shows how far the store's judging
+/// has got, as the runner hears it; the other tabs answer meanwhile, and the
+/// report replaces the count once it comes.
+#[tokio::test]
+async fn the_metrics_tab_shows_how_far_judging_has_got_until_the_report_comes() {
+    let mut h = Harness::at(DEMO, demo_now(), 160, 30).await;
+    let asked = h.app.update(Message::Key(KeyEvent::new(
+        KeyCode::Char('3'),
+        KeyModifiers::NONE,
+    )));
+    let generation = asked
+        .iter()
+        .find_map(|effect| match effect {
+            Effect::Metrics { generation, .. } => Some(*generation),
+            _ => None,
+        })
+        .expect("the tab asks for its report");
+    let judging = |judged| Judging {
+        judged,
+        total: 200_000,
+        elapsed: Duration::from_millis(5_187),
+    };
+    h.send(Message::Judging {
+        generation,
+        progress: judging(12_500),
+    })
+    .await;
+    let screen = h.screen();
+    assert!(
+        screen.contains(
+            "Judging the operations the store has not judged yet: 12,500 of 200,000 (6.2%) \
+             · 2,410/s · about 1m18s left"
+        ),
+        "{screen}"
+    );
+    insta::assert_snapshot!("metrics_judging_160x30", h.render());
+
+    h.key(KeyCode::Char('4')).await;
+    assert_eq!(h.app.page, Page::Audit, "another tab answers while judging");
+    h.key(KeyCode::Char('3')).await;
+    assert_eq!(h.app.page, Page::Metrics);
+    assert!(h.app.metrics.report.is_some(), "the newer request answered");
+    // The first request was replaced: what it still tells is dropped.
+    h.send(Message::Judging {
+        generation,
+        progress: judging(25_000),
+    })
+    .await;
+    h.settle(asked).await;
+    let screen = h.screen();
+    assert!(!screen.contains("Judging"), "{screen}");
+    assert!(screen.contains("logical operations"), "{screen}");
 }
 
 #[tokio::test]

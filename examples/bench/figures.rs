@@ -276,8 +276,13 @@ pub async fn header_counts(bench: &Bench, floor: Duration) -> anyhow::Result<Row
 pub async fn judge_facts(bench: &Bench) -> Row {
     memory::reset_peak();
     let start = Instant::now();
-    let done =
-        tokio::time::timeout(LIMIT * 10, bench.session.refresh_facts(bench.options.now)).await;
+    let done = tokio::time::timeout(
+        LIMIT * 10,
+        bench
+            .session
+            .refresh_facts(bench.options.now, &Default::default()),
+    )
+    .await;
     let (took, judged) = match &done {
         Ok(Ok(n)) => (Took::In(start.elapsed()), *n),
         _ => (Took::Unfinished, 0),
@@ -326,7 +331,11 @@ pub async fn report(bench: &Bench) -> Row {
     memory::reset_peak();
     let start = Instant::now();
     let now = bench.options.now;
-    let done = tokio::time::timeout(LIMIT, holdfast::report::compute(&bench.session, now)).await;
+    let done = tokio::time::timeout(
+        LIMIT,
+        holdfast::report::compute(&bench.session, now, &Default::default()),
+    )
+    .await;
     let took = match &done {
         Ok(Ok(_)) => Took::In(start.elapsed()),
         _ => Took::Unfinished,

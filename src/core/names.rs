@@ -1,6 +1,6 @@
 //! Names as a tired reviewer types and reads them: the nearest known name to a
 //! near miss, for "did you mean" hints on ids, actions and enumerations alike, and
-//! a count with its noun in the right number, and a tool's action when one is
+//! a count with its noun in the right number or its thousands grouped, and a tool's action when one is
 //! known.
 
 /// `1 line`, `3 lines`, `1 status query`: a count with its noun in the right number.
@@ -10,6 +10,19 @@ pub fn count<N: std::fmt::Display + PartialEq + From<u8>>(n: N, one: &str, many:
     } else {
         format!("{n} {many}")
     }
+}
+
+/// `12500` as `12,500`: a count with its thousands separated by commas.
+pub fn grouped(n: u64) -> String {
+    let digits = n.to_string();
+    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The action of a call of `tool`, for display: `None` when `action` only

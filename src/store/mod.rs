@@ -4,6 +4,7 @@
 pub mod chain;
 pub mod engine;
 pub mod ingest_sql;
+pub mod judging;
 pub mod metric_sql;
 pub mod pages;
 pub mod plan;
@@ -15,6 +16,7 @@ pub mod sqlite;
 pub mod work;
 
 pub use engine::Create;
+pub use judging::{Judging, Progress};
 pub use plan::{copy, filter};
 pub use session::Session;
 pub use work::{Completion, WorkClaim, WorkStep};
@@ -507,18 +509,20 @@ macro_rules! store_calls {
             /// The report over `scope` at `now` from the facts kept per
             /// operation, after judging the operations written since they were
             /// kept (and those with a time in their records between `now` and the
-            /// instant they were judged at); `None` when the scope leaves out a
-            /// relative of an operation in it, and the report is judged page by
-            /// page.
-            scoped fn kept_report(scope: &Scope, now: DateTime<Utc>)
+            /// instant they were judged at), telling `progress` how far the
+            /// judging has got; `None` when the scope leaves out a relative of an
+            /// operation in it, and the report is judged page by page.
+            scoped fn kept_report(scope: &Scope, now: DateTime<Utc>, progress: &Progress)
                 -> Option<crate::core::metrics::Report> = read_metric_report;
 
             /// Judges every operation whose kept facts are stale at `now` (written
-            /// since they were judged, or never judged), with its relatives;
-            /// returns how many operations were judged. The facts are a cache of
-            /// the records, kept for every tenant alike; a report does it first,
-            /// and after a large ingest the first one judges the whole store.
-            whole fn refresh_facts(now: DateTime<Utc>) -> u64 = refresh_metric_facts;
+            /// since they were judged, or never judged), with its relatives,
+            /// telling `progress` how far it has got; returns how many operations
+            /// were judged. The facts are a cache of the records, kept for every
+            /// tenant alike; a report does it first, and after a large ingest the
+            /// first one judges the whole store.
+            whole fn refresh_facts(now: DateTime<Utc>, progress: &Progress) -> u64
+                = refresh_metric_facts;
 
             /// The database login this store is connected as (PostgreSQL's
             /// `session_user`), which is the acting identity there; `None` for a

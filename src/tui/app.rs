@@ -172,6 +172,10 @@ impl App {
             Message::Metrics { generation, result } => {
                 self.answer(generation, Answer::Metrics(result))
             }
+            Message::Judging {
+                generation,
+                progress,
+            } => self.answer(generation, Answer::Judging(progress)),
             Message::Audit { generation, result } => self.answer(generation, Answer::Audit(result)),
             Message::Tools { generation, result } => self.answer(generation, Answer::Tools(result)),
             Message::Verified {

@@ -45,6 +45,11 @@ impl<T> Latest<T> {
         self.waiting.take().map(|(_, about)| about)
     }
 
+    /// Whether the request tagged `generation` is the one in flight.
+    pub fn awaits(&self, generation: u64) -> bool {
+        self.waiting.as_ref().is_some_and(|(g, _)| *g == generation)
+    }
+
     pub fn is_waiting(&self) -> bool {
         self.waiting.is_some()
     }

@@ -21,7 +21,7 @@ use crate::core::metrics::Report;
 use crate::core::rules::{Action, Rationale};
 use crate::core::triage::TriageLine;
 use crate::review::Planned;
-use crate::store::{Live, OperationFilter};
+use crate::store::{Judging, Live, OperationFilter};
 use crate::tools::ToolInventory;
 
 /// Which screen asked for an effect, and which of its requests it is: the
@@ -46,6 +46,8 @@ pub enum Answer {
     Loaded(Result<Box<OperationDetail>, String>),
     /// The metrics report ([`Message::Metrics`]).
     Metrics(Result<Box<Report>, String>),
+    /// How far the report asked for has got judging ([`Message::Judging`]).
+    Judging(Judging),
     /// A page of audit rows ([`Message::Audit`]).
     Audit(Result<Box<AuditPage>, String>),
     /// Every tool with its inventory ([`Message::Tools`]).
@@ -87,6 +89,10 @@ pub enum Message {
         generation: Tag,
         result: Result<Box<Report>, String>,
     },
+    /// How far the report asked for by the request tagged `generation` has
+    /// got judging the operations the store has not judged yet (sent while it
+    /// is computed, before [`Message::Metrics`]).
+    Judging { generation: Tag, progress: Judging },
     /// One page of audit rows, answering the request tagged `generation`.
     Audit {
         generation: Tag,

@@ -14,16 +14,21 @@ use tokio::task::JoinHandle;
 
 use super::app::{Effect, Message};
 use super::audit_tab::{AUDIT_PAGE, AuditPage};
+use super::message::Tag;
 use super::queue::{ListQuery, Listing};
 use super::review::Verdict;
 use super::screens::lookup::LookupShown;
 use crate::core::clock::Clock;
 use crate::core::model::State;
 use crate::review;
-use crate::store::{OperationFilter, Session, StoreError};
+use crate::store::judging::telling;
+use crate::store::{OperationFilter, Progress, Session, StoreError};
 
 /// How often the watcher reports the time (and the live status with it).
 pub(crate) const POLL_EVERY: Duration = Duration::from_millis(500);
+
+/// How often, at most, the metrics tab hears how far judging has got.
+const JUDGING_EVERY: Duration = Duration::from_millis(250);
 
 /// One page of the audit rows the session may see (G7), newest first: the
 /// newest, or those below `before`. The chain's status is not read here: the
@@ -151,17 +156,7 @@ pub async fn perform_with(
             })
         }
         Effect::Metrics { generation, now } => {
-            let result = crate::report::compute(session, *now)
-                .await
-                .map(Box::new)
-                .map_err(|e| {
-                    tracing::warn!(error = %e, "computing the metrics failed");
-                    e.to_string()
-                });
-            Some(Message::Metrics {
-                generation: *generation,
-                result,
-            })
+            Some(metrics(session, *generation, *now, &Progress::default()).await)
         }
         Effect::Audit { generation, before } => {
             let result = audit_page(session, *before)
@@ -323,6 +318,46 @@ pub async fn perform_with(
     }
 }
 
+/// The metrics report over `session`'s operations at `now`, answering the
+/// request tagged `generation`; `progress` is told how far judging what the
+/// store has not judged yet has got.
+async fn metrics(
+    session: &Session,
+    generation: Tag,
+    now: chrono::DateTime<chrono::Utc>,
+    progress: &Progress,
+) -> Message {
+    let result = crate::report::compute(session, now, progress)
+        .await
+        .map(Box::new)
+        .map_err(|e| {
+            tracing::warn!(error = %e, "computing the metrics failed");
+            e.to_string()
+        });
+    Message::Metrics { generation, result }
+}
+
+/// Runs [`Effect::Metrics`], sending [`Message::Judging`] into `tx` while the
+/// store judges (at most every [`JUDGING_EVERY`]), then the report.
+async fn metrics_telling(
+    session: &Session,
+    generation: Tag,
+    now: chrono::DateTime<chrono::Utc>,
+    tx: &UnboundedSender<Message>,
+) -> Message {
+    let told = tx.clone();
+    let tell = move |progress| {
+        let _ = told.send(Message::Judging {
+            generation,
+            progress,
+        });
+    };
+    telling(JUDGING_EVERY, tell, |progress| async move {
+        metrics(session, generation, now, &progress).await
+    })
+    .await
+}
+
 /// Reads the marked operations one at a time and hands each to `each`, which
 /// keeps what it needs of it (the detail is dropped then). Answers the ones
 /// that cannot be read (gone, or no longer visible) and why, or the store's
@@ -432,7 +467,13 @@ impl Runner {
         let lookups = Arc::clone(&self.lookups);
         let tx = self.tx.clone();
         tokio::spawn(async move {
-            if let Some(message) = perform_with(&session, &lookups, &effect).await {
+            let message = match &effect {
+                Effect::Metrics { generation, now } => {
+                    Some(metrics_telling(&session, *generation, *now, &tx).await)
+                }
+                _ => perform_with(&session, &lookups, &effect).await,
+            };
+            if let Some(message) = message {
                 let _ = tx.send(message);
             }
         });

@@ -30,6 +30,20 @@ impl Rng {
 /// The fields that name an operation, attempt or observation.
 const ID_FIELDS: [&str; 5] = ["id", "operation", "parent", "depends_on", "evidence"];
 
+/// The demo packet's operations again under new ids, each record renamed.
+pub fn renamed_demo(prefix: &str) -> Vec<Numbered> {
+    let lines: Vec<String> = PACKET
+        .lines()
+        .filter(|l| !l.contains(r#""type":"contract""#))
+        .map(|line| {
+            let mut record: Value = serde_json::from_str(line).expect("a demo line is JSON");
+            rename(&mut record, prefix, None);
+            record.to_string()
+        })
+        .collect();
+    parse(&lines.join("\n"))
+}
+
 /// Prefixes every id `record` names with `prefix`, so copies never collide.
 pub fn rename(value: &mut Value, prefix: &str, key: Option<&str>) {
     match value {

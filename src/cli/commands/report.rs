@@ -2,16 +2,34 @@
 //! release disposition with its vetoes, and the operational figures — as a table
 //! to read or, with `--json`, as one object for scripts.
 
+use std::io::{IsTerminal, Write};
+use std::time::Duration;
+
 use crate::cli::{Context, exit};
 use crate::core::metrics::text::render;
 use crate::core::metrics::{Disposition, Report};
+use crate::store::judging::{Judging, telling};
+
+/// How often the judging line is rewritten on a terminal.
+const ON_A_TERMINAL: Duration = Duration::from_millis(250);
+
+/// How often a judging line is written to stderr that is no terminal (a log).
+const TO_A_LOG: Duration = Duration::from_secs(5);
 
 /// Computes the report over the tenants the acting identity sees (the whole store
-/// in single-user mode, G7) at the context's clock and prints it.
+/// in single-user mode, G7) at the context's clock and prints it. While the
+/// store judges what it has not judged yet, how far it has got goes to stderr.
 pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let report = crate::report::compute(&session, ctx.now()).await?;
+    let terminal = std::io::stderr().is_terminal();
+    let every = if terminal { ON_A_TERMINAL } else { TO_A_LOG };
+    let tell = move |judging| judging_line(judging, terminal);
+    let seen = &session;
+    let report = telling(every, tell, |progress| async move {
+        crate::report::compute(seen, ctx.now(), &progress).await
+    })
+    .await?;
     super::warn_skipped(&session);
     if json {
         println!("{}", crate::cli::json::pretty(&report)?);
@@ -23,6 +41,29 @@ pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
         );
     }
     Ok(code(&report))
+}
+
+/// One judging line on stderr: rewritten in place on a terminal (the last
+/// one left standing), its figures alone when the words do not fit and cut
+/// to the width so that it never wraps (a wrapped line is not rewritten
+/// whole); one line each otherwise.
+fn judging_line(judging: Judging, terminal: bool) {
+    let done = judging.judged >= judging.total;
+    let mut err = std::io::stderr().lock();
+    let _ = if terminal {
+        let room = crossterm::terminal::size()
+            .map_or(usize::MAX, |(w, _)| usize::from(w))
+            .saturating_sub(1);
+        let mut text = judging.to_string();
+        if text.chars().count() > room {
+            text = format!("judging {}", judging.figures());
+        }
+        let text: String = text.chars().take(room).collect();
+        write!(err, "\r{text}\x1b[K{}", if done { "\n" } else { "" })
+    } else {
+        writeln!(err, "{judging}")
+    };
+    let _ = err.flush();
 }
 
 /// The exit code of a report: a gate that evaluated nothing is not a pass, so a

@@ -26,10 +26,20 @@ use crate::core::metrics::{
 };
 use crate::store::plan::codec;
 use crate::store::sql::{Covering, push_in, push_tenants};
-use crate::store::{Scope, StoreError, metric_sql};
+use crate::store::{Progress, Scope, StoreError, metric_sql};
 
 /// Stale operations judged per page.
 const JUDGE_PAGE: i64 = 500;
+
+/// The operations whose kept facts no longer hold at `$1` (past the earliest
+/// time in their records after the instant they were judged at, or before the
+/// latest at or before it), the first `$2` of each kind.
+const DUE: [&str; 2] = [
+    "SELECT operation FROM metric_facts WHERE stale_ms IS NOT NULL \
+     AND stale_ms <= $1 ORDER BY stale_ms LIMIT $2",
+    "SELECT operation FROM metric_facts WHERE valid_ms IS NOT NULL \
+     AND valid_ms > $1 ORDER BY valid_ms LIMIT $2",
+];
 
 /// Operations named per `IN` list of a relatives query (five lists a query).
 const RELATED_CHUNK: usize = 1000;
@@ -143,15 +153,18 @@ fn parse_ids(ids: &[String]) -> BTreeSet<OperationId> {
 shared! {
     impl {
         /// Judges every operation marked stale, and every one whose facts a
-        /// time in its records may have changed by `now`, with its relatives;
-        /// returns how many operations were judged.
+        /// time in its records may have changed by `now`, with its relatives,
+        /// telling `progress` how many of them are judged as each page is;
+        /// returns how many operations were judged (relatives included).
         pub(super) async fn refresh_metric_facts(
             &self,
             now: DateTime<Utc>,
+            progress: &Progress,
         ) -> Result<u64, StoreError> {
             let contracts = self
                 .all_wires("contracts", None, "tool", codec::contract)
                 .await?;
+            let mut meter = progress.start(self.count_to_judge(now).await?);
             let mut judged = 0;
             let mut after = String::new();
             loop {
@@ -159,15 +172,11 @@ shared! {
                 let Some((last, _)) = marks.last() else { break };
                 after = last.clone();
                 judged += self.judge_batch(&marks, contracts.clone(), now).await?;
+                meter.add(u64::try_from(marks.len()).unwrap_or(u64::MAX));
             }
             // Facts hold between the latest time in their records at or
             // before the instant they were judged at and the earliest after it.
-            for due in [
-                "SELECT operation FROM metric_facts WHERE stale_ms IS NOT NULL \
-                 AND stale_ms <= $1 ORDER BY stale_ms LIMIT $2",
-                "SELECT operation FROM metric_facts WHERE valid_ms IS NOT NULL \
-                 AND valid_ms > $1 ORDER BY valid_ms LIMIT $2",
-            ] {
+            for due in DUE {
                 loop {
                     let rows = sqlx::query(due)
                         .bind(now.timestamp_millis())
@@ -183,9 +192,38 @@ shared! {
                         break;
                     }
                     judged += self.judge_batch(&due, contracts.clone(), now).await?;
+                    meter.add(u64::try_from(due.len()).unwrap_or(u64::MAX));
                 }
             }
+            meter.finish();
             Ok(judged)
+        }
+
+        /// How many operations [`Self::refresh_metric_facts`] walks at `now`,
+        /// counted before it starts: those marked stale, and the others whose
+        /// facts no longer hold at `now` ([`DUE`]). A due one judged earlier
+        /// as a stale one's relative is not walked again; the walk's end
+        /// counts it judged ([`crate::store::judging`]).
+        async fn count_to_judge(&self, now: DateTime<Utc>) -> Result<u64, StoreError> {
+            let unmarked = "NOT EXISTS (SELECT 1 FROM metric_stale s \
+                            WHERE s.operation = metric_facts.operation)";
+            let row = sqlx::query(AssertSqlSafe(format!(
+                "SELECT (SELECT count(*) FROM metric_stale) AS stale, \
+                 (SELECT count(*) FROM metric_facts WHERE stale_ms IS NOT NULL \
+                    AND stale_ms <= $1 AND {unmarked}) AS past, \
+                 (SELECT count(*) FROM metric_facts WHERE valid_ms IS NOT NULL \
+                    AND valid_ms > $1 AND {unmarked}) AS early"
+            )))
+            .bind(now.timestamp_millis())
+            .fetch_one(&self.pool)
+            .await
+            .map_err(db::<DB>)?;
+            let mut total: u64 = 0;
+            for column in ["stale", "past", "early"] {
+                let n: i64 = row.try_get(column).map_err(db::<DB>)?;
+                total = total.saturating_add(u64::try_from(n).unwrap_or(0));
+            }
+            Ok(total)
         }
 
         /// The next [`JUDGE_PAGE`] operations marked stale after `after`, in
@@ -378,12 +416,13 @@ shared! {
             &self,
             scope: &Scope,
             now: DateTime<Utc>,
+            progress: &Progress,
         ) -> Result<Option<Report>, StoreError> {
             let overlay = if self.may_keep_facts().await? {
-                self.refresh_metric_facts(now).await?;
+                self.refresh_metric_facts(now, progress).await?;
                 Overlay::default()
             } else {
-                match self.judge_unkept(scope, now).await? {
+                match self.judge_unkept(scope, now, progress).await? {
                     Some(overlay) => overlay,
                     None => return Ok(None),
                 }
@@ -573,7 +612,7 @@ shared! {
             if !self.may_keep_facts().await? {
                 return Ok(None);
             }
-            self.refresh_metric_facts(now).await?;
+            self.refresh_metric_facts(now, &Progress::default()).await?;
             let terminal: Vec<String> = crate::core::model::State::ALL
                 .iter()
                 .filter(|s| s.is_terminal())
@@ -701,11 +740,13 @@ shared! {
         /// Judges at `now`, without writing, what [`Self::refresh_metric_facts`]
         /// would judge and write: the operations marked stale, those whose
         /// facts do not hold at `now`, and their relatives. `None` past
-        /// [`OVERLAY_MOST`] operations.
+        /// [`OVERLAY_MOST`] operations. Tells `progress` how many of those
+        /// named (counted once all are read) are judged as each page is.
         async fn judge_unkept(
             &self,
             scope: &Scope,
             now: DateTime<Utc>,
+            progress: &Progress,
         ) -> Result<Option<Overlay>, StoreError> {
             let most = i64::try_from(OVERLAY_MOST).unwrap_or(i64::MAX);
             let mut named: BTreeSet<String> = BTreeSet::new();
@@ -719,12 +760,7 @@ shared! {
                     return Ok(None);
                 }
             }
-            for due in [
-                "SELECT operation FROM metric_facts WHERE stale_ms IS NOT NULL \
-                 AND stale_ms <= $1 ORDER BY stale_ms LIMIT $2",
-                "SELECT operation FROM metric_facts WHERE valid_ms IS NOT NULL \
-                 AND valid_ms > $1 ORDER BY valid_ms LIMIT $2",
-            ] {
+            for due in DUE {
                 let rows = sqlx::query(due)
                     .bind(now.timestamp_millis())
                     .bind(most + 1)
@@ -744,7 +780,9 @@ shared! {
             let named: Vec<String> = named.into_iter().collect();
             let now_ms = now.timestamp_millis();
             let mut overlay = Overlay::default();
+            let mut meter = progress.start(u64::try_from(named.len()).unwrap_or(u64::MAX));
             for part in named.chunks(usize::try_from(JUDGE_PAGE).unwrap_or(1)) {
+                let named_here = u64::try_from(part.len()).unwrap_or(u64::MAX);
                 let judged: Vec<String> = self
                     .with_relatives(part)
                     .await?
@@ -754,6 +792,8 @@ shared! {
                     })
                     .collect();
                 if judged.is_empty() {
+                    // Every one judged already, as a relative of one before.
+                    meter.add(named_here);
                     continue;
                 }
                 let data = self.records_around(&judged, contracts.clone()).await?;
@@ -796,7 +836,9 @@ shared! {
                     }
                 }
                 overlay.judged.extend(ids);
+                meter.add(named_here);
             }
+            meter.finish();
             for rows in overlay.new.values_mut() {
                 rows.sort_by(|a, b| a.0.cmp(&b.0));
             }

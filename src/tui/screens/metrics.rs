@@ -20,6 +20,7 @@ use crate::core::clock::human_instant;
 use crate::core::ids::OperationId;
 use crate::core::metrics::{Disposition, Metric, RepeatedError, Report};
 use crate::core::sanitize::Clean;
+use crate::store::Judging;
 use crate::tui::keymap::{self, Command, Context};
 use crate::tui::latest::Latest;
 use crate::tui::layout;
@@ -64,6 +65,9 @@ pub struct MetricsState {
     pub group: usize,
     /// Scroll of the summary (release, unknown age, amplification).
     pub scroll: u16,
+    /// How far the report asked for has got judging the operations the
+    /// store has not judged yet, while it does.
+    pub judging: Option<Judging>,
     pending: Latest<()>,
 }
 
@@ -74,6 +78,7 @@ impl MetricsState {
         if self.pending.answer(generation).is_none() {
             return false;
         }
+        self.judging = None;
         match result {
             Ok(report) => {
                 self.report = Some(report);
@@ -245,10 +250,19 @@ impl Screen for MetricsState {
     }
 
     fn answer(&mut self, generation: u64, answer: Answer, _ctx: &Ctx) -> Outcome {
-        let Answer::Metrics(result) = answer else {
-            return Outcome::Pass;
-        };
-        Outcome::answered(self.apply(generation, result.map(|r| *r)))
+        match answer {
+            Answer::Metrics(result) => {
+                Outcome::answered(self.apply(generation, result.map(|r| *r)))
+            }
+            Answer::Judging(judging) => {
+                let asked = self.pending.awaits(generation);
+                if asked {
+                    self.judging = Some(judging);
+                }
+                Outcome::answered(asked)
+            }
+            _ => Outcome::Pass,
+        }
     }
 
     fn summary(&self, ctx: &Ctx) -> Option<Line<'static>> {
@@ -272,10 +286,11 @@ fn draw(frame: &mut Frame, state: &MetricsState, area: Rect, ctx: &Ctx) {
     let theme = ctx.theme;
     let Some(report) = &state.report else {
         let block = widgets::pane(theme, Clean::new(" Metrics "), true);
-        let text = state.error.as_deref().map_or_else(
-            || "Computing the metrics…".to_owned(),
-            |e| format!("cannot compute the metrics: {e}"),
-        );
+        let text = match (&state.error, &state.judging) {
+            (Some(e), _) => format!("cannot compute the metrics: {e}"),
+            (None, Some(judging)) => judging.to_string(),
+            (None, None) => "Computing the metrics…".to_owned(),
+        };
         message(frame, area, block, theme, &text);
         return;
     };
@@ -308,9 +323,15 @@ fn summary(
 ) {
     let inner = layout::inner(area);
     let doc = doc(theme, report, state.figure, inner.width);
-    let title = format!(
-        " Metrics · {} logical operations · Enter lists the operations behind a figure ",
-        report.operational.logical_operations
+    // While a newer report judges, the one shown says so in its title.
+    let title = state.judging.map_or_else(
+        || {
+            format!(
+                " Metrics · {} logical operations · Enter lists the operations behind a figure ",
+                report.operational.logical_operations
+            )
+        },
+        |judging| format!(" Metrics · judging {} ", judging.figures()),
     );
     let block = widgets::pane(theme, Clean::new(&title), focused);
     widgets::draw_lines(frame, area, block, doc.wrap(inner.width), state.scroll);
@@ -768,7 +789,11 @@ fn repeated(frame: &mut Frame, state: &MetricsState, theme: Theme, area: Rect) {
 /// The release disposition and what the figures are computed over.
 fn release_line(state: &MetricsState, theme: Theme) -> Line<'static> {
     let Some(report) = &state.report else {
-        return line(vec![span(Clean::new(" computing…"), theme.dim())]);
+        let text = state.judging.map_or_else(
+            || " computing…".to_owned(),
+            |judging| format!(" judging {:.1}%…", judging.percent()),
+        );
+        return line(vec![span(Clean::new(&text), theme.dim())]);
     };
     let (text, style) = match report.release.disposition {
         Disposition::Deployable => ("DEPLOYABLE", theme.good()),
@@ -924,6 +949,42 @@ mod tests {
         tab.answer(serial, Answer::Metrics(Ok(Box::new(fewer))), &ctx);
         assert_eq!((tab.focus, tab.group), (MetricsFocus::Repeated, 0));
         assert_eq!(tab.selected_operation(), Some(id("F15")));
+    }
+
+    /// How far judging has got is kept for the request in flight alone, and
+    /// the report that answers it puts it away.
+    #[test]
+    fn judging_is_shown_for_the_request_in_flight_until_its_report_comes() {
+        let actor = fixture::actor();
+        let ctx = fixture::ctx(&actor, 160, 45, Pane::Queue);
+        let mut tab = shown(&ctx, report());
+        let judging = Judging {
+            judged: 500,
+            total: 1_000,
+            elapsed: std::time::Duration::from_secs(2),
+        };
+        let old = fixture::tag(&tab.refresh(&ctx)).serial;
+        let new = fixture::tag(&tab.refresh(&ctx)).serial;
+        let told = Answer::Judging(judging);
+        assert_eq!(tab.answer(old, told.clone(), &ctx), Outcome::Pass);
+        assert_eq!(tab.judging, None);
+        assert_eq!(tab.answer(new, told, &ctx), Outcome::done());
+        assert_eq!(tab.judging, Some(judging));
+        let backend = ratatui::backend::TestBackend::new(160, 20);
+        let mut terminal = ratatui::Terminal::new(backend).unwrap_or_else(|e| panic!("{e}"));
+        terminal
+            .draw(|frame| draw(frame, &tab, frame.area(), &ctx))
+            .unwrap_or_else(|e| panic!("{e}"));
+        let title: String = (0..160)
+            .map(|x| terminal.backend().buffer()[(x, 0)].symbol().to_owned())
+            .collect();
+        assert!(
+            title.contains(" Metrics · judging 500 of 1,000 (50.0%) · 250/s · about 2s left "),
+            "the report shown says a newer one judges: {title}"
+        );
+        let answer = Answer::Metrics(Ok(Box::new(report())));
+        assert_eq!(tab.answer(new, answer, &ctx), Outcome::done());
+        assert_eq!(tab.judging, None);
     }
 
     #[test]
