@@ -35,8 +35,9 @@ async fn snapshots_of_the_metrics_and_audit_tabs_of_the_demo() {
 }
 
 /// While the report is computed, the tab shows how far the store's judging
-/// has got, as the runner hears it; the other tabs answer meanwhile, and the
-/// report replaces the count once it comes.
+/// has got, as the runner hears it; the other tabs answer meanwhile, coming
+/// back asks for no second report beside it, and the report replaces the
+/// count once it comes.
 #[tokio::test]
 async fn the_metrics_tab_shows_how_far_judging_has_got_until_the_report_comes() {
     let mut h = Harness::at(DEMO, demo_now(), 160, 30).await;
@@ -75,13 +76,18 @@ async fn the_metrics_tab_shows_how_far_judging_has_got_until_the_report_comes() 
     assert_eq!(h.app.page, Page::Audit, "another tab answers while judging");
     h.key(KeyCode::Char('3')).await;
     assert_eq!(h.app.page, Page::Metrics);
-    assert!(h.app.metrics.report.is_some(), "the newer request answered");
-    // The first request was replaced: what it still tells is dropped.
+    // Back on the tab, no second report is asked for beside the one judging.
+    assert!(
+        h.app.metrics.report.is_none(),
+        "the first request still judges"
+    );
     h.send(Message::Judging {
         generation,
         progress: judging(25_000),
     })
     .await;
+    let screen = h.screen();
+    assert!(screen.contains("25,000 of 200,000"), "{screen}");
     h.settle(asked).await;
     let screen = h.screen();
     assert!(!screen.contains("Judging"), "{screen}");

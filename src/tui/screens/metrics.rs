@@ -240,6 +240,12 @@ impl Screen for MetricsState {
     }
 
     fn refresh(&mut self, ctx: &Ctx) -> Vec<Effect> {
+        // A report still judging is not asked for again: a second one would
+        // judge the same operations beside it and both would take longer. The
+        // next refresh after its answer reads what was written since.
+        if self.judging.is_some() && self.pending.is_waiting() {
+            return Vec::new();
+        }
         vec![Effect::Metrics {
             generation: Tag {
                 by: Asker::Tab(Page::Metrics),
@@ -982,9 +988,12 @@ mod tests {
             title.contains(" Metrics · judging 500 of 1,000 (50.0%) · 250/s · about 2s left "),
             "the report shown says a newer one judges: {title}"
         );
+        // While it judges, a refresh asks for no second report beside it.
+        assert!(tab.refresh(&ctx).is_empty());
         let answer = Answer::Metrics(Ok(Box::new(report())));
         assert_eq!(tab.answer(new, answer, &ctx), Outcome::done());
         assert_eq!(tab.judging, None);
+        assert_eq!(tab.refresh(&ctx).len(), 1, "asked again once answered");
     }
 
     #[test]
