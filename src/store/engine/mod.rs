@@ -49,6 +49,10 @@ pub trait Backend: Database {
     /// analyze; each is then analyzed. None where the planner needs no
     /// statistics gathered.
     const GROWN_TABLES: Option<&'static str> = None;
+    /// Run last in a large ingest batch's transaction, so that the rows it
+    /// wrote are in the server's counts (`GROWN_TABLES` reads) as soon as it
+    /// commits, not up to seconds later. None where nothing is counted.
+    const FLUSH_COUNTS: Option<&'static str> = None;
     /// Reads the chain head (`seq`, `hash`; no row for an empty chain) as the first
     /// statement of every write transaction. Where the head is a row of its own,
     /// this locks it, so writers take turns from here on.

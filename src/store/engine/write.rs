@@ -967,6 +967,9 @@ shared! {
                 if let Some(keeping) = keeping {
                     Self::write_keeping(&mut tx, keeping).await?;
                 }
+                if let Some(flush) = DB::FLUSH_COUNTS.filter(|_| redacted_len >= LARGE_BATCH) {
+                    sqlx::raw_sql(flush).execute(&mut *tx).await.map_err(db::<DB>)?;
+                }
                 tx.commit().await.map_err(db::<DB>)?;
                 if redacted_len >= LARGE_BATCH {
                     self.analyze_grown().await;
