@@ -1,6 +1,8 @@
 //! The write side at scale, each figure beside a floor measured in the same run:
 //! streamed ingest (rate and peak memory) against `sqlite3`'s `.import` of the same
-//! records into an indexed WAL / synchronous=FULL table, then `audit verify`
+//! records into an indexed WAL / synchronous=FULL table and against the store's
+//! own schema floor, the ingest a user runs (judged for the metrics) and the
+//! first report after it (ready), then `audit verify`
 //! rows/s, marking every held operation (mark-all), a filtered export and a
 //! `db copy` into a fresh store.
 //!
@@ -227,10 +229,26 @@ fn main() -> Result<()> {
     let store = format!("sqlite:{}", store_path.display());
     let db = store_path.display().to_string();
     let input_arg = input.display().to_string();
-    let ingest = run(&binary, &["--db", &db, "ingest", &input_arg], None)?;
+    // The writing alone: the judging for the metrics left to the first reader.
+    let deferred_path = dir.join("deferred.db");
+    for suffix in ["", "-wal", "-shm"] {
+        let _ = std::fs::remove_file(dir.join(format!("deferred.db{suffix}")));
+    }
+    let deferred_db = deferred_path.display().to_string();
+    let ingest = run(
+        &binary,
+        &[
+            "--db",
+            &deferred_db,
+            "ingest",
+            "--defer-judging",
+            &input_arg,
+        ],
+        None,
+    )?;
     let rate = records as f64 / ingest.elapsed.as_secs_f64();
     println!(
-        "| ingest (SQLite, strict) | {} ({:.0} records/s), peak {} | `sqlite3 .import`: {} ({:.0} records/s), peak {} | {:.2}× the floor's rate |",
+        "| ingest alone (SQLite, strict, `--defer-judging`) | {} ({:.0} records/s), peak {} | `sqlite3 .import`: {} ({:.0} records/s), peak {} | {:.2}× the floor's rate |",
         seconds(ingest.elapsed),
         rate,
         mib(ingest.peak_kib),
@@ -239,17 +257,36 @@ fn main() -> Result<()> {
         mib(floor.peak_kib),
         rate / floor_rate
     );
+    // The ingest as a user runs it: ready for the metrics tab when it ends.
+    let ready = run(&binary, &["--db", &db, "ingest", &input_arg], None)?;
+    let first_report = run(&binary, &["--db", &db, "report", "--json"], None)?;
+    let ready_total = ready.elapsed + first_report.elapsed;
 
     let schema = schema_floor(&binary, &dir, &store_path)?;
     let schema_rate = records as f64 / schema.elapsed.as_secs_f64();
     println!(
-        "| the same rows by SQLite alone (the store's schema floor) | {} ({:.0} records/s), peak {} | `sqlite3 .import`: {} | {:.2}× the `.import` floor's rate; ingest is {:.2}× this floor's |",
+        "| the same rows by SQLite alone (the store's schema floor, kept facts included) | {} ({:.0} records/s), peak {} | `sqlite3 .import`: {} | {:.2}× the `.import` floor's rate; ingest alone is {:.2}× this floor's (target ≥ 0.5×) |",
         seconds(schema.elapsed),
         schema_rate,
         mib(schema.peak_kib),
         seconds(floor.elapsed),
         schema_rate / floor_rate,
         rate / schema_rate
+    );
+    println!(
+        "| ingest, judged for the metrics (SQLite, the default) | {}, peak {} | schema floor: {} | {:.2}× the floor's time |",
+        seconds(ready.elapsed),
+        mib(ready.peak_kib),
+        seconds(schema.elapsed),
+        ready.elapsed.as_secs_f64() / schema.elapsed.as_secs_f64()
+    );
+    println!(
+        "| ready: that ingest, then the first `report` | {} ({} the report), peak {} | schema floor: {} | {:.2}× the floor's time (target ≤ 3×) |",
+        seconds(ready_total),
+        seconds(first_report.elapsed),
+        mib(first_report.peak_kib),
+        seconds(schema.elapsed),
+        ready_total.as_secs_f64() / schema.elapsed.as_secs_f64()
     );
 
     let verify = run(&binary, &["--db", &db, "audit", "verify"], None)?;
@@ -262,7 +299,7 @@ fn main() -> Result<()> {
         .and_then(|n| n.parse().ok())
         .ok_or("audit verify did not say how many rows it walked")?;
     println!(
-        "| audit verify (SQLite) | {} ({:.0} rows/s over {audit_rows} rows) | — | target 300,000 rows/s |",
+        "| audit verify (SQLite: the chain, the stored records, and the kept facts against the records judged anew) | {} ({:.0} rows/s over {audit_rows} rows) | — | target 300,000 rows/s |",
         seconds(verify.elapsed),
         audit_rows as f64 / verify.elapsed.as_secs_f64()
     );

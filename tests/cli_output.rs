@@ -247,6 +247,43 @@ fn commands_on_the_demo_store_read_the_demo_clock_unless_now_says_otherwise() {
     assert!(row(&later).contains("2h38m"), "--now wins: {later}");
 }
 
+/// The demo packet's path.
+fn demo_packet() -> String {
+    format!("{}/assets/demo/tc094.jsonl", env!("CARGO_MANIFEST_DIR"))
+}
+
+/// `ingest` judges what it wrote before it ends, telling how far on stderr:
+/// the first report after it has nothing left to judge. With
+/// `--defer-judging` it ends without, and its first report judges instead;
+/// both stores report the same.
+#[test]
+fn ingest_leaves_the_store_judged_for_the_metrics_unless_told_to_defer() {
+    let prefix = "Judging the operations the store has not judged yet: ";
+    let judged = Cli::empty();
+    let ingest = judged
+        .run("loader", &["ingest", &demo_packet()])
+        .expect_code(0);
+    let last = ingest
+        .stderr
+        .lines()
+        .rfind(|l| l.starts_with(prefix))
+        .unwrap_or_else(|| panic!("no judging told: {}", ingest.stderr));
+    assert!(last.contains("(100.0%)"), "{last}");
+    assert!(!ingest.stdout.contains("Judging"), "{}", ingest.stdout);
+    let first = judged.run("ana", &["report"]);
+    assert_eq!(first.stderr, "", "nothing left to judge after the ingest");
+
+    let deferred = Cli::empty();
+    let ingest = deferred
+        .run("loader", &["ingest", "--defer-judging", &demo_packet()])
+        .expect_code(0);
+    assert!(!ingest.stderr.contains(prefix), "{}", ingest.stderr);
+    let judging = deferred.run("ana", &["report"]);
+    assert!(judging.stderr.starts_with(prefix), "{}", judging.stderr);
+    assert_eq!(judging.stdout, first.stdout);
+    assert_eq!(judging.code, first.code);
+}
+
 /// `report` on a store with operations it has not judged yet says how far
 /// judging has got on stderr (plain lines, stderr being no terminal here),
 /// from the first count to the last; stdout holds the report alone, the same
@@ -254,7 +291,9 @@ fn commands_on_the_demo_store_read_the_demo_clock_unless_now_says_otherwise() {
 #[test]
 fn report_tells_how_far_judging_has_got_on_stderr_only() {
     for args in [&["report"][..], &["report", "--json"]] {
-        let demo = Cli::demo();
+        let demo = Cli::empty();
+        demo.run("loader", &["ingest", "--defer-judging", &demo_packet()])
+            .expect_code(0);
         let judging = demo.run_at("2026-09-05T11:40:00Z", "ana", args);
         let lines: Vec<&str> = judging.stderr.lines().collect();
         let prefix = "Judging the operations the store has not judged yet: ";

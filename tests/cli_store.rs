@@ -95,7 +95,8 @@ fn ingest_migrate_demo_and_copy_to_create_their_store() {
 #[test]
 fn a_copy_reports_what_its_original_reports() {
     // The kept metric facts are not copied: the copied records mark every
-    // operation of the copy stale, and its first report judges them anew.
+    // operation of the copy stale, and the copy judges them anew before it
+    // ends, telling how far it has got on stderr.
     let original = Cli::demo();
     let report = original.run("maya", &["report", "--json"]).expect_code(0);
     let copy = Cli {
@@ -104,10 +105,18 @@ fn a_copy_reports_what_its_original_reports() {
     };
     let from = format!("sqlite:{}", original.db.display());
     let to = format!("sqlite:{}", copy.db.display());
-    original
+    let copying = original
         .run("maya", &["db", "copy", "--from", &from, "--to", &to])
         .expect_code(0);
+    assert!(
+        copying
+            .stderr
+            .contains("Judging the operations the store has not judged yet: "),
+        "{}",
+        copying.stderr
+    );
     let copied = copy.run("maya", &["report", "--json"]).expect_code(0);
+    assert_eq!(copied.stderr, "", "the copy was judged when it ended");
     assert_eq!(copied.json(), report.json());
     let again = copy.run("maya", &["report", "--json"]).expect_code(0);
     assert_eq!(again.json(), report.json());

@@ -141,6 +141,11 @@ pub(crate) enum Command {
         /// gzip accepted).
         #[arg(long, value_enum, default_value_t = InputFormat::Wire)]
         format: InputFormat,
+        /// Leave judging the metrics' facts of what is written to the first
+        /// `report` or metrics tab: the ingest ends sooner, its first reader
+        /// waits for the judging instead.
+        #[arg(long)]
+        defer_judging: bool,
     },
     /// Receive OpenTelemetry traces over OTLP/HTTP (POST /v1/traces) into the store.
     Serve {
@@ -710,13 +715,15 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
             rejects,
             json,
             format: InputFormat::Wire,
-        }) => commands::ingest::ingest(&ctx, &source, rejects, json).await,
+            defer_judging,
+        }) => commands::ingest::ingest(&ctx, &source, rejects, json, defer_judging).await,
         Some(Command::Ingest {
             source,
             rejects,
             json,
             format: InputFormat::Otlp,
-        }) => commands::ingest::ingest_otlp(&ctx, &source, rejects, json).await,
+            defer_judging,
+        }) => commands::ingest::ingest_otlp(&ctx, &source, rejects, json, defer_judging).await,
         Some(Command::Serve { listen }) => commands::serve::serve(&ctx, listen).await,
         Some(Command::Gateway { name, command }) => {
             commands::gateway::gateway(&ctx, name, command).await
@@ -744,7 +751,7 @@ async fn run(cli: Cli, paths: Paths) -> anyhow::Result<u8> {
         }
         Some(Command::Db {
             command: DbCommand::Copy(args),
-        }) => copy::run(args).await,
+        }) => copy::run(args, ctx.now()).await,
         Some(Command::Report { json }) => report::run(&ctx, json).await,
         Some(Command::Drill(args)) => commands::drill::drill(&ctx, args).await,
         Some(Command::Work { command }) => commands::work::work(&ctx, command).await,

@@ -3,11 +3,18 @@
 //! judging call is handed: the console's metrics tab and `holdfast report`
 //! both read it. The figures are the store's: the total is counted once before
 //! the first page is judged, and the count moves as each page is.
+//!
+//! An ingest judges what it wrote before it ends ([`keep_current`]), so that
+//! a store is ready for the metrics the moment the ingest ends, not when its
+//! first reader has judged it.
 
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use chrono::{DateTime, Utc};
 use tokio::sync::watch;
+
+use super::{Store, StoreError};
 
 use crate::core::clock::human_duration;
 use crate::core::names::grouped;
@@ -167,6 +174,25 @@ where
     let progress = Progress::default();
     let seen = progress.subscribe();
     tokio::join!(judge(progress), follow(seen, every, tell)).0
+}
+
+/// Judges at `now` what the writes before made stale, with their relatives,
+/// telling `progress` how far it has got: what an ingest does once it has
+/// committed, so that the metrics tab and `report` find the store judged.
+/// Keeping the facts current belongs to the write that changes them, not to
+/// the first reader. Returns how many operations were judged (relatives
+/// included); `None` where the store's login may not keep the facts
+/// (PostgreSQL's application group), whose reports judge what is stale
+/// without writing it.
+pub async fn keep_current(
+    store: &dyn Store,
+    now: DateTime<Utc>,
+    progress: &Progress,
+) -> Result<Option<u64>, StoreError> {
+    if !store.keeps_facts().await? {
+        return Ok(None);
+    }
+    store.refresh_facts(now, progress).await.map(Some)
 }
 
 /// The count of one judging call, told on its [`Progress`] as it moves.

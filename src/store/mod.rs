@@ -524,6 +524,13 @@ macro_rules! store_calls {
             whole fn refresh_facts(now: DateTime<Utc>, progress: &Progress) -> u64
                 = refresh_metric_facts;
 
+            /// Whether this login may write the kept facts: every SQLite store;
+            /// on PostgreSQL the owner, not the application group, whose reports
+            /// judge what is stale without writing it. An ingest by one that may
+            /// judges what it wrote before it ends
+            /// ([`crate::store::judging::keep_current`]).
+            whole fn keeps_facts() -> bool = may_keep_facts;
+
             /// The database login this store is connected as (PostgreSQL's
             /// `session_user`), which is the acting identity there; `None` for a
             /// store without logins (SQLite), where the identity is whatever the

@@ -80,6 +80,8 @@ pub(crate) async fn demo(mut ctx: Context, print: bool) -> anyhow::Result<u8> {
     if let Some(first) = report.rejected.first() {
         anyhow::bail!("the demo packet was refused: {first}");
     }
+    // Judged for the metrics as any ingest is, before the console opens.
+    crate::store::judging::keep_current(store.as_ref(), at, &Default::default()).await?;
     eprintln!(
         "demo store {} loaded; clock frozen at {}",
         store.location(),

