@@ -16,7 +16,7 @@
 //! as its own process; peak memory is the child's maximum resident set (read from
 //! `/proc/PID/status` `VmHWM` while it runs, and from `/usr/bin/time` when present).
 
-use std::io::{BufWriter, Write};
+use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -74,6 +74,29 @@ fn run(program: &Path, args: &[&str], stdin: Option<&Path>) -> Result<Run> {
     }
     let started = Instant::now();
     let mut child = command.spawn()?;
+    // Drained as the child writes: a report's JSON outgrows a pipe's buffer,
+    // and a child blocked on a full pipe never exits.
+    let drain = |pipe: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+    );
     let mut peak = 0;
     let out = loop {
         if let Some(status) = child.try_wait()? {
@@ -85,13 +108,14 @@ fn run(program: &Path, args: &[&str], stdin: Option<&Path>) -> Result<Run> {
         std::thread::sleep(Duration::from_millis(20));
     };
     let elapsed = started.elapsed();
-    let output = child.wait_with_output()?;
+    let stdout = stdout.join().unwrap_or_default();
+    let stderr = stderr.join().unwrap_or_default();
     if !out.success() {
         return Err(format!(
             "{} {} failed: {}",
             program.display(),
             args.join(" "),
-            String::from_utf8_lossy(&output.stderr)
+            String::from_utf8_lossy(&stderr)
         )
         .into());
     }
@@ -104,7 +128,7 @@ fn run(program: &Path, args: &[&str], stdin: Option<&Path>) -> Result<Run> {
     Ok(Run {
         elapsed,
         peak_kib: peak,
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stdout: String::from_utf8_lossy(&stdout).into_owned(),
     })
 }
 
