@@ -284,6 +284,34 @@ fn ingest_leaves_the_store_judged_for_the_metrics_unless_told_to_defer() {
     assert_eq!(judging.code, first.code);
 }
 
+/// `tools` and `autonomy list` read the open vetoes from the kept facts: on
+/// a store not judged yet they judge it first and say how far on stderr, as
+/// `report` does, and print what they print once nothing is left to judge.
+#[test]
+fn tools_and_autonomy_list_tell_the_judging_they_wait_for() {
+    let prefix = "Judging the operations the store has not judged yet: ";
+    for args in [&["tools"][..], &["autonomy", "list"]] {
+        let deferred = Cli::empty();
+        deferred
+            .run("loader", &["ingest", "--defer-judging", &demo_packet()])
+            .expect_code(0);
+        let judging = deferred.run("ana", args).expect_code(0);
+        let last = judging
+            .stderr
+            .lines()
+            .next_back()
+            .unwrap_or_else(|| panic!("{args:?}: no judging told"));
+        assert!(
+            last.starts_with(prefix) && last.contains("(100.0%)"),
+            "{args:?}: {}",
+            judging.stderr
+        );
+        let judged = deferred.run("ana", args).expect_code(0);
+        assert_eq!(judged.stderr, "", "{args:?}: nothing left to judge");
+        assert_eq!(judging.stdout, judged.stdout, "{args:?}");
+    }
+}
+
 /// `report` on a store with operations it has not judged yet says how far
 /// judging has got on stderr (plain lines, stderr being no terminal here),
 /// from the first count to the last; stdout holds the report alone, the same

@@ -56,6 +56,18 @@ impl Session {
         &self.actor
     }
 
+    /// Judges what the store's writes made stale, telling `progress` how far
+    /// it has got ([`super::judging::keep_current`]): for a command that
+    /// reads the kept facts and would otherwise wait for their judging
+    /// without a word. The facts are kept for every tenant alike.
+    pub async fn keep_current(
+        &self,
+        now: chrono::DateTime<chrono::Utc>,
+        progress: &super::Progress,
+    ) -> Result<Option<u64>, StoreError> {
+        super::judging::keep_current(self.store.as_ref(), now, progress).await
+    }
+
     /// The rows this session's reads skipped as unreadable ([`Store::take_skipped`]).
     pub fn take_skipped(&self) -> Vec<String> {
         self.store.take_skipped()

@@ -55,6 +55,7 @@ pub(crate) async fn autonomy(ctx: &Context, command: AutonomyCommand) -> anyhow:
 
 async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
+    super::report::judge_first(&session, ctx.now()).await?;
     let snapshot = Snapshot::read(&session, ctx.now()).await?;
     let standings = snapshot.standings();
     if json {

@@ -52,6 +52,17 @@ where
     telling(every, move |judging| judging_line(judging, terminal), judge).await
 }
 
+/// Judges what the store has not judged yet before a command reads the kept
+/// facts (`tools`, `autonomy list`: the open vetoes), how far it has got on
+/// stderr as `report` tells it, instead of a wait without a word.
+pub(super) async fn judge_first(
+    session: &crate::store::Session,
+    now: chrono::DateTime<chrono::Utc>,
+) -> anyhow::Result<()> {
+    judging_on_stderr(|progress| async move { session.keep_current(now, &progress).await }).await?;
+    Ok(())
+}
+
 /// One judging line on stderr: rewritten in place on a terminal (the last
 /// one left standing), its figures alone when the words do not fit and cut
 /// to the width so that it never wraps (a wrapped line is not rewritten

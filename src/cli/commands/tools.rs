@@ -49,6 +49,7 @@ pub(crate) async fn tools(ctx: &Context, args: ToolsArgs) -> anyhow::Result<u8> 
 
 async fn list(ctx: &Context, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
+    super::report::judge_first(&session, ctx.now()).await?;
     let rows = tools::rows(&session, ctx.now()).await?;
     if json {
         println!("{}", crate::cli::json::pretty(&rows)?);
@@ -106,6 +107,7 @@ fn drill(r: &ToolRow) -> String {
 
 async fn show(ctx: &Context, tool: &str, json: bool) -> anyhow::Result<u8> {
     let session = ctx.session().await?;
+    super::report::judge_first(&session, ctx.now()).await?;
     let Some(inv) = tools::show(&session, tool, ctx.now()).await? else {
         return Err(Failure::new(
             exit::ERROR,
