@@ -169,13 +169,26 @@ shared! {
             let mut meter = progress.start(self.count_to_judge(now).await?);
             let mut judged = 0;
             let mut after = String::new();
+            // Each page's facts are written on a task of their own while the
+            // next page is read and judged (the reads need no write lock), one
+            // write at a time and in page order: 100,000 operations judged anew
+            // in 16.9 s and 187 MiB, against 22.2 s and 141 MiB one after the
+            // other (BENCHMARKS.md).
+            let mut writing: Option<tokio::task::JoinHandle<Result<(), StoreError>>> = None;
             loop {
                 let marks = self.stale_page(&after).await?;
                 let Some((last, _)) = marks.last() else { break };
                 after = last.clone();
-                judged += self.judge_batch(&marks, contracts.clone(), now).await?;
+                let (ids, facts) = self.judge_page(&marks, contracts.clone(), now).await?;
+                judged += u64::try_from(facts.len()).unwrap_or(u64::MAX);
+                Self::written(writing.take()).await?;
                 meter.add(u64::try_from(marks.len()).unwrap_or(u64::MAX));
+                let store = self.clone();
+                writing = Some(tokio::spawn(async move {
+                    store.write_facts(&ids, facts, &marks).await
+                }));
             }
+            Self::written(writing.take()).await?;
             // Facts hold between the latest time in their records at or
             // before the instant they were judged at and the earliest after it.
             for due in DUE {
@@ -276,13 +289,41 @@ shared! {
             contracts: Vec<Contract>,
             now: DateTime<Utc>,
         ) -> Result<u64, StoreError> {
+            let (judged, facts) = self.judge_page(marks, contracts, now).await?;
+            let count = u64::try_from(facts.len()).unwrap_or(u64::MAX);
+            self.write_facts(&judged, facts, marks).await?;
+            Ok(count)
+        }
+
+        /// The operations `marks` names with their relatives, and their facts
+        /// judged at `now`, to write.
+        async fn judge_page(
+            &self,
+            marks: &[(String, i64)],
+            contracts: Vec<Contract>,
+            now: DateTime<Utc>,
+        ) -> Result<(Vec<String>, Vec<Judged>), StoreError> {
             let named: Vec<String> = marks.iter().map(|(id, _)| id.clone()).collect();
             let judged = self.with_relatives(&named).await?;
             let data = self.records_around(&judged, contracts).await?;
             let facts = metrics::judge(&data, parse_ids(&judged), now);
-            let count = u64::try_from(facts.len()).unwrap_or(u64::MAX);
-            self.write_facts(&judged, facts, marks).await?;
-            Ok(count)
+            Ok((judged, facts))
+        }
+
+        /// Waits for the write of a page's facts handed to a task, if any.
+        async fn written(
+            writing: Option<tokio::task::JoinHandle<Result<(), StoreError>>>,
+        ) -> Result<(), StoreError> {
+            match writing {
+                None => Ok(()),
+                Some(handle) => match handle.await {
+                    Ok(written) => written,
+                    Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+                    Err(join) => Err(StoreError::Other(format!(
+                        "the write of judged facts was cancelled: {join}"
+                    ))),
+                },
+            }
         }
 
         /// Replaces the facts of the `judged` operations by `facts` in one
