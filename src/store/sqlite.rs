@@ -158,6 +158,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "routed_owner",
         include_str!("../../migrations/sqlite/20261207000010_routed_owner.sql"),
     ),
+    (
+        20261208000010,
+        "metric_rows_clustered",
+        include_str!("../../migrations/sqlite/20261208000010_metric_rows_clustered.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
