@@ -173,6 +173,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "routed_owner",
         include_str!("../../migrations/postgres/20261207000010_routed_owner.sql"),
     ),
+    (
+        20261208000010,
+        "row_costs",
+        include_str!("../../migrations/postgres/20261208000010_row_costs.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -258,37 +263,68 @@ impl Backend for Postgres {
                 "operations_are_audited",
                 "operation_counts_kept",
                 "due_counts_kept",
-                "metric_stale_operations",
+                "metric_stale_operations_insert",
+                "metric_stale_operations_update",
+                "metric_stale_operations_delete",
                 "operation_route_insert",
             ],
         ),
-        ("dependencies", &["metric_stale_dependencies"]),
+        (
+            "dependencies",
+            &[
+                "metric_stale_dependencies_insert",
+                "metric_stale_dependencies_update",
+                "metric_stale_dependencies_delete",
+            ],
+        ),
         (
             "attempts",
             &[
                 "attempts_are_audited",
-                "metric_stale_attempts",
+                "metric_stale_attempts_insert",
+                "metric_stale_attempts_update",
+                "metric_stale_attempts_delete",
                 "operation_route_request",
             ],
         ),
-        ("items", &["items_are_audited", "metric_stale_items"]),
+        (
+            "items",
+            &[
+                "items_are_audited",
+                "metric_stale_items_insert",
+                "metric_stale_items_update",
+                "metric_stale_items_delete",
+            ],
+        ),
         (
             "observations",
             &[
                 "observations_are_audited",
-                "metric_stale_observations",
+                "metric_stale_observations_insert",
+                "metric_stale_observations_update",
+                "metric_stale_observations_delete",
                 "operation_route_observation",
             ],
         ),
         (
             "expectations",
-            &["expectations_are_audited", "metric_stale_expectations"],
+            &[
+                "expectations_are_audited",
+                "metric_stale_expectations_insert",
+                "metric_stale_expectations_update",
+                "metric_stale_expectations_delete",
+            ],
         ),
         ("wire_transitions", &["wire_transitions_are_audited"]),
         ("redactions", &["redactions_are_audited"]),
         (
             "proposals",
-            &["proposals_are_audited", "metric_stale_proposals"],
+            &[
+                "proposals_are_audited",
+                "metric_stale_proposals_insert",
+                "metric_stale_proposals_update",
+                "metric_stale_proposals_delete",
+            ],
         ),
         ("work_leases", &["work_leases_are_audited"]),
         ("autonomy", &["autonomy_is_audited"]),
@@ -300,7 +336,7 @@ impl Backend for Postgres {
                 "audit_written_by_login",
                 "audit_within_grants",
                 "audit_domain_review",
-                "metric_stale_audit",
+                "metric_stale_audit_insert",
                 "operation_route_assign",
             ],
         ),
