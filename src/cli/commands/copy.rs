@@ -60,15 +60,7 @@ pub(crate) async fn run(args: CopyArgs, now: chrono::DateTime<chrono::Utc>) -> a
     // The copy's operations are all marked stale (the facts are the store's
     // own cache, not copied): judged here, the copy is ready for the metrics
     // tab when the command ends. Its count goes to stderr as `report`'s does.
-    let judging = super::report::judging_on_stderr(|progress| async move {
-        crate::store::judging::keep_current(target.as_ref(), now, &progress).await
-    })
-    .await;
-    if let Err(error) = judging {
-        eprintln!(
-            "warning: the copy is complete, but its metrics were not judged ({error}); the first `holdfast report` or metrics tab judges them"
-        );
-    }
+    super::ingest::judge_written(target.as_ref(), now, "the copy is complete").await;
     if args.json {
         println!(
             "{}",

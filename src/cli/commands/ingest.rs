@@ -55,9 +55,8 @@ pub(crate) async fn ingest(
 }
 
 /// Runs `writing` (an ingest of any format) and, once it has committed,
-/// judges what it wrote for the metrics ([`keep_current`]), how far it has
-/// got told on stderr, unless `defer` leaves the judging to the first reader.
-/// A judging that fails is a warning: the records are committed.
+/// judges what it wrote for the metrics ([`judge_written`]), unless `defer`
+/// leaves the judging to the first reader.
 async fn judged<O, E>(
     ctx: &Context,
     store: &dyn crate::store::Store,
@@ -66,18 +65,30 @@ async fn judged<O, E>(
 ) -> Result<O, E> {
     let written = writing.await?;
     if !defer {
-        let judging = super::report::judging_on_stderr(|progress| async move {
-            keep_current(store, ctx.now(), &progress).await
-        })
-        .await;
-        if let Err(error) = judging {
-            eprintln!(
-                "warning: what was ingested is committed, but its metrics were not judged ({}); the first `holdfast report` or metrics tab judges them",
-                crate::core::sanitize::sanitize(&error.to_string())
-            );
-        }
+        judge_written(store, ctx.now(), "what was ingested is committed").await;
     }
     Ok(written)
+}
+
+/// Judges at `now` what a command wrote for the metrics ([`keep_current`]),
+/// how far it has got told on stderr as `report` tells it. A judging that
+/// fails is a warning that starts with `done` (what the command did): its
+/// writes are committed, and the first reader judges them.
+pub(super) async fn judge_written(
+    store: &dyn crate::store::Store,
+    now: chrono::DateTime<chrono::Utc>,
+    done: &str,
+) {
+    let judging = super::report::judging_on_stderr(|progress| async move {
+        keep_current(store, now, &progress).await
+    })
+    .await;
+    if let Err(error) = judging {
+        eprintln!(
+            "warning: {done}, but its metrics were not judged ({}); the first `holdfast report` or metrics tab judges them",
+            crate::core::sanitize::sanitize(&error.to_string())
+        );
+    }
 }
 
 /// The store, and ingest in one's own name, into the tenants one holds `ingest` on.
