@@ -330,22 +330,11 @@ fn report_tells_how_far_judging_has_got_on_stderr_only() {
             "{}",
             judging.stderr
         );
-        // The counts only rise. The first count (0 of the total) is told when
-        // the follower sees it before the first page is judged: on a busy
-        // machine a store this small can be judged whole first, and then only
-        // the last count is told.
-        let counts: Vec<u64> = lines
-            .iter()
-            .map(|l| {
-                let count = l
-                    .trim_start_matches(prefix)
-                    .split(" of ")
-                    .next()
-                    .unwrap_or("");
-                count.replace(',', "").parse().expect("a count")
-            })
-            .collect();
-        assert!(counts.is_sorted(), "{}", judging.stderr);
+        assert!(
+            lines[0].starts_with(&format!("{prefix}0 of ")),
+            "{}",
+            judging.stderr
+        );
         let last = lines[lines.len() - 1].trim_start_matches(prefix);
         let (judged, rest) = last.split_once(" of ").expect("judged of total");
         let total = rest.split_whitespace().next().expect("a total");

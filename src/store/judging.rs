@@ -89,11 +89,30 @@ impl fmt::Display for Judging {
     }
 }
 
-/// Where a judging call tells how far it has got: the latest [`Judging`] on
-/// a watch channel, `None` until judging starts. A call with nothing to judge
-/// tells nothing. A caller that does not listen passes `Progress::default()`.
+/// Where a judging call tells how far it has got: each run's first count and
+/// its latest on a watch channel, `None` until judging starts. A watch keeps
+/// only its latest value, so a run that ends before its follower first looks
+/// would otherwise lose its first count; keeping the first beside the latest
+/// lets [`follow`] tell both. A call with nothing to judge tells nothing. A
+/// caller that does not listen passes `Progress::default()`.
 #[derive(Debug, Clone)]
-pub struct Progress(watch::Sender<Option<Judging>>);
+pub struct Progress(watch::Sender<Option<Told>>);
+
+/// What a [`Progress`] holds: the `run`th judging call's first count and its
+/// latest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Told {
+    run: u64,
+    first: Judging,
+    latest: Judging,
+}
+
+impl Told {
+    /// The latest count of the latest run.
+    pub fn latest(&self) -> Judging {
+        self.latest
+    }
+}
 
 impl Default for Progress {
     fn default() -> Self {
@@ -102,16 +121,18 @@ impl Default for Progress {
 }
 
 impl Progress {
-    /// A receiver of every [`Judging`] told from now on.
-    pub fn subscribe(&self) -> watch::Receiver<Option<Judging>> {
+    /// A receiver of every count told from now on, for [`follow`].
+    pub fn subscribe(&self) -> watch::Receiver<Option<Told>> {
         self.0.subscribe()
     }
 
     /// Starts counting `total` operations to judge (told at once when there
     /// are any).
     pub(crate) fn start(&self, total: u64) -> Meter<'_> {
+        let run = self.0.borrow().map_or(0, |told| told.run + 1);
         let meter = Meter {
             progress: self,
+            run,
             started: Instant::now(),
             judged: 0,
             total,
@@ -122,14 +143,16 @@ impl Progress {
 }
 
 /// Follows `seen` until its [`Progress`] is dropped, handing `tell` the
-/// judging as it moves: the first count at once, then at most one every
-/// `every` (the latest, once `every` has passed since the last told), and the
-/// last one (every operation judged) always.
+/// judging as it moves: each run's first count at once (even where the run
+/// has moved on before the follower looked), then at most one every `every`
+/// (the latest, once `every` has passed since the last told), and the last
+/// one (every operation judged) always.
 pub async fn follow(
-    mut seen: watch::Receiver<Option<Judging>>,
+    mut seen: watch::Receiver<Option<Told>>,
     every: Duration,
     mut tell: impl FnMut(Judging),
 ) {
+    let mut run: Option<u64> = None;
     let mut told: Option<tokio::time::Instant> = None;
     let mut held: Option<Judging> = None;
     loop {
@@ -139,7 +162,17 @@ pub async fn follow(
                 if changed.is_err() {
                     break;
                 }
-                let Some(judging) = *seen.borrow_and_update() else { continue };
+                let Some(now) = *seen.borrow_and_update() else { continue };
+                if run != Some(now.run) {
+                    run = Some(now.run);
+                    tell(now.first);
+                    told = Some(tokio::time::Instant::now());
+                    held = None;
+                    if now.latest == now.first {
+                        continue;
+                    }
+                }
+                let judging = now.latest;
                 let done = judging.judged >= judging.total;
                 if done || told.is_none_or(|at| at.elapsed() >= every) {
                     tell(judging);
@@ -198,6 +231,7 @@ pub async fn keep_current(
 /// The count of one judging call, told on its [`Progress`] as it moves.
 pub(crate) struct Meter<'a> {
     progress: &'a Progress,
+    run: u64,
     started: Instant,
     judged: u64,
     total: u64,
@@ -223,11 +257,22 @@ impl Meter<'_> {
 
     fn tell(&self) {
         if self.total > 0 {
-            self.progress.0.send_replace(Some(Judging {
+            let latest = Judging {
                 judged: self.judged,
                 total: self.total,
                 elapsed: self.started.elapsed(),
-            }));
+            };
+            self.progress.0.send_modify(|told| {
+                let first = match told {
+                    Some(told) if told.run == self.run => told.first,
+                    _ => latest,
+                };
+                *told = Some(Told {
+                    run: self.run,
+                    first,
+                    latest,
+                });
+            });
         }
     }
 }
@@ -269,14 +314,26 @@ mod tests {
         progress.start(0).finish();
         assert_eq!(*seen.borrow(), None, "nothing to judge tells nothing");
         let mut meter = progress.start(3);
-        assert_eq!(seen.borrow().map(|j| (j.judged, j.total)), Some((0, 3)));
+        assert_eq!(
+            seen.borrow().map(|t| (t.latest().judged, t.latest().total)),
+            Some((0, 3))
+        );
         meter.add(1);
-        assert_eq!(seen.borrow().map(|j| (j.judged, j.total)), Some((1, 3)));
+        assert_eq!(
+            seen.borrow().map(|t| (t.latest().judged, t.latest().total)),
+            Some((1, 3))
+        );
         meter.finish();
-        assert_eq!(seen.borrow().map(|j| (j.judged, j.total)), Some((3, 3)));
+        assert_eq!(
+            seen.borrow().map(|t| (t.latest().judged, t.latest().total)),
+            Some((3, 3))
+        );
         let mut meter = progress.start(1);
         meter.add(2);
-        assert_eq!(seen.borrow().map(|j| (j.judged, j.total)), Some((2, 2)));
+        assert_eq!(
+            seen.borrow().map(|t| (t.latest().judged, t.latest().total)),
+            Some((2, 2))
+        );
     }
 
     /// A follower that tells what it hears into a list.
@@ -287,6 +344,28 @@ mod tests {
             follow(seen, every, |j| told.push(j.judged)).await;
             told
         })
+    }
+
+    #[tokio::test]
+    async fn a_run_over_before_its_follower_looks_still_tells_its_first_count() {
+        let progress = Progress::default();
+        let seen = progress.subscribe();
+        for total in [5, 2] {
+            let mut meter = progress.start(total);
+            meter.add(1);
+            meter.finish();
+        }
+        drop(progress);
+        let mut told = Vec::new();
+        follow(seen, Duration::from_secs(60), |j| {
+            told.push((j.judged, j.total))
+        })
+        .await;
+        assert_eq!(
+            told,
+            [(0, 2), (2, 2)],
+            "the latest run's first count, then its last"
+        );
     }
 
     #[tokio::test]
