@@ -33,7 +33,7 @@ use chrono::{DateTime, Utc};
 use serde::Serialize;
 
 use crate::core::names::{count, grouped};
-use crate::store::plan::chunk::{Batcher, Reach};
+use crate::store::plan::chunk::{Batcher, Reach, Reached};
 use crate::store::plan::ingest::{own_operation, withheld_reason};
 use crate::store::plan::redaction::{self, Redacted};
 use crate::store::{IngestMode, IngestReport, Ingester, Store, StoreError};
@@ -580,7 +580,7 @@ struct Scan {
     contracts: Vec<Numbered>,
     /// The same contracts, redacted.
     contracts_redacted: Redacted,
-    reach: std::sync::Arc<Reach>,
+    reach: std::sync::Arc<Reached>,
 }
 
 fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
@@ -632,7 +632,7 @@ fn scan(input: &Input, progress: &Progress) -> io::Result<Scan> {
             }
         },
     )?;
-    out.reach = std::sync::Arc::new(reach);
+    out.reach = std::sync::Arc::new(reach.finish());
     out.contracts_redacted = redaction::redact(out.contracts.clone());
     Ok(out)
 }

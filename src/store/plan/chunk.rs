@@ -13,7 +13,7 @@
 //! batch longer, never split one that must stay whole.
 
 use std::collections::HashMap;
-use std::hash::{DefaultHasher, Hash, Hasher};
+use std::hash::{BuildHasherDefault, DefaultHasher, Hash, Hasher};
 
 use crate::wire::{Numbered, Record};
 
@@ -64,16 +64,18 @@ fn ties(record: &Record) -> Vec<u64> {
 
 /// The last line each tie appears on, gathered by a first pass over the input,
 /// kept only for the ties that appear on more than one line: a tie seen once
-/// reaches no further than its own line, which [`Reach::of`] counts anyway.
+/// reaches no further than its own line, which [`Reached::of`] counts anyway.
 /// Most ties are seen once (an attempt's or an observation's own id), so
 /// whether a tie was seen before is asked of a filter of fixed size ([`Seen`])
 /// rather than of a map of every tie, which for a 2.3 GB file held 4.5 M ties
 /// (140 MiB). A tie the filter wrongly takes for seen is kept with its own
-/// line: the same reach, one entry more.
+/// line: the same reach, one entry more. Once the pass is over,
+/// [`Reach::finish`] hands on what the later passes read.
 #[derive(Debug)]
 pub struct Reach {
     seen: Seen,
-    last: HashMap<u64, usize>,
+    /// The ties are hashes already: the map spreads them as they are.
+    last: HashMap<u64, u32, BuildHasherDefault<Spread>>,
 }
 
 impl Default for Reach {
@@ -82,13 +84,20 @@ impl Default for Reach {
     }
 }
 
+/// A line number as [`Reach`] keeps it: past `u32::MAX` (a file of over four
+/// billion lines) a tie reaches the end of the input, which keeps everything
+/// after it in one batch rather than ever splitting it.
+fn kept_line(line: usize) -> u32 {
+    u32::try_from(line).unwrap_or(u32::MAX)
+}
+
 impl Reach {
     /// A reach for an input of `bytes` bytes, its filter sized for about one
     /// tie per 512 bytes (the records of the bench's shape hold one per 230).
     pub fn for_input(bytes: u64) -> Self {
         Reach {
             seen: Seen::for_ties(bytes / 512),
-            last: HashMap::new(),
+            last: HashMap::default(),
         }
     }
 
@@ -96,17 +105,108 @@ impl Reach {
     pub fn note(&mut self, numbered: &Numbered) {
         for key in ties(&numbered.record) {
             if self.seen.mark(key) {
-                self.last.insert(key, numbered.line);
+                self.last.insert(key, kept_line(numbered.line));
             }
         }
+    }
+
+    /// What the passes after the first read: the kept ties in order, without
+    /// the filter, at 12 bytes a tie (the map took about 20, and the filter
+    /// is of no use once every line is noted). At 1 M operations of the
+    /// bench's shape that is about 2 M ties: 24 MiB instead of 84.
+    pub fn finish(self) -> Reached {
+        let Reach { seen, last } = self;
+        drop(seen);
+        let mut pairs: Vec<(u64, u32)> = last.into_iter().collect();
+        pairs.sort_unstable_by_key(|(key, _)| *key);
+        // About four ties to a bucket of the index.
+        let bits = (usize::BITS - (pairs.len() / 4).leading_zeros()).min(24);
+        let mut starts = Vec::with_capacity((1usize << bits) + 1);
+        let mut at = 0;
+        for bucket in 0..(1u64 << bits) {
+            while at < pairs.len() && bucket_of(pairs[at].0, bits) < bucket {
+                at += 1;
+            }
+            starts.push(u32::try_from(at).unwrap_or(u32::MAX));
+        }
+        starts.push(u32::try_from(pairs.len()).unwrap_or(u32::MAX));
+        let keys = pairs.iter().map(|(key, _)| *key).collect();
+        let lines = pairs.iter().map(|(_, line)| *line).collect();
+        Reached {
+            keys,
+            lines,
+            starts,
+            bits,
+        }
+    }
+}
+
+/// The bucket of the index a tie falls in: its top `bits` bits.
+fn bucket_of(key: u64, bits: u32) -> u64 {
+    key.checked_shr(u64::BITS - bits).unwrap_or(0)
+}
+
+/// A hasher for keys that are hashes already: it keeps the key as it is.
+#[derive(Debug, Default)]
+struct Spread(u64);
+
+impl Hasher for Spread {
+    fn finish(&self) -> u64 {
+        self.0
+    }
+
+    fn write(&mut self, bytes: &[u8]) {
+        for byte in bytes {
+            self.0 = self.0.rotate_left(8) ^ u64::from(*byte);
+        }
+    }
+
+    fn write_u64(&mut self, n: u64) {
+        self.0 = n;
+    }
+}
+
+/// The last line of every tie seen on more than one line, read-only: what
+/// [`Batcher`] asks while a pass cuts its batches. The ties are sorted, with an
+/// index of where each value of their top bits starts, so a question is a
+/// short search among about four.
+#[derive(Debug, Default)]
+pub struct Reached {
+    keys: Vec<u64>,
+    /// The last line of `keys[i]`, at the same index.
+    lines: Vec<u32>,
+    /// `keys[starts[b]..starts[b + 1]]` are the ties of bucket `b`.
+    starts: Vec<u32>,
+    bits: u32,
+}
+
+impl Reached {
+    /// The last line `key` appears on, where it appears on more than one.
+    fn last(&self, key: u64) -> Option<usize> {
+        let bucket = usize::try_from(bucket_of(key, self.bits)).ok()?;
+        let (from, to) = (*self.starts.get(bucket)?, *self.starts.get(bucket + 1)?);
+        let (from, to) = (from as usize, to as usize);
+        let at = self.keys[from..to].binary_search(&key).ok()?;
+        let line = self.lines[from + at];
+        Some(if line == u32::MAX {
+            usize::MAX
+        } else {
+            line as usize
+        })
     }
 
     /// The last line of anything `numbered` is tied to (at least its own line).
     pub fn of(&self, numbered: &Numbered) -> usize {
         ties(&numbered.record)
             .into_iter()
-            .filter_map(|key| self.last.get(&key).copied())
+            .filter_map(|key| self.last(key))
             .fold(numbered.line, usize::max)
+    }
+
+    /// How many ties are kept.
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.keys.len()
     }
 }
 
@@ -159,7 +259,7 @@ impl Seen {
 /// tie crosses the cut.
 #[derive(Debug)]
 pub struct Batcher<'r> {
-    reach: &'r Reach,
+    reach: &'r Reached,
     target: usize,
     current: Vec<Numbered>,
     /// The last line the current batch must reach before it may be cut.
@@ -167,7 +267,7 @@ pub struct Batcher<'r> {
 }
 
 impl<'r> Batcher<'r> {
-    pub fn new(reach: &'r Reach, target: usize) -> Batcher<'r> {
+    pub fn new(reach: &'r Reached, target: usize) -> Batcher<'r> {
         Batcher {
             reach,
             target: target.max(1),
@@ -225,6 +325,7 @@ mod tests {
     fn batches(records: Vec<Numbered>, target: usize) -> Vec<Vec<usize>> {
         let mut reach = Reach::default();
         records.iter().for_each(|n| reach.note(n));
+        let reach = reach.finish();
         let mut batcher = Batcher::new(&reach, target);
         let mut out = Vec::new();
         for n in records {
@@ -289,6 +390,42 @@ mod reach_tests {
     use super::*;
     use crate::wire::parse_stream;
 
+    /// Every kept tie is found with its last line through the index, at
+    /// every size of it, and a tie never kept is not found.
+    #[test]
+    fn the_finished_reach_finds_every_kept_tie_and_no_other() {
+        for count in [0usize, 1, 3, 4, 5, 64, 1000, 50_000] {
+            let mut reach = Reach::default();
+            let mut want = HashMap::new();
+            for n in 0..count {
+                let key = tie(0, &format!("op-{n}"));
+                // Kept whatever the filter says: the map is what is indexed.
+                reach.last.insert(key, kept_line(n * 7));
+                want.insert(key, n * 7);
+            }
+            let reached = reach.finish();
+            assert_eq!(reached.len(), count);
+            for (key, line) in &want {
+                assert_eq!(reached.last(*key), Some(*line), "{count} ties");
+            }
+            for n in 0..100 {
+                assert_eq!(
+                    reached.last(tie(1, &format!("op-{n}"))),
+                    None,
+                    "{count} ties"
+                );
+            }
+        }
+        let mut far = Reach::default();
+        let key = tie(0, "far");
+        far.last.insert(key, kept_line(usize::MAX));
+        assert_eq!(
+            far.finish().last(key),
+            Some(usize::MAX),
+            "past u32: the end"
+        );
+    }
+
     /// With a filter far too small for its ties (most answers "seen"), and
     /// with one of the right size, every record reaches exactly as far as a
     /// map of every tie says: the filter only decides what is kept.
@@ -319,6 +456,7 @@ mod reach_tests {
         for bytes in [0, 512 * 10_000] {
             let mut reach = Reach::for_input(bytes);
             parsed.records.iter().for_each(|n| reach.note(n));
+            let reach = reach.finish();
             for n in &parsed.records {
                 let want = ties(&n.record)
                     .into_iter()
@@ -328,11 +466,7 @@ mod reach_tests {
             }
             if bytes > 0 {
                 // Sized right, the map keeps little more than the ties seen twice.
-                assert!(
-                    reach.last.len() < 3000 / 10 + 3000 / 10,
-                    "{}",
-                    reach.last.len()
-                );
+                assert!(reach.len() < 3000 / 10 + 3000 / 10, "{}", reach.len());
             }
         }
     }
