@@ -717,11 +717,13 @@ shared! {
 
         /// The detail of `op`, which `plan` creates, as it will be stored: its
         /// contract from the batch or the store, and what the store says of its
-        /// tool, its dependencies and its idempotency key.
+        /// tool, its dependencies and its idempotency key. `declared` is the
+        /// batch's operations by id.
         async fn created_detail(
             &self,
             known: &Known,
             plan: &Plan,
+            declared: &HashMap<&str, &Operation>,
             op: &Operation,
         ) -> Result<OperationDetail, StoreError> {
             let mut conn = self.pool.acquire().await.map_err(db::<DB>)?;
@@ -741,14 +743,6 @@ shared! {
                 .pop(),
             };
             let autonomy = Self::autonomy_of(&mut conn, &op.tool).await?;
-            let declared: HashMap<&str, &Operation> = plan
-                .staged
-                .iter()
-                .filter_map(|s| match &s.record {
-                    Record::Operation(o) => Some((o.id.as_str(), o)),
-                    _ => None,
-                })
-                .collect();
             let dependencies = op
                 .depends_on
                 .iter()
@@ -804,6 +798,9 @@ shared! {
             let mut decided = Decisions::new();
             let mut lines: HashMap<TransitionKey, usize> = HashMap::new();
             let mut attempts: HashMap<&str, Vec<(usize, &Attempt)>> = HashMap::new();
+            // The operations the batch declares, found by id once here rather
+            // than by a walk of the batch for each history.
+            let mut declared: HashMap<&str, &Operation> = HashMap::new();
             for s in &plan.staged {
                 match &s.record {
                     Record::Transition(t) => {
@@ -811,6 +808,9 @@ shared! {
                     }
                     Record::Attempt(a) => {
                         attempts.entry(a.operation.as_str()).or_default().push((s.line, a));
+                    }
+                    Record::Operation(o) => {
+                        declared.entry(o.id.as_str()).or_insert(o);
                     }
                     _ => {}
                 }
@@ -846,12 +846,10 @@ shared! {
                 if !any_decision && !history.transitions.iter().any(decisions::needs_proof) {
                     continue;
                 }
-                let created = plan.staged.iter().find_map(|s| match &s.record {
-                    Record::Operation(o) if history.created.is_some() && o.id.as_str() == id => {
-                        Some(o)
-                    }
-                    _ => None,
-                });
+                let created = declared
+                    .get(id)
+                    .copied()
+                    .filter(|_| history.created.is_some());
                 // Moves that are all system moves are proved from the operation
                 // and its attempts alone (`decisions::judge` reads no more of a
                 // system move): those of the batch for a created operation, the
@@ -886,7 +884,7 @@ shared! {
                     continue;
                 }
                 let mut detail = match created {
-                    Some(op) => self.created_detail(known, plan, op).await?,
+                    Some(op) => self.created_detail(known, plan, &declared, op).await?,
                     None if known.operations.contains_key(id) => {
                         self.read_detail(&Scope::Every, &history.operation).await?
                     }
