@@ -21,8 +21,9 @@ use std::collections::BTreeSet;
 
 use chrono::{DateTime, Utc};
 
+use crate::core::ids::OperationId;
 use crate::core::metrics::{self, Report, Tally};
-use crate::store::{OperationFilter, Progress, Scope, Session, StoreError};
+use crate::store::{OperationFilter, Progress, Scope, Session, StoreError, joined};
 
 /// Operations judged per page.
 pub const PAGE: u64 = 1000;
@@ -108,19 +109,27 @@ pub async fn compute_paged(
     let contracts = session.contracts().await?;
     let mut meter = progress.start(session.count(&OperationFilter::default()).await?);
     let mut tally = Tally::default();
-    let mut after = None;
+    // The next page is read on a task of its own while this one is judged:
+    // the reading is the store's thread's work, the judging this one's.
+    let read = |after: Option<OperationId>| {
+        let (session, contracts) = (session.clone(), contracts.clone());
+        tokio::spawn(async move {
+            session
+                .dataset_page(after.as_ref(), page.max(1), contracts)
+                .await
+        })
+    };
+    let mut next = read(None);
     loop {
-        let (ids, data) = session
-            .dataset_page(after.as_ref(), page.max(1), contracts.clone())
-            .await?;
+        let (ids, data) = joined(next.await)?;
         let Some(last) = ids.last().cloned() else {
             break;
         };
+        next = read(Some(last));
         let judged: BTreeSet<_> = ids.into_iter().collect();
         let count = u64::try_from(judged.len()).unwrap_or(u64::MAX);
         tally.add(metrics::page_facts(&data, judged, now));
         meter.add(count);
-        after = Some(last);
     }
     meter.finish();
     Ok(tally.finish(now))

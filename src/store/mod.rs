@@ -46,6 +46,21 @@ use crate::core::work::Lease;
 use crate::wire::{LineError, Numbered};
 use copy::{Cell, CopyReport, Table};
 
+/// What a store task handed to `tokio::spawn` answered: its own answer, its
+/// panic carried on (never turned into an error a caller could ignore), or
+/// its cancellation as an error.
+pub fn joined<T>(
+    task: Result<Result<T, StoreError>, tokio::task::JoinError>,
+) -> Result<T, StoreError> {
+    match task {
+        Ok(answer) => answer,
+        Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
+        Err(join) => Err(StoreError::Other(format!(
+            "a store task was cancelled: {join}"
+        ))),
+    }
+}
+
 /// What can go wrong in the store, in words a reviewer can act on. Driver errors
 /// never reach the screen raw: they are mapped into these.
 #[derive(Debug, thiserror::Error)]

@@ -173,7 +173,9 @@ shared! {
             // next page is read and judged (the reads need no write lock), one
             // write at a time and in page order: 100,000 operations judged anew
             // in 16.9 s and 187 MiB, against 22.2 s and 141 MiB one after the
-            // other (BENCHMARKS.md).
+            // other (BENCHMARKS.md). Reading the next page on a task of its own
+            // too, while this one is judged, made it slower (100,000: 7.9-9.0 s
+            // against 6.4-6.8 s): three busy threads on two cores.
             let mut writing: Option<tokio::task::JoinHandle<Result<(), StoreError>>> = None;
             loop {
                 let marks = self.stale_page(&after).await?;
@@ -316,13 +318,7 @@ shared! {
         ) -> Result<(), StoreError> {
             match writing {
                 None => Ok(()),
-                Some(handle) => match handle.await {
-                    Ok(written) => written,
-                    Err(join) if join.is_panic() => std::panic::resume_unwind(join.into_panic()),
-                    Err(join) => Err(StoreError::Other(format!(
-                        "the write of judged facts was cancelled: {join}"
-                    ))),
-                },
+                Some(handle) => crate::store::joined(handle.await),
             }
         }
 
