@@ -280,6 +280,11 @@ impl<'r> Batcher<'r> {
     pub fn push(&mut self, numbered: Numbered) -> Option<Vec<Numbered>> {
         self.until = self.until.max(self.reach.of(&numbered));
         let line = numbered.line;
+        if self.current.capacity() == 0 {
+            // A batch's records are sized for its target at once rather than
+            // grown by doubling, which copied every record several times.
+            self.current.reserve(self.target);
+        }
         self.current.push(numbered);
         (self.current.len() >= self.target && line >= self.until)
             .then(|| std::mem::take(&mut self.current))

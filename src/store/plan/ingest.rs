@@ -730,19 +730,23 @@ pub fn plan_refusing(
         unchanged,
         ..
     } = planner;
-    let staged = records
-        .into_iter()
-        .zip(wires)
-        .zip(hashes)
-        .zip(live)
-        .filter(|(_, live)| *live)
-        .map(|(((n, wire), hash), _)| Staged {
-            line: n.line,
-            record: n.record,
-            hash,
-            wire,
-        })
-        .collect::<Vec<Staged>>();
+    // Sized once: a filtered collect would grow a batch's worth of records
+    // by doubling, copying them each time.
+    let mut staged = Vec::with_capacity(live.iter().filter(|live| **live).count());
+    staged.extend(
+        records
+            .into_iter()
+            .zip(wires)
+            .zip(hashes)
+            .zip(live)
+            .filter(|(_, live)| *live)
+            .map(|(((n, wire), hash), _)| Staged {
+                line: n.line,
+                record: n.record,
+                hash,
+                wire,
+            }),
+    );
     let versions = staged
         .iter()
         .filter_map(|s| match &s.record {
