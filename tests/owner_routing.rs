@@ -16,6 +16,7 @@ use holdfast::core::routing;
 use holdfast::core::routing::OwnerRole;
 use holdfast::core::rules::{Action, Actor, Rationale, Rule, decide};
 use holdfast::store::{IngestMode, OperationFilter, Page, Scope, SortOrder, Store};
+use holdfast::wire::Numbered;
 use support::cli::Cli;
 use support::review::{id, records};
 use support::stores::{self, Fresh, Kind};
@@ -49,13 +50,13 @@ fn at(text: &str) -> DateTime<Utc> {
 
 /// [`packet`] ingested into `store`.
 async fn ingest_packet(store: &dyn Store) {
+    ingest_all(store, records(&packet()), "test").await;
+}
+
+/// `lines` ingested into `store` by `by`, every one of them taken.
+async fn ingest_all(store: &dyn Store, lines: Vec<Numbered>, by: &str) {
     let report = store
-        .ingest(
-            records(&packet()),
-            IngestMode::Strict,
-            "test",
-            at("2026-09-05T10:10:00Z"),
-        )
+        .ingest(lines, IngestMode::Strict, by, at("2026-09-05T10:10:00Z"))
         .await
         .unwrap();
     assert!(report.rejected.is_empty(), "{:?}", report.rejected);
@@ -428,6 +429,19 @@ fn as_if_granted(mut actor: Actor) -> Actor {
     actor
 }
 
+/// A PostgreSQL store holding [`packet`], with maya its owner and a login of
+/// the application group (named `name`) holding `role` on pinehaven: the
+/// store, and the login's name.
+async fn with_app_login(name: &str, role: Role) -> (stores::ApplicationLogin, String) {
+    let app = stores::ApplicationLogin::new(name).await;
+    let admin = app.fresh.store.as_ref();
+    ingest_packet(admin).await;
+    let login = app.login.name.clone();
+    grant(admin, "maya", Role::Owner).await;
+    grant(admin, &login, role).await;
+    (app, login)
+}
+
 /// On PostgreSQL the database holds a login to G13 too: a login of the
 /// application group committing an acceptance of a T02 hold straight to the
 /// store (no rules asked) is refused by the database until it holds
@@ -435,12 +449,8 @@ fn as_if_granted(mut actor: Actor) -> Actor {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_the_database_refuses_a_login_recovery_without_the_domain_grant() {
     skip_without_postgres!();
-    let app = stores::ApplicationLogin::new("hf_domain").await;
+    let (app, login) = with_app_login("hf_domain", Role::Owner).await;
     let admin = app.fresh.store.as_ref();
-    ingest_packet(admin).await;
-    let login = app.login.name.clone();
-    grant(admin, "maya", Role::Owner).await;
-    grant(admin, &login, Role::Owner).await;
     let door = holdfast::store::postgres::PgStore::connect(&app.url())
         .await
         .unwrap();
@@ -478,12 +488,8 @@ async fn on_postgres_the_database_refuses_a_login_recovery_without_the_domain_gr
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn on_postgres_a_login_cannot_route_a_hold_itself() {
     skip_without_postgres!();
-    let app = stores::ApplicationLogin::new("hf_route").await;
+    let (app, login) = with_app_login("hf_route", Role::Ingest).await;
     let admin = app.fresh.store.as_ref();
-    ingest_packet(admin).await;
-    let login = app.login.name.clone();
-    grant(admin, "maya", Role::Owner).await;
-    grant(admin, &login, Role::Ingest).await;
     let early = "2026-09-05T10:10:00Z";
     let ledger = queue_owners(admin, early, &["team:ledger"]).await;
     assert_eq!(ledger, vec![("F28".to_owned(), "team:ledger".to_owned())]);
@@ -532,4 +538,48 @@ async fn on_postgres_a_login_cannot_route_a_hold_itself() {
         admin.verify().await.unwrap(),
         ChainStatus::Intact { .. }
     ));
+}
+
+/// Operations whose kept route is not the one `operation_routes` derives from
+/// their records, and operations routed at all.
+async fn routes_kept(url: &str) -> (i64, i64) {
+    use sqlx::Connection;
+    let mut owner = sqlx::PgConnection::connect(url).await.unwrap();
+    let counted = sqlx::query_as(
+        "SELECT (SELECT count(*) FROM operations o JOIN operation_routes r ON r.id = o.id \
+                 WHERE o.route IS DISTINCT FROM r.route), \
+                (SELECT count(*) FROM operations WHERE route IS NOT NULL)",
+    )
+    .fetch_one(&mut owner)
+    .await
+    .unwrap();
+    owner.close().await.unwrap();
+    counted
+}
+
+/// PostgreSQL keeps the route per statement (migration `trigger_costs`): after
+/// statements that bring many operations' requests and observations at once,
+/// and a later request by a login of the application group, every
+/// operation's kept route is the one its records derive.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_every_kept_route_is_the_one_its_records_derive() {
+    skip_without_postgres!();
+    let (app, login) = with_app_login("hf_routes_kept", Role::Ingest).await;
+    let admin = app.fresh.store.as_ref();
+    let (wrong, routed) = routes_kept(&app.fresh.url).await;
+    assert_eq!(wrong, 0, "after the packet");
+    assert!(routed > 0, "the packet routes some holds");
+
+    let door = holdfast::store::postgres::PgStore::connect(&app.url())
+        .await
+        .unwrap();
+    let copies: Vec<_> = ["R1-", "R2-", "R3-"]
+        .into_iter()
+        .flat_map(support::packets::renamed_demo)
+        .collect();
+    ingest_all(admin, copies, "test").await;
+    ingest_all(&door, records(LATER_REQUEST), &login).await;
+    let (wrong, routed_after) = routes_kept(&app.fresh.url).await;
+    assert_eq!(wrong, 0, "after the application login's ingests");
+    assert!(routed_after > routed, "the copies route holds of their own");
 }

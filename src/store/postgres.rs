@@ -178,6 +178,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "row_costs",
         include_str!("../../migrations/postgres/20261208000010_row_costs.sql"),
     ),
+    (
+        20261209000010,
+        "trigger_costs",
+        include_str!("../../migrations/postgres/20261209000010_trigger_costs.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -262,6 +267,7 @@ impl Backend for Postgres {
             &[
                 "operations_are_audited",
                 "operation_counts_kept",
+                "operation_counts_inserted",
                 "due_counts_kept",
                 "metric_stale_operations_insert",
                 "metric_stale_operations_update",
