@@ -183,6 +183,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "trigger_costs",
         include_str!("../../migrations/postgres/20261209000010_trigger_costs.sql"),
     ),
+    (
+        20261209000020,
+        "audited_as_owner",
+        include_str!("../../migrations/postgres/20261209000020_audited_as_owner.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
