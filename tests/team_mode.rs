@@ -2139,3 +2139,55 @@ async fn a_reviewer_login_forging_an_approve_of_an_unvalidated_hold_is_named() {
     let seq = forge_as(&team, &login, row, &[moving("F09", S::Approved)]).await;
     verify_names(&team, seq, &["operation F09", "approve", "refuse"]).await;
 }
+
+/// The least-privilege checks that leave the question of trust to their
+/// trigger (migration `20261209000030_trusted_asked_once`) run only from
+/// triggers that ask it: every trigger of `change_audited`,
+/// `audit_within_grants` and `audit_domain_review` is skipped for a trusted
+/// login by its `WHEN`, and the functions no longer ask themselves. A trigger
+/// without that `WHEN` would check the owner's rows as a login's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn on_postgres_every_check_that_leaves_trust_to_its_trigger_is_asked_there() {
+    skip_without_postgres!();
+    let team = stores::fresh(Kind::Postgres).await;
+    let mut owner = PgConnection::connect(&team.url).await.unwrap();
+    let triggers: Vec<(String, String, String, bool)> = sqlx::query_as(
+        "SELECT c.relname::text, t.tgname::text, p.proname::text, \
+                pg_get_triggerdef(t.oid) LIKE '%NOT holdfast_trusted()%' \
+         FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
+         JOIN pg_proc p ON p.oid = t.tgfoid \
+         WHERE NOT t.tgisinternal \
+           AND p.proname IN ('change_audited', 'audit_within_grants', 'audit_domain_review') \
+         ORDER BY 1, 2",
+    )
+    .fetch_all(&mut owner)
+    .await
+    .unwrap();
+    let unasked: Vec<_> = triggers.iter().filter(|t| !t.3).collect();
+    assert!(unasked.is_empty(), "triggers that do not ask: {unasked:?}");
+    let tables: Vec<&str> = triggers.iter().map(|t| t.0.as_str()).collect();
+    for table in [
+        "attempts",
+        "audit",
+        "expectations",
+        "items",
+        "observations",
+        "operations",
+        "proposals",
+        "redactions",
+        "wire_transitions",
+        "work_leases",
+    ] {
+        assert!(tables.contains(&table), "no check on {table}: {triggers:?}");
+    }
+    let asking: Vec<String> = sqlx::query_scalar(
+        "SELECT proname::text FROM pg_proc \
+         WHERE proname IN ('change_audited', 'audit_within_grants', 'audit_domain_review') \
+           AND prosrc LIKE '%holdfast_trusted%'",
+    )
+    .fetch_all(&mut owner)
+    .await
+    .unwrap();
+    assert!(asking.is_empty(), "{asking:?} still ask themselves");
+    team.close().await;
+}

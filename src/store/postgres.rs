@@ -188,6 +188,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "audited_as_owner",
         include_str!("../../migrations/postgres/20261209000020_audited_as_owner.sql"),
     ),
+    (
+        20261209000030,
+        "trusted_asked_once",
+        include_str!("../../migrations/postgres/20261209000030_trusted_asked_once.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
