@@ -766,6 +766,13 @@ async fn run_pass(
     // Parsing and redacting run on their own thread and hand over whole batches,
     // so that the next batch is read while the store plans and writes this one;
     // the lines withheld with a refused line go over in chunks between them.
+    // What planning needs of a batch's records alone is worked out here too
+    // where the store's side is the slower one: in a pass that writes, the
+    // reading thread waits for the store half the time. The judging pass
+    // writes nothing, and there the reading is the slower side.
+    let prepare = move |batch: Redacted| {
+        if hash_lines { batch.prepared() } else { batch }
+    };
     let reading = {
         let reach = std::sync::Arc::clone(&scan.reach);
         std::thread::spawn(move || -> io::Result<()> {
@@ -806,7 +813,7 @@ async fn run_pass(
                     }
                     closed = closed
                         || sender
-                            .blocking_send(Piece::Batch(redaction::redact(batch)))
+                            .blocking_send(Piece::Batch(prepare(redaction::redact(batch))))
                             .is_err();
                 }
             })?;
@@ -815,7 +822,7 @@ async fn run_pass(
                 closed = sender.blocking_send(Piece::Withheld(withheld, 0)).is_err();
             }
             if !closed && !last.is_empty() {
-                let _ = sender.blocking_send(Piece::Batch(redaction::redact(last)));
+                let _ = sender.blocking_send(Piece::Batch(prepare(redaction::redact(last))));
             }
             Ok(())
         })

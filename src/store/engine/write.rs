@@ -18,7 +18,9 @@ use crate::store::ingest_sql;
 use crate::store::plan::codec::{self, AuditColumns, ms, observe_order};
 use crate::store::plan::decisions::{self, Decisions, TransitionKey, transition_key};
 use crate::store::plan::door;
-use crate::store::plan::ingest::{self as ingest_plan, Known, Plan, RecordKey, StoredOperation};
+use crate::store::plan::ingest::{
+    self as ingest_plan, Known, Lookups, Plan, RecordKey, StoredOperation,
+};
 use crate::store::plan::redaction::{self, RedactionRow};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
 use crate::store::sql::held_states_sql;
@@ -34,6 +36,15 @@ const FEW_TERMS: usize = 32;
 const LARGE_BATCH: usize = 64;
 
 /// The columns of a record a reviewer action adds.
+/// The items of `items` whose place in `kept` is true, in order.
+fn keep<T>(items: Vec<T>, kept: &[bool]) -> Vec<T> {
+    items
+        .into_iter()
+        .zip(kept)
+        .filter_map(|(item, kept)| kept.then_some(item))
+        .collect()
+}
+
 fn record_columns(record: Record) -> RecordColumns {
     let wire = codec::encode(&record);
     let hash = Sha256::of(wire.as_bytes());
@@ -316,8 +327,7 @@ shared! {
 
         /// Looks up what the store holds under the batch's keys, a few hundred keys per
         /// query.
-        pub(super) async fn known(conn: &mut DB::Connection, records: &[Numbered]) -> Result<Known, StoreError> {
-            let wanted = ingest_plan::lookups(records);
+        pub(super) async fn known(conn: &mut DB::Connection, wanted: &Lookups) -> Result<Known, StoreError> {
             let mut known = Known::default();
             let ops: Vec<String> = wanted.operations.iter().cloned().collect();
             for row in Self::select_in(
@@ -1030,18 +1040,27 @@ shared! {
             // ([`redaction::redact`]), and is planned (and compared with what is
             // stored) as it will be stored.
             let (mut records, mut wires) = (redacted.records, redacted.wires);
+            // Worked out ahead from the records alone, or here. The keys of
+            // lines refused at the door are looked up too: what the store
+            // holds under a key no kept record has is never asked.
+            let (mut hashes, wanted) = match redacted.prepared {
+                Some(prepared) => (prepared.hashes, prepared.lookups),
+                None => (
+                    wires.iter().map(|w| Sha256::of(w.as_bytes())).collect(),
+                    ingest_plan::lookups(&records),
+                ),
+            };
             let refused = Self::refused_at_the_door(tx, &records, ingester).await?;
             if !refused.is_empty() {
                 let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();
-                (records, wires) = records
-                    .into_iter()
-                    .zip(wires)
-                    .filter(|(n, _)| !refused_lines.contains(&n.line))
-                    .unzip();
+                let kept: Vec<bool> = records.iter().map(|n| !refused_lines.contains(&n.line)).collect();
+                records = keep(records, &kept);
+                wires = keep(wires, &kept);
+                hashes = keep(hashes, &kept);
             }
-            let mut known = Self::known(tx, &records).await?;
+            let mut known = Self::known(tx, &wanted).await?;
             known.contracts_optional = ingester.contracts_optional;
-            let mut plan = ingest_plan::plan_refusing(records, wires, &known, redacted.refused);
+            let mut plan = ingest_plan::plan_hashed(records, wires, hashes, &known, redacted.refused);
             let (undecided, decided) = self.judge_moves(&known, &plan, ingester.decider.as_ref(), now).await?;
             if !undecided.is_empty() {
                 // Planned again without the refused decisions: what follows one in

@@ -112,6 +112,15 @@ pub struct Lookups {
     pub contracts: BTreeSet<String>,
 }
 
+impl Lookups {
+    /// What both `self` and `other` must look up.
+    pub fn merge(&mut self, other: Lookups) {
+        self.keys.extend(other.keys);
+        self.operations.extend(other.operations);
+        self.contracts.extend(other.contracts);
+    }
+}
+
 /// Collects what must be looked up.
 pub fn lookups(records: &[Numbered]) -> Lookups {
     let mut out = Lookups::default();
@@ -702,7 +711,21 @@ pub fn plan_refusing(
     known: &Known,
     refused: Vec<LineError>,
 ) -> Plan {
+    let hashes = wires.iter().map(|w| Sha256::of(w.as_bytes())).collect();
+    plan_hashed(records, wires, hashes, known, refused)
+}
+
+/// [`plan_refusing`] with each wire line's SHA-256 (`hashes`, in the same
+/// order) already worked out.
+pub fn plan_hashed(
+    records: Vec<Numbered>,
+    wires: Vec<String>,
+    hashes: Vec<Sha256>,
+    known: &Known,
+    refused: Vec<LineError>,
+) -> Plan {
     debug_assert_eq!(records.len(), wires.len());
+    debug_assert_eq!(records.len(), hashes.len());
     let mut rejected: BTreeMap<usize, Vec<LineError>> = BTreeMap::new();
     for error in refused {
         rejected.entry(error.line).or_default().push(error);
@@ -710,7 +733,7 @@ pub fn plan_refusing(
     let mut planner = Planner {
         records: &records,
         known,
-        hashes: wires.iter().map(|w| Sha256::of(w.as_bytes())).collect(),
+        hashes,
         rejected,
         unchanged: BTreeSet::new(),
     };

@@ -12,7 +12,8 @@
 use crate::core::redact::{active, redact_value_sampled};
 use crate::wire::{LineError, Numbered, parse_line, to_value, write_line};
 
-use super::ingest::{RecordKey, own_operation};
+use super::ingest::{Lookups, RecordKey, lookups, own_operation};
+use crate::core::ids::Sha256;
 
 /// One value ingest redacted, as the `redactions` table keeps it.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -65,6 +66,20 @@ pub struct Redacted {
     /// Records whose redacted form is not a valid record (a secret in a field
     /// that cannot hold a marker, such as an id): refused by line and field.
     pub refused: Vec<LineError>,
+    /// What planning works out from the records alone, when it was worked out
+    /// ahead ([`Redacted::prepared`]); planning works it out itself otherwise.
+    pub prepared: Option<Prepared>,
+}
+
+/// What planning a batch needs of its records alone, read from nothing
+/// stored: worked out on the thread that reads and redacts the input while
+/// the batch before is planned and written.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// The SHA-256 of each of the batch's wire lines, in order.
+    pub hashes: Vec<Sha256>,
+    /// The keys to look up in the store ([`lookups`]).
+    pub lookups: Lookups,
 }
 
 impl Redacted {
@@ -83,6 +98,28 @@ impl Redacted {
         self.wires.extend(other.wires);
         self.rows.extend(other.rows);
         self.refused.extend(other.refused);
+        self.prepared = match (self.prepared, other.prepared) {
+            (Some(mut first), Some(second)) => {
+                first.hashes.extend(second.hashes);
+                first.lookups.merge(second.lookups);
+                Some(first)
+            }
+            _ => None,
+        };
+        self
+    }
+
+    /// The batch with what planning needs of its records alone worked out
+    /// ([`Prepared`]), so that the thread that plans and writes it does not.
+    pub fn prepared(mut self) -> Redacted {
+        self.prepared = Some(Prepared {
+            hashes: self
+                .wires
+                .iter()
+                .map(|w| Sha256::of(w.as_bytes()))
+                .collect(),
+            lookups: lookups(&self.records),
+        });
         self
     }
 }
