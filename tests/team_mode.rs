@@ -1128,6 +1128,24 @@ async fn a_login_appends_only_rows_its_grants_allow() {
         )
         .await;
     beyond_grants(&team, relay, &insert(&row), "an owner's").await;
+    // The rows of one statement are checked together, after it: a row the
+    // grants allow followed by one they do not is refused as a whole, in the
+    // second row's words.
+    let allowed = team
+        .forged(relay, "F09", "comment", Role::Reviewer, None)
+        .await;
+    let mut draft = allowed.draft.clone();
+    draft.role = Role::Owner;
+    let beyond = holdfast::core::audit::seal(&allowed.hash, allowed.seq + 1, draft);
+    let second = insert(&beyond);
+    let (_, values) = second.split_once(" VALUES ").unwrap();
+    beyond_grants(
+        &team,
+        relay,
+        &format!("{}, {values}", insert(&allowed)),
+        "the role owner may not take comment",
+    )
+    .await;
 
     assert_eq!(team.fresh.store.head_seq().await.unwrap(), head);
     let row = team
@@ -2157,7 +2175,8 @@ async fn on_postgres_every_check_that_leaves_trust_to_its_trigger_is_asked_there
          FROM pg_trigger t JOIN pg_class c ON c.oid = t.tgrelid \
          JOIN pg_proc p ON p.oid = t.tgfoid \
          WHERE NOT t.tgisinternal \
-           AND p.proname IN ('change_audited', 'audit_within_grants', 'audit_domain_review') \
+           AND p.proname IN ('change_audited', 'audit_within_grants', 'audit_domain_review', \
+                             'audit_seen_by_login') \
          ORDER BY 1, 2",
     )
     .fetch_all(&mut owner)
@@ -2182,7 +2201,8 @@ async fn on_postgres_every_check_that_leaves_trust_to_its_trigger_is_asked_there
     }
     let asking: Vec<String> = sqlx::query_scalar(
         "SELECT proname::text FROM pg_proc \
-         WHERE proname IN ('change_audited', 'audit_within_grants', 'audit_domain_review') \
+         WHERE proname IN ('change_audited', 'audit_within_grants', 'audit_domain_review', \
+                           'audit_seen_by_login') \
            AND prosrc LIKE '%holdfast_trusted%'",
     )
     .fetch_all(&mut owner)

@@ -193,6 +193,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "trusted_asked_once",
         include_str!("../../migrations/postgres/20261209000030_trusted_asked_once.sql"),
     ),
+    (
+        20261209000040,
+        "grants_per_statement",
+        include_str!("../../migrations/postgres/20261209000040_grants_per_statement.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.
@@ -235,6 +240,8 @@ impl Backend for Postgres {
     // (0.2–0.4 s a statement at 20,000, and growing), and a database whose
     // statistics are never gathered (autovacuum off) never drops it. A batch
     // is thousands of rows: planning each statement anew costs far less.
+    // Not so a trigger's lookup of one key for each row: the row-level
+    // checks keep their plans for themselves (`grants_per_statement`).
     const BATCH_PLANS: Option<&'static str> = Some("SET LOCAL plan_cache_mode = force_custom_plan");
     // Without statistics the planner guessed the judging's lookups of a
     // batch's relatives would match much of the operations and read them
