@@ -21,7 +21,7 @@ use crate::store::plan::door;
 use crate::store::plan::ingest::{
     self as ingest_plan, Known, Lookups, Plan, RecordKey, StoredOperation,
 };
-use crate::store::plan::redaction::{self, RedactionRow};
+use crate::store::plan::redaction::{self, Prepared, RedactionRow};
 use crate::store::plan::rows::{OperationColumns, RecordColumns, plan_rows, search_terms};
 use crate::store::sql::held_states_sql;
 use crate::store::{IngestMode, IngestReport, Ingester, Scope, StoreError};
@@ -35,7 +35,6 @@ const FEW_TERMS: usize = 32;
 /// (`Backend::BATCH_PLANS`).
 const LARGE_BATCH: usize = 64;
 
-/// The columns of a record a reviewer action adds.
 /// The items of `items` whose place in `kept` is true, in order.
 fn keep<T>(items: Vec<T>, kept: &[bool]) -> Vec<T> {
     items
@@ -45,6 +44,7 @@ fn keep<T>(items: Vec<T>, kept: &[bool]) -> Vec<T> {
         .collect()
 }
 
+/// The columns of a record a reviewer action adds.
 fn record_columns(record: Record) -> RecordColumns {
     let wire = codec::encode(&record);
     let hash = Sha256::of(wire.as_bytes());
@@ -1043,13 +1043,12 @@ shared! {
             // Worked out ahead from the records alone, or here. The keys of
             // lines refused at the door are looked up too: what the store
             // holds under a key no kept record has is never asked.
-            let (mut hashes, wanted) = match redacted.prepared {
-                Some(prepared) => (prepared.hashes, prepared.lookups),
-                None => (
-                    wires.iter().map(|w| Sha256::of(w.as_bytes())).collect(),
-                    ingest_plan::lookups(&records),
-                ),
-            };
+            let Prepared {
+                mut hashes,
+                lookups: wanted,
+            } = redacted
+                .prepared
+                .unwrap_or_else(|| Prepared::of(&records, &wires));
             let refused = Self::refused_at_the_door(tx, &records, ingester).await?;
             if !refused.is_empty() {
                 let refused_lines: BTreeSet<usize> = refused.iter().map(|e| e.line).collect();

@@ -711,8 +711,13 @@ pub fn plan_refusing(
     known: &Known,
     refused: Vec<LineError>,
 ) -> Plan {
-    let hashes = wires.iter().map(|w| Sha256::of(w.as_bytes())).collect();
+    let hashes = wire_hashes(&wires);
     plan_hashed(records, wires, hashes, known, refused)
+}
+
+/// The SHA-256 of each wire line, in order: each record's content hash.
+pub fn wire_hashes(wires: &[String]) -> Vec<Sha256> {
+    wires.iter().map(|w| Sha256::of(w.as_bytes())).collect()
 }
 
 /// [`plan_refusing`] with each wire line's SHA-256 (`hashes`, in the same

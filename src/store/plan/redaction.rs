@@ -12,7 +12,7 @@
 use crate::core::redact::{active, redact_value_sampled};
 use crate::wire::{LineError, Numbered, parse_line, to_value, write_line};
 
-use super::ingest::{Lookups, RecordKey, lookups, own_operation};
+use super::ingest::{Lookups, RecordKey, lookups, own_operation, wire_hashes};
 use crate::core::ids::Sha256;
 
 /// One value ingest redacted, as the `redactions` table keeps it.
@@ -112,15 +112,18 @@ impl Redacted {
     /// The batch with what planning needs of its records alone worked out
     /// ([`Prepared`]), so that the thread that plans and writes it does not.
     pub fn prepared(mut self) -> Redacted {
-        self.prepared = Some(Prepared {
-            hashes: self
-                .wires
-                .iter()
-                .map(|w| Sha256::of(w.as_bytes()))
-                .collect(),
-            lookups: lookups(&self.records),
-        });
+        self.prepared = Some(Prepared::of(&self.records, &self.wires));
         self
+    }
+}
+
+impl Prepared {
+    /// What planning needs of `records`, whose wire lines are `wires`.
+    pub fn of(records: &[Numbered], wires: &[String]) -> Prepared {
+        Prepared {
+            hashes: wire_hashes(wires),
+            lookups: lookups(records),
+        }
     }
 }
 
