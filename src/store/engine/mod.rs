@@ -344,16 +344,40 @@ shared! {
             rows: &[T],
             push: fn(&mut Separated<'_, DB, &'static str>, &T),
         ) -> Result<(), StoreError> {
-            let mut rest = rows;
-            for part in statement_parts(rows.len(), PARAMS_PER_STATEMENT / columns) {
-                let (now, later) = rest.split_at(part);
-                rest = later;
+            let statement = |part: &[T]| {
                 let mut qb: QueryBuilder<DB> = QueryBuilder::new(prefix);
-                qb.push_values(now, |mut b, row| push(&mut b, row));
+                qb.push_values(part, |mut b, row| push(&mut b, row));
                 qb.push(suffix);
-                qb.build().execute(&mut *conn).await.map_err(db::<DB>)?;
+                qb
+            };
+            let mut parts = statement_parts(rows.len(), PARAMS_PER_STATEMENT / columns).scan(
+                rows,
+                |rest, part| {
+                    let (now, later) = rest.split_at(part);
+                    *rest = later;
+                    Some(now)
+                },
+            );
+            let Some(first) = parts.next() else {
+                return Ok(());
+            };
+            // Each statement is built while the one before it runs: the
+            // statement is sent first (`biased`), so the driver's thread or
+            // the server works on it while this thread binds the next.
+            let mut running = statement(first);
+            loop {
+                let following = parts.next();
+                let (ran, built) = tokio::join!(
+                    biased;
+                    running.build().execute(&mut *conn),
+                    async { following.map(statement) },
+                );
+                ran.map_err(db::<DB>)?;
+                match built {
+                    Some(next) => running = next,
+                    None => return Ok(()),
+                }
             }
-            Ok(())
         }
 
         /// Runs `SELECT … WHERE column IN (…)` over `keys` in chunks, returning every row.
