@@ -432,19 +432,11 @@ shared! {
             .await?;
             let cleared: Vec<&(String, i64)> = marks.iter().filter(|(_, mark)| *mark >= 0).collect();
             for part in cleared.chunks(RELATED_CHUNK) {
-                let mut delete: QueryBuilder<DB> = QueryBuilder::new(
-                    "DELETE FROM metric_stale WHERE (operation, mark) IN (VALUES ",
-                );
-                let mut list = delete.separated(", ");
-                for (id, mark) in part {
-                    list.push("(");
-                    list.push_bind_unseparated(id.clone());
-                    list.push_unseparated(", ");
-                    list.push_bind_unseparated(*mark);
-                    list.push_unseparated(")");
-                }
-                delete.push(")");
-                delete.build().execute(&mut *tx).await.map_err(db::<DB>)?;
+                metric_sql::clear_marks::<DB>("", part)
+                    .build()
+                    .execute(&mut *tx)
+                    .await
+                    .map_err(db::<DB>)?;
             }
             tx.commit().await.map_err(db::<DB>)?;
             Ok(())
