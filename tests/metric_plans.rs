@@ -2,7 +2,7 @@
 //! in every scope and in one tenant's: each is a sum over the small table of
 //! counts per (tenant, kind), or a walk of one kind's rows by the
 //! `(kind, operation)` key that stops at its `LIMIT`, or a range of the
-//! `(kind, n)` index. (Over every tenant the sums read the whole table of
+//! partial `(kind, n)` index (its condition repeated in the read). (Over every tenant the sums read the whole table of
 //! counts, a row per tenant and kind, however many operations.) Each statement is the one the store runs (built by
 //! `holdfast::store::metric_sql` behind an `EXPLAIN` prefix); the assertion is
 //! on the plan's shape, never on time. PostgreSQL plans with sequential scans
@@ -23,6 +23,8 @@ use support::stores::{Fresh, Kind};
 struct Read {
     name: String,
     sorts_a_range: bool,
+    /// A read by `n`, within the partial `(kind, n)` index.
+    by_n: bool,
 }
 
 fn reads<'a, DB>(prefix: &str) -> Vec<(Read, QueryBuilder<DB>)>
@@ -40,6 +42,15 @@ where
         let read = |name: &str, sorts_a_range| Read {
             name: format!("{name} ({label})"),
             sorts_a_range,
+            // The other reads by `n` repeat the index's condition too, but the
+            // planner may walk the key instead: in operation order for the
+            // first overdue observations (no sort), every row of the cause
+            // kinds for the repeated errors' groups, and by the key for a
+            // group's newest, whose `reason` the index does not hold (as it
+            // did with the whole index).
+            by_n: ["the most requests", "the count of overdue"]
+                .iter()
+                .any(|by_n| name.starts_with(by_n)),
         };
         out.push((read("the sums", false), metric_sql::sums(prefix, &scope)));
         out.push((
@@ -105,6 +116,13 @@ async fn sqlite_plans(fresh: &Fresh) {
             "{}: does not search the fact rows by an index:\n  {shown}",
             read.name
         );
+        if read.by_n {
+            assert!(
+                plan.iter().any(|l| l.contains("INDEX metric_rows_by_n")),
+                "{}: does not read by the partial (kind, n) index:\n  {shown}",
+                read.name
+            );
+        }
         if !read.sorts_a_range {
             assert!(
                 !plan
@@ -190,3 +208,18 @@ async fn clearing_marks_searches_the_key(kind: Kind) {
 }
 
 holdfast_on_both_backends!(kept_reads_use_an_index, clearing_marks_searches_the_key);
+
+/// The reads by `n` repeat the partial index's condition word for word, or
+/// neither planner would see they are within it.
+#[test]
+fn the_partial_index_states_the_condition_the_reads_repeat() {
+    for migration in [
+        include_str!("../migrations/sqlite/20261210000010_metric_rows_by_n_partial.sql"),
+        include_str!("../migrations/postgres/20261210000010_metric_rows_by_n_partial.sql"),
+    ] {
+        assert!(
+            migration.contains(&format!("WHERE {}", metric_sql::BY_N)),
+            "{migration}"
+        );
+    }
+}

@@ -9,6 +9,31 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 
 use super::Scope;
 use super::sql::push_tenants;
+/// The condition of the partial `(kind, n)` index, word for word as migration
+/// `20261210000010_metric_rows_by_n_partial` states it: the kinds a report
+/// reads by `n` — the requests at each layer (their largest), the next
+/// observations (those due by an instant) and the root causes (their
+/// instants, for the repeated errors). Most fact rows are verdicts and states,
+/// read by operation through the key. Patterns, not a list of the kinds: an
+/// `IN` list in an index's condition is evaluated for every row written, and
+/// cost more than the whole index saved.
+pub const BY_N: &str =
+    "(kind LIKE 'cause:%' OR kind = 'next_observation' OR kind LIKE 'requests:%')";
+
+/// Whether a row of `kind` is in the partial `(kind, n)` index ([`BY_N`]).
+fn held_by_n(kind: &str) -> bool {
+    kind.starts_with("cause:") || kind == "next_observation" || kind.starts_with("requests:")
+}
+
+/// Repeats [`BY_N`] in a read of `kinds` by `n`, so that both planners see the
+/// read is within the partial index (neither proves it from `kind = ?`). A
+/// kind the index does not hold gets no condition: its read stays whole, by
+/// the key.
+fn within_by_n<DB: Database>(qb: &mut QueryBuilder<DB>, kinds: &[&str]) {
+    if kinds.iter().all(|k| held_by_n(k)) {
+        qb.push(format!(" AND {BY_N}"));
+    }
+}
 
 /// The rows and sums of every kind over the scope's tenants.
 pub fn sums<'a, DB>(prefix: &str, scope: &Scope) -> QueryBuilder<DB>
@@ -46,6 +71,7 @@ where
     String: Encode<'a, DB> + Type<DB>,
 {
     let mut qb = of_kind::<DB>(prefix, "MAX(n) AS most", kind);
+    within_by_n(&mut qb, &[kind]);
     push_tenants(&mut qb, "tenant", scope);
     qb
 }
@@ -59,6 +85,7 @@ where
     i64: Encode<'a, DB> + Type<DB>,
 {
     let mut qb = of_kind::<DB>(prefix, "operation, n", kind);
+    within_by_n(&mut qb, &[kind]);
     push_tenants(&mut qb, "tenant", scope);
     qb.push(" ORDER BY n DESC LIMIT ");
     qb.push_bind(limit);
@@ -83,6 +110,7 @@ where
     if let Some(at_most) = at_most {
         qb.push(" AND n <= ");
         qb.push_bind(at_most);
+        within_by_n(&mut qb, &[kind]);
     }
     push_tenants(&mut qb, "tenant", scope);
     qb.push(" ORDER BY operation");
@@ -108,6 +136,7 @@ where
     let mut qb = of_kind::<DB>(prefix, "COUNT(*) AS matching", kind);
     qb.push(" AND n <= ");
     qb.push_bind(at_most);
+    within_by_n(&mut qb, &[kind]);
     push_tenants(&mut qb, "tenant", scope);
     qb
 }
@@ -115,8 +144,8 @@ where
 /// The repeated errors' groups in scope (DESIGN §6, "Repeated errors"): per
 /// `cause:LAYER` kind and `reason` (owner and tool), how many rows, how many
 /// with `n` (the instant the operation entered its state) at or after `day` and
-/// at or after `week`, and the newest `n`. One walk of the cause kinds' rows by
-/// the `(kind, n)` index; the groups are few.
+/// at or after `week`, and the newest `n`. One walk of the cause kinds' rows
+/// (every one is counted); the groups are few.
 pub fn repeated_groups<'a, DB>(
     prefix: &str,
     scope: &Scope,
@@ -145,6 +174,8 @@ where
         list.push_bind(kind.clone());
     }
     qb.push(")");
+    let named: Vec<&str> = kinds.iter().map(String::as_str).collect();
+    within_by_n(&mut qb, &named);
     push_tenants(&mut qb, "tenant", scope);
     qb.push(" GROUP BY kind, reason");
     qb
@@ -154,7 +185,7 @@ where
 /// of `kind` and `reason` in scope, the latest `n` first and the greatest id
 /// among equals, the first `limit` (one more than the rows a report reads
 /// past). With `at` (the group's newest `n`, when no row is read past) only
-/// the rows at that instant: a point of the `(kind, n)` index.
+/// the rows at that instant.
 pub fn repeated_newest<'a, DB>(
     prefix: &str,
     scope: &Scope,
@@ -175,6 +206,7 @@ where
     }
     qb.push(" AND reason = ");
     qb.push_bind(reason.to_owned());
+    within_by_n(&mut qb, &[kind]);
     push_tenants(&mut qb, "tenant", scope);
     qb.push(" ORDER BY n DESC, operation DESC LIMIT ");
     qb.push_bind(limit);

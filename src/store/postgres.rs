@@ -198,6 +198,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "grants_per_statement",
         include_str!("../../migrations/postgres/20261209000040_grants_per_statement.sql"),
     ),
+    (
+        20261210000010,
+        "metric_rows_by_n_partial",
+        include_str!("../../migrations/postgres/20261210000010_metric_rows_by_n_partial.sql"),
+    ),
 ];
 
 /// The channel the audit trigger notifies at each commit that appended rows.

@@ -163,6 +163,11 @@ const MIGRATIONS: &[(i64, &str, &str)] = &[
         "metric_rows_clustered",
         include_str!("../../migrations/sqlite/20261208000010_metric_rows_clustered.sql"),
     ),
+    (
+        20261210000010,
+        "metric_rows_by_n_partial",
+        include_str!("../../migrations/sqlite/20261210000010_metric_rows_by_n_partial.sql"),
+    ),
 ];
 
 /// How long a writer waits for another to finish before reporting the store busy.
