@@ -2,8 +2,9 @@
 //! in every scope and in one tenant's: each is a sum over the small table of
 //! counts per (tenant, kind), or a walk of one kind's rows by the
 //! `(kind, operation)` key that stops at its `LIMIT`, or a range of the
-//! partial `(kind, n)` index (its condition repeated in the read). (Over every tenant the sums read the whole table of
-//! counts, a row per tenant and kind, however many operations.) Each statement is the one the store runs (built by
+//! partial `(kind, n)` index (its condition repeated in the read). (Over every
+//! tenant the sums read the whole table of counts, a row per tenant and kind,
+//! however many operations.) Each statement is the one the store runs (built by
 //! `holdfast::store::metric_sql` behind an `EXPLAIN` prefix); the assertion is
 //! on the plan's shape, never on time. PostgreSQL plans with sequential scans
 //! priced out (`enable_seqscan = off`), so a small test table cannot hide a

@@ -9,6 +9,7 @@ use sqlx::{Database, Encode, QueryBuilder, Type};
 
 use super::Scope;
 use super::sql::push_tenants;
+
 /// The condition of the partial `(kind, n)` index, word for word as migration
 /// `20261210000010_metric_rows_by_n_partial` states it: the kinds a report
 /// reads by `n` — the requests at each layer (their largest), the next
